@@ -1,0 +1,22 @@
+"""flowkit: compiled particle tracking through velocity fields with JAX and Equinox."""
+
+from . import _host_devices  # noqa: F401  (must run before JAX is imported)
+from . import boundaries as boundaries
+from . import fields as fields
+from . import integrators as integrators
+from . import seeding as seeding
+from ._status import Status as Status
+from .boundaries import (
+    Absorbing as Absorbing,
+    Clamp as Clamp,
+    Mixed as Mixed,
+    Open as Open,
+    Periodic as Periodic,
+    Reflective as Reflective,
+)
+from .fields import GridField as GridField
+from .integrators import RK4 as RK4, Euler as Euler, Heun as Heun, Midpoint as Midpoint
+from .tracker import track as track
+from .trajectory import Trajectory as Trajectory
+
+__version__ = "0.1.0"

@@ -1,0 +1,14 @@
+"""Shared jaxtyping aliases."""
+
+from typing import Any
+
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+
+Position = Float[Array, " dim"]
+Positions = Float[Array, "n dim"]
+Velocity = Float[Array, " dim"]
+TimeLike = Real[ArrayLike, ""]
+Bounds = tuple[Float[Array, " dim"], Float[Array, " dim"]]
+StatusCode = Int[Array, ""]
+Mask = Bool[Array, " n"]
+Args = Any

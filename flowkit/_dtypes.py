@@ -1,0 +1,32 @@
+"""Working precision: float32 by default, float64 on request."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_ALLOWED = {"float32": jnp.float32, "float64": jnp.float64}
+
+
+def resolve(dtype) -> np.dtype:
+    """Turn "float32"/"float64" (or a numpy/jax dtype) into a numpy dtype.
+
+    Asking for float64 switches on JAX's x64 mode, which flowkit needs for it; this is the one
+    global setting the library changes, and only when float64 is requested.
+    """
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    if name not in _ALLOWED:
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    if name == "float64" and not jax.config.read("jax_enable_x64"):
+        jax.config.update("jax_enable_x64", True)
+    return np.dtype(name)
+
+
+def cast_floating(tree, dtype):
+    """Cast every floating array leaf of a pytree to `dtype` (no-op for leaves already in it)."""
+
+    def cast(leaf):
+        if isinstance(leaf, (jax.Array, np.ndarray)) and jnp.issubdtype(leaf.dtype, jnp.floating):
+            return leaf if leaf.dtype == dtype else jnp.asarray(leaf, dtype)
+        return leaf
+
+    return jax.tree.map(cast, tree)

@@ -1,0 +1,13 @@
+"""Boundaries applied to particles after every step."""
+
+from .base import AbstractBoundary as AbstractBoundary
+from .box import (
+    MODES as MODES,
+    AbstractBox as AbstractBox,
+    Absorbing as Absorbing,
+    Clamp as Clamp,
+    Mixed as Mixed,
+    Open as Open,
+    Periodic as Periodic,
+    Reflective as Reflective,
+)

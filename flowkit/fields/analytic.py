@@ -1,0 +1,210 @@
+"""Closed-form flows: reference solutions for tests and ready-made examples.
+
+Every parameter is an array leaf (`converter=jnp.asarray`), so changing one never recompiles.
+"""
+
+import math
+from collections.abc import Callable
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool
+
+from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
+from .base import AbstractField, as_bounds
+
+_INF_TIME = (-math.inf, math.inf)
+
+
+def _param(value) -> Array:
+    """A physical parameter as a floating array in JAX's default float precision."""
+    return jnp.asarray(value, dtype=jnp.result_type(float))
+
+
+class AbstractAnalyticField(AbstractField):
+    """A flow given by a formula, defined everywhere in space and time."""
+
+    def in_domain(self, x: Position) -> Bool[Array, ""]:
+        return jnp.asarray(True)
+
+
+class Analytic(AbstractAnalyticField):
+    """Wraps any user function `fn(t, x, args) -> u` written for one point.
+
+    **Arguments:**
+
+    - `fn`: the velocity function; must be traceable by JAX (no Python branches on `x`).
+    - `bounds`: `(lo, hi)` of the region of interest (used by seeding and box boundaries).
+    - `dim`: number of dimensions.
+    - `periodic`: per-axis flags, informational for analytic flows.
+    """
+
+    fn: Callable = eqx.field(static=True)
+    bounds: Bounds
+    dim: int = eqx.field(static=True)
+    time_range: tuple[float, float] = eqx.field(static=True)
+    periodic: tuple[bool, ...] = eqx.field(static=True)
+
+    def __init__(self, fn: Callable, bounds, dim: int, time_range=_INF_TIME, periodic=None):
+        self.fn = fn
+        self.dim = int(dim)
+        self.bounds = as_bounds(bounds, self.dim)
+        self.time_range = (float(time_range[0]), float(time_range[1]))
+        self.periodic = tuple(bool(p) for p in periodic) if periodic is not None else (False,) * self.dim
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        return jnp.asarray(self.fn(t, x, args), dtype=x.dtype)
+
+
+class Uniform(AbstractAnalyticField):
+    r"""Constant velocity $u(t, x) = U$. Exact trajectory $x(t) = x_0 + U (t - t_0)$."""
+
+    velocity: Array = eqx.field(converter=jnp.asarray)
+    bounds: Bounds
+    dim: int = eqx.field(static=True)
+    time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
+    periodic: tuple[bool, ...] = eqx.field(static=True, default=())
+
+    def __init__(self, velocity=(1.0, 0.0), bounds=None):
+        self.velocity = _param(velocity)
+        self.dim = int(self.velocity.shape[0])
+        self.bounds = as_bounds(bounds if bounds is not None else ([0.0] * self.dim, [1.0] * self.dim), self.dim)
+        self.periodic = (False,) * self.dim
+        self.time_range = _INF_TIME
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        return self.velocity.astype(x.dtype)
+
+    def exact(self, t, x0, t0=0.0):
+        """Closed-form position at time `t` of the particle at `x0` at time `t0`."""
+        return x0 + self.velocity * (t - t0)
+
+
+class SolidBodyRotation(AbstractAnalyticField):
+    r"""2-D rigid rotation about `center` at angular velocity `omega`.
+
+    $u = -\omega (y - y_c)$, $v = \omega (x - x_c)$; every particle returns to its start after
+    the period $2\pi/\omega$.
+    """
+
+    omega: Array = eqx.field(converter=jnp.asarray)
+    center: Array = eqx.field(converter=jnp.asarray)
+    bounds: Bounds
+    dim: int = eqx.field(static=True, default=2)
+    time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
+    periodic: tuple[bool, ...] = eqx.field(static=True, default=(False, False))
+
+    def __init__(self, omega=1.0, center=(0.0, 0.0), bounds=((-1.0, -1.0), (1.0, 1.0))):
+        self.omega = _param(omega)
+        self.center = _param(center)
+        self.bounds = as_bounds(bounds, 2)
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        r = x - self.center.astype(x.dtype)
+        w = self.omega.astype(x.dtype)
+        return jnp.stack([-w * r[1], w * r[0]])
+
+    def exact(self, t, x0, t0=0.0):
+        """Closed-form position at time `t` (rotation of `x0` by `omega * (t - t0)`)."""
+        a = self.omega * (t - t0)
+        r = x0 - self.center
+        c, s = jnp.cos(a), jnp.sin(a)
+        return self.center + jnp.stack([c * r[..., 0] - s * r[..., 1], s * r[..., 0] + c * r[..., 1]], axis=-1)
+
+
+class DoubleGyre(AbstractAnalyticField):
+    r"""The time-periodic double gyre of Shadden, Lekien & Marsden (2005) on $[0,2]\times[0,1]$.
+
+    $a(t) = \varepsilon \sin\omega t$, $b(t) = 1 - 2\varepsilon\sin\omega t$, $f = a x^2 + b x$;
+    $u = -\pi A \sin(\pi f)\cos(\pi y)$, $v = \pi A \cos(\pi f)\sin(\pi y)\,\partial_x f$.
+    The box boundary is a material line.
+    """
+
+    A: Array = eqx.field(converter=jnp.asarray)
+    eps: Array = eqx.field(converter=jnp.asarray)
+    omega: Array = eqx.field(converter=jnp.asarray)
+    bounds: Bounds
+    dim: int = eqx.field(static=True, default=2)
+    time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
+    periodic: tuple[bool, ...] = eqx.field(static=True, default=(False, False))
+
+    def __init__(self, A=0.1, eps=0.25, omega=2 * math.pi / 10):
+        self.A = _param(A)
+        self.eps = _param(eps)
+        self.omega = _param(omega)
+        self.bounds = as_bounds(((0.0, 0.0), (2.0, 1.0)), 2)
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        dt = x.dtype
+        A, eps, omega = self.A.astype(dt), self.eps.astype(dt), self.omega.astype(dt)
+        s = jnp.sin(omega * t)
+        a = eps * s
+        b = 1 - 2 * eps * s
+        f = a * x[0] ** 2 + b * x[0]
+        dfdx = 2 * a * x[0] + b
+        u = -jnp.pi * A * jnp.sin(jnp.pi * f) * jnp.cos(jnp.pi * x[1])
+        v = jnp.pi * A * jnp.cos(jnp.pi * f) * jnp.sin(jnp.pi * x[1]) * dfdx
+        return jnp.stack([u, v])
+
+
+class ABCFlow(AbstractAnalyticField):
+    r"""Arnold–Beltrami–Childress flow, steady, 3-D, $2\pi$-periodic in every axis.
+
+    $u = A\sin z + C\cos y$, $v = B\sin x + A\cos z$, $w = C\sin y + B\cos x$.
+    """
+
+    A: Array = eqx.field(converter=jnp.asarray)
+    B: Array = eqx.field(converter=jnp.asarray)
+    C: Array = eqx.field(converter=jnp.asarray)
+    bounds: Bounds
+    dim: int = eqx.field(static=True, default=3)
+    time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
+    periodic: tuple[bool, ...] = eqx.field(static=True, default=(True, True, True))
+
+    def __init__(self, A=math.sqrt(3), B=math.sqrt(2), C=1.0):
+        self.A = _param(A)
+        self.B = _param(B)
+        self.C = _param(C)
+        self.bounds = as_bounds(((0.0,) * 3, (2 * math.pi,) * 3), 3)
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        dt = x.dtype
+        A, B, C = self.A.astype(dt), self.B.astype(dt), self.C.astype(dt)
+        return jnp.stack(
+            [
+                A * jnp.sin(x[2]) + C * jnp.cos(x[1]),
+                B * jnp.sin(x[0]) + A * jnp.cos(x[2]),
+                C * jnp.sin(x[1]) + B * jnp.cos(x[0]),
+            ]
+        )
+
+
+class TaylorGreen(AbstractAnalyticField):
+    r"""2-D Taylor–Green vortices on $[0, 2\pi/k]^2$, periodic, optionally decaying.
+
+    $u = U \sin kx \cos ky\, e^{-2\nu k^2 t}$, $v = -U \cos kx \sin ky\, e^{-2\nu k^2 t}$
+    (`nu = 0` gives the steady cellular flow).
+    """
+
+    U: Array = eqx.field(converter=jnp.asarray)
+    k: Array = eqx.field(converter=jnp.asarray)
+    nu: Array = eqx.field(converter=jnp.asarray)
+    bounds: Bounds
+    dim: int = eqx.field(static=True, default=2)
+    time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
+    periodic: tuple[bool, ...] = eqx.field(static=True, default=(True, True))
+
+    def __init__(self, U=1.0, k=1.0, nu=0.0):
+        self.U = _param(U)
+        self.k = _param(k)
+        self.nu = _param(nu)
+        side = 2 * math.pi / float(k)
+        self.bounds = as_bounds(((0.0, 0.0), (side, side)), 2)
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        dt = x.dtype
+        U, k, nu = self.U.astype(dt), self.k.astype(dt), self.nu.astype(dt)
+        decay = jnp.exp(-2 * nu * k**2 * t)
+        u = U * jnp.sin(k * x[0]) * jnp.cos(k * x[1]) * decay
+        v = -U * jnp.cos(k * x[0]) * jnp.sin(k * x[1]) * decay
+        return jnp.stack([u, v])

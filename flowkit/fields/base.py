@@ -1,0 +1,56 @@
+"""The field contract: velocity at one time and one position."""
+
+import abc
+
+import equinox as eqx
+from jaxtyping import Array, Bool, Float
+
+from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
+
+
+class AbstractField(eqx.Module):
+    """A velocity field $u(t, x)$ in `dim` dimensions.
+
+    `field(t, x, args)` evaluates ONE point; it has diffrax's vector-field signature, so
+    `diffrax.ODETerm(field)` works unchanged. Batches are made with `jax.vmap`, by the tracker.
+
+    **Attributes:**
+
+    - `bounds`: `(lo, hi)`, arrays of shape `(dim,)`: the box the field describes.
+    - `dim`: number of spatial dimensions (static).
+    - `time_range`: `(t_min, t_max)` over which the field is defined (infinite for analytic flows).
+    - `periodic`: per-axis flags (static); the field wraps positions on those axes itself.
+    """
+
+    bounds: eqx.AbstractVar[Bounds]
+    dim: eqx.AbstractVar[int]
+    time_range: eqx.AbstractVar[tuple[float, float]]
+    periodic: eqx.AbstractVar[tuple[bool, ...]]
+
+    @abc.abstractmethod
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        """Velocity at time `t` and position `x` (shape `(dim,)`)."""
+
+    @abc.abstractmethod
+    def in_domain(self, x: Position) -> Bool[Array, ""]:
+        """Whether `x` lies where the field has data (always true for closed-form flows)."""
+
+
+def as_bounds(bounds, dim: int | None = None, name: str = "bounds") -> tuple[Float[Array, " dim"], Float[Array, " dim"]]:
+    """Check and convert `(lo, hi)` into a pair of float arrays of equal length with lo < hi."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (lo, hi) of coordinate arrays, got {bounds!r}") from None
+    lo = np.atleast_1d(np.asarray(lo, dtype=np.float64))
+    hi = np.atleast_1d(np.asarray(hi, dtype=np.float64))
+    if lo.ndim != 1 or lo.shape != hi.shape:
+        raise ValueError(f"{name}: lo and hi must be 1-D and of equal length, got shapes {lo.shape} and {hi.shape}")
+    if dim is not None and lo.shape[0] != dim:
+        raise ValueError(f"{name} must have {dim} coordinates per corner, got {lo.shape[0]}")
+    if not np.all(hi > lo):
+        raise ValueError(f"{name}: every hi must exceed its lo, got lo={lo.tolist()} hi={hi.tolist()}")
+    return jnp.asarray(lo), jnp.asarray(hi)

@@ -1,0 +1,199 @@
+"""Velocity data on a structured grid: uniform or rectilinear axes, steady or a time series."""
+
+import math
+from collections.abc import Callable, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
+from .base import AbstractField
+
+_INTERPOLATIONS = ("linear", "nearest")
+
+
+class GridField(AbstractField):
+    """Velocity sampled on a 2-D or 3-D structured grid, multilinear in space, linear in time.
+
+    The values live on the device as one array `values[T, n_1, ..., n_dim, dim]` (`T = 1` when
+    steady), gathered as whole velocity vectors per grid corner. Uniform axes are indexed by
+    arithmetic, rectilinear (non-uniform) ones by binary search.
+
+    Outside the grid: on a periodic axis positions wrap (the axis holds `n` nodes spanning one
+    period `n * h`, without a repeated end node). On other axes `in_domain` is false; the tracker
+    marks a particle that ends a step there `OUT_OF_DOMAIN` (or hands it to a boundary) and never
+    extrapolates a trajectory. Within one step, an RK stage point just past the edge sees the
+    edge value (a zero-gradient ghost layer), the usual convention for wall-bounded data.
+
+    **Arguments:**
+
+    - `data`: `(n_1, ..., n_dim, dim)` for a steady field or `(T, n_1, ..., n_dim, dim)` with
+      `times`; NumPy or JAX input.
+    - `axes`: one strictly increasing 1-D coordinate array per spatial axis.
+    - `times`: strictly increasing times of the `T` slices, or `None` for a steady field.
+    - `periodic`: a bool per axis (or one bool for all).
+    - `interpolation`: `"linear"` (multilinear) or `"nearest"`.
+    - `dtype`: storage precision (`"float32"` default).
+    """
+
+    values: Float[Array, "T ..."]
+    axes: tuple[Float[Array, " n"], ...]
+    origin: Float[Array, " dim"]
+    inv_spacing: Float[Array, " dim"]
+    times: Float[Array, " T"] | None
+    bounds: Bounds
+    dim: int = eqx.field(static=True)
+    shape: tuple[int, ...] = eqx.field(static=True)
+    uniform: tuple[bool, ...] = eqx.field(static=True)
+    periodic: tuple[bool, ...] = eqx.field(static=True)
+    interpolation: str = eqx.field(static=True)
+    time_range: tuple[float, float] = eqx.field(static=True)
+
+    def __init__(self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32"):
+        from .._dtypes import resolve
+
+        dtype = resolve(dtype)
+        data = np.asarray(data)
+        if not isinstance(axes, (list, tuple)) or len(axes) not in (2, 3):
+            raise ValueError(f"GridField: axes must be a list of 2 or 3 coordinate arrays, got {type(axes).__name__} of length {len(axes) if hasattr(axes, '__len__') else '?'}")
+        dim = len(axes)
+        np_axes = []
+        for i, ax in enumerate(axes):
+            ax = np.asarray(ax, dtype=np.float64)
+            if ax.ndim != 1 or ax.shape[0] < 2:
+                raise ValueError(f"GridField: axes[{i}] must be 1-D with at least 2 nodes, got shape {ax.shape}")
+            if not np.all(np.isfinite(ax)) or not np.all(np.diff(ax) > 0):
+                raise ValueError(f"GridField: axes[{i}] must be strictly increasing (monotonic) and finite")
+            np_axes.append(ax)
+        shape = tuple(ax.shape[0] for ax in np_axes)
+        if isinstance(periodic, (bool, np.bool_)):
+            periodic = (bool(periodic),) * dim
+        periodic = tuple(bool(p) for p in periodic)
+        if len(periodic) != dim:
+            raise ValueError(f"GridField: periodic needs one flag per axis ({dim}), got {periodic}")
+        if interpolation not in _INTERPOLATIONS:
+            raise ValueError(f"GridField: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
+        uniform = tuple(bool(np.allclose(np.diff(ax), ax[1] - ax[0], rtol=1e-6, atol=0.0)) for ax in np_axes)
+        for i in range(dim):
+            if periodic[i] and not uniform[i]:
+                raise ValueError(f"GridField: periodic axis {i} must be uniformly spaced")
+
+        if times is None:
+            expected = shape + (dim,)
+            if data.shape != expected:
+                raise ValueError(f"GridField: steady data must have shape {expected} (axes lengths + {dim} velocity components), got {data.shape}")
+            data = data[None]
+            self.times = None
+            self.time_range = (-math.inf, math.inf)
+        else:
+            times = np.asarray(times, dtype=np.float64)
+            if times.ndim != 1 or times.shape[0] < 2 or not np.all(np.diff(times) > 0):
+                raise ValueError(f"GridField: times must be a strictly increasing 1-D array with at least 2 entries, got shape {times.shape}")
+            expected = (times.shape[0],) + shape + (dim,)
+            if data.shape != expected:
+                raise ValueError(f"GridField: time-series data must have shape {expected} (len(times), axes lengths, {dim} components), got {data.shape}")
+            self.times = jnp.asarray(times, dtype)
+            self.time_range = (float(times[0]), float(times[-1]))
+
+        self.values = jnp.asarray(data, dtype)
+        self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
+        spacing = np.array([ax[1] - ax[0] for ax in np_axes])
+        self.origin = jnp.asarray([ax[0] for ax in np_axes], dtype)
+        self.inv_spacing = jnp.asarray(1.0 / spacing, dtype)
+        hi = np.array([ax[0] + n * h if p else ax[-1] for ax, n, h, p in zip(np_axes, shape, spacing, periodic)])
+        self.bounds = (jnp.asarray([ax[0] for ax in np_axes], dtype), jnp.asarray(hi, dtype))
+        self.dim = dim
+        self.shape = shape
+        self.uniform = uniform
+        self.periodic = periodic
+        self.interpolation = interpolation
+
+    @classmethod
+    def from_function(cls, fn: Callable, axes: Sequence, times=None, periodic=False, interpolation="linear", dtype="float32", args: Args = None) -> "GridField":
+        """Sample `fn(t, x, args) -> u` (one point, e.g. an analytic field) at every grid node.
+
+        A steady field is sampled at `t = 0` when `times` is None.
+        """
+        np_axes = [np.asarray(ax, dtype=np.float64) for ax in axes]
+        mesh = np.stack(np.meshgrid(*np_axes, indexing="ij"), axis=-1)
+        points = jnp.asarray(mesh.reshape(-1, len(np_axes)))
+        sample = jax.jit(jax.vmap(lambda t, x: fn(t, x, args), in_axes=(None, 0)))
+        ts = [0.0] if times is None else list(np.asarray(times, dtype=np.float64))
+        slices = [np.asarray(sample(jnp.asarray(t, points.dtype), points)).reshape(mesh.shape) for t in ts]
+        data = slices[0] if times is None else np.stack(slices)
+        return cls(data, np_axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+
+    @property
+    def nbytes(self) -> int:
+        """Device memory held by the field's arrays."""
+        return sum(leaf.nbytes for leaf in jax.tree.leaves(self) if isinstance(leaf, jax.Array))
+
+    def in_domain(self, x: Position) -> Bool[Array, ""]:
+        lo, hi = self.bounds
+        inside = jnp.asarray(True)
+        for i in range(self.dim):
+            if not self.periodic[i]:
+                inside = inside & (x[i] >= lo[i]) & (x[i] <= hi[i])
+        return inside
+
+    def _axis_index(self, i: int, xi) -> tuple[Int[Array, ""], Int[Array, ""], Float[Array, ""]]:
+        """Lower node, upper node and the weight of the upper node along axis `i`."""
+        n = self.shape[i]
+        if self.periodic[i]:
+            s = (xi - self.origin[i]) * self.inv_spacing[i]
+            s = s - n * jnp.floor(s / n)  # float-mod wrap into [0, n)
+            f = jnp.floor(s)
+            w = s - f
+            i0 = jnp.minimum(f.astype(jnp.int32), n - 1)
+            i1 = jnp.where(i0 == n - 1, 0, i0 + 1)
+            return i0, i1, w
+        if self.uniform[i]:
+            s = (xi - self.origin[i]) * self.inv_spacing[i]
+            i0 = jnp.clip(jnp.floor(s), 0, n - 2).astype(jnp.int32)
+            w = jnp.clip(s - i0.astype(s.dtype), 0, 1)
+        else:
+            ax = self.axes[i]
+            i0 = jnp.clip(jnp.searchsorted(ax, xi, side="right") - 1, 0, n - 2).astype(jnp.int32)
+            w = jnp.clip((xi - ax[i0]) / (ax[i0 + 1] - ax[i0]), 0, 1)
+        return i0, i0 + 1, w
+
+    def _time_index(self, t) -> tuple[Int[Array, ""], Float[Array, ""]]:
+        if self.times is None:
+            return jnp.asarray(0, jnp.int32), None
+        times = self.times
+        n = times.shape[0]
+        it = jnp.clip(jnp.searchsorted(times, t, side="right") - 1, 0, n - 2).astype(jnp.int32)
+        wt = jnp.clip((t - times[it]) / (times[it + 1] - times[it]), 0, 1)
+        return it, wt
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        x = jnp.asarray(x)
+        corners = [self._axis_index(i, x[i]) for i in range(self.dim)]
+        if self.interpolation == "nearest":
+            corners = [(i0, i1, jnp.where(w >= 0.5, 1, 0).astype(w.dtype)) for i0, i1, w in corners]
+        it, wt = self._time_index(jnp.asarray(t, x.dtype))
+
+        def spatial(time_index):
+            # Whole velocity vectors gathered per corner: one row gather each, 2**dim of them.
+            total = None
+            for corner in range(2**self.dim):
+                idx = [time_index]
+                weight = None
+                for axis, (i0, i1, w) in enumerate(corners):
+                    upper = (corner >> (self.dim - 1 - axis)) & 1
+                    idx.append(i1 if upper else i0)
+                    wa = w if upper else 1 - w
+                    weight = wa if weight is None else weight * wa
+                term = weight * self.values[tuple(idx)]
+                total = term if total is None else total + term
+            return total
+
+        u = spatial(it)
+        if self.times is not None:
+            if self.interpolation == "nearest":
+                wt = jnp.where(wt >= 0.5, 1, 0).astype(wt.dtype)
+            u = (1 - wt) * u + wt * spatial(it + 1)
+        return u.astype(x.dtype)

@@ -1,0 +1,403 @@
+"""`track()`: one compiled program advances all particles a chunk of steps; a thin driver loops.
+
+Inside a chunk (`_advance`): particles are sharded over the local devices (`shard_map`), split
+into cache-sized blocks (`lax.map`), and each block runs `lax.scan` over saves, each save a
+`lax.scan` over `save_every` steps. A step is: release due particles, one integrator step of
+the whole block, the boundary, the domain and finiteness checks, all with `jnp.where`.
+The driver compiles the chunk once per run shape (AOT, cached), then calls it chunk after chunk,
+copying each chunk's saved frames to the host and updating the progress bar.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from . import _dtypes
+from ._status import Status
+from .boundaries.base import AbstractBoundary
+from .boundaries.box import Open
+from .fields.base import AbstractField
+from .integrators.base import AbstractIntegrator
+from .integrators.runge_kutta import RK4
+from .trajectory import Trajectory
+
+BLOCK = 4096
+"""Particles per cache block inside one device's share (measured best between ~2 500 and 10 000)."""
+
+_CHUNK_BYTES = 256 * 2**20
+"""Upper bound on the saved frames one chunk keeps on the device."""
+
+
+class _State(eqx.Module):
+    """Everything that changes from chunk to chunk, resident on the device."""
+
+    x: jax.Array
+    status: jax.Array
+    step: jax.Array
+
+
+class _Times(eqx.Module):
+    """Numeric run parameters: leaves, so a new `t0`/`dt`/`t1` reuses the compiled program."""
+
+    t0: jax.Array
+    dt: jax.Array
+    t1: jax.Array
+
+
+def _step_times(times: _Times, k):
+    """Start time and length of global step `k`; steps past `t1` have length 0 (no-ops)."""
+    forward = times.dt > 0
+    clip = lambda t: jnp.where(forward, jnp.minimum(t, times.t1), jnp.maximum(t, times.t1))  # noqa: E731
+    kf = k.astype(times.dt.dtype)
+    start = clip(times.t0 + kf * times.dt)
+    return start, clip(times.t0 + (kf + 1) * times.dt) - start
+
+
+def _advance_local(field, integrator, boundary, args, times, x, status, t_release, step, *, saves, save_every, blocks, record_velocity):
+    """Advance this device's particles by `saves * save_every` steps; return the saved frames."""
+    n = x.shape[0]
+    block = n // blocks
+    direction = jnp.sign(times.dt)
+    tolerance = 1e-6 * jnp.abs(times.dt)
+    apply_boundary = jax.vmap(boundary.apply, in_axes=(0, 0, 0, None))
+    in_domain = jax.vmap(field.in_domain)
+    velocity = jax.vmap(field, in_axes=(None, 0, None))
+    active_code = jnp.asarray(Status.ACTIVE, status.dtype)
+
+    def one_step(carry, k):
+        x, status, t_rel = carry
+        t, h = _step_times(times, k)
+        due = (status == Status.NOT_RELEASED) & (direction * (t - t_rel) >= -tolerance)
+        status = jnp.where(due, active_code, status)
+        x_new = integrator.step_batch(field, x, t, h, args)
+        finite = jnp.all(jnp.isfinite(x_new), axis=-1)
+        x_b, status_b = apply_boundary(x, x_new, status, None)
+        inside = in_domain(x_b)
+        moving = (status == Status.ACTIVE) & (h != 0)
+        new_status = jnp.where(
+            moving & ~finite,
+            jnp.asarray(Status.NONFINITE, status.dtype),
+            jnp.where(moving & ~inside, jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype), jnp.where(moving, status_b, status)),
+        )
+        keep = moving & finite & inside
+        return (jnp.where(keep[:, None], x_b, x), new_status, t_rel), None
+
+    def one_save(carry, m):
+        first = step + m * save_every
+        carry, _ = jax.lax.scan(one_step, carry, first + jnp.arange(save_every, dtype=step.dtype))
+        x, status, _ = carry
+        if record_velocity:
+            t_end, h = _step_times(times, first + save_every - 1)
+            v = velocity(t_end + h, x, args)
+            v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
+        else:
+            v = None
+        return carry, (x, status, v)
+
+    def run_block(block_state):
+        carry, frames = jax.lax.scan(one_save, block_state, jnp.arange(saves, dtype=step.dtype))
+        return carry[:2], frames
+
+    split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
+    (x, status), (xs, ss, vs) = jax.lax.map(run_block, (split(x), split(status), split(t_release)))
+    merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
+    frames = lambda a: None if a is None else jnp.swapaxes(a, 0, 1).reshape((saves, n) + a.shape[3:])  # noqa: E731
+    return merge(x), merge(status), frames(xs), frames(ss), frames(vs)
+
+
+@eqx.filter_jit
+def _advance(modules, times: _Times, state: _State, t_release, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh):
+    """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
+    dynamic, static = eqx.partition(modules, eqx.is_array)
+
+    def local(dynamic, times, x, status, t_release, step):
+        field, integrator, boundary, args = eqx.combine(dynamic, static)
+        return _advance_local(field, integrator, boundary, args, times, x, status, t_release, step, saves=saves, save_every=save_every, blocks=blocks, record_velocity=record_velocity)
+
+    if mesh is None:
+        fn = local
+    else:
+        p = PartitionSpec("particles")
+        frames = PartitionSpec(None, "particles")
+        fn = jax.shard_map(
+            local,
+            mesh=mesh,
+            in_specs=(PartitionSpec(), PartitionSpec(), p, p, p, PartitionSpec()),
+            out_specs=(p, p, frames, frames, frames if record_velocity else None),
+            check_vma=False,
+        )
+    x, status, xs, ss, vs = fn(dynamic, times, state.x, state.status, t_release, state.step)
+    return _State(x, status, state.step + saves * save_every), (xs, ss, vs)
+
+
+_COMPILED: dict = {}
+
+
+def compile_count() -> int:
+    """How many distinct chunk programs this process has compiled (for tests and diagnostics)."""
+    return len(_COMPILED)
+
+
+def _compiled(call_args, call_kwargs):
+    """AOT-compile `_advance` once per structure and shape; return it and the compile time."""
+    dynamic, static = eqx.partition(call_args, eqx.is_array)
+    leaves, treedef = jax.tree.flatten(dynamic)
+    static_leaves, static_def = jax.tree.flatten(static)
+    key = (treedef, tuple((leaf.shape, leaf.dtype, leaf.sharding) for leaf in leaves), static_def, tuple(static_leaves), tuple(sorted(call_kwargs.items())))
+    if key in _COMPILED:
+        return _COMPILED[key], 0.0
+    start = time.perf_counter()
+    compiled = _advance.lower(*call_args, **call_kwargs).compile()
+    _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)
+    return _COMPILED[key], time.perf_counter() - start
+
+
+@dataclass
+class RunInfo:
+    """Timing and size of the last `track` call (also `flowkit.tracker.last_run`)."""
+
+    n_particles: int
+    n_steps: int
+    n_saves: int
+    dtype: str
+    device: str
+    n_devices: int
+    compile_s: float
+    run_s: float
+
+    @property
+    def particle_steps_per_s(self) -> float:
+        return self.n_particles * self.n_steps / self.run_s if self.run_s > 0 else float("nan")
+
+
+last_run: RunInfo | None = None
+
+
+class TrackRun:
+    """A prepared run: validated inputs on the device, the compiled chunk, the chunk plan.
+
+    `track()` is `TrackRun(...).run()`; the pieces are public so tests can run one chunk under
+    `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
+    """
+
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False):
+        integrator = RK4() if integrator is None else integrator
+        boundary = Open() if boundary is None else boundary
+        if not isinstance(field, AbstractField):
+            raise TypeError(f"field must be a flowkit field (AbstractField), got {type(field).__name__}")
+        if not isinstance(integrator, AbstractIntegrator):
+            raise TypeError(f"integrator must be a flowkit integrator, got {type(integrator).__name__}")
+        if not isinstance(boundary, AbstractBoundary):
+            raise TypeError(f"boundary must be a flowkit boundary, got {type(boundary).__name__}")
+        self.dtype = _dtypes.resolve(dtype)
+        t0, t1, dt = float(t0), float(t1), float(dt)
+        for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value}")
+        if dt == 0:
+            raise ValueError("dt must be non-zero")
+        if t1 == t0:
+            raise ValueError(f"t1 must differ from t0 (both are {t0})")
+        if (t1 - t0) * dt < 0:
+            raise ValueError(f"dt must have the sign of t1 - t0 (t0={t0}, t1={t1}, dt={dt}); use a negative dt to track backward")
+        lo_t, hi_t = field.time_range
+        span = abs(t1 - t0)
+        for name, value in (("t0", t0), ("t1", t1)):
+            if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
+                raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
+        if int(save_every) != save_every or save_every < 1:
+            raise ValueError(f"save_every must be a positive integer, got {save_every}")
+        self.save_every = int(save_every)
+
+        seeds = np.asarray(seeds, dtype=np.float64)
+        if seeds.ndim == 1 and seeds.shape[0] == field.dim:
+            seeds = seeds[None]
+        if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] == 0:
+            raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
+        if not np.all(np.isfinite(seeds)):
+            raise ValueError(f"seeds contain {int(np.sum(~np.all(np.isfinite(seeds), axis=1)))} non-finite positions")
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+        slack = 1e-6 * (hi - lo)
+        outside = np.any((seeds < lo - slack) | (seeds > hi + slack), axis=1)
+        if outside.any():
+            raise ValueError(f"{int(outside.sum())} of {seeds.shape[0]} seeds lie outside the field bounds lo={lo.tolist()}, hi={hi.tolist()}")
+        n = seeds.shape[0]
+        if t_release is None:
+            t_release = np.full(n, t0)
+        t_release = np.asarray(t_release, dtype=np.float64)
+        if t_release.shape != (n,):
+            raise ValueError(f"t_release must have shape ({n},) (one release time per seed), got {t_release.shape}")
+        if not np.all((np.minimum(t0, t1) <= t_release) & (t_release <= np.maximum(t0, t1))):
+            raise ValueError(f"t_release: every release time must lie between t0={t0} and t1={t1}")
+
+        self.n_particles = n
+        self.n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
+        self.n_saves = math.ceil(self.n_steps / self.save_every)
+        direction = 1.0 if dt > 0 else -1.0
+        save_steps = np.minimum(np.arange(self.n_saves + 1) * self.save_every, self.n_steps)
+        self.times = np.where(save_steps == self.n_steps, t1, t0 + save_steps * dt)
+        self.t0, self.t1, self.dt = t0, t1, dt
+        self.record_velocity = bool(record_velocity)
+        self.progress = progress
+
+        devices = list(devices) if devices is not None else jax.local_devices()
+        self.devices = devices
+        self.mesh = Mesh(np.array(devices), ("particles",)) if len(devices) > 1 else None
+        replicated = NamedSharding(self.mesh, PartitionSpec()) if self.mesh else jax.sharding.SingleDeviceSharding(devices[0])
+        self._particle_sharding = NamedSharding(self.mesh, PartitionSpec("particles")) if self.mesh else replicated
+
+        batch = n if batch_size is None else min(int(batch_size), n)
+        if batch < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.batch_size = batch
+        per_device = math.ceil(batch / len(devices))
+        blocks = math.ceil(per_device / BLOCK)
+        block = 8 * math.ceil(math.ceil(per_device / blocks) / 8)
+        self.blocks = blocks
+        self.padded_batch = len(devices) * blocks * block
+
+        frame_bytes = self.padded_batch * field.dim * self.dtype.itemsize * (2 if record_velocity else 1)
+        max_saves = max(1, _CHUNK_BYTES // frame_bytes)
+        if progress:
+            max_saves = min(max_saves, max(1, math.ceil(self.n_saves / 20)))
+        if chunk_saves is not None:
+            max_saves = int(chunk_saves)
+        self.n_chunks = math.ceil(self.n_saves / max_saves)
+        self.chunk_saves = math.ceil(self.n_saves / self.n_chunks)
+
+        modules = _dtypes.cast_floating((field, integrator, boundary, args), self.dtype)
+        self.modules = jax.device_put(modules, replicated)
+        scalar = lambda v: jax.device_put(np.asarray(v, self.dtype), replicated)  # noqa: E731
+        self.run_times = _Times(scalar(t0), scalar(dt), scalar(t1))
+        self.seeds = seeds
+        self.t_release = t_release
+        self._direction = direction
+        self._replicated = replicated
+        self.compile_s = 0.0
+
+    def _kwargs(self):
+        return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh)
+
+    def initial_state(self, start: int = 0):
+        """Device state and release times of the batch of particles starting at index `start`."""
+        stop = min(start + self.batch_size, self.n_particles)
+        pad = self.padded_batch - (stop - start)
+        x = np.concatenate([self.seeds[start:stop], np.repeat(self.seeds[start:start + 1], pad, axis=0)])
+        t_rel = np.concatenate([self.t_release[start:stop], np.full(pad, self._direction * np.inf)])
+        due = self._direction * (self.t0 - t_rel) >= -1e-6 * abs(self.dt)
+        status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
+        put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
+        state = _State(put(x.astype(self.dtype)), put(status), jax.device_put(np.int32(0), self._replicated))
+        return state, put(t_rel.astype(self.dtype))
+
+    def compile(self):
+        """Compile (or fetch from the cache) the chunk program; returns it."""
+        state, t_rel = self.initial_state()
+        compiled, seconds = _compiled((self.modules, self.run_times, state, t_rel), self._kwargs())
+        self.compile_s += seconds
+        return compiled
+
+    def advance(self, state, t_release):
+        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities)`."""
+        return self.compile()(self.modules, self.run_times, state, t_release)
+
+    def run(self) -> Trajectory:
+        global last_run
+        compiled = self.compile()
+        n, dim = self.n_particles, self.seeds.shape[1]
+        positions = np.empty((self.n_saves + 1, n, dim), self.dtype)
+        status = np.empty((self.n_saves + 1, n), np.int8)
+        velocities = np.zeros((self.n_saves + 1, n, dim), self.dtype) if self.record_velocity else None
+        bar = _progress_bar(self.progress, n * self.n_steps)
+        start_time = time.perf_counter()
+        for start in range(0, n, self.batch_size):
+            stop = min(start + self.batch_size, n)
+            state, t_rel = self.initial_state(start)
+            positions[0, start:stop] = self.seeds[start:stop]
+            status[0, start:stop] = np.asarray(state.status)[: stop - start]
+            if velocities is not None:
+                v0 = jax.vmap(self.modules[0], in_axes=(None, 0, None))(self.run_times.t0, state.x, self.modules[3])
+                velocities[0, start:stop] = np.where(status[0, start:stop, None] == Status.ACTIVE, np.asarray(v0)[: stop - start], 0)
+            for chunk in range(self.n_chunks):
+                state, (xs, ss, vs) = compiled(self.modules, self.run_times, state, t_rel)
+                first = 1 + chunk * self.chunk_saves
+                last = min(first + self.chunk_saves, self.n_saves + 1)
+                count = last - first
+                positions[first:last, start:stop] = np.asarray(xs)[:count, : stop - start]
+                status[first:last, start:stop] = np.asarray(ss)[:count, : stop - start]
+                if velocities is not None:
+                    velocities[first:last, start:stop] = np.asarray(vs)[:count, : stop - start]
+                if bar is not None:
+                    steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
+                    bar.update((stop - start) * steps_done)
+        run_s = time.perf_counter() - start_time
+        if bar is not None:
+            bar.close()
+        last_run = RunInfo(n, self.n_steps, self.n_saves + 1, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s)
+        return Trajectory(self.times.astype(self.dtype), positions, status, self.t_release.astype(self.dtype), velocities)
+
+
+def _progress_bar(progress, total):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="particle-step", unit_scale=True, desc="tracking", smoothing=0.3)
+
+
+def track(
+    field: AbstractField,
+    seeds,
+    t0: float,
+    t1: float,
+    dt: float,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
+    save_every: int = 1,
+    *,
+    t_release=None,
+    args=None,
+    record_velocity: bool = False,
+    dtype="float32",
+    batch_size: int | None = None,
+    progress: bool = False,
+    devices=None,
+) -> Trajectory:
+    """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
+
+    **Arguments:**
+
+    - `field`: any `flowkit.fields.AbstractField`.
+    - `seeds`: `(N, dim)` start positions (inside `field.bounds`).
+    - `t0`, `t1`, `dt`: start, end and step; `t1 < t0` with `dt < 0` tracks backward. The last
+      step is shortened so the run ends exactly at `t1`.
+    - `integrator`: default `fk.RK4()`.
+    - `boundary`: default none (`fk.Open()`): particles are limited only by the field's domain.
+    - `save_every`: save a frame every this many steps (and always at `t1`).
+    - `t_release`: `(N,)` release times; a particle waits (status `NOT_RELEASED`) at its seed
+      until the first step that starts at or after its release time.
+    - `args`: passed to the field as its third argument.
+    - `record_velocity`: also save the field velocity at each saved position.
+    - `dtype`: `"float32"` (default) or `"float64"`.
+    - `batch_size`: track at most this many particles at once (bounded memory); every batch
+      reuses the same compiled program.
+    - `progress`: show a tqdm bar with particle-steps per second.
+    - `devices`: devices to shard the particles over (default: all local devices).
+
+    **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames.
+
+    **Raises:** `ValueError` naming the parameter, before anything is compiled, for seeds outside
+    the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
+    time range, bad `save_every`/`t_release`/`dtype`.
+    """
+    return TrackRun(
+        field, seeds, t0, t1, dt, integrator, boundary, save_every,
+        t_release=t_release, args=args, record_velocity=record_velocity, dtype=dtype,
+        batch_size=batch_size, devices=devices, progress=progress,
+    ).run()

@@ -1,0 +1,87 @@
+"""The result of a tracking run: saved times, positions and per-particle status."""
+
+from pathlib import Path
+
+import equinox as eqx
+import numpy as np
+from jaxtyping import Float, Int
+
+from ._status import Status, status_counts
+
+
+class Trajectory(eqx.Module):
+    """Particle tracks at the saved times, kept on the host as NumPy arrays.
+
+    **Attributes:**
+
+    - `times`: `(T,)` saved times; `t0` first, `t1` last.
+    - `positions`: `(T, N, dim)`; a stopped particle keeps its last position.
+    - `status`: `(T, N)` `flowkit.Status` codes (0 = active).
+    - `velocities`: `(T, N, dim)` field velocity at the saved positions (zero where a particle is
+      not active), or None unless `record_velocity=True`.
+    - `t_release`: `(N,)` release times.
+    """
+
+    times: Float[np.ndarray, " T"]
+    positions: Float[np.ndarray, "T N dim"]
+    status: Int[np.ndarray, "T N"]
+    t_release: Float[np.ndarray, " N"]
+    velocities: Float[np.ndarray, "T N dim"] | None = None
+
+    @property
+    def active(self) -> np.ndarray:
+        """`(T, N)` mask of particles that are released and moving."""
+        return self.status == Status.ACTIVE
+
+    @property
+    def n_particles(self) -> int:
+        return self.positions.shape[1]
+
+    def status_counts(self, frame: int = -1) -> dict[str, int]:
+        """Number of particles per status at one saved frame (the last by default)."""
+        return status_counts(self.status[frame])
+
+    def save(self, path) -> Path:
+        """Write an `.npz` with arrays `times`, `positions`, `status`, `t_release` (+ `velocities`)."""
+        path = Path(path)
+        arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release}
+        if self.velocities is not None:
+            arrays["velocities"] = self.velocities
+        np.savez(path, **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path) -> "Trajectory":
+        """Read a trajectory written by `save`."""
+        with np.load(path) as data:
+            missing = {"times", "positions", "status"} - set(data.files)
+            if missing:
+                raise ValueError(f"{path}: not a flowkit trajectory file, missing arrays {sorted(missing)}")
+            n = data["positions"].shape[1]
+            t_release = data["t_release"] if "t_release" in data else np.full(n, data["times"][0])
+            velocities = data["velocities"] if "velocities" in data else None
+            return cls(data["times"], data["positions"], data["status"], t_release, velocities)
+
+    def to_xarray(self):
+        """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`)."""
+        import xarray as xr
+
+        names = ["x", "y", "z"][: self.positions.shape[-1]]
+        data_vars = {
+            name: (("trajectory", "obs"), self.positions[..., i].T, {"standard_name": f"projection_{name}_coordinate" if name != "z" else "height", "units": "1"})
+            for i, name in enumerate(names)
+        }
+        data_vars["status"] = (
+            ("trajectory", "obs"),
+            self.status.T,
+            {"flag_values": np.array([s.value for s in Status], np.int8), "flag_meanings": " ".join(s.name.lower() for s in Status)},
+        )
+        data_vars["t_release"] = (("trajectory",), self.t_release, {"units": "1"})
+        if self.velocities is not None:
+            for i, name in enumerate(["u", "v", "w"][: len(names)]):
+                data_vars[name] = (("trajectory", "obs"), self.velocities[..., i].T, {"units": "1"})
+        coords = {
+            "time": (("obs",), self.times, {"standard_name": "time", "units": "1"}),
+            "trajectory": (("trajectory",), np.arange(self.n_particles), {"cf_role": "trajectory_id"}),
+        }
+        return xr.Dataset(data_vars, coords=coords, attrs={"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit"})
