@@ -1,0 +1,16 @@
+"""Track particles through a velocity field: `python apps/track.py [group=option ...] [key=value ...]`."""
+
+import flowkit  # noqa: F401  (before JAX: one CPU device per core)
+import hydra
+from omegaconf import DictConfig
+
+from flowkit.config import run_track
+
+
+@hydra.main(config_path="../conf", config_name="track", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    run_track(cfg)
+
+
+if __name__ == "__main__":
+    main()

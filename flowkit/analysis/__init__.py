@@ -1,0 +1,3 @@
+"""Turning trajectories into pictures and numbers."""
+
+from .plots import plot_pathlines as plot_pathlines

@@ -1,0 +1,70 @@
+"""Pictures of trajectories (matplotlib, written to files)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from .._status import Status
+
+
+def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | None = None) -> Path:
+    """Pathlines coloured by time, over the field's speed at the first saved time (2-D fields).
+
+    3-D trajectories are drawn as their x–y projection. At most `max_lines` particles are drawn
+    (evenly chosen); jumps across a periodic wrap are not drawn as lines. Stopped particles end
+    with a black cross.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    path = Path(path)
+    positions = np.asarray(traj.positions, dtype=np.float64)
+    times = np.asarray(traj.times, dtype=np.float64)
+    n = positions.shape[1]
+    chosen = np.unique(np.linspace(0, n - 1, min(n, max_lines)).astype(int))
+    xy = positions[:, chosen, :2]
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    if field is not None and field.dim == 2:
+        _speed_background(fig, ax, field, float(times[0]))
+    span = np.ptp(positions[..., :2].reshape(-1, 2), axis=0) + 1e-12
+    segments = np.stack([xy[:-1], xy[1:]], axis=2)  # (T-1, P, 2, 2)
+    jumps = np.any(np.abs(segments[:, :, 1] - segments[:, :, 0]) > 0.5 * span, axis=-1)
+    seg_times = np.broadcast_to(0.5 * (times[:-1] + times[1:])[:, None], jumps.shape)
+    lines = LineCollection(segments[~jumps], array=seg_times[~jumps], cmap="viridis", linewidths=0.7)
+    ax.add_collection(lines)
+    fig.colorbar(lines, ax=ax, label="time")
+    stopped = np.asarray(traj.status)[-1, chosen] > Status.NOT_RELEASED
+    if stopped.any():
+        ax.plot(xy[-1, stopped, 0], xy[-1, stopped, 1], "kx", ms=3, label="stopped")
+        ax.legend(loc="upper right", fontsize=7)
+    if field is not None:
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+    else:
+        ax.autoscale()
+    ax.set_aspect("equal")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    projection = " (x–y projection)" if positions.shape[-1] == 3 else ""
+    ax.set_title(title or f"{len(chosen)} of {n} pathlines, t = {times[0]:g} → {times[-1]:g}{projection}")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _speed_background(fig, ax, field, t):
+    import jax
+    import jax.numpy as jnp
+
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 161), np.linspace(lo[1], hi[1], 81), indexing="xy")
+    points = jnp.asarray(np.stack([gx.ravel(), gy.ravel()], axis=-1), dtype=field.bounds[0].dtype)
+    u = np.asarray(jax.vmap(field, in_axes=(None, 0, None))(jnp.asarray(t, points.dtype), points, None))
+    speed = np.linalg.norm(u, axis=-1).reshape(gx.shape)
+    mesh = ax.pcolormesh(gx, gy, speed, cmap="Greys", shading="auto", alpha=0.5)
+    fig.colorbar(mesh, ax=ax, label=f"speed at t = {t:g}")
