@@ -16,6 +16,7 @@ from .boundaries import (
 )
 from .fields import GridField as GridField
 from .integrators import RK4 as RK4, Euler as Euler, Heun as Heun, Midpoint as Midpoint
+from . import datasets as datasets, io as io
 from .tracker import track as track
 from .trajectory import Trajectory as Trajectory
 

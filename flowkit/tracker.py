@@ -73,8 +73,6 @@ def _advance_local(field, integrator, boundary, args, times, x, status, t_releas
     def one_step(carry, k):
         x, status, t_rel = carry
         t, h = _step_times(times, k)
-        due = (status == Status.NOT_RELEASED) & (direction * (t - t_rel) >= -tolerance)
-        status = jnp.where(due, active_code, status)
         x_new = integrator.step_batch(field, x, t, h, args)
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
         x_b, status_b = apply_boundary(x, x_new, status, None)
@@ -86,6 +84,9 @@ def _advance_local(field, integrator, boundary, args, times, x, status, t_releas
             jnp.where(moving & ~inside, jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype), jnp.where(moving, status_b, status)),
         )
         keep = moving & finite & inside
+        # Release whoever is due by the end of this step: they start moving with the next one.
+        due = (new_status == Status.NOT_RELEASED) & (direction * (t + h - t_rel) >= -tolerance)
+        new_status = jnp.where(due, active_code, new_status)
         return (jnp.where(keep[:, None], x_b, x), new_status, t_rel), None
 
     def one_save(carry, m):
@@ -238,6 +239,7 @@ class TrackRun:
 
         self.n_particles = n
         self.n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
+        self.save_every = min(self.save_every, self.n_steps)
         self.n_saves = math.ceil(self.n_steps / self.save_every)
         direction = 1.0 if dt > 0 else -1.0
         save_steps = np.minimum(np.arange(self.n_saves + 1) * self.save_every, self.n_steps)

@@ -38,8 +38,9 @@ class AbstractBox(AbstractBoundary):
         y = jnp.mod(x - lo, 2 * length)
         reflected = lo + jnp.where(y > length, 2 * length - y, y)
         clamped = jnp.clip(x, lo, hi)
-        out = jnp.where(masks["periodic"], wrapped, x)
-        out = jnp.where(masks["reflective"], reflected, out)
+        outside = (x < lo) | (x > hi)  # inside the box every mode leaves x untouched, bit for bit
+        out = jnp.where(masks["periodic"] & outside, wrapped, x)
+        out = jnp.where(masks["reflective"] & outside, reflected, out)
         return jnp.where(masks["clamp"], clamped, out)
 
     def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:

@@ -1,0 +1,13 @@
+"""Test setup: float64 available (accuracy tests ask for it explicitly), keys by fixture."""
+
+import flowkit  # noqa: F401  (before JAX: one CPU device per core, so sharding is exercised)
+import jax
+import pytest
+
+jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture
+def getkey():
+    keys = iter(jax.random.split(jax.random.key(1234), 1000))
+    return lambda: next(keys)

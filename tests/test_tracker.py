@@ -1,0 +1,168 @@
+"""The tracker: saved times, statuses, compile-once, no host traffic, sharding and batches."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xarray as xr
+
+import flowkit as fk
+
+
+@pytest.fixture(scope="module")
+def gyre_grid():
+    return fk.datasets.double_gyre_grid(nx=41, ny=21, nt=11, t_end=10.0)
+
+
+def test_user_example_contract():
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.uniform_grid(resolution=(60, 30), bounds=field.bounds, include_boundaries=True)
+    traj = fk.track(field, seeds, t0=0.0, t1=20.0, dt=0.01, integrator=fk.RK4(), boundary=fk.Reflective(field.bounds), save_every=10, progress=True)
+    assert traj.times.shape == (201,) and traj.times[0] == 0.0 and traj.times[-1] == 20.0
+    assert traj.positions.shape == (201, 1800, 2) and traj.status.shape == (201, 1800)
+    assert traj.positions.dtype == np.float32
+    np.testing.assert_allclose(traj.positions[0], seeds.astype(np.float32))
+    assert traj.active.all()
+    assert np.all(traj.positions >= 0) and np.all(traj.positions[..., 0] <= 2) and np.all(traj.positions[..., 1] <= 1)
+
+
+def test_float32_close_to_float64():
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.uniform_grid((10, 5), field.bounds, include_boundaries=False)
+    t32 = fk.track(field, seeds, 0.0, 5.0, 0.01, save_every=100)
+    t64 = fk.track(field, seeds, 0.0, 5.0, 0.01, save_every=100, dtype="float64")
+    assert np.max(np.abs(t32.positions - t64.positions)) < 1e-4
+
+
+def test_last_step_lands_on_t1_and_partial_saves():
+    field = fk.fields.SolidBodyRotation()
+    seeds = np.array([[0.5, 0.0]])
+    traj = fk.track(field, seeds, 0.0, 1.0, 0.03, fk.RK4(), save_every=7, dtype="float64")  # 34 steps, last one short
+    assert traj.times[-1] == 1.0 and len(traj.times) == 1 + 5
+    np.testing.assert_allclose(traj.times[:-1], np.arange(5) * 0.21)
+    np.testing.assert_allclose(traj.positions[:, 0], np.asarray(field.exact(jnp.asarray(traj.times)[:, None], jnp.asarray(seeds)))[:, 0], atol=1e-7)
+
+
+def test_compiles_once_for_repeated_runs_of_same_shape():
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.uniform_grid((8, 4), field.bounds)
+    fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=10)
+    before = fk.tracker.compile_count()
+    other_field = fk.fields.DoubleGyre(A=0.2, eps=0.1)
+    for f, s, t0 in [(field, seeds * 0.9, 0.0), (other_field, seeds, 3.0), (other_field, seeds * 0.5, -2.0)]:
+        fk.track(f, s, t0, t0 + 1.0, 0.01, save_every=10)
+    assert fk.tracker.compile_count() == before
+    assert fk.tracker.last_run.compile_s == 0.0
+
+
+def test_chunk_runs_without_host_transfers(gyre_grid):
+    seeds = fk.seeding.uniform_grid((20, 10), gyre_grid.bounds)
+    run = fk.tracker.TrackRun(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8)
+    compiled = run.compile()
+    state, t_release = run.initial_state()
+    with jax.transfer_guard("disallow"):
+        for _ in range(run.n_chunks):
+            state, (xs, ss, _) = compiled(run.modules, run.run_times, state, t_release)
+        jax.block_until_ready(state)
+    assert xs.shape == (8, run.padded_batch, 2)
+    reference = fk.track(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5)
+    np.testing.assert_allclose(np.asarray(state.x)[:200], reference.positions[-1], atol=1e-6)
+
+
+def test_sharded_equals_single_device_and_batches(gyre_grid):
+    assert len(jax.devices()) >= 2, "conftest imports flowkit first, which splits the CPU into devices"
+    seeds = fk.seeding.random_box(1001, gyre_grid.bounds, key=jax.random.key(3))
+    kwargs = dict(t0=0.0, t1=3.0, dt=0.02, integrator=fk.Heun(), boundary=fk.Reflective(gyre_grid.bounds), save_every=10)
+    sharded = fk.track(gyre_grid, seeds, **kwargs)
+    assert fk.tracker.last_run.n_devices == len(jax.devices())
+    single = fk.track(gyre_grid, seeds, devices=jax.devices()[:1], **kwargs)
+    batched = fk.track(gyre_grid, seeds, batch_size=300, **kwargs)
+    np.testing.assert_allclose(single.positions, sharded.positions, atol=1e-6)
+    np.testing.assert_array_equal(batched.positions, sharded.positions)
+    np.testing.assert_array_equal(batched.status, sharded.status)
+
+
+def test_release_times():
+    field = fk.fields.SolidBodyRotation()
+    seeds = np.array([[0.5, 0.0], [0.5, 0.0], [0.0, 0.3]])
+    t_release = np.array([0.0, 0.5, 1.0])
+    traj = fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=10, t_release=t_release, dtype="float64")
+    waiting = traj.times[:, None] < t_release[None, :] - 1e-12
+    np.testing.assert_array_equal(traj.status == fk.Status.NOT_RELEASED, waiting)
+    np.testing.assert_array_equal(traj.positions[waiting[:, 1], 1], np.broadcast_to(seeds[1], (int(waiting[:, 1].sum()), 2)))
+    expected = np.asarray(field.exact(1.0, jnp.asarray(seeds), t0=jnp.asarray(t_release)))
+    np.testing.assert_allclose(traj.positions[-1], expected, atol=1e-8)
+
+
+def test_out_of_domain_on_grid_without_boundary():
+    field = fk.GridField.from_function(fk.fields.Uniform((1.0, 0.0)), [np.linspace(0, 1, 5), np.linspace(0, 1, 5)], dtype="float64")
+    seeds = np.array([[0.05, 0.5], [0.55, 0.5]])
+    traj = fk.track(field, seeds, 0.0, 1.0, 0.1, fk.Euler(), dtype="float64")
+    last_inside = [0.95, 0.95]
+    for i in range(2):
+        out = traj.status[:, i] == fk.Status.OUT_OF_DOMAIN
+        assert out[-1] and out[np.argmax(out):].all()
+        assert traj.positions[-1, i, 0] == pytest.approx(last_inside[i])
+        assert np.all(traj.positions[:, i, 0] <= 1.0)
+
+
+def test_nonfinite_velocity_marks_particle():
+    field = fk.fields.Analytic(lambda t, x, args: jnp.where(x[0] > 0.5, jnp.nan, 1.0) * jnp.array([1.0, 0.0]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2)
+    traj = fk.track(field, np.array([[0.0, 0.5], [0.0, 0.2]]), 0.0, 1.0, 0.1, fk.Euler(), t_release=[0.0, 0.5], dtype="float64")
+    assert traj.status[-1, 0] == fk.Status.NONFINITE and traj.status[-1, 1] == fk.Status.ACTIVE
+    assert np.all(np.isfinite(traj.positions))
+    assert traj.positions[-1, 0, 0] == pytest.approx(0.6)  # last finite position: the step from 0.6 met NaN
+
+
+def test_record_velocity():
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.uniform_grid((4, 3), field.bounds, include_boundaries=False)
+    traj = fk.track(field, seeds, 0.0, 2.0, 0.05, save_every=8, record_velocity=True, dtype="float64")
+    for k in (0, 2, len(traj.times) - 1):
+        expected = jax.vmap(field, in_axes=(None, 0, None))(jnp.asarray(traj.times[k]), jnp.asarray(traj.positions[k]), None)
+        np.testing.assert_allclose(traj.velocities[k], expected, atol=1e-12)
+
+
+def test_trajectory_save_load_and_xarray(tmp_path):
+    field = fk.fields.ABCFlow()
+    seeds = fk.seeding.random_box(7, field.bounds, key=jax.random.key(0))
+    traj = fk.track(field, seeds, 0.0, 0.5, 0.05, boundary=fk.Periodic(field.bounds), record_velocity=True)
+    loaded = fk.Trajectory.load(traj.save(tmp_path / "t.npz"))
+    for name in ("times", "positions", "status", "velocities", "t_release"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(traj, name))
+    ds = traj.to_xarray()
+    assert ds.sizes == {"trajectory": 7, "obs": 11} and ds.attrs["featureType"] == "trajectory"
+    ds.to_netcdf(tmp_path / "t.nc") if _has_netcdf() else None
+    np.testing.assert_array_equal(ds["z"].values, traj.positions[..., 2].T)
+    assert isinstance(ds, xr.Dataset)
+
+
+def _has_netcdf():
+    try:
+        import scipy.io  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(seeds=np.array([[0.5, 0.5], [2.5, 0.5], [0.1, -1.0]])), ValueError, "2 of 3 seeds lie outside the field bounds"),
+        (dict(seeds=np.zeros((4, 3))), ValueError, "seeds must have shape \\(N, 2\\)"),
+        (dict(dt=0.0), ValueError, "dt must be non-zero"),
+        (dict(dt=-0.1), ValueError, "dt must have the sign of t1 - t0"),
+        (dict(t1=30.0), ValueError, "t1=30.0 lies outside the field's time range \\[0.0, 10.0\\]"),
+        (dict(save_every=0), ValueError, "save_every must be a positive integer"),
+        (dict(t_release=[0.0]), ValueError, "t_release must have shape \\(2,\\)"),
+        (dict(t_release=[0.0, 9.0]), ValueError, "t_release: every release time must lie between"),
+        (dict(dtype="float16"), ValueError, "dtype must be 'float32' or 'float64'"),
+        (dict(integrator="rk4"), TypeError, "integrator must be a flowkit integrator"),
+    ],
+)
+def test_bad_input_raises_before_compiling(gyre_grid, kwargs, error, message):
+    args = dict(field=gyre_grid, seeds=np.array([[0.5, 0.5], [1.0, 0.2]]), t0=0.0, t1=1.0, dt=0.1) | kwargs
+    before = fk.tracker.compile_count()
+    with pytest.raises(error, match=message):
+        fk.track(**args)
+    assert fk.tracker.compile_count() == before
