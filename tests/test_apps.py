@@ -1,0 +1,43 @@
+"""The Hydra app end to end, in a subprocess, as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args, cwd):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+@pytest.mark.slow
+def test_default_job(tmp_path):
+    result = _run([f"hydra.run.dir={tmp_path}"], cwd=tmp_path)
+    assert "field GridField (201, 101)" in result.stdout
+    for name in ("trajectories.npz", "summary.json", "trajectories.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["n_particles"] == 5000 and summary["n_steps"] == 2000 and summary["status_counts"]["active"] == 5000
+
+
+@pytest.mark.slow
+def test_two_job_sweep(tmp_path):
+    _run(["-m", "integrator=euler,rk4", "field=abc", "boundary=periodic", "seeds=random", "seeds.n=200", "t1=0.5", "progress=false", f"hydra.sweep.dir={tmp_path}"], cwd=tmp_path)
+    summaries = [json.loads((tmp_path / str(i) / "summary.json").read_text()) for i in range(2)]
+    assert [s["integrator"] for s in summaries] == ["Euler", "RK4"]
+    assert all(s["n_particles"] == 200 for s in summaries)
+
+
+def test_bad_override_fails_with_config_error(tmp_path):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), "integrator=rk5", f"hydra.run.dir={tmp_path}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "Could not find 'integrator/rk5'" in result.stderr
