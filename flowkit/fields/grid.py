@@ -139,26 +139,28 @@ class GridField(AbstractField):
                 inside = inside & (x[i] >= lo[i]) & (x[i] <= hi[i])
         return inside
 
-    def _axis_index(self, i: int, xi) -> tuple[Int[Array, ""], Int[Array, ""], Float[Array, ""]]:
-        """Lower node, upper node and the weight of the upper node along axis `i`."""
-        n = self.shape[i]
-        if self.periodic[i]:
-            s = (xi - self.origin[i]) * self.inv_spacing[i]
-            s = s - n * jnp.floor(s / n)  # float-mod wrap into [0, n)
-            f = jnp.floor(s)
-            w = s - f
-            i0 = jnp.minimum(f.astype(jnp.int32), n - 1)
-            i1 = jnp.where(i0 == n - 1, 0, i0 + 1)
-            return i0, i1, w
-        if self.uniform[i]:
-            s = (xi - self.origin[i]) * self.inv_spacing[i]
-            i0 = jnp.clip(jnp.floor(s), 0, n - 2).astype(jnp.int32)
-            w = jnp.clip(s - i0.astype(s.dtype), 0, 1)
-        else:
-            ax = self.axes[i]
-            i0 = jnp.clip(jnp.searchsorted(ax, xi, side="right") - 1, 0, n - 2).astype(jnp.int32)
-            w = jnp.clip((xi - ax[i0]) / (ax[i0 + 1] - ax[i0]), 0, 1)
-        return i0, i0 + 1, w
+    def _corner_indices(self, x) -> tuple[Int[Array, " dim"], Int[Array, " dim"], Float[Array, " dim"]]:
+        """Lower nodes, upper nodes and upper-node weights along every axis, as `(dim,)` vectors.
+
+        Uniform axes are computed together in one vector expression (one fused kernel when
+        batched); only rectilinear axes need a per-axis binary search.
+        """
+        n = jnp.asarray(self.shape, jnp.int32)
+        periodic = np.array(self.periodic)
+        s = (x - self.origin) * self.inv_spacing
+        nf = n.astype(s.dtype)
+        s = jnp.where(periodic, s - nf * jnp.floor(s / nf), s)  # float-mod wrap into [0, n)
+        f = jnp.floor(s)
+        lower = jnp.where(periodic, jnp.minimum(f, nf - 1), jnp.clip(f, 0, nf - 2)).astype(jnp.int32)
+        w = jnp.where(periodic, s - f, jnp.clip(s - lower.astype(s.dtype), 0, 1))
+        upper = jnp.where(periodic & (lower == n - 1), 0, lower + 1)
+        for i in range(self.dim):
+            if not self.uniform[i]:
+                ax = self.axes[i]
+                lo_i = jnp.clip(jnp.searchsorted(ax, x[i], side="right") - 1, 0, self.shape[i] - 2).astype(jnp.int32)
+                w_i = jnp.clip((x[i] - ax[lo_i]) / (ax[lo_i + 1] - ax[lo_i]), 0, 1)
+                lower, upper, w = lower.at[i].set(lo_i), upper.at[i].set(lo_i + 1), w.at[i].set(w_i)
+        return lower, upper, w
 
     def _time_index(self, t) -> tuple[Int[Array, ""], Float[Array, ""]]:
         if self.times is None:
@@ -171,9 +173,10 @@ class GridField(AbstractField):
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         x = jnp.asarray(x)
-        corners = [self._axis_index(i, x[i]) for i in range(self.dim)]
+        lower, upper, w = self._corner_indices(x)
         if self.interpolation == "nearest":
-            corners = [(i0, i1, jnp.where(w >= 0.5, 1, 0).astype(w.dtype)) for i0, i1, w in corners]
+            w = jnp.where(w >= 0.5, 1, 0).astype(w.dtype)
+        corners = [(lower[i], upper[i], w[i]) for i in range(self.dim)]
         it, wt = self._time_index(jnp.asarray(t, x.dtype))
 
         def spatial(time_index):
