@@ -15,7 +15,8 @@ from .boundaries import (
     Reflective as Reflective,
 )
 from .fields import GridField as GridField
-from .integrators import RK4 as RK4, Euler as Euler, Heun as Heun, Midpoint as Midpoint
+from . import diffusion as diffusion
+from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMaruyama as EulerMaruyama, Heun as Heun, Midpoint as Midpoint
 from . import datasets as datasets, io as io
 from .tracker import track as track
 from .trajectory import Trajectory as Trajectory

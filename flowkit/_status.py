@@ -21,6 +21,10 @@ class Status(enum.IntEnum):
     """Hit an absorbing wall; frozen at the point where its last step crossed the wall."""
     NONFINITE = 4
     """The field returned NaN/Inf (e.g. a masked cell); frozen at its last finite position."""
+    MAX_STEPS = 5
+    """An adaptive integrator hit its `max_steps` within one step; frozen where the step began."""
+    SOLVER_FAILED = 6
+    """An adaptive integrator failed otherwise (e.g. step size collapsed); frozen where the step began."""
 
 
 def status_counts(status) -> dict[str, int]:

@@ -39,6 +39,7 @@ class _State(eqx.Module):
 
     x: jax.Array
     status: jax.Array
+    exit_time: jax.Array
     step: jax.Array
 
 
@@ -59,8 +60,12 @@ def _step_times(times: _Times, k):
     return start, clip(times.t0 + (kf + 1) * times.dt) - start
 
 
-def _advance_local(field, integrator, boundary, args, times, x, status, t_release, step, *, saves, save_every, blocks, record_velocity):
-    """Advance this device's particles by `saves * save_every` steps; return the saved frames."""
+def _advance_local(field, integrator, boundary, args, times, x, status, exit_time, t_release, keys, step, *, saves, save_every, blocks, record_velocity):
+    """Advance this device's particles by `saves * save_every` steps; return the saved frames.
+
+    `keys` are per-particle raw PRNG keys (used only by stochastic integrators, folded with the
+    global step index so the noise does not depend on chunking, batching or sharding).
+    """
     n = x.shape[0]
     block = n // blocks
     direction = jnp.sign(times.dt)
@@ -68,31 +73,38 @@ def _advance_local(field, integrator, boundary, args, times, x, status, t_releas
     apply_boundary = jax.vmap(boundary.apply, in_axes=(0, 0, 0, None))
     in_domain = jax.vmap(field.in_domain)
     velocity = jax.vmap(field, in_axes=(None, 0, None))
-    active_code = jnp.asarray(Status.ACTIVE, status.dtype)
+    code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
 
     def one_step(carry, k):
-        x, status, t_rel = carry
+        x, status, exit_time, t_rel, keys = carry
         t, h = _step_times(times, k)
-        x_new = integrator.step_batch(field, x, t, h, args)
+        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys) if integrator.stochastic else None
+        result = integrator.step_batch(field, x, t, h, args, step_keys)
+        x_new = result.x
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
         x_b, status_b = apply_boundary(x, x_new, status, None)
         inside = in_domain(x_b)
         moving = (status == Status.ACTIVE) & (h != 0)
-        new_status = jnp.where(
-            moving & ~finite,
-            jnp.asarray(Status.NONFINITE, status.dtype),
-            jnp.where(moving & ~inside, jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype), jnp.where(moving, status_b, status)),
-        )
-        keep = moving & finite & inside
+        new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), jnp.where(moving, status_b, status)))
+        x_next = jnp.where((moving & finite & inside)[:, None], x_b, x)
+        t_stop = t + h
+        if result.status is not None:  # the integrator stopped some particles itself (events, failures)
+            stopped = moving & (result.status != Status.ACTIVE)
+            new_status = jnp.where(stopped, result.status.astype(status.dtype), new_status)
+            at_exit = stopped & (result.status == Status.OUT_OF_DOMAIN) & finite
+            x_next = jnp.where(at_exit[:, None], x_new, jnp.where(stopped[:, None], x, x_next))
+            if result.t_stop is not None:
+                t_stop = jnp.where(stopped, result.t_stop, t_stop)
+        exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
         # Release whoever is due by the end of this step: they start moving with the next one.
         due = (new_status == Status.NOT_RELEASED) & (direction * (t + h - t_rel) >= -tolerance)
-        new_status = jnp.where(due, active_code, new_status)
-        return (jnp.where(keep[:, None], x_b, x), new_status, t_rel), None
+        new_status = jnp.where(due, code(Status.ACTIVE), new_status)
+        return (x_next, new_status, exit_time, t_rel, keys), None
 
     def one_save(carry, m):
         first = step + m * save_every
         carry, _ = jax.lax.scan(one_step, carry, first + jnp.arange(save_every, dtype=step.dtype))
-        x, status, _ = carry
+        x, status = carry[:2]
         if record_velocity:
             t_end, h = _step_times(times, first + save_every - 1)
             v = velocity(t_end + h, x, args)
@@ -103,23 +115,23 @@ def _advance_local(field, integrator, boundary, args, times, x, status, t_releas
 
     def run_block(block_state):
         carry, frames = jax.lax.scan(one_save, block_state, jnp.arange(saves, dtype=step.dtype))
-        return carry[:2], frames
+        return carry[:3], frames
 
     split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
-    (x, status), (xs, ss, vs) = jax.lax.map(run_block, (split(x), split(status), split(t_release)))
+    (x, status, exit_time), (xs, ss, vs) = jax.lax.map(run_block, tuple(split(a) for a in (x, status, exit_time, t_release, keys)))
     merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
     frames = lambda a: None if a is None else jnp.swapaxes(a, 0, 1).reshape((saves, n) + a.shape[3:])  # noqa: E731
-    return merge(x), merge(status), frames(xs), frames(ss), frames(vs)
+    return merge(x), merge(status), merge(exit_time), frames(xs), frames(ss), frames(vs)
 
 
 @eqx.filter_jit
-def _advance(modules, times: _Times, state: _State, t_release, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh):
+def _advance(modules, times: _Times, state: _State, t_release, keys, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
     dynamic, static = eqx.partition(modules, eqx.is_array)
 
-    def local(dynamic, times, x, status, t_release, step):
+    def local(dynamic, times, x, status, exit_time, t_release, keys, step):
         field, integrator, boundary, args = eqx.combine(dynamic, static)
-        return _advance_local(field, integrator, boundary, args, times, x, status, t_release, step, saves=saves, save_every=save_every, blocks=blocks, record_velocity=record_velocity)
+        return _advance_local(field, integrator, boundary, args, times, x, status, exit_time, t_release, keys, step, saves=saves, save_every=save_every, blocks=blocks, record_velocity=record_velocity)
 
     if mesh is None:
         fn = local
@@ -129,12 +141,12 @@ def _advance(modules, times: _Times, state: _State, t_release, *, saves: int, sa
         fn = jax.shard_map(
             local,
             mesh=mesh,
-            in_specs=(PartitionSpec(), PartitionSpec(), p, p, p, PartitionSpec()),
-            out_specs=(p, p, frames, frames, frames if record_velocity else None),
+            in_specs=(PartitionSpec(), PartitionSpec(), p, p, p, p, p, PartitionSpec()),
+            out_specs=(p, p, p, frames, frames, frames if record_velocity else None),
             check_vma=False,
         )
-    x, status, xs, ss, vs = fn(dynamic, times, state.x, state.status, t_release, state.step)
-    return _State(x, status, state.step + saves * save_every), (xs, ss, vs)
+    x, status, exit_time, xs, ss, vs = fn(dynamic, times, state.x, state.status, state.exit_time, t_release, keys, state.step)
+    return _State(x, status, exit_time, state.step + saves * save_every), (xs, ss, vs)
 
 
 _COMPILED: dict = {}
@@ -180,6 +192,53 @@ class RunInfo:
 last_run: RunInfo | None = None
 
 
+def _check_pieces(field, integrator, boundary, key):
+    integrator = RK4() if integrator is None else integrator
+    boundary = Open() if boundary is None else boundary
+    if not isinstance(field, AbstractField):
+        raise TypeError(f"field must be a flowkit field (AbstractField), got {type(field).__name__}")
+    if not isinstance(integrator, AbstractIntegrator):
+        raise TypeError(f"integrator must be a flowkit integrator, got {type(integrator).__name__}")
+    if not isinstance(boundary, AbstractBoundary):
+        raise TypeError(f"boundary must be a flowkit boundary, got {type(boundary).__name__}")
+    if integrator.stochastic and key is None:
+        raise ValueError(f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)")
+    return integrator, boundary
+
+
+def _time_plan(field, t0: float, t1: float, dt: float, save_every):
+    """Check the run's times; return `(n_steps, save_every, n_saves, saved_times)`."""
+    for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value}")
+    if dt == 0:
+        raise ValueError("dt must be non-zero")
+    if t1 == t0:
+        raise ValueError(f"t1 must differ from t0 (both are {t0})")
+    if (t1 - t0) * dt < 0:
+        raise ValueError(f"dt must have the sign of t1 - t0 (t0={t0}, t1={t1}, dt={dt}); use a negative dt to track backward")
+    lo_t, hi_t = field.time_range
+    span = abs(t1 - t0)
+    for name, value in (("t0", t0), ("t1", t1)):
+        if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
+            raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
+    if int(save_every) != save_every or save_every < 1:
+        raise ValueError(f"save_every must be a positive integer, got {save_every}")
+    n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
+    save_every = min(int(save_every), n_steps)
+    n_saves = math.ceil(n_steps / save_every)
+    save_steps = np.minimum(np.arange(n_saves + 1) * save_every, n_steps)
+    return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
+
+
+def _particle_keys(key, start: int, count: int):
+    """Raw per-particle keys: the run key folded with each particle's global index."""
+    if key is None:
+        return np.zeros((count, 2), np.uint32)
+    ids = jnp.arange(start, start + count, dtype=jnp.uint32)
+    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(key, i)))(ids)
+
+
 class TrackRun:
     """A prepared run: validated inputs on the device, the compiled chunk, the chunk plan.
 
@@ -187,34 +246,16 @@ class TrackRun:
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False):
-        integrator = RK4() if integrator is None else integrator
-        boundary = Open() if boundary is None else boundary
-        if not isinstance(field, AbstractField):
-            raise TypeError(f"field must be a flowkit field (AbstractField), got {type(field).__name__}")
-        if not isinstance(integrator, AbstractIntegrator):
-            raise TypeError(f"integrator must be a flowkit integrator, got {type(integrator).__name__}")
-        if not isinstance(boundary, AbstractBoundary):
-            raise TypeError(f"boundary must be a flowkit boundary, got {type(boundary).__name__}")
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False):
+        integrator, boundary = _check_pieces(field, integrator, boundary, key)
         self.dtype = _dtypes.resolve(dtype)
         t0, t1, dt = float(t0), float(t1), float(dt)
-        for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value}")
-        if dt == 0:
-            raise ValueError("dt must be non-zero")
-        if t1 == t0:
-            raise ValueError(f"t1 must differ from t0 (both are {t0})")
-        if (t1 - t0) * dt < 0:
-            raise ValueError(f"dt must have the sign of t1 - t0 (t0={t0}, t1={t1}, dt={dt}); use a negative dt to track backward")
-        lo_t, hi_t = field.time_range
-        span = abs(t1 - t0)
-        for name, value in (("t0", t0), ("t1", t1)):
-            if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
-                raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
-        if int(save_every) != save_every or save_every < 1:
-            raise ValueError(f"save_every must be a positive integer, got {save_every}")
-        self.save_every = int(save_every)
+        self.n_steps, self.save_every, self.n_saves, self.times = _time_plan(field, t0, t1, dt, save_every)
+        direction = 1.0 if dt > 0 else -1.0
+        self.t0, self.t1, self.dt = t0, t1, dt
+        self.record_velocity = bool(record_velocity)
+        self.progress = progress
+        self.key = key
 
         seeds = np.asarray(seeds, dtype=np.float64)
         if seeds.ndim == 1 and seeds.shape[0] == field.dim:
@@ -238,17 +279,10 @@ class TrackRun:
             raise ValueError(f"t_release: every release time must lie between t0={t0} and t1={t1}")
 
         self.n_particles = n
-        self.n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
-        self.save_every = min(self.save_every, self.n_steps)
-        self.n_saves = math.ceil(self.n_steps / self.save_every)
-        direction = 1.0 if dt > 0 else -1.0
-        save_steps = np.minimum(np.arange(self.n_saves + 1) * self.save_every, self.n_steps)
-        self.times = np.where(save_steps == self.n_steps, t1, t0 + save_steps * dt)
-        self.t0, self.t1, self.dt = t0, t1, dt
-        self.record_velocity = bool(record_velocity)
-        self.progress = progress
 
         devices = list(devices) if devices is not None else jax.local_devices()
+        if not integrator.shardable:
+            devices = devices[:1]
         self.devices = devices
         self.mesh = Mesh(np.array(devices), ("particles",)) if len(devices) > 1 else None
         replicated = NamedSharding(self.mesh, PartitionSpec()) if self.mesh else jax.sharding.SingleDeviceSharding(devices[0])
@@ -274,7 +308,8 @@ class TrackRun:
         self.chunk_saves = math.ceil(self.n_saves / self.n_chunks)
 
         modules = _dtypes.cast_floating((field, integrator, boundary, args), self.dtype)
-        self.modules = jax.device_put(modules, replicated)
+        dynamic, static = eqx.partition(modules, eqx.is_array)
+        self.modules = eqx.combine(jax.device_put(dynamic, replicated), static)
         scalar = lambda v: jax.device_put(np.asarray(v, self.dtype), replicated)  # noqa: E731
         self.run_times = _Times(scalar(t0), scalar(dt), scalar(t1))
         self.seeds = seeds
@@ -287,7 +322,7 @@ class TrackRun:
         return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh)
 
     def initial_state(self, start: int = 0):
-        """Device state and release times of the batch of particles starting at index `start`."""
+        """Device state, release times and PRNG keys of the batch of particles starting at `start`."""
         stop = min(start + self.batch_size, self.n_particles)
         pad = self.padded_batch - (stop - start)
         x = np.concatenate([self.seeds[start:stop], np.repeat(self.seeds[start:start + 1], pad, axis=0)])
@@ -295,19 +330,20 @@ class TrackRun:
         due = self._direction * (self.t0 - t_rel) >= -1e-6 * abs(self.dt)
         status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
-        state = _State(put(x.astype(self.dtype)), put(status), jax.device_put(np.int32(0), self._replicated))
-        return state, put(t_rel.astype(self.dtype))
+        exit_time = np.full(len(x), self._direction * np.inf, self.dtype)
+        state = _State(put(x.astype(self.dtype)), put(status), put(exit_time), jax.device_put(np.int32(0), self._replicated))
+        return state, put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, len(x)))
 
     def compile(self):
         """Compile (or fetch from the cache) the chunk program; returns it."""
-        state, t_rel = self.initial_state()
-        compiled, seconds = _compiled((self.modules, self.run_times, state, t_rel), self._kwargs())
+        state, t_rel, keys = self.initial_state()
+        compiled, seconds = _compiled((self.modules, self.run_times, state, t_rel, keys), self._kwargs())
         self.compile_s += seconds
         return compiled
 
-    def advance(self, state, t_release):
+    def advance(self, state, t_release, keys):
         """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities)`."""
-        return self.compile()(self.modules, self.run_times, state, t_release)
+        return self.compile()(self.modules, self.run_times, state, t_release, keys)
 
     def run(self) -> Trajectory:
         global last_run
@@ -316,18 +352,19 @@ class TrackRun:
         positions = np.empty((self.n_saves + 1, n, dim), self.dtype)
         status = np.empty((self.n_saves + 1, n), np.int8)
         velocities = np.zeros((self.n_saves + 1, n, dim), self.dtype) if self.record_velocity else None
+        exit_time = np.empty(n, self.dtype)
         bar = _progress_bar(self.progress, n * self.n_steps)
         start_time = time.perf_counter()
         for start in range(0, n, self.batch_size):
             stop = min(start + self.batch_size, n)
-            state, t_rel = self.initial_state(start)
+            state, t_rel, keys = self.initial_state(start)
             positions[0, start:stop] = self.seeds[start:stop]
             status[0, start:stop] = np.asarray(state.status)[: stop - start]
             if velocities is not None:
                 v0 = jax.vmap(self.modules[0], in_axes=(None, 0, None))(self.run_times.t0, state.x, self.modules[3])
                 velocities[0, start:stop] = np.where(status[0, start:stop, None] == Status.ACTIVE, np.asarray(v0)[: stop - start], 0)
             for chunk in range(self.n_chunks):
-                state, (xs, ss, vs) = compiled(self.modules, self.run_times, state, t_rel)
+                state, (xs, ss, vs) = compiled(self.modules, self.run_times, state, t_rel, keys)
                 first = 1 + chunk * self.chunk_saves
                 last = min(first + self.chunk_saves, self.n_saves + 1)
                 count = last - first
@@ -338,11 +375,12 @@ class TrackRun:
                 if bar is not None:
                     steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
                     bar.update((stop - start) * steps_done)
+            exit_time[start:stop] = np.asarray(state.exit_time)[: stop - start]
         run_s = time.perf_counter() - start_time
         if bar is not None:
             bar.close()
         last_run = RunInfo(n, self.n_steps, self.n_saves + 1, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s)
-        return Trajectory(self.times.astype(self.dtype), positions, status, self.t_release.astype(self.dtype), velocities)
+        return Trajectory(self.times.astype(self.dtype), positions, status, self.t_release.astype(self.dtype), exit_time, velocities)
 
 
 def _progress_bar(progress, total):
@@ -365,6 +403,7 @@ def track(
     *,
     t_release=None,
     args=None,
+    key=None,
     record_velocity: bool = False,
     dtype="float32",
     batch_size: int | None = None,
@@ -385,6 +424,8 @@ def track(
     - `t_release`: `(N,)` release times; a particle waits (status `NOT_RELEASED`) at its seed
       until the first step that starts at or after its release time.
     - `args`: passed to the field as its third argument.
+    - `key`: a `jax.random.key` for stochastic integrators (each particle's noise comes from
+      this key folded with the particle's index).
     - `record_velocity`: also save the field velocity at each saved position.
     - `dtype`: `"float32"` (default) or `"float64"`.
     - `batch_size`: track at most this many particles at once (bounded memory); every batch
@@ -394,12 +435,57 @@ def track(
 
     **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames.
 
+    **Differentiable:** when `seeds`, the field's parameters or `args` are JAX tracers (inside
+    `jax.grad`, `jax.jacfwd`, `jax.jit`, ...), `track` runs as one traced program (no chunks,
+    no host copies, no sharding) and returns a `Trajectory` of JAX arrays, so gradients of
+    final positions with respect to seeds and field parameters flow through the integrator.
+
     **Raises:** `ValueError` naming the parameter, before anything is compiled, for seeds outside
     the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
     time range, bad `save_every`/`t_release`/`dtype`.
     """
+    if _is_traced((seeds, field, args, t_release)):
+        return _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype)
     return TrackRun(
         field, seeds, t0, t1, dt, integrator, boundary, save_every,
-        t_release=t_release, args=args, record_velocity=record_velocity, dtype=dtype,
+        t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype,
         batch_size=batch_size, devices=devices, progress=progress,
     ).run()
+
+
+def _is_traced(tree) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype):
+    """`track` as one pure traced computation, for autodiff and for use inside user `jit`s."""
+    integrator, boundary = _check_pieces(field, integrator, boundary, key)
+    dtype = _dtypes.resolve(dtype)
+    try:
+        t0, t1, dt = float(t0), float(t1), float(dt)
+    except TypeError:
+        raise TypeError("t0, t1 and dt set the number of steps and must be concrete numbers, not traced values") from None
+    n_steps, save_every, n_saves, saved_times = _time_plan(field, t0, t1, dt, save_every)
+    x0 = jnp.asarray(seeds, dtype)
+    if x0.ndim != 2 or x0.shape[1] != field.dim:
+        raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {x0.shape}")
+    n = x0.shape[0]
+    direction = 1.0 if dt > 0 else -1.0
+    t_rel = jnp.full(n, t0, dtype) if t_release is None else jnp.asarray(t_release, dtype)
+    status0 = jnp.where(direction * (t0 - t_rel) >= -1e-6 * abs(dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
+    field, integrator, boundary, args = _dtypes.cast_floating((field, integrator, boundary, args), dtype)
+    times = _Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
+    x, status, exit_time, xs, ss, vs = _advance_local(
+        field, integrator, boundary, args, times, x0, status0, jnp.full(n, direction * jnp.inf, dtype), t_rel,
+        jnp.asarray(_particle_keys(key, 0, n)), jnp.asarray(0, jnp.int32),
+        saves=n_saves, save_every=save_every, blocks=1, record_velocity=record_velocity,
+    )
+    velocities = None
+    if record_velocity:
+        v0 = jax.vmap(field, in_axes=(None, 0, None))(times.t0, x0, args)
+        v0 = jnp.where((status0 == Status.ACTIVE)[:, None], v0, 0)
+        velocities = jnp.concatenate([v0[None], vs])
+    return Trajectory(
+        jnp.asarray(saved_times, dtype), jnp.concatenate([x0[None], xs]), jnp.concatenate([status0[None], ss]).astype(jnp.int8),
+        t_rel, exit_time, velocities,
+    )

@@ -20,12 +20,17 @@ class Trajectory(eqx.Module):
     - `velocities`: `(T, N, dim)` field velocity at the saved positions (zero where a particle is
       not active), or None unless `record_velocity=True`.
     - `t_release`: `(N,)` release times.
+    - `exit_time`: `(N,)` when each particle stopped being active (left the domain, was
+      absorbed, met a non-finite velocity, ...): the end of the step in which it stopped, or the
+      exact crossing time where an integrator locates it (`Diffrax(exit_event=True)`);
+      `+inf` (`-inf` when tracking backward) for particles still active at the end.
     """
 
     times: Float[np.ndarray, " T"]
     positions: Float[np.ndarray, "T N dim"]
     status: Int[np.ndarray, "T N"]
     t_release: Float[np.ndarray, " N"]
+    exit_time: Float[np.ndarray, " N"]
     velocities: Float[np.ndarray, "T N dim"] | None = None
 
     @property
@@ -42,9 +47,9 @@ class Trajectory(eqx.Module):
         return status_counts(self.status[frame])
 
     def save(self, path) -> Path:
-        """Write an `.npz` with arrays `times`, `positions`, `status`, `t_release` (+ `velocities`)."""
+        """Write an `.npz` with arrays `times`, `positions`, `status`, `t_release`, `exit_time` (+ `velocities`)."""
         path = Path(path)
-        arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release}
+        arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release, "exit_time": self.exit_time}
         if self.velocities is not None:
             arrays["velocities"] = self.velocities
         np.savez(path, **arrays)
@@ -60,7 +65,8 @@ class Trajectory(eqx.Module):
             n = data["positions"].shape[1]
             t_release = data["t_release"] if "t_release" in data else np.full(n, data["times"][0])
             velocities = data["velocities"] if "velocities" in data else None
-            return cls(data["times"], data["positions"], data["status"], t_release, velocities)
+            exit_time = data["exit_time"] if "exit_time" in data else np.full(n, np.inf)
+            return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities)
 
     def to_xarray(self):
         """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`)."""
@@ -77,6 +83,7 @@ class Trajectory(eqx.Module):
             {"flag_values": np.array([s.value for s in Status], np.int8), "flag_meanings": " ".join(s.name.lower() for s in Status)},
         )
         data_vars["t_release"] = (("trajectory",), self.t_release, {"units": "1"})
+        data_vars["exit_time"] = (("trajectory",), self.exit_time, {"units": "1", "comment": "inf: still active at the end"})
         if self.velocities is not None:
             for i, name in enumerate(["u", "v", "w"][: len(names)]):
                 data_vars[name] = (("trajectory", "obs"), self.velocities[..., i].T, {"units": "1"})

@@ -59,7 +59,7 @@ def test_step_matches_step_batch(integrator):
     x = jnp.asarray(fk.seeding.uniform_grid((5, 4), field.bounds))
     t, dt = jnp.asarray(0.3), jnp.asarray(0.05)
     single = jax.vmap(integrator.step, in_axes=(None, 0, None, None))(field, x, t, dt)
-    batch = integrator.step_batch(field, x, t, dt)
+    batch = integrator.step_batch(field, x, t, dt).x
     np.testing.assert_allclose(single, batch, rtol=1e-13, atol=1e-15)
 
 

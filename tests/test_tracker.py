@@ -59,10 +59,10 @@ def test_chunk_runs_without_host_transfers(gyre_grid):
     seeds = fk.seeding.uniform_grid((20, 10), gyre_grid.bounds)
     run = fk.tracker.TrackRun(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8)
     compiled = run.compile()
-    state, t_release = run.initial_state()
+    state, t_release, keys = run.initial_state()
     with jax.transfer_guard("disallow"):
         for _ in range(run.n_chunks):
-            state, (xs, ss, _) = compiled(run.modules, run.run_times, state, t_release)
+            state, (xs, ss, _) = compiled(run.modules, run.run_times, state, t_release, keys)
         jax.block_until_ready(state)
     assert xs.shape == (8, run.padded_batch, 2)
     reference = fk.track(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5)
@@ -128,7 +128,7 @@ def test_trajectory_save_load_and_xarray(tmp_path):
     seeds = fk.seeding.random_box(7, field.bounds, key=jax.random.key(0))
     traj = fk.track(field, seeds, 0.0, 0.5, 0.05, boundary=fk.Periodic(field.bounds), record_velocity=True)
     loaded = fk.Trajectory.load(traj.save(tmp_path / "t.npz"))
-    for name in ("times", "positions", "status", "velocities", "t_release"):
+    for name in ("times", "positions", "status", "velocities", "t_release", "exit_time"):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(traj, name))
     ds = traj.to_xarray()
     assert ds.sizes == {"trajectory": 7, "obs": 11} and ds.attrs["featureType"] == "trajectory"

@@ -1,6 +1,7 @@
-"""Time integrators: explicit Runge–Kutta methods from Butcher tableaus."""
+"""Time integrators: explicit Runge–Kutta methods from Butcher tableaus, Euler–Maruyama, diffrax."""
 
-from .base import AbstractIntegrator as AbstractIntegrator
+from .base import AbstractIntegrator as AbstractIntegrator, StepResult as StepResult
+from .diffrax import Diffrax as Diffrax
 from .runge_kutta import (
     AbstractRungeKutta as AbstractRungeKutta,
     Euler as Euler,
@@ -9,4 +10,5 @@ from .runge_kutta import (
     RK4 as RK4,
     explicit_rk_step as explicit_rk_step,
 )
+from .stochastic import EulerMaruyama as EulerMaruyama
 from .tableau import ButcherTableau as ButcherTableau

@@ -1,27 +1,49 @@
 """The integrator contract: advance one particle (or a batch) by one step."""
 
 import abc
+from typing import ClassVar, NamedTuple
 
 import equinox as eqx
+from jaxtyping import Array, Float, Int
 
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..fields.base import AbstractField
 
 
+class StepResult(NamedTuple):
+    """What `step_batch` returns: new positions and, optionally, what stopped a particle.
+
+    - `x`: `(n, dim)` positions after the step.
+    - `status`: `(n,)` `flowkit.Status` codes set by the integrator (`ACTIVE` where all went
+      well; `OUT_OF_DOMAIN` at an exit event, then `x` is the exit point; `MAX_STEPS` or
+      `SOLVER_FAILED`, then the particle stays where the step began), or None if it never stops one.
+    - `t_stop`: `(n,)` the time at which such a particle stopped (e.g. the located exit time), or
+      None for "the end of the step".
+    """
+
+    x: Positions
+    status: Int[Array, " n"] | None = None
+    t_stop: Float[Array, " n"] | None = None
+
+
 class AbstractIntegrator(eqx.Module):
-    """A one-step method for $\\dot x = u(t, x)$.
+    """A one-step method for $\\dot x = u(t, x)$ (plus noise for stochastic ones).
 
     `step` advances ONE particle; `step_batch` advances all particles of a step at once and is
     what the tracker calls (it must equal `jax.vmap(step)` up to rounding). Negative `dt`
-    integrates backward in time.
+    integrates backward in time. Stochastic integrators (`stochastic = True`) get one PRNG key
+    per particle and step from the tracker.
     """
 
-    order: eqx.AbstractClassVar[int]
+    order: eqx.AbstractVar[int]
+    stochastic: ClassVar[bool] = False
+    shardable: ClassVar[bool] = True
+    """Whether the tracker may shard particles over several devices with this integrator."""
 
     @abc.abstractmethod
-    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None) -> Position:
+    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
         """Position after one step of size `dt` from `(t, x)`."""
 
     @abc.abstractmethod
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None) -> Positions:
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
         """`step` for every row of `x` (shape `(n, dim)`), all at the same time `t`."""

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..fields.base import AbstractField
 from . import tableau as _tableau
-from .base import AbstractIntegrator
+from .base import AbstractIntegrator, StepResult
 
 
 def explicit_rk_step(vf: Callable, x, t, dt, tableau: _tableau.ButcherTableau):
@@ -43,12 +43,12 @@ class AbstractRungeKutta(AbstractIntegrator):
 
     tableau: ClassVar[_tableau.ButcherTableau]
 
-    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None) -> Position:
+    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
         return explicit_rk_step(lambda s, y: field(s, y, args), x, t, dt, self.tableau)
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None) -> Positions:
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
         batched = jax.vmap(field, in_axes=(None, 0, None))
-        return explicit_rk_step(lambda s, y: batched(s, y, args), x, t, dt, self.tableau)
+        return StepResult(explicit_rk_step(lambda s, y: batched(s, y, args), x, t, dt, self.tableau))
 
 
 class Euler(AbstractRungeKutta):

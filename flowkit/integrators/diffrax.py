@@ -1,0 +1,147 @@
+"""diffrax as the alternate engine: any diffrax solver, adaptive steps, exit events, SDEs."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._custom_types import Args, Position, Positions, TimeLike
+from .._status import Status
+from ..diffusion import AbstractDiffusivity, as_diffusivity
+from ..fields.base import AbstractField
+from .base import AbstractIntegrator, StepResult
+
+
+class Diffrax(AbstractIntegrator):
+    """Each tracker step `[t, t + dt]` is one `diffrax.diffeqsolve` per particle.
+
+    The tracker's `dt` is then the interval at which boundaries, statuses and saves are applied;
+    inside it the solver takes its own (adaptive, per-particle) steps. The field is used as
+    `diffrax.ODETerm(field)` directly.
+
+    **Arguments:**
+
+    - `solver`: any diffrax solver (default `diffrax.Tsit5()`); for SDEs one that accepts a
+      `MultiTerm` of drift and diffusion (e.g. `diffrax.Euler()`, `diffrax.Heun()`, `diffrax.SRA1()`).
+    - `stepsize_controller`: default `diffrax.PIDController(rtol, atol)` for adaptive solvers,
+      otherwise `diffrax.ConstantStepSize()` with `substeps` steps per tracker step.
+    - `rtol`, `atol`: tolerances of the default controller.
+    - `max_steps`: solver steps allowed per tracker step; a particle that needs more gets status
+      `MAX_STEPS` (never an exception). Other failures give `SOLVER_FAILED`.
+    - `exit_event`: stop a particle exactly where it leaves the field's box (non-periodic axes),
+      located by root finding on the dense solution: status `OUT_OF_DOMAIN`, position on the
+      wall, exit time in `Trajectory.exit_time`.
+    - `diffusivity`: add random-walk diffusion (number, per-axis list, function or
+      `flowkit.diffusion.AbstractDiffusivity`): drift $u + \\partial_i K_i$, diffusion
+      $\\sqrt{2K}\\,dW$ with a `diffrax.VirtualBrownianTree` per particle and step.
+    """
+
+    solver: object
+    stepsize_controller: object
+    diffusivity: AbstractDiffusivity | None
+    max_steps: int = eqx.field(static=True)
+    substeps: int = eqx.field(static=True)
+    exit_event: bool = eqx.field(static=True)
+
+    def __init__(self, solver=None, stepsize_controller=None, *, rtol: float = 1e-6, atol: float = 1e-9, max_steps: int = 4096, substeps: int = 1, exit_event: bool = False, diffusivity=None):
+        import diffrax
+
+        self.solver = diffrax.Tsit5() if solver is None else solver
+        if stepsize_controller is None:
+            if isinstance(self.solver, diffrax.AbstractAdaptiveSolver) and diffusivity is None:
+                stepsize_controller = diffrax.PIDController(rtol=rtol, atol=atol)
+            else:
+                stepsize_controller = diffrax.ConstantStepSize()
+        self.stepsize_controller = stepsize_controller
+        self.diffusivity = None if diffusivity is None else as_diffusivity(diffusivity)
+        self.max_steps = int(max_steps)
+        self.substeps = int(substeps)
+        self.exit_event = bool(exit_event)
+
+    @property
+    def order(self) -> int:
+        import diffrax
+
+        return int(self.solver.order(diffrax.ODETerm(lambda t, y, args: y)))
+
+    @property
+    def stochastic(self) -> bool:  # type: ignore[override]
+        return self.diffusivity is not None
+
+    @property
+    def shardable(self) -> bool:  # type: ignore[override]
+        # optimistix's closure conversion in the event root finder rejects shard_map's
+        # per-device values, so runs with exit events stay on one device.
+        return not self.exit_event
+
+    def _terms(self, field, x, t, dt, key):
+        import diffrax
+        import lineax
+
+        diffusivity = self.diffusivity
+        if diffusivity is None:
+            return diffrax.ODETerm(field)
+        drift = diffrax.ODETerm(lambda s, y, args: field(s, y, args) + diffusivity.drift_correction(s, y))
+        start, end = jnp.minimum(t, t + dt), jnp.maximum(t, t + dt)
+        brownian = diffrax.VirtualBrownianTree(start, end, tol=jnp.abs(dt) / 2**12, shape=jax.ShapeDtypeStruct(x.shape, x.dtype), key=key)
+        noise = diffrax.ControlTerm(lambda s, y, args: lineax.DiagonalLinearOperator(jnp.sqrt(2 * diffusivity(s, y))), brownian)
+        return diffrax.MultiTerm(drift, noise)
+
+    def _event(self, field, dtype):
+        import diffrax
+        import optimistix
+
+        lo, hi = field.bounds
+        walls = ~np.array(field.periodic, dtype=bool)
+        if not walls.any():
+            return None
+
+        def inside_distance(t, y, args, **kwargs):
+            distance = jnp.minimum(y - lo.astype(y.dtype), hi.astype(y.dtype) - y)
+            return jnp.min(jnp.where(walls, distance, jnp.inf))
+
+        tol = 1e-12 if dtype == jnp.float64 else 1e-5
+        return diffrax.Event(inside_distance, root_finder=optimistix.Newton(rtol=tol, atol=tol))
+
+    def solve(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None):
+        """The `diffrax.Solution` of one particle over `[t, t + dt]` (saved at `t + dt` or the exit)."""
+        import diffrax
+
+        if self.stochastic and key is None:
+            raise ValueError("Diffrax with a diffusivity needs a PRNG key: pass key=... to fk.track")
+        adaptive = not isinstance(self.stepsize_controller, diffrax.ConstantStepSize)
+        dt0 = None if adaptive else dt / self.substeps
+        return diffrax.diffeqsolve(
+            self._terms(field, x, t, dt, key),
+            self.solver,
+            t,
+            t + dt,
+            dt0,
+            x,
+            args=args,
+            saveat=diffrax.SaveAt(t1=True),
+            stepsize_controller=self.stepsize_controller,
+            max_steps=self.max_steps,
+            event=self._event(field, x.dtype) if self.exit_event else None,
+            throw=False,
+        )
+
+    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
+        return self.solve(field, x, t, dt, args, key).ys[0]
+
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
+        import diffrax
+
+        def one(y, key):
+            sol = self.solve(field, y, t, dt, args, key)
+            result = sol.result
+            exited = result == diffrax.RESULTS.event_occurred
+            code = jnp.where(
+                (result == diffrax.RESULTS.successful),
+                Status.ACTIVE,
+                jnp.where(exited, Status.OUT_OF_DOMAIN, jnp.where(result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.SOLVER_FAILED)),
+            )
+            return sol.ys[0], code.astype(jnp.int32), sol.ts[0].astype(y.dtype)
+
+        x_new, status, t_stop = jax.vmap(one)(x, keys if self.stochastic else jnp.zeros(x.shape[0]))
+        return StepResult(x_new, status, t_stop)
