@@ -24,7 +24,7 @@ def _compose(overrides):
 def test_groups_are_complete():
     assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid"}
     assert set(GROUPS["boundary"]) >= {"none", "periodic", "reflective", "clamp", "absorbing"}
-    assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4"}
+    assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4", "tsit5", "dopri5", "dopri8", "euler_maruyama"}
     assert set(GROUPS["seeds"]) >= {"grid", "random", "line", "file"}
 
 
@@ -76,3 +76,14 @@ def test_run_track_writes_outputs(tmp_path, capsys):
     with np.load(tmp_path / "trajectories.npz") as saved:
         np.testing.assert_array_equal(saved["positions"], traj.positions)
         assert {"times", "positions", "status"} <= set(saved.files)
+
+
+@pytest.mark.parametrize("integrator", ["tsit5", "euler_maruyama"])
+def test_adaptive_and_stochastic_runs_from_config(integrator, tmp_path):
+    overrides = ["field=double_gyre", f"integrator={integrator}", "seeds.resolution=[6,3]", "t1=1.0", "dt=0.1", "save_every=1", "progress=false", "output=minimal"]
+    if integrator == "tsit5":
+        overrides += ["integrator.rtol=1e-8", "integrator.exit_event=true"]
+    traj = run_track(_compose(overrides), output_dir=tmp_path)
+    assert traj.positions.shape == (11, 18, 2)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["integrator"] in ("Diffrax", "EulerMaruyama")

@@ -98,7 +98,8 @@ class Diffrax(AbstractIntegrator):
 
         def inside_distance(t, y, args, **kwargs):
             distance = jnp.minimum(y - lo.astype(y.dtype), hi.astype(y.dtype) - y)
-            return jnp.min(jnp.where(walls, distance, jnp.inf))
+            # in JAX's default float type: diffrax compares it with a Python 0.0 inside a cond
+            return jnp.min(jnp.where(walls, distance, jnp.inf)).astype(jnp.result_type(float))
 
         tol = 1e-12 if dtype == jnp.float64 else 1e-5
         return diffrax.Event(inside_distance, root_finder=optimistix.Newton(rtol=tol, atol=tol))
@@ -141,7 +142,8 @@ class Diffrax(AbstractIntegrator):
                 Status.ACTIVE,
                 jnp.where(exited, Status.OUT_OF_DOMAIN, jnp.where(result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.SOLVER_FAILED)),
             )
-            return sol.ys[0], code.astype(jnp.int32), sol.ts[0].astype(y.dtype)
+            # an exit stops the particle at the located exit; a failure leaves it where the step began
+            return sol.ys[0], code.astype(jnp.int32), jnp.where(exited, sol.ts[0], t).astype(y.dtype)
 
         x_new, status, t_stop = jax.vmap(one)(x, keys if self.stochastic else jnp.zeros(x.shape[0]))
         return StepResult(x_new, status, t_stop)
