@@ -20,5 +20,6 @@ from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMa
 from . import datasets as datasets, io as io
 from .tracker import track as track
 from .trajectory import Trajectory as Trajectory
+from . import analysis as analysis  # noqa: E402  (uses the tracker)
 
 __version__ = "0.1.0"

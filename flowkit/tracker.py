@@ -201,6 +201,8 @@ def _check_pieces(field, integrator, boundary, key):
         raise TypeError(f"integrator must be a flowkit integrator, got {type(integrator).__name__}")
     if not isinstance(boundary, AbstractBoundary):
         raise TypeError(f"boundary must be a flowkit boundary, got {type(boundary).__name__}")
+    if getattr(field, "components", field.dim) != field.dim:
+        raise ValueError(f"field: a velocity field needs {field.dim} components, this one has {field.components}")
     if integrator.stochastic and key is None:
         raise ValueError(f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)")
     return integrator, boundary

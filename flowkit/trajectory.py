@@ -47,8 +47,17 @@ class Trajectory(eqx.Module):
         return status_counts(self.status[frame])
 
     def save(self, path) -> Path:
-        """Write an `.npz` with arrays `times`, `positions`, `status`, `t_release`, `exit_time` (+ `velocities`)."""
+        """Write `.npz` (arrays `times`, `positions`, `status`, `t_release`, `exit_time`
+        [+ `velocities`]), or `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`)."""
         path = Path(path)
+        if path.suffix == ".zarr":
+            self.to_xarray().to_zarr(path, mode="w", consolidated=False)
+            return path
+        if path.suffix == ".nc":
+            self.to_xarray().to_netcdf(path)
+            return path
+        if path.suffix != ".npz":
+            raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr or .nc")
         arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release, "exit_time": self.exit_time}
         if self.velocities is not None:
             arrays["velocities"] = self.velocities
@@ -57,7 +66,14 @@ class Trajectory(eqx.Module):
 
     @classmethod
     def load(cls, path) -> "Trajectory":
-        """Read a trajectory written by `save`."""
+        """Read a trajectory written by `save` (.npz, .zarr or .nc)."""
+        path = Path(path)
+        if path.suffix in (".zarr", ".nc"):
+            import xarray as xr
+
+            opened = xr.open_zarr(path, consolidated=False) if path.suffix == ".zarr" else xr.open_dataset(path)
+            with opened as ds:
+                return cls.from_xarray(ds.load())
         with np.load(path) as data:
             missing = {"times", "positions", "status"} - set(data.files)
             if missing:
@@ -67,6 +83,14 @@ class Trajectory(eqx.Module):
             velocities = data["velocities"] if "velocities" in data else None
             exit_time = data["exit_time"] if "exit_time" in data else np.full(n, np.inf)
             return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities)
+
+    @classmethod
+    def from_xarray(cls, ds) -> "Trajectory":
+        """Rebuild a trajectory from the CF layout written by `to_xarray`."""
+        names = [n for n in ("x", "y", "z") if n in ds]
+        positions = np.stack([ds[n].values.T for n in names], axis=-1)
+        velocities = np.stack([ds[n].values.T for n in ("u", "v", "w")[: len(names)]], axis=-1) if "u" in ds else None
+        return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities)
 
     def to_xarray(self):
         """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`)."""

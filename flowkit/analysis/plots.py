@@ -7,8 +7,9 @@ import numpy as np
 from .._status import Status
 
 
-def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | None = None) -> Path:
-    """Pathlines coloured by time, over the field's speed at the first saved time (2-D fields).
+def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | None = None, color_by: str = "time") -> Path:
+    """Pathlines coloured by time (or by speed along the path, `color_by="speed"`), over the
+    field's speed at the first saved time (2-D fields).
 
     3-D trajectories are drawn as their x–y projection. At most `max_lines` particles are drawn
     (evenly chosen); jumps across a periodic wrap are not drawn as lines. Stopped particles end
@@ -32,10 +33,15 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
     span = np.ptp(positions[..., :2].reshape(-1, 2), axis=0) + 1e-12
     segments = np.stack([xy[:-1], xy[1:]], axis=2)  # (T-1, P, 2, 2)
     jumps = np.any(np.abs(segments[:, :, 1] - segments[:, :, 0]) > 0.5 * span, axis=-1)
-    seg_times = np.broadcast_to(0.5 * (times[:-1] + times[1:])[:, None], jumps.shape)
-    lines = LineCollection(segments[~jumps], array=seg_times[~jumps], cmap="viridis", linewidths=0.7)
+    if color_by == "time":
+        colour = np.broadcast_to(0.5 * (times[:-1] + times[1:])[:, None], jumps.shape)
+    elif color_by == "speed":
+        colour = np.linalg.norm(segments[:, :, 1] - segments[:, :, 0], axis=-1) / np.maximum(np.abs(np.diff(times)), 1e-300)[:, None]
+    else:
+        raise ValueError(f"color_by must be 'time' or 'speed', got {color_by!r}")
+    lines = LineCollection(segments[~jumps], array=colour[~jumps], cmap="viridis", linewidths=0.7)
     ax.add_collection(lines)
-    fig.colorbar(lines, ax=ax, label="time")
+    fig.colorbar(lines, ax=ax, label=color_by)
     stopped = np.asarray(traj.status)[-1, chosen] > Status.NOT_RELEASED
     if stopped.any():
         ax.plot(xy[-1, stopped, 0], xy[-1, stopped, 1], "kx", ms=3, label="stopped")
@@ -68,3 +74,71 @@ def _speed_background(fig, ax, field, t):
     speed = np.linalg.norm(u, axis=-1).reshape(gx.shape)
     mesh = ax.pcolormesh(gx, gy, speed, cmap="Greys", shading="auto", alpha=0.5)
     fig.colorbar(mesh, ax=ax, label=f"speed at t = {t:g}")
+
+
+def _save(fig, path) -> Path:
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(8, 4.5), dpi=120)
+
+
+def plot_scalar_map(values, axes, path, label: str, title: str, cmap: str = "viridis") -> Path:
+    """A 2-D map of `values` `(nx, ny)` on coordinate `axes` (x, y) with a labelled colour bar."""
+    fig, ax = _figure()
+    mesh = ax.pcolormesh(np.asarray(axes[0]), np.asarray(axes[1]), np.asarray(values, dtype=np.float64).T, cmap=cmap, shading="auto")
+    fig.colorbar(mesh, ax=ax, label=label)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def plot_ftle(ftle, axes, path, t0: float, T: float) -> Path:
+    """FTLE map (a 3-D field is shown at its middle z slice)."""
+    ftle = np.asarray(ftle)
+    if ftle.ndim == 3:
+        ftle = ftle[:, :, ftle.shape[2] // 2]
+    kind = "forward (repelling)" if T > 0 else "backward (attracting)"
+    return plot_scalar_map(ftle, axes, path, label="FTLE", title=f"{kind} FTLE, t0 = {t0:g}, T = {T:g}", cmap="magma")
+
+
+def plot_density(counts, bounds, path, time: float | None = None) -> Path:
+    """Particle counts per cell `(nx, ny)` on the box `bounds`."""
+    counts = np.asarray(counts)
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
+    edges = [np.linspace(lo[i], hi[i], counts.shape[i] + 1) for i in range(2)]
+    suffix = "" if time is None else f" at t = {time:g}"
+    return plot_scalar_map(counts, edges, path, label="particles per cell", title=f"particle density{suffix}", cmap="viridis")
+
+
+def plot_snapshot(traj, frame: int, path, field=None) -> Path:
+    """Particles at one saved frame over the field's speed (2-D fields), coloured by status."""
+    fig, ax = _figure()
+    t = float(np.asarray(traj.times)[frame])
+    if field is not None and field.dim == 2:
+        _speed_background(fig, ax, field, t)
+    x = np.asarray(traj.positions[frame], dtype=np.float64)
+    status = np.asarray(traj.status[frame])
+    for code in np.unique(status):
+        sel = status == code
+        ax.plot(x[sel, 0], x[sel, 1], ".", ms=2, label=f"{Status(int(code)).name.lower()} ({int(sel.sum())})")
+    ax.legend(loc="upper right", fontsize=7, markerscale=4)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title(f"particles at t = {t:g}")
+    return _save(fig, path)

@@ -30,8 +30,9 @@ class GridField(AbstractField):
 
     **Arguments:**
 
-    - `data`: `(n_1, ..., n_dim, dim)` for a steady field or `(T, n_1, ..., n_dim, dim)` with
-      `times`; NumPy or JAX input.
+    - `data`: `(n_1, ..., n_dim, C)` for a steady field or `(T, n_1, ..., n_dim, C)` with
+      `times`; NumPy or JAX input. A velocity has `C = dim` components; other quantities
+      (pressure, temperature, ...) any `C`, for sampling along trajectories.
     - `axes`: one strictly increasing 1-D coordinate array per spatial axis.
     - `times`: strictly increasing times of the `T` slices, or `None` for a steady field.
     - `periodic`: a bool per axis (or one bool for all).
@@ -46,6 +47,7 @@ class GridField(AbstractField):
     times: Float[Array, " T"] | None
     bounds: Bounds
     dim: int = eqx.field(static=True)
+    components: int = eqx.field(static=True)
     shape: tuple[int, ...] = eqx.field(static=True)
     uniform: tuple[bool, ...] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
@@ -81,10 +83,11 @@ class GridField(AbstractField):
             if periodic[i] and not uniform[i]:
                 raise ValueError(f"GridField: periodic axis {i} must be uniformly spaced")
 
+        components = int(data.shape[-1]) if data.ndim >= 1 else 0
         if times is None:
-            expected = shape + (dim,)
-            if data.shape != expected:
-                raise ValueError(f"GridField: steady data must have shape {expected} (axes lengths + {dim} velocity components), got {data.shape}")
+            expected = shape + (components,)
+            if data.ndim != dim + 1 or data.shape != expected or components < 1:
+                raise ValueError(f"GridField: steady data must have shape {expected} (axes lengths + components, {dim} for a velocity), got {data.shape}")
             data = data[None]
             self.times = None
             self.time_range = (-math.inf, math.inf)
@@ -92,9 +95,9 @@ class GridField(AbstractField):
             times = np.asarray(times, dtype=np.float64)
             if times.ndim != 1 or times.shape[0] < 2 or not np.all(np.diff(times) > 0):
                 raise ValueError(f"GridField: times must be a strictly increasing 1-D array with at least 2 entries, got shape {times.shape}")
-            expected = (times.shape[0],) + shape + (dim,)
-            if data.shape != expected:
-                raise ValueError(f"GridField: time-series data must have shape {expected} (len(times), axes lengths, {dim} components), got {data.shape}")
+            expected = (times.shape[0],) + shape + (components,)
+            if data.ndim != dim + 2 or data.shape != expected or components < 1:
+                raise ValueError(f"GridField: time-series data must have shape {expected} (len(times), axes lengths, components), got {data.shape}")
             self.times = jnp.asarray(times, dtype)
             self.time_range = (float(times[0]), float(times[-1]))
 
@@ -106,6 +109,7 @@ class GridField(AbstractField):
         hi = np.array([ax[0] + n * h if p else ax[-1] for ax, n, h, p in zip(np_axes, shape, spacing, periodic)])
         self.bounds = (jnp.asarray([ax[0] for ax in np_axes], dtype), jnp.asarray(hi, dtype))
         self.dim = dim
+        self.components = components
         self.shape = shape
         self.uniform = uniform
         self.periodic = periodic

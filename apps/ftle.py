@@ -1,0 +1,16 @@
+"""FTLE map of a field: `python apps/ftle.py [field=...] [T=-15] [resolution=[500,250]] [method=fd]`."""
+
+import flowkit  # noqa: F401  (before JAX: one CPU device per core)
+import hydra
+from omegaconf import DictConfig
+
+from flowkit.config import run_ftle
+
+
+@hydra.main(config_path="../conf", config_name="ftle", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    run_ftle(cfg)
+
+
+if __name__ == "__main__":
+    main()
