@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from . import __version__, tracker
 from .analysis.ftle import ftle
-from .analysis.plots import plot_ftle, plot_pathlines
+from .analysis.density import histogram
+from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot
 from .io.vtk import write_vti
 from .seeding import uniform_grid
 from .trajectory import Trajectory
@@ -115,7 +116,12 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         traj.save(out / "trajectories.npz")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     if cfg.output.plot:
-        plot_pathlines(traj, out / "trajectories.png", field=field, max_lines=cfg.output.max_plot_lines)
+        plot_pathlines(traj, out / "trajectories.png", field=field, max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
+        plot_snapshot(traj, -1, out / "snapshot.png", field=field)
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+        bins = [cfg.output.density_bins] * field.dim
+        counts = histogram(traj, bins, (lo, hi), frames=[-1])[0]
+        plot_density(counts if field.dim == 2 else counts.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]))
     print(
         f"done: {info.particle_steps_per_s / 1e6:.2f} M particle-steps/s (compile {info.compile_s:.2f} s, run {info.run_s:.2f} s); "
         f"final status {counts}",

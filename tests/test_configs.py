@@ -68,7 +68,7 @@ def test_run_track_writes_outputs(tmp_path, capsys):
     traj = run_track(cfg, output_dir=tmp_path)
     header = capsys.readouterr().out
     assert "cpu" in header and "float32" in header and "50 particles" in header
-    for name in ("trajectories.npz", "summary.json", "trajectories.png"):
+    for name in ("trajectories.npz", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["n_particles"] == 50 and summary["n_steps"] == 100 and summary["status_counts"]["active"] == 50

@@ -11,6 +11,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._status import Status
 from ..integrators.runge_kutta import RK4
@@ -23,14 +24,41 @@ def _final(field, x0, t0, T, dt, integrator, boundary, args, dtype):
     return traj.positions[-1], traj.status[-1]
 
 
+_BLOCK = 4096
+"""Points per block: each block's primal and tangents stay in cache through all steps."""
+
+
 @eqx.filter_jit
-def _autodiff_jacobian(field, points, t0, T, dt, integrator, boundary, args, dtype):
-    # Traced seeds make `track` one pure program; `vmap` over the axis tangents shares the primal.
-    flow = lambda x: _final(field, x, t0, T, dt, integrator, boundary, args, dtype)  # noqa: E731
+def _autodiff_jacobian(field, points, t0, T, dt, integrator, boundary, args, dtype, mesh, blocks):
+    """Final positions, statuses and Jacobians of every point, blockwise, sharded over `mesh`."""
     dim = points.shape[1]
-    tangents = jnp.broadcast_to(jnp.eye(dim, dtype=points.dtype)[:, None, :], (dim,) + points.shape)
-    (final, status), columns = jax.vmap(lambda v: jax.jvp(flow, (points,), (v,), has_aux=False), out_axes=(None, 0))(tangents)
-    return final, status, jnp.moveaxis(columns[0], 0, -1)
+    dynamic, static = eqx.partition((field, integrator, boundary, args), eqx.is_array)
+
+    def block(dynamic, x):
+        # Traced seeds make `track` one pure program; `vmap` over the axis tangents shares the primal.
+        field, integrator, boundary, args = eqx.combine(dynamic, static)
+        flow = lambda y: _final(field, y, t0, T, dt, integrator, boundary, args, dtype)  # noqa: E731
+        tangents = jnp.broadcast_to(jnp.eye(dim, dtype=x.dtype)[:, None, :], (dim,) + x.shape)
+        (final, status), columns = jax.vmap(lambda v: jax.jvp(flow, (x,), (v,)), out_axes=(None, 0))(tangents)
+        return final, status, jnp.moveaxis(columns[0], 0, -1)
+
+    def local(dynamic, x):
+        final, status, jac = jax.lax.map(lambda b: block(dynamic, b), x.reshape(blocks, -1, dim))
+        return final.reshape(-1, dim), status.reshape(-1), jac.reshape(-1, dim, dim)
+
+    if mesh is None:
+        return local(dynamic, points)
+    p = PartitionSpec("points")
+    return jax.shard_map(local, mesh=mesh, in_specs=(PartitionSpec(), p), out_specs=(p, p, p), check_vma=False)(dynamic, points)
+
+
+def _padded(points, devices):
+    """Pad the point count to whole blocks on every device (repeating the first point); blocks per device."""
+    per_device = -(-len(points) // len(devices))
+    blocks = -(-per_device // _BLOCK)
+    block = -(-per_device // blocks)
+    total = len(devices) * blocks * block
+    return np.concatenate([points, np.repeat(points[:1], total - len(points), axis=0)]), blocks
 
 
 def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=None, boundary=None, *, method: str = "autodiff", delta: float | None = None, args=None, dtype="float64"):
@@ -49,9 +77,15 @@ def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=
     if method == "autodiff":
         from .._dtypes import resolve
 
-        resolve(dtype)
-        final, status, jac = _autodiff_jacobian(field, jnp.asarray(points, dtype), float(t0), float(T), float(dt), integrator, boundary, args, dtype)
-        return np.asarray(final), np.asarray(status), np.asarray(jac)
+        devices = jax.local_devices()
+        mesh = Mesh(np.array(devices), ("points",)) if len(devices) > 1 else None
+        padded, blocks = _padded(points, devices)
+        x = jnp.asarray(padded, resolve(dtype))
+        if mesh is not None:
+            x = jax.device_put(x, NamedSharding(mesh, PartitionSpec("points")))
+        final, status, jac = _autodiff_jacobian(field, x, float(t0), float(T), float(dt), integrator, boundary, args, dtype, mesh, blocks)
+        n = len(points)
+        return np.asarray(final)[:n], np.asarray(status)[:n], np.asarray(jac)[:n]
     if method != "fd":
         raise ValueError(f"method must be 'autodiff' or 'fd', got {method!r}")
     lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
