@@ -46,15 +46,15 @@ class Trajectory(eqx.Module):
         """Number of particles per status at one saved frame (the last by default)."""
         return status_counts(self.status[frame])
 
-    def save(self, path) -> Path:
+    def save(self, path, spherical: bool = False) -> Path:
         """Write `.npz` (arrays `times`, `positions`, `status`, `t_release`, `exit_time`
         [+ `velocities`]), or `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`)."""
         path = Path(path)
         if path.suffix == ".zarr":
-            self.to_xarray().to_zarr(path, mode="w", consolidated=False)
+            self.to_xarray(spherical).to_zarr(path, mode="w", consolidated=False)
             return path
         if path.suffix == ".nc":
-            self.to_xarray().to_netcdf(path)
+            self.to_xarray(spherical).to_netcdf(path)
             return path
         if path.suffix != ".npz":
             raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr or .nc")
@@ -87,20 +87,26 @@ class Trajectory(eqx.Module):
     @classmethod
     def from_xarray(cls, ds) -> "Trajectory":
         """Rebuild a trajectory from the CF layout written by `to_xarray`."""
-        names = [n for n in ("x", "y", "z") if n in ds]
+        names = [n for n in (("lon", "lat", "z") if "lon" in ds else ("x", "y", "z")) if n in ds]
         positions = np.stack([ds[n].values.T for n in names], axis=-1)
         velocities = np.stack([ds[n].values.T for n in ("u", "v", "w")[: len(names)]], axis=-1) if "u" in ds else None
         return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities)
 
-    def to_xarray(self):
-        """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`)."""
+    def to_xarray(self, spherical: bool = False):
+        """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`).
+
+        Positions are variables `x`, `y`(, `z`), or `lon`, `lat`(, `z`) in degrees with
+        `spherical=True` (for fields from `from_xarray` on lon/lat grids).
+        """
         import xarray as xr
 
-        names = ["x", "y", "z"][: self.positions.shape[-1]]
-        data_vars = {
-            name: (("trajectory", "obs"), self.positions[..., i].T, {"standard_name": f"projection_{name}_coordinate" if name != "z" else "height", "units": "1"})
-            for i, name in enumerate(names)
-        }
+        if spherical:
+            names = ["lon", "lat", "z"][: self.positions.shape[-1]]
+            attrs = [{"standard_name": "longitude", "units": "degrees_east"}, {"standard_name": "latitude", "units": "degrees_north"}, {"standard_name": "depth", "units": "m", "positive": "down"}]
+        else:
+            names = ["x", "y", "z"][: self.positions.shape[-1]]
+            attrs = [{"standard_name": "projection_x_coordinate", "units": "1"}, {"standard_name": "projection_y_coordinate", "units": "1"}, {"standard_name": "height", "units": "1"}]
+        data_vars = {name: (("trajectory", "obs"), self.positions[..., i].T, attrs[i]) for i, name in enumerate(names)}
         data_vars["status"] = (
             ("trajectory", "obs"),
             self.status.T,

@@ -1,5 +1,9 @@
 """Test setup: float64 available (accuracy tests ask for it explicitly), keys by fixture."""
 
+import os
+
+os.environ.setdefault("FLOWKIT_HOST_DEVICES", "2")  # sharding is exercised even on a 1-core machine
+
 import flowkit  # noqa: F401  (before JAX: one CPU device per core, so sharding is exercised)
 import jax
 import pytest

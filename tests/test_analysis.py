@@ -155,6 +155,10 @@ def test_cf_trajectory_round_trip(tmp_path, suffix):
     again = fk.Trajectory.load(path)
     for name in ("times", "positions", "status", "velocities", "t_release", "exit_time"):
         np.testing.assert_array_equal(getattr(again, name), getattr(traj, name))
+    spherical = traj.save(tmp_path / f"s{suffix}", spherical=True)
+    assert fk.Trajectory.load(spherical).positions.shape == traj.positions.shape
+    ds = traj.to_xarray(spherical=True)
+    assert ds["lon"].attrs["units"] == "degrees_east" and ds["lat"].attrs["standard_name"] == "latitude"
 
 
 def test_from_xarray_reproduces_a_direct_grid_field():
