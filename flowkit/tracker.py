@@ -150,23 +150,33 @@ def _advance(modules, times: _Times, state: _State, t_release, keys, *, saves: i
 
 
 _COMPILED: dict = {}
+_MAX_PROGRAMS = 64
+
+
+
+
+_compiles = 0
 
 
 def compile_count() -> int:
-    """How many distinct chunk programs this process has compiled (for tests and diagnostics)."""
-    return len(_COMPILED)
+    """How many chunk programs this process has compiled (for tests and diagnostics)."""
+    return _compiles
 
 
 def _compiled(call_args, call_kwargs):
     """AOT-compile `_advance` once per structure and shape; return it and the compile time."""
+    global _compiles
     dynamic, static = eqx.partition(call_args, eqx.is_array)
     leaves, treedef = jax.tree.flatten(dynamic)
     static_leaves, static_def = jax.tree.flatten(static)
     key = (treedef, tuple((leaf.shape, leaf.dtype, leaf.sharding) for leaf in leaves), static_def, tuple(static_leaves), tuple(sorted(call_kwargs.items())))
     if key in _COMPILED:
         return _COMPILED[key], 0.0
+    _compiles += 1
     start = time.perf_counter()
     compiled = _advance.lower(*call_args, **call_kwargs).compile()
+    if len(_COMPILED) >= _MAX_PROGRAMS:  # forget the oldest program rather than grow without bound
+        _COMPILED.pop(next(iter(_COMPILED)))
     _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)
     return _COMPILED[key], time.perf_counter() - start
 
