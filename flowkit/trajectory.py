@@ -48,8 +48,17 @@ class Trajectory(eqx.Module):
 
     def save(self, path, spherical: bool = False) -> Path:
         """Write `.npz` (arrays `times`, `positions`, `status`, `t_release`, `exit_time`
-        [+ `velocities`]), or `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`)."""
+        [+ `velocities`]), `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`), `.vtp`
+        pathlines or a `.pvd` series of particle clouds for ParaView."""
         path = Path(path)
+        if path.suffix == ".vtp":
+            from .io.vtk import write_pathlines_vtp
+
+            return write_pathlines_vtp(self, path)
+        if path.suffix == ".pvd":
+            from .io.vtk import write_particle_clouds_pvd
+
+            return write_particle_clouds_pvd(self, path)
         if path.suffix == ".zarr":
             self.to_xarray(spherical).to_zarr(path, mode="w", consolidated=False)
             return path
@@ -57,7 +66,7 @@ class Trajectory(eqx.Module):
             self.to_xarray(spherical).to_netcdf(path)
             return path
         if path.suffix != ".npz":
-            raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr or .nc")
+            raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr, .nc, .vtp or .pvd")
         arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release, "exit_time": self.exit_time}
         if self.velocities is not None:
             arrays["velocities"] = self.velocities
