@@ -114,6 +114,8 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     }
     if cfg.output.trajectories:
         traj.save(out / "trajectories.npz")
+    if cfg.output.vtp:
+        traj.save(out / "trajectories.vtp")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     if cfg.output.plot:
         plot_pathlines(traj, out / "trajectories.png", field=field, max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)

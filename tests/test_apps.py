@@ -22,7 +22,7 @@ def _run(args, cwd):
 def test_default_job(tmp_path):
     result = _run([f"hydra.run.dir={tmp_path}"], cwd=tmp_path)
     assert "field GridField (201, 101)" in result.stdout
-    for name in ("trajectories.npz", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
+    for name in ("trajectories.npz", "trajectories.vtp", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["n_particles"] == 5000 and summary["n_steps"] == 2000 and summary["status_counts"]["active"] == 5000

@@ -13,7 +13,12 @@ from flowkit.config import build, run_track
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("field", "boundary", "integrator", "seeds", "output")}
-FIELD_DIM = {"grid": 2, "double_gyre": 2, "rotation": 2, "taylor_green": 2, "abc": 3}
+FIELD_DIM = {"grid": 2, "double_gyre": 2, "rotation": 2, "taylor_green": 2, "abc": 3, "vtk": 2}
+
+
+@pytest.fixture(scope="module")
+def vtk_series(tmp_path_factory):
+    return fk.datasets.double_gyre_vti_series(tmp_path_factory.mktemp("vtk"), nx=21, ny=11, times=[0.0, 1.0, 2.0])
 
 
 def _compose(overrides):
@@ -22,7 +27,7 @@ def _compose(overrides):
 
 
 def test_groups_are_complete():
-    assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid"}
+    assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid", "vtk"}
     assert set(GROUPS["boundary"]) >= {"none", "periodic", "reflective", "clamp", "absorbing"}
     assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4", "tsit5", "dopri5", "dopri8", "euler_maruyama"}
     assert set(GROUPS["seeds"]) >= {"grid", "random", "line", "file"}
@@ -30,9 +35,11 @@ def test_groups_are_complete():
 
 @pytest.mark.parametrize("field", GROUPS["field"])
 @pytest.mark.parametrize("boundary", GROUPS["boundary"])
-def test_field_and_boundary_compose(field, boundary):
+def test_field_and_boundary_compose(field, boundary, vtk_series):
     dim = FIELD_DIM[field]
     overrides = [f"field={field}", f"boundary={boundary}", "seeds=random", "seeds.n=10"]
+    if field == "vtk":
+        overrides.append(f"field.path={vtk_series}")
     if boundary == "mixed" and dim == 3:
         overrides.append("boundary.modes=[periodic,reflective,absorbing]")
     f, seeds, integrator, b = build(_compose(overrides))
@@ -68,7 +75,7 @@ def test_run_track_writes_outputs(tmp_path, capsys):
     traj = run_track(cfg, output_dir=tmp_path)
     header = capsys.readouterr().out
     assert "cpu" in header and "float32" in header and "50 particles" in header
-    for name in ("trajectories.npz", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
+    for name in ("trajectories.npz", "trajectories.vtp", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["n_particles"] == 50 and summary["n_steps"] == 100 and summary["status_counts"]["active"] == 50

@@ -240,8 +240,8 @@ def _grid_axes(data, path: Path):
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
 
-    dims = data.GetDimensions()
     if isinstance(data, vtk.vtkImageData):
+        dims = data.GetDimensions()
         direction = np.array([data.GetDirectionMatrix().GetElement(i, j) for i in range(3) for j in range(3)]).reshape(3, 3)
         if not np.allclose(direction, np.eye(3)):
             raise ValueError(f"{path}: image data with a rotated Direction matrix is not supported (got {direction.tolist()})")
