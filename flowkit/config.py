@@ -70,8 +70,20 @@ def _output_dir(output_dir) -> Path:
     return Path.cwd()
 
 
+def enable_compilation_cache(directory) -> None:
+    """Keep compiled programs on disk (JAX's persistent cache) so a rerun skips compilation."""
+    if not directory:
+        return
+    path = Path(directory).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     """Run the `track` app: build, print a header, track, write trajectories/summary/plot."""
+    enable_compilation_cache(cfg.get("compilation_cache"))
     out = _output_dir(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     field, seeds, integrator, boundary = build(cfg)
@@ -134,6 +146,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
 
 def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
     """Run the `ftle` app: FTLE on a uniform grid; writes ftle.npz, ftle.vti, ftle.png, summary.json."""
+    enable_compilation_cache(cfg.get("compilation_cache"))
     out = _output_dir(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     field = build_field(cfg)

@@ -191,7 +191,7 @@ def test_from_xarray_lon_lat_converts_to_degrees_per_second():
 
 @pytest.mark.slow
 def test_ftle_app(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / "apps" / "ftle.py"), "resolution=[41,21]", "T=-5", f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, str(ROOT / "apps" / "ftle.py"), "resolution=[41,21]", "T=-5", "compilation_cache=null", f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("ftle.npz", "ftle.vti", "ftle.png", "summary.json"):
         assert (tmp_path / name).stat().st_size > 0

@@ -20,7 +20,7 @@ def _run(args, cwd):
 
 @pytest.mark.slow
 def test_default_job(tmp_path):
-    result = _run([f"hydra.run.dir={tmp_path}"], cwd=tmp_path)
+    result = _run([f"hydra.run.dir={tmp_path}", f"compilation_cache={tmp_path / 'cache'}"], cwd=tmp_path)
     assert "field GridField (201, 101)" in result.stdout
     for name in ("trajectories.npz", "trajectories.vtp", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
         assert (tmp_path / name).stat().st_size > 0
@@ -30,8 +30,9 @@ def test_default_job(tmp_path):
 
 @pytest.mark.slow
 def test_two_job_sweep(tmp_path):
-    _run(["-m", "integrator=euler,rk4", "field=abc", "boundary=periodic", "seeds=random", "seeds.n=200", "t1=0.5", "progress=false", f"hydra.sweep.dir={tmp_path}"], cwd=tmp_path)
+    _run(["-m", "integrator=euler,rk4", f"compilation_cache={tmp_path / 'cache'}", "field=abc", "boundary=periodic", "seeds=random", "seeds.n=200", "t1=0.5", "progress=false", f"hydra.sweep.dir={tmp_path}"], cwd=tmp_path)
     summaries = [json.loads((tmp_path / str(i) / "summary.json").read_text()) for i in range(2)]
+    assert any((tmp_path / "cache").iterdir()), "the compiled programs were not written to the persistent cache"
     assert [s["integrator"] for s in summaries] == ["Euler", "RK4"]
     assert all(s["n_particles"] == 200 for s in summaries)
 

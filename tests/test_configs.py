@@ -23,7 +23,7 @@ def vtk_series(tmp_path_factory):
 
 def _compose(overrides):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="track", overrides=overrides)
+        return compose(config_name="track", overrides=["compilation_cache=null", *overrides])
 
 
 def test_groups_are_complete():
