@@ -15,6 +15,7 @@ from pathlib import Path
 import jax
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.utils import get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -171,3 +172,35 @@ def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"done in {seconds:.2f} s: max FTLE {summary['ftle_max']:.3f}, {summary['invalid_points']} points left the field", flush=True)
     return values
+
+
+class SweepSummary(Callback):
+    """Hydra callback: after a multirun, gather every job's `summary.json` into one
+    `sweep_summary.csv` in the sweep directory (one row per job, its overrides as columns)."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        import csv
+
+        sweep = Path(config.hydra.sweep.dir)
+        rows = []
+        for summary_path in sorted(sweep.glob("*/summary.json"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else p.parent.name):
+            summary = json.loads(summary_path.read_text())
+            row = {"job": summary_path.parent.name}
+            overrides = summary_path.parent / ".hydra" / "overrides.yaml"
+            if overrides.exists():
+                for item in OmegaConf.load(overrides):
+                    key, _, value = str(item).partition("=")
+                    row[f"override:{key}"] = value
+            for key, value in summary.items():
+                if isinstance(value, dict):
+                    row.update({f"{key}.{k}": v for k, v in value.items()})
+                else:
+                    row[key] = value
+            rows.append(row)
+        if not rows:
+            return
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        with open(sweep / "sweep_summary.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)

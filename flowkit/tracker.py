@@ -501,3 +501,25 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
         jnp.asarray(saved_times, dtype), jnp.concatenate([x0[None], xs]), jnp.concatenate([status0[None], ss]).astype(jnp.int8),
         t_rel, exit_time, velocities,
     )
+
+
+def track_ensemble(build, params, seeds, t0: float, t1: float, dt: float, integrator: AbstractIntegrator | None = None, boundary: AbstractBoundary | None = None, save_every: int = 1, *, t_release=None, args=None, key=None, record_velocity: bool = False, dtype="float32") -> Trajectory:
+    """Many runs that differ only in numeric parameters, `vmap`ped into one compiled program.
+
+    `build(p)` returns a field, or a `(field, integrator)` pair, for one parameter set `p`;
+    `params` is an array (or pytree of arrays) with the ensemble on its leading axis — e.g. 64
+    double-gyre amplitudes, or 64 diffusivities with `build = lambda K: (field, fk.EulerMaruyama(K))`.
+    Use this instead of a Hydra multirun when only numbers change: one compile, one program.
+
+    **Returns:** a `Trajectory` whose arrays carry a leading ensemble axis (`positions[E, T, N, d]`).
+    """
+    dtype = _dtypes.resolve(dtype)
+    params = jax.tree.map(jnp.asarray, params)
+    seeds = jnp.asarray(seeds, dtype)
+
+    def member(p):
+        piece = build(p)
+        field, member_integrator = piece if isinstance(piece, tuple) else (piece, integrator)
+        return _track_traced(field, seeds, t0, t1, dt, member_integrator, boundary, save_every, t_release, args, key, record_velocity, dtype)
+
+    return eqx.filter_jit(jax.vmap(member))(params)

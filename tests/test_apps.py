@@ -1,5 +1,6 @@
 """The Hydra app end to end, in a subprocess, as a user runs it."""
 
+import csv
 import json
 import os
 import subprocess
@@ -34,6 +35,10 @@ def test_two_job_sweep(tmp_path):
     summaries = [json.loads((tmp_path / str(i) / "summary.json").read_text()) for i in range(2)]
     assert any((tmp_path / "cache").iterdir()), "the compiled programs were not written to the persistent cache"
     assert [s["integrator"] for s in summaries] == ["Euler", "RK4"]
+    with open(tmp_path / "sweep_summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["override:integrator"] for r in rows] == ["euler", "rk4"]
+    assert [r["integrator"] for r in rows] == ["Euler", "RK4"] and all(float(r["particle_steps_per_s"]) > 0 for r in rows)
     assert all(s["n_particles"] == 200 for s in summaries)
 
 

@@ -166,3 +166,44 @@ def test_bad_input_raises_before_compiling(gyre_grid, kwargs, error, message):
     with pytest.raises(error, match=message):
         fk.track(**args)
     assert fk.tracker.compile_count() == before
+
+
+def test_ensemble_of_parameters_matches_separate_runs():
+    seeds = fk.seeding.uniform_grid((6, 3), fk.fields.DoubleGyre().bounds, include_boundaries=False)
+    amplitudes = np.array([0.05, 0.1, 0.2])
+    ensemble = fk.track_ensemble(lambda a: fk.fields.DoubleGyre(A=a), amplitudes, seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64")
+    assert ensemble.positions.shape == (3, 7, 18, 2)
+    for i, a in enumerate(amplitudes):
+        single = fk.track(fk.fields.DoubleGyre(A=a), seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64")
+        np.testing.assert_allclose(np.asarray(ensemble.positions[i]), single.positions, atol=1e-12)
+
+
+def test_ensemble_of_diffusivities():
+    still = fk.fields.Uniform((0.0, 0.0), bounds=((-10.0, -10.0), (10.0, 10.0)))
+    diffusivities = np.array([0.001, 0.01, 0.1])
+    ensemble = fk.track_ensemble(lambda k: (still, fk.EulerMaruyama(k)), diffusivities, np.zeros((20000, 2)), 0.0, 1.0, 0.05, save_every=20, key=jax.random.key(0))
+    variance = np.asarray(ensemble.positions[:, -1]).var(axis=1)  # (E, d)
+    np.testing.assert_allclose(variance, np.broadcast_to(2 * diffusivities[:, None], variance.shape), rtol=0.05)
+
+
+def test_four_devices_give_the_same_tracks_as_one(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "four.py"
+    script.write_text(
+        "import os\n"
+        "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'\n"
+        "import flowkit as fk, jax, numpy as np\n"
+        "assert len(jax.devices()) == 4\n"
+        "f = fk.datasets.double_gyre_grid(nx=41, ny=21, nt=5, t_end=4.0)\n"
+        "s = fk.seeding.random_box(1003, f.bounds, key=jax.random.key(1))\n"
+        "a = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds))\n"
+        "assert fk.tracker.last_run.n_devices == 4\n"
+        "b = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds), devices=jax.devices()[:1])\n"
+        "np.testing.assert_allclose(a.positions, b.positions, atol=2e-6)\n"
+        "np.testing.assert_array_equal(a.status, b.status)\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
