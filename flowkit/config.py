@@ -102,7 +102,11 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         f"boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}",
         flush=True,
     )
-    traj = run.run()
+    if cfg.get("profile"):
+        with jax.profiler.trace(str(out / "profile")):
+            traj = run.run()
+    else:
+        traj = run.run()
     info = tracker.last_run
     counts = traj.status_counts()
     summary = {
@@ -125,6 +129,9 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "versions": {"flowkit": __version__, "jax": jax.__version__, "python": platform.python_version()},
         "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
+    memory = device.memory_stats()  # None on backends without allocator statistics (CPU)
+    if memory:
+        summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
     if cfg.output.trajectories:
         traj.save(out / "trajectories.npz")
     if cfg.output.vtp:

@@ -94,3 +94,9 @@ def test_adaptive_and_stochastic_runs_from_config(integrator, tmp_path):
     assert traj.positions.shape == (11, 18, 2)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["integrator"] in ("Diffrax", "EulerMaruyama")
+
+
+def test_profile_trace_is_written(tmp_path):
+    cfg = _compose(["field=double_gyre", "seeds.resolution=[4,2]", "t1=0.5", "progress=false", "output=minimal", "profile=true"])
+    run_track(cfg, output_dir=tmp_path)
+    assert any(p.is_file() for p in (tmp_path / "profile").rglob("*"))

@@ -1,6 +1,7 @@
 """VTK input (structured grids) and output (pathlines, particle clouds), checked with VTK itself."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,13 @@ from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 import flowkit as fk
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+def _shared_data() -> Path:
+    """../shared/data beside the checkout (as CI has it), or where FLOWKIT_SHARED_DATA points."""
+    beside = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(os.environ.get("FLOWKIT_SHARED_DATA", beside))
+
+
+SHARED = _shared_data()
 needs_shared = pytest.mark.skipif(not (SHARED / "double_gyre").exists(), reason="../shared/data (VTK oracles) is not beside this checkout")
 
 
