@@ -258,8 +258,9 @@ class TrackRun:
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False):
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None):
         integrator, boundary = _check_pieces(field, integrator, boundary, key)
+        self.output = output
         self.dtype = _dtypes.resolve(dtype)
         t0, t1, dt = float(t0), float(t1), float(dt)
         self.n_steps, self.save_every, self.n_saves, self.times = _time_plan(field, t0, t1, dt, save_every)
@@ -357,42 +358,67 @@ class TrackRun:
         """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities)`."""
         return self.compile()(self.modules, self.run_times, state, t_release, keys)
 
-    def run(self) -> Trajectory:
+    def run(self):
+        """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
         global last_run
         compiled = self.compile()
         n, dim = self.n_particles, self.seeds.shape[1]
-        positions = np.empty((self.n_saves + 1, n, dim), self.dtype)
-        status = np.empty((self.n_saves + 1, n), np.int8)
-        velocities = np.zeros((self.n_saves + 1, n, dim), self.dtype) if self.record_velocity else None
-        exit_time = np.empty(n, self.dtype)
+        frames = self.n_saves + 1
+        if self.output is not None:
+            from .io.stream import ZarrTrajectoryWriter
+
+            sink = ZarrTrajectoryWriter(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.chunk_saves)
+        else:
+            sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity)
         bar = _progress_bar(self.progress, n * self.n_steps)
         start_time = time.perf_counter()
         for start in range(0, n, self.batch_size):
             stop = min(start + self.batch_size, n)
+            count = stop - start
+            particles = slice(start, stop)
             state, t_rel, keys = self.initial_state(start)
-            positions[0, start:stop] = self.seeds[start:stop]
-            status[0, start:stop] = np.asarray(state.status)[: stop - start]
-            if velocities is not None:
+            status0 = np.asarray(state.status)[None, :count]
+            v0 = None
+            if self.record_velocity:
                 v0 = jax.vmap(self.modules[0], in_axes=(None, 0, None))(self.run_times.t0, state.x, self.modules[3])
-                velocities[0, start:stop] = np.where(status[0, start:stop, None] == Status.ACTIVE, np.asarray(v0)[: stop - start], 0)
+                v0 = np.where(status0[..., None] == Status.ACTIVE, np.asarray(v0)[None, :count], 0)
+            sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), status0, v0)
             for chunk in range(self.n_chunks):
                 state, (xs, ss, vs) = compiled(self.modules, self.run_times, state, t_rel, keys)
                 first = 1 + chunk * self.chunk_saves
-                last = min(first + self.chunk_saves, self.n_saves + 1)
-                count = last - first
-                positions[first:last, start:stop] = np.asarray(xs)[:count, : stop - start]
-                status[first:last, start:stop] = np.asarray(ss)[:count, : stop - start]
-                if velocities is not None:
-                    velocities[first:last, start:stop] = np.asarray(vs)[:count, : stop - start]
+                last = min(first + self.chunk_saves, frames)
+                saved = last - first
+                sink.write_frames(slice(first, last), particles, np.asarray(xs)[:saved, :count], np.asarray(ss)[:saved, :count], None if vs is None else np.asarray(vs)[:saved, :count])
                 if bar is not None:
                     steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
-                    bar.update((stop - start) * steps_done)
-            exit_time[start:stop] = np.asarray(state.exit_time)[: stop - start]
+                    bar.update(count * steps_done)
+            sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
         run_s = time.perf_counter() - start_time
         if bar is not None:
             bar.close()
-        last_run = RunInfo(n, self.n_steps, self.n_saves + 1, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s)
-        return Trajectory(self.times.astype(self.dtype), positions, status, self.t_release.astype(self.dtype), exit_time, velocities)
+        last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s)
+        if self.output is not None:
+            return sink.open()
+        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities)
+
+
+class _MemorySink:
+    """Host arrays for all frames (the default when nothing is streamed to disk)."""
+
+    def __init__(self, n, frames, dim, dtype, with_velocity):
+        self.positions = np.empty((frames, n, dim), dtype)
+        self.status = np.empty((frames, n), np.int8)
+        self.velocities = np.zeros((frames, n, dim), dtype) if with_velocity else None
+        self.exit_time = np.empty(n, dtype)
+
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None) -> None:
+        self.positions[frames, particles] = positions
+        self.status[frames, particles] = status
+        if self.velocities is not None:
+            self.velocities[frames, particles] = velocities
+
+    def write_exit_time(self, particles: slice, exit_time) -> None:
+        self.exit_time[particles] = exit_time
 
 
 def _progress_bar(progress, total):
@@ -421,6 +447,7 @@ def track(
     batch_size: int | None = None,
     progress: bool = False,
     devices=None,
+    output=None,
 ) -> Trajectory:
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -444,6 +471,9 @@ def track(
       reuses the same compiled program.
     - `progress`: show a tqdm bar with particle-steps per second.
     - `devices`: devices to shard the particles over (default: all local devices).
+    - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
+      in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
+      returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout.
 
     **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames.
 
@@ -461,7 +491,7 @@ def track(
     return TrackRun(
         field, seeds, t0, t1, dt, integrator, boundary, save_every,
         t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype,
-        batch_size=batch_size, devices=devices, progress=progress,
+        batch_size=batch_size, devices=devices, progress=progress, output=output,
     ).run()
 
 

@@ -207,3 +207,16 @@ def test_four_devices_give_the_same_tracks_as_one(tmp_path):
     )
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
+
+
+def test_streamed_output_equals_in_memory_run(tmp_path):
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.uniform_grid((30, 15), field.bounds)
+    kwargs = dict(save_every=10, record_velocity=True, t_release=np.where(np.arange(450) < 10, 1.0, 0.0), boundary=fk.Absorbing(((0.2, 0.2), (1.8, 0.8))))
+    memory = fk.track(field, seeds, 0.0, 2.0, 0.01, **kwargs)
+    lazy = fk.track(field, seeds, 0.0, 2.0, 0.01, output=tmp_path / "tracks.zarr", batch_size=100, **kwargs)
+    assert isinstance(lazy, xr.Dataset) and lazy.sizes == {"trajectory": 450, "obs": 21}
+    np.testing.assert_array_equal(lazy["x"][7].values, memory.positions[:, 7, 0])  # reads one track only
+    streamed = fk.Trajectory.load(tmp_path / "tracks.zarr")
+    for name in ("times", "positions", "status", "velocities", "t_release", "exit_time"):
+        np.testing.assert_array_equal(getattr(streamed, name), getattr(memory, name))

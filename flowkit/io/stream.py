@@ -1,0 +1,58 @@
+"""Trajectories streamed to disk chunk by chunk, for runs whose frames do not fit in memory.
+
+The store has the CF trajectory layout of `Trajectory.to_xarray` (dims `trajectory`, `obs`;
+variables `x`, `y`(, `z`), `status`, `time`, `t_release`, `exit_time`(, `u`, `v`, `w`)), written
+with `zarr` directly so that each chunk of frames goes to its own region of the arrays and is
+never held with the others.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from .._status import Status
+
+
+class ZarrTrajectoryWriter:
+    """Creates the store for `n` particles at `times` and writes regions of it."""
+
+    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, frames_per_chunk: int):
+        import zarr
+
+        self.path = Path(path)
+        group = zarr.open_group(str(self.path), mode="w")
+        group.attrs.update({"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit"})
+        rows = int(min(n, 2**16))
+        cols = int(max(1, min(len(times), frames_per_chunk)))
+
+        def array(name, shape, chunks, kind, dims, attrs):
+            created = group.create_array(name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=0)
+            created.attrs.update(attrs)
+            return created
+
+        names = ["x", "y", "z"][:dim]
+        standard = {"x": "projection_x_coordinate", "y": "projection_y_coordinate", "z": "height"}
+        self.positions = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"standard_name": standard[name], "units": "1"}) for name in names]
+        self.status = array("status", (n, len(times)), (rows, cols), np.int8, ["trajectory", "obs"], {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)})
+        self.velocities = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"}) for name in ["u", "v", "w"][:dim]] if with_velocity else []
+        array("time", (len(times),), (len(times),), dtype, ["obs"], {"standard_name": "time", "units": "1"})[:] = np.asarray(times, dtype=dtype)
+        array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(n)
+        array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
+        self.exit_time = array("exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"})
+
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None) -> None:
+        """Frames `frames` of particles `particles`: positions `(F, P, d)`, status `(F, P)`."""
+        for axis, target in enumerate(self.positions):
+            target[particles, frames] = np.asarray(positions[..., axis]).T
+        self.status[particles, frames] = np.asarray(status).T.astype(np.int8)
+        for axis, target in enumerate(self.velocities):
+            target[particles, frames] = np.asarray(velocities[..., axis]).T
+
+    def write_exit_time(self, particles: slice, exit_time) -> None:
+        self.exit_time[particles] = np.asarray(exit_time)
+
+    def open(self):
+        """The finished store as a lazily loaded `xarray.Dataset`."""
+        import xarray as xr
+
+        return xr.open_dataset(self.path, engine="zarr", consolidated=False, chunks=None)
