@@ -47,3 +47,11 @@ def test_bad_override_fails_with_config_error(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), "integrator=rk5", f"hydra.run.dir={tmp_path}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     assert "Could not find 'integrator/rk5'" in result.stderr
+
+
+@pytest.mark.slow
+def test_joblib_parallel_sweep(tmp_path):
+    _run(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "integrator=heun,rk4", "field=double_gyre", "seeds=random", "seeds.n=100", "t1=0.3", "progress=false", "compilation_cache=null", f"hydra.sweep.dir={tmp_path}"], cwd=tmp_path)
+    with open(tmp_path / "sweep_summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(r["integrator"] for r in rows) == ["Heun", "RK4"]
