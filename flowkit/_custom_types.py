@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+from jaxtyping import Array, ArrayLike, Float, Int, Real
 
 Position = Float[Array, " dim"]
 Positions = Float[Array, "n dim"]
@@ -10,5 +10,4 @@ Velocity = Float[Array, " dim"]
 TimeLike = Real[ArrayLike, ""]
 Bounds = tuple[Float[Array, " dim"], Float[Array, " dim"]]
 StatusCode = Int[Array, ""]
-Mask = Bool[Array, " n"]
 Args = Any

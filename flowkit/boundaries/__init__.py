@@ -4,6 +4,7 @@ from .base import AbstractBoundary as AbstractBoundary
 from .box import (
     MODES as MODES,
     AbstractBox as AbstractBox,
+    AbstractUniformBox as AbstractUniformBox,
     Absorbing as Absorbing,
     Clamp as Clamp,
     Mixed as Mixed,

@@ -1,5 +1,7 @@
 """Axis-aligned box walls: periodic, reflective, clamp, absorbing, or a mix per axis."""
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -62,52 +64,40 @@ class AbstractBox(AbstractBoundary):
         return x, jnp.where(hit, jnp.asarray(Status.ABSORBED, status.dtype), status)
 
 
-def _modes(name: str, dim: int) -> tuple[str, ...]:
-    return (name,) * dim
+class AbstractUniformBox(AbstractBox):
+    """A box with the same behaviour (`mode`) on every axis."""
+
+    mode: eqx.AbstractClassVar[str]
+    bounds: Bounds
+    modes: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(self, bounds):
+        self.bounds = as_bounds(bounds)
+        self.modes = (self.mode,) * self.bounds[0].shape[0]
 
 
-class Periodic(AbstractBox):
+class Periodic(AbstractUniformBox):
     """Periodic in every axis of `bounds`."""
 
-    bounds: Bounds
-    modes: tuple[str, ...] = eqx.field(static=True)
-
-    def __init__(self, bounds):
-        self.bounds = as_bounds(bounds)
-        self.modes = _modes("periodic", self.bounds[0].shape[0])
+    mode: ClassVar[str] = "periodic"
 
 
-class Reflective(AbstractBox):
+class Reflective(AbstractUniformBox):
     """Specular reflection on every face of `bounds`."""
 
-    bounds: Bounds
-    modes: tuple[str, ...] = eqx.field(static=True)
-
-    def __init__(self, bounds):
-        self.bounds = as_bounds(bounds)
-        self.modes = _modes("reflective", self.bounds[0].shape[0])
+    mode: ClassVar[str] = "reflective"
 
 
-class Clamp(AbstractBox):
+class Clamp(AbstractUniformBox):
     """Coordinates clipped onto the faces of `bounds`."""
 
-    bounds: Bounds
-    modes: tuple[str, ...] = eqx.field(static=True)
-
-    def __init__(self, bounds):
-        self.bounds = as_bounds(bounds)
-        self.modes = _modes("clamp", self.bounds[0].shape[0])
+    mode: ClassVar[str] = "clamp"
 
 
-class Absorbing(AbstractBox):
+class Absorbing(AbstractUniformBox):
     """Particles stop (status `ABSORBED`) where they cross a face of `bounds`."""
 
-    bounds: Bounds
-    modes: tuple[str, ...] = eqx.field(static=True)
-
-    def __init__(self, bounds):
-        self.bounds = as_bounds(bounds)
-        self.modes = _modes("absorbing", self.bounds[0].shape[0])
+    mode: ClassVar[str] = "absorbing"
 
 
 class Mixed(AbstractBox):
