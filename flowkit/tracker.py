@@ -60,6 +60,13 @@ def _step_times(times: _Times, k):
     return start, clip(times.t0 + (kf + 1) * times.dt) - start
 
 
+def _is_due(t, t_release, dt):
+    """The release rule, shared by the initial state and every step: a particle is due once the
+    time `t` has reached its `t_release` in the direction of travel (to rounding). Operators
+    only, so it serves NumPy on the host and JAX in the step alike."""
+    return dt * (t - t_release) >= -1e-6 * dt * dt
+
+
 def _advance_local(field, integrator, boundary, args, times, x, status, exit_time, t_release, keys, step, *, saves, save_every, blocks, record_velocity):
     """Advance this device's particles by `saves * save_every` steps; return the saved frames.
 
@@ -68,8 +75,6 @@ def _advance_local(field, integrator, boundary, args, times, x, status, exit_tim
     """
     n = x.shape[0]
     block = n // blocks
-    direction = jnp.sign(times.dt)
-    tolerance = 1e-6 * jnp.abs(times.dt)
     apply_boundary = jax.vmap(boundary.apply, in_axes=(0, 0, 0, None))
     in_domain = jax.vmap(field.in_domain)
     velocity = jax.vmap(field, in_axes=(None, 0, None))
@@ -97,7 +102,7 @@ def _advance_local(field, integrator, boundary, args, times, x, status, exit_tim
                 t_stop = jnp.where(stopped, result.t_stop, t_stop)
         exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
         # Release whoever is due by the end of this step: they start moving with the next one.
-        due = (new_status == Status.NOT_RELEASED) & (direction * (t + h - t_rel) >= -tolerance)
+        due = (new_status == Status.NOT_RELEASED) & _is_due(t + h, t_rel, times.dt)
         new_status = jnp.where(due, code(Status.ACTIVE), new_status)
         return (x_next, new_status, exit_time, t_rel, keys), None
 
@@ -340,7 +345,7 @@ class TrackRun:
         pad = self.padded_batch - (stop - start)
         x = np.concatenate([self.seeds[start:stop], np.repeat(self.seeds[start:start + 1], pad, axis=0)])
         t_rel = np.concatenate([self.t_release[start:stop], np.full(pad, self._direction * np.inf)])
-        due = self._direction * (self.t0 - t_rel) >= -1e-6 * abs(self.dt)
+        due = _is_due(self.t0, t_rel, self.dt)
         status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
         exit_time = np.full(len(x), self._direction * np.inf, self.dtype)
@@ -514,7 +519,7 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     n = x0.shape[0]
     direction = 1.0 if dt > 0 else -1.0
     t_rel = jnp.full(n, t0, dtype) if t_release is None else jnp.asarray(t_release, dtype)
-    status0 = jnp.where(direction * (t0 - t_rel) >= -1e-6 * abs(dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
+    status0 = jnp.where(_is_due(t0, t_rel, dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
     field, integrator, boundary, args = _dtypes.cast_floating((field, integrator, boundary, args), dtype)
     times = _Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
     x, status, exit_time, xs, ss, vs = _advance_local(
