@@ -10,6 +10,7 @@ copying each chunk's saved frames to the host and updating the progress bar.
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import equinox as eqx
@@ -40,6 +41,8 @@ class _State(eqx.Module):
     x: jax.Array
     status: jax.Array
     exit_time: jax.Array
+    hint: jax.Array
+    """Per-particle location hints: the mesh cell each particle was last found in (-1: unknown)."""
     step: jax.Array
 
 
@@ -67,7 +70,7 @@ def _is_due(t, t_release, dt):
     return dt * (t - t_release) >= -1e-6 * dt * dt
 
 
-def _advance_local(field, integrator, boundary, args, times, x, status, exit_time, t_release, keys, step, *, saves, save_every, blocks, record_velocity):
+def _advance_local(field, integrator, boundary, args, times, x, status, exit_time, hint, t_release, keys, step, *, saves, save_every, blocks, record_velocity):
     """Advance this device's particles by `saves * save_every` steps; return the saved frames.
 
     `keys` are per-particle raw PRNG keys (used only by stochastic integrators, folded with the
@@ -76,22 +79,22 @@ def _advance_local(field, integrator, boundary, args, times, x, status, exit_tim
     n = x.shape[0]
     block = n // blocks
     apply_boundary = jax.vmap(boundary.apply, in_axes=(0, 0, 0, None))
-    in_domain = jax.vmap(field.in_domain)
-    velocity = jax.vmap(field, in_axes=(None, 0, None))
     code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
 
     def one_step(carry, k):
-        x, status, exit_time, t_rel, keys = carry
+        x, status, exit_time, hint, t_rel, keys = carry
         t, h = _step_times(times, k)
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys) if integrator.stochastic else None
-        result = integrator.step_batch(field, x, t, h, args, step_keys)
+        result = integrator.step_batch(field, x, t, h, args, step_keys, hint)
         x_new = result.x
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
         x_b, status_b = apply_boundary(x, x_new, status, None)
-        inside = in_domain(x_b)
+        hint_b, inside = field.locate_batch(x_b, hint if result.hint is None else result.hint)
         moving = (status == Status.ACTIVE) & (h != 0)
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), jnp.where(moving, status_b, status)))
-        x_next = jnp.where((moving & finite & inside)[:, None], x_b, x)
+        moved = moving & finite & inside
+        x_next = jnp.where(moved[:, None], x_b, x)
+        hint = jnp.where(moved, hint_b, hint)
         t_stop = t + h
         if result.status is not None:  # the integrator stopped some particles itself (events, failures)
             stopped = moving & (result.status != Status.ACTIVE)
@@ -104,29 +107,34 @@ def _advance_local(field, integrator, boundary, args, times, x, status, exit_tim
         # Release whoever is due by the end of this step: they start moving with the next one.
         due = (new_status == Status.NOT_RELEASED) & _is_due(t + h, t_rel, times.dt)
         new_status = jnp.where(due, code(Status.ACTIVE), new_status)
-        return (x_next, new_status, exit_time, t_rel, keys), None
+        return (x_next, new_status, exit_time, hint, t_rel, keys), None
 
     def one_save(carry, m):
         first = step + m * save_every
         carry, _ = jax.lax.scan(one_step, carry, first + jnp.arange(save_every, dtype=step.dtype))
-        x, status = carry[:2]
-        if record_velocity:
-            t_end, h = _step_times(times, first + save_every - 1)
-            v = velocity(t_end + h, x, args)
-            v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
-        else:
-            v = None
-        return carry, (x, status, v)
+        x, status, _, hint = carry[:4]
+        t_end, h = _step_times(times, first + save_every - 1)
+        return carry, _frame(field, args, t_end + h, x, status, hint, record_velocity)
 
     def run_block(block_state):
         carry, frames = jax.lax.scan(one_save, block_state, jnp.arange(saves, dtype=step.dtype))
-        return carry[:3], frames
+        return carry[:4], frames
 
     split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
-    (x, status, exit_time), (xs, ss, vs) = jax.lax.map(run_block, tuple(split(a) for a in (x, status, exit_time, t_release, keys)))
+    (x, status, exit_time, hint), frames = jax.lax.map(run_block, tuple(split(a) for a in (x, status, exit_time, hint, t_release, keys)))
     merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
-    frames = lambda a: None if a is None else jnp.swapaxes(a, 0, 1).reshape((saves, n) + a.shape[3:])  # noqa: E731
-    return merge(x), merge(status), merge(exit_time), frames(xs), frames(ss), frames(vs)
+    frames = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1).reshape((saves, n) + a.shape[3:]), frames)
+    return merge(x), merge(status), merge(exit_time), merge(hint), frames
+
+
+def _frame(field, args, t, x, status, hint, record_velocity):
+    """What one saved frame holds: positions, status, velocities (if recorded; zero where not
+    active) and the field's sampled arrays (NaN outside its domain)."""
+    v = None
+    if record_velocity:
+        v, _ = field.velocity_batch(t, x, args, hint)
+        v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
+    return x, status, v, field.sample_batch(t, x, hint)
 
 
 @eqx.filter_jit
@@ -134,9 +142,9 @@ def _advance(modules, times: _Times, state: _State, t_release, keys, *, saves: i
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
     dynamic, static = eqx.partition(modules, eqx.is_array)
 
-    def local(dynamic, times, x, status, exit_time, t_release, keys, step):
+    def local(dynamic, times, x, status, exit_time, hint, t_release, keys, step):
         field, integrator, boundary, args = eqx.combine(dynamic, static)
-        return _advance_local(field, integrator, boundary, args, times, x, status, exit_time, t_release, keys, step, saves=saves, save_every=save_every, blocks=blocks, record_velocity=record_velocity)
+        return _advance_local(field, integrator, boundary, args, times, x, status, exit_time, hint, t_release, keys, step, saves=saves, save_every=save_every, blocks=blocks, record_velocity=record_velocity)
 
     if mesh is None:
         fn = local
@@ -146,12 +154,24 @@ def _advance(modules, times: _Times, state: _State, t_release, keys, *, saves: i
         fn = jax.shard_map(
             local,
             mesh=mesh,
-            in_specs=(PartitionSpec(), PartitionSpec(), p, p, p, p, p, PartitionSpec()),
-            out_specs=(p, p, p, frames, frames, frames if record_velocity else None),
+            in_specs=(PartitionSpec(), PartitionSpec(), p, p, p, p, p, p, PartitionSpec()),
+            out_specs=(p, p, p, p, frames),
             check_vma=False,
         )
-    x, status, exit_time, xs, ss, vs = fn(dynamic, times, state.x, state.status, state.exit_time, t_release, keys, state.step)
-    return _State(x, status, exit_time, state.step + saves * save_every), (xs, ss, vs)
+    x, status, exit_time, hint, frames = fn(dynamic, times, state.x, state.status, state.exit_time, state.hint, t_release, keys, state.step)
+    return _State(x, status, exit_time, hint, state.step + saves * save_every), frames
+
+
+@eqx.filter_jit
+def _locate_seeds(modules, t0, state: _State, *, record_velocity: bool):
+    """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
+    box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`. Returns the state and frame 0."""
+    field, _, _, args = modules
+    hint, inside = field.locate_batch(state.x, state.hint)
+    status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
+    exit_time = jnp.where(inside, state.exit_time, t0.astype(state.exit_time.dtype))
+    state = _State(state.x, status, exit_time, hint, state.step)
+    return state, _frame(field, args, t0, state.x, status, hint, record_velocity)
 
 
 _COMPILED: dict = {}
@@ -349,18 +369,19 @@ class TrackRun:
         status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
         exit_time = np.full(len(x), self._direction * np.inf, self.dtype)
-        state = _State(put(x.astype(self.dtype)), put(status), put(exit_time), jax.device_put(np.int32(0), self._replicated))
-        return state, put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, len(x)))
+        state = _State(put(x.astype(self.dtype)), put(status), put(exit_time), put(np.full(len(x), -1, np.int32)), jax.device_put(np.int32(0), self._replicated))
+        state, frame = _locate_seeds(self.modules, self.run_times.t0, state, record_velocity=self.record_velocity)
+        return state, put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, len(x))), frame
 
     def compile(self):
         """Compile (or fetch from the cache) the chunk program; returns it."""
-        state, t_rel, keys = self.initial_state()
+        state, t_rel, keys, _ = self.initial_state()
         compiled, seconds = _compiled((self.modules, self.run_times, state, t_rel, keys), self._kwargs())
         self.compile_s += seconds
         return compiled
 
     def advance(self, state, t_release, keys):
-        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities)`."""
+        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities, samples)`."""
         return self.compile()(self.modules, self.run_times, state, t_release, keys)
 
     def run(self):
@@ -376,24 +397,21 @@ class TrackRun:
         else:
             sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity)
         bar = _progress_bar(self.progress, n * self.n_steps)
+        outside = 0
         start_time = time.perf_counter()
         for start in range(0, n, self.batch_size):
             stop = min(start + self.batch_size, n)
             count = stop - start
             particles = slice(start, stop)
-            state, t_rel, keys = self.initial_state(start)
-            status0 = np.asarray(state.status)[None, :count]
-            v0 = None
-            if self.record_velocity:
-                v0 = jax.vmap(self.modules[0], in_axes=(None, 0, None))(self.run_times.t0, state.x, self.modules[3])
-                v0 = np.where(status0[..., None] == Status.ACTIVE, np.asarray(v0)[None, :count], 0)
-            sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), status0, v0)
+            state, t_rel, keys, frame0 = self.initial_state(start)
+            outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
+            frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
+            sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
             for chunk in range(self.n_chunks):
-                state, (xs, ss, vs) = compiled(self.modules, self.run_times, state, t_rel, keys)
+                state, chunk_frames = compiled(self.modules, self.run_times, state, t_rel, keys)
                 first = 1 + chunk * self.chunk_saves
                 last = min(first + self.chunk_saves, frames)
-                saved = last - first
-                sink.write_frames(slice(first, last), particles, np.asarray(xs)[:saved, :count], np.asarray(ss)[:saved, :count], None if vs is None else np.asarray(vs)[:saved, :count])
+                sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
                 if bar is not None:
                     steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
                     bar.update(count * steps_done)
@@ -401,10 +419,12 @@ class TrackRun:
         run_s = time.perf_counter() - start_time
         if bar is not None:
             bar.close()
+        if outside:
+            warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
         last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s)
         if self.output is not None:
             return sink.open()
-        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities)
+        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples)
 
 
 class _MemorySink:
@@ -415,12 +435,19 @@ class _MemorySink:
         self.status = np.empty((frames, n), np.int8)
         self.velocities = np.zeros((frames, n, dim), dtype) if with_velocity else None
         self.exit_time = np.empty(n, dtype)
+        self.samples = None
 
-    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None) -> None:
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None) -> None:
         self.positions[frames, particles] = positions
         self.status[frames, particles] = status
         if self.velocities is not None:
             self.velocities[frames, particles] = velocities
+        if samples:
+            if self.samples is None:
+                shape = self.positions.shape[:2]
+                self.samples = {name: np.full(shape + a.shape[2:], np.nan, a.dtype) for name, a in samples.items()}
+            for name, a in samples.items():
+                self.samples[name][frames, particles] = a
 
     def write_exit_time(self, particles: slice, exit_time) -> None:
         self.exit_time[particles] = exit_time
@@ -522,20 +549,15 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     status0 = jnp.where(_is_due(t0, t_rel, dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
     field, integrator, boundary, args = _dtypes.cast_floating((field, integrator, boundary, args), dtype)
     times = _Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
-    x, status, exit_time, xs, ss, vs = _advance_local(
-        field, integrator, boundary, args, times, x0, status0, jnp.full(n, direction * jnp.inf, dtype), t_rel,
-        jnp.asarray(_particle_keys(key, 0, n)), jnp.asarray(0, jnp.int32),
+    state = _State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), jnp.full(n, -1, jnp.int32), jnp.asarray(0, jnp.int32))
+    state, first = _locate_seeds((field, integrator, boundary, args), times.t0, state, record_velocity=record_velocity)
+    x, status, exit_time, _, (xs, ss, vs, samples) = _advance_local(
+        field, integrator, boundary, args, times, state.x, state.status, state.exit_time, state.hint, t_rel,
+        jnp.asarray(_particle_keys(key, 0, n)), state.step,
         saves=n_saves, save_every=save_every, blocks=1, record_velocity=record_velocity,
     )
-    velocities = None
-    if record_velocity:
-        v0 = jax.vmap(field, in_axes=(None, 0, None))(times.t0, x0, args)
-        v0 = jnp.where((status0 == Status.ACTIVE)[:, None], v0, 0)
-        velocities = jnp.concatenate([v0[None], vs])
-    return Trajectory(
-        jnp.asarray(saved_times, dtype), jnp.concatenate([x0[None], xs]), jnp.concatenate([status0[None], ss]).astype(jnp.int8),
-        t_rel, exit_time, velocities,
-    )
+    frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, (xs, ss, vs, samples))
+    return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, exit_time, frames[2], frames[3] or None)
 
 
 def track_ensemble(build, params, seeds, t0: float, t1: float, dt: float, integrator: AbstractIntegrator | None = None, boundary: AbstractBoundary | None = None, save_every: int = 1, *, t_release=None, args=None, key=None, record_velocity: bool = False, dtype="float32") -> Trajectory:

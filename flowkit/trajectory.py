@@ -24,6 +24,9 @@ class Trajectory(eqx.Module):
       absorbed, met a non-finite velocity, ...): the end of the step in which it stopped, or the
       exact crossing time where an integrator locates it (`Diffrax(exit_event=True)`);
       `+inf` (`-inf` when tracking backward) for particles still active at the end.
+    - `samples`: `{name: (T, N[, c])}` further arrays of the field (pressure, temperature, ...
+      loaded with `read_vtk(..., sample=[...])`) interpolated at the saved positions; NaN outside
+      the domain. None when the field carries none.
     """
 
     times: Float[np.ndarray, " T"]
@@ -32,6 +35,7 @@ class Trajectory(eqx.Module):
     t_release: Float[np.ndarray, " N"]
     exit_time: Float[np.ndarray, " N"]
     velocities: Float[np.ndarray, "T N dim"] | None = None
+    samples: dict | None = None
 
     @property
     def active(self) -> np.ndarray:
@@ -70,6 +74,8 @@ class Trajectory(eqx.Module):
         arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release, "exit_time": self.exit_time}
         if self.velocities is not None:
             arrays["velocities"] = self.velocities
+        for name, values in (self.samples or {}).items():
+            arrays[f"sample__{name}"] = values
         np.savez(path, **arrays)
         return path
 
@@ -91,7 +97,8 @@ class Trajectory(eqx.Module):
             t_release = data["t_release"] if "t_release" in data else np.full(n, data["times"][0])
             velocities = data["velocities"] if "velocities" in data else None
             exit_time = data["exit_time"] if "exit_time" in data else np.full(n, np.inf)
-            return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities)
+            samples = {key[len("sample__"):]: data[key] for key in data.files if key.startswith("sample__")}
+            return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities, samples or None)
 
     @classmethod
     def from_xarray(cls, ds) -> "Trajectory":
@@ -99,7 +106,8 @@ class Trajectory(eqx.Module):
         names = [n for n in (("lon", "lat", "z") if "lon" in ds else ("x", "y", "z")) if n in ds]
         positions = np.stack([ds[n].values.T for n in names], axis=-1)
         velocities = np.stack([ds[n].values.T for n in ("u", "v", "w")[: len(names)]], axis=-1) if "u" in ds else None
-        return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities)
+        samples = {name: np.swapaxes(ds[name].values, 0, 1) for name in ds.data_vars if ds[name].attrs.get("flowkit_role") == "sample"}
+        return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities, samples or None)
 
     def to_xarray(self, spherical: bool = False):
         """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`).
@@ -126,6 +134,9 @@ class Trajectory(eqx.Module):
         if self.velocities is not None:
             for i, name in enumerate(["u", "v", "w"][: len(names)]):
                 data_vars[name] = (("trajectory", "obs"), self.velocities[..., i].T, {"units": "1"})
+        for name, values in (self.samples or {}).items():
+            dims = ("trajectory", "obs") + (f"{name}_component",) * (values.ndim - 2)
+            data_vars[name] = (dims, np.swapaxes(values, 0, 1), {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"})
         coords = {
             "time": (("obs",), self.times, {"standard_name": "time", "units": "1"}),
             "trajectory": (("trajectory",), np.arange(self.n_particles), {"cf_role": "trajectory_id"}),

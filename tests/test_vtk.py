@@ -161,21 +161,6 @@ def test_cell_data_velocity_is_converted_like_vtk(tmp_path):
     np.testing.assert_allclose(np.asarray(field.values[0]), expected)
 
 
-def test_unstructured_meshes_are_refused_clearly(tmp_path):
-    points = vtk.vtkPoints()
-    for p in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)):
-        points.InsertNextPoint(*p)
-    mesh = vtk.vtkUnstructuredGrid()
-    mesh.SetPoints(points)
-    mesh.InsertNextCell(vtk.VTK_TETRA, 4, [0, 1, 2, 3])
-    writer = vtk.vtkXMLUnstructuredGridWriter()
-    writer.SetFileName(str(tmp_path / "tet.vtu"))
-    writer.SetInputData(mesh)
-    writer.Write()
-    with pytest.raises(ValueError, match="tet.vtu: holds a vtkUnstructuredGrid"):
-        fk.io.read_vtk(tmp_path / "tet.vtu")
-
-
 def test_pathlines_vtp_and_particle_clouds_read_back_with_vtk(tmp_path):
     field = fk.fields.DoubleGyre()
     traj = fk.track(field, fk.seeding.uniform_grid((4, 3), field.bounds), 0.0, 1.0, 0.1, save_every=2, record_velocity=True, boundary=fk.Absorbing(field.bounds))
@@ -192,7 +177,7 @@ def test_pathlines_vtp_and_particle_clouds_read_back_with_vtk(tmp_path):
     np.testing.assert_array_equal(vtk_to_numpy(data.GetArray("status"))[ids == 5], traj.status[:, 5])
     assert data.GetArray("velocity").GetNumberOfComponents() == 3
     pvd = traj.save(tmp_path / "clouds.pvd")
-    series = fk.io.vtk._series(pvd)
+    series = fk.io.vtk_read._series(pvd)
     assert [t for _, t in series] == pytest.approx(list(traj.times))
     cloud = vtk.vtkXMLPolyDataReader()
     cloud.SetFileName(str(series[3][0]))

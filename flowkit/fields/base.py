@@ -3,9 +3,14 @@
 import abc
 
 import equinox as eqx
-from jaxtyping import Array, Bool, Float
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
 
-from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
+from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+
+Hints = Int[Array, " n"]
+"""Per-particle location hints (the cell a particle was last found in; -1: unknown)."""
 
 
 class AbstractField(eqx.Module):
@@ -34,6 +39,32 @@ class AbstractField(eqx.Module):
     @abc.abstractmethod
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         """Whether `x` lies where the field has data (always true for closed-form flows)."""
+
+    # Batch interface used inside the tracker's compiled step. Fields whose lookup depends on
+    # where a particle was before (meshes: the cell it was last found in) override these and
+    # carry the hint; for every other field the hint passes through untouched.
+
+    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        """Velocities at the rows of `x` and the updated hints."""
+        return jax.vmap(self, in_axes=(None, 0, None))(t, x, args), hint
+
+    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+        """Updated hints and whether each row of `x` lies in the domain."""
+        return hint, jax.vmap(self.in_domain)(x)
+
+    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+        """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`; none by default."""
+        return {}
+
+
+def time_weights(times, t) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
+    """Index of the time slice at or before `t` and the weight of the next one (clamped to the
+    series); `(0, None)` for a steady field (`times is None`)."""
+    if times is None:
+        return jnp.asarray(0, jnp.int32), None
+    n = times.shape[0]
+    it = jnp.clip(jnp.searchsorted(times, t, side="right") - 1, 0, n - 2).astype(jnp.int32)
+    return it, jnp.clip((t - times[it]) / (times[it + 1] - times[it]), 0, 1)
 
 
 def as_bounds(bounds, dim: int | None = None, name: str = "bounds") -> tuple[Float[Array, " dim"], Float[Array, " dim"]]:

@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
-from .base import AbstractField
+from .base import AbstractField, time_weights
 
 _INTERPOLATIONS = ("linear", "nearest")
 
@@ -166,22 +166,13 @@ class GridField(AbstractField):
                 lower, upper, w = lower.at[i].set(lo_i), upper.at[i].set(lo_i + 1), w.at[i].set(w_i)
         return lower, upper, w
 
-    def _time_index(self, t) -> tuple[Int[Array, ""], Float[Array, ""]]:
-        if self.times is None:
-            return jnp.asarray(0, jnp.int32), None
-        times = self.times
-        n = times.shape[0]
-        it = jnp.clip(jnp.searchsorted(times, t, side="right") - 1, 0, n - 2).astype(jnp.int32)
-        wt = jnp.clip((t - times[it]) / (times[it + 1] - times[it]), 0, 1)
-        return it, wt
-
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         x = jnp.asarray(x)
         lower, upper, w = self._corner_indices(x)
         if self.interpolation == "nearest":
             w = jnp.where(w >= 0.5, 1, 0).astype(w.dtype)
         corners = [(lower[i], upper[i], w[i]) for i in range(self.dim)]
-        it, wt = self._time_index(jnp.asarray(t, x.dtype))
+        it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
 
         def spatial(time_index):
             # Whole velocity vectors gathered per corner: one row gather each, 2**dim of them.

@@ -24,6 +24,9 @@ class StepResult(NamedTuple):
     x: Positions
     status: Int[Array, " n"] | None = None
     t_stop: Float[Array, " n"] | None = None
+    hint: Int[Array, " n"] | None = None
+    """The field's location hints after the step's last evaluation (cells, for mesh fields), or
+    None to keep the ones the step started with."""
 
 
 class AbstractIntegrator(eqx.Module):
@@ -45,5 +48,16 @@ class AbstractIntegrator(eqx.Module):
         """Position after one step of size `dt` from `(t, x)`."""
 
     @abc.abstractmethod
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
-        """`step` for every row of `x` (shape `(n, dim)`), all at the same time `t`."""
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
+        """`step` for every row of `x` (shape `(n, dim)`), all at the same time `t`.
+
+        `hint` holds each particle's location hint for fields that use one (`MeshField`: the
+        cell it was last found in; -1 or None: unknown), to pass to `field.velocity_batch`.
+        """
+
+
+def hints_for(x: Positions, hint) -> Int[Array, " n"]:
+    """`hint`, or "unknown" (-1) for every row of `x` when None."""
+    import jax.numpy as jnp
+
+    return jnp.full(x.shape[0], -1, jnp.int32) if hint is None else hint

@@ -130,7 +130,7 @@ class Diffrax(AbstractIntegrator):
     def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
         return self.solve(field, x, t, dt, args, key).ys[0]
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
         import diffrax
 
         def one(y, key):

@@ -9,11 +9,14 @@ import jax.numpy as jnp
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..fields.base import AbstractField
 from . import tableau as _tableau
-from .base import AbstractIntegrator, StepResult
+from .base import AbstractIntegrator, StepResult, hints_for
 
 
-def explicit_rk_step(vf: Callable, x, t, dt, tableau: _tableau.ButcherTableau):
-    """One explicit RK step of $\\dot x = $ `vf(t, x)` for `x` of any shape.
+def explicit_rk_step(vf: Callable, x, t, dt, tableau: _tableau.ButcherTableau, hint=None):
+    """One explicit RK step of $\\dot x = u(t, x)$ for `x` of any shape; returns `(x_new, hint)`.
+
+    `vf(t, x, hint) -> (u, hint)`: the hint (where a mesh field found each point) goes from each
+    stage to the next, so every stage's point location starts from the previous stage's cell.
 
     The stages run in a `lax.scan` over the rows of the tableau, carrying the stage
     derivatives stage-major as `K[s, *x.shape]`. Measured on XLA's CPU backend this is several
@@ -26,16 +29,18 @@ def explicit_rk_step(vf: Callable, x, t, dt, tableau: _tableau.ButcherTableau):
     c = jnp.asarray(tableau.c, dtype)
     stages = b.shape[0]
     if stages == 1:  # Euler: no stage loop needed
-        return x + dt * vf(t, x)
+        u, hint = vf(t, x, hint)
+        return x + dt * u, hint
 
-    def stage(k, row):
+    def stage(carry, row):
+        k, hint = carry
         i, a_i, c_i = row
-        x_i = x + dt * jnp.tensordot(a_i, k, axes=1)
-        return k.at[i].set(vf(t + c_i * dt, x_i)), None
+        u, hint = vf(t + c_i * dt, x + dt * jnp.tensordot(a_i, k, axes=1), hint)
+        return (k.at[i].set(u), hint), None
 
     k0 = jnp.repeat(jnp.zeros_like(x)[None], stages, axis=0)
-    k, _ = jax.lax.scan(stage, k0, (jnp.arange(stages), a, c))
-    return x + dt * jnp.tensordot(b, k, axes=1)
+    (k, hint), _ = jax.lax.scan(stage, (k0, hint), (jnp.arange(stages), a, c))
+    return x + dt * jnp.tensordot(b, k, axes=1), hint
 
 
 class AbstractRungeKutta(AbstractIntegrator):
@@ -44,11 +49,11 @@ class AbstractRungeKutta(AbstractIntegrator):
     tableau: ClassVar[_tableau.ButcherTableau]
 
     def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
-        return explicit_rk_step(lambda s, y: field(s, y, args), x, t, dt, self.tableau)
+        return explicit_rk_step(lambda s, y, h: (field(s, y, args), h), x, t, dt, self.tableau)[0]
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
-        batched = jax.vmap(field, in_axes=(None, 0, None))
-        return StepResult(explicit_rk_step(lambda s, y: batched(s, y, args), x, t, dt, self.tableau))
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
+        x_new, hint = explicit_rk_step(lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(x, hint))
+        return StepResult(x_new, hint=hint)
 
 
 class Euler(AbstractRungeKutta):

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..diffusion import AbstractDiffusivity, as_diffusivity
 from ..fields.base import AbstractField
-from .base import AbstractIntegrator, StepResult
+from .base import AbstractIntegrator, StepResult, hints_for
 
 
 class EulerMaruyama(AbstractIntegrator):
@@ -37,5 +37,13 @@ class EulerMaruyama(AbstractIntegrator):
         noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
         return x + drift * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None) -> StepResult:
-        return StepResult(jax.vmap(self.step, in_axes=(None, 0, None, None, None, 0))(field, x, t, dt, args, keys))
+    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
+        if keys is None:
+            raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
+        u, hint = field.velocity_batch(t, x, args, hints_for(x, hint))
+
+        def rest(x, key):
+            noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
+            return self.diffusivity.drift_correction(t, x) * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
+
+        return StepResult(x + u * dt + jax.vmap(rest)(x, keys), hint=hint)

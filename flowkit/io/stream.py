@@ -32,6 +32,10 @@ class ZarrTrajectoryWriter:
 
         names = ["x", "y", "z"][:dim]
         standard = {"x": "projection_x_coordinate", "y": "projection_y_coordinate", "z": "height"}
+        self._array = array
+        self._shape, self._chunks = (n, len(times)), (rows, cols)
+        self._dtype = dtype
+        self.samples = {}
         self.positions = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"standard_name": standard[name], "units": "1"}) for name in names]
         self.status = array("status", (n, len(times)), (rows, cols), np.int8, ["trajectory", "obs"], {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)})
         self.velocities = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"}) for name in ["u", "v", "w"][:dim]] if with_velocity else []
@@ -40,13 +44,21 @@ class ZarrTrajectoryWriter:
         array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
         self.exit_time = array("exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"})
 
-    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None) -> None:
-        """Frames `frames` of particles `particles`: positions `(F, P, d)`, status `(F, P)`."""
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None) -> None:
+        """Frames `frames` of particles `particles`: positions `(F, P, d)`, status `(F, P)`,
+        velocities `(F, P, d)`, sampled arrays `{name: (F, P[, c])}`."""
         for axis, target in enumerate(self.positions):
             target[particles, frames] = np.asarray(positions[..., axis]).T
         self.status[particles, frames] = np.asarray(status).T.astype(np.int8)
         for axis, target in enumerate(self.velocities):
             target[particles, frames] = np.asarray(velocities[..., axis]).T
+        for name, values in (samples or {}).items():
+            values = np.swapaxes(np.asarray(values), 0, 1)  # (P, F[, c])
+            if name not in self.samples:
+                extra = values.shape[2:]
+                dims = ["trajectory", "obs"] + [f"{name}_component"] * len(extra)
+                self.samples[name] = self._array(name, self._shape + extra, self._chunks + extra, self._dtype, dims, {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"})
+            self.samples[name][particles, frames] = values
 
     def write_exit_time(self, particles: slice, exit_time) -> None:
         self.exit_time[particles] = np.asarray(exit_time)

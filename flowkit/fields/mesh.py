@@ -1,0 +1,389 @@
+"""Velocity data on an unstructured mesh of linear cells, interpolated exactly as VTK does."""
+
+import math
+from collections.abc import Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from . import cells as _cells
+from .base import AbstractField, Hints, time_weights
+from .locator import bin_grid, face_neighbours, simplex_maps
+
+
+class MeshField(AbstractField):
+    """Point data on a mesh of linear cells (tetrahedra, hexahedra, wedges, pyramids, voxels;
+    triangles, quads, pixels in 2-D), steady or a time series on a fixed mesh.
+
+    Inside a cell the value is the cell's own shape-function interpolation of its node values —
+    barycentric for simplices, isoparametric (multi)linear for the others, inverted by Newton
+    steps — the interpolation of VTK's `vtkProbeFilter`; in time it is linear between slices.
+
+    **Point location** runs inside the compiled step with fixed shapes. Each particle carries
+    the cell it was last found in (its hint): the cell is checked, then the search walks across
+    the face the point lies beyond, up to `walk_steps` times. Points the walk does not settle
+    (unknown hint, walked onto the mesh boundary, out of steps) are looked up in a uniform bin
+    grid in which each cell is registered in every bin its bounding box overlaps, so the search
+    is complete: a point in no cell of its bin is outside the mesh. Only those points are
+    searched, gathered into a compact batch.
+
+    Outside the mesh `in_domain` is false; the tracker marks a particle whose step ends there
+    `OUT_OF_DOMAIN`. Within a step, an RK stage point just outside sees the value extrapolated
+    from the boundary cell it left through (the mesh analogue of the grid's ghost layer).
+
+    **Arguments:**
+
+    - `points`: `(P, dim)` node coordinates (`dim` 2 or 3).
+    - `cells`: `(C, k)` node ids per cell in VTK's node order, padded with -1 for mixed meshes.
+    - `values`: `(P, dim)` steady or `(T, P, dim)` with `times`: velocity at the nodes.
+    - `cell_types`: `(C,)` VTK type ids (`vtk.VTK_TETRA`, ...); by default inferred from the
+      node count (3-D: 4 tetra, 5 pyramid, 6 wedge, 8 hexahedron; 2-D: 3 triangle, 4 quad).
+    - `times`: strictly increasing times of the slices, or None for a steady field.
+    - `samples`: extra point arrays to interpolate along trajectories, `{name: (P[, c]) or (T, P[, c])}`.
+    - `dtype`: storage precision. `walk_steps`, `newton_steps`, `bin_scale`: locator settings.
+    """
+
+    points: Float[Array, "P dim"]
+    nodes: Int[Array, "C k"]
+    kind_of_cell: Int[Array, " C"] | None
+    simplex_map: Float[Array, "C m"] | None
+    neighbours: Int[Array, "C f"]
+    bin_origin: Float[Array, " dim"]
+    bin_inv_size: Float[Array, " dim"]
+    bin_start: Int[Array, " B1"]
+    bin_cells: Int[Array, " M"]
+    values: Float[Array, "T P dim"]
+    sample_values: Float[Array, "T P s"] | None
+    times: Float[Array, " T"] | None
+    bounds: Bounds
+    dim: int = eqx.field(static=True)
+    components: int = eqx.field(static=True)
+    kinds: tuple[str, ...] = eqx.field(static=True)
+    bin_shape: tuple[int, ...] = eqx.field(static=True)
+    sample_layout: tuple[tuple[str, int, bool], ...] = eqx.field(static=True)
+    walk_steps: int = eqx.field(static=True)
+    newton_steps: int = eqx.field(static=True)
+    time_range: tuple[float, float] = eqx.field(static=True)
+    periodic: tuple[bool, ...] = eqx.field(static=True)
+
+    def __init__(self, points, cells, values, cell_types=None, times=None, *, samples: Mapping | None = None, dtype="float32", walk_steps: int = 12, newton_steps: int = 6, bin_scale: float = 0.75):
+        from .._dtypes import resolve
+
+        dtype = resolve(dtype)
+        points = np.asarray(points, dtype=np.float64)
+        if points.ndim != 2 or points.shape[1] not in (2, 3) or len(points) == 0:
+            raise ValueError(f"MeshField: points must have shape (P, 2) or (P, 3) with P > 0, got {points.shape}")
+        if not np.all(np.isfinite(points)):
+            raise ValueError(f"MeshField: {int(np.sum(~np.isfinite(points).all(axis=1)))} node coordinates are not finite")
+        dim = points.shape[1]
+        n_points = len(points)
+        cells = np.asarray(cells)
+        if cells.ndim != 2 or len(cells) == 0 or not np.issubdtype(cells.dtype, np.integer):
+            raise ValueError(f"MeshField: cells must be a non-empty (C, k) integer array of node ids, got shape {cells.shape} and dtype {cells.dtype}")
+        n_nodes = np.sum(cells >= 0, axis=1)
+        if cell_types is None:
+            by_count = {3: {4: _cells.VTK_TETRA, 5: _cells.VTK_PYRAMID, 6: _cells.VTK_WEDGE, 8: _cells.VTK_HEXAHEDRON}, 2: {3: _cells.VTK_TRIANGLE, 4: _cells.VTK_QUAD}}[dim]
+            unknown = sorted(set(np.unique(n_nodes).tolist()) - set(by_count))
+            if unknown:
+                raise ValueError(f"MeshField: cannot infer the type of cells with {unknown} nodes in {dim}-D; pass cell_types")
+            cell_types = np.vectorize(by_count.get, otypes=[np.int64])(n_nodes)
+        cell_types = np.asarray(cell_types, dtype=np.int64)
+        if cell_types.shape != (len(cells),):
+            raise ValueError(f"MeshField: cell_types must have shape ({len(cells)},), got {cell_types.shape}")
+        present = sorted(set(np.unique(cell_types).tolist()))
+        unsupported = [t for t in present if t not in _cells.BY_VTK_TYPE]
+        if unsupported:
+            raise ValueError(f"MeshField: unsupported VTK cell types {unsupported}; linear cells only ({sorted(_cells.BY_VTK_TYPE)})")
+        kinds = tuple(dict.fromkeys(_cells.BY_VTK_TYPE[t] for t in present))
+        if any(k.dim != dim for k in kinds):
+            raise ValueError(f"MeshField: {dim}-D points need {dim}-D cells, got {[k.name for k in kinds]}")
+        width = max(k.nodes for k in kinds)
+        nodes = np.zeros((len(cells), width), dtype=np.int64)
+        kind_index = np.zeros(len(cells), dtype=np.int64)
+        for t in present:
+            kind = _cells.BY_VTK_TYPE[t]
+            rows = np.flatnonzero(cell_types == t)
+            if np.any(n_nodes[rows] != kind.nodes):
+                raise ValueError(f"MeshField: cells of VTK type {t} ({kind.name}) need {kind.nodes} node ids each")
+            order = list(kind.vtk_types[t])
+            nodes[rows, : kind.nodes] = cells[np.ix_(rows, order)]
+            nodes[rows, kind.nodes :] = cells[rows, :1]  # unused slots repeat node 0 (weight 0)
+            kind_index[rows] = kinds.index(kind)
+        if nodes.min() < 0 or nodes.max() >= n_points:
+            raise ValueError(f"MeshField: node ids must lie in [0, {n_points}), got [{nodes.min()}, {nodes.max()}]")
+
+        values, self.times, self.time_range = _as_series(values, times, n_points, "values")
+        if values.shape[-1] != dim:
+            raise ValueError(f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}")
+        layout, columns = [], []
+        for name, array in (samples or {}).items():
+            a = np.asarray(array, dtype=np.float64)
+            vector = a.ndim == (2 if times is None else 3)
+            series, _, _ = _as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
+            layout.append((str(name), series.shape[-1], vector))
+            columns.append(series)
+        self.sample_layout = tuple(layout)
+        self.sample_values = jnp.asarray(np.concatenate(columns, axis=-1), dtype) if columns else None
+
+        grid = bin_grid(points, nodes, bin_scale=bin_scale)
+        max_faces = max(len(k.faces) for k in kinds)
+        self.neighbours = jnp.asarray(face_neighbours(nodes, kind_index, kinds, max_faces), jnp.int32)
+        self.simplex_map = jnp.asarray(simplex_maps(points, nodes), dtype) if any(k.simplex for k in kinds) else None
+        self.points = jnp.asarray(points, dtype)
+        self.nodes = jnp.asarray(nodes, jnp.int32)
+        self.kind_of_cell = jnp.asarray(kind_index, jnp.int32) if len(kinds) > 1 else None
+        self.bin_origin = jnp.asarray(grid.origin, dtype)
+        self.bin_inv_size = jnp.asarray(1.0 / grid.size, dtype)
+        self.bin_start = jnp.asarray(grid.start, jnp.int32)
+        self.bin_cells = jnp.asarray(grid.cells, jnp.int32)
+        self.bin_shape = grid.shape
+        self.values = jnp.asarray(values, dtype)
+        self.bounds = (jnp.asarray(points.min(axis=0), dtype), jnp.asarray(points.max(axis=0), dtype))
+        self.dim = dim
+        self.components = dim
+        self.kinds = tuple(k.name for k in kinds)
+        self.walk_steps = int(walk_steps)
+        self.newton_steps = int(newton_steps)
+        self.periodic = (False,) * dim
+        if self.times is not None:
+            self.times = jnp.asarray(self.times, dtype)
+
+    # -- geometry ---------------------------------------------------------------------------
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.nodes.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Device memory held by the field's arrays."""
+        return sum(leaf.nbytes for leaf in jax.tree.leaves(self) if isinstance(leaf, jax.Array))
+
+    def _tolerance(self, dtype):
+        return 16 * float(jnp.finfo(dtype).eps)
+
+    def _coords(self, cell, x):
+        """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map)."""
+        n, dim = x.shape
+        width, faces = self.nodes.shape[1], self.neighbours.shape[1]
+        nodes = None
+        out = None
+        for k, name in enumerate(self.kinds):
+            kind = _cells.KINDS[name]
+            if kind.simplex:
+                m = self.simplex_map[cell]
+                lam = jnp.einsum("nij,nj->ni", m[:, dim:].reshape(n, dim, dim), x - m[:, :dim])
+                xi, w = lam, _cells.simplex_weights(lam)
+                v = -w
+            else:
+                nodes = self.nodes[cell] if nodes is None else nodes
+                corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
+                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps)
+                w, v = kind.shape(xi), kind.violations(xi)
+                v = jnp.where(converged[:, None], v, jnp.maximum(v, 1.0))  # unconverged: not inside
+            w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
+            v = jnp.pad(v, ((0, 0), (0, faces - v.shape[1])), constant_values=-jnp.inf)
+            if out is None:
+                out = (xi, w, v)
+            else:
+                pick = (self.kind_of_cell[cell] == k)[:, None]
+                out = tuple(jnp.where(pick, new, old) for new, old in zip((xi, w, v), out))
+        return out
+
+    def _weights(self, cell, x, xi):
+        """Differentiable node weights of `x` in `cell` given converged coordinates `xi`: exact for
+        simplices, one more Newton step (whose derivative is the inverse map's) for the others."""
+        n, dim = x.shape
+        width = self.nodes.shape[1]
+        out = None
+        nodes = None
+        for k, name in enumerate(self.kinds):
+            kind = _cells.KINDS[name]
+            if kind.simplex:
+                m = self.simplex_map[cell]
+                w = _cells.simplex_weights(jnp.einsum("nij,nj->ni", m[:, dim:].reshape(n, dim, dim), x - m[:, :dim]))
+            else:
+                nodes = self.nodes[cell] if nodes is None else nodes
+                corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
+                w = kind.shape(_cells.newton_coords(kind, corners, x, 1, xi=jax.lax.stop_gradient(xi))[0])
+            w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
+            out = w if out is None else jnp.where((self.kind_of_cell[cell] == k)[:, None], w, out)
+        return out
+
+    def _walk(self, x, hint):
+        """Walk from each hint toward its point; returns `(cell, found, xi)`."""
+        n = x.shape[0]
+        tol = self._tolerance(x.dtype)
+
+        def cond(carry):
+            i, _, found, stopped, _ = carry
+            return (i < self.walk_steps) & jnp.any(~found & ~stopped)
+
+        def body(carry):
+            i, cell, found, stopped, xi = carry
+            xi_new, _, v = self._coords(cell, x)
+            inside = jnp.max(v, axis=1) <= tol
+            face = jnp.argmax(v, axis=1)
+            across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
+            active = ~found & ~stopped
+            xi = jnp.where(active[:, None], xi_new, xi)
+            found = found | (active & inside)
+            blocked = active & ~inside & (across < 0)
+            cell = jnp.where(active & ~inside & (across >= 0), across, cell)
+            return i + 1, cell, found, stopped | blocked, xi
+
+        unknown = hint < 0
+        start = (jnp.asarray(0), jnp.maximum(hint, 0), jnp.zeros(n, bool), unknown, jnp.zeros((n, self.dim), x.dtype))
+        _, cell, found, _, xi = jax.lax.while_loop(cond, body, start)
+        return cell, found, xi
+
+    def _bin_search(self, x, fallback):
+        """Search the bin of each row of `x` for a containing cell; `(cell, found, xi)`, where a
+        point in no cell keeps `fallback` and its coordinates there (for extrapolation)."""
+        tol = self._tolerance(x.dtype)
+        shape = jnp.asarray(self.bin_shape, jnp.int32)
+        s = (x - self.bin_origin) * self.bin_inv_size
+        in_box = jnp.all((s >= -tol * shape) & (s <= shape * (1 + tol)), axis=1)
+        idx = jnp.clip(jnp.floor(s).astype(jnp.int32), 0, shape - 1)
+        flat = idx[:, 0]
+        for axis in range(1, self.dim):
+            flat = flat * self.bin_shape[axis] + idx[:, axis]
+        first = self.bin_start[flat]
+        count = jnp.where(in_box, self.bin_start[flat + 1] - first, 0)
+        last = self.bin_cells.shape[0] - 1
+
+        def cond(carry):
+            j, _, found, _ = carry
+            return jnp.any((j < count) & ~found)
+
+        def body(carry):
+            j, cell, found, xi = carry
+            candidate = self.bin_cells[jnp.clip(first + j, 0, last)]
+            xi_c, _, v = self._coords(candidate, x)
+            hit = (j < count) & ~found & (jnp.max(v, axis=1) <= tol)
+            return j + 1, jnp.where(hit, candidate, cell), found | hit, jnp.where(hit[:, None], xi_c, xi)
+
+        xi0, _, _ = self._coords(fallback, x)
+        _, cell, found, xi = jax.lax.while_loop(cond, body, (jnp.asarray(0), fallback, jnp.zeros(x.shape[0], bool), xi0))
+        return cell, found, xi
+
+    def locate(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"], Float[Array, "n dim"]]:
+        """Cell, inside flag and parametric coordinates of every row of `x` (not differentiable:
+        cells are integers). Walks from `hint` (-1: unknown), then searches bins for the rest,
+        in compact batches of at most an eighth of the points."""
+        x = jax.lax.stop_gradient(x)
+        n = x.shape[0]
+        cell, found, xi = self._walk(x, hint)
+        batch = min(n, max(64, n // 8))
+
+        def cond(carry):
+            return jnp.any(carry[0])
+
+        def body(carry):
+            pending, cell, found, xi = carry
+            rows = jnp.nonzero(pending, size=batch, fill_value=n)[0]
+            take = jnp.minimum(rows, n - 1)
+            c, f, z = self._bin_search(x[take], cell[take])
+            return pending.at[rows].set(False, mode="drop"), cell.at[rows].set(c, mode="drop"), found.at[rows].set(f, mode="drop"), xi.at[rows].set(z, mode="drop")
+
+        _, cell, found, xi = jax.lax.while_loop(cond, body, (~found, cell, found, xi))
+        return cell, found, xi
+
+    # -- values -----------------------------------------------------------------------------
+
+    def _interpolate(self, table, t, cell, weights):
+        """Weighted node values of `table[T, P, c]` at time `t` in `cell` (linear in time)."""
+        it, wt = time_weights(self.times, jnp.asarray(t, weights.dtype))
+        nodes = self.nodes[cell]
+        now = table[it]
+        later = table[it + 1] if self.times is not None else None
+        total = None
+        for i in range(nodes.shape[1]):
+            row = now[nodes[:, i]]
+            if later is not None:
+                row = row + wt * (later[nodes[:, i]] - row)
+            term = weights[:, i : i + 1] * row
+            total = term if total is None else total + term
+        return total.astype(weights.dtype)
+
+    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        cell, _, xi = self.locate(x, hint)
+        return self._interpolate(self.values, t, cell, self._weights(cell, x, xi)), cell
+
+    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+        cell, found, _ = self.locate(x, hint)
+        return cell, found
+
+    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+        if self.sample_values is None:
+            return {}
+        cell, found, xi = self.locate(x, hint)
+        table = self._interpolate(self.sample_values, t, cell, self._weights(cell, x, xi))
+        table = jnp.where(found[:, None], table, jnp.nan)
+        out, column = {}, 0
+        for name, c, vector in self.sample_layout:
+            out[name] = table[:, column : column + c] if vector else table[:, column]
+            column += c
+        return out
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        return self.velocity_batch(t, jnp.asarray(x)[None], args, jnp.full(1, -1, jnp.int32))[0][0]
+
+    def in_domain(self, x: Position) -> Bool[Array, ""]:
+        return self.locate(jnp.asarray(x)[None], jnp.full(1, -1, jnp.int32))[1][0]
+
+    def probe(self, points, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Values at `points` (`(n, dim)`) and at time `t` like `vtkProbeFilter`: `(values, valid)`,
+        values 0 where a point lies outside the mesh."""
+        points = jnp.asarray(np.asarray(points), self.points.dtype)
+        values, valid = _probe(self, jnp.asarray(t, self.points.dtype), points)
+        return np.asarray(values), np.asarray(valid)
+
+
+@eqx.filter_jit
+def _probe(field: MeshField, t, points):
+    cell, found, xi = field.locate(points, jnp.full(points.shape[0], -1, jnp.int32))
+    values = field._interpolate(field.values, t, cell, field._weights(cell, points, xi))
+    return jnp.where(found[:, None], values, 0), found
+
+
+def brute_force_locate(field: MeshField, points) -> np.ndarray:
+    """Every cell containing each point, by testing all cells: `(n, C)` bool (for tests and the
+    benchmark's reference; cost grows as points × cells)."""
+    x = jnp.asarray(np.asarray(points), field.points.dtype)
+    tol = field._tolerance(x.dtype)
+    cells = jnp.arange(field.n_cells, dtype=jnp.int32)
+
+    @jax.jit
+    def one(p):
+        _, _, v = field._coords(cells, jnp.broadcast_to(p, (field.n_cells, field.dim)))
+        return jnp.max(v, axis=1) <= tol
+
+    return np.stack([np.asarray(one(p)) for p in x])
+
+
+def _as_series(array, times, n_points: int, name: str):
+    """`(T, P, c)` float64 values, the times and the time range, checked against the mesh."""
+    a = np.asarray(array, dtype=np.float64)
+    if times is None:
+        if a.ndim != 2 or a.shape[0] != n_points:
+            raise ValueError(f"MeshField: {name} must have shape ({n_points}, c) for a steady field, got {a.shape}")
+        return a[None], None, (-math.inf, math.inf)
+    t = np.asarray(times, dtype=np.float64)
+    if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
+        raise ValueError(f"MeshField: times must be a strictly increasing 1-D array with at least 2 entries, got {t.tolist() if t.size < 10 else t.shape}")
+    if a.ndim != 3 or a.shape[:2] != (len(t), n_points):
+        raise ValueError(f"MeshField: {name} must have shape ({len(t)}, {n_points}, c) for {len(t)} times, got {a.shape}")
+    return a, t, (float(t[0]), float(t[-1]))
+
+
+def merge_cells(blocks: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """`(cells, cell_types)` of a mixed mesh from `[(vtk_type, (C_k, k) node ids), ...]`."""
+    width = max(b.shape[1] for _, b in blocks)
+    cells = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=-1) for _, b in blocks])
+    types = np.concatenate([np.full(len(b), t) for t, b in blocks])
+    return cells, types

@@ -1,0 +1,339 @@
+"""Reading VTK files as ParaView writes them, with the `vtk` package, into flowkit fields."""
+
+from pathlib import Path
+
+import numpy as np
+
+_XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
+_VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
+
+
+def _read_dataset(path: Path):
+    """Read one VTK file with the vtk package; VTK's own error text becomes a ValueError."""
+    import vtk
+
+    if not path.exists():
+        raise FileNotFoundError(f"VTK file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == ".vtk":
+        reader = vtk.vtkGenericDataObjectReader()
+    elif suffix in _XML_SUFFIXES:
+        reader = vtk.vtkXMLGenericDataObjectReader()
+    else:
+        raise ValueError(f"{path}: unsupported suffix {path.suffix!r}; expected .vtk, .pvd or one of {sorted(_XML_SUFFIXES)}")
+    messages = vtk.vtkStringOutputWindow()
+    previous = vtk.vtkOutputWindow.GetInstance()
+    vtk.vtkOutputWindow.SetInstance(messages)
+    verbosity = vtk.vtkLogger.GetCurrentVerbosityCutoff()
+    vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_OFF)  # VTK's errors become ours, below
+    try:
+        reader.SetFileName(str(path))
+        reader.Update()
+    finally:
+        vtk.vtkOutputWindow.SetInstance(previous)
+        vtk.vtkLogger.SetStderrVerbosity(verbosity)
+    text = messages.GetOutput()
+    data = reader.GetOutput()
+    if "ERROR" in text or data is None:
+        detail = " ".join(line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line)[:300]
+        raise ValueError(f"{path}: VTK could not read this file (truncated or corrupt?): {detail or 'no data returned'}")
+    return data
+
+
+def _vector_arrays(data, path: Path, velocity: str | None):
+    """The chosen velocity array as (n_points, C) float64 and its name (point data; cell data
+    converted to points with VTK's `vtkCellDataToPointData`, which averages the cells around a point)."""
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    def listing(attributes):
+        return {attributes.GetArrayName(i): attributes.GetArray(i).GetNumberOfComponents() for i in range(attributes.GetNumberOfArrays())}
+
+    point_arrays, cell_arrays = listing(data.GetPointData()), listing(data.GetCellData())
+    source = data.GetPointData()
+    if velocity is not None:
+        if velocity not in point_arrays:
+            if velocity not in cell_arrays:
+                raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
+            converter = vtk.vtkCellDataToPointData()
+            converter.SetInputData(data)
+            converter.Update()
+            source = converter.GetOutput().GetPointData()
+        name = velocity
+    else:
+        vectors = [n for n, c in point_arrays.items() if c in (2, 3)]
+        preferred = [n for key in _VELOCITY_NAMES for n in vectors if n.lower() == key]
+        if preferred:
+            name = preferred[0]
+        elif len(vectors) == 1:
+            name = vectors[0]
+        elif not vectors:
+            cell_vectors = [n for n, c in cell_arrays.items() if c in (2, 3)]
+            if len(cell_vectors) != 1:
+                raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
+            return _vector_arrays(data, path, cell_vectors[0])
+        else:
+            raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
+    return np.asarray(vtk_to_numpy(source.GetArray(name)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), name
+
+
+def _grid_axes(data, path: Path):
+    """Per-axis node coordinates `[x, y, z]` of image or rectilinear data, all three axes."""
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    if isinstance(data, vtk.vtkImageData):
+        dims = data.GetDimensions()
+        direction = np.array([data.GetDirectionMatrix().GetElement(i, j) for i in range(3) for j in range(3)]).reshape(3, 3)
+        if not np.allclose(direction, np.eye(3)):
+            raise ValueError(f"{path}: image data with a rotated Direction matrix is not supported (got {direction.tolist()})")
+        origin, spacing = data.GetOrigin(), data.GetSpacing()
+        return [origin[i] + spacing[i] * np.arange(dims[i]) for i in range(3)]
+    if isinstance(data, vtk.vtkRectilinearGrid):
+        return [np.asarray(vtk_to_numpy(c), dtype=np.float64) for c in (data.GetXCoordinates(), data.GetYCoordinates(), data.GetZCoordinates())]
+    raise TypeError(f"{path}: {data.GetClassName()} is neither image nor rectilinear data")
+
+
+def _is_grid(data) -> bool:
+    import vtk
+
+    return isinstance(data, (vtk.vtkImageData, vtk.vtkRectilinearGrid))
+
+
+def _file_time(data):
+    field_data = data.GetFieldData()
+    time_array = field_data.GetArray("TimeValue") if field_data is not None else None
+    return float(time_array.GetTuple1(0)) if time_array is not None else None
+
+
+def _check_velocity(values, name, path: Path, dim: int, where: str):
+    """Velocity rows with `dim` components: 2 in 3-D is an error, a zero third one in 2-D is dropped."""
+    if values.shape[1] < dim:
+        raise ValueError(f"{path}: velocity {name!r} has {values.shape[1]} components on a {dim}-D {where}; a {dim}-D field needs {dim}")
+    return values
+
+
+def _check_finite(values, name, path: Path, allow_nonfinite: bool, locations) -> None:
+    bad = ~np.all(np.isfinite(values), axis=-1)
+    if bad.any() and not allow_nonfinite:
+        raise ValueError(f"{path}: velocity {name!r} has {int(bad.sum())} non-finite points ({locations(bad)}); pass allow_nonfinite=True to keep them (particles reaching them get status NONFINITE)")
+
+
+def _grid_slice(path: Path, data, velocity, allow_nonfinite):
+    """(axes of the non-singleton dimensions, values (n_1, ..., n_d, d), velocity name, time or None)."""
+    if data.GetNumberOfPoints() == 0:
+        raise ValueError(f"{path}: the data set is empty (0 points)")
+    axes = _grid_axes(data, path)
+    values, name = _vector_arrays(data, path, velocity)
+    dims = [len(a) for a in axes]
+    keep = [i for i in range(3) if dims[i] > 1]
+    _check_velocity(values, name, path, len(keep), "grid")
+    values = values.reshape(dims[2], dims[1], dims[0], -1).transpose(2, 1, 0, 3)  # VTK: x fastest
+    if values.shape[-1] == 3 and len(keep) == 2:
+        dropped = ({0, 1, 2} - set(keep)).pop()
+        if np.nanmax(np.abs(values[..., dropped])) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
+            raise ValueError(f"{path}: a 2-D grid whose velocity {name!r} has a non-zero component along its flat axis {'xyz'[dropped]}")
+    values = values.reshape([dims[i] for i in keep] + [values.shape[-1]])[..., keep] if len(keep) < 3 else values
+    _check_finite(values, name, path, allow_nonfinite, lambda bad: f"first grid indices {np.argwhere(bad)[:5].tolist()}")
+    return [axes[i] for i in keep], values, name, _file_time(data)
+
+
+_LOWER_DIMENSIONAL = {1, 2, 3, 4}  # vertex, poly-vertex, line, poly-line: no area or volume
+_SURFACE = {5, 6, 7, 8, 9}  # triangle, strip, polygon, pixel, quad: boundary patches of a volume mesh
+
+
+def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample):
+    """A dict with points, cells, cell_types, values, samples, name, time of one mesh file."""
+    import logging
+
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    from ..fields import cells as _cells
+    from ..fields.mesh import merge_cells
+
+    if not isinstance(data, vtk.vtkDataSet):
+        raise ValueError(f"{path}: holds a {data.GetClassName()} (a composite of several data sets); save a single merged data set (ParaView: Merge Blocks) or list the pieces in a .pvtu")
+    if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
+        raise ValueError(f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)")
+    merge = path.suffix.lower() == ".pvtu"
+    if merge or not isinstance(data, vtk.vtkUnstructuredGrid):
+        # Curvilinear grids and polygonal data become explicit cells; the pieces of a .pvtu are
+        # stitched by merging the points they duplicate along piece boundaries.
+        append = vtk.vtkAppendFilter()
+        append.AddInputData(data)
+        append.SetMergePoints(merge)
+        append.Update()
+        data = append.GetOutput()
+    points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
+    cell_array = data.GetCells()
+    offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
+    connectivity = np.asarray(vtk_to_numpy(cell_array.GetConnectivityArray()), dtype=np.int64)
+    types = np.asarray(vtk_to_numpy(data.GetCellTypesArray()), dtype=np.int64)
+    present = {int(t): int(c) for t, c in zip(*np.unique(types, return_counts=True))}
+    name_of = lambda t: vtk.vtkCellTypes.GetClassNameFromTypeId(t)  # noqa: E731
+    volume = any(t in _cells.BY_VTK_TYPE and _cells.BY_VTK_TYPE[t].dim == 3 for t in present)
+    ignored = {t: c for t, c in present.items() if t in _LOWER_DIMENSIONAL or (volume and t in _SURFACE)}
+    unsupported = {t: c for t, c in present.items() if t not in ignored and t not in _cells.BY_VTK_TYPE}
+    if unsupported:
+        listing = ", ".join(f"{c} {name_of(t)} (type {t})" for t, c in unsupported.items())
+        raise ValueError(f"{path}: unsupported cell types: {listing}. flowkit interpolates linear cells (tetra, hexahedron, wedge, pyramid, voxel; triangle, quad, pixel); linearise higher-order or polyhedral cells first (e.g. ParaView's Tessellate filter)")
+    if ignored:
+        logging.getLogger("flowkit").warning("%s: ignoring %s (no volume to interpolate in)", path, ", ".join(f"{c} {name_of(t)}" for t, c in ignored.items()))
+    blocks = []
+    for t in sorted(set(present) - set(ignored)):
+        rows = np.flatnonzero(types == t)
+        width = _cells.BY_VTK_TYPE[t].nodes
+        if np.any(offsets[rows + 1] - offsets[rows] != width):
+            raise ValueError(f"{path}: {name_of(t)} cells must have {width} points each")
+        blocks.append((t, connectivity[offsets[rows][:, None] + np.arange(width)]))
+    cells, cell_types = merge_cells(blocks)
+    dim = 3 if volume else 2
+    if dim == 2:
+        z = points[:, 2]
+        if np.ptp(z) > 1e-9 * max(1.0, np.ptp(points[:, :2])):
+            raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
+        points = points[:, :2]
+    values, name = _vector_arrays(data, path, velocity)
+    values = _check_velocity(values, name, path, dim, "mesh")
+    if dim == 2 and values.shape[1] == 3:
+        if np.nanmax(np.abs(values[:, 2]), initial=0) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
+            raise ValueError(f"{path}: a 2-D mesh whose velocity {name!r} has a non-zero z component")
+    values = values[:, :dim]
+    _check_finite(values, name, path, allow_nonfinite, lambda bad: f"point ids {np.flatnonzero(bad)[:10].tolist()}{' ...' if bad.sum() > 10 else ''}")
+    samples = {}
+    for key in sample or ():
+        array, _ = _vector_arrays(data, path, key)
+        samples[key] = array[:, 0] if array.shape[1] == 1 else array
+    return dict(points=points, cells=cells, cell_types=cell_types, values=values, samples=samples, name=name, time=_file_time(data))
+
+
+def _series(path):
+    """[(file, time or None)] for a .pvd, a glob pattern, a list of files or one file."""
+    import glob
+    import xml.etree.ElementTree as ET
+
+    if isinstance(path, (list, tuple)):
+        return [(Path(p), None) for p in path]
+    path = Path(path)
+    if path.suffix.lower() == ".pvd":
+        if not path.exists():
+            raise FileNotFoundError(f"collection {path} does not exist")
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError as err:
+            raise ValueError(f"{path}: not a valid .pvd collection ({err})") from None
+        entries = root.findall("./Collection/DataSet")
+        if not entries:
+            raise ValueError(f"{path}: the collection lists no DataSet entries")
+        parts = {e.get("part", "0") for e in entries}
+        if len(parts) > 1:
+            raise ValueError(f"{path}: {len(parts)} parts per time step; multi-part grids are not supported (merge them first)")
+        series = sorted(((path.parent / e.get("file"), float(e.get("timestep", "nan"))) for e in entries), key=lambda item: item[1])
+        missing = [str(f) for f, _ in series if not f.exists()]
+        if missing:
+            raise FileNotFoundError(f"{path}: {len(missing)} listed file(s) do not exist: {missing}")
+        return series
+    if any(ch in str(path) for ch in "*?["):
+        files = sorted(glob.glob(str(path)))
+        if not files:
+            raise FileNotFoundError(f"no files match {path}")
+        return [(Path(f), None) for f in files]
+    return [(path, None)]
+
+
+def _series_times(path, file_times, times, n: int):
+    """Times of the files: from the .pvd or TimeValue, else `times=`, else an error (never indices)."""
+    if all(t is not None and np.isfinite(t) for t in file_times):
+        return np.asarray(file_times, dtype=np.float64)
+    if times is None:
+        raise ValueError(f"{path}: the files carry no times (no .pvd timestep, no TimeValue field data); pass times=[...] with one time per file")
+    times = np.asarray(times, dtype=np.float64)
+    if times.shape != (n,):
+        raise ValueError(f"times: {times.size} values for {n} files")
+    return times
+
+
+def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, allow_nonfinite: bool = False, dtype="float32", interpolation: str = "linear", periodic=False, **mesh_options):
+    """A field from VTK files as ParaView writes them, read with the `vtk` package.
+
+    **Arguments:**
+
+    - `path`: one file — `.vti`, `.vtr` (structured), `.vtu`, `.pvtu`, `.vts`, `.vtp`, legacy
+      `.vtk` (ASCII or binary, any data set type) — a `.pvd` collection (times from its
+      `timestep` attributes, possibly non-uniform), a glob pattern or a list of files (times from
+      each file's `TimeValue` field data, else from `times=`, else an error — never file indices).
+    - `velocity`: the array to use; by default the vector point array named like a velocity
+      (`velocity`, `U`, `u`, `vel`, ... case-insensitive) or the only vector array. Point data
+      wins over cell data of the same name. Cell-data-only velocity is converted to points by
+      `vtkCellDataToPointData` (each point gets the mean of the cells around it, as ParaView's
+      "Cell Data to Point Data" filter). The chosen name is logged.
+    - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
+      along trajectories: `fk.track` then fills `Trajectory.samples[name]` (meshes only).
+    - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
+    - `mesh_options`: passed to `MeshField` (`walk_steps`, `newton_steps`, `bin_scale`).
+
+    **Returns:** a `GridField` for image and rectilinear data (a grid with one point along an
+    axis becomes 2-D; its velocity component along that axis must be zero), a `MeshField` for
+    everything else: unstructured grids (pieces of a `.pvtu` merged, duplicate points on piece
+    boundaries joined), curvilinear grids (as hexahedra or quads) and polygonal data. Steady for
+    one file, a time series on a fixed mesh otherwise.
+
+    **Raises:** `FileNotFoundError` for missing files (also those a `.pvd` lists), `ValueError`
+    naming the file for truncated/corrupt files, empty data, no or ambiguous vector arrays
+    (listing the arrays there are), 2-component velocities in 3-D, non-finite values (how many
+    and where), unsupported cell types (type and count), geometry or point counts that change
+    between steps, and missing times.
+    """
+    import logging
+
+    series = _series(path)
+    first = _read_dataset(series[0][0])
+    log = logging.getLogger("flowkit")
+    if _is_grid(first):
+        if sample:
+            raise ValueError(f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as its own GridField (read_vtk(path, velocity=NAME)) and use fk.analysis.sample")
+        return _read_grid_series(path, series, first, velocity, times, allow_nonfinite, dtype, interpolation, periodic, log)
+    from ..fields.mesh import MeshField
+
+    slices = []
+    for k, (file, pvd_time) in enumerate(series):
+        data = first if k == 0 else _read_dataset(file)
+        piece = _mesh_slice(file, data, velocity, allow_nonfinite, sample)
+        if slices:
+            ref = slices[0][1]
+            if piece["points"].shape != ref["points"].shape:
+                raise ValueError(f"{file}: {len(piece['points'])} points, but {series[0][0]} has {len(ref['points'])}; the point count changes between time steps (moving or remeshed meshes are not supported)")
+            if piece["cells"].shape != ref["cells"].shape or not np.array_equal(piece["cells"], ref["cells"]) or not np.allclose(piece["points"], ref["points"]):
+                raise ValueError(f"{file}: its mesh differs from {series[0][0]} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+            del piece["points"], piece["cells"], piece["cell_types"]
+        slices.append((file, piece, pvd_time))
+    mesh = slices[0][1]
+    log.info("read_vtk: velocity array %r on a %d-point mesh from %d file(s) starting %s", mesh["name"], len(mesh["points"]), len(slices), series[0][0])
+    if len(slices) == 1:
+        return MeshField(mesh["points"], mesh["cells"], mesh["values"], mesh["cell_types"], samples=mesh["samples"], dtype=dtype, **mesh_options)
+    file_times = _series_times(path, [t if t is not None else s["time"] for _, s, t in slices], times, len(slices))
+    order = np.argsort(file_times)
+    values = np.stack([slices[i][1]["values"] for i in order])
+    samples = {name: np.stack([slices[i][1]["samples"][name] for i in order]) for name in mesh["samples"]}
+    return MeshField(mesh["points"], mesh["cells"], values, mesh["cell_types"], times=file_times[order], samples=samples, dtype=dtype, **mesh_options)
+
+
+def _read_grid_series(path, series, first, velocity, times, allow_nonfinite, dtype, interpolation, periodic, log):
+    from ..fields.grid import GridField
+
+    slices = []
+    for k, (file, pvd_time) in enumerate(series):
+        data = first if k == 0 else _read_dataset(file)
+        slices.append((file,) + _grid_slice(file, data, velocity, allow_nonfinite) + (pvd_time,))
+    first_file, axes, _, name, _, _ = slices[0]
+    log.info("read_vtk: velocity array %r from %d file(s) starting %s", name, len(slices), first_file)
+    for file, other_axes, values, _, _, _ in slices[1:]:
+        if len(other_axes) != len(axes) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(axes, other_axes)):
+            raise ValueError(f"{file}: its grid ({[len(a) for a in other_axes]} points) differs from {first_file} ({[len(a) for a in axes]}); moving or remeshed grids are not supported")
+    if len(slices) == 1:
+        return GridField(slices[0][2], axes, periodic=periodic, interpolation=interpolation, dtype=dtype)
+    file_times = _series_times(path, [s[5] if s[5] is not None else s[4] for s in slices], times, len(slices))
+    order = np.argsort(file_times)
+    data = np.stack([slices[i][2] for i in order])
+    return GridField(data, axes, times=file_times[order], periodic=periodic, interpolation=interpolation, dtype=dtype)
