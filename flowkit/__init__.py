@@ -14,7 +14,7 @@ from .boundaries import (
     Periodic as Periodic,
     Reflective as Reflective,
 )
-from .fields import GridField as GridField
+from .fields import GridField as GridField, MeshField as MeshField
 from . import diffusion as diffusion
 from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMaruyama as EulerMaruyama, Heun as Heun, Midpoint as Midpoint
 from . import datasets as datasets, io as io

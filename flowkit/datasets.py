@@ -47,3 +47,99 @@ def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> P
         velocity = np.concatenate([uv, np.zeros((nx, ny, 1))], axis=-1)
         files.append(write_vti(folder / "double_gyre" / f"double_gyre_0_{k}.vti", {"velocity": velocity}, (0.0, 0.0), (2.0 / (nx - 1), 1.0 / (ny - 1)), time=t))
     return write_pvd(folder / "double_gyre.pvd", files, times)
+
+
+def jittered_lattice(shape, extent, jitter: float = 0.25, seed: int = 0) -> np.ndarray:
+    """`(prod(shape), dim)` points of a regular lattice over the box `[0, extent]` (the first
+    axis slowest), each moved by up to `jitter` of the spacing per axis; points on the box's
+    faces move only within them, so the box keeps its planar walls."""
+    shape = tuple(int(n) for n in shape)
+    if min(shape) < 2 or len(extent) != len(shape):
+        raise ValueError(f"jittered_lattice: need >= 2 points per axis and one extent per axis, got shape {shape} and extent {extent}")
+    if not 0 <= jitter < 0.5:
+        raise ValueError(f"jittered_lattice: jitter must lie in [0, 0.5) (a fraction of the spacing), got {jitter}")
+    rng = np.random.default_rng(seed)
+    index = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing="ij"), axis=-1).reshape(-1, len(shape))
+    interior = (index > 0) & (index < np.asarray(shape) - 1)  # per axis: free to move along it
+    offsets = rng.uniform(-jitter, jitter, size=index.shape) * interior
+    return (index + offsets) * (np.asarray(extent, dtype=np.float64) / (np.asarray(shape) - 1))
+
+
+def jittered_tet_box(shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), jitter: float = 0.25, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A genuinely unstructured tetrahedral mesh of the box `[0, extent]`: `(points (P, 3), tets (C, 4))`.
+
+    A lattice of `shape` points is jittered by up to `jitter` of the spacing per axis (points on
+    a face move only within it, on an edge only along it, corners stay), then every lattice
+    hexahedron is split into five tetrahedra, mirrored in alternate hexahedra so that the faces
+    match (a conforming mesh: each interior face is shared by exactly two cells). Every
+    tetrahedron is positively oriented. `P = prod(shape)`, `C = 5 prod(shape - 1)`.
+    """
+    shape = tuple(int(n) for n in shape)
+    if len(shape) != 3:
+        raise ValueError(f"jittered_tet_box: shape needs 3 entries, got {shape}")
+    points = jittered_lattice(shape, extent, jitter, seed)
+    ids = np.arange(len(points)).reshape(shape)
+    i, j, k = (a.ravel() for a in np.meshgrid(*[np.arange(n - 1) for n in shape], indexing="ij"))
+    corner = lambda a, b, c: ids[i + a, j + b, k + c]  # noqa: E731
+    even = (i + j + k) % 2 == 0
+    # the hexahedron's corners whose global index sum is even form its central tetrahedron
+    corners = {(a, b, c): corner(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)}
+    tets = []
+    for parity in (0, 1):
+        centre = [abc for abc in corners if sum(abc) % 2 == parity]
+        outer = [abc for abc in corners if sum(abc) % 2 != parity]
+        rows = even if parity == 0 else ~even
+        tets.append(np.stack([corners[abc][rows] for abc in centre], axis=1))
+        for abc in outer:
+            near = [tuple(v ^ (axis == m) for m, v in enumerate(abc)) for axis in range(3)]
+            tets.append(np.stack([corners[abc][rows]] + [corners[n][rows] for n in near], axis=1))
+    tets = np.concatenate(tets)
+    edges = np.stack([points[tets[:, m]] - points[tets[:, 0]] for m in (1, 2, 3)], axis=1)
+    flip = np.linalg.det(edges) < 0
+    tets[flip] = tets[flip][:, [0, 2, 1, 3]]
+    return points, tets
+
+
+def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), times=None, jitter: float = 0.25, seed: int = 0, extra_arrays: bool = True) -> Path:
+    """Write `fk.fields.CellularFlow` on a `jittered_tet_box` mesh as ParaView writes a CFD time
+    series: a `.pvd` collection of zlib-compressed `.vtu` files (`name/name_0_K.vtu`, VTK's own
+    writer, `TimeValue` field data), point data `velocity` (float32) and, with `extra_arrays`,
+    a scalar `p` (float32, the kinetic energy `|u|²/2`). Returns the `.pvd` path."""
+    import jax
+    import jax.numpy as jnp
+
+    from ._dtypes import resolve
+    from .fields.analytic import CellularFlow
+    from .io.vtk import write_pvd, write_vtu
+
+    resolve("float64")
+    folder = Path(folder)
+    name = folder.name or "cellular"
+    (folder / name).mkdir(parents=True, exist_ok=True)
+    times = np.linspace(0.0, 2.0, 21) if times is None else np.asarray(times, dtype=np.float64)
+    points, tets = jittered_tet_box(shape, extent, jitter, seed)
+    points = points.astype(np.float32)
+    flow = jax.jit(jax.vmap(CellularFlow(extent), in_axes=(None, 0)))
+    files = []
+    for k, t in enumerate(times):
+        velocity = np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(points, jnp.float64)))
+        arrays = {"velocity": velocity.astype(np.float32)}
+        if extra_arrays:
+            arrays["p"] = (0.5 * np.sum(velocity**2, axis=1)).astype(np.float32)
+        files.append(write_vtu(folder / name / f"{name}_0_{k}.vtu", points, tets, np.full(len(tets), 10), arrays, time=t))
+    return write_pvd(folder / f"{name}.pvd", files, times)
+
+
+def sample_vtk(cache_dir=None) -> Path:
+    """The embedded sample CFD data set, generated on first use into a cache directory
+    (`$FLOWKIT_DATA`, else `~/.cache/flowkit/datasets`): `CellularFlow` on a 21×21×21-point
+    jittered tetrahedral mesh (40 000 tetrahedra) at 21 times over one period, `t ∈ [0, 2]`,
+    as a `.pvd` of compressed `.vtu` files. Returns the `.pvd` path."""
+    import os
+
+    root = Path(cache_dir or os.environ.get("FLOWKIT_DATA") or Path.home() / ".cache" / "flowkit" / "datasets").expanduser()
+    folder = root / "cellular_box_v1"
+    pvd = folder / "cellular_box_v1.pvd"
+    if not pvd.exists():
+        cellular_flow_vtu_series(folder, shape=(21, 21, 21), times=np.linspace(0.0, 2.0, 21))
+    return pvd

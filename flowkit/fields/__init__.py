@@ -1,7 +1,8 @@
-"""Velocity fields: closed-form flows and gridded data."""
+"""Velocity fields: closed-form flows, gridded data and unstructured meshes."""
 
 from .analytic import (
     ABCFlow as ABCFlow,
+    CellularFlow as CellularFlow,
     AbstractAnalyticField as AbstractAnalyticField,
     Analytic as Analytic,
     DoubleGyre as DoubleGyre,
@@ -11,6 +12,7 @@ from .analytic import (
 )
 from .base import AbstractField as AbstractField
 from .grid import GridField as GridField
+from .mesh import MeshField as MeshField
 
 
 def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, **kwargs) -> GridField:

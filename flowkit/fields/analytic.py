@@ -208,3 +208,35 @@ class TaylorGreen(AbstractAnalyticField):
         u = U * jnp.sin(k * x[0]) * jnp.cos(k * x[1]) * decay
         v = -U * jnp.cos(k * x[0]) * jnp.sin(k * x[1]) * decay
         return jnp.stack([u, v])
+
+
+class CellularFlow(AbstractAnalyticField):
+    r"""A time-periodic 3-D cellular flow in the box $[0, L_x]\times[0, L_y]\times[0, L_z]$,
+    divergence-free and tangent to all six walls (the flow of the VTK sample data).
+
+    With $\hat x = x / L$ per axis, $A = \cos\omega t$, $B = \cos(\omega t - 2\pi/3)$,
+    $C = \cos(\omega t + 2\pi/3)$ (so $A + B + C = 0$):
+    $u = U L_x A \sin\pi\hat x \cos\pi\hat y \cos\pi\hat z$, and cyclically for $v$ and $w$.
+    """
+
+    U: Array = eqx.field(converter=jnp.asarray)
+    omega: Array = eqx.field(converter=jnp.asarray)
+    extent: Array = eqx.field(converter=jnp.asarray)
+    bounds: Bounds
+    dim: int = eqx.field(static=True, default=3)
+    time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
+    periodic: tuple[bool, ...] = eqx.field(static=True, default=(False, False, False))
+
+    def __init__(self, extent=(1.0, 1.0, 1.0), U=1.0, omega=math.pi):
+        self.U = _param(U)
+        self.omega = _param(omega)
+        self.extent = _param(extent)
+        self.bounds = as_bounds(((0.0,) * 3, tuple(float(e) for e in extent)), 3)
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        dt = x.dtype
+        extent = self.extent.astype(dt)
+        phase = self.omega.astype(dt) * t + jnp.asarray([0.0, -2 * math.pi / 3, 2 * math.pi / 3], dt)
+        s, c = jnp.sin(jnp.pi * x / extent), jnp.cos(jnp.pi * x / extent)
+        products = jnp.stack([s[0] * c[1] * c[2], c[0] * s[1] * c[2], c[0] * c[1] * s[2]])
+        return self.U.astype(dt) * extent * jnp.cos(phase) * products

@@ -71,8 +71,11 @@ def _wedge_violations(xi):
 
 def _pyramid_violations(xi):
     r, s, t = xi[..., 0], xi[..., 1], xi[..., 2]
-    # beyond the apex (t > 1) is outside whatever r and s say (they are meaningless there)
-    return jnp.stack([-r, r - 1, -s, s - 1, -t], axis=-1) + jnp.maximum(t - 1, 0)[..., None]
+    # Beyond the apex (t > 1) the map folds back over the cell, so r and s look inside: every
+    # triangular face counts as violated there (by at least t - 1), the most violated first.
+    beyond = t - 1
+    triangles = jnp.stack([-r, r - 1, -s, s - 1], axis=-1) + jnp.maximum(beyond, 0)[..., None]
+    return jnp.concatenate([jnp.maximum(triangles, beyond[..., None]), -t[..., None]], axis=-1)
 
 
 TRIANGLE = CellKind("triangle", 2, 3, ((1, 2), (0, 2), (0, 1)), {VTK_TRIANGLE: (0, 1, 2)}, simplex=True)
@@ -144,12 +147,16 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None):
     if xi is None:
         xi = jnp.broadcast_to(jnp.asarray(kind.centre, target.dtype), d.shape)
     axes = [jnp.broadcast_to(jnp.eye(dim, dtype=xi.dtype)[j], xi.shape) for j in range(dim)]
-    for _ in range(steps):
+
+    def newton_step(_, xi):
         n = kind.shape(xi)
         dn = jnp.stack([jax.jvp(kind.shape, (xi,), (e,))[1] for e in axes], axis=-1)  # (..., nodes, dim)
         residual = jnp.einsum("...k,...kd->...d", n, rel) - d
         jac = jnp.einsum("...kd,...ke->...de", rel, dn)
-        xi = jnp.clip(xi - solve_small(jac, residual), -2.0, 3.0)
+        return jnp.clip(xi - solve_small(jac, residual), -2.0, 3.0)
+
+    # a loop, not unrolled steps: the program stays small and compiles fast for every kind
+    xi = newton_step(0, xi) if steps == 1 else jax.lax.fori_loop(0, steps, newton_step, xi)
     miss = jnp.max(jnp.abs(jnp.einsum("...k,...kd->...d", kind.shape(xi), rel) - d), axis=-1)
     size = jnp.max(jnp.abs(rel), axis=(-2, -1))
     return xi, miss <= jnp.sqrt(jnp.finfo(d.dtype).eps) * size

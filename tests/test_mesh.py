@@ -1,0 +1,181 @@
+"""MeshField: interpolation against VTK itself on every linear cell kind, a complete locator,
+tracking through meshes (closed-form references, compile once, no host traffic)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import flowkit as fk
+from flowkit.fields.locator import bin_of
+from flowkit.fields.mesh import brute_force_locate
+
+import meshes
+
+KINDS_3D = ["tetra", "hexahedron", "voxel", "wedge", "pyramid", "mixed"]
+KINDS_2D = ["triangle", "quad", "mixed2d"]
+
+
+@eqx.filter_jit
+def _locate(field, x):
+    return field.locate(x, jnp.full(x.shape[0], -1, jnp.int32))
+
+
+def _distance_outside_box(x, lo, hi):
+    return np.linalg.norm(np.maximum(np.maximum(lo - x, x - hi), 0), axis=1)
+
+
+@pytest.mark.parametrize("kind, dtype", [(k, "float64") for k in KINDS_3D + KINDS_2D] + [("mixed", "float32"), ("tetra", "float32"), ("quad", "float32")])
+def test_probe_matches_vtk(kind, dtype):
+    """Values and inside/outside flags as `vtkProbeFilter` gives them, at random points, vertices,
+    edges, faces, centres, on the walls and just outside them.
+
+    Where the two disagree, VTK extrapolated from a neighbouring cell (its probe accepts a cell
+    within a tolerance, and for wedges one whose `EvaluatePosition` reports distance 0 for points
+    beyond its slanted face) or its locator missed the cell (a few pyramids); ours must then equal
+    VTK's own interpolation in the cell that VTK's `EvaluatePosition` says contains the point.
+    """
+    points, cells, types = meshes.mesh(kind)
+    points = points.astype(dtype).astype(np.float64)  # VTK sees the geometry flowkit stores
+    values = meshes.velocity(points)
+    field = fk.MeshField(points, cells, values, types, dtype=dtype)
+    x = meshes.probe_points(points, cells, types).astype(dtype).astype(np.float64)
+    ours, valid = field.probe(x)
+    assert ours.dtype == np.dtype(dtype)
+    cell, found, _ = (np.asarray(a) for a in _locate(field, jnp.asarray(x, dtype)))
+    np.testing.assert_array_equal(found, valid)
+    grid = meshes.vtk_grid(points, cells, types, {"velocity": values})
+    theirs, vtk_valid = meshes.vtk_probe(grid, x)
+    theirs = theirs[:, : points.shape[1]]
+    scale = np.abs(values).max()
+    tolerance = 1e-5 if dtype == "float64" else 1e-4
+
+    # Inside/outside: VTK also accepts points outside the walls within its tolerance, 1e-3 of the
+    # largest cell's diagonal.
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    corners = [points[c[c >= 0]] for c in cells]
+    h = max(np.linalg.norm(c.max(axis=0) - c.min(axis=0)) for c in corners)
+    extra = vtk_valid & ~valid
+    assert np.all(_distance_outside_box(x[extra], lo, hi) <= 1e-3 * h)
+    assert np.sum(valid & ~vtk_valid) <= 0.01 * valid.sum()  # VTK's locator misses a few (checked below)
+    assert np.all(_distance_outside_box(x[valid], lo, hi) <= 1e-6 * h)
+
+    # In the containing cell: VTK's own interpolation, to rounding.
+    in_cell, vtk_says_inside = meshes.vtk_in_cell(grid, x[valid], cell[valid], values)
+    assert vtk_says_inside.all(), f"{np.sum(~vtk_says_inside)} points placed in a cell VTK says does not contain them"
+    np.testing.assert_allclose(ours[valid], in_cell, rtol=0, atol=(1e-8 if dtype == "float64" else 2e-6) * scale)
+
+    # Against the probe filter itself: equal except where VTK extrapolated (a few per cent).
+    both = valid & vtk_valid
+    error = np.max(np.abs(ours[both] - theirs[both]), axis=1) / scale
+    assert np.mean(error <= tolerance) >= 0.95, f"{np.sum(error > tolerance)} of {both.sum()} points differ from vtkProbeFilter"
+    assert np.all(ours[~valid] == 0)
+
+
+@pytest.mark.parametrize("kind", ["tetra", "mixed", "mixed2d"])
+def test_bin_locator_is_complete(kind):
+    """Every cell that contains a point (brute force over all cells) is registered in that
+    point's bin, and the compiled search finds a containing cell exactly when one exists."""
+    points, cells, types = meshes.mesh(kind, shape=(4, 3, 3))
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    x = meshes.probe_points(points, cells, types, n_random=300)
+    contains = brute_force_locate(field, x)
+    grid = fk.fields.locator.BinGrid(np.asarray(field.bin_origin), 1 / np.asarray(field.bin_inv_size), field.bin_shape, np.asarray(field.bin_start), np.asarray(field.bin_cells))
+    bins = bin_of(grid, x)
+    for row, b in enumerate(bins):
+        registered = set(grid.cells[grid.start[b] : grid.start[b + 1]].tolist())
+        assert set(np.flatnonzero(contains[row]).tolist()) <= registered
+    cell, found, _ = (np.asarray(a) for a in _locate(field, jnp.asarray(x)))
+    np.testing.assert_array_equal(found, contains.any(axis=1))
+    assert np.all(contains[np.flatnonzero(found), cell[found]])
+
+
+def test_walk_from_a_far_hint_and_from_none_agree():
+    points, cells, types = meshes.mesh("mixed")
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    x = jnp.asarray(np.random.default_rng(1).uniform([0, 0, 0], [2, 1, 1], (200, 3)))
+    velocity = eqx.filter_jit(lambda f, x, hint: f.velocity_batch(0.0, x, None, hint))
+    v_cold, cold = velocity(field, x, jnp.full(200, -1, jnp.int32))
+    v_warm, warm = velocity(field, x, jnp.zeros(200, jnp.int32))  # every walk starts in cell 0
+    v_again, again = velocity(field, x, warm)  # the found cells as hints: found at once
+    np.testing.assert_array_equal(again, warm)
+    np.testing.assert_allclose(v_cold, v_warm, atol=1e-12)  # cells may differ only on shared faces
+    np.testing.assert_allclose(v_again, v_warm, atol=1e-12)
+
+
+def test_linear_data_is_reproduced_exactly_everywhere_in_every_kind():
+    """Every linear cell kind's shape functions reproduce linear data: the inverse maps are right."""
+    for kind in KINDS_3D + KINDS_2D:
+        points, cells, types = meshes.mesh(kind)
+        a = np.arange(1, points.shape[1] ** 2 + 1).reshape(points.shape[1], -1) / 7
+        field = fk.MeshField(points, cells, points @ a.T + 0.5, types, dtype="float64")
+        x = np.random.default_rng(2).uniform(points.min(axis=0), points.max(axis=0), (300, points.shape[1]))
+        values, valid = field.probe(x)
+        assert valid.all(), kind
+        np.testing.assert_allclose(values, x @ a.T + 0.5, atol=1e-10, err_msg=kind)
+
+
+def test_time_series_is_linear_in_time_and_samples_come_along():
+    points, tets = fk.datasets.jittered_tet_box((6, 5, 4), jitter=0.2)
+    times = np.array([0.0, 0.5, 2.0])
+    values = np.stack([meshes.velocity(points) * (1 + t) for t in times])
+    pressure = np.stack([points[:, 0] * t for t in times])
+    field = fk.MeshField(points, tets, values, times=times, samples={"p": pressure}, dtype="float64")
+    x = np.array([[0.31, 0.42, 0.53], [0.77, 0.12, 0.9]])
+    at_1, _ = field.probe(x, t=1.0)
+    at_05, _ = field.probe(x, t=0.5)
+    at_2, _ = field.probe(x, t=2.0)
+    np.testing.assert_allclose(at_1, at_05 + (at_2 - at_05) / 3, atol=1e-12)
+    samples = field.sample_batch(jnp.asarray(1.0), jnp.asarray(x), jnp.full(2, -1, jnp.int32))
+    np.testing.assert_allclose(samples["p"], x[:, 0] * 1.0, atol=1e-12)  # linear data: exact
+
+
+def test_tracking_through_a_mesh_matches_the_closed_form_flow():
+    """Pathlines through the sampled cellular flow converge to the flow's own pathlines as the
+    mesh is refined (second order: interpolation error ~ h²)."""
+    flow = fk.fields.CellularFlow()
+    seeds = np.random.default_rng(0).uniform(0.2, 0.8, (40, 3))
+    exact = fk.track(flow, seeds, 0.0, 1.0, 0.01, dtype="float64").positions[-1]
+    errors = []
+    for n in (9, 17):
+        points, tets = fk.datasets.jittered_tet_box((n, n, n), jitter=0.2)
+        times = np.linspace(0.0, 1.0, 41)
+        values = np.stack([np.asarray(jax.vmap(flow, in_axes=(None, 0))(t, jnp.asarray(points))) for t in times])
+        field = fk.MeshField(points, tets, values, times=times, dtype="float64")
+        traj = fk.track(field, seeds, 0.0, 1.0, 0.01, dtype="float64")
+        assert (traj.status == fk.Status.ACTIVE).all()
+        errors.append(np.max(np.abs(traj.positions[-1] - exact)))
+    assert errors[1] < 0.02
+    assert errors[0] / errors[1] > 3.0  # h halves: error falls ~4x
+
+
+def test_particles_leaving_the_mesh_are_marked_and_kept():
+    points, tets = fk.datasets.jittered_tet_box((6, 6, 6), jitter=0.2)
+    field = fk.MeshField(points, tets, np.tile([1.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
+    seeds = np.array([[0.105, 0.5, 0.5], [0.553, 0.3, 0.7], [0.951, 0.2, 0.2]])
+    traj = fk.track(field, seeds, 0.0, 1.0, 0.01, dtype="float64")
+    assert traj.positions.shape == (101, 3, 3)
+    assert (traj.status[-1] == fk.Status.OUT_OF_DOMAIN).all()
+    exits = 1 - seeds[:, 0]  # time to reach x = 1
+    np.testing.assert_allclose(traj.exit_time, np.ceil(exits / 0.01 - 1e-9) * 0.01, atol=1e-9)
+    assert np.all(traj.positions[-1, :, 0] <= 1.0) and np.all(traj.positions[-1, :, 0] > 0.98)
+
+
+def test_mesh_run_compiles_once_and_needs_no_host_traffic():
+    points, tets = fk.datasets.jittered_tet_box((6, 6, 6), jitter=0.2)
+    flow = fk.fields.CellularFlow()
+    times = np.linspace(0, 1, 5)
+    values = np.stack([np.asarray(jax.vmap(flow, in_axes=(None, 0))(t, jnp.asarray(points))) for t in times])
+    field = fk.MeshField(points, tets, values, times=times)
+    seeds = np.random.default_rng(0).uniform(0.1, 0.9, (100, 3))
+    run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), None, 5, batch_size=40)
+    run.compile()
+    before = fk.tracker.compile_count()
+    state, t_release, keys, _ = run.initial_state()
+    with jax.transfer_guard("disallow"):
+        state, frames = run.advance(state, t_release, keys)
+        state, frames = run.advance(state, t_release, keys)
+    traj = run.run()  # three batches of 40 (the last padded), several chunks
+    assert fk.tracker.compile_count() == before
+    assert traj.positions.shape == (21, 100, 3) and (traj.status[-1] == fk.Status.ACTIVE).all()
