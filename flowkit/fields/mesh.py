@@ -39,7 +39,8 @@ class MeshField(AbstractField):
 
     - `points`: `(P, dim)` node coordinates (`dim` 2 or 3).
     - `cells`: `(C, k)` node ids per cell in VTK's node order, padded with -1 for mixed meshes.
-    - `values`: `(P, dim)` steady or `(T, P, dim)` with `times`: velocity at the nodes.
+    - `values`: `(P, dim)` steady or `(T, P, dim)` with `times`: velocity at the nodes; with
+      `cell_values=True`, `(C, dim)` or `(T, C, dim)`: one velocity per cell, piecewise constant.
     - `cell_types`: `(C,)` VTK type ids (`vtk.VTK_TETRA`, ...); by default inferred from the
       node count (3-D: 4 tetra, 5 pyramid, 6 wedge, 8 hexahedron; 2-D: 3 triangle, 4 quad).
     - `times`: strictly increasing times of the slices, or None for a steady field.
@@ -65,12 +66,13 @@ class MeshField(AbstractField):
     kinds: tuple[str, ...] = eqx.field(static=True)
     bin_shape: tuple[int, ...] = eqx.field(static=True)
     sample_layout: tuple[tuple[str, int, bool], ...] = eqx.field(static=True)
+    cell_values: bool = eqx.field(static=True)
     walk_steps: int = eqx.field(static=True)
     newton_steps: int = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
-    def __init__(self, points, cells, values, cell_types=None, times=None, *, samples: Mapping | None = None, dtype="float32", walk_steps: int = 12, newton_steps: int = 6, bin_scale: float = 0.75):
+    def __init__(self, points, cells, values, cell_types=None, times=None, *, samples: Mapping | None = None, dtype="float32", cell_values: bool = False, walk_steps: int = 12, newton_steps: int = 6, bin_scale: float = 0.75):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
@@ -116,7 +118,8 @@ class MeshField(AbstractField):
         if nodes.min() < 0 or nodes.max() >= n_points:
             raise ValueError(f"MeshField: node ids must lie in [0, {n_points}), got [{nodes.min()}, {nodes.max()}]")
 
-        values, self.times, self.time_range = _as_series(values, times, n_points, "values")
+        self.cell_values = bool(cell_values)
+        values, self.times, self.time_range = _as_series(values, times, len(cells) if cell_values else n_points, "values")
         if values.shape[-1] != dim:
             raise ValueError(f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}")
         layout, columns = [], []
@@ -295,12 +298,16 @@ class MeshField(AbstractField):
 
     # -- values -----------------------------------------------------------------------------
 
-    def _interpolate(self, table, t, cell, weights):
-        """Weighted node values of `table[T, P, c]` at time `t` in `cell` (linear in time)."""
+    def _interpolate(self, table, t, cell, weights, per_cell: bool = False):
+        """Weighted node values of `table[T, P, c]` at time `t` in `cell` (linear in time), or
+        with `per_cell` the cell's own row of `table[T, C, c]`."""
         it, wt = time_weights(self.times, jnp.asarray(t, weights.dtype))
         nodes = self.nodes[cell]
         now = table[it]
         later = table[it + 1] if self.times is not None else None
+        if per_cell:
+            row = now[cell] if later is None else now[cell] + wt * (later[cell] - now[cell])
+            return row.astype(weights.dtype)
         total = None
         for i in range(nodes.shape[1]):
             row = now[nodes[:, i]]
@@ -312,7 +319,7 @@ class MeshField(AbstractField):
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         cell, _, xi = self.locate(x, hint)
-        return self._interpolate(self.values, t, cell, self._weights(cell, x, xi)), cell
+        return self._interpolate(self.values, t, cell, self._weights(cell, x, xi), self.cell_values), cell
 
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
         cell, found, _ = self.locate(x, hint)
@@ -347,7 +354,7 @@ class MeshField(AbstractField):
 @eqx.filter_jit
 def _probe(field: MeshField, t, points):
     cell, found, xi = field.locate(points, jnp.full(points.shape[0], -1, jnp.int32))
-    values = field._interpolate(field.values, t, cell, field._weights(cell, points, xi))
+    values = field._interpolate(field.values, t, cell, field._weights(cell, points, xi), field.cell_values)
     return jnp.where(found[:, None], values, 0), found
 
 

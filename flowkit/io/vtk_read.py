@@ -40,9 +40,10 @@ def _read_dataset(path: Path):
     return data
 
 
-def _vector_arrays(data, path: Path, velocity: str | None):
+def _vector_arrays(data, path: Path, velocity: str | None, keep_cells: bool = False):
     """The chosen velocity array as (n_points, C) float64 and its name (point data; cell data
-    converted to points with VTK's `vtkCellDataToPointData`, which averages the cells around a point)."""
+    converted to points with VTK's `vtkCellDataToPointData`, which averages the cells around a
+    point). With `keep_cells`, cell data stays per cell: `(n_cells, C)`."""
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
 
@@ -55,6 +56,8 @@ def _vector_arrays(data, path: Path, velocity: str | None):
         if velocity not in point_arrays:
             if velocity not in cell_arrays:
                 raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
+            if keep_cells:
+                return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity
             converter = vtk.vtkCellDataToPointData()
             converter.SetInputData(data)
             converter.Update()
@@ -71,7 +74,7 @@ def _vector_arrays(data, path: Path, velocity: str | None):
             cell_vectors = [n for n, c in cell_arrays.items() if c in (2, 3)]
             if len(cell_vectors) != 1:
                 raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
-            return _vector_arrays(data, path, cell_vectors[0])
+            return _vector_arrays(data, path, cell_vectors[0], keep_cells)
         else:
             raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
     return np.asarray(vtk_to_numpy(source.GetArray(name)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), name
@@ -142,7 +145,7 @@ _LOWER_DIMENSIONAL = {1, 2, 3, 4}  # vertex, poly-vertex, line, poly-line: no ar
 _SURFACE = {5, 6, 7, 8, 9}  # triangle, strip, polygon, pixel, quad: boundary patches of a volume mesh
 
 
-def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample):
+def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: str = "points"):
     """A dict with points, cells, cell_types, values, samples, name, time of one mesh file."""
     import logging
 
@@ -156,22 +159,28 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample):
         raise ValueError(f"{path}: holds a {data.GetClassName()} (a composite of several data sets); save a single merged data set (ParaView: Merge Blocks) or list the pieces in a .pvtu")
     if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
         raise ValueError(f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)")
-    merge = path.suffix.lower() == ".pvtu"
-    if merge or not isinstance(data, vtk.vtkUnstructuredGrid):
-        # Curvilinear grids and polygonal data become explicit cells; the pieces of a .pvtu are
-        # stitched by merging the points they duplicate along piece boundaries.
+    if not isinstance(data, vtk.vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
         append = vtk.vtkAppendFilter()
         append.AddInputData(data)
-        append.SetMergePoints(merge)
         append.Update()
         data = append.GetOutput()
+    if path.suffix.lower() == ".pvtu":
+        # the pieces duplicate the points on their shared boundaries: merge coincident points
+        # (exactly equal coordinates) so that cells across pieces become neighbours
+        clean = vtk.vtkStaticCleanUnstructuredGrid()
+        clean.SetInputData(data)
+        clean.SetTolerance(0.0)
+        clean.Update()
+        data = clean.GetOutput()
     points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
     cell_array = data.GetCells()
     offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
     connectivity = np.asarray(vtk_to_numpy(cell_array.GetConnectivityArray()), dtype=np.int64)
-    types = np.asarray(vtk_to_numpy(data.GetCellTypesArray()), dtype=np.int64)
+    version = vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
+    types_array = data.GetCellTypes() if version >= 906 else data.GetCellTypesArray()  # renamed in VTK 9.6
+    types = np.asarray(vtk_to_numpy(types_array), dtype=np.int64)
     present = {int(t): int(c) for t, c in zip(*np.unique(types, return_counts=True))}
-    name_of = lambda t: vtk.vtkCellTypes.GetClassNameFromTypeId(t)  # noqa: E731
+    name_of = (vtk.vtkCellTypeUtilities if version >= 906 else vtk.vtkCellTypes).GetClassNameFromTypeId
     volume = any(t in _cells.BY_VTK_TYPE and _cells.BY_VTK_TYPE[t].dim == 3 for t in present)
     ignored = {t: c for t, c in present.items() if t in _LOWER_DIMENSIONAL or (volume and t in _SURFACE)}
     unsupported = {t: c for t, c in present.items() if t not in ignored and t not in _cells.BY_VTK_TYPE}
@@ -194,18 +203,21 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample):
         if np.ptp(z) > 1e-9 * max(1.0, np.ptp(points[:, :2])):
             raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
         points = points[:, :2]
-    values, name = _vector_arrays(data, path, velocity)
+    values, name = _vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
+    on_cells = cell_data == "constant" and len(values) == data.GetNumberOfCells() and data.GetPointData().GetArray(name) is None
+    if on_cells:  # per-cell values of the cells kept, in the order of `cells`
+        values = np.concatenate([values[np.flatnonzero(types == t)] for t, _ in blocks])
     values = _check_velocity(values, name, path, dim, "mesh")
     if dim == 2 and values.shape[1] == 3:
         if np.nanmax(np.abs(values[:, 2]), initial=0) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
             raise ValueError(f"{path}: a 2-D mesh whose velocity {name!r} has a non-zero z component")
     values = values[:, :dim]
-    _check_finite(values, name, path, allow_nonfinite, lambda bad: f"point ids {np.flatnonzero(bad)[:10].tolist()}{' ...' if bad.sum() > 10 else ''}")
+    _check_finite(values, name, path, allow_nonfinite, lambda bad: f"{'cell' if on_cells else 'point'} ids {np.flatnonzero(bad)[:10].tolist()}{' ...' if bad.sum() > 10 else ''}")
     samples = {}
     for key in sample or ():
         array, _ = _vector_arrays(data, path, key)
         samples[key] = array[:, 0] if array.shape[1] == 1 else array
-    return dict(points=points, cells=cells, cell_types=cell_types, values=values, samples=samples, name=name, time=_file_time(data))
+    return dict(points=points, cells=cells, cell_types=cell_types, values=values, samples=samples, name=name, time=_file_time(data), on_cells=on_cells)
 
 
 def _series(path):
@@ -254,7 +266,7 @@ def _series_times(path, file_times, times, n: int):
     return times
 
 
-def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, allow_nonfinite: bool = False, dtype="float32", interpolation: str = "linear", periodic=False, **mesh_options):
+def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", interpolation: str = "linear", periodic=False, **mesh_options):
     """A field from VTK files as ParaView writes them, read with the `vtk` package.
 
     **Arguments:**
@@ -268,6 +280,9 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, allo
       wins over cell data of the same name. Cell-data-only velocity is converted to points by
       `vtkCellDataToPointData` (each point gets the mean of the cells around it, as ParaView's
       "Cell Data to Point Data" filter). The chosen name is logged.
+    - `cell_data`: for meshes whose velocity exists only as cell data: `"points"` (default, the
+      conversion above) or `"constant"` (each cell's own value, piecewise constant, as a
+      finite-volume code stores it).
     - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
       along trajectories: `fk.track` then fills `Trajectory.samples[name]` (meshes only).
     - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
@@ -296,10 +311,12 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, allo
         return _read_grid_series(path, series, first, velocity, times, allow_nonfinite, dtype, interpolation, periodic, log)
     from ..fields.mesh import MeshField
 
+    if cell_data not in ("points", "constant"):
+        raise ValueError(f"cell_data must be 'points' or 'constant', got {cell_data!r}")
     slices = []
     for k, (file, pvd_time) in enumerate(series):
         data = first if k == 0 else _read_dataset(file)
-        piece = _mesh_slice(file, data, velocity, allow_nonfinite, sample)
+        piece = _mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data)
         if slices:
             ref = slices[0][1]
             if piece["points"].shape != ref["points"].shape:
@@ -310,6 +327,7 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, allo
         slices.append((file, piece, pvd_time))
     mesh = slices[0][1]
     log.info("read_vtk: velocity array %r on a %d-point mesh from %d file(s) starting %s", mesh["name"], len(mesh["points"]), len(slices), series[0][0])
+    mesh_options["cell_values"] = mesh["on_cells"]
     if len(slices) == 1:
         return MeshField(mesh["points"], mesh["cells"], mesh["values"], mesh["cell_types"], samples=mesh["samples"], dtype=dtype, **mesh_options)
     file_times = _series_times(path, [t if t is not None else s["time"] for _, s, t in slices], times, len(slices))
