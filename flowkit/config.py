@@ -47,14 +47,27 @@ def build_boundary(cfg: DictConfig, field):
     return instantiate(cfg.boundary, _convert_="all", **extra)
 
 
+def grid_resolution(n: int, bounds) -> list[int]:
+    """Points per axis for about `n` grid points spread over `bounds` in proportion to its sides."""
+    sides = np.asarray(bounds[1], dtype=np.float64) - np.asarray(bounds[0], dtype=np.float64)
+    spacing = (np.prod(sides) / n) ** (1 / len(sides))
+    return [max(2, int(round(side / spacing))) for side in sides]
+
+
 def build_seeds(cfg: DictConfig, field):
-    target = get_method(cfg.seeds._target_)
-    extra = {}
-    if "bounds" in cfg.seeds and cfg.seeds.bounds is None:
-        extra["bounds"] = _bounds_lists(field)
+    seeds_cfg = OmegaConf.to_container(cfg.seeds, resolve=True)
+    target = get_method(seeds_cfg["_target_"])
+    if seeds_cfg.get("bounds", 0) is None:
+        seeds_cfg["bounds"] = _bounds_lists(field)
+    if "resolution" in seeds_cfg:
+        n = seeds_cfg.pop("n", None)
+        if seeds_cfg["resolution"] is None:
+            if n is None:
+                raise ValueError("seeds: give resolution (one count per axis) or n (a total)")
+            seeds_cfg["resolution"] = grid_resolution(int(n), seeds_cfg.get("bounds") or _bounds_lists(field))
     if "key" in inspect.signature(target).parameters:
-        extra["key"] = jax.random.key(int(cfg.seed))
-    return np.asarray(instantiate(cfg.seeds, _convert_="all", **extra))
+        seeds_cfg["key"] = jax.random.key(int(cfg.seed))
+    return np.asarray(instantiate(seeds_cfg, _convert_="all"))
 
 
 def build(cfg: DictConfig):
@@ -82,6 +95,13 @@ def enable_compilation_cache(directory) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+def _describe(field) -> str:
+    if hasattr(field, "n_cells"):
+        steps = f", {field.times.shape[0]} times" if field.times is not None else ""
+        return f"{field.points.shape[0]} points, {field.n_cells} cells ({'/'.join(field.kinds)}){steps}"
+    return str(getattr(field, "shape", ""))
+
+
 def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     """Run the `track` app: build, print a header, track, write trajectories/summary/plot."""
     enable_compilation_cache(cfg.get("compilation_cache"))
@@ -97,7 +117,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     device = run.devices[0]
     print(
         f"flowkit {__version__} | jax {jax.__version__} | {device.platform} × {len(run.devices)} ({device.device_kind})\n"
-        f"field {type(field).__name__} {getattr(field, 'shape', '')} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
+        f"field {type(field).__name__} {_describe(field)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
         f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={cfg.dt} | "
         f"boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}",
         flush=True,

@@ -143,3 +143,11 @@ def sample_vtk(cache_dir=None) -> Path:
     if not pvd.exists():
         cellular_flow_vtu_series(folder, shape=(21, 21, 21), times=np.linspace(0.0, 2.0, 21))
     return pvd
+
+
+def vtk_field(path=None, velocity: str | None = None, times=None, *, sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32"):
+    """A field read from VTK files (`flowkit.io.read_vtk`), or from the embedded CFD sample
+    (`sample_vtk`, generated on first use) when `path` is None."""
+    from .io.vtk_read import read_vtk
+
+    return read_vtk(sample_vtk() if path is None else path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype)

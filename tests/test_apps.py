@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import vtk
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,11 +23,15 @@ def _run(args, cwd):
 @pytest.mark.slow
 def test_default_job(tmp_path):
     result = _run([f"hydra.run.dir={tmp_path}", f"compilation_cache={tmp_path / 'cache'}"], cwd=tmp_path)
-    assert "field GridField (201, 101)" in result.stdout
+    assert "field MeshField 9261 points, 40000 cells (tetra), 21 times" in result.stdout
     for name in ("trajectories.npz", "trajectories.vtp", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["n_particles"] == 5000 and summary["n_steps"] == 2000 and summary["status_counts"]["active"] == 5000
+    assert summary["n_particles"] == 17**3 and summary["n_steps"] == 400 and summary["status_counts"]["active"] == 17**3
+    reader = vtk.vtkXMLPolyDataReader()
+    reader.SetFileName(str(tmp_path / "trajectories.vtp"))
+    reader.Update()
+    assert reader.GetOutput().GetNumberOfLines() == 17**3
 
 
 @pytest.mark.slow

@@ -47,6 +47,14 @@ def test_field_and_boundary_compose(field, boundary, vtk_series):
     assert isinstance(b, fk.boundaries.AbstractBoundary) and seeds.shape == (10, dim)
 
 
+def test_default_field_is_the_embedded_vtk_sample(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOWKIT_DATA", str(tmp_path))
+    field, seeds, _, _ = build(_compose([]))
+    assert isinstance(field, fk.MeshField) and field.dim == 3 and field.kinds == ("tetra",)
+    assert (tmp_path / "cellular_box_v1" / "cellular_box_v1.pvd").exists()
+    assert seeds.shape == (17**3, 3)  # seeds.n = 5000 spread over the unit cube
+
+
 @pytest.mark.parametrize("integrator", GROUPS["integrator"])
 def test_integrators_compose(integrator):
     _, _, built, _ = build(_compose([f"integrator={integrator}", "field=double_gyre"]))
@@ -71,7 +79,7 @@ def test_unknown_options_are_config_errors():
 
 
 def test_run_track_writes_outputs(tmp_path, capsys):
-    cfg = _compose(["field=double_gyre", "seeds.resolution=[10,5]", "t1=1.0", "progress=false"])
+    cfg = _compose(["field=double_gyre", "seeds.resolution=[10,5]", "t1=1.0", "dt=0.01", "progress=false"])
     traj = run_track(cfg, output_dir=tmp_path)
     header = capsys.readouterr().out
     assert "cpu" in header and "float32" in header and "50 particles" in header
