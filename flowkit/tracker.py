@@ -35,6 +35,17 @@ _CHUNK_BYTES = 256 * 2**20
 """Upper bound on the saved frames one chunk keeps on the device."""
 
 
+def bucket_size(n: int, minimum: int = 1) -> int:
+    """The smallest size `>= n` of the form `2^k × (1, 1.25, 1.5 or 1.75)` (and `>= minimum`): a
+    few sizes per octave, so padding costs at most 25 % and usually much less."""
+    n = max(int(n), minimum)
+    if n <= 4:
+        return n
+    octave = 1 << (n.bit_length() - 1)
+    quarter = max(octave // 4, 1)
+    return octave + quarter * math.ceil((n - octave) / quarter)
+
+
 class _State(eqx.Module):
     """Everything that changes from chunk to chunk, resident on the device."""
 
@@ -283,7 +294,7 @@ class TrackRun:
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None):
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=True):
         integrator, boundary = _check_pieces(field, integrator, boundary, key)
         self.output = output
         self.dtype = _dtypes.resolve(dtype)
@@ -332,7 +343,11 @@ class TrackRun:
         self.batch_size = batch
         per_device = math.ceil(batch / len(devices))
         blocks = math.ceil(per_device / BLOCK)
-        block = 8 * math.ceil(math.ceil(per_device / blocks) / 8)
+        if bucket:  # a few sizes only, so that new particle counts reuse compiled programs
+            blocks = bucket_size(blocks)
+            block = bucket_size(math.ceil(per_device / blocks), minimum=8)
+        else:
+            block = 8 * math.ceil(math.ceil(per_device / blocks) / 8)
         self.blocks = blocks
         self.padded_batch = len(devices) * blocks * block
 
@@ -477,6 +492,7 @@ def track(
     record_velocity: bool = False,
     dtype="float32",
     batch_size: int | None = None,
+    bucket: bool = True,
     progress: bool = False,
     devices=None,
     output=None,
@@ -501,6 +517,9 @@ def track(
     - `dtype`: `"float32"` (default) or `"float64"`.
     - `batch_size`: track at most this many particles at once (bounded memory); every batch
       reuses the same compiled program.
+    - `bucket`: pad the particles (per device) to one of a few sizes, `2^k × (1, 1.25, 1.5, 1.75)`,
+      so that runs with new particle counts reuse a compiled program (padded slots are never
+      released and cost at most 25 % extra work; `False` pads to a multiple of 8 only).
     - `progress`: show a tqdm bar with particle-steps per second.
     - `devices`: devices to shard the particles over (default: all local devices).
     - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
@@ -523,7 +542,7 @@ def track(
     return TrackRun(
         field, seeds, t0, t1, dt, integrator, boundary, save_every,
         t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype,
-        batch_size=batch_size, devices=devices, progress=progress, output=output,
+        batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket,
     ).run()
 
 

@@ -220,3 +220,19 @@ def test_streamed_output_equals_in_memory_run(tmp_path):
     streamed = fk.Trajectory.load(tmp_path / "tracks.zarr")
     for name in ("times", "positions", "status", "velocities", "t_release", "exit_time"):
         np.testing.assert_array_equal(getattr(streamed, name), getattr(memory, name))
+
+
+def test_new_particle_counts_reuse_the_program_through_buckets():
+    from flowkit.tracker import bucket_size
+
+    assert [bucket_size(n) for n in (5, 9, 17, 500, 513, 5000)] == [5, 10, 20, 512, 640, 5120]
+    assert all(n <= bucket_size(n) <= 1.25 * n for n in range(5, 5000))
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.random_box(1020, field.bounds, key=jax.random.key(3))
+    first = fk.track(field, seeds[:1000], 0.0, 1.0, 0.1)
+    before = fk.tracker.compile_count()
+    second = fk.track(field, seeds, 0.0, 1.0, 0.1)  # 510 per device: the same bucket as 500
+    assert fk.tracker.compile_count() == before
+    np.testing.assert_array_equal(second.positions[:, :1000], first.positions)
+    exact = fk.track(field, seeds, 0.0, 1.0, 0.1, bucket=False)
+    np.testing.assert_array_equal(second.positions, exact.positions)
