@@ -229,9 +229,9 @@ def test_new_particle_counts_reuse_the_program_through_buckets():
     assert all(n <= bucket_size(n) <= 1.25 * n for n in range(5, 5000))
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.random_box(1020, field.bounds, key=jax.random.key(3))
-    first = fk.track(field, seeds[:1000], 0.0, 1.0, 0.1)
+    first = fk.track(field, seeds[:1000], 0.0, 1.0, 0.1, bucket=True)
     before = fk.tracker.compile_count()
-    second = fk.track(field, seeds, 0.0, 1.0, 0.1)  # 510 per device: the same bucket as 500
+    second = fk.track(field, seeds, 0.0, 1.0, 0.1, bucket=True)  # 510 per device: the same bucket as 500
     assert fk.tracker.compile_count() == before
     np.testing.assert_array_equal(second.positions[:, :1000], first.positions)
     exact = fk.track(field, seeds, 0.0, 1.0, 0.1, bucket=False)
