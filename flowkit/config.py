@@ -64,7 +64,7 @@ def build_seeds(cfg: DictConfig, field):
         if seeds_cfg["resolution"] is None:
             if n is None:
                 raise ValueError("seeds: give resolution (one count per axis) or n (a total)")
-            seeds_cfg["resolution"] = grid_resolution(int(n), seeds_cfg.get("bounds") or _bounds_lists(field))
+            seeds_cfg["resolution"] = grid_resolution(int(n), seeds_cfg["bounds"])
     if "key" in inspect.signature(target).parameters:
         seeds_cfg["key"] = jax.random.key(int(cfg.seed))
     return np.asarray(instantiate(seeds_cfg, _convert_="all"))

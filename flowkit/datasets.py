@@ -32,10 +32,8 @@ def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> P
     import jax
     import jax.numpy as jnp
 
-    from ._dtypes import resolve
     from .io.vtk import write_pvd, write_vti
 
-    resolve("float64")
     folder = Path(folder)
     (folder / "double_gyre").mkdir(parents=True, exist_ok=True)
     times = np.linspace(0.0, 5.0, 11) if times is None else np.asarray(times, dtype=np.float64)
@@ -43,7 +41,8 @@ def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> P
     flow = jax.jit(jax.vmap(DoubleGyre(), in_axes=(None, 0)))
     files = []
     for k, t in enumerate(times):
-        uv = np.asarray(flow(jnp.asarray(t), jnp.asarray(mesh.reshape(-1, 2)))).reshape(nx, ny, 2)
+        with jax.enable_x64(True):  # float64 here only, without switching the whole process
+            uv = np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(mesh.reshape(-1, 2), jnp.float64))).reshape(nx, ny, 2)
         velocity = np.concatenate([uv, np.zeros((nx, ny, 1))], axis=-1)
         files.append(write_vti(folder / "double_gyre" / f"double_gyre_0_{k}.vti", {"velocity": velocity}, (0.0, 0.0), (2.0 / (nx - 1), 1.0 / (ny - 1)), time=t))
     return write_pvd(folder / "double_gyre.pvd", files, times)
@@ -108,11 +107,9 @@ def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0),
     import jax
     import jax.numpy as jnp
 
-    from ._dtypes import resolve
     from .fields.analytic import CellularFlow
     from .io.vtk import write_pvd, write_vtu
 
-    resolve("float64")
     folder = Path(folder)
     name = folder.name or "cellular"
     (folder / name).mkdir(parents=True, exist_ok=True)
@@ -122,7 +119,8 @@ def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0),
     flow = jax.jit(jax.vmap(CellularFlow(extent), in_axes=(None, 0)))
     files = []
     for k, t in enumerate(times):
-        velocity = np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(points, jnp.float64)))
+        with jax.enable_x64(True):  # float64 here only, without switching the whole process
+            velocity = np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(points, jnp.float64)))
         arrays = {"velocity": velocity.astype(np.float32)}
         if extra_arrays:
             arrays["p"] = (0.5 * np.sum(velocity**2, axis=1)).astype(np.float32)

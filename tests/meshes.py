@@ -6,7 +6,6 @@ import vtk
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 import flowkit as fk
-from flowkit.io.vtk import unstructured_grid
 
 TETRA, HEX, WEDGE, PYRAMID, VOXEL, TRIANGLE, QUAD = 10, 12, 13, 14, 11, 5, 9
 CORNERS = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]  # VTK hexahedron order
@@ -118,10 +117,6 @@ def probe_points(points, cells, cell_types, n_random=600, seed=0):
         just_outside.append(p)
     random = lo - pad + rng.uniform(size=(n_random, len(lo))) * (hi - lo + 2 * pad)
     return np.concatenate([random, vertex, near_vertex, edge, face, centre, wall] + just_outside)
-
-
-def vtk_grid(points, cells, cell_types, arrays):
-    return unstructured_grid(points, cells, cell_types, arrays)
 
 
 def vtk_probe(grid, x):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import flowkit as fk
+from flowkit.io.vtk import unstructured_grid
 from flowkit.fields.locator import bin_of
 from flowkit.fields.mesh import brute_force_locate
 
@@ -45,7 +46,7 @@ def test_probe_matches_vtk(kind, dtype):
     assert ours.dtype == np.dtype(dtype)
     cell, found, _ = (np.asarray(a) for a in _locate(field, jnp.asarray(x, dtype)))
     np.testing.assert_array_equal(found, valid)
-    grid = meshes.vtk_grid(points, cells, types, {"velocity": values})
+    grid = unstructured_grid(points, cells, types, {"velocity": values})
     theirs, vtk_valid = meshes.vtk_probe(grid, x)
     theirs = theirs[:, : points.shape[1]]
     scale = np.abs(values).max()

@@ -11,6 +11,7 @@ import vtk
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 import flowkit as fk
+from flowkit.io.vtk import unstructured_grid
 import meshes
 from test_vtk import SHARED
 
@@ -24,7 +25,7 @@ def sample(tmp_path_factory):
 
 
 def _grid(points, cells, types, arrays, cell_arrays=None):
-    grid = meshes.vtk_grid(points, cells, types, arrays)
+    grid = unstructured_grid(points, cells, types, arrays)
     for name, values in (cell_arrays or {}).items():
         array = numpy_to_vtk(np.ascontiguousarray(values), deep=True)
         array.SetName(name)

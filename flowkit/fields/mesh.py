@@ -298,16 +298,18 @@ class MeshField(AbstractField):
 
     # -- values -----------------------------------------------------------------------------
 
-    def _interpolate(self, table, t, cell, weights, per_cell: bool = False):
-        """Weighted node values of `table[T, P, c]` at time `t` in `cell` (linear in time), or
-        with `per_cell` the cell's own row of `table[T, C, c]`."""
-        it, wt = time_weights(self.times, jnp.asarray(t, weights.dtype))
-        nodes = self.nodes[cell]
+    def _interpolate(self, table, t, cell, x, xi, per_cell: bool = False):
+        """Values of `table[T, P, c]` at the rows of `x` (in `cell`, parametric coordinates `xi`)
+        at time `t`: the cell's shape-function weights of its nodes' values, linear in time; or
+        with `per_cell` the cell's own row of `table[T, C, c]` (no weights needed)."""
+        it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
         now = table[it]
         later = table[it + 1] if self.times is not None else None
         if per_cell:
             row = now[cell] if later is None else now[cell] + wt * (later[cell] - now[cell])
-            return row.astype(weights.dtype)
+            return row.astype(x.dtype)
+        weights = self._weights(cell, x, xi)
+        nodes = self.nodes[cell]
         total = None
         for i in range(nodes.shape[1]):
             row = now[nodes[:, i]]
@@ -319,7 +321,7 @@ class MeshField(AbstractField):
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         cell, _, xi = self.locate(x, hint)
-        return self._interpolate(self.values, t, cell, self._weights(cell, x, xi), self.cell_values), cell
+        return self._interpolate(self.values, t, cell, x, xi, self.cell_values), cell
 
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
         cell, found, _ = self.locate(x, hint)
@@ -329,7 +331,7 @@ class MeshField(AbstractField):
         if self.sample_values is None:
             return {}
         cell, found, xi = self.locate(x, hint)
-        table = self._interpolate(self.sample_values, t, cell, self._weights(cell, x, xi))
+        table = self._interpolate(self.sample_values, t, cell, x, xi)
         table = jnp.where(found[:, None], table, jnp.nan)
         out, column = {}, 0
         for name, c, vector in self.sample_layout:
@@ -354,7 +356,7 @@ class MeshField(AbstractField):
 @eqx.filter_jit
 def _probe(field: MeshField, t, points):
     cell, found, xi = field.locate(points, jnp.full(points.shape[0], -1, jnp.int32))
-    values = field._interpolate(field.values, t, cell, field._weights(cell, points, xi), field.cell_values)
+    values = field._interpolate(field.values, t, cell, points, xi, field.cell_values)
     return jnp.where(found[:, None], values, 0), found
 
 

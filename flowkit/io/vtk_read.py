@@ -41,9 +41,9 @@ def _read_dataset(path: Path):
 
 
 def _vector_arrays(data, path: Path, velocity: str | None, keep_cells: bool = False):
-    """The chosen velocity array as (n_points, C) float64 and its name (point data; cell data
-    converted to points with VTK's `vtkCellDataToPointData`, which averages the cells around a
-    point). With `keep_cells`, cell data stays per cell: `(n_cells, C)`."""
+    """`(values, name, on_cells)`: the chosen array as `(n_points, C)` float64 (point data; cell
+    data converted to points with VTK's `vtkCellDataToPointData`, which averages the cells
+    around a point), or with `keep_cells` cell data left per cell, `(n_cells, C)`, `on_cells` true."""
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
 
@@ -57,7 +57,7 @@ def _vector_arrays(data, path: Path, velocity: str | None, keep_cells: bool = Fa
             if velocity not in cell_arrays:
                 raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
             if keep_cells:
-                return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity
+                return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity, True
             converter = vtk.vtkCellDataToPointData()
             converter.SetInputData(data)
             converter.Update()
@@ -77,7 +77,7 @@ def _vector_arrays(data, path: Path, velocity: str | None, keep_cells: bool = Fa
             return _vector_arrays(data, path, cell_vectors[0], keep_cells)
         else:
             raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
-    return np.asarray(vtk_to_numpy(source.GetArray(name)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), name
+    return np.asarray(vtk_to_numpy(source.GetArray(name)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), name, False
 
 
 def _grid_axes(data, path: Path):
@@ -127,7 +127,7 @@ def _grid_slice(path: Path, data, velocity, allow_nonfinite):
     if data.GetNumberOfPoints() == 0:
         raise ValueError(f"{path}: the data set is empty (0 points)")
     axes = _grid_axes(data, path)
-    values, name = _vector_arrays(data, path, velocity)
+    values, name, _ = _vector_arrays(data, path, velocity)
     dims = [len(a) for a in axes]
     keep = [i for i in range(3) if dims[i] > 1]
     _check_velocity(values, name, path, len(keep), "grid")
@@ -203,8 +203,7 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: 
         if np.ptp(z) > 1e-9 * max(1.0, np.ptp(points[:, :2])):
             raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
         points = points[:, :2]
-    values, name = _vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
-    on_cells = cell_data == "constant" and len(values) == data.GetNumberOfCells() and data.GetPointData().GetArray(name) is None
+    values, name, on_cells = _vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
     if on_cells:  # per-cell values of the cells kept, in the order of `cells`
         values = np.concatenate([values[np.flatnonzero(types == t)] for t, _ in blocks])
     values = _check_velocity(values, name, path, dim, "mesh")
@@ -215,7 +214,7 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: 
     _check_finite(values, name, path, allow_nonfinite, lambda bad: f"{'cell' if on_cells else 'point'} ids {np.flatnonzero(bad)[:10].tolist()}{' ...' if bad.sum() > 10 else ''}")
     samples = {}
     for key in sample or ():
-        array, _ = _vector_arrays(data, path, key)
+        array, _, _ = _vector_arrays(data, path, key)
         samples[key] = array[:, 0] if array.shape[1] == 1 else array
     return dict(points=points, cells=cells, cell_types=cell_types, values=values, samples=samples, name=name, time=_file_time(data), on_cells=on_cells)
 
