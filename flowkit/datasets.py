@@ -38,11 +38,12 @@ def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> P
     (folder / "double_gyre").mkdir(parents=True, exist_ok=True)
     times = np.linspace(0.0, 5.0, 11) if times is None else np.asarray(times, dtype=np.float64)
     mesh = np.stack(np.meshgrid(np.linspace(0.0, 2.0, nx), np.linspace(0.0, 1.0, ny), indexing="ij"), axis=-1)
-    flow = jax.jit(jax.vmap(DoubleGyre(), in_axes=(None, 0)))
+    with jax.enable_x64(True):  # float64 (parameters too) here only, without switching the process
+        flow = jax.jit(jax.vmap(DoubleGyre(), in_axes=(None, 0)))
+        velocities = [np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(mesh.reshape(-1, 2), jnp.float64))) for t in times]
     files = []
     for k, t in enumerate(times):
-        with jax.enable_x64(True):  # float64 here only, without switching the whole process
-            uv = np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(mesh.reshape(-1, 2), jnp.float64))).reshape(nx, ny, 2)
+        uv = velocities[k].reshape(nx, ny, 2)
         velocity = np.concatenate([uv, np.zeros((nx, ny, 1))], axis=-1)
         files.append(write_vti(folder / "double_gyre" / f"double_gyre_0_{k}.vti", {"velocity": velocity}, (0.0, 0.0), (2.0 / (nx - 1), 1.0 / (ny - 1)), time=t))
     return write_pvd(folder / "double_gyre.pvd", files, times)
@@ -116,11 +117,11 @@ def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0),
     times = np.linspace(0.0, 2.0, 21) if times is None else np.asarray(times, dtype=np.float64)
     points, tets = jittered_tet_box(shape, extent, jitter, seed)
     points = points.astype(np.float32)
-    flow = jax.jit(jax.vmap(CellularFlow(extent), in_axes=(None, 0)))
+    with jax.enable_x64(True):  # float64 (parameters too) here only, without switching the process
+        flow = jax.jit(jax.vmap(CellularFlow(extent), in_axes=(None, 0)))
+        velocities = [np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(points, jnp.float64))) for t in times]
     files = []
-    for k, t in enumerate(times):
-        with jax.enable_x64(True):  # float64 here only, without switching the whole process
-            velocity = np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(points, jnp.float64)))
+    for k, (t, velocity) in enumerate(zip(times, velocities)):
         arrays = {"velocity": velocity.astype(np.float32)}
         if extra_arrays:
             arrays["p"] = (0.5 * np.sum(velocity**2, axis=1)).astype(np.float32)
