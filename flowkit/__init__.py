@@ -9,10 +9,15 @@ from ._status import Status as Status
 from .boundaries import (
     Absorbing as Absorbing,
     Clamp as Clamp,
+    ContinuousInlet as ContinuousInlet,
+    Cylinder as Cylinder,
+    InletOutlet as InletOutlet,
+    MeshWalls as MeshWalls,
     Mixed as Mixed,
     Open as Open,
     Periodic as Periodic,
     Reflective as Reflective,
+    Sphere as Sphere,
 )
 from .fields import GridField as GridField, MeshField as MeshField
 from . import diffusion as diffusion

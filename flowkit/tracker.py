@@ -21,7 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import _dtypes
 from ._status import Status
-from .boundaries.base import AbstractBoundary
+from .boundaries.base import AbstractBoundary, Block
 from .boundaries.box import Open
 from .fields.base import AbstractField
 from .integrators.base import AbstractIntegrator
@@ -54,7 +54,23 @@ class _State(eqx.Module):
     exit_time: jax.Array
     hint: jax.Array
     """Per-particle location hints: the mesh cell each particle was last found in (-1: unknown)."""
+    generation: jax.Array
+    """Per-slot count of restarts (inlets): each generation is a separate path."""
+    lost: jax.Array
+    """Per-block count of releases that found no free slot."""
     step: jax.Array
+
+
+class _Slots(eqx.Module):
+    """Per-particle inputs that never change during a run."""
+
+    t_release: jax.Array
+    keys: jax.Array
+    """Raw PRNG keys (used by stochastic integrators and inlets, folded with the global step)."""
+    origin: jax.Array
+    """Where `grid` inlets restart each slot."""
+    index: jax.Array
+    """Global slot index (-1: padding)."""
 
 
 class _Times(eqx.Module):
@@ -81,29 +97,26 @@ def _is_due(t, t_release, dt):
     return dt * (t - t_release) >= -1e-6 * dt * dt
 
 
-def _advance_local(field, integrator, boundary, args, times, x, status, exit_time, hint, t_release, keys, step, *, saves, save_every, blocks, record_velocity):
-    """Advance this device's particles by `saves * save_every` steps; return the saved frames.
-
-    `keys` are per-particle raw PRNG keys (used only by stochastic integrators, folded with the
-    global step index so the noise does not depend on chunking, batching or sharding).
-    """
-    n = x.shape[0]
+def _advance_local(field, integrator, boundary, args, times, state: _State, slots: _Slots, *, saves, save_every, blocks, n_blocks, record_velocity):
+    """Advance this device's particles by `saves * save_every` steps; return the state and the
+    saved frames. `n_blocks` is the number of blocks on all devices together."""
+    n = state.x.shape[0]
     block = n // blocks
-    apply_boundary = jax.vmap(boundary.apply, in_axes=(0, 0, 0, None))
-    code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
+    code = lambda s: jnp.asarray(s, state.status.dtype)  # noqa: E731
+    first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
 
-    def one_step(carry, k):
-        x, status, exit_time, hint, t_rel, keys = carry
+    def one_step(carry, k, slots, block_id):
+        x, status, exit_time, hint, generation, lost = carry
         t, h = _step_times(times, k)
-        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys) if integrator.stochastic else None
+        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
         result = integrator.step_batch(field, x, t, h, args, step_keys, hint)
         x_new = result.x
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-        x_b, status_b = apply_boundary(x, x_new, status, None)
-        hint_b, inside = field.locate_batch(x_b, hint if result.hint is None else result.hint)
+        x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, hint if result.hint is None else result.hint)
         moving = (status == Status.ACTIVE) & (h != 0)
-        new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), jnp.where(moving, status_b, status)))
-        moved = moving & finite & inside
+        stopped_by_wall = status_b != Status.ACTIVE
+        new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
+        moved = moving & finite & (inside | stopped_by_wall)
         x_next = jnp.where(moved[:, None], x_b, x)
         hint = jnp.where(moved, hint_b, hint)
         t_stop = t + h
@@ -115,74 +128,83 @@ def _advance_local(field, integrator, boundary, args, times, x, status, exit_tim
             if result.t_stop is not None:
                 t_stop = jnp.where(stopped, result.t_stop, t_stop)
         exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
+        if boundary.restarts:
+            view = Block(x_next, new_status, hint, generation, x, x_new, moving, slots.origin, slots.t_release, slots.index, slots.keys, block_id, n_blocks)
+            x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
+            exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
+            generation, lost = restarted, lost + more
         # Release whoever is due by the end of this step: they start moving with the next one.
-        due = (new_status == Status.NOT_RELEASED) & _is_due(t + h, t_rel, times.dt)
+        due = (new_status == Status.NOT_RELEASED) & _is_due(t + h, slots.t_release, times.dt)
         new_status = jnp.where(due, code(Status.ACTIVE), new_status)
-        return (x_next, new_status, exit_time, hint, t_rel, keys), None
+        return (x_next, new_status, exit_time, hint, generation, lost), None
 
-    def one_save(carry, m):
-        first = step + m * save_every
-        carry, _ = jax.lax.scan(one_step, carry, first + jnp.arange(save_every, dtype=step.dtype))
-        x, status, _, hint = carry[:4]
-        t_end, h = _step_times(times, first + save_every - 1)
-        return carry, _frame(field, args, t_end + h, x, status, hint, record_velocity)
+    def run_block(inputs):
+        carry, slots, block_id = inputs
 
-    def run_block(block_state):
-        carry, frames = jax.lax.scan(one_save, block_state, jnp.arange(saves, dtype=step.dtype))
-        return carry[:4], frames
+        def one_save(carry, m):
+            first = state.step + m * save_every
+            carry, _ = jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), carry, first + jnp.arange(save_every, dtype=state.step.dtype))
+            x, status, _, hint, generation, _ = carry
+            t_end, h = _step_times(times, first + save_every - 1)
+            return carry, _frame(field, args, t_end + h, x, status, hint, generation if boundary.restarts else None, record_velocity)
+
+        return jax.lax.scan(one_save, carry, jnp.arange(saves, dtype=state.step.dtype))
 
     split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
-    (x, status, exit_time, hint), frames = jax.lax.map(run_block, tuple(split(a) for a in (x, status, exit_time, hint, t_release, keys)))
+    carry = tuple(split(a) for a in (state.x, state.status, state.exit_time, state.hint, state.generation)) + (state.lost,)
+    block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
+    carry, frames = jax.lax.map(run_block, (carry, jax.tree.map(split, slots), block_ids))
     merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
+    x, status, exit_time, hint, generation = (merge(a) for a in carry[:5])
     frames = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1).reshape((saves, n) + a.shape[3:]), frames)
-    return merge(x), merge(status), merge(exit_time), merge(hint), frames
+    return _State(x, status, exit_time, hint, generation, carry[5], state.step + saves * save_every), frames
 
 
-def _frame(field, args, t, x, status, hint, record_velocity):
+def _frame(field, args, t, x, status, hint, generation, record_velocity):
     """What one saved frame holds: positions, status, velocities (if recorded; zero where not
-    active) and the field's sampled arrays (NaN outside its domain)."""
+    active), the field's sampled arrays (NaN outside its domain) and, with restarting
+    boundaries, each slot's generation."""
     v = None
     if record_velocity:
         v, _ = field.velocity_batch(t, x, args, hint)
         v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
-    return x, status, v, field.sample_batch(t, x, hint)
+    return x, status, v, field.sample_batch(t, x, hint), generation
 
 
 @eqx.filter_jit
-def _advance(modules, times: _Times, state: _State, t_release, keys, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh):
+def _advance(modules, times: _Times, state: _State, slots: _Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
     dynamic, static = eqx.partition(modules, eqx.is_array)
+    n_blocks = blocks * (1 if mesh is None else mesh.size)
 
-    def local(dynamic, times, x, status, exit_time, hint, t_release, keys, step):
+    def local(dynamic, times, state, slots):
         field, integrator, boundary, args = eqx.combine(dynamic, static)
-        return _advance_local(field, integrator, boundary, args, times, x, status, exit_time, hint, t_release, keys, step, saves=saves, save_every=save_every, blocks=blocks, record_velocity=record_velocity)
+        return _advance_local(field, integrator, boundary, args, times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity)
 
     if mesh is None:
-        fn = local
-    else:
-        p = PartitionSpec("particles")
-        frames = PartitionSpec(None, "particles")
-        fn = jax.shard_map(
-            local,
-            mesh=mesh,
-            in_specs=(PartitionSpec(), PartitionSpec(), p, p, p, p, p, p, PartitionSpec()),
-            out_specs=(p, p, p, p, frames),
-            check_vma=False,
-        )
-    x, status, exit_time, hint, frames = fn(dynamic, times, state.x, state.status, state.exit_time, state.hint, t_release, keys, state.step)
-    return _State(x, status, exit_time, hint, state.step + saves * save_every), frames
+        return local(dynamic, times, state, slots)
+    p = PartitionSpec("particles")
+    state_spec = _State(p, p, p, p, p, p, PartitionSpec())
+    fn = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, _Slots(p, p, p, p)),
+        out_specs=(state_spec, PartitionSpec(None, "particles")),
+        check_vma=False,
+    )
+    return fn(dynamic, times, state, slots)
 
 
 @eqx.filter_jit
-def _locate_seeds(modules, t0, state: _State, *, record_velocity: bool):
+def _locate_seeds(modules, t0, state: _State, *, record_velocity: bool, restarts: bool):
     """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
     box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`. Returns the state and frame 0."""
     field, _, _, args = modules
     hint, inside = field.locate_batch(state.x, state.hint)
     status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
     exit_time = jnp.where(inside, state.exit_time, t0.astype(state.exit_time.dtype))
-    state = _State(state.x, status, exit_time, hint, state.step)
-    return state, _frame(field, args, t0, state.x, status, hint, record_velocity)
+    state = eqx.tree_at(lambda s: (s.status, s.exit_time, s.hint), state, (status, exit_time, hint))
+    return state, _frame(field, args, t0, state.x, status, hint, state.generation if restarts else None, record_velocity)
 
 
 _COMPILED: dict = {}
@@ -229,6 +251,8 @@ class RunInfo:
     n_devices: int
     compile_s: float
     run_s: float
+    lost_releases: int = 0
+    """Releases of a `ContinuousInlet` that found no free slot (give it more `slots`)."""
 
     @property
     def particle_steps_per_s(self) -> float:
@@ -251,6 +275,9 @@ def _check_pieces(field, integrator, boundary, key):
         raise ValueError(f"field: a velocity field needs {field.dim} components, this one has {field.components}")
     if integrator.stochastic and key is None:
         raise ValueError(f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)")
+    boundary = boundary.bind(field)
+    if boundary.stochastic and key is None:
+        raise ValueError(f"key: {type(boundary).__name__} draws random positions and needs a PRNG key, e.g. key=jax.random.key(0)")
     return integrator, boundary
 
 
@@ -277,6 +304,13 @@ def _time_plan(field, t0: float, t1: float, dt: float, save_every):
     n_saves = math.ceil(n_steps / save_every)
     save_steps = np.minimum(np.arange(n_saves + 1) * save_every, n_steps)
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
+
+
+def _check_origins(field, origins) -> None:
+    """`grid` inlets restart slots at their seeds projected onto the inlet: all must lie in the domain."""
+    found = np.asarray(eqx.filter_jit(field.locate_batch)(jnp.asarray(origins, field.bounds[0].dtype), jnp.full(len(origins), -1, jnp.int32))[1])
+    if not found.all():
+        raise ValueError(f"boundary: {int(np.sum(~found))} of {len(origins)} seeds project onto the inlet plane outside the domain (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
 
 
 def _particle_keys(key, start: int, count: int):
@@ -309,7 +343,8 @@ class TrackRun:
         seeds = np.asarray(seeds, dtype=np.float64)
         if seeds.ndim == 1 and seeds.shape[0] == field.dim:
             seeds = seeds[None]
-        if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] == 0:
+        spare = boundary.extra_slots
+        if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] + spare == 0:
             raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
         if not np.all(np.isfinite(seeds)):
             raise ValueError(f"seeds contain {int(np.sum(~np.all(np.isfinite(seeds), axis=1)))} non-finite positions")
@@ -318,15 +353,25 @@ class TrackRun:
         outside = np.any((seeds < lo - slack) | (seeds > hi + slack), axis=1)
         if outside.any():
             raise ValueError(f"{int(outside.sum())} of {seeds.shape[0]} seeds lie outside the field bounds lo={lo.tolist()}, hi={hi.tolist()}")
-        n = seeds.shape[0]
         if t_release is None:
-            t_release = np.full(n, t0)
+            t_release = np.full(len(seeds), t0)
         t_release = np.asarray(t_release, dtype=np.float64)
-        if t_release.shape != (n,):
-            raise ValueError(f"t_release must have shape ({n},) (one release time per seed), got {t_release.shape}")
+        if t_release.shape != (len(seeds),):
+            raise ValueError(f"t_release must have shape ({len(seeds)},) (one release time per seed), got {t_release.shape}")
         if not np.all((np.minimum(t0, t1) <= t_release) & (t_release <= np.maximum(t0, t1))):
             raise ValueError(f"t_release: every release time must lie between t0={t0} and t1={t1}")
-
+        if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
+            if dt < 0:
+                raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
+            if batch_size is not None and int(batch_size) < len(seeds) + spare:
+                raise ValueError(f"batch_size: {type(boundary).__name__} fills slots during the run, so all {len(seeds) + spare} slots must be tracked in one batch")
+            parked = np.asarray(boundary.surface.vertices[0], np.float64)
+            seeds = np.concatenate([seeds, np.repeat(parked[None], spare, axis=0)])
+            t_release = np.concatenate([t_release, np.full(spare, np.inf)])
+        n = seeds.shape[0]
+        self.origins = np.asarray(boundary.origins(seeds), np.float64)
+        if boundary.restarts and getattr(boundary, "mode", None) == "grid":
+            _check_origins(field, self.origins)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()
@@ -367,6 +412,8 @@ class TrackRun:
         self.run_times = _Times(scalar(t0), scalar(dt), scalar(t1))
         self.seeds = seeds
         self.t_release = t_release
+        self.boundary = boundary
+        self.restarts = bool(boundary.restarts)
         self._direction = direction
         self._replicated = replicated
         self.compile_s = 0.0
@@ -375,29 +422,39 @@ class TrackRun:
         return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh)
 
     def initial_state(self, start: int = 0):
-        """Device state, release times and PRNG keys of the batch of particles starting at `start`."""
+        """Device state and per-slot inputs of the batch of particles starting at `start`, and its frame 0."""
         stop = min(start + self.batch_size, self.n_particles)
         pad = self.padded_batch - (stop - start)
-        x = np.concatenate([self.seeds[start:stop], np.repeat(self.seeds[start:start + 1], pad, axis=0)])
-        t_rel = np.concatenate([self.t_release[start:stop], np.full(pad, self._direction * np.inf)])
+        padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start:start + 1], pad)])  # noqa: E731
+        x = padded(self.seeds, lambda first, k: np.repeat(first, k, axis=0))
+        t_rel = padded(self.t_release, lambda _, k: np.full(k, self._direction * np.inf))
         due = _is_due(self.t0, t_rel, self.dt)
         status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
-        exit_time = np.full(len(x), self._direction * np.inf, self.dtype)
-        state = _State(put(x.astype(self.dtype)), put(status), put(exit_time), put(np.full(len(x), -1, np.int32)), jax.device_put(np.int32(0), self._replicated))
-        state, frame = _locate_seeds(self.modules, self.run_times.t0, state, record_velocity=self.record_velocity)
-        return state, put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, len(x))), frame
+        count = len(x)
+        state = _State(
+            put(x.astype(self.dtype)), put(status), put(np.full(count, self._direction * np.inf, self.dtype)),
+            put(np.full(count, -1, np.int32)), put(np.zeros(count, np.int32)),
+            put(np.zeros(len(self.devices) * self.blocks, np.int32)), jax.device_put(np.int32(0), self._replicated),
+        )
+        state, frame = _locate_seeds(self.modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
+        slots = _Slots(
+            put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, count)),
+            put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
+            put(np.concatenate([np.arange(start, stop), np.full(pad, -1)]).astype(np.int32)),
+        )
+        return state, slots, frame
 
     def compile(self):
         """Compile (or fetch from the cache) the chunk program; returns it."""
-        state, t_rel, keys, _ = self.initial_state()
-        compiled, seconds = _compiled((self.modules, self.run_times, state, t_rel, keys), self._kwargs())
+        state, slots, _ = self.initial_state()
+        compiled, seconds = _compiled((self.modules, self.run_times, state, slots), self._kwargs())
         self.compile_s += seconds
         return compiled
 
-    def advance(self, state, t_release, keys):
-        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities, samples)`."""
-        return self.compile()(self.modules, self.run_times, state, t_release, keys)
+    def advance(self, state, slots):
+        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities, samples, generation)`."""
+        return self.compile()(self.modules, self.run_times, state, slots)
 
     def run(self):
         """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
@@ -408,22 +465,22 @@ class TrackRun:
         if self.output is not None:
             from .io.stream import ZarrTrajectoryWriter
 
-            sink = ZarrTrajectoryWriter(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.chunk_saves)
+            sink = ZarrTrajectoryWriter(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.chunk_saves, self.restarts)
         else:
-            sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity)
+            sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity, self.restarts)
         bar = _progress_bar(self.progress, n * self.n_steps)
-        outside = 0
+        outside = lost = 0
         start_time = time.perf_counter()
         for start in range(0, n, self.batch_size):
             stop = min(start + self.batch_size, n)
             count = stop - start
             particles = slice(start, stop)
-            state, t_rel, keys, frame0 = self.initial_state(start)
+            state, slots, frame0 = self.initial_state(start)
             outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
             frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
             sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
             for chunk in range(self.n_chunks):
-                state, chunk_frames = compiled(self.modules, self.run_times, state, t_rel, keys)
+                state, chunk_frames = compiled(self.modules, self.run_times, state, slots)
                 first = 1 + chunk * self.chunk_saves
                 last = min(first + self.chunk_saves, frames)
                 sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
@@ -431,32 +488,38 @@ class TrackRun:
                     steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
                     bar.update(count * steps_done)
             sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
+            lost += int(np.sum(np.asarray(state.lost)))
         run_s = time.perf_counter() - start_time
         if bar is not None:
             bar.close()
         if outside:
             warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
-        last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s)
+        if lost:
+            warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
+        last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost)
         if self.output is not None:
             return sink.open()
-        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples)
+        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation)
 
 
 class _MemorySink:
     """Host arrays for all frames (the default when nothing is streamed to disk)."""
 
-    def __init__(self, n, frames, dim, dtype, with_velocity):
+    def __init__(self, n, frames, dim, dtype, with_velocity, with_generation):
         self.positions = np.empty((frames, n, dim), dtype)
         self.status = np.empty((frames, n), np.int8)
         self.velocities = np.zeros((frames, n, dim), dtype) if with_velocity else None
+        self.generation = np.zeros((frames, n), np.int32) if with_generation else None
         self.exit_time = np.empty(n, dtype)
         self.samples = None
 
-    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None) -> None:
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None, generation=None) -> None:
         self.positions[frames, particles] = positions
         self.status[frames, particles] = status
         if self.velocities is not None:
             self.velocities[frames, particles] = velocities
+        if self.generation is not None:
+            self.generation[frames, particles] = generation
         if samples:
             if self.samples is None:
                 shape = self.positions.shape[:2]
@@ -569,15 +632,14 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     status0 = jnp.where(_is_due(t0, t_rel, dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
     field, integrator, boundary, args = _dtypes.cast_floating((field, integrator, boundary, args), dtype)
     times = _Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
-    state = _State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), jnp.full(n, -1, jnp.int32), jnp.asarray(0, jnp.int32))
-    state, first = _locate_seeds((field, integrator, boundary, args), times.t0, state, record_velocity=record_velocity)
-    x, status, exit_time, _, (xs, ss, vs, samples) = _advance_local(
-        field, integrator, boundary, args, times, state.x, state.status, state.exit_time, state.hint, t_rel,
-        jnp.asarray(_particle_keys(key, 0, n)), state.step,
-        saves=n_saves, save_every=save_every, blocks=1, record_velocity=record_velocity,
-    )
-    frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, (xs, ss, vs, samples))
-    return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, exit_time, frames[2], frames[3] or None)
+    if boundary.extra_slots:
+        raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
+    state = _State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), jnp.full(n, -1, jnp.int32), jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32))
+    state, first = _locate_seeds((field, integrator, boundary, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
+    slots = _Slots(t_rel, jnp.asarray(_particle_keys(key, 0, n)), jnp.asarray(boundary.origins(x0), dtype), jnp.arange(n, dtype=jnp.int32))
+    state, frames = _advance_local(field, integrator, boundary, args, times, state, slots, saves=n_saves, save_every=save_every, blocks=1, n_blocks=1, record_velocity=record_velocity)
+    frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
+    return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, state.exit_time, frames[2], frames[3] or None, frames[4])
 
 
 def track_ensemble(build, params, seeds, t0: float, t1: float, dt: float, integrator: AbstractIntegrator | None = None, boundary: AbstractBoundary | None = None, save_every: int = 1, *, t_release=None, args=None, key=None, record_velocity: bool = False, dtype="float32") -> Trajectory:

@@ -27,6 +27,9 @@ class Trajectory(eqx.Module):
     - `samples`: `{name: (T, N[, c])}` further arrays of the field (pressure, temperature, ...
       loaded with `read_vtk(..., sample=[...])`) interpolated at the saved positions; NaN outside
       the domain. None when the field carries none.
+    - `generation`: `(T, N)` how many times each slot has been restarted by an inlet
+      (`fk.InletOutlet`, `fk.ContinuousInlet`); each generation is a separate path with its own
+      `particle_id`. None for runs without restarts. `exit_time` then refers to a slot's last path.
     """
 
     times: Float[np.ndarray, " T"]
@@ -36,6 +39,7 @@ class Trajectory(eqx.Module):
     exit_time: Float[np.ndarray, " N"]
     velocities: Float[np.ndarray, "T N dim"] | None = None
     samples: dict | None = None
+    generation: Int[np.ndarray, "T N"] | None = None
 
     @property
     def active(self) -> np.ndarray:
@@ -45,6 +49,16 @@ class Trajectory(eqx.Module):
     @property
     def n_particles(self) -> int:
         return self.positions.shape[1]
+
+    @property
+    def particle_id(self) -> np.ndarray:
+        """`(T, N)` id of the path each slot follows at each frame: `slot + generation × N`, so a
+        restarted slot starts a new path (without restarts: the slot index)."""
+        n = self.n_particles
+        slot = np.arange(n, dtype=np.int64)
+        if self.generation is None:
+            return np.broadcast_to(slot, self.status.shape)
+        return slot + np.asarray(self.generation, np.int64) * n
 
     def status_counts(self, frame: int = -1) -> dict[str, int]:
         """Number of particles per status at one saved frame (the last by default)."""
@@ -76,6 +90,8 @@ class Trajectory(eqx.Module):
             arrays["velocities"] = self.velocities
         for name, values in (self.samples or {}).items():
             arrays[f"sample__{name}"] = values
+        if self.generation is not None:
+            arrays["generation"] = self.generation
         np.savez(path, **arrays)
         return path
 
@@ -98,7 +114,8 @@ class Trajectory(eqx.Module):
             velocities = data["velocities"] if "velocities" in data else None
             exit_time = data["exit_time"] if "exit_time" in data else np.full(n, np.inf)
             samples = {key[len("sample__"):]: data[key] for key in data.files if key.startswith("sample__")}
-            return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities, samples or None)
+            generation = data["generation"] if "generation" in data else None
+            return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities, samples or None, generation)
 
     @classmethod
     def from_xarray(cls, ds) -> "Trajectory":
@@ -107,7 +124,8 @@ class Trajectory(eqx.Module):
         positions = np.stack([ds[n].values.T for n in names], axis=-1)
         velocities = np.stack([ds[n].values.T for n in ("u", "v", "w")[: len(names)]], axis=-1) if "u" in ds else None
         samples = {name: np.swapaxes(ds[name].values, 0, 1) for name in ds.data_vars if ds[name].attrs.get("flowkit_role") == "sample"}
-        return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities, samples or None)
+        generation = ds["generation"].values.T if "generation" in ds else None
+        return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities, samples or None, generation)
 
     def to_xarray(self, spherical: bool = False):
         """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`).
@@ -137,6 +155,9 @@ class Trajectory(eqx.Module):
         for name, values in (self.samples or {}).items():
             dims = ("trajectory", "obs") + (f"{name}_component",) * (values.ndim - 2)
             data_vars[name] = (dims, np.swapaxes(values, 0, 1), {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"})
+        if self.generation is not None:
+            data_vars["generation"] = (("trajectory", "obs"), np.asarray(self.generation).T, {"comment": "restarts of the slot by an inlet; each generation is a separate path"})
+            data_vars["particle_id"] = (("trajectory", "obs"), self.particle_id.T, {"comment": "id of the path: slot + generation * n_slots"})
         coords = {
             "time": (("obs",), self.times, {"standard_name": "time", "units": "1"}),
             "trajectory": (("trajectory",), np.arange(self.n_particles), {"cf_role": "trajectory_id"}),

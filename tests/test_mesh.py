@@ -173,10 +173,10 @@ def test_mesh_run_compiles_once_and_needs_no_host_traffic():
     run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), None, 5, batch_size=40)
     run.compile()
     before = fk.tracker.compile_count()
-    state, t_release, keys, _ = run.initial_state()
+    state, slots, _ = run.initial_state()
     with jax.transfer_guard("disallow"):
-        state, frames = run.advance(state, t_release, keys)
-        state, frames = run.advance(state, t_release, keys)
+        state, frames = run.advance(state, slots)
+        state, frames = run.advance(state, slots)
     traj = run.run()  # three batches of 40 (the last padded), several chunks
     assert fk.tracker.compile_count() == before
     assert traj.positions.shape == (21, 100, 3) and (traj.status[-1] == fk.Status.ACTIVE).all()

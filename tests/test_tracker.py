@@ -59,10 +59,10 @@ def test_chunk_runs_without_host_transfers(gyre_grid):
     seeds = fk.seeding.uniform_grid((20, 10), gyre_grid.bounds)
     run = fk.tracker.TrackRun(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8)
     compiled = run.compile()
-    state, t_release, keys, _ = run.initial_state()
+    state, slots, _ = run.initial_state()
     with jax.transfer_guard("disallow"):
         for _ in range(run.n_chunks):
-            state, (xs, ss, _, _) = compiled(run.modules, run.run_times, state, t_release, keys)
+            state, (xs, ss, _, _, _) = compiled(run.modules, run.run_times, state, slots)
         jax.block_until_ready(state)
     assert xs.shape == (8, run.padded_batch, 2)
     reference = fk.track(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5)

@@ -1,6 +1,6 @@
-"""Boundaries applied to particles after every step."""
+"""Boundaries applied to particles after every step: walls, round domains, mesh walls, inlets."""
 
-from .base import AbstractBoundary as AbstractBoundary
+from .base import AbstractBoundary as AbstractBoundary, Block as Block
 from .box import (
     MODES as MODES,
     AbstractBox as AbstractBox,
@@ -12,3 +12,8 @@ from .box import (
     Periodic as Periodic,
     Reflective as Reflective,
 )
+from .compose import Composed as Composed, compose as compose
+from .inlet import ContinuousInlet as ContinuousInlet, InletOutlet as InletOutlet
+from .mesh import MeshWalls as MeshWalls
+from .regions import InletSurface as InletSurface, Plane as Plane
+from .shapes import Cylinder as Cylinder, Sphere as Sphere

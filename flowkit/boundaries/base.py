@@ -1,24 +1,89 @@
-"""The boundary contract: what happens to a particle after each step."""
+"""The boundary contract: what happens to particles after each step."""
 
-import abc
 from typing import ClassVar
 
 import equinox as eqx
+import jax
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Position, StatusCode
+
+
+class Block(eqx.Module):
+    """One block of particles at the end of a step, as a restarting boundary sees it.
+
+    `x`, `status`, `hint`, `generation` are the outcome of the step (walls applied, statuses
+    set); `x_prev` is where the step began and `x_step` where the integrator put it, before any
+    wall. `moving` marks the particles that took this step. `origin` are the slots' seed
+    positions (projected onto the inlet where a boundary asks for that), `index` the slots'
+    global indices (-1 for padding), `keys` their raw PRNG keys, `block` this block's number
+    among `n_blocks`.
+    """
+
+    x: Float[Array, "n dim"]
+    status: Int[Array, " n"]
+    hint: Int[Array, " n"]
+    generation: Int[Array, " n"]
+    x_prev: Float[Array, "n dim"]
+    x_step: Float[Array, "n dim"]
+    moving: Bool[Array, " n"]
+    origin: Float[Array, "n dim"]
+    t_release: Float[Array, " n"]
+    index: Int[Array, " n"]
+    keys: Array
+    block: Int[Array, ""]
+    n_blocks: int = eqx.field(static=True)
 
 
 class AbstractBoundary(eqx.Module):
     """Applied to every particle after every step, inside the compiled program.
 
-    `apply(x_prev, x_next, status, key) -> (x, status)` for ONE particle (the tracker vmaps it).
-    It may move the particle (wrap, reflect, clamp) or change its status (absorb); it must never
-    need a Python branch on values. Only active particles' results are used.
+    Three levels, each with a default, so a boundary overrides only what it needs:
+
+    - `apply(x_prev, x_next, status, key) -> (x, status)` for ONE particle: walls that need no
+      neighbour and no field (wrap, reflect, clamp, absorb on a box or a sphere).
+    - `apply_batch(field, x_prev, x_next, status, hint) -> (x, status, hint, inside)` for a block:
+      by default `apply` vmapped, then the field's `locate_batch`. Mesh walls override it to use
+      the cell walk.
+    - `restart(field, args, t, h, step, block) -> (x, status, hint, generation, lost)` at the end
+      of the step `[t, t + h]` (global step number `step`): put particles back
+      (inlets); a restarted slot gets `generation + 1`, so outputs start a new path. `lost` counts
+      the releases that found no free slot in the block. Called only when `restarts` is true.
+
+    `bind(field)` turns names into geometry (`"xmin"` into a plane of the field's box, a mesh's
+    boundary faces into an inlet surface) once, on the host, before compiling. Boundaries never
+    need a Python branch on values, and the particle count never changes.
     """
 
     stochastic: ClassVar[bool] = False
-    """Whether `apply` needs a PRNG key; the tracker passes `key=None` when it does not."""
+    """Whether `restart` draws random numbers (the run then needs a PRNG `key`)."""
+    restarts: ClassVar[bool] = False
+    """Whether `restart` may put particles back (the tracker then saves each slot's generation)."""
 
-    @abc.abstractmethod
     def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
         """New position and status of a particle that stepped from `x_prev` to `x_next`."""
+        return x_next, status
+
+    def apply_batch(self, field, x_prev, x_next, status, hint):
+        """`(x, status, hint, inside)` of a block of particles after their step."""
+        x, status = jax.vmap(self.apply, in_axes=(0, 0, 0, None))(x_prev, x_next, status, None)
+        hint, inside = field.locate_batch(x, hint)
+        return x, status, hint, inside
+
+    def restart(self, field, args, t, h, step, block: Block):
+        """Particles put back at the end of the step `[t, t + h]`: `(x, status, hint, generation, lost)`."""
+        return block.x, block.status, block.hint, block.generation, 0
+
+    def bind(self, field) -> "AbstractBoundary":
+        """This boundary with its geometry resolved against `field` (host side, before compiling)."""
+        return self
+
+    def origins(self, seeds: np.ndarray) -> np.ndarray:
+        """Where each slot restarts in `grid` mode: its seed by default."""
+        return seeds
+
+    @property
+    def extra_slots(self) -> int:
+        """Spare slots the tracker appends after the seeds, for particles released later."""
+        return 0

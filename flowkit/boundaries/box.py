@@ -116,6 +116,3 @@ class Mixed(AbstractBox):
 
 class Open(AbstractBoundary):
     """No walls: particles move freely; only the field's own domain limits them."""
-
-    def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
-        return x_next, status

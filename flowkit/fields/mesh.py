@@ -296,6 +296,48 @@ class MeshField(AbstractField):
         _, cell, found, xi = jax.lax.while_loop(cond, body, (~found, cell, found, xi))
         return cell, found, xi
 
+    # -- faces ------------------------------------------------------------------------------
+
+    def _face_table(self) -> np.ndarray:
+        """`(K, F, 4)` local node indices of each kind's faces (a triangle repeats its last node,
+        an edge in 2-D its ends; unused face slots repeat face 0)."""
+        faces = self.neighbours.shape[1]
+        table = np.zeros((len(self.kinds), faces, 4), dtype=np.int64)
+        for k, name in enumerate(self.kinds):
+            kind_faces = _cells.KINDS[name].faces
+            for f in range(faces):
+                face = kind_faces[f if f < len(kind_faces) else 0]
+                table[k, f] = list(face) + [face[-1]] * (4 - len(face))
+        return table
+
+    def face_planes(self, cell, face):
+        """`(centre, normal)` of face `face` of each `cell`: a point on it and its outward unit
+        normal (a quad's from its diagonals, so a warped quad gets its mean plane)."""
+        table = jnp.asarray(self._face_table(), jnp.int32)
+        kind = jnp.zeros_like(cell) if self.kind_of_cell is None else self.kind_of_cell[cell]
+        local = table[kind, face]  # (n, 4)
+        nodes = jnp.take_along_axis(self.nodes[cell], local, axis=1)
+        corners = self.points[nodes]  # (n, 4, dim)
+        centre = jnp.mean(corners, axis=1)
+        if self.dim == 2:
+            edge = corners[:, 1] - corners[:, 0]
+            normal = jnp.stack([edge[:, 1], -edge[:, 0]], axis=-1)
+        else:
+            normal = jnp.cross(corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1])
+        inward = jnp.mean(self.points[self.nodes[cell]], axis=1) - centre  # toward a point inside the cell
+        normal = jnp.where(jnp.sum(normal * inward, axis=1, keepdims=True) > 0, -normal, normal)
+        return centre, normal / jnp.linalg.norm(normal, axis=1, keepdims=True)
+
+    def boundary_faces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The faces on the mesh boundary (host side): `(cell, face, nodes)` with `nodes` the
+        `(B, 4)` node ids of each face (padded as in `face_planes`)."""
+        neighbours = np.asarray(self.neighbours)
+        kind = np.zeros(self.n_cells, np.int64) if self.kind_of_cell is None else np.asarray(self.kind_of_cell)
+        real = np.array([[f < len(_cells.KINDS[name].faces) for f in range(neighbours.shape[1])] for name in self.kinds])
+        cell, face = np.nonzero((neighbours < 0) & real[kind])
+        local = self._face_table()[kind[cell], face]
+        return cell, face, np.take_along_axis(np.asarray(self.nodes)[cell], local, axis=1)
+
     # -- values -----------------------------------------------------------------------------
 
     def _interpolate(self, table, t, cell, x, xi, per_cell: bool = False):

@@ -16,7 +16,7 @@ from .._status import Status
 class ZarrTrajectoryWriter:
     """Creates the store for `n` particles at `times` and writes regions of it."""
 
-    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, frames_per_chunk: int):
+    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, frames_per_chunk: int, with_generation: bool = False):
         import zarr
 
         self.path = Path(path)
@@ -38,15 +38,18 @@ class ZarrTrajectoryWriter:
         self.samples = {}
         self.positions = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"standard_name": standard[name], "units": "1"}) for name in names]
         self.status = array("status", (n, len(times)), (rows, cols), np.int8, ["trajectory", "obs"], {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)})
+        self.generation = array("generation", (n, len(times)), (rows, cols), np.int32, ["trajectory", "obs"], {"comment": "restarts of the slot by an inlet; each generation is a separate path"}) if with_generation else None
         self.velocities = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"}) for name in ["u", "v", "w"][:dim]] if with_velocity else []
         array("time", (len(times),), (len(times),), dtype, ["obs"], {"standard_name": "time", "units": "1"})[:] = np.asarray(times, dtype=dtype)
         array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(n)
         array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
         self.exit_time = array("exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"})
 
-    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None) -> None:
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None, generation=None) -> None:
         """Frames `frames` of particles `particles`: positions `(F, P, d)`, status `(F, P)`,
-        velocities `(F, P, d)`, sampled arrays `{name: (F, P[, c])}`."""
+        velocities `(F, P, d)`, sampled arrays `{name: (F, P[, c])}`, generations `(F, P)`."""
+        if self.generation is not None:
+            self.generation[particles, frames] = np.asarray(generation).T
         for axis, target in enumerate(self.positions):
             target[particles, frames] = np.asarray(positions[..., axis]).T
         self.status[particles, frames] = np.asarray(status).T.astype(np.int8)

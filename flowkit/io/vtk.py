@@ -4,6 +4,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._status import Status
+
 
 def write_vti(path, arrays: dict, origin, spacing, time: float | None = None) -> Path:
     """Write point data on a regular grid as a `.vti` (`vtkImageData`, compressed XML).
@@ -112,27 +114,36 @@ def _write_polydata(poly, path: Path) -> Path:
 
 
 def write_pathlines_vtp(traj, path) -> Path:
-    """One polyline per particle through all its saved positions (`.vtp`, for ParaView).
+    """One polyline per path through its saved positions (`.vtp`, for ParaView).
 
-    Point arrays: `time`, `particle_id`, `status` (a stopped particle's line ends in repeated
-    points with its stop status; threshold on `status == 0` to see only active motion),
-    `velocity` when recorded, and every sampled array (`Trajectory.samples`) under its name.
+    A path is a particle, or with inlets (`Trajectory.generation`) one life of a slot: a slot
+    restarted on the inlet begins a new polyline, so no line jumps from the outlet back to the
+    inlet (spare slots never released draw nothing). Point arrays: `time`, `particle_id`,
+    `status` (a stopped particle's line ends in repeated points with its stop status; threshold
+    on `status == 0` to see only active motion), `velocity` when recorded, and every sampled
+    array (`Trajectory.samples`) under its name.
     """
     positions = np.asarray(traj.positions)
     n_frames, n, dim = positions.shape
-    points = np.swapaxes(positions, 0, 1).reshape(-1, dim)  # particle-major: each line contiguous
-    arrays = {
-        "time": np.tile(np.asarray(traj.times, dtype=np.float64), n),
-        "particle_id": np.repeat(np.arange(n, dtype=np.int64), n_frames),
-        "status": np.swapaxes(np.asarray(traj.status), 0, 1).reshape(-1).astype(np.int32),
-    }
+    major = lambda a: np.swapaxes(np.asarray(a), 0, 1).reshape((n * n_frames,) + np.shape(a)[2:])  # noqa: E731  particle-major
+    ids = major(traj.particle_id)
+    status = major(traj.status).astype(np.int32)
+    arrays = {"time": np.tile(np.asarray(traj.times, dtype=np.float64), n), "particle_id": ids, "status": status}
     if traj.velocities is not None:
-        arrays["velocity"] = np.swapaxes(np.asarray(traj.velocities), 0, 1).reshape(-1, dim)
+        arrays["velocity"] = major(traj.velocities)
     for name, values in (traj.samples or {}).items():
-        values = np.swapaxes(np.asarray(values), 0, 1)
-        arrays[name] = values.reshape((n * n_frames,) + values.shape[2:])
-    offsets = np.arange(n + 1, dtype=np.int64) * n_frames
-    return _write_polydata(_polydata(points, arrays, lines=(offsets, np.arange(n * n_frames, dtype=np.int64))), Path(path))
+        arrays[name] = major(values)
+    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    keep = np.ones(n * n_frames, bool)
+    if traj.generation is not None:  # drop lives that never started (spare slots still waiting)
+        idle = np.maximum.reduceat((status != Status.NOT_RELEASED).astype(np.int8), starts) == 0
+        keep = np.repeat(~idle, np.diff(np.append(starts, n * n_frames)))
+        starts = np.flatnonzero(np.concatenate([[True], ids[keep][1:] != ids[keep][:-1]])) if keep.any() else np.zeros(0, np.int64)
+    count = int(keep.sum())
+    offsets = np.append(starts, count).astype(np.int64)
+    points = major(positions)[keep]
+    arrays = {name: values[keep] for name, values in arrays.items()}
+    return _write_polydata(_polydata(points, arrays, lines=(offsets, np.arange(count, dtype=np.int64))), Path(path))
 
 
 def write_particle_clouds_pvd(traj, path) -> Path:
@@ -147,7 +158,7 @@ def write_particle_clouds_pvd(traj, path) -> Path:
     n = traj.positions.shape[1]
     files = []
     for k in range(len(traj.times)):
-        arrays = {"particle_id": np.arange(n, dtype=np.int64), "status": np.asarray(traj.status[k]).astype(np.int32)}
+        arrays = {"particle_id": np.asarray(traj.particle_id[k]), "status": np.asarray(traj.status[k]).astype(np.int32)}
         if traj.velocities is not None:
             arrays["velocity"] = np.asarray(traj.velocities[k])
         for name, values in (traj.samples or {}).items():

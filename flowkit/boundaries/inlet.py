@@ -1,0 +1,253 @@
+"""Inlets: particles put back into the domain inside the compiled step, with fixed shapes.
+
+- `InletOutlet`: a particle whose step leaves through the outlet restarts on the inlet in the
+  same step; the particle count never changes.
+- `ContinuousInlet`: particles are released on the inlet at a rate (or in pulses) into free
+  slots: slots never used yet (`extra_slots`) and slots whose particle has stopped.
+
+A restarted slot's `generation` goes up by one, so outputs start a new path (a new
+`particle_id`) instead of drawing a line from the outlet back to the inlet. Where a particle is
+put: `grid` (its own seed, projected onto the inlet: the seed pattern is kept), `random`
+(uniform on the inlet), `flux` (in proportion to the inflow through the inlet at that time).
+Random draws come from each slot's PRNG key folded with the global step, so they do not depend
+on chunking, blocking or sharding.
+"""
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._status import Status
+from .base import AbstractBoundary, Block
+from .box import Open
+from .regions import InletSurface, Plane, inlet_surface, plane
+
+INLET_MODES = ("grid", "random", "flux")
+_SALT = 0x1B7E7  # decorrelates the inlet's draws from an integrator's noise on the same keys
+
+
+def _uniforms(block: Block, step, count: int):
+    def one(key):
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(key), step), _SALT)
+        return jax.random.uniform(key, (count,), dtype=block.x.dtype)
+
+    return jax.vmap(one)(block.keys)
+
+
+def walls_for(field, walls) -> AbstractBoundary:
+    """The wall boundary named `walls` for `field`: mesh walls on a `MeshField`, box walls otherwise."""
+    from .box import Absorbing, Clamp, Reflective
+    from .mesh import MeshWalls
+
+    if isinstance(walls, AbstractBoundary):
+        return walls.bind(field)
+    if walls in (None, "open"):
+        return Open()
+    if hasattr(field, "boundary_faces"):
+        return MeshWalls(walls).bind(field)
+    box = {"reflect": Reflective, "absorb": Absorbing, "stick": Absorbing, "slip": Clamp}
+    if walls not in box:
+        raise ValueError(f"walls must be one of {sorted(box) + ['open']} or a boundary, got {walls!r}")
+    return box[walls](field.bounds)
+
+
+class AbstractInlet(AbstractBoundary):
+    """Shared by the inlets: the surface, the placement mode and the walls elsewhere."""
+
+    inlet: Plane | str
+    walls: AbstractBoundary | str | None
+    surface: InletSurface | None
+    mode: str = eqx.field(static=True)
+    resolution: int = eqx.field(static=True)
+
+    restarts: ClassVar[bool] = True
+
+    @property
+    def stochastic(self) -> bool:
+        return self.mode != "grid"
+
+    def _bound(self, field, **changes):
+        inlet = plane(self.inlet, field.bounds)
+        surface = inlet_surface(field, inlet, self.resolution, "inlet")
+        out = eqx.tree_at(lambda b: (b.inlet, b.walls, b.surface), self, (inlet, walls_for(field, self.walls), surface), is_leaf=lambda x: x is None or isinstance(x, str))
+        for name, value in changes.items():
+            out = eqx.tree_at(lambda b: getattr(b, name), out, value, is_leaf=lambda x: x is None or isinstance(x, str))
+        return out
+
+    def apply_batch(self, field, x_prev, x_next, status, hint):
+        return self.walls.apply_batch(field, x_prev, x_next, status, hint)
+
+    def origins(self, seeds):
+        """Seeds projected onto the inlet plane (NumPy or JAX): where `grid` mode restarts each slot."""
+        if not isinstance(self.inlet, Plane):
+            return seeds
+        xp = jnp if isinstance(seeds, jax.Array) else np
+        normal, point = xp.asarray(self.inlet.normal, seeds.dtype), xp.asarray(self.inlet.point, seeds.dtype)
+        projected = seeds - ((seeds - point) @ normal)[:, None] * normal
+        axis = int(np.argmax(np.abs(np.asarray(self.inlet.normal))))
+        if abs(abs(float(self.inlet.normal[axis])) - 1) < 1e-12:  # axis-aligned: exactly on the plane
+            projected = xp.where(xp.arange(seeds.shape[1]) == axis, point[axis], projected)
+        return projected
+
+    def _place(self, field, args, t, step, block: Block):
+        """New positions and hints for every row (used where a restart happens)."""
+        if self.mode == "grid":
+            hint, _ = field.locate_batch(block.origin, jnp.full_like(block.hint, -1))
+            return block.origin, hint
+        u = _uniforms(block, step, block.x.shape[1] + 3)
+        inflow = self.surface.normal_speed(field, args, t) if self.mode == "flux" else None
+        return self.surface.draw(u, inflow)
+
+
+def _check_mode(mode, allowed=INLET_MODES):
+    if mode not in allowed:
+        raise ValueError(f"mode must be one of {allowed}, got {mode!r}")
+    return str(mode)
+
+
+class InletOutlet(AbstractInlet):
+    """Particles leaving through `outlet` restart on `inlet` in the same step.
+
+    **Arguments:**
+
+    - `inlet`, `outlet`: a side of the field's box (`"xmin"`, `"xmax"`, ...), a `Plane`, or
+      `{point, normal[, lo, hi]}` with the normal pointing out of the domain. On a `MeshField`
+      the inlet is the mesh's boundary faces on that plane (e.g. the disc of a pipe's end).
+    - `mode`: `grid` (each slot returns to its own seed, projected onto the inlet plane),
+      `random` (uniform over the inlet), `flux` (in proportion to the inflow `u · n` there).
+    - `walls`: what the rest of the boundary does: `"reflect"`, `"absorb"`/`"stick"`,
+      `"slip"`, `"open"` (mesh walls on a `MeshField`, box walls otherwise) or any boundary.
+    - `resolution`: simplices per side covering a box face (fields without a mesh; `flux` is
+      exact for velocities linear over each).
+    """
+
+    outlet: Plane | str
+
+    def __init__(self, inlet="xmin", outlet="xmax", mode: str = "grid", walls="open", resolution: int = 32):
+        self.inlet, self.outlet = inlet, outlet
+        self.mode = _check_mode(mode)
+        self.walls = walls
+        self.surface = None
+        self.resolution = int(resolution)
+
+    def bind(self, field) -> "InletOutlet":
+        return self._bound(field, outlet=plane(self.outlet, field.bounds))
+
+    def restart(self, field, args, t, h, step, block: Block):
+        tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(block.x.dtype)
+        leaving = block.moving & self.outlet.crossed(block.x_prev, block.x_step, tolerance)
+
+        def put_back(_):
+            x_new, hint_new = self._place(field, args, t + h, step, block)
+            return (
+                jnp.where(leaving[:, None], x_new, block.x),
+                jnp.where(leaving, jnp.asarray(Status.ACTIVE, block.status.dtype), block.status),
+                jnp.where(leaving, hint_new, block.hint),
+                block.generation + leaving.astype(block.generation.dtype),
+            )
+
+        unchanged = (block.x, block.status, block.hint, block.generation)
+        return (*jax.lax.cond(jnp.any(leaving), put_back, lambda _: unchanged, None), jnp.zeros((), jnp.int32))
+
+
+class ContinuousInlet(AbstractInlet):
+    """Particles released on `inlet` at `rate` per unit time, or `per_pulse` at each of `pulses`.
+
+    Each release takes a free slot: one of the `slots` spare slots appended after the seeds, or
+    a slot whose particle has stopped (left the domain, absorbed, ...), which then starts a new
+    path. Memory is fixed: give `slots` for the most particles alive at once. A release that
+    finds no free slot is counted (`RunInfo.lost_releases`) and reported, never silently lost.
+    Releases due in a step appear on the inlet at its end and move from the next step on.
+
+    **Arguments:**
+
+    - `inlet`: as for `InletOutlet`; `mode`: `random` or `flux` (grid needs a seed per slot).
+    - `rate`: particles per unit time from `t_start` (default 0) to `t_stop` (default: never
+      stop); or `pulses`: release times, `per_pulse` particles at each.
+    - `slots`: spare slots appended after the seeds.
+    - `walls`: as for `InletOutlet`; `outlet`: optionally a plane through which particles
+      leave (they stop as `OUT_OF_DOMAIN`, freeing their slot).
+    """
+
+    rate: float | None = eqx.field(static=True)
+    t_start: float = eqx.field(static=True)
+    t_stop: float | None = eqx.field(static=True)
+    pulses: tuple[float, ...] | None = eqx.field(static=True)
+    per_pulse: int = eqx.field(static=True)
+    slots: int = eqx.field(static=True)
+    outlet: Plane | str | None
+
+    def __init__(self, inlet="xmin", rate: float | None = None, *, pulses: Sequence[float] | None = None, per_pulse: int = 0, slots: int = 1000, mode: str = "random", t_start: float = 0.0, t_stop: float | None = None, walls="open", outlet=None, resolution: int = 32):
+        self.inlet, self.outlet = inlet, outlet
+        self.mode = _check_mode(mode, ("random", "flux"))
+        if (rate is None) == (pulses is None):
+            raise ValueError("ContinuousInlet: give either rate (particles per unit time) or pulses (release times)")
+        if rate is not None and not (np.isfinite(rate) and rate > 0):
+            raise ValueError(f"ContinuousInlet: rate must be a positive number, got {rate}")
+        if pulses is not None:
+            pulses = tuple(sorted(float(p) for p in pulses))
+            if not pulses or int(per_pulse) < 1:
+                raise ValueError(f"ContinuousInlet: pulses need at least one time and per_pulse >= 1, got {pulses} and {per_pulse}")
+        if int(slots) < 1:
+            raise ValueError(f"ContinuousInlet: slots must be positive, got {slots}")
+        self.rate = None if rate is None else float(rate)
+        self.pulses, self.per_pulse = pulses, int(per_pulse)
+        self.t_start = float(t_start)
+        self.t_stop = None if t_stop is None else float(t_stop)
+        self.slots = int(slots)
+        self.walls = walls
+        self.surface = None
+        self.resolution = int(resolution)
+
+    @property
+    def extra_slots(self) -> int:
+        return self.slots
+
+    def bind(self, field) -> "ContinuousInlet":
+        return self._bound(field, outlet=None if self.outlet is None else plane(self.outlet, field.bounds))
+
+    def apply_batch(self, field, x_prev, x_next, status, hint):
+        x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint)
+        if self.outlet is None:
+            return x, status_b, hint_b, inside
+        tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(x.dtype)
+        gone = (status == Status.ACTIVE) & self.outlet.crossed(x_prev, x_next, tolerance)
+        out = jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype)
+        return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), jnp.where(gone, hint, hint_b), inside | gone
+
+    def released_before(self, t):
+        """How many releases are due strictly before time `t` (traced or not)."""
+        if self.pulses is not None:
+            return self.per_pulse * jnp.searchsorted(jnp.asarray(self.pulses, jnp.result_type(t)), t, side="left").astype(jnp.int32)
+        cap = 2**30 if self.t_stop is None else int(np.ceil((self.t_stop - self.t_start) * self.rate))
+        count = jnp.ceil((t - self.t_start) * self.rate)
+        return jnp.clip(count, 0, cap).astype(jnp.int32)
+
+    def restart(self, field, args, t, h, step, block: Block):
+        b, n_blocks = block.block, block.n_blocks
+
+        def share(total):  # releases 0..total-1 go to blocks round-robin: release k to block k % n_blocks
+            return jnp.maximum((total - b + n_blocks - 1) // n_blocks, 0)
+
+        due = share(self.released_before(t + h)) - share(self.released_before(t))
+        waiting = (block.status == Status.NOT_RELEASED) & jnp.isfinite(block.t_release)
+        free = (block.index >= 0) & (block.status != Status.ACTIVE) & ~waiting
+        rank = jnp.cumsum(free) - 1
+        born = free & (rank < due)
+        lost = jnp.maximum(due - jnp.sum(free), 0).astype(jnp.int32)
+
+        def release(_):
+            x_new, hint_new = self._place(field, args, t + h, step, block)
+            return (
+                jnp.where(born[:, None], x_new, block.x),
+                jnp.where(born, jnp.asarray(Status.ACTIVE, block.status.dtype), block.status),
+                jnp.where(born, hint_new, block.hint),
+                block.generation + born.astype(block.generation.dtype),
+            )
+
+        unchanged = (block.x, block.status, block.hint, block.generation)
+        return (*jax.lax.cond(due > 0, release, lambda _: unchanged, None), lost)

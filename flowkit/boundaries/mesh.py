@@ -1,0 +1,98 @@
+"""Walls of an unstructured mesh: what a particle does when its step would leave through a face.
+
+The step's end point is located by the mesh's own walk; for a point outside, the walk stops in
+the boundary cell it left through, and the most violated face of that cell is the wall it
+crossed. Its plane (centre and outward normal) comes from the face's nodes. No search over
+faces or cells happens: the geometry is the walk's.
+"""
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._status import Status
+from .base import AbstractBoundary
+from .regions import Plane, plane
+
+WALL_MODES = ("reflect", "slip", "absorb", "stick")
+
+
+class MeshWalls(AbstractBoundary):
+    """The walls of a `MeshField`'s domain.
+
+    - `reflect`: specular reflection on the wall's plane (the displacement beyond the wall is
+      mirrored); repeated, up to `max_bounces` times, while the mirrored point is still outside
+      (corners, a second wall).
+    - `slip`: the point is projected onto the wall (just inside): the particle slides along it.
+    - `absorb` / `stick`: the particle stops where its step met the wall, status `ABSORBED`.
+
+    Faces on an `open` region (a side name, a `Plane`, or `{point, normal[, lo, hi]}`) are not
+    walls: particles leave through them and are marked `OUT_OF_DOMAIN`. A reflected or slipped
+    particle still outside after `max_bounces` (a step much longer than the cells, or a
+    non-convex corner) stays where its step began.
+    """
+
+    mode: str = eqx.field(static=True)
+    open: tuple[Plane | str, ...]
+    max_bounces: int = eqx.field(static=True)
+
+    def __init__(self, mode: str = "reflect", open: Sequence = (), max_bounces: int = 4):
+        if mode not in WALL_MODES:
+            raise ValueError(f"MeshWalls: mode must be one of {WALL_MODES}, got {mode!r}")
+        self.mode = str(mode)
+        self.open = tuple([open] if isinstance(open, (str, Plane)) else open)
+        self.max_bounces = int(max_bounces)
+
+    def bind(self, field) -> "MeshWalls":
+        if not hasattr(field, "face_planes"):
+            raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
+        resolved = tuple(plane(region, field.bounds) for region in self.open)
+        return eqx.tree_at(lambda b: b.open, self, resolved)
+
+    def _wall(self, field, cell, x):
+        """For points outside the mesh: the face their walk stopped at, its plane, and whether
+        it is a wall (a boundary face on no open region)."""
+        _, _, violation = field._coords(cell, x)
+        face = jnp.argmax(violation, axis=1)
+        across = jnp.take_along_axis(field.neighbours[cell], face[:, None], axis=1)[:, 0]
+        centre, normal = field.face_planes(cell, face)
+        tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(x.dtype)
+        is_open = jnp.zeros(x.shape[0], bool)
+        for region in self.open:
+            is_open = is_open | region.holds(centre, normal, tolerance)
+        return centre, normal, (across < 0) & ~is_open
+
+    def apply_batch(self, field, x_prev, x_next, status, hint):
+        cell, inside = field.locate_batch(x_next, hint)
+        active = status == Status.ACTIVE
+        if self.mode in ("absorb", "stick"):
+            centre, normal, wall = self._wall(field, cell, x_next)
+            hit = active & ~inside & wall
+            step = x_next - x_prev
+            along = jnp.sum(step * normal, axis=1)
+            s = jnp.clip(jnp.sum((centre - x_prev) * normal, axis=1) / jnp.where(along == 0, 1, along), 0, 1)
+            x = jnp.where(hit[:, None], x_prev + s[:, None] * step, x_next)
+            absorbed = jnp.asarray(Status.ABSORBED, status.dtype)
+            return x, jnp.where(hit, absorbed, status), jnp.where(hit, hint, cell), inside | hit
+
+        nudge = 64 * jnp.finfo(x_next.dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(x_next.dtype)
+
+        def bounce(carry):
+            i, x, cell, inside, hit, pending = carry
+            centre, normal, wall = self._wall(field, cell, x)
+            depth = jnp.sum((x - centre) * normal, axis=1, keepdims=True)
+            moved = x - (2 * depth if self.mode == "reflect" else depth + nudge) * normal
+            turn = pending & wall
+            x = jnp.where(turn[:, None], moved, x)
+            cell, inside = field.locate_batch(x, cell)
+            return i + 1, x, cell, inside, hit | turn, turn & ~inside
+
+        def more(carry):
+            return (carry[0] < self.max_bounces) & jnp.any(carry[5])
+
+        pending = active & ~inside
+        _, x, cell, inside, hit, _ = jax.lax.while_loop(more, bounce, (0, x_next, cell, inside, jnp.zeros_like(inside), pending))
+        stuck = hit & ~inside  # still outside after the bounces: stay where the step began
+        return jnp.where(stuck[:, None], x_prev, x), status, jnp.where(stuck, hint, cell), inside | stuck
