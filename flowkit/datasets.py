@@ -129,24 +129,73 @@ def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0),
     return write_pvd(folder / f"{name}.pvd", files, times)
 
 
+def pipe_mesh(n_axial: int = 41, n_across: int = 13, length: float = 4.0, radius: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """A tetrahedral mesh of a circular pipe along x, `[0, length] × disc(radius)`: `(points, tets)`.
+
+    A `jittered_tet_box` lattice (no jitter) of the square `[-1, 1]²` cross-section is mapped
+    onto the disc by the elliptical grid map `(u, v) -> (u sqrt(1 - v²/2), v sqrt(1 - u²/2))`,
+    so the square's edges land on the circle: the pipe wall is the mesh boundary, and the inlet
+    (x = 0) and outlet (x = length) are flat discs of triangles.
+    """
+    points, tets = jittered_tet_box((n_axial, n_across, n_across), (length, 2.0, 2.0), jitter=0.0)
+    u, v = points[:, 1] - 1.0, points[:, 2] - 1.0
+    points = np.stack([points[:, 0], radius * u * np.sqrt(1 - v**2 / 2), radius * v * np.sqrt(1 - u**2 / 2)], axis=1)
+    return points, tets
+
+
+def poiseuille(points, radius: float = 0.5, speed: float = 1.0) -> np.ndarray:
+    """Laminar pipe flow along x, `u = speed (1 - r²/radius²)`, at `(P, 3)` points (zero on the wall)."""
+    r2 = points[:, 1] ** 2 + points[:, 2] ** 2
+    velocity = np.zeros_like(points, dtype=np.float64)
+    velocity[:, 0] = speed * np.clip(1 - r2 / radius**2, 0, None)
+    return velocity
+
+
+def _cache_root(cache_dir) -> Path:
+    import os
+
+    return Path(cache_dir or os.environ.get("FLOWKIT_DATA") or Path.home() / ".cache" / "flowkit" / "datasets").expanduser()
+
+
 def sample_vtk(cache_dir=None) -> Path:
     """The embedded sample CFD data set, generated on first use into a cache directory
     (`$FLOWKIT_DATA`, else `~/.cache/flowkit/datasets`): `CellularFlow` on a 21×21×21-point
     jittered tetrahedral mesh (40 000 tetrahedra) at 21 times over one period, `t ∈ [0, 2]`,
     as a `.pvd` of compressed `.vtu` files. Returns the `.pvd` path."""
-    import os
-
-    root = Path(cache_dir or os.environ.get("FLOWKIT_DATA") or Path.home() / ".cache" / "flowkit" / "datasets").expanduser()
-    folder = root / "cellular_box_v1"
+    folder = _cache_root(cache_dir) / "cellular_box_v1"
     pvd = folder / "cellular_box_v1.pvd"
     if not pvd.exists():
         cellular_flow_vtu_series(folder, shape=(21, 21, 21), times=np.linspace(0.0, 2.0, 21))
     return pvd
 
 
-def vtk_field(path=None, velocity: str | None = None, times=None, *, sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32"):
-    """A field read from VTK files (`flowkit.io.read_vtk`), or from the embedded CFD sample
-    (`sample_vtk`, generated on first use) when `path` is None."""
+def sample_pipe(cache_dir=None) -> Path:
+    """The embedded flow-through sample: Poiseuille flow (`poiseuille`, peak speed 1) in a pipe of
+    radius 0.5 and length 4 along x (`pipe_mesh`, 41 × 13 × 13 points, 28 800 tetrahedra), one
+    steady `.vtu` written by VTK's writer, generated on first use into the cache directory.
+    Inlet: the side `xmin`, outlet: `xmax`, the rest is wall."""
+    from .io.vtk import write_vtu
+
+    folder = _cache_root(cache_dir) / "pipe_v1"
+    path = folder / "pipe_v1.vtu"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        points, tets = pipe_mesh()
+        write_vtu(path, points, tets, np.full(len(tets), 10), {"velocity": poiseuille(points).astype(np.float32)})
+    return path
+
+
+SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
+
+
+def vtk_field(path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32"):
+    """A field read from VTK files (`flowkit.io.read_vtk`), or when `path` is None from the
+    embedded sample `dataset` (`cellular_box`: `sample_vtk`; `pipe`: `sample_pipe`), generated
+    on first use."""
     from .io.vtk_read import read_vtk
 
-    return read_vtk(sample_vtk() if path is None else path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype)
+    if path is None:
+        if dataset not in SAMPLES:
+            raise ValueError(f"dataset must be one of {sorted(SAMPLES)}, got {dataset!r}")
+        path = SAMPLES[dataset]()
+    return read_vtk(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype)

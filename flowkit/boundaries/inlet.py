@@ -223,8 +223,10 @@ class ContinuousInlet(AbstractInlet):
         """How many releases are due strictly before time `t` (traced or not)."""
         if self.pulses is not None:
             return self.per_pulse * jnp.searchsorted(jnp.asarray(self.pulses, jnp.result_type(t)), t, side="left").astype(jnp.int32)
-        cap = 2**30 if self.t_stop is None else int(np.ceil((self.t_stop - self.t_start) * self.rate))
-        count = jnp.ceil((t - self.t_start) * self.rate)
+        # release k is due at t_start + (k + 1/2) / rate: mid-interval, so a step holding a whole
+        # number of releases always gets exactly that many despite rounding of t
+        cap = 2**30 if self.t_stop is None else int(np.floor((self.t_stop - self.t_start) * self.rate + 0.5))
+        count = jnp.floor((t - self.t_start) * self.rate + 0.5)
         return jnp.clip(count, 0, cap).astype(jnp.int32)
 
     def restart(self, field, args, t, h, step, block: Block):
