@@ -306,11 +306,16 @@ def _time_plan(field, t0: float, t1: float, dt: float, save_every):
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
 
 
-def _check_origins(field, origins) -> None:
-    """`grid` inlets restart slots at their seeds projected onto the inlet: all must lie in the domain."""
-    found = np.asarray(eqx.filter_jit(field.locate_batch)(jnp.asarray(origins, field.bounds[0].dtype), jnp.full(len(origins), -1, jnp.int32))[1])
-    if not found.all():
-        raise ValueError(f"boundary: {int(np.sum(~found))} of {len(origins)} seeds project onto the inlet plane outside the domain (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
+def _check_origins(field, seeds, origins) -> None:
+    """`grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
+    domain must project into it (seeds outside never move, so never restart)."""
+    locate = eqx.filter_jit(field.locate_batch)
+    unknown = jnp.full(len(seeds), -1, jnp.int32)
+    inside = np.asarray(locate(jnp.asarray(seeds, field.bounds[0].dtype), unknown)[1])
+    lands = np.asarray(locate(jnp.asarray(origins, field.bounds[0].dtype), unknown)[1])
+    bad = inside & ~lands
+    if bad.any():
+        raise ValueError(f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
 
 
 def _particle_keys(key, start: int, count: int):
@@ -371,7 +376,7 @@ class TrackRun:
         n = seeds.shape[0]
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
         if boundary.restarts and getattr(boundary, "mode", None) == "grid":
-            _check_origins(field, self.origins)
+            _check_origins(field, seeds, self.origins)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()

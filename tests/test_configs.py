@@ -108,3 +108,23 @@ def test_profile_trace_is_written(tmp_path):
     cfg = _compose(["field=double_gyre", "seeds.resolution=[4,2]", "t1=0.5", "progress=false", "output=minimal", "profile=true"])
     run_track(cfg, output_dir=tmp_path)
     assert any(p.is_file() for p in (tmp_path / "profile").rglob("*"))
+
+
+@pytest.mark.parametrize("boundary", ["inlet_outlet", "continuous_inlet", "mesh_reflect", "mesh_absorb"])
+def test_flow_through_boundaries_run_on_the_pipe_sample(boundary, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOWKIT_DATA", str(tmp_path / "data"))
+    overrides = ["field=vtk", "field.dataset=pipe", f"boundary={boundary}", "seeds=random", "seeds.n=100", "t1=1.0", "dt=0.02", "progress=false", "output=minimal"]
+    if boundary == "continuous_inlet":
+        overrides += ["boundary.rate=100", "boundary.slots=200"]
+    with pytest.warns(UserWarning, match="outside the field's domain"):  # random seeds in the pipe's box
+        traj = run_track(_compose(overrides), output_dir=tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    counts = summary["status_counts"]
+    if boundary == "continuous_inlet":
+        assert traj.n_particles == 300 and summary["restarts"] == 100 and summary["lost_releases"] == 0
+    elif boundary == "inlet_outlet":
+        assert summary["restarts"] > 0 and counts["absorbed"] == 0
+    elif boundary == "mesh_absorb":
+        assert counts["absorbed"] + counts["out_of_domain"] + counts["active"] == 100 and summary["restarts"] == 0
+    else:
+        assert counts["absorbed"] == 0 and traj.generation is None

@@ -12,8 +12,8 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
     field's speed at the first saved time (2-D fields).
 
     3-D trajectories are drawn as their x–y projection. At most `max_lines` particles are drawn
-    (evenly chosen); jumps across a periodic wrap are not drawn as lines. Stopped particles end
-    with a black cross.
+    (evenly chosen); jumps across a periodic wrap and restarts on an inlet (a new generation)
+    are not drawn as lines. Stopped particles end with a black cross.
     """
     import matplotlib
 
@@ -33,6 +33,8 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
     span = np.ptp(positions[..., :2].reshape(-1, 2), axis=0) + 1e-12
     segments = np.stack([xy[:-1], xy[1:]], axis=2)  # (T-1, P, 2, 2)
     jumps = np.any(np.abs(segments[:, :, 1] - segments[:, :, 0]) > 0.5 * span, axis=-1)
+    if traj.generation is not None:
+        jumps |= np.diff(np.asarray(traj.generation)[:, chosen], axis=0) != 0
     if color_by == "time":
         colour = np.broadcast_to(0.5 * (times[:-1] + times[1:])[:, None], jumps.shape)
     elif color_by == "speed":
