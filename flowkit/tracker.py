@@ -306,16 +306,20 @@ def _time_plan(field, t0: float, t1: float, dt: float, save_every):
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
 
 
-def _check_origins(field, seeds, origins) -> None:
+def _check_origins(field, boundary, seeds, origins) -> None:
     """`grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
-    domain must project into it (seeds outside never move, so never restart)."""
+    domain must project into the domain and the inlet's region (seeds outside never move)."""
     locate = eqx.filter_jit(field.locate_batch)
     unknown = jnp.full(len(seeds), -1, jnp.int32)
     inside = np.asarray(locate(jnp.asarray(seeds, field.bounds[0].dtype), unknown)[1])
-    lands = np.asarray(locate(jnp.asarray(origins, field.bounds[0].dtype), unknown)[1])
+    lands = np.array(locate(jnp.asarray(origins, field.bounds[0].dtype), unknown)[1])
+    region = getattr(boundary, "inlet", None)
+    if region is not None:
+        scale = 1e-9 * np.max(np.asarray(field.bounds[1]) - np.asarray(field.bounds[0]))
+        lands &= np.all((origins >= np.asarray(region.lo) - scale) & (origins <= np.asarray(region.hi) + scale), axis=1)
     bad = inside & ~lands
     if bad.any():
-        raise ValueError(f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
+        raise ValueError(f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain or the inlet's region (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
 
 
 def _particle_keys(key, start: int, count: int):
@@ -376,7 +380,7 @@ class TrackRun:
         n = seeds.shape[0]
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
         if boundary.restarts and getattr(boundary, "mode", None) == "grid":
-            _check_origins(field, seeds, self.origins)
+            _check_origins(field, boundary, seeds, self.origins)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()

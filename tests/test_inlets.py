@@ -205,8 +205,9 @@ def test_bad_inlets_are_refused(pipe, channel):
         fk.track(pipe, [[1.0, 0, 0]], 0, 1, 0.1, boundary=fk.InletOutlet({"point": [2.0, 0, 0], "normal": [-1, 0, 0]}, "xmax"))
     with pytest.raises(ValueError, match="needs a PRNG key"):
         fk.track(pipe, [[1.0, 0, 0]], 0, 1, 0.1, boundary=fk.InletOutlet(mode="flux"))
-    with pytest.raises(ValueError, match="project onto the inlet plane outside the domain"):
-        fk.track(pipe, [[1.0, 0.49, 0.49]], 0, 1, 0.1, boundary=fk.InletOutlet(mode="grid"))
+    small = {"point": [0, 0, 0], "normal": [-1, 0, 0], "lo": [0, -0.2, -0.2], "hi": [0, 0.2, 0.2]}
+    with pytest.raises(ValueError, match="1 of 2 seeds project onto the inlet plane outside"):
+        fk.track(pipe, [[1.0, 0.3, 0.3], [1.0, 0.1, 0.1]], 0, 1, 0.1, boundary=fk.InletOutlet(small, mode="grid"))
     with pytest.raises(ValueError, match="mode must be one of"):
         fk.InletOutlet(mode="spray")
     with pytest.raises(ValueError, match="either rate"):

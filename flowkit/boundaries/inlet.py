@@ -30,12 +30,12 @@ INLET_MODES = ("grid", "random", "flux")
 _SALT = 0x1B7E7  # decorrelates the inlet's draws from an integrator's noise on the same keys
 
 
-def _uniforms(block: Block, step, count: int):
+def _uniforms(keys, step, count: int, dtype):
     def one(key):
         key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(key), step), _SALT)
-        return jax.random.uniform(key, (count,), dtype=block.x.dtype)
+        return jax.random.uniform(key, (count,), dtype=dtype)
 
-    return jax.vmap(one)(block.keys)
+    return jax.vmap(one)(keys)
 
 
 def walls_for(field, walls) -> AbstractBoundary:
@@ -93,14 +93,36 @@ class AbstractInlet(AbstractBoundary):
             projected = xp.where(xp.arange(seeds.shape[1]) == axis, point[axis], projected)
         return projected
 
-    def _place(self, field, args, t, step, block: Block):
-        """New positions and hints for every row (used where a restart happens)."""
-        if self.mode == "grid":
-            hint, _ = field.locate_batch(block.origin, jnp.full_like(block.hint, -1))
-            return block.origin, hint
-        u = _uniforms(block, step, block.x.shape[1] + 3)
-        inflow = self.surface.normal_speed(field, args, t) if self.mode == "flux" else None
-        return self.surface.draw(u, inflow)
+    def _place(self, field, args, t, step, block: Block, chosen):
+        """`block.x` and `block.hint` with the `chosen` rows put on the inlet at time `t`.
+
+        Only the chosen rows are computed (draws, locating), gathered into compact batches of a
+        fixed size, so a step in which a few particles restart costs a few rows' work.
+        """
+        n, dim = block.x.shape
+        size = min(n, max(32, n // 32))
+
+        def body(carry):
+            pending, x, hint = carry
+            rows = jnp.nonzero(pending, size=size, fill_value=n)[0]
+            take = jnp.minimum(rows, n - 1)
+            if self.mode == "grid":
+                new_x = block.origin[take]
+                new_hint, _ = field.locate_batch(new_x, jnp.full(size, -1, hint.dtype))
+            else:
+                u = _uniforms(block.keys[take], step, dim + 3, x.dtype)
+                inflow = self.surface.normal_speed(field, args, t) if self.mode == "flux" else None
+                new_x, new_hint = self.surface.draw(u, inflow)
+            return pending.at[rows].set(False, mode="drop"), x.at[rows].set(new_x.astype(x.dtype), mode="drop"), hint.at[rows].set(new_hint.astype(hint.dtype), mode="drop")
+
+        _, x, hint = jax.lax.while_loop(lambda carry: jnp.any(carry[0]), body, (chosen, block.x, block.hint))
+        return x, hint
+
+    def _restart_rows(self, field, args, t, step, block: Block, chosen):
+        """`(x, status, hint, generation)` with the `chosen` rows started afresh on the inlet."""
+        x, hint = self._place(field, args, t, step, block, chosen)
+        status = jnp.where(chosen, jnp.asarray(Status.ACTIVE, block.status.dtype), block.status)
+        return x, status, hint, block.generation + chosen.astype(block.generation.dtype)
 
 
 def _check_mode(mode, allowed=INLET_MODES):
@@ -140,18 +162,7 @@ class InletOutlet(AbstractInlet):
     def restart(self, field, args, t, h, step, block: Block):
         tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(block.x.dtype)
         leaving = block.moving & self.outlet.crossed(block.x_prev, block.x_step, tolerance)
-
-        def put_back(_):
-            x_new, hint_new = self._place(field, args, t + h, step, block)
-            return (
-                jnp.where(leaving[:, None], x_new, block.x),
-                jnp.where(leaving, jnp.asarray(Status.ACTIVE, block.status.dtype), block.status),
-                jnp.where(leaving, hint_new, block.hint),
-                block.generation + leaving.astype(block.generation.dtype),
-            )
-
-        unchanged = (block.x, block.status, block.hint, block.generation)
-        return (*jax.lax.cond(jnp.any(leaving), put_back, lambda _: unchanged, None), jnp.zeros((), jnp.int32))
+        return (*self._restart_rows(field, args, t + h, step, block, leaving), jnp.zeros((), jnp.int32))
 
 
 class ContinuousInlet(AbstractInlet):
@@ -241,15 +252,4 @@ class ContinuousInlet(AbstractInlet):
         rank = jnp.cumsum(free) - 1
         born = free & (rank < due)
         lost = jnp.maximum(due - jnp.sum(free), 0).astype(jnp.int32)
-
-        def release(_):
-            x_new, hint_new = self._place(field, args, t + h, step, block)
-            return (
-                jnp.where(born[:, None], x_new, block.x),
-                jnp.where(born, jnp.asarray(Status.ACTIVE, block.status.dtype), block.status),
-                jnp.where(born, hint_new, block.hint),
-                block.generation + born.astype(block.generation.dtype),
-            )
-
-        unchanged = (block.x, block.status, block.hint, block.generation)
-        return (*jax.lax.cond(due > 0, release, lambda _: unchanged, None), lost)
+        return (*self._restart_rows(field, args, t + h, step, block, born), lost)
