@@ -579,11 +579,14 @@ def track(
       step is shortened so the run ends exactly at `t1`.
     - `integrator`: default `fk.RK4()`.
     - `boundary`: default none (`fk.Open()`): particles are limited only by the field's domain.
+      Inlets (`fk.InletOutlet`, `fk.ContinuousInlet`) restart slots inside the run; the result
+      then has `generation` (and `particle_id`) per frame, and a `ContinuousInlet`'s spare slots
+      are appended after the seeds (seeds may then be empty, shape `(0, dim)`).
     - `save_every`: save a frame every this many steps (and always at `t1`).
     - `t_release`: `(N,)` release times; a particle waits (status `NOT_RELEASED`) at its seed
       until the first step that starts at or after its release time.
     - `args`: passed to the field as its third argument.
-    - `key`: a `jax.random.key` for stochastic integrators (each particle's noise comes from
+    - `key`: a `jax.random.key` for stochastic integrators and random/flux inlets (each particle's noise comes from
       this key folded with the particle's index).
     - `record_velocity`: also save the field velocity at each saved position.
     - `dtype`: `"float32"` (default) or `"float64"`.
