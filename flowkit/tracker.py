@@ -253,6 +253,8 @@ class RunInfo:
     run_s: float
     lost_releases: int = 0
     """Releases of a `ContinuousInlet` that found no free slot (give it more `slots`)."""
+    warmup_s: float = 0.0
+    """Time of the untimed warm-up chunk (`warmup=True`), apart from `compile_s` and `run_s`."""
 
     @property
     def particle_steps_per_s(self) -> float:
@@ -337,7 +339,7 @@ class TrackRun:
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False):
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False):
         integrator, boundary = _check_pieces(field, integrator, boundary, key)
         self.output = output
         self.dtype = _dtypes.resolve(dtype)
@@ -426,6 +428,7 @@ class TrackRun:
         self._direction = direction
         self._replicated = replicated
         self.compile_s = 0.0
+        self.warmup = bool(warmup)
 
     def _kwargs(self):
         return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh)
@@ -469,6 +472,12 @@ class TrackRun:
         """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
         global last_run
         compiled = self.compile()
+        warmup_s = 0.0
+        if self.warmup:  # one chunk of the first batch, results dropped: first-call costs stay out of run_s
+            start_time = time.perf_counter()
+            state, slots, _ = self.initial_state()
+            jax.block_until_ready(compiled(self.modules, self.run_times, state, slots))
+            warmup_s = time.perf_counter() - start_time
         n, dim = self.n_particles, self.seeds.shape[1]
         frames = self.n_saves + 1
         if self.output is not None:
@@ -505,7 +514,7 @@ class TrackRun:
             warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
         if lost:
             warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
-        last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost)
+        last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s)
         if self.output is not None:
             return sink.open()
         return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation)
@@ -568,6 +577,7 @@ def track(
     progress: bool = False,
     devices=None,
     output=None,
+    warmup: bool = False,
 ) -> Trajectory:
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -598,6 +608,9 @@ def track(
       than the 9 % of padding explains; `False` pads to a multiple of 8 only.
     - `progress`: show a tqdm bar with particle-steps per second.
     - `devices`: devices to shard the particles over (default: all local devices).
+    - `warmup`: before the timed run, execute one chunk of the first batch and drop it, so
+      `last_run.run_s` excludes first-call costs (buffer allocation, thread start-up) as well as
+      compilation (which is always done ahead of time, in `compile_s`); for benchmarks.
     - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
       in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
       returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout.
@@ -618,7 +631,7 @@ def track(
     return TrackRun(
         field, seeds, t0, t1, dt, integrator, boundary, save_every,
         t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype,
-        batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket,
+        batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket, warmup=warmup,
     ).run()
 
 

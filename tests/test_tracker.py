@@ -55,6 +55,17 @@ def test_compiles_once_for_repeated_runs_of_same_shape():
     assert fk.tracker.last_run.compile_s == 0.0
 
 
+def test_warmup_runs_the_compiled_chunk_untimed_and_changes_nothing():
+    field = fk.fields.DoubleGyre()
+    seeds = fk.seeding.uniform_grid((9, 5), field.bounds)
+    plain = fk.track(field, seeds, 0.0, 2.0, 0.01, save_every=20)
+    assert fk.tracker.last_run.warmup_s == 0.0
+    before = fk.tracker.compile_count()
+    warmed = fk.track(field, seeds, 0.0, 2.0, 0.01, save_every=20, warmup=True)
+    assert fk.tracker.compile_count() == before and fk.tracker.last_run.warmup_s > 0
+    np.testing.assert_array_equal(warmed.positions, plain.positions)
+
+
 def test_chunk_runs_without_host_transfers(gyre_grid):
     seeds = fk.seeding.uniform_grid((20, 10), gyre_grid.bounds)
     run = fk.tracker.TrackRun(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8)
