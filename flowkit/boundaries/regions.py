@@ -104,7 +104,7 @@ class InletSurface(eqx.Module):
     def draw(self, uniforms, inflow=None):
         """Positions and hints from `uniforms (n, dim + 3)` in `[0, 1)`: uniform over the surface,
         or with `inflow` (per-vertex speeds) in proportion to the flux through it."""
-        n, dim = uniforms.shape[0], self.vertices.shape[1]
+        dim = self.vertices.shape[1]
         corner_speed = None if inflow is None else inflow[self.simplices]  # (S, dim)
         weights = self.measure if inflow is None else self.measure * jnp.mean(corner_speed, axis=1)
         if inflow is not None:  # no inflow anywhere: fall back to uniform

@@ -155,7 +155,6 @@ def write_particle_clouds_pvd(traj, path) -> Path:
     path = Path(path)
     folder = path.with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
-    n = traj.positions.shape[1]
     files = []
     for k in range(len(traj.times)):
         arrays = {"particle_id": np.asarray(traj.particle_id[k]), "status": np.asarray(traj.status[k]).astype(np.int32)}
