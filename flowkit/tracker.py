@@ -680,6 +680,9 @@ def track_ensemble(build, params, seeds, t0: float, t1: float, dt: float, integr
     dtype = _dtypes.resolve(dtype)
     params = jax.tree.map(jnp.asarray, params)
     seeds = jnp.asarray(seeds, dtype)
+    if boundary is not None:  # resolve its geometry once, on the host, against the first member's field
+        first = build(jax.tree.map(lambda a: a[0], params))
+        boundary = boundary.bind(first[0] if isinstance(first, tuple) else first)
 
     def member(p):
         piece = build(p)

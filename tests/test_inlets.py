@@ -216,3 +216,17 @@ def test_bad_inlets_are_refused(pipe, channel):
         fk.track(channel, [[1.0, 0.5]], 1, 0, -0.1, boundary=fk.ContinuousInlet("xmin", 10.0), key=jax.random.key(0))
     with pytest.raises(TypeError, match="MeshWalls needs a MeshField"):
         fk.track(channel, [[1.0, 0.5]], 0, 1, 0.1, boundary=fk.MeshWalls("reflect"))
+
+
+def test_ensemble_with_an_inlet_equals_separate_runs():
+    def channel_of(speed):
+        return fk.fields.Analytic(lambda t, x, args: jnp.stack([speed * 4 * x[1] * (1 - x[1]), 0 * x[0]]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2)
+
+    seeds = np.random.default_rng(4).uniform((0, 0.1), (2, 0.9), (50, 2))
+    boundary = fk.InletOutlet("xmin", "xmax", "grid")
+    ensemble = fk.track_ensemble(channel_of, jnp.array([0.5, 2.0]), seeds, 0.0, 3.0, 0.01, boundary=boundary, save_every=10)
+    for member, speed in enumerate([0.5, 2.0]):
+        alone = fk.track(channel_of(speed), seeds, 0.0, 3.0, 0.01, boundary=boundary, save_every=10)
+        np.testing.assert_array_equal(np.asarray(ensemble.generation[member]), alone.generation)
+        np.testing.assert_allclose(np.asarray(ensemble.positions[member]), alone.positions, atol=1e-6)
+    assert int(ensemble.generation[1, -1].sum()) > int(ensemble.generation[0, -1].sum()) > 0

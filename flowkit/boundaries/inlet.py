@@ -71,6 +71,8 @@ class AbstractInlet(AbstractBoundary):
         return self.mode != "grid"
 
     def _bound(self, field, **changes):
+        if self.surface is not None:  # already bound (binding is idempotent)
+            return self
         inlet = plane(self.inlet, field.bounds)
         surface = inlet_surface(field, inlet, self.resolution, "inlet")
         out = eqx.tree_at(lambda b: (b.inlet, b.walls, b.surface), self, (inlet, walls_for(field, self.walls), surface), is_leaf=lambda x: x is None or isinstance(x, str))
@@ -88,9 +90,9 @@ class AbstractInlet(AbstractBoundary):
         xp = jnp if isinstance(seeds, jax.Array) else np
         normal, point = xp.asarray(self.inlet.normal, seeds.dtype), xp.asarray(self.inlet.point, seeds.dtype)
         projected = seeds - ((seeds - point) @ normal)[:, None] * normal
-        axis = int(np.argmax(np.abs(np.asarray(self.inlet.normal))))
-        if abs(abs(float(self.inlet.normal[axis])) - 1) < 1e-12:  # axis-aligned: exactly on the plane
-            projected = xp.where(xp.arange(seeds.shape[1]) == axis, point[axis], projected)
+        size = xp.abs(normal)
+        exact = (xp.arange(seeds.shape[1]) == xp.argmax(size)) & (xp.abs(xp.max(size) - 1) < 1e-6)
+        projected = xp.where(exact, point, projected)  # axis-aligned: the coordinate exactly on the plane
         return projected
 
     def _place(self, field, args, t, step, block: Block, chosen):
