@@ -69,6 +69,8 @@ class _Slots(eqx.Module):
     """Raw PRNG keys (used by stochastic integrators and inlets, folded with the global step)."""
     origin: jax.Array
     """Where `grid` inlets restart each slot."""
+    origin_hint: jax.Array
+    """The cell of each `origin` (-1: unknown)."""
     index: jax.Array
     """Global slot index (-1: padding)."""
 
@@ -129,7 +131,7 @@ def _advance_local(field, integrator, boundary, args, times, state: _State, slot
                 t_stop = jnp.where(stopped, result.t_stop, t_stop)
         exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
         if boundary.restarts:
-            view = Block(x_next, new_status, hint, generation, x, x_new, moving, slots.origin, slots.t_release, slots.index, slots.keys, block_id, n_blocks)
+            view = Block(x_next, new_status, hint, generation, x, x_new, moving, slots.origin, slots.origin_hint, slots.t_release, slots.index, slots.keys, block_id, n_blocks)
             x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
             exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
             generation, lost = restarted, lost + more
@@ -188,7 +190,7 @@ def _advance(modules, times: _Times, state: _State, slots: _Slots, *, saves: int
     fn = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, _Slots(p, p, p, p)),
+        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, _Slots(p, p, p, p, p)),
         out_specs=(state_spec, PartitionSpec(None, "particles")),
         check_vma=False,
     )
@@ -308,13 +310,15 @@ def _time_plan(field, t0: float, t1: float, dt: float, save_every):
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
 
 
-def _check_origins(field, boundary, seeds, origins) -> None:
-    """`grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
+def _locate_origins(field, boundary, seeds, origins) -> np.ndarray:
+    """The cells of the `grid` restart points (located once, here, not at every restart).
+
+    `grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
     domain must project into the domain and the inlet's region (seeds outside never move)."""
     locate = eqx.filter_jit(field.locate_batch)
     unknown = jnp.full(len(seeds), -1, jnp.int32)
     inside = np.asarray(locate(jnp.asarray(seeds, field.bounds[0].dtype), unknown)[1])
-    lands = np.array(locate(jnp.asarray(origins, field.bounds[0].dtype), unknown)[1])
+    hints, lands = (np.array(a) for a in locate(jnp.asarray(origins, field.bounds[0].dtype), unknown))
     region = getattr(boundary, "inlet", None)
     if region is not None:
         scale = 1e-9 * np.max(np.asarray(field.bounds[1]) - np.asarray(field.bounds[0]))
@@ -322,6 +326,7 @@ def _check_origins(field, boundary, seeds, origins) -> None:
     bad = inside & ~lands
     if bad.any():
         raise ValueError(f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain or the inlet's region (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
+    return hints
 
 
 def _particle_keys(key, start: int, count: int):
@@ -381,8 +386,9 @@ class TrackRun:
             t_release = np.concatenate([t_release, np.full(spare, np.inf)])
         n = seeds.shape[0]
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
+        self.origin_hints = np.full(n, -1, np.int32)
         if boundary.restarts and getattr(boundary, "mode", None) == "grid":
-            _check_origins(field, boundary, seeds, self.origins)
+            self.origin_hints = _locate_origins(field, boundary, seeds, self.origins).astype(np.int32)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()
@@ -453,6 +459,7 @@ class TrackRun:
         slots = _Slots(
             put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, count)),
             put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
+            put(padded(self.origin_hints, lambda first, k: np.repeat(first, k, axis=0))),
             put(np.concatenate([np.arange(start, stop), np.full(pad, -1)]).astype(np.int32)),
         )
         return state, slots, frame
@@ -661,7 +668,9 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
         raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
     state = _State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), jnp.full(n, -1, jnp.int32), jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32))
     state, first = _locate_seeds((field, integrator, boundary, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
-    slots = _Slots(t_rel, jnp.asarray(_particle_keys(key, 0, n)), jnp.asarray(boundary.origins(x0), dtype), jnp.arange(n, dtype=jnp.int32))
+    origins = jnp.asarray(boundary.origins(x0), dtype)
+    origin_hints = field.locate_batch(origins, jnp.full(n, -1, jnp.int32))[0] if boundary.restarts else jnp.full(n, -1, jnp.int32)
+    slots = _Slots(t_rel, jnp.asarray(_particle_keys(key, 0, n)), origins, origin_hints, jnp.arange(n, dtype=jnp.int32))
     state, frames = _advance_local(field, integrator, boundary, args, times, state, slots, saves=n_saves, save_every=save_every, blocks=1, n_blocks=1, record_velocity=record_velocity)
     frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
     return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, state.exit_time, frames[2], frames[3] or None, frames[4])

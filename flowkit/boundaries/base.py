@@ -16,7 +16,7 @@ class Block(eqx.Module):
     `x`, `status`, `hint`, `generation` are the outcome of the step (walls applied, statuses
     set); `x_prev` is where the step began and `x_step` where the integrator put it, before any
     wall. `moving` marks the particles that took this step. `origin` are the slots' seed
-    positions (projected onto the inlet where a boundary asks for that), `index` the slots'
+    positions (projected onto the inlet where a boundary asks for that) and their cells, `index` the slots'
     global indices (-1 for padding), `keys` their raw PRNG keys, `block` this block's number
     among `n_blocks`.
     """
@@ -29,6 +29,7 @@ class Block(eqx.Module):
     x_step: Float[Array, "n dim"]
     moving: Bool[Array, " n"]
     origin: Float[Array, "n dim"]
+    origin_hint: Int[Array, " n"]
     t_release: Float[Array, " n"]
     index: Int[Array, " n"]
     keys: Array

@@ -24,7 +24,7 @@ import numpy as np
 from .._status import Status
 from .base import AbstractBoundary, Block
 from .box import Open
-from .regions import InletSurface, Plane, inlet_surface, plane
+from .regions import InletSurface, Plane, inlet_surface, plane, plane_tolerance
 
 INLET_MODES = ("grid", "random", "flux")
 _SALT = 0x1B7E7  # decorrelates the inlet's draws from an integrator's noise on the same keys
@@ -98,7 +98,7 @@ class AbstractInlet(AbstractBoundary):
     def _place(self, field, args, t, step, block: Block, chosen):
         """`block.x` and `block.hint` with the `chosen` rows put on the inlet at time `t`.
 
-        Only the chosen rows are computed (draws, locating), gathered into compact batches of a
+        Only the chosen rows are computed (draws), gathered into compact batches of a
         fixed size, so a step in which a few particles restart costs a few rows' work.
         """
         n, dim = block.x.shape
@@ -109,8 +109,7 @@ class AbstractInlet(AbstractBoundary):
             rows = jnp.nonzero(pending, size=size, fill_value=n)[0]
             take = jnp.minimum(rows, n - 1)
             if self.mode == "grid":
-                new_x = block.origin[take]
-                new_hint, _ = field.locate_batch(new_x, jnp.full(size, -1, hint.dtype))
+                new_x, new_hint = block.origin[take], block.origin_hint[take]
             else:
                 u = _uniforms(block.keys[take], step, dim + 3, x.dtype)
                 inflow = self.surface.normal_speed(field, args, t) if self.mode == "flux" else None
@@ -162,7 +161,7 @@ class InletOutlet(AbstractInlet):
         return self._bound(field, outlet=plane(self.outlet, field.bounds))
 
     def restart(self, field, args, t, h, step, block: Block):
-        tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(block.x.dtype)
+        tolerance = plane_tolerance(field.bounds, block.x.dtype)
         leaving = block.moving & self.outlet.crossed(block.x_prev, block.x_step, tolerance)
         return (*self._restart_rows(field, args, t + h, step, block, leaving), jnp.zeros((), jnp.int32))
 
@@ -227,7 +226,7 @@ class ContinuousInlet(AbstractInlet):
         x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint)
         if self.outlet is None:
             return x, status_b, hint_b, inside
-        tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(x.dtype)
+        tolerance = plane_tolerance(field.bounds, x.dtype)
         gone = (status == Status.ACTIVE) & self.outlet.crossed(x_prev, x_next, tolerance)
         out = jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype)
         return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), jnp.where(gone, hint, hint_b), inside | gone

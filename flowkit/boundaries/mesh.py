@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from .._status import Status
 from .base import AbstractBoundary
-from .regions import Plane, plane
+from .regions import Plane, plane, plane_tolerance
 
 WALL_MODES = ("reflect", "slip", "absorb", "stick")
 
@@ -58,7 +58,7 @@ class MeshWalls(AbstractBoundary):
         face = jnp.argmax(violation, axis=1)
         across = jnp.take_along_axis(field.neighbours[cell], face[:, None], axis=1)[:, 0]
         centre, normal = field.face_planes(cell, face)
-        tolerance = 1e-6 * jnp.max(field.bounds[1] - field.bounds[0]).astype(x.dtype)
+        tolerance = plane_tolerance(field.bounds, x.dtype)
         is_open = jnp.zeros(x.shape[0], bool)
         for region in self.open:
             is_open = is_open | region.holds(centre, normal, tolerance)

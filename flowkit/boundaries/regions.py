@@ -133,25 +133,16 @@ def inlet_surface(field, where: Plane, resolution: int = 32, name: str = "inlet"
     return _box_surface(field, where, resolution, name)
 
 
-def _tolerance(bounds) -> float:
-    lo, hi = (np.asarray(b, np.float64) for b in bounds)
-    return 1e-6 * float(np.max(hi - lo))
+def plane_tolerance(bounds, dtype):
+    """How far from a plane a point may lie and still count as on it: 1e-6 of the domain's size."""
+    return (1e-6 * jnp.max(bounds[1] - bounds[0])).astype(dtype)
 
 
 def _mesh_surface(field, where: Plane, name: str) -> InletSurface:
-    cell, _, nodes = field.boundary_faces()
+    cell, face, nodes = field.boundary_faces()
     points = np.asarray(field.points, np.float64)
-    corners = points[nodes]
-    centre = corners.mean(axis=1)
-    if field.dim == 2:
-        edge = corners[:, 1] - corners[:, 0]
-        normal = np.stack([edge[:, 1], -edge[:, 0]], axis=-1)
-    else:
-        normal = np.cross(corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1])
-    inside = points[np.asarray(field.nodes)[cell]].mean(axis=1)
-    normal = np.where(np.sum(normal * (inside - centre), axis=1, keepdims=True) > 0, -normal, normal)
-    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    keep = np.asarray(where.holds(jnp.asarray(centre), jnp.asarray(normal), _tolerance(field.bounds)))
+    centre, normal = eqx.filter_jit(field.face_planes)(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32))
+    keep = np.asarray(where.holds(centre, normal, plane_tolerance(field.bounds, centre.dtype)))
     if not keep.any():
         lo, hi = (np.asarray(b).tolist() for b in field.bounds)
         raise ValueError(f"{name}: no boundary face of the mesh lies on the plane through {np.asarray(where.point).tolist()} with normal {np.asarray(where.normal).tolist()} (mesh bounds {lo} to {hi})")
