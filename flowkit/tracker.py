@@ -24,6 +24,7 @@ from ._status import Status
 from .boundaries.base import AbstractBoundary, Block
 from .boundaries.box import Open
 from .fields.base import AbstractField
+from .fields.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from .integrators.base import AbstractIntegrator
 from .integrators.runge_kutta import RK4
 from .trajectory import Trajectory
@@ -257,6 +258,14 @@ class RunInfo:
     """Releases of a `ContinuousInlet` that found no free slot (give it more `slots`)."""
     warmup_s: float = 0.0
     """Time of the untimed warm-up chunk (`warmup=True`), apart from `compile_s` and `run_s`."""
+    window_slices: int = 0
+    """Streamed fields: time slices per window on the device (0: the whole series is resident)."""
+    slices_read: int = 0
+    """Streamed fields: slices read from disk (each at most once per window it enters)."""
+    load_s: float = 0.0
+    """Streamed fields: time the background thread spent reading and uploading windows."""
+    load_wait_s: float = 0.0
+    """Streamed fields: time the run waited for a window (the part of `load_s` not hidden)."""
 
     @property
     def particle_steps_per_s(self) -> float:
@@ -345,11 +354,14 @@ class TrackRun:
     """
 
     def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False):
+        self.stream = field if isinstance(field, StreamedField) else None
+        if self.stream is not None:
+            field = self.stream.template
         integrator, boundary = _check_pieces(field, integrator, boundary, key)
         self.output = output
         self.dtype = _dtypes.resolve(dtype)
         t0, t1, dt = float(t0), float(t1), float(dt)
-        self.n_steps, self.save_every, self.n_saves, self.times = _time_plan(field, t0, t1, dt, save_every)
+        self.n_steps, self.save_every, self.n_saves, self.times = _time_plan(self.stream or field, t0, t1, dt, save_every)
         direction = 1.0 if dt > 0 else -1.0
         self.t0, self.t1, self.dt = t0, t1, dt
         self.record_velocity = bool(record_velocity)
@@ -421,6 +433,11 @@ class TrackRun:
             max_saves = int(chunk_saves)
         self.n_chunks = math.ceil(self.n_saves / max_saves)
         self.chunk_saves = math.ceil(self.n_saves / self.n_chunks)
+        self.window_starts = None
+        if self.stream is not None:  # a window of slices per chunk, of one width
+            self.chunk_saves, self.window_width, self.window_starts = self._plan_windows(self.chunk_saves)
+            self.n_chunks = len(self.window_starts)
+            field = self.stream.window_field(self.window_width)
 
         modules = _dtypes.cast_floating((field, integrator, boundary, args), self.dtype)
         dynamic, static = eqx.partition(modules, eqx.is_array)
@@ -436,11 +453,36 @@ class TrackRun:
         self.compile_s = 0.0
         self.warmup = bool(warmup)
 
+    def _plan_windows(self, chunk_saves: int):
+        """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
+        `chunk_saves` saves) whose windows fit `max_device_bytes`, one width for all."""
+        stream, itemsize = self.stream, self.dtype.itemsize
+        limit = min(stream.max_window(itemsize), stream.n_slices)
+        tol = 8 * float(np.finfo(self.dtype).eps) * max(abs(self.t0), abs(self.t1), abs(self.t1 - self.t0))
+        step_time = lambda k: np.clip(self.t0 + k * self.dt, min(self.t0, self.t1), max(self.t0, self.t1))  # noqa: E731
+        while True:
+            n_chunks = math.ceil(self.n_saves / chunk_saves)
+            chunk_saves = math.ceil(self.n_saves / n_chunks)
+            edges = np.minimum(np.arange(n_chunks + 1) * chunk_saves * self.save_every, self.n_steps)
+            ends = np.stack([step_time(edges[:-1]), step_time(edges[1:])], axis=1)
+            width, starts = plan_windows(stream.times, np.sort(ends, axis=1), tol)
+            if width <= limit:
+                return chunk_saves, width, starts
+            if chunk_saves == 1:
+                raise ValueError(
+                    f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays ({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of {limit} "
+                    f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, one copy per CPU device), but one save interval "
+                    f"(save_every={self.save_every} steps of dt={self.dt}) spans {width}; "
+                    "lower save_every or raise max_device_bytes"
+                )
+            chunk_saves = max(1, min(chunk_saves - 1, chunk_saves * max(limit - 2, 1) // width))
+
     def _kwargs(self):
         return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh)
 
-    def initial_state(self, start: int = 0):
-        """Device state and per-slot inputs of the batch of particles starting at `start`, and its frame 0."""
+    def initial_state(self, start: int = 0, modules=None):
+        """Device state and per-slot inputs of the batch of particles starting at `start`, and
+        its frame 0 (evaluated with `modules`, default the run's own)."""
         stop = min(start + self.batch_size, self.n_particles)
         pad = self.padded_batch - (stop - start)
         padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start:start + 1], pad)])  # noqa: E731
@@ -455,7 +497,7 @@ class TrackRun:
             put(np.full(count, -1, np.int32)), put(np.zeros(count, np.int32)),
             put(np.zeros(len(self.devices) * self.blocks, np.int32)), jax.device_put(np.int32(0), self._replicated),
         )
-        state, frame = _locate_seeds(self.modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
+        state, frame = _locate_seeds(self.modules if modules is None else modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
         slots = _Slots(
             put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, count)),
             put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
@@ -463,6 +505,10 @@ class TrackRun:
             put(np.concatenate([np.arange(start, stop), np.full(pad, -1)]).astype(np.int32)),
         )
         return state, slots, frame
+
+    def _with_window(self, leaves, times):
+        """The run's modules with the field's time window replaced (same shapes: no recompile)."""
+        return (swap_window(self.modules[0], leaves, times),) + tuple(self.modules[1:])
 
     def compile(self):
         """Compile (or fetch from the cache) the chunk program; returns it."""
@@ -495,17 +541,25 @@ class TrackRun:
             sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity, self.restarts)
         bar = _progress_bar(self.progress, n * self.n_steps)
         outside = lost = 0
+        windows = feeder = None
+        if self.stream is not None:  # windows of the series, read one ahead in a background thread
+            feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
+            windows = feeder.windows(np.tile(self.window_starts, math.ceil(n / self.batch_size)))
+        next_modules = lambda: self.modules if windows is None else self._with_window(*next(windows))  # noqa: E731
         start_time = time.perf_counter()
         for start in range(0, n, self.batch_size):
             stop = min(start + self.batch_size, n)
             count = stop - start
             particles = slice(start, stop)
-            state, slots, frame0 = self.initial_state(start)
+            modules = next_modules()
+            state, slots, frame0 = self.initial_state(start, modules)
             outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
             frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
             sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
             for chunk in range(self.n_chunks):
-                state, chunk_frames = compiled(self.modules, self.run_times, state, slots)
+                if chunk:
+                    modules = next_modules()
+                state, chunk_frames = compiled(modules, self.run_times, state, slots)
                 first = 1 + chunk * self.chunk_saves
                 last = min(first + self.chunk_saves, frames)
                 sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
@@ -522,6 +576,9 @@ class TrackRun:
         if lost:
             warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
         last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s)
+        if feeder is not None:
+            windows.close()
+            last_run.window_slices, last_run.slices_read, last_run.load_s, last_run.load_wait_s = self.window_width, feeder.loaded, feeder.load_s, feeder.wait_s
         if self.output is not None:
             return sink.open()
         return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation)

@@ -432,6 +432,12 @@ def _as_series(array, times, n_points: int, name: str):
     return a, t, (float(t[0]), float(t[-1]))
 
 
+def sample_columns(samples: Mapping) -> np.ndarray:
+    """One slice of `MeshField.sample_values`: the sampled arrays `{name: (P,) or (P, c)}` side by
+    side as `(P, s)` columns, in the order given (the order of `sample_layout`)."""
+    return np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in samples.values()], axis=1)
+
+
 def merge_cells(blocks: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """`(cells, cell_types)` of a mixed mesh from `[(vtk_type, (C_k, k) node ids), ...]`."""
     width = max(b.shape[1] for _, b in blocks)

@@ -4,6 +4,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _dtypes
+from ..fields.grid import GridField
+from ..fields.mesh import MeshField, sample_columns
+from ..fields.stream import SliceSource
+
 _XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
 
@@ -122,8 +127,9 @@ def _check_finite(values, name, path: Path, allow_nonfinite: bool, locations) ->
         raise ValueError(f"{path}: velocity {name!r} has {int(bad.sum())} non-finite points ({locations(bad)}); pass allow_nonfinite=True to keep them (particles reaching them get status NONFINITE)")
 
 
-def _grid_slice(path: Path, data, velocity, allow_nonfinite):
-    """(axes of the non-singleton dimensions, values (n_1, ..., n_d, d), velocity name, time or None)."""
+def _grid_slice(path: Path, data, velocity, allow_nonfinite) -> dict:
+    """A dict with the axes of the non-singleton dimensions, values `(n_1, ..., n_d, d)`, the
+    velocity's name and the file's time (or None) of one grid file."""
     if data.GetNumberOfPoints() == 0:
         raise ValueError(f"{path}: the data set is empty (0 points)")
     axes = _grid_axes(data, path)
@@ -138,7 +144,7 @@ def _grid_slice(path: Path, data, velocity, allow_nonfinite):
             raise ValueError(f"{path}: a 2-D grid whose velocity {name!r} has a non-zero component along its flat axis {'xyz'[dropped]}")
     values = values.reshape([dims[i] for i in keep] + [values.shape[-1]])[..., keep] if len(keep) < 3 else values
     _check_finite(values, name, path, allow_nonfinite, lambda bad: f"first grid indices {np.argwhere(bad)[:5].tolist()}")
-    return [axes[i] for i in keep], values, name, _file_time(data)
+    return dict(axes=[axes[i] for i in keep], values=values, name=name, time=_file_time(data))
 
 
 _LOWER_DIMENSIONAL = {1, 2, 3, 4}  # vertex, poly-vertex, line, poly-line: no area or volume
@@ -265,7 +271,7 @@ def _series_times(path, file_times, times, n: int):
     return times
 
 
-def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", interpolation: str = "linear", periodic=False, **mesh_options):
+def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", interpolation: str = "linear", periodic=False, stream: bool | None = None, max_device_bytes: int | None = None, **mesh_options):
     """A field from VTK files as ParaView writes them, read with the `vtk` package.
 
     **Arguments:**
@@ -285,13 +291,18 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
       along trajectories: `fk.track` then fills `Trajectory.samples[name]` (meshes only).
     - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
+    - `stream`: `True` returns a `fk.fields.StreamedField` that `fk.track` reads file by file
+      in time windows (a background thread reads the next files while the device computes);
+      `None` (default) does so only when the whole series would exceed `max_device_bytes`.
+    - `max_device_bytes`: device memory the field may use (default: half the GPU's memory, or
+      a quarter of the host's RAM on CPU).
     - `mesh_options`: passed to `MeshField` (`walk_steps`, `newton_steps`, `bin_scale`).
 
     **Returns:** a `GridField` for image and rectilinear data (a grid with one point along an
     axis becomes 2-D; its velocity component along that axis must be zero), a `MeshField` for
     everything else: unstructured grids (pieces of a `.pvtu` merged, duplicate points on piece
     boundaries joined), curvilinear grids (as hexahedra or quads) and polygonal data. Steady for
-    one file, a time series on a fixed mesh otherwise.
+    one file, a time series on a fixed mesh otherwise; or a `StreamedField` of either.
 
     **Raises:** `FileNotFoundError` for missing files (also those a `.pvd` lists), `ValueError`
     naming the file for truncated/corrupt files, empty data, no or ambiguous vector arrays
@@ -301,56 +312,92 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     """
     import logging
 
+    from ..fields.stream import StreamedField, choose_streaming
+
     series = _series(path)
     first = _read_dataset(series[0][0])
-    log = logging.getLogger("flowkit")
-    if _is_grid(first):
-        if sample:
-            raise ValueError(f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as its own GridField (read_vtk(path, velocity=NAME)) and use fk.analysis.sample")
-        return _read_grid_series(path, series, first, velocity, times, allow_nonfinite, dtype, interpolation, periodic, log)
-    from ..fields.mesh import MeshField
-
+    grid = _is_grid(first)
+    if grid and sample:
+        raise ValueError(f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as its own GridField (read_vtk(path, velocity=NAME)) and use fk.analysis.sample")
     if cell_data not in ("points", "constant"):
         raise ValueError(f"cell_data must be 'points' or 'constant', got {cell_data!r}")
-    slices = []
-    for k, (file, pvd_time) in enumerate(series):
-        data = first if k == 0 else _read_dataset(file)
-        piece = _mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data)
-        if slices:
-            ref = slices[0][1]
+    read = (lambda file, data: _grid_slice(file, data, velocity, allow_nonfinite)) if grid else (lambda file, data: _mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data))
+    files = _VtkFiles(path, series, first, read)
+    del first
+    ref = files.reference
+    logging.getLogger("flowkit").info("read_vtk: velocity array %r from %d file(s) starting %s", ref["name"], len(series), series[0][0])
+    if grid:
+        build = lambda values, times: GridField(values, ref["axes"], times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)  # noqa: E731
+    else:
+        build = lambda values, times, samples: MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], **mesh_options)  # noqa: E731
+    if len(series) == 1:
+        return build(ref["values"], None) if grid else build(ref["values"], None, ref["samples"])
+    slice_bytes = sum(a.size for a in files.slice_arrays(ref).values()) * _dtypes.resolve(dtype).itemsize
+    if choose_streaming(stream, len(series), slice_bytes, max_device_bytes, str(path)):
+        files.resolve_times(times)
+        pair = [files.piece(k) for k in (0, 1)]
+        values = np.stack([p["values"] for p in pair])
+        template = build(values, files.times[:2]) if grid else build(values, files.times[:2], {name: np.stack([p["samples"][name] for p in pair]) for name in ref["samples"]})
+        return StreamedField(template, files, max_device_bytes)
+    pieces = [ref] + [files.piece(k, in_file_order=True) for k in range(1, len(series))]
+    order = files.resolve_times(times, [p["time"] for p in pieces])
+    values = np.stack([pieces[i]["values"] for i in order])
+    if grid:
+        return build(values, files.times)
+    return build(values, files.times, {name: np.stack([pieces[i]["samples"][name] for i in order]) for name in ref["samples"]})
+
+
+class _VtkFiles(SliceSource):
+    """The files of a VTK time series: each read (with the vtk package) into one slice's arrays
+    and checked to hold the same grid or mesh as the first file."""
+
+    def __init__(self, path, series, first, read):
+        self.description = str(path)
+        self.path = path
+        self.files = [file for file, _ in series]
+        self.listed_times = [t for _, t in series]
+        self._read = read
+        self.reference = read(self.files[0], first)
+        self.times = None
+        self._order = np.arange(len(self.files))
+
+    def resolve_times(self, times=None, file_times=None) -> np.ndarray:
+        """Set `times` (ascending) from the .pvd, the files' TimeValue or `times=`; return the
+        order of the files by time. Without `file_times`, each file lacking a listed time is
+        read once for its TimeValue (unless `times=` is given)."""
+        if file_times is None:
+            file_times = list(self.listed_times)
+            if not all(t is not None and np.isfinite(t) for t in file_times) and times is None:
+                file_times = [t if t is not None and np.isfinite(t) else _file_time(_read_dataset(f)) for f, t in zip(self.files, file_times)]
+        else:
+            file_times = [t if t is not None and np.isfinite(t) else f for t, f in zip(self.listed_times, file_times)]
+        resolved = _series_times(self.path, file_times, times, len(self.files))
+        self._order = np.argsort(resolved, kind="stable")
+        self.times = resolved[self._order]
+        return self._order
+
+    def piece(self, k: int, in_file_order: bool = False) -> dict:
+        """The arrays of slice `k` (in time order, or file `k` with `in_file_order`), checked."""
+        file = self.files[k if in_file_order else int(self._order[k])]
+        piece = self._read(file, _read_dataset(file))
+        ref, first = self.reference, self.files[0]
+        if "axes" in ref:
+            axes = piece["axes"]
+            if len(axes) != len(ref["axes"]) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref["axes"], axes)):
+                raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref['axes']]}); moving or remeshed grids are not supported")
+        else:
             if piece["points"].shape != ref["points"].shape:
-                raise ValueError(f"{file}: {len(piece['points'])} points, but {series[0][0]} has {len(ref['points'])}; the point count changes between time steps (moving or remeshed meshes are not supported)")
+                raise ValueError(f"{file}: {len(piece['points'])} points, but {first} has {len(ref['points'])}; the point count changes between time steps (moving or remeshed meshes are not supported)")
             if piece["cells"].shape != ref["cells"].shape or not np.array_equal(piece["cells"], ref["cells"]) or not np.allclose(piece["points"], ref["points"]):
-                raise ValueError(f"{file}: its mesh differs from {series[0][0]} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
-            del piece["points"], piece["cells"], piece["cell_types"]
-        slices.append((file, piece, pvd_time))
-    mesh = slices[0][1]
-    log.info("read_vtk: velocity array %r on a %d-point mesh from %d file(s) starting %s", mesh["name"], len(mesh["points"]), len(slices), series[0][0])
-    mesh_options["cell_values"] = mesh["on_cells"]
-    if len(slices) == 1:
-        return MeshField(mesh["points"], mesh["cells"], mesh["values"], mesh["cell_types"], samples=mesh["samples"], dtype=dtype, **mesh_options)
-    file_times = _series_times(path, [t if t is not None else s["time"] for _, s, t in slices], times, len(slices))
-    order = np.argsort(file_times)
-    values = np.stack([slices[i][1]["values"] for i in order])
-    samples = {name: np.stack([slices[i][1]["samples"][name] for i in order]) for name in mesh["samples"]}
-    return MeshField(mesh["points"], mesh["cells"], values, mesh["cell_types"], times=file_times[order], samples=samples, dtype=dtype, **mesh_options)
+                raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+        return piece
 
+    @staticmethod
+    def slice_arrays(piece) -> dict:
+        arrays = {"values": piece["values"]}
+        if piece.get("samples"):
+            arrays["sample_values"] = sample_columns(piece["samples"])
+        return arrays
 
-def _read_grid_series(path, series, first, velocity, times, allow_nonfinite, dtype, interpolation, periodic, log):
-    from ..fields.grid import GridField
-
-    slices = []
-    for k, (file, pvd_time) in enumerate(series):
-        data = first if k == 0 else _read_dataset(file)
-        slices.append((file,) + _grid_slice(file, data, velocity, allow_nonfinite) + (pvd_time,))
-    first_file, axes, _, name, _, _ = slices[0]
-    log.info("read_vtk: velocity array %r from %d file(s) starting %s", name, len(slices), first_file)
-    for file, other_axes, values, _, _, _ in slices[1:]:
-        if len(other_axes) != len(axes) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(axes, other_axes)):
-            raise ValueError(f"{file}: its grid ({[len(a) for a in other_axes]} points) differs from {first_file} ({[len(a) for a in axes]}); moving or remeshed grids are not supported")
-    if len(slices) == 1:
-        return GridField(slices[0][2], axes, periodic=periodic, interpolation=interpolation, dtype=dtype)
-    file_times = _series_times(path, [s[5] if s[5] is not None else s[4] for s in slices], times, len(slices))
-    order = np.argsort(file_times)
-    data = np.stack([slices[i][2] for i in order])
-    return GridField(data, axes, times=file_times[order], periodic=periodic, interpolation=interpolation, dtype=dtype)
+    def read(self, k: int) -> dict:
+        return self.slice_arrays(self.piece(k))

@@ -1,0 +1,221 @@
+"""Time series bigger than the device: read slice by slice from disk, tracked in time windows.
+
+A `StreamedField` is the host's handle on a time series: a `template` field built from its first
+two slices (mesh, locator, axes: everything that does not change in time), the times of all
+slices, and a `SliceSource` that reads one slice. `fk.track` keeps on the device only a window
+of the slices that bracket the current chunk. Every window has the same number of slices, so
+swapping one in replaces the template's time-dependent leaves (`values`, `times`, ...) with
+arrays of the same shapes, and the compiled chunk runs on without recompiling. A background
+thread reads and uploads the next window while the device computes the current chunk.
+
+Inside a window the field is evaluated with the same slices, times and arithmetic as the whole
+series (`time_weights` finds the same bracketing pair), so streamed and in-memory runs agree
+bit for bit.
+"""
+
+import abc
+import logging
+import math
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import equinox as eqx
+import jax
+import numpy as np
+
+from .base import AbstractField
+
+_log = logging.getLogger("flowkit")
+
+
+class SliceSource(abc.ABC):
+    """Reads one time slice of a series from disk, on the host.
+
+    `times` are the strictly increasing times of all slices; `read(k)` returns the arrays of
+    slice `k` keyed by the name of the field leaf they fill (`"values"`, and for meshes with
+    sampled arrays `"sample_values"`), in that leaf's layout without the time axis.
+    """
+
+    description: str
+    times: np.ndarray
+
+    @abc.abstractmethod
+    def read(self, k: int) -> dict[str, np.ndarray]:
+        """The arrays of slice `k`."""
+
+
+def _time_leaves(field) -> tuple[str, ...]:
+    return ("values",) + (("sample_values",) if getattr(field, "sample_values", None) is not None else ())
+
+
+def device_budget() -> int:
+    """Default `max_device_bytes`: half the first device's memory where the backend reports it
+    (GPUs), else a quarter of the host's physical memory (the CPU devices share it)."""
+    stats = jax.local_devices()[0].memory_stats() or {}
+    if "bytes_limit" in stats:
+        return int(stats["bytes_limit"]) // 2
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+
+
+def _copies() -> int:
+    """Copies of a replicated field in memory: one per CPU device (they share the host's memory)."""
+    devices = jax.local_devices()
+    return len(devices) if devices[0].platform == "cpu" else 1
+
+
+class StreamedField:
+    """A time series tracked window by window (see the module docstring); give it to `fk.track`.
+
+    Made by the readers (`fk.io.read_vtk`, `fk.io.load_grid_npz`, `fk.io.from_xarray`) with
+    `stream=True`, or by default when the whole series would exceed `max_device_bytes`. It is
+    not itself an `AbstractField`: it cannot be evaluated or differentiated through, only tracked.
+
+    **Arguments:**
+
+    - `template`: the field built from slices 0 and 1 (its time-dependent leaves get replaced).
+    - `source`: the `SliceSource` of all slices.
+    - `max_device_bytes`: the device memory the field may use (all copies, two windows: the one
+      in use and the one being loaded); default `device_budget()`.
+    """
+
+    def __init__(self, template: AbstractField, source: SliceSource, max_device_bytes: int | None = None):
+        times = np.asarray(source.times, dtype=np.float64)
+        if times.ndim != 1 or len(times) < 2 or not np.all(np.diff(times) > 0):
+            raise ValueError(f"{source.description}: a streamed series needs at least 2 strictly increasing times")
+        self.template = template
+        self.source = source
+        self.times = times
+        self.leaves = _time_leaves(template)
+        self.max_device_bytes = device_budget() if max_device_bytes is None else int(max_device_bytes)
+        if self.max_device_bytes <= 0:
+            raise ValueError(f"max_device_bytes must be positive, got {max_device_bytes}")
+
+    @property
+    def time_range(self) -> tuple[float, float]:
+        return float(self.times[0]), float(self.times[-1])
+
+    @property
+    def n_slices(self) -> int:
+        return len(self.times)
+
+    def __getattr__(self, name):  # bounds, dim, periodic, geometry: the template's
+        if name in ("template", "source", "times", "leaves", "max_device_bytes"):
+            raise AttributeError(name)
+        return getattr(self.template, name)
+
+    def slice_nbytes(self, itemsize: int) -> int:
+        """Bytes of one slice of every time-dependent leaf at `itemsize` bytes per number."""
+        return sum(math.prod(getattr(self.template, name).shape[1:]) for name in self.leaves) * itemsize
+
+    def static_nbytes(self, itemsize: int) -> int:
+        """Bytes of the arrays that do not change in time (mesh, locator, axes), one copy, with
+        floating-point numbers of `itemsize` bytes."""
+        moving = {id(getattr(self.template, name)) for name in self.leaves + ("times",)}
+        fixed = [leaf for leaf in jax.tree.leaves(self.template) if isinstance(leaf, jax.Array) and id(leaf) not in moving]
+        return sum(leaf.size * (itemsize if np.issubdtype(leaf.dtype, np.floating) else leaf.dtype.itemsize) for leaf in fixed)
+
+    def max_window(self, itemsize: int) -> int:
+        """The most slices a window may hold within `max_device_bytes` (two windows resident)."""
+        free = self.max_device_bytes / _copies() - self.static_nbytes(itemsize)
+        return max(0, int(free // (2 * (self.slice_nbytes(itemsize) + itemsize))))
+
+    def window_field(self, width: int) -> AbstractField:
+        """The template holding a window of `width` slices (zeros, at times 0..width-1): a
+        field of the shapes every window has, to compile against."""
+        zeros = {name: np.zeros((width,) + getattr(self.template, name).shape[1:], getattr(self.template, name).dtype) for name in self.leaves}
+        return swap_window(self.template, zeros, np.arange(width, dtype=self.template.times.dtype))
+
+    def __repr__(self) -> str:
+        return f"StreamedField({type(self.template).__name__}, {self.n_slices} slices from {self.source.description}, max_device_bytes={self.max_device_bytes})"
+
+
+def swap_window(field: AbstractField, leaves: dict, times) -> AbstractField:
+    """`field` with its time-dependent leaves (and `times`) replaced by a window's arrays."""
+    names = tuple(leaves) + ("times",)
+    return eqx.tree_at(lambda f: tuple(getattr(f, n) for n in names), field, tuple(leaves.values()) + (times,))
+
+
+def choose_streaming(stream: bool | None, n_slices: int, slice_bytes: int, max_device_bytes: int | None, description: str) -> bool:
+    """Whether a reader returns a `StreamedField`: `stream` if given, else whether all slices
+    (one copy per CPU device) exceed `max_device_bytes` (default `device_budget()`)."""
+    if stream is not None:
+        return bool(stream)
+    budget = device_budget() if max_device_bytes is None else int(max_device_bytes)
+    total = n_slices * slice_bytes * _copies()
+    if total > budget:
+        _log.info("%s: %d time slices need %.1f MiB on the device, over the budget of %.1f MiB: streaming in time windows", description, n_slices, total / 2**20, budget / 2**20)
+        return True
+    return False
+
+
+def plan_windows(times: np.ndarray, spans: np.ndarray, tol: float) -> tuple[int, np.ndarray]:
+    """`(width, starts)`: the fixed number of slices per window and each chunk's first slice,
+    such that the window of chunk `c` holds every slice its times `spans[c] = (a, b)` (widened
+    by `tol` against rounding) interpolate between."""
+    last = len(times) - 1
+    lo = np.clip(np.searchsorted(times, spans[:, 0] - tol, side="right") - 1, 0, last - 1)
+    hi = np.clip(np.searchsorted(times, spans[:, 1] + tol, side="right"), lo + 1, last)
+    width = int(np.max(hi - lo + 1))
+    return width, np.minimum(lo, last + 1 - width)
+
+
+class WindowFeeder:
+    """Reads, stacks and uploads windows in a background thread, one window ahead of use.
+
+    `windows(starts)` yields, for each chunk in order, the window starting at that slice as
+    `(leaves, times)` device arrays; equal consecutive starts reuse the arrays. Host copies of
+    slices are kept only while the next window needs them. `load_s` sums the time spent
+    reading and uploading; `wait_s` the time the caller waited for a window that was not ready.
+    """
+
+    def __init__(self, streamed: StreamedField, width: int, dtype, sharding):
+        self.streamed = streamed
+        self.width = width
+        self.dtype = np.dtype(dtype)
+        self.sharding = sharding
+        self.load_s = 0.0
+        self.wait_s = 0.0
+        self.loaded = 0
+        self._cache: dict[int, dict] = {}
+        self._lock = threading.Lock()
+
+    def _prepare(self, start: int):
+        began = time.perf_counter()
+        wanted = range(start, start + self.width)
+        with self._lock:
+            for k in list(self._cache):
+                if k not in wanted:
+                    del self._cache[k]
+            for k in wanted:
+                if k not in self._cache:
+                    self._cache[k] = self.streamed.source.read(k)
+                    self.loaded += 1
+            slices = [self._cache[k] for k in wanted]
+        template = self.streamed.template
+
+        def put(array, like):  # rounded to the field's own precision first, as a resident field is
+            return jax.device_put(np.asarray(array, like.dtype).astype(self.dtype), self.sharding)
+
+        leaves = {name: put(np.stack([s[name] for s in slices]), getattr(template, name)) for name in self.streamed.leaves}
+        window = (leaves, put(self.streamed.times[start : start + self.width], template.times))
+        jax.block_until_ready(window)
+        self.load_s += time.perf_counter() - began
+        return window
+
+    def windows(self, starts):
+        starts = [int(s) for s in starts]
+        with ThreadPoolExecutor(1, thread_name_prefix="flowkit-window") as pool:
+            pending = {}
+            current_start, current = None, None
+            for i, start in enumerate(starts):
+                if start != current_start:
+                    future = pending.pop(start, None) or pool.submit(self._prepare, start)
+                    began = time.perf_counter()
+                    current, current_start = future.result(), start
+                    self.wait_s += time.perf_counter() - began
+                    following = next((s for s in starts[i + 1 :] if s != start), None)
+                    if following is not None and following not in pending:
+                        pending = {following: pool.submit(self._prepare, following)}
+                yield current
