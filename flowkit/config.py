@@ -95,11 +95,13 @@ def enable_compilation_cache(directory) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def _describe(field) -> str:
+def _describe(field, run) -> str:
+    steps = f", {field.times.shape[0]} times" if field.times is not None else ""
+    if run.stream is not None:
+        steps += f" streamed in windows of {run.window_width}"
     if hasattr(field, "n_cells"):
-        steps = f", {field.times.shape[0]} times" if field.times is not None else ""
         return f"{field.points.shape[0]} points, {field.n_cells} cells ({'/'.join(field.kinds)}){steps}"
-    return str(getattr(field, "shape", ""))
+    return f"{getattr(field, 'shape', '')}{steps}"
 
 
 def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
@@ -117,7 +119,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     device = run.devices[0]
     print(
         f"flowkit {__version__} | jax {jax.__version__} | {device.platform} × {len(run.devices)} ({device.device_kind})\n"
-        f"field {type(field).__name__} {_describe(field)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
+        f"field {type(run.modules[0]).__name__} {_describe(field, run)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
         f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={cfg.dt} | "
         f"boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}",
         flush=True,
@@ -140,9 +142,10 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "run_s": info.run_s,
         "particle_steps_per_s": info.particle_steps_per_s,
         "lost_releases": info.lost_releases,
+        "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "load_wait_s": info.load_wait_s} if run.stream is not None else None,
         "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
         "status_counts": counts,
-        "field": type(field).__name__,
+        "field": type(run.modules[0]).__name__,
         "integrator": type(integrator).__name__,
         "boundary": type(boundary).__name__,
         "t0": float(cfg.t0),
@@ -160,8 +163,10 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         traj.save(out / "trajectories.vtp")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     if cfg.output.plot:
-        plot_pathlines(traj, out / "trajectories.png", field=field, max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
-        plot_snapshot(traj, -1, out / "snapshot.png", field=field)
+        at = lambda t: field.near(t) if run.stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
+        times = np.asarray(traj.times, dtype=np.float64)
+        plot_pathlines(traj, out / "trajectories.png", field=at(times[0]), max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
+        plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
         lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
         bins = [cfg.output.density_bins] * field.dim
         cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]

@@ -15,14 +15,20 @@ def double_gyre_grid(nx: int = 201, ny: int = 101, t_end: float = 20.0, nt: int 
     return GridField.from_function(DoubleGyre(), axes, times=np.linspace(0.0, t_end, nt), dtype=dtype)
 
 
-def grid_field(path=None, dtype="float32", interpolation="linear") -> GridField:
-    """A gridded field from an `.npz` file (`flowkit.io.load_grid_npz`), or the double-gyre
-    sample (`double_gyre_grid`) when `path` is None."""
-    if path is None:
-        return double_gyre_grid(dtype=dtype)
-    from .io.npz import load_grid_npz
+def grid_field(path=None, dtype="float32", interpolation="linear", stream: bool | None = None, max_device_bytes: int | None = None):
+    """A gridded field from an `.npz` file (`flowkit.io.load_grid_npz`, which may stream it in
+    time windows), or the double-gyre sample (`double_gyre_grid`) when `path` is None (with
+    `stream=True` written once into the cache directory and streamed from there)."""
+    from .io.npz import load_grid_npz, save_grid_npz
 
-    return load_grid_npz(path, dtype=dtype, interpolation=interpolation)
+    if path is None:
+        if not stream:
+            return double_gyre_grid(dtype=dtype)
+        path = _cache_root(None) / "double_gyre_v1.npz"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_grid_npz(path, double_gyre_grid(dtype="float64"))
+    return load_grid_npz(path, dtype=dtype, interpolation=interpolation, stream=stream, max_device_bytes=max_device_bytes)
 
 
 def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> Path:
@@ -188,7 +194,7 @@ def sample_pipe(cache_dir=None) -> Path:
 SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
 
 
-def vtk_field(path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32"):
+def vtk_field(path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None):
     """A field read from VTK files (`flowkit.io.read_vtk`), or when `path` is None from the
     embedded sample `dataset` (`cellular_box`: `sample_vtk`; `pipe`: `sample_pipe`), generated
     on first use."""
@@ -198,4 +204,4 @@ def vtk_field(path=None, velocity: str | None = None, times=None, *, dataset: st
         if dataset not in SAMPLES:
             raise ValueError(f"dataset must be one of {sorted(SAMPLES)}, got {dataset!r}")
         path = SAMPLES[dataset]()
-    return read_vtk(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype)
+    return read_vtk(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes)

@@ -24,7 +24,7 @@ from ._status import Status
 from .boundaries.base import AbstractBoundary, Block
 from .boundaries.box import Open
 from .fields.base import AbstractField
-from .fields.stream import StreamedField, WindowFeeder, plan_windows, swap_window
+from .fields.stream import StreamedField, WindowFeeder, plan_windows, refuse_streamed, swap_window
 from .integrators.base import AbstractIntegrator
 from .integrators.runge_kutta import RK4
 from .trajectory import Trajectory
@@ -705,6 +705,7 @@ def _is_traced(tree) -> bool:
 
 def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype):
     """`track` as one pure traced computation, for autodiff and for use inside user `jit`s."""
+    refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
     integrator, boundary = _check_pieces(field, integrator, boundary, key)
     dtype = _dtypes.resolve(dtype)
     try:

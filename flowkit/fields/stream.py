@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .base import AbstractField
@@ -121,6 +122,14 @@ class StreamedField:
         free = self.max_device_bytes / _copies() - self.static_nbytes(itemsize)
         return max(0, int(free // (2 * (self.slice_nbytes(itemsize) + itemsize))))
 
+    def near(self, t: float) -> AbstractField:
+        """The field over the two slices bracketing time `t`, read now: exact at `t` (for
+        probing and plotting a streamed series; clamped to the series outside its range)."""
+        k = int(np.clip(np.searchsorted(self.times, t, side="right") - 1, 0, self.n_slices - 2))
+        pair = [self.source.read(k), self.source.read(k + 1)]
+        leaves = {name: jnp.asarray(np.stack([p[name] for p in pair]), getattr(self.template, name).dtype) for name in self.leaves}
+        return swap_window(self.template, leaves, jnp.asarray(self.times[k : k + 2], self.template.times.dtype))
+
     def window_field(self, width: int) -> AbstractField:
         """The template holding a window of `width` slices (zeros, at times 0..width-1): a
         field of the shapes every window has, to compile against."""
@@ -129,6 +138,12 @@ class StreamedField:
 
     def __repr__(self) -> str:
         return f"StreamedField({type(self.template).__name__}, {self.n_slices} slices from {self.source.description}, max_device_bytes={self.max_device_bytes})"
+
+
+def refuse_streamed(field, what: str, instead: str) -> None:
+    """A clear error where a `StreamedField` cannot go (traced programs need the whole series)."""
+    if isinstance(field, StreamedField):
+        raise TypeError(f"field: {what} needs the whole time series on the device, but this StreamedField is read window by window; {instead}")
 
 
 def swap_window(field: AbstractField, leaves: dict, times) -> AbstractField:

@@ -5,11 +5,15 @@ coordinate array per axis named `x`, `y` (, `z`), optional `time` (for a time se
 optional `periodic` (a bool per axis).
 """
 
+import math
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from .._dtypes import resolve
 from ..fields.grid import GridField
+from ..fields.stream import SliceSource
 
 _AXES = ("x", "y", "z")
 
@@ -29,26 +33,63 @@ def save_grid_npz(path, field: GridField) -> Path:
     return path
 
 
-def load_grid_npz(path, dtype="float32", interpolation="linear", periodic=None) -> GridField:
-    """Read a `GridField` from an `.npz` file; errors name the file and the missing array."""
+def load_grid_npz(path, dtype="float32", interpolation="linear", periodic=None, *, stream: bool | None = None, max_device_bytes: int | None = None) -> GridField:
+    """Read a `GridField` from an `.npz` file; errors name the file and the missing array.
+
+    A time series is returned as a `fk.fields.StreamedField` (read one time slice at a time, in
+    windows, by `fk.track`) with `stream=True`, or by default when it would exceed
+    `max_device_bytes` (see `fk.io.read_vtk`). Streaming reads slices straight from the archive,
+    fastest when it is stored uncompressed (`np.savez`, not `np.savez_compressed`)."""
+    from ..fields.stream import StreamedField, choose_streaming
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"grid field file {path} does not exist")
     with np.load(path) as data:
         if "velocity" not in data:
             raise ValueError(f"{path}: expected an array named 'velocity', found {sorted(data.files)}")
-        velocity = data["velocity"]
-        dim = velocity.shape[-1]
+        source = _NpzSlices(path, data["time"] if "time" in data else None)
+        dim = source.shape[-1]
         if dim not in (2, 3):
-            raise ValueError(f"{path}: 'velocity' must end in 2 or 3 components, got shape {velocity.shape}")
+            raise ValueError(f"{path}: 'velocity' must end in 2 or 3 components, got shape {source.shape}")
         missing = [name for name in _AXES[:dim] if name not in data]
         if missing:
             raise ValueError(f"{path}: a {dim}-D field needs coordinate arrays {list(_AXES[:dim])}; missing {missing}")
         axes = [data[name] for name in _AXES[:dim]]
-        times = data["time"] if "time" in data else None
         if periodic is None:
             periodic = tuple(bool(p) for p in data["periodic"]) if "periodic" in data else False
+        streamed = source.times is not None and choose_streaming(stream, source.shape[0], math.prod(source.shape[1:]) * resolve(dtype).itemsize, max_device_bytes, str(path))
         try:
-            return GridField(velocity, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+            if streamed:
+                template = GridField(np.stack([source.read(0)["values"], source.read(1)["values"]]), axes, times=source.times[:2], periodic=periodic, interpolation=interpolation, dtype=dtype)
+                return StreamedField(template, source, max_device_bytes)
+            return GridField(data["velocity"], axes, times=source.times, periodic=periodic, interpolation=interpolation, dtype=dtype)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
+
+
+class _NpzSlices(SliceSource):
+    """The `velocity` array of an `.npz` archive, read one time slice (leading index) at a time
+    without loading the rest: the member's `.npy` header gives shape and dtype, a seek the slice
+    (direct in a stored archive; a compressed one decompresses up to it)."""
+
+    def __init__(self, path: Path, times):
+        self.description = str(path)
+        self.path = path
+        self.times = None if times is None else np.asarray(times, np.float64)
+        with zipfile.ZipFile(path) as archive, archive.open("velocity.npy") as member:
+            version = np.lib.format.read_magic(member)
+            header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if header is None:
+                raise ValueError(f"{path}: 'velocity' uses .npy format version {version}; rewrite it with np.savez")
+            self.shape, fortran, self.dtype = header(member)
+            self._offset = member.tell()
+        if fortran and self.times is not None:
+            raise ValueError(f"{path}: 'velocity' is stored in Fortran order, so its time slices are not contiguous; save np.ascontiguousarray(velocity)")
+        self._slice_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
+
+    def read(self, k: int) -> dict:
+        with zipfile.ZipFile(self.path) as archive, archive.open("velocity.npy") as member:
+            member.seek(self._offset + k * self._slice_bytes)
+            raw = member.read(self._slice_bytes)
+        return {"values": np.frombuffer(raw, self.dtype).reshape(self.shape[1:])}

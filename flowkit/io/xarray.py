@@ -3,9 +3,12 @@
 xarray never reaches the compiled program: `from_xarray` converts once, on the host.
 """
 
+import math
+
 import numpy as np
 
 from ..fields.grid import GridField
+from ..fields.stream import SliceSource
 
 _X_NAMES = ("lon", "longitude", "x", "nav_lon", "xc")
 _Y_NAMES = ("lat", "latitude", "y", "nav_lat", "yc")
@@ -25,7 +28,7 @@ def _find(dims, names, what, given):
     return None
 
 
-def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, *, x=None, y=None, z=None, time=None, spherical=None, land_value=None, periodic=False, interpolation="linear", dtype="float32") -> GridField:
+def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, *, x=None, y=None, z=None, time=None, spherical=None, land_value=None, periodic=False, interpolation="linear", dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None) -> GridField:
     """A `GridField` from a structured `xarray.Dataset` (regular or rectilinear lon/lat/depth/time).
 
     **Arguments:**
@@ -38,9 +41,14 @@ def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, *, x=None,
       ($u/(R\\cos\\varphi)$, $v/R$); `w` stays in m/s.
     - `land_value`: NaN (land, masked cells) stays NaN by default, so a particle that reaches it
       gets status `NONFINITE`; a number replaces it (e.g. 0 for no-flow land).
+    - `stream`: `True` returns a `fk.fields.StreamedField` that `fk.track` reads one time step
+      at a time (`ds.isel(time=k)`: open the data lazily, e.g. `xr.open_dataset`/`open_zarr`);
+      `None` (default) streams only when the series would exceed `max_device_bytes`.
     - Datetime times become seconds since the first time (stored in `field_time_origin`).
     """
     import xarray as xr
+
+    from ..fields.stream import StreamedField, choose_streaming
 
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"from_xarray: expected an xarray.Dataset, got {type(ds).__name__}")
@@ -59,25 +67,47 @@ def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, *, x=None,
     extra = set(dims) - set(spatial) - ({td} if td else set())
     if extra:
         raise ValueError(f"from_xarray: {u!r} has dimensions {sorted(extra)} besides space and time; select them first (e.g. ds.isel(depth=0))")
-    order = ([td] if td else []) + spatial
-    data = np.stack([np.asarray(ds[n].transpose(*order).values, dtype=np.float64) for n in names], axis=-1)
     axes = [np.asarray(ds[d].values, dtype=np.float64) for d in spatial]
     if spherical is None:
         spherical = xd.lower() in ("lon", "longitude", "nav_lon") and yd.lower() in ("lat", "latitude", "nav_lat")
-    if spherical:
-        lat = np.deg2rad(axes[1])
-        shape = (1,) * (data.ndim - 1 - len(spatial)) + (1, lat.size) + (1,) * (len(spatial) - 2)
-        data[..., 0] = data[..., 0] / (EARTH_RADIUS * np.cos(lat).reshape(shape)) * 180 / np.pi
-        data[..., 1] = data[..., 1] / EARTH_RADIUS * 180 / np.pi
-    if land_value is not None:
-        data = np.where(np.isnan(data), float(land_value), data)
-    times = None
-    if td:
-        raw = ds[td].values
-        if np.issubdtype(raw.dtype, np.datetime64):
-            times = (raw - raw[0]) / np.timedelta64(1, "s")
-        else:
-            times = np.asarray(raw, dtype=np.float64)
-    if times is not None and len(times) == 1:
-        data, times = data[0], None
-    return GridField(data, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+    source = _XarraySlices(ds, names, spatial, td, axes[1] if spherical else None, land_value)
+    if source.times is not None and len(source.times) == 1:
+        return GridField(source.read(0)["values"], axes, periodic=periodic, interpolation=interpolation, dtype=dtype)
+    make = lambda data, times: GridField(data, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)  # noqa: E731
+    if source.times is None:
+        return make(source.convert(ds), None)
+    slice_bytes = math.prod(len(a) for a in axes) * len(names) * np.dtype(dtype).itemsize
+    if choose_streaming(stream, len(source.times), slice_bytes, max_device_bytes, f"from_xarray({', '.join(names)})"):
+        return StreamedField(make(np.stack([source.read(0)["values"], source.read(1)["values"]]), source.times[:2]), source, max_device_bytes)
+    return make(source.convert(ds), source.times)
+
+
+class _XarraySlices(SliceSource):
+    """Velocity variables of a Dataset as `(n_x, n_y[, n_z], d)` slices in flowkit's units,
+    one time step at a time (`isel`, so a lazily opened file reads only that step)."""
+
+    def __init__(self, ds, names, spatial, time_dim, latitudes, land_value):
+        self.description = f"xarray variables {names}"
+        self.ds, self.names, self.spatial, self.time_dim = ds, names, spatial, time_dim
+        self.latitudes, self.land_value = latitudes, land_value
+        self.times = None
+        if time_dim:
+            raw = ds[time_dim].values
+            self.times = (raw - raw[0]) / np.timedelta64(1, "s") if np.issubdtype(raw.dtype, np.datetime64) else np.asarray(raw, dtype=np.float64)
+
+    def convert(self, ds) -> np.ndarray:
+        """`ds`'s velocity (all its times first, if it has a time dimension) stacked as
+        components and converted: degrees per second on a sphere, land filled if asked."""
+        order = ([self.time_dim] if self.time_dim in ds[self.names[0]].dims else []) + self.spatial
+        data = np.stack([np.asarray(ds[n].transpose(*order).values, dtype=np.float64) for n in self.names], axis=-1)
+        if self.latitudes is not None:
+            lat = np.deg2rad(self.latitudes)
+            shape = (1,) * (data.ndim - 1 - len(self.spatial)) + (1, lat.size) + (1,) * (len(self.spatial) - 2)
+            data[..., 0] = data[..., 0] / (EARTH_RADIUS * np.cos(lat).reshape(shape)) * 180 / np.pi
+            data[..., 1] = data[..., 1] / EARTH_RADIUS * 180 / np.pi
+        if self.land_value is not None:
+            data = np.where(np.isnan(data), float(self.land_value), data)
+        return data
+
+    def read(self, k: int) -> dict:
+        return {"values": self.convert(self.ds.isel({self.time_dim: k}))}
