@@ -8,6 +8,7 @@ field's bounds; random seeders get a key from the integer `seed`), and writes th
 
 import inspect
 import json
+from collections import Counter
 import platform
 import time
 from pathlib import Path
@@ -84,6 +85,21 @@ def _output_dir(output_dir) -> Path:
     return Path.cwd()
 
 
+_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
+_cache_events: Counter = Counter()
+_listening = False
+
+
+def _cache_counts() -> Counter:
+    """Persistent-cache hits and misses so far in this process (a JAX monitoring listener,
+    registered once): a rerun of an unchanged job reports misses 0."""
+    global _listening
+    if not _listening:
+        jax.monitoring.register_event_listener(lambda event, **_: _cache_events.update([_CACHE_EVENTS[event]]) if event in _CACHE_EVENTS else None)
+        _listening = True
+    return Counter(_cache_events)
+
+
 def enable_compilation_cache(directory) -> None:
     """Keep compiled programs on disk (JAX's persistent cache) so a rerun skips compilation."""
     if not directory:
@@ -95,8 +111,18 @@ def enable_compilation_cache(directory) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+def join_processes(distributed) -> None:
+    """Join a multi-host run (`jax.distributed.initialize`) when `distributed.enabled`; unset
+    keys (None) are detected by JAX from the cluster's environment (SLURM, Open MPI, ...).
+    Must come before anything touches a JAX device."""
+    if not distributed or not distributed.get("enabled"):
+        return
+    keys = ("coordinator_address", "num_processes", "process_id")
+    jax.distributed.initialize(**{key: distributed[key] for key in keys if distributed.get(key) is not None})
+
+
 def _describe(field, run) -> str:
-    steps = f", {field.times.shape[0]} times" if field.times is not None else ""
+    steps = f", {field.times.shape[0]} times" if getattr(field, "times", None) is not None else ""
     if run.stream is not None:
         steps += f" streamed in windows of {run.window_width}"
     if hasattr(field, "n_cells"):
@@ -107,7 +133,10 @@ def _describe(field, run) -> str:
 def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     """Run the `track` app: build, print a header, track, write trajectories/summary/plot."""
     enable_compilation_cache(cfg.get("compilation_cache"))
+    join_processes(cfg.get("distributed"))
     out = _output_dir(output_dir)
+    if jax.process_count() > 1:  # every process tracks its share of the particles and writes it apart
+        out = out / f"process{jax.process_index()}"
     out.mkdir(parents=True, exist_ok=True)
     field, seeds, integrator, boundary = build(cfg)
     run = tracker.TrackRun(
@@ -124,12 +153,14 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         f"boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}",
         flush=True,
     )
+    cache_before = _cache_counts()
     if cfg.get("profile"):
         with jax.profiler.trace(str(out / "profile")):
             traj = run.run()
     else:
         traj = run.run()
     info = tracker.last_run
+    cache = _cache_counts() - cache_before
     counts = traj.status_counts()
     summary = {
         "n_particles": info.n_particles,
@@ -139,10 +170,12 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "device": info.device,
         "n_devices": info.n_devices,
         "compile_s": info.compile_s,
+        "compilation_cache": {"hits": cache["hits"], "misses": cache["misses"]},
         "run_s": info.run_s,
         "particle_steps_per_s": info.particle_steps_per_s,
         "lost_releases": info.lost_releases,
-        "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "load_wait_s": info.load_wait_s} if run.stream is not None else None,
+        "process": {"index": jax.process_index(), "count": jax.process_count(), "first_particle": run.first_particle, "n_particles_total": len(seeds)},
+        "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "first_window_s": info.first_window_s, "load_wait_s": info.load_wait_s} if run.stream is not None else None,
         "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
         "status_counts": counts,
         "field": type(run.modules[0]).__name__,

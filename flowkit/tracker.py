@@ -264,8 +264,11 @@ class RunInfo:
     """Streamed fields: slices read from disk (each at most once per window it enters)."""
     load_s: float = 0.0
     """Streamed fields: time the background thread spent reading and uploading windows."""
+    first_window_s: float = 0.0
+    """Streamed fields: time to read the first window, before anything runs to hide it behind."""
     load_wait_s: float = 0.0
-    """Streamed fields: time the run waited for a window (the part of `load_s` not hidden)."""
+    """Streamed fields: time the run waited for later windows (the part of their loading that
+    computing the previous chunk did not hide)."""
 
     @property
     def particle_steps_per_s(self) -> float:
@@ -353,7 +356,7 @@ class TrackRun:
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False):
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None):
         self.stream = field if isinstance(field, StreamedField) else None
         if self.stream is not None:
             field = self.stream.template
@@ -388,6 +391,18 @@ class TrackRun:
             raise ValueError(f"t_release must have shape ({len(seeds)},) (one release time per seed), got {t_release.shape}")
         if not np.all((np.minimum(t0, t1) <= t_release) & (t_release <= np.maximum(t0, t1))):
             raise ValueError(f"t_release: every release time must lie between t0={t0} and t1={t1}")
+        part_index, part_count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
+        if not 0 <= part_index < part_count:
+            raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
+        self.first_particle = 0
+        if part_count > 1:  # this process's contiguous share; keys and slot indices stay global
+            if spare:
+                raise ValueError(f"boundary: {type(boundary).__name__} releases into one shared set of slots; run it in a single process (part=(0, 1))")
+            total = len(seeds)
+            self.first_particle, stop = (total * i // part_count for i in (part_index, part_index + 1))
+            seeds, t_release = seeds[self.first_particle : stop], t_release[self.first_particle : stop]
+            if len(seeds) == 0:
+                raise ValueError(f"part {part_index} of {part_count} holds none of the {total} seeds; use fewer processes")
         if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
             if dt < 0:
                 raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
@@ -499,10 +514,10 @@ class TrackRun:
         )
         state, frame = _locate_seeds(self.modules if modules is None else modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
         slots = _Slots(
-            put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, start, count)),
+            put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, self.first_particle + start, count)),
             put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
             put(padded(self.origin_hints, lambda first, k: np.repeat(first, k, axis=0))),
-            put(np.concatenate([np.arange(start, stop), np.full(pad, -1)]).astype(np.int32)),
+            put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
         )
         return state, slots, frame
 
@@ -578,7 +593,8 @@ class TrackRun:
         last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s)
         if feeder is not None:
             windows.close()
-            last_run.window_slices, last_run.slices_read, last_run.load_s, last_run.load_wait_s = self.window_width, feeder.loaded, feeder.load_s, feeder.wait_s
+            last_run.window_slices, last_run.slices_read, last_run.load_s = self.window_width, feeder.loaded, feeder.load_s
+            last_run.first_window_s, last_run.load_wait_s = feeder.first_s, feeder.wait_s
         if self.output is not None:
             return sink.open()
         return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation)
@@ -642,6 +658,7 @@ def track(
     devices=None,
     output=None,
     warmup: bool = False,
+    part: tuple[int, int] | None = None,
 ) -> Trajectory:
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -675,6 +692,11 @@ def track(
     - `warmup`: before the timed run, execute one chunk of the first batch and drop it, so
       `last_run.run_s` excludes first-call costs (buffer allocation, thread start-up) as well as
       compilation (which is always done ahead of time, in `compile_s`); for benchmarks.
+    - `part`: `(index, count)`: track only share `index` of `count` contiguous shares of the
+      seeds (default: this process's share in a multi-host run, `(jax.process_index(),
+      jax.process_count())`, so every process of a `jax.distributed` job tracks its own
+      particles on its own devices). Noise keys and slot indices stay global: the shares
+      together equal a one-process run. The result holds this share's particles only.
     - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
       in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
       returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout.
@@ -695,7 +717,7 @@ def track(
     return TrackRun(
         field, seeds, t0, t1, dt, integrator, boundary, save_every,
         t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype,
-        batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket, warmup=warmup,
+        batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket, warmup=warmup, part=part,
     ).run()
 
 

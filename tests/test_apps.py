@@ -74,3 +74,51 @@ def test_joblib_parallel_sweep(tmp_path):
     with open(tmp_path / "sweep_summary.csv") as f:
         rows = list(csv.DictReader(f))
     assert sorted(r["integrator"] for r in rows) == ["Heun", "RK4"]
+
+
+@pytest.mark.slow
+def test_second_run_of_a_job_compiles_from_the_persistent_cache(tmp_path):
+    job = ["field=double_gyre", "seeds=random", "seeds.n=100", "t1=0.3", "progress=false", f"compilation_cache={tmp_path / 'cache'}", "output=minimal"]
+    summaries = []
+    for run in ("first", "second"):
+        _run([*job, f"hydra.run.dir={tmp_path / run}"], cwd=tmp_path)
+        summaries.append(json.loads((tmp_path / run / "summary.json").read_text()))
+    first, second = (s["compilation_cache"] for s in summaries)
+    assert first["misses"] >= 1 and second["misses"] == 0 and second["hits"] >= first["misses"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_multi_host_processes_split_the_particles(tmp_path):
+    """Two processes joined by jax.distributed (on this machine) track one share each; together
+    they equal a one-process run, noise included (keys are global)."""
+    import numpy as np
+
+    job = ["field=double_gyre", "integrator=euler_maruyama", "seeds=random", "seeds.n=301", "t1=0.5", "progress=false", "compilation_cache=null", "output=minimal"]
+    env = dict(os.environ, PYTHONWARNINGS="ignore", FLOWKIT_HOST_DEVICES="1")
+    address = f"localhost:{_free_port()}"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(ROOT / "apps" / "track.py"), *job, f"hydra.run.dir={tmp_path / 'multi'}", "distributed.enabled=true", f"distributed.coordinator_address={address}", "distributed.num_processes=2", f"distributed.process_id={i}"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for i in range(2)
+    ]
+    for p in processes:
+        output, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, output
+    _run([*job, f"hydra.run.dir={tmp_path / 'single'}"], cwd=tmp_path)
+    single = np.load(tmp_path / "single" / "trajectories.npz")
+    parts = [np.load(tmp_path / "multi" / f"process{i}" / "trajectories.npz") for i in range(2)]
+    summaries = [json.loads((tmp_path / "multi" / f"process{i}" / "summary.json").read_text()) for i in range(2)]
+    assert [s["process"]["first_particle"] for s in summaries] == [0, 150] and [s["n_particles"] for s in summaries] == [150, 151]
+    assert all(s["process"]["count"] == 2 and s["process"]["n_particles_total"] == 301 for s in summaries)
+    np.testing.assert_array_equal(np.concatenate([p["positions"] for p in parts], axis=1), single["positions"])
+    np.testing.assert_array_equal(np.concatenate([p["status"] for p in parts], axis=1), single["status"])

@@ -93,6 +93,20 @@ def test_sharded_equals_single_device_and_batches(gyre_grid):
     np.testing.assert_array_equal(batched.status, sharded.status)
 
 
+def test_process_shares_together_equal_one_run(gyre_grid):
+    """`part=(i, n)`: what each process of a multi-host run tracks. Keys stay global, so the
+    shares of a stochastic run concatenate to the one-process run bit for bit."""
+    seeds = fk.seeding.random_box(301, gyre_grid.bounds, key=jax.random.key(4))
+    kwargs = dict(t0=0.0, t1=1.0, dt=0.02, integrator=fk.EulerMaruyama(1e-3), boundary=fk.Reflective(gyre_grid.bounds), save_every=10, key=jax.random.key(5), t_release=np.linspace(0.0, 0.5, 301))
+    whole = fk.track(gyre_grid, seeds, **kwargs)
+    shares = [fk.track(gyre_grid, seeds, part=(i, 3), **kwargs) for i in range(3)]
+    assert [s.n_particles for s in shares] == [100, 100, 101]
+    np.testing.assert_array_equal(np.concatenate([s.positions for s in shares], axis=1), whole.positions)
+    np.testing.assert_array_equal(np.concatenate([s.t_release for s in shares]), whole.t_release)
+    with pytest.raises(ValueError, match="part must be"):
+        fk.track(gyre_grid, seeds, part=(3, 3), **kwargs)
+
+
 def test_release_times():
     field = fk.fields.SolidBodyRotation()
     seeds = np.array([[0.5, 0.0], [0.5, 0.0], [0.0, 0.3]])

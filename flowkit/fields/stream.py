@@ -182,7 +182,8 @@ class WindowFeeder:
     `windows(starts)` yields, for each chunk in order, the window starting at that slice as
     `(leaves, times)` device arrays; equal consecutive starts reuse the arrays. Host copies of
     slices are kept only while the next window needs them. `load_s` sums the time spent
-    reading and uploading; `wait_s` the time the caller waited for a window that was not ready.
+    reading and uploading, `first_s` is the wait for the first window (nothing runs yet to hide
+    it), `wait_s` the time the caller waited for later windows that were not ready.
     """
 
     def __init__(self, streamed: StreamedField, width: int, dtype, sharding):
@@ -191,6 +192,7 @@ class WindowFeeder:
         self.dtype = np.dtype(dtype)
         self.sharding = sharding
         self.load_s = 0.0
+        self.first_s = 0.0
         self.wait_s = 0.0
         self.loaded = 0
         self._cache: dict[int, dict] = {}
@@ -229,7 +231,10 @@ class WindowFeeder:
                     future = pending.pop(start, None) or pool.submit(self._prepare, start)
                     began = time.perf_counter()
                     current, current_start = future.result(), start
-                    self.wait_s += time.perf_counter() - began
+                    if i:
+                        self.wait_s += time.perf_counter() - began
+                    else:
+                        self.first_s = time.perf_counter() - began
                     following = next((s for s in starts[i + 1 :] if s != start), None)
                     if following is not None and following not in pending:
                         pending = {following: pool.submit(self._prepare, following)}
