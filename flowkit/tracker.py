@@ -562,27 +562,31 @@ class TrackRun:
             windows = feeder.windows(np.tile(self.window_starts, math.ceil(n / self.batch_size)))
         next_modules = lambda: self.modules if windows is None else self._with_window(*next(windows))  # noqa: E731
         start_time = time.perf_counter()
-        for start in range(0, n, self.batch_size):
-            stop = min(start + self.batch_size, n)
-            count = stop - start
-            particles = slice(start, stop)
-            modules = next_modules()
-            state, slots, frame0 = self.initial_state(start, modules)
-            outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
-            frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
-            sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
-            for chunk in range(self.n_chunks):
-                if chunk:
-                    modules = next_modules()
-                state, chunk_frames = compiled(modules, self.run_times, state, slots)
-                first = 1 + chunk * self.chunk_saves
-                last = min(first + self.chunk_saves, frames)
-                sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
-                if bar is not None:
-                    steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
-                    bar.update(count * steps_done)
-            sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
-            lost += int(np.sum(np.asarray(state.lost)))
+        try:
+            for start in range(0, n, self.batch_size):
+                stop = min(start + self.batch_size, n)
+                count = stop - start
+                particles = slice(start, stop)
+                modules = next_modules()
+                state, slots, frame0 = self.initial_state(start, modules)
+                outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
+                frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
+                sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
+                for chunk in range(self.n_chunks):
+                    if chunk:
+                        modules = next_modules()
+                    state, chunk_frames = compiled(modules, self.run_times, state, slots)
+                    first = 1 + chunk * self.chunk_saves
+                    last = min(first + self.chunk_saves, frames)
+                    sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
+                    if bar is not None:
+                        steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
+                        bar.update(count * steps_done)
+                sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
+                lost += int(np.sum(np.asarray(state.lost)))
+        finally:
+            if windows is not None:
+                windows.close()  # stops the reading thread, also when a chunk failed
         run_s = time.perf_counter() - start_time
         if bar is not None:
             bar.close()
@@ -592,7 +596,6 @@ class TrackRun:
             warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
         last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s)
         if feeder is not None:
-            windows.close()
             last_run.window_slices, last_run.slices_read, last_run.load_s = self.window_width, feeder.loaded, feeder.load_s
             last_run.first_window_s, last_run.load_wait_s = feeder.first_s, feeder.wait_s
         if self.output is not None:

@@ -17,7 +17,6 @@ import abc
 import logging
 import math
 import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -66,6 +65,10 @@ def _copies() -> int:
     return len(devices) if devices[0].platform == "cpu" else 1
 
 
+_SHARED = frozenset({"bounds", "dim", "periodic", "components", "points", "nodes", "n_cells", "kinds", "shape", "axes", "in_domain", "locate_batch", "face_planes", "boundary_faces"})
+"""What does not change in time, answered by the template."""
+
+
 class StreamedField:
     """A time series tracked window by window (see the module docstring); give it to `fk.track`.
 
@@ -101,10 +104,10 @@ class StreamedField:
     def n_slices(self) -> int:
         return len(self.times)
 
-    def __getattr__(self, name):  # bounds, dim, periodic, geometry: the template's
-        if name in ("template", "source", "times", "leaves", "max_device_bytes"):
-            raise AttributeError(name)
-        return getattr(self.template, name)
+    def __getattr__(self, name):
+        if name in _SHARED and "template" in self.__dict__:
+            return getattr(self.template, name)
+        raise AttributeError(f"StreamedField has no {name!r}: its time series stays on disk (the geometry is in .template; .near(t) gives the field around time t)")
 
     def slice_nbytes(self, itemsize: int) -> int:
         """Bytes of one slice of every time-dependent leaf at `itemsize` bytes per number."""
@@ -195,21 +198,19 @@ class WindowFeeder:
         self.first_s = 0.0
         self.wait_s = 0.0
         self.loaded = 0
-        self._cache: dict[int, dict] = {}
-        self._lock = threading.Lock()
+        self._cache: dict[int, dict] = {}  # slices on the host, touched by the one worker thread only
 
     def _prepare(self, start: int):
         began = time.perf_counter()
         wanted = range(start, start + self.width)
-        with self._lock:
-            for k in list(self._cache):
-                if k not in wanted:
-                    del self._cache[k]
-            for k in wanted:
-                if k not in self._cache:
-                    self._cache[k] = self.streamed.source.read(k)
-                    self.loaded += 1
-            slices = [self._cache[k] for k in wanted]
+        for k in list(self._cache):
+            if k not in wanted:
+                del self._cache[k]
+        for k in wanted:
+            if k not in self._cache:
+                self._cache[k] = self.streamed.source.read(k)
+                self.loaded += 1
+        slices = [self._cache[k] for k in wanted]
         template = self.streamed.template
 
         def put(array, like):  # rounded to the field's own precision first, as a resident field is
