@@ -12,6 +12,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -361,7 +362,6 @@ class TrackRun:
         if self.stream is not None:
             field = self.stream.template
         integrator, boundary = _check_pieces(field, integrator, boundary, key)
-        self.output = output
         self.dtype = _dtypes.resolve(dtype)
         t0, t1, dt = float(t0), float(t1), float(dt)
         self.n_steps, self.save_every, self.n_saves, self.times = _time_plan(self.stream or field, t0, t1, dt, save_every)
@@ -403,6 +403,8 @@ class TrackRun:
             seeds, t_release = seeds[self.first_particle : stop], t_release[self.first_particle : stop]
             if len(seeds) == 0:
                 raise ValueError(f"part {part_index} of {part_count} holds none of the {total} seeds; use fewer processes")
+            if output is not None:  # one store per share, never two writers on one store
+                output = Path(output).with_name(f"{Path(output).stem}.part{part_index}{Path(output).suffix}")
         if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
             if dt < 0:
                 raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
@@ -412,6 +414,7 @@ class TrackRun:
             seeds = np.concatenate([seeds, np.repeat(parked[None], spare, axis=0)])
             t_release = np.concatenate([t_release, np.full(spare, np.inf)])
         n = seeds.shape[0]
+        self.output = output
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
         self.origin_hints = np.full(n, -1, np.int32)
         if boundary.restarts and getattr(boundary, "mode", None) == "grid":
@@ -534,6 +537,8 @@ class TrackRun:
 
     def advance(self, state, slots):
         """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities, samples, generation)`."""
+        if self.stream is not None:
+            raise TypeError("advance: a streamed field needs its time windows swapped in between chunks; use run()")
         return self.compile()(self.modules, self.run_times, state, slots)
 
     def run(self):
@@ -699,7 +704,8 @@ def track(
       seeds (default: this process's share in a multi-host run, `(jax.process_index(),
       jax.process_count())`, so every process of a `jax.distributed` job tracks its own
       particles on its own devices). Noise keys and slot indices stay global: the shares
-      together equal a one-process run. The result holds this share's particles only.
+      together equal a one-process run. The result holds this share's particles only; an
+      `output` store becomes `name.part<index>.zarr`.
     - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
       in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
       returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout.

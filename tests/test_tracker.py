@@ -93,7 +93,7 @@ def test_sharded_equals_single_device_and_batches(gyre_grid):
     np.testing.assert_array_equal(batched.status, sharded.status)
 
 
-def test_process_shares_together_equal_one_run(gyre_grid):
+def test_process_shares_together_equal_one_run(gyre_grid, tmp_path):
     """`part=(i, n)`: what each process of a multi-host run tracks. Keys stay global, so the
     shares of a stochastic run concatenate to the one-process run bit for bit."""
     seeds = fk.seeding.random_box(301, gyre_grid.bounds, key=jax.random.key(4))
@@ -105,6 +105,9 @@ def test_process_shares_together_equal_one_run(gyre_grid):
     np.testing.assert_array_equal(np.concatenate([s.t_release for s in shares]), whole.t_release)
     with pytest.raises(ValueError, match="part must be"):
         fk.track(gyre_grid, seeds, part=(3, 3), **kwargs)
+    fk.track(gyre_grid, seeds, part=(1, 3), output=tmp_path / "tracks.zarr", **kwargs)  # one store per share
+    assert not (tmp_path / "tracks.zarr").exists()
+    np.testing.assert_array_equal(fk.Trajectory.load(tmp_path / "tracks.part1.zarr").positions, shares[1].positions)
 
 
 def test_release_times():

@@ -326,25 +326,24 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     del first
     ref = files.reference
     logging.getLogger("flowkit").info("read_vtk: velocity array %r from %d file(s) starting %s", ref["name"], len(series), series[0][0])
-    if grid:
-        build = lambda values, times: GridField(values, ref["axes"], times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)  # noqa: E731
-    else:
-        build = lambda values, times, samples: MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], **mesh_options)  # noqa: E731
+
+    def build(pieces, times):  # the field of these slices (one piece and times None: steady)
+        stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
+        values = stack([p["values"] for p in pieces])
+        if grid:
+            return GridField(values, ref["axes"], times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+        samples = {name: stack([p["samples"][name] for p in pieces]) for name in ref["samples"]}
+        return MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], **mesh_options)
+
     if len(series) == 1:
-        return build(ref["values"], None) if grid else build(ref["values"], None, ref["samples"])
+        return build([ref], None)
     slice_bytes = sum(a.size for a in files.slice_arrays(ref).values()) * _dtypes.resolve(dtype).itemsize
     if choose_streaming(stream, len(series), slice_bytes, max_device_bytes, str(path)):
         files.resolve_times(times)
-        pair = [files.piece(k) for k in (0, 1)]
-        values = np.stack([p["values"] for p in pair])
-        template = build(values, files.times[:2]) if grid else build(values, files.times[:2], {name: np.stack([p["samples"][name] for p in pair]) for name in ref["samples"]})
-        return StreamedField(template, files, max_device_bytes)
+        return StreamedField(build([files.piece(0), files.piece(1)], files.times[:2]), files, max_device_bytes)
     pieces = [ref] + [files.piece(k, in_file_order=True) for k in range(1, len(series))]
     order = files.resolve_times(times, [p["time"] for p in pieces])
-    values = np.stack([pieces[i]["values"] for i in order])
-    if grid:
-        return build(values, files.times)
-    return build(values, files.times, {name: np.stack([pieces[i]["samples"][name] for i in order]) for name in ref["samples"]})
+    return build([pieces[i] for i in order], files.times)
 
 
 class _VtkFiles(SliceSource):
