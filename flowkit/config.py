@@ -143,7 +143,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         field, seeds, cfg.t0, cfg.t1, cfg.dt, integrator, boundary, cfg.save_every,
         key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None, record_velocity=cfg.record_velocity, dtype=cfg.dtype, batch_size=cfg.batch_size, progress=cfg.progress, bucket=cfg.get("bucket", False), warmup=cfg.get("warmup", False),
     )
-    field_bytes = sum(leaf.nbytes for leaf in jax.tree.leaves(run.modules[0]) if isinstance(leaf, jax.Array))
+    field_bytes = run.modules[0].nbytes
     traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
     device = run.devices[0]
     print(

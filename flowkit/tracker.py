@@ -475,15 +475,14 @@ class TrackRun:
         """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
         `chunk_saves` saves) whose windows fit `max_device_bytes`, one width for all."""
         stream, itemsize = self.stream, self.dtype.itemsize
-        limit = min(stream.max_window(itemsize), stream.n_slices)
+        copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
+        limit = min(stream.max_window(itemsize, copies), stream.n_slices)
         tol = 8 * float(np.finfo(self.dtype).eps) * max(abs(self.t0), abs(self.t1), abs(self.t1 - self.t0))
-        step_time = lambda k: np.clip(self.t0 + k * self.dt, min(self.t0, self.t1), max(self.t0, self.t1))  # noqa: E731
         while True:
             n_chunks = math.ceil(self.n_saves / chunk_saves)
             chunk_saves = math.ceil(self.n_saves / n_chunks)
-            edges = np.minimum(np.arange(n_chunks + 1) * chunk_saves * self.save_every, self.n_steps)
-            ends = np.stack([step_time(edges[:-1]), step_time(edges[1:])], axis=1)
-            width, starts = plan_windows(stream.times, np.sort(ends, axis=1), tol)
+            edges = self.times[np.minimum(np.arange(n_chunks + 1) * chunk_saves, self.n_saves)]  # chunks end at saved times
+            width, starts = plan_windows(stream.times, np.sort(np.stack([edges[:-1], edges[1:]], axis=1), axis=1), tol)
             if width <= limit:
                 return chunk_saves, width, starts
             if chunk_saves == 1:

@@ -36,6 +36,11 @@ class AbstractField(eqx.Module):
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at time `t` and position `x` (shape `(dim,)`)."""
 
+    @property
+    def nbytes(self) -> int:
+        """Device memory held by the field's arrays (one copy)."""
+        return sum(leaf.nbytes for leaf in jax.tree.leaves(self) if isinstance(leaf, jax.Array))
+
     @abc.abstractmethod
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         """Whether `x` lies where the field has data (always true for closed-form flows)."""

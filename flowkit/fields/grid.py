@@ -130,11 +130,6 @@ class GridField(AbstractField):
         data = slices[0] if times is None else np.stack(slices)
         return cls(data, np_axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
 
-    @property
-    def nbytes(self) -> int:
-        """Device memory held by the field's arrays."""
-        return sum(leaf.nbytes for leaf in jax.tree.leaves(self) if isinstance(leaf, jax.Array))
-
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         lo, hi = self.bounds
         inside = jnp.asarray(True)

@@ -161,11 +161,6 @@ class MeshField(AbstractField):
     def n_cells(self) -> int:
         return int(self.nodes.shape[0])
 
-    @property
-    def nbytes(self) -> int:
-        """Device memory held by the field's arrays."""
-        return sum(leaf.nbytes for leaf in jax.tree.leaves(self) if isinstance(leaf, jax.Array))
-
     def _tolerance(self, dtype):
         return 16 * float(jnp.finfo(dtype).eps)
 

@@ -120,9 +120,10 @@ class StreamedField:
         fixed = [leaf for leaf in jax.tree.leaves(self.template) if isinstance(leaf, jax.Array) and id(leaf) not in moving]
         return sum(leaf.size * (itemsize if np.issubdtype(leaf.dtype, np.floating) else leaf.dtype.itemsize) for leaf in fixed)
 
-    def max_window(self, itemsize: int) -> int:
-        """The most slices a window may hold within `max_device_bytes` (two windows resident)."""
-        free = self.max_device_bytes / _copies() - self.static_nbytes(itemsize)
+    def max_window(self, itemsize: int, copies: int) -> int:
+        """The most slices a window may hold within `max_device_bytes`, with two windows
+        resident and the field replicated `copies` times in that memory."""
+        free = self.max_device_bytes / copies - self.static_nbytes(itemsize)
         return max(0, int(free // (2 * (self.slice_nbytes(itemsize) + itemsize))))
 
     def near(self, t: float) -> AbstractField:
@@ -225,18 +226,16 @@ class WindowFeeder:
     def windows(self, starts):
         starts = [int(s) for s in starts]
         with ThreadPoolExecutor(1, thread_name_prefix="flowkit-window") as pool:
-            pending = {}
+            ahead = pool.submit(self._prepare, starts[0])  # always the next distinct window
             current_start, current = None, None
             for i, start in enumerate(starts):
                 if start != current_start:
-                    future = pending.pop(start, None) or pool.submit(self._prepare, start)
                     began = time.perf_counter()
-                    current, current_start = future.result(), start
+                    current, current_start = ahead.result(), start
                     if i:
                         self.wait_s += time.perf_counter() - began
                     else:
                         self.first_s = time.perf_counter() - began
                     following = next((s for s in starts[i + 1 :] if s != start), None)
-                    if following is not None and following not in pending:
-                        pending = {following: pool.submit(self._prepare, following)}
+                    ahead = pool.submit(self._prepare, following) if following is not None else None
                 yield current
