@@ -24,14 +24,24 @@ from . import _dtypes
 from ._status import Status
 from .boundaries.base import AbstractBoundary, Block
 from .boundaries.box import Open
-from .fields.base import AbstractField
+from .fields.base import SKIP, AbstractField
 from .fields.stream import StreamedField, WindowFeeder, plan_windows, refuse_streamed, swap_window
 from .integrators.base import AbstractIntegrator
 from .integrators.runge_kutta import RK4
 from .trajectory import Trajectory
 
 BLOCK = 8192
-"""Particles per cache block inside one device's share (measured best between ~2 500 and 10 000)."""
+"""Particles per cache block inside one CPU device's share (measured best between ~2 500 and 10 000)."""
+
+
+def block_size(platform: str) -> int | None:
+    """Particles per block on a platform, None for "the device's whole share at once".
+
+    CPU: cache-sized blocks, run one after another by `lax.map`; each keeps its state in cache
+    through a save interval, and a block with nothing moving is skipped. GPU/TPU: one block per
+    device, since a `lax.map` over cache-sized blocks would serialise a million particles into
+    hundreds of small kernels per step, leaving the accelerator idle."""
+    return BLOCK if platform == "cpu" else None
 
 _CHUNK_BYTES = 256 * 2**20
 """Upper bound on the saved frames one chunk keeps on the device."""
@@ -103,21 +113,32 @@ def _is_due(t, t_release, dt):
 
 def _advance_local(field, integrator, boundary, args, times, state: _State, slots: _Slots, *, saves, save_every, blocks, n_blocks, record_velocity):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
-    saved frames. `n_blocks` is the number of blocks on all devices together."""
+    saved frames. `n_blocks` is the number of blocks on all devices together.
+
+    Stopped particles cost (almost) nothing: a particle that is not moving takes no location
+    work in the step (its hint is `SKIP`), a block with no moving particle skips the save's
+    steps altogether (`lax.cond`), and at each save the rows are compacted (a stable partition,
+    moving particles first) whenever that empties blocks, so that particles which stopped
+    mid-run leave whole blocks to skip. Rows are permuted with all their per-slot inputs, and
+    frames and the final state are put back in slot order: results do not depend on the
+    layout. Restarting boundaries (inlets) hand releases to blocks, so with them blocks are
+    neither skipped nor compacted."""
     n = state.x.shape[0]
     block = n // blocks
     code = lambda s: jnp.asarray(s, state.status.dtype)  # noqa: E731
     first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
+    skippable = not boundary.restarts
 
     def one_step(carry, k, slots, block_id):
         x, status, exit_time, hint, generation, lost = carry
         t, h = _step_times(times, k)
+        moving = (status == Status.ACTIVE) & (h != 0)
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
-        result = integrator.step_batch(field, x, t, h, args, step_keys, hint)
+        result = integrator.step_batch(field, x, t, h, args, step_keys, jnp.where(moving, hint, SKIP))
         x_new = result.x
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-        x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, hint if result.hint is None else result.hint)
-        moving = (status == Status.ACTIVE) & (h != 0)
+        step_hint = hint if result.hint is None else jnp.where(moving, result.hint, SKIP)
+        x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
         stopped_by_wall = status_b != Status.ACTIVE
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
         moved = moving & finite & (inside | stopped_by_wall)
@@ -142,26 +163,58 @@ def _advance_local(field, integrator, boundary, args, times, state: _State, slot
         new_status = jnp.where(due, code(Status.ACTIVE), new_status)
         return (x_next, new_status, exit_time, hint, generation, lost), None
 
-    def run_block(inputs):
+    def busy(status, t_release, first):
+        """Rows with work in the save starting at step `first`: moving, or released during it."""
+        t_end, h = _step_times(times, first + save_every - 1)
+        return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & _is_due(t_end + h, t_release, times.dt))
+
+    def run_block(inputs, first):
+        """One save interval of one block: its steps (skipped if nothing moves), then its frame."""
         carry, slots, block_id = inputs
-
-        def one_save(carry, m):
-            first = state.step + m * save_every
-            carry, _ = jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), carry, first + jnp.arange(save_every, dtype=state.step.dtype))
-            x, status, _, hint, generation, _ = carry
-            t_end, h = _step_times(times, first + save_every - 1)
-            return carry, _frame(field, args, t_end + h, x, status, hint, generation if boundary.restarts else None, record_velocity)
-
-        return jax.lax.scan(one_save, carry, jnp.arange(saves, dtype=state.step.dtype))
+        steps = first + jnp.arange(save_every, dtype=state.step.dtype)
+        go = lambda c: jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), c, steps)[0]  # noqa: E731
+        if skippable:
+            carry = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: c, carry)
+        else:
+            carry = go(carry)
+        x, status, _, hint, generation, _ = carry
+        t_end, h = _step_times(times, first + save_every - 1)
+        return carry, _frame(field, args, t_end + h, x, status, hint, generation if boundary.restarts else None, record_velocity)
 
     split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
-    carry = tuple(split(a) for a in (state.x, state.status, state.exit_time, state.hint, state.generation)) + (state.lost,)
-    block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
-    carry, frames = jax.lax.map(run_block, (carry, jax.tree.map(split, slots), block_ids))
     merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
-    x, status, exit_time, hint, generation = (merge(a) for a in carry[:5])
-    frames = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1).reshape((saves, n) + a.shape[3:]), frames)
-    return _State(x, status, exit_time, hint, generation, carry[5], state.step + saves * save_every), frames
+    block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
+
+    def compact(rows, slots, order, first):
+        """Moving rows first (a stable partition), when that leaves more blocks to skip."""
+        work = busy(rows[1], slots.t_release, first)
+        needed = (jnp.sum(work) + block - 1) // block
+        occupied = jnp.sum(jnp.any(split(work), axis=1))
+        perm = jnp.argsort(~work, stable=True)
+        take = lambda tree: jax.tree.map(lambda a: a[perm], tree)  # noqa: E731
+        return jax.lax.cond(occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order))
+
+    def one_save(carry, m):
+        rows, lost, slots, order = carry
+        first = state.step + m * save_every
+        if skippable and blocks > 1:
+            rows, slots, order = compact(rows, slots, order, first)
+        blocked = tuple(split(a) for a in rows) + (lost,)
+        blocked, frame = jax.lax.map(lambda inputs: run_block(inputs, first), (blocked, jax.tree.map(split, slots), block_ids))
+        rows, lost = tuple(merge(a) for a in blocked[:5]), blocked[5]
+        frame = jax.tree.map(lambda a: _in_slot_order(merge(a), order), frame)
+        return (rows, lost, slots, order), frame
+
+    rows = (state.x, state.status, state.exit_time, state.hint, state.generation)
+    order = jnp.arange(n, dtype=jnp.int32)
+    (rows, lost, _, order), frames = jax.lax.scan(one_save, (rows, state.lost, slots, order), jnp.arange(saves, dtype=state.step.dtype))
+    x, status, exit_time, hint, generation = (_in_slot_order(a, order) for a in rows)
+    return _State(x, status, exit_time, hint, generation, lost, state.step + saves * save_every), frames
+
+
+def _in_slot_order(rows, order):
+    """`rows` (row `i` belonging to slot `order[i]`) put back in slot order."""
+    return jnp.zeros_like(rows).at[order].set(rows, unique_indices=True)
 
 
 def _frame(field, args, t, x, status, hint, generation, record_velocity):
@@ -355,9 +408,11 @@ class TrackRun:
 
     `track()` is `TrackRun(...).run()`; the pieces are public so tests can run one chunk under
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
+    `block_policy` ("cpu", "gpu", ...; default: the devices' platform) chooses the block layout
+    (`block_size`), so the accelerator layout can be exercised on a CPU.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None):
+    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None, block_policy=None):
         self.stream = field if isinstance(field, StreamedField) else None
         if self.stream is not None:
             field = self.stream.template
@@ -434,7 +489,9 @@ class TrackRun:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.batch_size = batch
         per_device = math.ceil(batch / len(devices))
-        blocks = math.ceil(per_device / BLOCK)
+        self.block_policy = devices[0].platform if block_policy is None else str(block_policy)
+        preferred = block_size(self.block_policy)
+        blocks = 1 if preferred is None else math.ceil(per_device / preferred)
         if bucket:  # a few sizes only, so that new particle counts reuse compiled programs
             blocks = bucket_size(blocks)
             block = bucket_size(math.ceil(per_device / blocks), minimum=8)

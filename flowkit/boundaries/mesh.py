@@ -51,13 +51,11 @@ class MeshWalls(AbstractBoundary):
         resolved = tuple(plane(region, field.bounds) for region in self.open)
         return eqx.tree_at(lambda b: b.open, self, resolved)
 
-    def _wall(self, field, cell, x):
-        """For points outside the mesh: the face their walk stopped at, its plane, and whether
-        it is a wall (a boundary face on no open region)."""
-        _, _, violation = field._coords(cell, x)
-        face = jnp.argmax(violation, axis=1)
-        across = jnp.take_along_axis(field.neighbours[cell], face[:, None], axis=1)[:, 0]
-        centre, normal = field.face_planes(cell, face)
+    def _wall(self, field, cell, x, outside):
+        """For the rows `outside` the mesh: the face their walk stopped at, its plane, and
+        whether it is a wall (a boundary face on no open region)."""
+        face, across = field.exit_face(cell, x, ~outside)
+        centre, normal = field.face_planes(jnp.maximum(cell, 0), face)
         tolerance = plane_tolerance(field.bounds, x.dtype)
         is_open = jnp.zeros(x.shape[0], bool)
         for region in self.open:
@@ -68,7 +66,7 @@ class MeshWalls(AbstractBoundary):
         cell, inside = field.locate_batch(x_next, hint)
         active = status == Status.ACTIVE
         if self.mode in ("absorb", "stick"):
-            centre, normal, wall = self._wall(field, cell, x_next)
+            centre, normal, wall = self._wall(field, cell, x_next, active & ~inside)
             hit = active & ~inside & wall
             step = x_next - x_prev
             along = jnp.sum(step * normal, axis=1)
@@ -81,7 +79,7 @@ class MeshWalls(AbstractBoundary):
 
         def bounce(carry):
             i, x, cell, inside, hit, pending = carry
-            centre, normal, wall = self._wall(field, cell, x)
+            centre, normal, wall = self._wall(field, cell, x, pending)
             depth = jnp.sum((x - centre) * normal, axis=1, keepdims=True)
             moved = x - (2 * depth if self.mode == "reflect" else depth + nudge) * normal
             turn = pending & wall

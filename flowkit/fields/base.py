@@ -10,7 +10,11 @@ from jaxtyping import Array, Bool, Float, Int
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 
 Hints = Int[Array, " n"]
-"""Per-particle location hints (the cell a particle was last found in; -1: unknown)."""
+"""Per-particle location hints (the cell a particle was last found in; -1: unknown; `SKIP`)."""
+
+SKIP = -2
+"""The hint of a row whose result the caller discards (a particle that is not moving): a field
+that locates points does no location work for it."""
 
 
 class AbstractField(eqx.Module):

@@ -6,8 +6,9 @@ entry of `violations(xi)` is `<= 0`; entry `f` is positive when the point lies b
 (listed in `faces` in the same order), which is where the locator walks next.
 
 Simplices (triangles, tetrahedra) are affine: `xi` are barycentric coordinates from a per-cell
-inverse map stored on the device. The others (quad, hexahedron, wedge, pyramid) are inverted by a
-fixed number of Newton steps from the cell centre, as VTK's `EvaluatePosition` does.
+inverse map stored on the device. The others (quad, hexahedron, wedge, pyramid) are inverted by
+Newton steps from the cell centre, as VTK's `EvaluatePosition` does, each row stopping once it
+has converged.
 """
 
 from collections.abc import Callable
@@ -129,15 +130,18 @@ def solve_small(jac, rhs):
     return jnp.where((det == 0)[..., None], 0, y / safe[..., None])
 
 
-def newton_coords(kind: CellKind, corners, target, steps: int, xi=None):
+def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=None):
     """Parametric coordinates of `target` in cells with node coordinates `corners[..., nodes, dim]`,
     and whether Newton converged there.
 
     Coordinates are relative to node 0 (so float32 keeps its precision far from the origin).
-    `steps` Newton iterations start from `xi` (default: the cell centre); iterates are kept in a
-    band around the cell so points far outside still give a usable walking direction. A point
-    counts as converged when the map reproduces it to `sqrt(eps)` of the cell's size: an
-    unconverged iterate can land inside the unit cell for a point that is not in the cell.
+    At most `steps` Newton iterations start from `xi` (default: the cell centre); a row stops
+    as soon as its update falls below `sqrt(eps)` (quadratic convergence leaves it at rounding
+    level), and the loop ends when every row has stopped (rows marked `done` never start), so a
+    well-shaped cell costs 2-3 iterations, not `steps`. Iterates are kept in a band around the
+    cell so points far outside still give a usable walking direction. A point counts as
+    converged when the map reproduces it to `sqrt(eps)` of the cell's size: an unconverged
+    iterate can land inside the unit cell for a point that is not in the cell.
     """
     import jax
 
@@ -147,16 +151,31 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None):
     if xi is None:
         xi = jnp.broadcast_to(jnp.asarray(kind.centre, target.dtype), d.shape)
     axes = [jnp.broadcast_to(jnp.eye(dim, dtype=xi.dtype)[j], xi.shape) for j in range(dim)]
+    small = jnp.sqrt(jnp.finfo(d.dtype).eps)
 
-    def newton_step(_, xi):
+    def newton_step(xi):
         n = kind.shape(xi)
         dn = jnp.stack([jax.jvp(kind.shape, (xi,), (e,))[1] for e in axes], axis=-1)  # (..., nodes, dim)
         residual = jnp.einsum("...k,...kd->...d", n, rel) - d
         jac = jnp.einsum("...kd,...ke->...de", rel, dn)
         return jnp.clip(xi - solve_small(jac, residual), -2.0, 3.0)
 
-    # a loop, not unrolled steps: the program stays small and compiles fast for every kind
-    xi = newton_step(0, xi) if steps == 1 else jax.lax.fori_loop(0, steps, newton_step, xi)
+    if steps == 1:
+        xi = newton_step(xi)
+    else:  # a loop, not unrolled steps: the program stays small and compiles fast for every kind
+
+        def more(carry):
+            i, _, stopped = carry
+            return (i < steps) & ~jnp.all(stopped)
+
+        def iterate(carry):
+            i, xi, stopped = carry
+            new = newton_step(xi)
+            settled = jnp.max(jnp.abs(new - xi), axis=-1) <= small
+            return i + 1, jnp.where(stopped[..., None], xi, new), stopped | settled
+
+        stopped = jnp.zeros(d.shape[:-1], bool) if done is None else done
+        _, xi, _ = jax.lax.while_loop(more, iterate, (jnp.asarray(0), xi, stopped))
     miss = jnp.max(jnp.abs(jnp.einsum("...k,...kd->...d", kind.shape(xi), rel) - d), axis=-1)
     size = jnp.max(jnp.abs(rel), axis=(-2, -1))
-    return xi, miss <= jnp.sqrt(jnp.finfo(d.dtype).eps) * size
+    return xi, miss <= small * size

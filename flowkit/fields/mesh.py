@@ -11,7 +11,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from . import cells as _cells
-from .base import AbstractField, Hints, time_weights
+from .base import SKIP, AbstractField, Hints, time_weights
 from .locator import bin_grid, face_neighbours, simplex_maps
 
 
@@ -69,6 +69,7 @@ class MeshField(AbstractField):
     cell_values: bool = eqx.field(static=True)
     walk_steps: int = eqx.field(static=True)
     newton_steps: int = eqx.field(static=True)
+    geometry_eps: float = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
@@ -83,6 +84,10 @@ class MeshField(AbstractField):
             raise ValueError(f"MeshField: {int(np.sum(~np.isfinite(points).all(axis=1)))} node coordinates are not finite")
         dim = points.shape[1]
         n_points = len(points)
+        # the precision the geometry was written in (most CFD files: float32) sets location
+        # tolerances, whatever precision later queries come in
+        single = dtype == np.float32 or np.array_equal(points.astype(np.float32).astype(np.float64), points)
+        self.geometry_eps = float(np.finfo(np.float32 if single else np.float64).eps)
         cells = np.asarray(cells)
         if cells.ndim != 2 or len(cells) == 0 or not np.issubdtype(cells.dtype, np.integer):
             raise ValueError(f"MeshField: cells must be a non-empty (C, k) integer array of node ids, got shape {cells.shape} and dtype {cells.dtype}")
@@ -161,11 +166,14 @@ class MeshField(AbstractField):
     def n_cells(self) -> int:
         return int(self.nodes.shape[0])
 
-    def _tolerance(self, dtype):
-        return 16 * float(jnp.finfo(dtype).eps)
+    def _tolerance(self):
+        """Containment tolerance in parametric units, from the precision the geometry was given
+        in (not the query's): a float32 mesh queried in float64 finds the same cells."""
+        return 16 * self.geometry_eps
 
-    def _coords(self, cell, x):
-        """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map)."""
+    def _coords(self, cell, x, done=None):
+        """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map); rows
+        marked `done` skip the Newton iterations (their result is not used)."""
         n, dim = x.shape
         width, faces = self.nodes.shape[1], self.neighbours.shape[1]
         nodes = None
@@ -180,7 +188,8 @@ class MeshField(AbstractField):
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
-                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps)
+                other = done if self.kind_of_cell is None else (self.kind_of_cell[cell] != k) | (False if done is None else done)
+                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps, done=other)
                 w, v = kind.shape(xi), kind.violations(xi)
                 v = jnp.where(converged[:, None], v, jnp.maximum(v, 1.0))  # unconverged: not inside
             w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
@@ -212,37 +221,50 @@ class MeshField(AbstractField):
             out = w if out is None else jnp.where((self.kind_of_cell[cell] == k)[:, None], w, out)
         return out
 
-    def _walk(self, x, hint):
-        """Walk from each hint toward its point; returns `(cell, found, xi)`."""
-        n = x.shape[0]
-        tol = self._tolerance(x.dtype)
+    def exit_face(self, cell: Hints, x: Positions, done=None) -> tuple[Int[Array, " n"], Hints]:
+        """The face of `cell` each row of `x` lies most beyond, and the cell across it (-1: a
+        boundary face), as a wall needs it; rows marked `done` are not computed."""
+        cell = jnp.maximum(cell, 0)
+        _, _, v = self._coords(cell, x, done)
+        face = jnp.argmax(v, axis=1)
+        return face, jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
 
-        def cond(carry):
+    def _check(self, cell, x, done=None):
+        """`(inside, xi, across)`: whether each row of `x` lies in `cell`, its coordinates there,
+        and the cell across the face it lies most beyond (-1: the mesh boundary)."""
+        xi, _, v = self._coords(cell, x, done)
+        face = jnp.argmax(v, axis=1)
+        across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
+        return jnp.max(v, axis=1) <= self._tolerance(), xi, across
+
+    def _walk(self, x, cell, stopped):
+        """Walk from `cell` toward each row's point across the most violated face, up to
+        `walk_steps` cells; rows `stopped` from the start do not move. `(cell, found, xi)`: a row
+        that walked onto the mesh boundary stays in the boundary cell it would leave through."""
+        n = x.shape[0]
+
+        def more(carry):
             i, _, found, stopped, _ = carry
             return (i < self.walk_steps) & jnp.any(~found & ~stopped)
 
         def body(carry):
             i, cell, found, stopped, xi = carry
-            xi_new, _, v = self._coords(cell, x)
-            inside = jnp.max(v, axis=1) <= tol
-            face = jnp.argmax(v, axis=1)
-            across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
             active = ~found & ~stopped
+            inside, xi_new, across = self._check(cell, x, ~active)
             xi = jnp.where(active[:, None], xi_new, xi)
             found = found | (active & inside)
             blocked = active & ~inside & (across < 0)
             cell = jnp.where(active & ~inside & (across >= 0), across, cell)
             return i + 1, cell, found, stopped | blocked, xi
 
-        unknown = hint < 0
-        start = (jnp.asarray(0), jnp.maximum(hint, 0), jnp.zeros(n, bool), unknown, jnp.zeros((n, self.dim), x.dtype))
-        _, cell, found, _, xi = jax.lax.while_loop(cond, body, start)
+        start = (jnp.asarray(0), cell, jnp.zeros(n, bool), stopped, jnp.zeros((n, self.dim), x.dtype))
+        _, cell, found, _, xi = jax.lax.while_loop(more, body, start)
         return cell, found, xi
 
-    def _bin_search(self, x, fallback):
-        """Search the bin of each row of `x` for a containing cell; `(cell, found, xi)`, where a
-        point in no cell keeps `fallback` and its coordinates there (for extrapolation)."""
-        tol = self._tolerance(x.dtype)
+    def _bin_search(self, x, cell, found, xi):
+        """Search the bin of each row of `x` not yet `found` for a containing cell. A point in no
+        cell keeps `cell` and `xi` (where its walk stopped: the wall it left through)."""
+        tol = self._tolerance()
         shape = jnp.asarray(self.bin_shape, jnp.int32)
         s = (x - self.bin_origin) * self.bin_inv_size
         in_box = jnp.all((s >= -tol * shape) & (s <= shape * (1 + tol)), axis=1)
@@ -251,45 +273,65 @@ class MeshField(AbstractField):
         for axis in range(1, self.dim):
             flat = flat * self.bin_shape[axis] + idx[:, axis]
         first = self.bin_start[flat]
-        count = jnp.where(in_box, self.bin_start[flat + 1] - first, 0)
+        count = jnp.where(in_box & ~found, self.bin_start[flat + 1] - first, 0)
         last = self.bin_cells.shape[0] - 1
 
-        def cond(carry):
+        def more(carry):
             j, _, found, _ = carry
             return jnp.any((j < count) & ~found)
 
         def body(carry):
             j, cell, found, xi = carry
             candidate = self.bin_cells[jnp.clip(first + j, 0, last)]
-            xi_c, _, v = self._coords(candidate, x)
-            hit = (j < count) & ~found & (jnp.max(v, axis=1) <= tol)
+            searching = (j < count) & ~found
+            inside, xi_c, _ = self._check(candidate, x, ~searching)
+            hit = searching & inside
             return j + 1, jnp.where(hit, candidate, cell), found | hit, jnp.where(hit[:, None], xi_c, xi)
 
-        xi0, _, _ = self._coords(fallback, x)
-        _, cell, found, xi = jax.lax.while_loop(cond, body, (jnp.asarray(0), fallback, jnp.zeros(x.shape[0], bool), xi0))
+        _, cell, found, xi = jax.lax.while_loop(more, body, (jnp.asarray(0), cell, found, xi))
         return cell, found, xi
 
     def locate(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"], Float[Array, "n dim"]]:
         """Cell, inside flag and parametric coordinates of every row of `x` (not differentiable:
-        cells are integers). Walks from `hint` (-1: unknown), then searches bins for the rest,
-        in compact batches of at most an eighth of the points."""
+        cells are integers).
+
+        Every row is first checked in its hinted cell, which is where nearly all RK stage points
+        lie. Only the rows that left it are then gathered into compact batches (at most an
+        eighth of the rows each): they walk across faces from the cell next to their hint, and
+        those the walk does not settle (unknown hint, walked onto the mesh boundary, out of
+        steps) are searched in their bin. Rows hinted `SKIP` are not located at all (found, cell
+        `SKIP`): the tracker passes it for particles that are not moving.
+        """
         x = jax.lax.stop_gradient(x)
         n = x.shape[0]
-        cell, found, xi = self._walk(x, hint)
+        skip = hint == SKIP
+        cell = jnp.maximum(hint, 0)
+        inside, xi, across = self._check(cell, x, skip)
+        known = hint >= 0
+        found = (inside & known) | skip
+        # the walk starts across the violated face; a row at the mesh boundary (or with no hint)
+        # goes straight to its bin, keeping its hinted cell as the wall it would leave through
+        cell = jnp.where(known, cell, 0)
+        start = jnp.where(across >= 0, across, cell)
+        walled = ~known | (across < 0)
         batch = min(n, max(64, n // 8))
 
-        def cond(carry):
+        def more(carry):
             return jnp.any(carry[0])
 
         def body(carry):
             pending, cell, found, xi = carry
             rows = jnp.nonzero(pending, size=batch, fill_value=n)[0]
             take = jnp.minimum(rows, n - 1)
-            c, f, z = self._bin_search(x[take], cell[take])
-            return pending.at[rows].set(False, mode="drop"), cell.at[rows].set(c, mode="drop"), found.at[rows].set(f, mode="drop"), xi.at[rows].set(z, mode="drop")
+            xb, wb = x[take], walled[take]
+            c, f, z = self._walk(xb, jnp.where(wb, cell[take], start[take]), wb)
+            z = jnp.where(wb[:, None], xi[take], z)
+            c, f, z = self._bin_search(xb, c, f, z)
+            drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
+            return drop(pending, False), drop(cell, c), drop(found, f), drop(xi, z)
 
-        _, cell, found, xi = jax.lax.while_loop(cond, body, (~found, cell, found, xi))
-        return cell, found, xi
+        _, cell, found, xi = jax.lax.while_loop(more, body, (~found, cell, found, xi))
+        return jnp.where(skip, SKIP, cell), found, xi
 
     # -- faces ------------------------------------------------------------------------------
 
@@ -357,8 +399,13 @@ class MeshField(AbstractField):
         return total.astype(weights.dtype)
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        """Velocities at the rows of `x` for the tracker's RK stages: a stage point just outside
+        the mesh gets the value extrapolated from the boundary cell its walk stopped in (the
+        tracker then marks the step's particle `OUT_OF_DOMAIN` if its end point is outside);
+        `SKIP` rows get 0."""
         cell, _, xi = self.locate(x, hint)
-        return self._interpolate(self.values, t, cell, x, xi, self.cell_values), cell
+        values = self._interpolate(self.values, t, jnp.maximum(cell, 0), x, xi, self.cell_values)
+        return jnp.where((cell == SKIP)[:, None], 0, values), cell
 
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
         cell, found, _ = self.locate(x, hint)
@@ -368,7 +415,7 @@ class MeshField(AbstractField):
         if self.sample_values is None:
             return {}
         cell, found, xi = self.locate(x, hint)
-        table = self._interpolate(self.sample_values, t, cell, x, xi)
+        table = self._interpolate(self.sample_values, t, jnp.maximum(cell, 0), x, xi)
         table = jnp.where(found[:, None], table, jnp.nan)
         out, column = {}, 0
         for name, c, vector in self.sample_layout:
@@ -377,7 +424,11 @@ class MeshField(AbstractField):
         return out
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
-        return self.velocity_batch(t, jnp.asarray(x)[None], args, jnp.full(1, -1, jnp.int32))[0][0]
+        """Velocity at one point; NaN outside the mesh (never a value invented by extrapolation)."""
+        x = jnp.asarray(x)[None]
+        cell, found, xi = self.locate(x, jnp.full(1, -1, jnp.int32))
+        values = self._interpolate(self.values, t, cell, x, xi, self.cell_values)
+        return jnp.where(found[:, None], values, jnp.nan)[0]
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         return self.locate(jnp.asarray(x)[None], jnp.full(1, -1, jnp.int32))[1][0]
@@ -401,7 +452,7 @@ def brute_force_locate(field: MeshField, points) -> np.ndarray:
     """Every cell containing each point, by testing all cells: `(n, C)` bool (for tests and the
     benchmark's reference; cost grows as points × cells)."""
     x = jnp.asarray(np.asarray(points), field.points.dtype)
-    tol = field._tolerance(x.dtype)
+    tol = field._tolerance()
     cells = jnp.arange(field.n_cells, dtype=jnp.int32)
 
     @jax.jit
