@@ -1,115 +1,174 @@
-"""Unstructured-mesh tracking at the size of the brief (issue: real CFD data).
+"""Unstructured-mesh tracking beside VTK's own tracer, on every kind of mesh CFD codes write.
 
-A jittered tetrahedral mesh of an anisotropic box (25.6 × 10.3 × 2.1, lattice 96 × 48 × 40:
-184 320 points, ~870 000 tetrahedra with 5:1 cells), `CellularFlow` sampled at its nodes at 40
-times (float32, 88 MB), 7 500 random particles × 1 500 RK4 steps. In one process it reports:
+Cases (all generated here, none tuned to flowkit):
 
-- locator build: `fk.MeshField(...)` on the host (face neighbours, the complete bin grid,
-  per-tet inverse maps) plus the copy to the device;
-- compile time and run time of the tracking run (`fk.tracker.TrackRun`), particle-steps/s;
-- baselines on a small subset, in the same run: a brute-force point location (every query tests
-  every cell, the cost the complete search avoids) and the old tracker's nearest-node search
-  (particles × nodes per evaluation), each as located points per second, beside flowkit's cold
-  search (no hints: the bin grid) and the in-run rate (hints and walking; 5 locations per RK4
-  step), and a check that the brute-force cells give the same velocities.
+- `tets`: a jittered tetrahedral box (every lattice hexahedron split into five tets);
+- `hexes`: a twisted annulus, a hexahedral O-grid whose cells are curved (non-planar faces,
+  non-affine maps: Newton inversion), as rotating-machinery meshes are;
+- `vts`: a curvilinear channel with a bump, written as a `.vts` by VTK's writer and read back
+  with `fk.io.read_vtk` (hexahedra);
+- `mixed`: jittered hexahedra with every other column split into wedges.
 
-    python benchmarks/mesh.py [--particles 7500] [--steps 1500] [--shape 96 48 40] [--times 40]
+Each mesh runs twice: a flow that keeps the particles inside (`stay`), and one that carries most
+of them out through an open side (`leave`, >= 50 % leave); the tet box also runs a flow that
+carries every particle out within the first tenth of the run (`early`). For every run it prints
+flowkit's particle-steps/s; for the `stay` and `leave` runs also those of VTK's
+`vtkStreamTracer` (RK4, 1 thread, the same mesh, point data and seeds, a step length equal to the
+mean displacement of flowkit's step), timed in the same process, and the ratio. From the
+`stay`/`leave` pair it derives the cost of a stopped particle-step relative to a moving one, and
+for the tet box the speed-up of `early` over `stay` (same steps, particles, saves).
+
+    python benchmarks/mesh.py [--particles 20000] [--steps 400] [--vtk-seeds 1000] [--cases tets hexes vts mixed]
 """
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import flowkit as fk  # before JAX: one CPU device per core
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from flowkit.fields.mesh import brute_force_locate
 
-EXTENT = (25.6, 10.3, 2.1)
+def _cellular(points, extent, drift=0.0):
+    """A steady cellular flow tangent to the box's walls, plus a drift along x."""
+    s = np.pi * points / np.asarray(extent)
+    u = np.sin(s[:, 0]) * np.cos(s[:, 1]) * np.cos(s[:, 2])
+    v = -0.5 * np.cos(s[:, 0]) * np.sin(s[:, 1]) * np.cos(s[:, 2])
+    w = -0.5 * np.cos(s[:, 0]) * np.cos(s[:, 1]) * np.sin(s[:, 2])
+    return np.stack([u + drift, v, w], axis=1)
 
 
-def timed(fn, *args):
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    return out, time.perf_counter() - start
+def box_case(points, cells, types, extent, rng, n, drift):
+    margin = 0.03 * np.asarray(extent)
+    seeds = rng.uniform(margin, np.asarray(extent) - margin, (n, 3))
+    return points, cells, types, _cellular(points, extent, drift), seeds
+
+
+def annulus_case(rng, n, axial):
+    points, hexes = fk.datasets.twisted_annulus(96, 12, 16, twist=0.5)
+    x, y, z = points.T
+    w = axial if axial else 0.3 * np.cos(np.pi * z)
+    values = np.stack([-y, x, np.broadcast_to(w, x.shape)], axis=1)
+    r, t, h = rng.uniform(1.1, 1.9, n), rng.uniform(0, 2 * np.pi, n), rng.uniform(0.05, 0.6 if axial else 0.95, n)
+    seeds = np.stack([r * np.cos(t), r * np.sin(t), h], axis=1)
+    return points, hexes, np.full(len(hexes), 12), values, seeds
+
+
+def channel_case(folder, rng, n, leave):
+    """The curvilinear channel, its flow along the i grid lines, through a `.vts` file."""
+    shape, extent = (48, 20, 12), (4.0, 1.0, 1.0)
+    grid = fk.datasets.curved_channel(shape, extent)
+    tangent = np.gradient(grid, axis=0)
+    velocity = tangent / tangent[..., :1]  # unit speed along x, following the grid lines
+    path = fk.datasets.write_vts(Path(folder) / "channel.vts", grid, {"velocity": velocity})
+    field = fk.io.read_vtk(path, dtype="float32")
+    u, v, w = (rng.uniform(a, b, n) for a, b in ((0.01, 0.4 if leave else 0.15), (0.05, 0.95), (0.05, 0.95)))
+    ii, jj, kk = (np.clip(np.floor(c * (s - 1)).astype(int), 0, s - 2) for c, s in zip((u, v, w), shape))
+    seeds = grid[ii, jj, kk] + 0.5 * (grid[ii + 1, jj + 1, kk + 1] - grid[ii, jj, kk])
+    return field, seeds
+
+
+def vtk_rate(points, cells, types, values, seeds, steps, step_length):
+    """Particle-steps/s of `vtkStreamTracer` (RK4, one thread) from `seeds`."""
+    import vtk
+    from vtk.util.numpy_support import numpy_to_vtk
+
+    from flowkit.io.vtk import unstructured_grid
+
+    grid = unstructured_grid(points, cells, types, {"velocity": values.astype(np.float32)})
+    grid.GetPointData().SetActiveVectors("velocity")
+    seed_points = vtk.vtkPoints()
+    seed_points.SetData(numpy_to_vtk(np.ascontiguousarray(seeds), deep=True))
+    source = vtk.vtkPolyData()
+    source.SetPoints(seed_points)
+    best = None
+    for interpolator in ("cell locator", "point locator"):
+        tracer = vtk.vtkStreamTracer()
+        tracer.SetInputData(grid)
+        tracer.SetSourceData(source)
+        tracer.SetIntegratorTypeToRungeKutta4()
+        tracer.SetIntegrationStepUnit(vtk.vtkStreamTracer.LENGTH_UNIT)
+        tracer.SetInitialIntegrationStep(step_length)
+        tracer.SetMaximumNumberOfSteps(steps)
+        tracer.SetMaximumPropagation(1e9)
+        tracer.SetIntegrationDirectionToForward()
+        tracer.SetComputeVorticity(False)
+        if interpolator == "cell locator":
+            tracer.SetInterpolatorTypeToCellLocator()
+        else:
+            tracer.SetInterpolatorTypeToDataSetPointLocator()
+        start = time.perf_counter()
+        tracer.Update()
+        seconds = time.perf_counter() - start
+        taken = tracer.GetOutput().GetNumberOfPoints() - len(seeds)
+        rate = taken / seconds
+        best = max(best or 0, rate)
+    return best
+
+
+def flowkit_run(field, seeds, t1, steps):
+    run = fk.tracker.TrackRun(field, seeds, 0.0, t1, t1 / steps, fk.RK4(), None, 50, warmup=True)
+    traj = run.run()
+    info = fk.tracker.last_run
+    exit_time = np.where(np.isfinite(traj.exit_time), traj.exit_time, t1)
+    moving_steps = float(np.sum(np.ceil(exit_time / (t1 / steps) - 1e-6)))
+    return info, traj, moving_steps
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--particles", type=int, default=7500)
-    parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--shape", type=int, nargs=3, default=(96, 48, 40))
-    parser.add_argument("--times", type=int, default=40)
-    parser.add_argument("--subset", type=int, default=32, help="query points for the brute-force baselines")
+    parser.add_argument("--particles", type=int, default=20000)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--vtk-seeds", type=int, default=1000)
+    parser.add_argument("--cases", nargs="+", default=["tets", "hexes", "vts", "mixed"])
     args = parser.parse_args()
-
-    start = time.perf_counter()
-    points, tets = fk.datasets.jittered_tet_box(args.shape, EXTENT, jitter=0.25, seed=0)
-    points = points.astype(np.float32).astype(np.float64)
-    flow = jax.jit(jax.vmap(fk.fields.CellularFlow(EXTENT), in_axes=(None, 0)))
-    times = np.linspace(0.0, 2.0, args.times)
-    values = np.stack([np.asarray(flow(t, jnp.asarray(points, jnp.float32))) for t in times])
-    print(f"mesh: {len(points)} points, {len(tets)} tetrahedra, {args.times} time steps ({values.nbytes / 1e6:.0f} MB float32); made in {time.perf_counter() - start:.1f} s", flush=True)
-
-    start = time.perf_counter()
-    field = fk.MeshField(points, tets, values, times=times)
-    jax.block_until_ready(jax.tree.leaves(field))
-    build_s = time.perf_counter() - start
-    print(f"locator build (neighbours, bins {field.bin_shape}, inverse maps, to device): {build_s:.2f} s; field {field.nbytes / 1e6:.0f} MB on the device", flush=True)
-
-    rng = np.random.default_rng(1)
-    seeds = rng.uniform(np.array(EXTENT) * 0.02, np.array(EXTENT) * 0.98, (args.particles, 3))
-    dt = 2.0 / args.steps
-    run = fk.tracker.TrackRun(field, seeds, 0.0, 2.0, dt, fk.RK4(), None, 50)
-    traj = run.run()
-    info = fk.tracker.last_run
-    counts = traj.status_counts()
-    rate = info.particle_steps_per_s
-    print(f"tracking: {args.particles} particles x {info.n_steps} RK4 steps: compile {info.compile_s:.2f} s, run {info.run_s:.2f} s, "
-          f"{rate / 1e6:.2f} M particle-steps/s on {info.n_devices} {info.device} device(s); status {counts}", flush=True)
-
-    # Location baselines on a subset, in this process.
-    x = jnp.asarray(seeds[: args.subset], jnp.float32)
-    hints = jnp.full(x.shape[0], -1, jnp.int32)
-    locate = eqx.filter_jit(lambda f, x, h: f.locate(x, h))
-    timed(locate, field, x, hints)
-    (cell, found, _), cold_s = timed(locate, field, x, hints)
-    many = jnp.asarray(seeds, jnp.float32)
-    timed(locate, field, many, jnp.full(many.shape[0], -1, jnp.int32))
-    _, cold_many_s = timed(locate, field, many, jnp.full(many.shape[0], -1, jnp.int32))
-    start = time.perf_counter()
-    contains = brute_force_locate(field, np.asarray(x))
-    brute_s = time.perf_counter() - start
-    nodes = field.points
-
-    @jax.jit
-    def nearest(p):
-        return jnp.argmin(jnp.sum((nodes - p) ** 2, axis=1))
-
-    jax.block_until_ready(nearest(x[0]))
-    start = time.perf_counter()
-    for p in x:
-        jax.block_until_ready(nearest(p))
-    nearest_s = time.perf_counter() - start
-    assert bool(found.all()) and all(contains[i, int(c)] for i, c in enumerate(np.asarray(cell)))
-    brute_cells = jnp.asarray(np.argmax(contains, axis=1), jnp.int32)
-    v_ours = field.velocity_batch(0.0, x, None, hints)[0]
-    v_brute = field.velocity_batch(0.0, x, None, brute_cells)[0]
-    agree = float(jnp.max(jnp.abs(v_ours - v_brute)))
-
-    in_run = 5 * rate  # RK4: four stage evaluations and the end-of-step check per particle-step
-    n = x.shape[0]
-    print("\npoint location, located points per second (same process):")
-    print(f"  flowkit in the run (hints + face walking, 5 per step)     {in_run:12.3g}")
-    print(f"  flowkit cold (bin grid, no hints), {many.shape[0]} points          {many.shape[0] / cold_many_s:12.3g}")
-    print(f"  flowkit cold, {n} points                                  {n / cold_s:12.3g}")
-    print(f"  brute force (every point tests all {len(tets)} cells)    {n / brute_s:12.3g}   -> flowkit in-run is {in_run / (n / brute_s):,.0f}x faster")
-    print(f"  nearest node (old tracker: every point scans all nodes)  {n / nearest_s:12.3g}   -> {in_run / (n / nearest_s):,.0f}x")
-    print(f"  velocities at brute-force cells vs flowkit's: max |diff| {agree:.1e}")
-    print(f"\nsummary: build {build_s:.2f} s (target <= 10 s), compile {info.compile_s:.2f} s, run {info.run_s:.2f} s "
-          f"(target <= 30 s), {rate / 1e6:.2f} M particle-steps/s")
+    rng = np.random.default_rng(0)
+    n, steps = args.particles, args.steps
+    print(f"{jax.device_count()} {jax.devices()[0].platform} device(s); {n} particles x {steps} RK4 steps, frames every 50; VTK: {args.vtk_seeds} seeds, 1 thread")
+    rows = []
+    folder = tempfile.mkdtemp()
+    for case in args.cases:
+        results = {}
+        for flow in ("stay", "leave") + (("early",) if case == "tets" else ()):
+            if case == "tets":
+                extent = (4.0, 2.0, 1.6)
+                points, tets = fk.datasets.jittered_tet_box((41, 21, 17), extent, jitter=0.25)
+                mesh = box_case(points, tets, np.full(len(tets), 10), extent, rng, n, {"stay": 0.0, "leave": 1.0, "early": 10.0}[flow])
+            elif case == "mixed":
+                extent = (4.0, 2.0, 1.6)
+                mesh = box_case(*fk.datasets.hex_wedge_box((41, 21, 17), extent), extent, rng, n, {"stay": 0.0, "leave": 1.0}[flow])
+            elif case == "hexes":
+                mesh = annulus_case(rng, n, {"stay": 0.0, "leave": 1.0}[flow])
+            if case == "vts":
+                field, seeds = channel_case(folder, rng, n, flow == "leave")
+                points, cells = np.asarray(field.points, np.float64), np.asarray(field.nodes)
+                types = np.full(len(cells), 12)
+                values = np.asarray(field.values[0], np.float64)
+            else:
+                points, cells, types, values, seeds = mesh
+                field = fk.MeshField(points, cells, values, types)
+            t1 = {"stay": 0.8, "leave": 4.0, "early": 8.0}[flow]
+            info, traj, moving_steps = flowkit_run(field, seeds, t1, steps)
+            left = float(np.mean(traj.status[-1] == fk.Status.OUT_OF_DOMAIN))
+            line = dict(case=case, flow=flow, cells=len(cells), kinds=",".join(field.kinds), rate=info.particle_steps_per_s, run_s=info.run_s, compile_s=info.compile_s, left=left, moving=moving_steps / (n * steps))
+            if flow != "early":
+                speed = float(np.mean(np.linalg.norm(values, axis=1)))
+                line["vtk"] = vtk_rate(points, cells, types, values, seeds[: args.vtk_seeds], steps, speed * t1 / steps)
+            results[flow] = line
+            rows.append(line)
+            ratio = f"  VTK {line['vtk'] / 1e6:.3f} M/s  flowkit/VTK {line['rate'] / line['vtk']:.1f}x" if "vtk" in line else ""
+            print(f"{case:6s} {flow:5s} {line['cells']:7d} cells ({line['kinds']}): {line['rate'] / 1e6:6.2f} M particle-steps/s, run {info.run_s:.2f} s, compile {info.compile_s:.2f} s, "
+                  f"{100 * left:3.0f} % left (moving {100 * line['moving']:.0f} % of particle-steps){ratio}", flush=True)
+        stay, leave = results["stay"], results["leave"]
+        per_step = stay["run_s"] / (n * steps)
+        stopped = n * steps * (1 - leave["moving"])
+        if stopped > 0:
+            cost = (leave["run_s"] - per_step * n * steps * leave["moving"]) / stopped / per_step
+            print(f"{case:6s} cost of a stopped particle-step / a moving one: {cost:.2f}")
+        if "early" in results:
+            print(f"{case:6s} all leave early ({100 * (1 - results['early']['moving']):.0f} % of particle-steps stopped): {stay['run_s'] / results['early']['run_s']:.1f}x faster than all staying")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,90 @@ def jittered_tet_box(shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), jitter: float =
     return points, tets
 
 
+def lattice_hexahedra(shape, wrap_first: bool = False) -> np.ndarray:
+    """`(H, 8)` node ids, in VTK's hexahedron order, of the cells of a structured lattice of
+    `shape` points numbered with the first axis slowest; `wrap_first` closes the first axis
+    into a ring (its last cells join node layer 0)."""
+    ni, nj, nk = (int(n) for n in shape)
+    ids = np.arange(ni * nj * nk).reshape(ni, nj, nk)
+    if wrap_first:
+        ids = np.concatenate([ids, ids[:1]], axis=0)
+    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(ids.shape[0] - 1), np.arange(nj - 1), np.arange(nk - 1), indexing="ij"))
+    corners = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]
+    return np.stack([ids[i + a, j + b, k + c] for a, b, c in corners], axis=1)
+
+
+def twisted_annulus(n_theta: int = 96, n_r: int = 12, n_z: int = 16, radii=(1.0, 2.0), height: float = 1.0, twist: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """A hexahedral O-grid of an annulus around the z axis whose layers twist by `twist`
+    radians over the height: `(points (P, 3), hexes (H, 8))`. The cells are curved (their side
+    faces are not planar), as in a turbomachinery or rotating-disk CFD mesh, so locating a point
+    in them needs the isoparametric (Newton) inversion."""
+    theta = np.linspace(0.0, 2 * np.pi, n_theta, endpoint=False)
+    r = np.linspace(radii[0], radii[1], n_r)
+    z = np.linspace(0.0, height, n_z)
+    t, rr, zz = np.meshgrid(theta, r, z, indexing="ij")
+    angle = t + twist * zz / height
+    points = np.stack([rr * np.cos(angle), rr * np.sin(angle), zz], axis=-1).reshape(-1, 3)
+    # ids along theta slowest, then r, then z; VTK order needs a right-handed (theta, r, z)
+    # frame flipped to (r, theta, z): swap corners so every cell has positive volume
+    hexes = lattice_hexahedra((n_theta, n_r, n_z), wrap_first=True)
+    return points, hexes[:, [0, 3, 2, 1, 4, 7, 6, 5]]
+
+
+def curved_channel(shape=(48, 20, 12), extent=(4.0, 1.0, 1.0), bump: float = 0.25) -> np.ndarray:
+    """`(ni, nj, nk, 3)` node coordinates of a curvilinear grid: a channel along x whose floor
+    rises in a smooth bump mid-way, the grid lines following it (the layout of a structured CFD
+    grid, `.vts` or legacy STRUCTURED_GRID)."""
+    u, v, w = np.meshgrid(*[np.linspace(0.0, 1.0, n) for n in shape], indexing="ij")
+    floor = bump * extent[1] * np.exp(-(((u - 0.5) * extent[0] / 0.6) ** 2))
+    x = u * extent[0]
+    y = floor + v * (extent[1] - floor)
+    z = w * extent[2] + 0.05 * np.sin(np.pi * v) * np.sin(2 * np.pi * u) * extent[2]
+    return np.stack([x, y, z], axis=-1)
+
+
+def write_vts(path, grid_points, point_arrays: dict) -> Path:
+    """Write a curvilinear grid `(ni, nj, nk, 3)` with point arrays `{name: (ni, nj, nk[, c])}` as a
+    `.vts` (VTK's XML writer, zlib)."""
+    import vtk
+    from vtk.util.numpy_support import numpy_to_vtk
+
+    path = Path(path)
+    ni, nj, nk = grid_points.shape[:3]
+    grid = vtk.vtkStructuredGrid()
+    grid.SetDimensions(ni, nj, nk)
+    flat = lambda a: np.ascontiguousarray(np.asarray(a).transpose(2, 1, 0, *range(3, np.ndim(a))).reshape(ni * nj * nk, -1))  # noqa: E731  (VTK: i fastest)
+    vtk_points = vtk.vtkPoints()
+    vtk_points.SetData(numpy_to_vtk(flat(grid_points), deep=True))
+    grid.SetPoints(vtk_points)
+    for name, values in point_arrays.items():
+        array = numpy_to_vtk(flat(values), deep=True)
+        array.SetName(name)
+        grid.GetPointData().AddArray(array)
+    writer = vtk.vtkXMLStructuredGridWriter()
+    writer.SetFileName(str(path))
+    writer.SetInputData(grid)
+    writer.SetCompressorTypeToZLib()
+    if writer.Write() != 1:
+        raise OSError(f"vtk could not write {path}")
+    return path
+
+
+def hex_wedge_box(shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A conforming mixed mesh of the box: jittered hexahedra, with every other column of cells
+    (along z) split into two wedges. `(points, cells (-1 padded), VTK cell types)`."""
+    from .fields.mesh import merge_cells
+
+    points = jittered_lattice(shape, extent, jitter, seed)
+    hexes = lattice_hexahedra(shape)
+    i, j = (a.ravel() for a in np.meshgrid(np.arange(shape[0] - 1), np.arange(shape[1] - 1), np.arange(shape[2] - 1), indexing="ij")[:2])
+    column = (i + j) % 2 == 1
+    w = hexes[column]
+    # VTK's wedge: the right-hand normal of (0, 1, 2) points away from (3, 4, 5)
+    wedges = np.concatenate([w[:, [0, 2, 1, 4, 6, 5]], w[:, [0, 3, 2, 4, 7, 6]]])
+    return (points, *merge_cells([(12, hexes[~column]), (13, wedges)]))
+
+
 def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), times=None, jitter: float = 0.25, seed: int = 0, extra_arrays: bool = True) -> Path:
     """Write `fk.fields.CellularFlow` on a `jittered_tet_box` mesh as ParaView writes a CFD time
     series: a `.pvd` collection of zlib-compressed `.vtu` files (`name/name_0_K.vtu`, VTK's own

@@ -203,7 +203,7 @@ class MeshField(AbstractField):
 
     def _weights(self, cell, x, xi):
         """Differentiable node weights of `x` in `cell` given converged coordinates `xi`: exact for
-        simplices, one more Newton step (whose derivative is the inverse map's) for the others."""
+        simplices, `shape(xi)` with the inverse map's derivative for the others."""
         n, dim = x.shape
         width = self.nodes.shape[1]
         out = None
@@ -216,7 +216,7 @@ class MeshField(AbstractField):
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
-                w = kind.shape(_cells.newton_coords(kind, corners, x, 1, xi=jax.lax.stop_gradient(xi))[0])
+                w = _cells.isoparametric_weights(kind, corners, x, xi)
             w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
             out = w if out is None else jnp.where((self.kind_of_cell[cell] == k)[:, None], w, out)
         return out

@@ -1,0 +1,159 @@
+"""The mesh hot path's shortcuts change nothing: per-row Newton stopping, the hinted-cell check,
+stopped particles skipped and compacted, block layouts and device counts; and location does
+not depend on the query's precision, nor does a point outside the mesh get a value."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import flowkit as fk
+from flowkit.fields import cells as _cells
+
+import meshes
+
+
+def _box_hexes(shape=(6, 4, 4), extent=(2.0, 1.0, 1.0)):
+    points = fk.datasets.jittered_lattice(shape, extent, jitter=0.0)
+    return points, fk.datasets.lattice_hexahedra(shape)
+
+
+def test_float32_mesh_is_located_alike_by_float32_and_float64_queries():
+    """A mesh from Float32 points, queried in float64 at its wall vertices as a user types them
+    (0.4, not float32(0.4)): found, same values, and tracked from t0 (issue 14's first bug)."""
+    points, hexes = _box_hexes()
+    stored = points.astype(np.float32).astype(np.float64)  # what a Float32 file holds
+    values = meshes.velocity(stored)
+    field = fk.MeshField(stored, hexes, values, dtype="float32")
+    assert field.geometry_eps == float(np.finfo(np.float32).eps)
+    on_walls = np.all((points == 0) | (points == points.max(axis=0)), axis=1) | np.any(points == 0, axis=1)
+    typed = points[on_walls]  # float64 decimals, off the stored float32 vertices by rounding
+    assert np.any(typed != stored[on_walls])
+    as_float64 = fk._dtypes.cast_floating(field, np.float64)  # what fk.track(dtype="float64") runs
+    as64 = eqx.filter_jit(lambda f, x: jax.vmap(f, in_axes=(None, 0))(0.0, x))(as_float64, jnp.asarray(typed))
+    inside = eqx.filter_jit(lambda f, x: jax.vmap(f.in_domain)(x))(as_float64, jnp.asarray(typed))
+    assert np.asarray(inside).all()
+    np.testing.assert_allclose(np.asarray(as64), values[on_walls], rtol=0, atol=1e-5 * np.abs(values).max())
+    traj = fk.track(field, typed, 0.0, 0.01, 0.01, dtype="float64", record_velocity=True)
+    assert (traj.status[0] == fk.Status.ACTIVE).all()
+    np.testing.assert_allclose(traj.velocities[0], values[on_walls], rtol=0, atol=1e-5 * np.abs(values).max())
+
+
+@pytest.mark.parametrize("kind", ["tetra", "hexahedron", "mixed"])
+def test_direct_evaluation_outside_the_mesh_is_nan(kind):
+    """`field(t, x)` (the diffrax path) says NaN outside the mesh instead of extrapolating."""
+    points, cells, types = meshes.mesh(kind)
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    far = jnp.asarray([[-0.18, 1.12, 0.1], [2.5, 0.5, 0.5], [1.0, 0.5, -0.01]])
+    inside = jnp.asarray([[1.0, 0.5, 0.5], [0.3, 0.2, 0.7]])
+    evaluate = eqx.filter_jit(lambda f, x: jax.vmap(f, in_axes=(None, 0))(0.0, x))
+    assert np.isnan(np.asarray(evaluate(field, far))).all()
+    np.testing.assert_allclose(np.asarray(evaluate(field, inside)), field.probe(np.asarray(inside))[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["hexahedron", "wedge", "pyramid", "quad"])
+def test_newton_stopping_per_row_equals_a_fixed_count(kind):
+    """Weights from the converging loop equal those of the 6 fixed Newton steps used before, inside and outside
+    the cells: to 1e-8 in float64, to float32's rounding noise (1e-5) in float32."""
+    points, cells, types = meshes.mesh(kind)
+    name = {"quad": "quad"}.get(kind, kind)
+    cell_kind = _cells.KINDS[name]
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, field.n_cells, 500)
+    nodes = np.asarray(field.nodes)[rows, : cell_kind.nodes]
+    corners = np.asarray(field.points)[nodes]
+    local = rng.uniform(-0.2, 1.2, (500, cell_kind.dim))
+    target = corners.mean(axis=1) + (local - 0.5) * np.ptp(corners, axis=1)
+    for dtype in (np.float32, np.float64):
+        c, x = jnp.asarray(corners, dtype), jnp.asarray(target, dtype)
+        early, ok = eqx.filter_jit(lambda c, x: _cells.newton_coords(cell_kind, c, x, 6))(c, x)
+        fixed = None
+        for _ in range(6):  # what the locator did before it stopped rows early
+            fixed = _cells.newton_coords(cell_kind, c, x, 1, xi=fixed)[0]
+        ok = np.asarray(ok)
+        assert ok.mean() > 0.8  # the rest lie far outside (beyond a pyramid's apex, the map folds)
+        w_early, w_fixed = (np.asarray(cell_kind.shape(a)) for a in (early, fixed))
+        # float64: a row stops once its update is below sqrt(eps), a few far-outside rows still
+        # converging linearly; float32: both sit within rounding noise of the root (~30 eps)
+        tolerance = 1e-8 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(w_early[ok], w_fixed[ok], rtol=0, atol=tolerance)
+
+
+def test_isoparametric_weights_differentiate_like_finite_differences():
+    points, cells, types = meshes.mesh("hexahedron")
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    x = jnp.asarray([0.71, 0.43, 0.37])
+    jac = jax.jacfwd(lambda p: field(0.0, p))(x)
+    grad = jax.grad(lambda p: field(0.0, p)[0])(x)
+    eps = 1e-6
+    fd = np.stack([(np.asarray(field(0.0, x + eps * e)) - np.asarray(field(0.0, x - eps * e))) / (2 * eps) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(np.asarray(jac), fd, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(grad), fd[0], atol=1e-6)
+
+
+def _leaving_run(n=300, **kwargs):
+    """Particles in a hexahedral box, a flow carrying most out through x = 2, releases spread
+    over the first half of the run."""
+    points, hexes = _box_hexes((9, 5, 5))
+    points = fk.datasets.jittered_lattice((9, 5, 5), (2.0, 1.0, 1.0), jitter=0.2, seed=1)
+    values = meshes.velocity(points) + np.array([1.5, 0.0, 0.0])
+    field = fk.MeshField(points, hexes, values, dtype="float64")
+    rng = np.random.default_rng(3)
+    seeds = rng.uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (n, 3))
+    t_release = rng.choice([0.0, 0.2, 0.4], n)
+    return fk.tracker.TrackRun(field, seeds, 0.0, 1.2, 0.01, fk.RK4(), None, 10, t_release=t_release, dtype="float64", **kwargs)
+
+
+def test_stopped_particles_never_move_and_never_change_status():
+    traj = _leaving_run().run()
+    status = traj.status
+    assert (status[-1] == fk.Status.OUT_OF_DOMAIN).mean() > 0.5
+    for frame in range(1, len(traj.times)):
+        stopped = (status[frame - 1] != fk.Status.ACTIVE) & (status[frame - 1] != fk.Status.NOT_RELEASED)
+        np.testing.assert_array_equal(traj.positions[frame][stopped], traj.positions[frame - 1][stopped])
+        np.testing.assert_array_equal(status[frame][stopped], status[frame - 1][stopped])
+        waiting = status[frame] == fk.Status.NOT_RELEASED
+        np.testing.assert_array_equal(traj.positions[frame][waiting], traj.positions[0][waiting])
+
+
+def test_results_do_not_depend_on_blocks_compaction_or_devices(monkeypatch):
+    """Small blocks (many skipped and compacted as particles leave), one block per device (the
+    accelerator layout, forced on the CPU) and one device give the same tracks bit for bit."""
+    reference = _leaving_run(block_policy="gpu")
+    assert reference.blocks == 1
+    one_block = reference.run()
+    monkeypatch.setattr(fk.tracker, "BLOCK", 16)
+    small = _leaving_run(block_policy="cpu")
+    assert small.blocks >= 8
+    blocked = small.run()
+    single = _leaving_run(block_policy="cpu", devices=jax.local_devices()[:1]).run()
+    for other in (blocked, single):
+        np.testing.assert_array_equal(other.status, one_block.status)
+        np.testing.assert_array_equal(other.positions, one_block.positions)
+        np.testing.assert_array_equal(other.exit_time, one_block.exit_time)
+
+
+def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
+    points = fk.datasets.jittered_lattice((7, 4, 4), (2.0, 1.0, 1.0), jitter=0.2)
+    field = fk.MeshField(points, fk.datasets.lattice_hexahedra((7, 4, 4)), np.tile([2.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
+    seeds = np.random.default_rng(0).uniform([0.05, 0.2, 0.2], [1.9, 0.8, 0.8], (200, 3))
+    run = lambda: fk.track(field, seeds, 0.0, 1.0, 0.01, fk.EulerMaruyama(1e-4), save_every=5, key=jax.random.key(7), dtype="float64")  # noqa: E731
+    whole = run()
+    monkeypatch.setattr(fk.tracker, "BLOCK", 16)
+    blocked = run()
+    np.testing.assert_array_equal(blocked.positions, whole.positions)
+    np.testing.assert_array_equal(blocked.status, whole.status)
+
+
+def test_skipped_blocks_need_no_host_traffic_and_compile_once(monkeypatch):
+    monkeypatch.setattr(fk.tracker, "BLOCK", 16)
+    run = _leaving_run(chunk_saves=4)
+    run.compile()
+    before = fk.tracker.compile_count()
+    state, slots, _ = run.initial_state()
+    with jax.transfer_guard("disallow"):
+        for _ in range(3):
+            state, _ = run.advance(state, slots)
+    assert fk.tracker.compile_count() == before
