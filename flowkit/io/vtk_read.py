@@ -1,5 +1,7 @@
 """Reading VTK files as ParaView writes them, with the `vtk` package, into flowkit fields."""
 
+import functools
+
 from pathlib import Path
 
 import numpy as np
@@ -165,19 +167,8 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: 
         raise ValueError(f"{path}: holds a {data.GetClassName()} (a composite of several data sets); save a single merged data set (ParaView: Merge Blocks) or list the pieces in a .pvtu")
     if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
         raise ValueError(f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)")
-    if not isinstance(data, vtk.vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
-        append = vtk.vtkAppendFilter()
-        append.AddInputData(data)
-        append.Update()
-        data = append.GetOutput()
-    if path.suffix.lower() == ".pvtu":
-        # the pieces duplicate the points on their shared boundaries: merge coincident points
-        # (exactly equal coordinates) so that cells across pieces become neighbours
-        clean = vtk.vtkStaticCleanUnstructuredGrid()
-        clean.SetInputData(data)
-        clean.SetTolerance(0.0)
-        clean.Update()
-        data = clean.GetOutput()
+    signature = _topology_signature(data)
+    data = _as_unstructured(path, data)
     points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
     cell_array = data.GetCells()
     offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
@@ -209,9 +200,62 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: 
         if np.ptp(z) > 1e-9 * max(1.0, np.ptp(points[:, :2])):
             raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
         points = points[:, :2]
+    cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
+    topology = dict(points=points, cells=cells, cell_types=cell_types, cell_order=cell_order, signature=signature)
+    return dict(topology, **_mesh_arrays(path, data, dict(topology, dim=dim), velocity, allow_nonfinite, sample, cell_data))
+
+
+def _as_unstructured(path: Path, data):
+    """`data` as an unstructured grid with explicit cells, points in the same order (for a
+    .pvtu, the pieces' duplicate points on their shared boundaries joined)."""
+    import vtk
+
+    if not isinstance(data, vtk.vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
+        append = vtk.vtkAppendFilter()
+        append.AddInputData(data)
+        append.Update()
+        data = append.GetOutput()
+    if path.suffix.lower() == ".pvtu":
+        # the pieces duplicate the points on their shared boundaries: merge coincident points
+        # (exactly equal coordinates) so that cells across pieces become neighbours
+        clean = vtk.vtkStaticCleanUnstructuredGrid()
+        clean.SetInputData(data)
+        clean.SetTolerance(0.0)
+        clean.Update()
+        data = clean.GetOutput()
+    return data
+
+
+def _topology_signature(data) -> str:
+    """A digest of a data set's points and cells, to check that later files of a series hold the
+    same mesh without processing their topology again."""
+    import hashlib
+
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.ascontiguousarray(vtk_to_numpy(data.GetPoints().GetData())).tobytes())
+    if isinstance(data, vtk.vtkUnstructuredGrid):
+        cells = data.GetCells()
+        for array in (cells.GetOffsetsArray(), cells.GetConnectivityArray()):
+            digest.update(np.ascontiguousarray(vtk_to_numpy(array)).tobytes())
+    elif isinstance(data, vtk.vtkStructuredGrid):
+        dims = [0, 0, 0]
+        data.GetDimensions(dims)
+        digest.update(np.asarray(dims, np.int64).tobytes())
+    else:
+        digest.update(str(data.GetNumberOfCells()).encode())
+    return digest.hexdigest()
+
+
+def _mesh_arrays(path: Path, data, topology: dict, velocity, allow_nonfinite, sample, cell_data: str = "points") -> dict:
+    """The time-dependent arrays of one mesh file (values, samples, name, time, on_cells), laid
+    out on `topology` (the series' mesh, processed once from its first file)."""
+    dim = topology["dim"]
     values, name, on_cells = _vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
     if on_cells:  # per-cell values of the cells kept, in the order of `cells`
-        values = np.concatenate([values[np.flatnonzero(types == t)] for t, _ in blocks])
+        values = values[topology["cell_order"]]
     values = _check_velocity(values, name, path, dim, "mesh")
     if dim == 2 and values.shape[1] == 3:
         if np.nanmax(np.abs(values[:, 2]), initial=0) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
@@ -222,7 +266,29 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: 
     for key in sample or ():
         array, _, _ = _vector_arrays(data, path, key)
         samples[key] = array[:, 0] if array.shape[1] == 1 else array
-    return dict(points=points, cells=cells, cell_types=cell_types, values=values, samples=samples, name=name, time=_file_time(data), on_cells=on_cells)
+    return dict(values=values, samples=samples, name=name, time=_file_time(data), on_cells=on_cells)
+
+
+def _series_slice(file: Path, topology: dict, velocity=None, allow_nonfinite=False, sample=None, cell_data="points") -> dict:
+    """One later file of a mesh series: its arrays and its topology's signature, the mesh itself
+    not processed again (it must equal the first file's: `_VtkFiles` compares the signatures).
+    Runs in worker processes: VTK's parsing holds the GIL."""
+    data = _read_dataset(file)
+    if not _is_mesh_data(data):
+        raise ValueError(f"{file}: holds a {data.GetClassName()}, not a mesh like the first file of the series")
+    signature = _topology_signature(data)
+    out = dict(signature=signature, n_points=data.GetNumberOfPoints())
+    if signature != topology["signature"] or out["n_points"] != topology["n_points"]:
+        return out
+    if file.suffix.lower() == ".pvtu":
+        data = _as_unstructured(file, data)
+    return dict(_mesh_arrays(file, data, topology, velocity, allow_nonfinite, sample, cell_data), **out)
+
+
+def _is_mesh_data(data) -> bool:
+    import vtk
+
+    return isinstance(data, vtk.vtkDataSet) and not _is_grid(data)
 
 
 def _series(path):
@@ -322,7 +388,8 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     if cell_data not in ("points", "constant"):
         raise ValueError(f"cell_data must be 'points' or 'constant', got {cell_data!r}")
     read = (lambda file, data: _grid_slice(file, data, velocity, allow_nonfinite)) if grid else (lambda file, data: _mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data))
-    files = _VtkFiles(path, series, first, read)
+    read_arrays = None if grid else functools.partial(_series_slice, velocity=velocity, allow_nonfinite=allow_nonfinite, sample=sample, cell_data=cell_data)
+    files = _VtkFiles(path, series, first, read, read_arrays)
     del first
     ref = files.reference
     logging.getLogger("flowkit").info("read_vtk: velocity array %r from %d file(s) starting %s", ref["name"], len(series), series[0][0])
@@ -341,7 +408,7 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     if choose_streaming(stream, len(series), slice_bytes, max_device_bytes, str(path)):
         files.resolve_times(times)
         return StreamedField(build([files.piece(0), files.piece(1)], files.times[:2]), files, max_device_bytes)
-    pieces = [ref] + [files.piece(k, in_file_order=True) for k in range(1, len(series))]
+    pieces = [ref] + files.pieces(range(1, len(series)), in_file_order=True)
     order = files.resolve_times(times, [p["time"] for p in pieces])
     return build([pieces[i] for i in order], files.times)
 
@@ -350,15 +417,47 @@ class _VtkFiles(SliceSource):
     """The files of a VTK time series: each read (with the vtk package) into one slice's arrays
     and checked to hold the same grid or mesh as the first file."""
 
-    def __init__(self, path, series, first, read):
+    def __init__(self, path, series, first, read, read_arrays=None):
         self.description = str(path)
         self.path = path
         self.files = [file for file, _ in series]
         self.listed_times = [t for _, t in series]
         self._read = read
         self.reference = read(self.files[0], first)
+        self._read_arrays = read_arrays
+        """For meshes: `(file, topology) -> arrays` reading only what changes in time."""
         self.times = None
         self._order = np.arange(len(self.files))
+
+    def _topology(self) -> dict:
+        """What a later file's arrays need of the mesh (small: it travels to worker processes)."""
+        ref = self.reference
+        return dict(dim=ref["points"].shape[1], n_points=len(ref["points"]), signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None)
+
+    def _checked(self, file, piece) -> dict:
+        ref, first = self.reference, self.files[0]
+        if piece["n_points"] != len(ref["points"]):
+            raise ValueError(f"{file}: {piece['n_points']} points, but {first} has {len(ref['points'])}; the point count changes between time steps (moving or remeshed meshes are not supported)")
+        if piece["signature"] != ref["signature"]:
+            raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+        return piece
+
+    def pieces(self, ks, in_file_order: bool = False, workers: int | None = None) -> list[dict]:
+        """`piece(k)` for every `k`, meshes read in parallel worker processes (VTK's parsing
+        holds the GIL), each reading only the arrays of its file."""
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+        from itertools import repeat
+
+        ks = list(ks)
+        workers = min(len(os.sched_getaffinity(0)), len(ks)) if workers is None else workers
+        if self._read_arrays is None or workers < 2 or len(ks) < 4:
+            return [self.piece(k, in_file_order) for k in ks]
+        files = [self.files[k if in_file_order else int(self._order[k])] for k in ks]
+        # spawned, not forked: the parent runs JAX's threads, which a fork would copy mid-flight
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return [self._checked(f, p) for f, p in zip(files, pool.map(self._read_arrays, files, repeat(self._topology())))]
 
     def resolve_times(self, times=None, file_times=None) -> np.ndarray:
         """Set `times` (ascending) from the .pvd, the files' TimeValue or `times=`; return the
@@ -378,6 +477,8 @@ class _VtkFiles(SliceSource):
     def piece(self, k: int, in_file_order: bool = False) -> dict:
         """The arrays of slice `k` (in time order, or file `k` with `in_file_order`), checked."""
         file = self.files[k if in_file_order else int(self._order[k])]
+        if self._read_arrays is not None:
+            return self._checked(file, self._read_arrays(file, self._topology()))
         piece = self._read(file, _read_dataset(file))
         ref, first = self.reference, self.files[0]
         if "axes" in ref:
@@ -385,10 +486,7 @@ class _VtkFiles(SliceSource):
             if len(axes) != len(ref["axes"]) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref["axes"], axes)):
                 raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref['axes']]}); moving or remeshed grids are not supported")
         else:
-            if piece["points"].shape != ref["points"].shape:
-                raise ValueError(f"{file}: {len(piece['points'])} points, but {first} has {len(ref['points'])}; the point count changes between time steps (moving or remeshed meshes are not supported)")
-            if piece["cells"].shape != ref["cells"].shape or not np.array_equal(piece["cells"], ref["cells"]) or not np.allclose(piece["points"], ref["points"]):
-                raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+            raise TypeError(f"{file}: a mesh series reads through read_arrays")
         return piece
 
     @staticmethod

@@ -1,0 +1,55 @@
+"""The brief's workload end to end from its files: a `.pvd` of zlib `.vtu` files (a jittered tet
+box, 96 x 48 x 40 lattice: 184 320 points, ~870 000 tets, `CellularFlow` in float32), read with
+`fk.io.read_vtk`, then 7 500 particles x 1 500 RK4 steps, in a fresh process (cold: nothing
+read or compiled before). Prints the read time (VTK parsing in worker processes, the topology
+processed once, the locator built), compile and run times, the end-to-end time and peak RSS.
+
+    python benchmarks/mesh_series.py [--files 40] [--folder /tmp/flowkit-brief] [--particles 7500] [--steps 1500]
+
+The series is written once into `--folder` (about 0.5 GB for 40 files) and reused.
+"""
+
+import argparse
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+
+EXTENT = (25.6, 10.3, 2.1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=40)
+    parser.add_argument("--folder", default="/tmp/flowkit-brief")
+    parser.add_argument("--shape", type=int, nargs=3, default=(96, 48, 40))
+    parser.add_argument("--particles", type=int, default=7500)
+    parser.add_argument("--steps", type=int, default=1500)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    import flowkit as fk
+
+    folder = Path(args.folder) / f"brief_{args.files}"
+    pvd = folder / f"{folder.name}.pvd"
+    if not pvd.exists():
+        made = time.perf_counter()
+        fk.datasets.cellular_flow_vtu_series(folder, args.shape, EXTENT, np.linspace(0.0, 2.0, args.files), jitter=0.25, extra_arrays=False)
+        print(f"wrote the series ({args.files} files) in {time.perf_counter() - made:.1f} s; run again for a cold timing")
+        return
+    imported = time.perf_counter()
+    field = fk.io.read_vtk(pvd, stream=False)
+    read_s = time.perf_counter() - imported
+    print(f"read {args.files} files: {len(field.points)} points, {field.n_cells} cells, bins {field.bin_shape}: {read_s:.2f} s (import {imported - start:.2f} s)", flush=True)
+    rng = np.random.default_rng(1)
+    seeds = rng.uniform(np.array(EXTENT) * 0.02, np.array(EXTENT) * 0.98, (args.particles, 3))
+    traj = fk.track(field, seeds, 0.0, 2.0, 2.0 / args.steps, fk.RK4(), None, 50)
+    info = fk.tracker.last_run
+    total = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"track {args.particles} x {info.n_steps} RK4: compile {info.compile_s:.2f} s, run {info.run_s:.2f} s ({info.particle_steps_per_s / 1e6:.2f} M particle-steps/s); status {traj.status_counts()}")
+    print(f"end to end (import, read, build, compile, track): {total:.1f} s; peak RSS {rss:.2f} GB")
+
+
+if __name__ == "__main__":
+    main()
