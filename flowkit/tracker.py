@@ -134,10 +134,11 @@ def _advance_local(field, integrator, boundary, args, times, state: _State, slot
         t, h = _step_times(times, k)
         moving = (status == Status.ACTIVE) & (h != 0)
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
-        result = integrator.step_batch(field, x, t, h, args, step_keys, jnp.where(moving, hint, SKIP))
+        masked = jnp.where(moving, hint, SKIP)  # no location work for particles not moving
+        result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
         x_new = result.x
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-        step_hint = hint if result.hint is None else jnp.where(moving, result.hint, SKIP)
+        step_hint = masked if result.hint is None else result.hint
         x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
         stopped_by_wall = status_b != Status.ACTIVE
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))

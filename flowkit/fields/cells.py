@@ -106,30 +106,6 @@ def simplex_weights(lam):
     return jnp.concatenate([1 - jnp.sum(lam, axis=-1, keepdims=True), lam], axis=-1)
 
 
-def solve_small(jac, rhs):
-    """Solve `jac @ y = rhs` for batches of 2×2 or 3×3 systems by Cramer's rule (one fused kernel;
-    LAPACK's batched solve is far slower for millions of tiny systems). Singular systems give 0."""
-    d = jac.shape[-1]
-    if d == 2:
-        a, b, c, e = jac[..., 0, 0], jac[..., 0, 1], jac[..., 1, 0], jac[..., 1, 1]
-        det = a * e - b * c
-        safe = jnp.where(det == 0, 1, det)
-        y = jnp.stack([e * rhs[..., 0] - b * rhs[..., 1], a * rhs[..., 1] - c * rhs[..., 0]], axis=-1)
-        return jnp.where((det == 0)[..., None], 0, y / safe[..., None])
-    cols = [jac[..., :, i] for i in range(3)]
-    det = jnp.sum(cols[0] * jnp.cross(cols[1], cols[2]), axis=-1)
-    safe = jnp.where(det == 0, 1, det)
-    y = jnp.stack(
-        [
-            jnp.sum(rhs * jnp.cross(cols[1], cols[2]), axis=-1),
-            jnp.sum(cols[0] * jnp.cross(rhs, cols[2]), axis=-1),
-            jnp.sum(cols[0] * jnp.cross(cols[1], rhs), axis=-1),
-        ],
-        axis=-1,
-    )
-    return jnp.where((det == 0)[..., None], 0, y / safe[..., None])
-
-
 def _solve_columns(columns, rhs):
     """Solve `J y = rhs` row by row for 2x2 or 3x3 `J` given as lists of per-row columns (each
     entry an `(n,)` array), by Cramer's rule on scalars; singular systems give 0."""

@@ -188,8 +188,11 @@ class MeshField(AbstractField):
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
-                other = done if self.kind_of_cell is None else (self.kind_of_cell[cell] != k) | (False if done is None else done)
-                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps, done=other)
+                skip = done
+                if self.kind_of_cell is not None:  # rows of other kinds take no iterations
+                    other = self.kind_of_cell[cell] != k
+                    skip = other if done is None else other | done
+                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps, done=skip)
                 w, v = kind.shape(xi), kind.violations(xi)
                 v = jnp.where(converged[:, None], v, jnp.maximum(v, 1.0))  # unconverged: not inside
             w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
@@ -224,18 +227,16 @@ class MeshField(AbstractField):
     def exit_face(self, cell: Hints, x: Positions, done=None) -> tuple[Int[Array, " n"], Hints]:
         """The face of `cell` each row of `x` lies most beyond, and the cell across it (-1: a
         boundary face), as a wall needs it; rows marked `done` are not computed."""
-        cell = jnp.maximum(cell, 0)
-        _, _, v = self._coords(cell, x, done)
-        face = jnp.argmax(v, axis=1)
-        return face, jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
+        _, _, face, across = self._check(jnp.maximum(cell, 0), x, done)
+        return face, across
 
     def _check(self, cell, x, done=None):
-        """`(inside, xi, across)`: whether each row of `x` lies in `cell`, its coordinates there,
-        and the cell across the face it lies most beyond (-1: the mesh boundary)."""
+        """`(inside, xi, face, across)`: whether each row of `x` lies in `cell`, its coordinates
+        there, the face it lies most beyond and the cell across that face (-1: the boundary)."""
         xi, _, v = self._coords(cell, x, done)
         face = jnp.argmax(v, axis=1)
         across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
-        return jnp.max(v, axis=1) <= self._tolerance(), xi, across
+        return jnp.max(v, axis=1) <= self._tolerance(), xi, face, across
 
     def _walk(self, x, cell, stopped):
         """Walk from `cell` toward each row's point across the most violated face, up to
@@ -250,7 +251,7 @@ class MeshField(AbstractField):
         def body(carry):
             i, cell, found, stopped, xi = carry
             active = ~found & ~stopped
-            inside, xi_new, across = self._check(cell, x, ~active)
+            inside, xi_new, _, across = self._check(cell, x, ~active)
             xi = jnp.where(active[:, None], xi_new, xi)
             found = found | (active & inside)
             blocked = active & ~inside & (across < 0)
@@ -284,7 +285,7 @@ class MeshField(AbstractField):
             j, cell, found, xi = carry
             candidate = self.bin_cells[jnp.clip(first + j, 0, last)]
             searching = (j < count) & ~found
-            inside, xi_c, _ = self._check(candidate, x, ~searching)
+            inside, xi_c, _, _ = self._check(candidate, x, ~searching)
             hit = searching & inside
             return j + 1, jnp.where(hit, candidate, cell), found | hit, jnp.where(hit[:, None], xi_c, xi)
 
@@ -306,7 +307,7 @@ class MeshField(AbstractField):
         n = x.shape[0]
         skip = hint == SKIP
         cell = jnp.maximum(hint, 0)
-        inside, xi, across = self._check(cell, x, skip)
+        inside, xi, _, across = self._check(cell, x, skip)
         known = hint >= 0
         found = (inside & known) | skip
         # the walk starts across the violated face; a row at the mesh boundary (or with no hint)

@@ -442,7 +442,7 @@ class _VtkFiles(SliceSource):
             raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
         return piece
 
-    def pieces(self, ks, in_file_order: bool = False, workers: int | None = None) -> list[dict]:
+    def pieces(self, ks, in_file_order: bool = False) -> list[dict]:
         """`piece(k)` for every `k`, meshes read in parallel worker processes (VTK's parsing
         holds the GIL), each reading only the arrays of its file."""
         import multiprocessing
@@ -451,7 +451,7 @@ class _VtkFiles(SliceSource):
         from itertools import repeat
 
         ks = list(ks)
-        workers = min(len(os.sched_getaffinity(0)), len(ks)) if workers is None else workers
+        workers = min(len(os.sched_getaffinity(0)), len(ks))
         if self._read_arrays is None or workers < 2 or len(ks) < 4:
             return [self.piece(k, in_file_order) for k in ks]
         files = [self.files[k if in_file_order else int(self._order[k])] for k in ks]
@@ -479,14 +479,11 @@ class _VtkFiles(SliceSource):
         file = self.files[k if in_file_order else int(self._order[k])]
         if self._read_arrays is not None:
             return self._checked(file, self._read_arrays(file, self._topology()))
-        piece = self._read(file, _read_dataset(file))
+        piece = self._read(file, _read_dataset(file))  # a grid: its axes are cheap to check
         ref, first = self.reference, self.files[0]
-        if "axes" in ref:
-            axes = piece["axes"]
-            if len(axes) != len(ref["axes"]) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref["axes"], axes)):
-                raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref['axes']]}); moving or remeshed grids are not supported")
-        else:
-            raise TypeError(f"{file}: a mesh series reads through read_arrays")
+        axes = piece["axes"]
+        if len(axes) != len(ref["axes"]) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref["axes"], axes)):
+            raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref['axes']]}); moving or remeshed grids are not supported")
         return piece
 
     @staticmethod
