@@ -23,7 +23,7 @@ from .fields import GridField as GridField, MeshField as MeshField
 from . import diffusion as diffusion
 from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMaruyama as EulerMaruyama, Heun as Heun, Midpoint as Midpoint
 from . import datasets as datasets, io as io
-from .tracker import track as track, track_ensemble as track_ensemble
+from .tracker import clear_caches as clear_caches, track as track, track_ensemble as track_ensemble
 from .trajectory import Trajectory as Trajectory
 from . import analysis as analysis  # noqa: E402  (uses the tracker)
 

@@ -274,6 +274,14 @@ _MAX_PROGRAMS = 64
 _compiles = 0
 
 
+def clear_caches() -> None:
+    """Forget every compiled program: flowkit's chunk programs and JAX's own caches. A process
+    that tracks many differently shaped runs (a test suite, a notebook) releases their
+    executables' memory this way; the next run of each shape compiles again."""
+    _COMPILED.clear()
+    jax.clear_caches()
+
+
 def compile_count() -> int:
     """How many chunk programs this process has compiled (for tests and diagnostics)."""
     return _compiles

@@ -4,7 +4,7 @@ import os
 
 os.environ.setdefault("FLOWKIT_HOST_DEVICES", "2")  # sharding is exercised even on a 1-core machine
 
-import flowkit  # noqa: F401  (before JAX: one CPU device per core, so sharding is exercised)
+import flowkit  # (before JAX: one CPU device per core, so sharding is exercised)
 import jax
 import pytest
 
@@ -15,3 +15,12 @@ jax.config.update("jax_enable_x64", True)
 def getkey():
     keys = iter(jax.random.split(jax.random.key(1234), 1000))
     return lambda: next(keys)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Each test module starts without the compiled programs of the others: one process
+    compiling every test's programs grew until XLA's CPU compiler crashed (segfault) late in
+    the suite."""
+    flowkit.clear_caches()
+    yield
