@@ -180,3 +180,48 @@ def test_mesh_run_compiles_once_and_needs_no_host_traffic():
     traj = run.run()  # three batches of 40 (the last padded), several chunks
     assert fk.tracker.compile_count() == before
     assert traj.positions.shape == (21, 100, 3) and (traj.status[-1] == fk.Status.ACTIVE).all()
+
+
+def test_bin_grid_registers_every_overlapped_bin_even_for_huge_cells():
+    """`bin_grid` against a direct enumeration, on a mesh mixing small cells with a few that
+    span most of the box (long spans along each axis)."""
+    rng = np.random.default_rng(3)
+    points = rng.uniform(0, 1, (400, 3))
+    nodes = rng.integers(0, 400, (300, 4))  # random tets: many span much of the box
+    small = np.argsort(points[:, 0])[:4]
+    nodes[:5] = small  # degenerate-small ones too
+    grid = fk.fields.locator.bin_grid(points, nodes, bin_scale=0.2)
+    lo, hi = fk.fields.locator.cell_boxes(points, nodes)
+    shape = np.asarray(grid.shape)
+    first = np.clip(np.floor((lo - grid.origin) / grid.size).astype(int), 0, shape - 1)
+    last = np.clip(np.floor((hi - grid.origin) / grid.size).astype(int), 0, shape - 1)
+    expected = [[] for _ in range(int(np.prod(shape)))]
+    for c in range(len(nodes)):
+        for i in range(first[c, 0], last[c, 0] + 1):
+            for j in range(first[c, 1], last[c, 1] + 1):
+                for k in range(first[c, 2], last[c, 2] + 1):
+                    expected[(i * shape[1] + j) * shape[2] + k].append(c)
+    assert max(last[:, 0] - first[:, 0]) >= 5  # the case has long spans
+    np.testing.assert_array_equal(grid.start, np.concatenate([[0], np.cumsum([len(e) for e in expected])]))
+    np.testing.assert_array_equal(grid.cells, np.concatenate([e for e in expected if e]))
+
+
+def test_face_neighbours_and_simplex_maps_match_direct_definitions():
+    """Neighbours: each shared face (as a node set) links its two cells; maps: NumPy's inverse."""
+    points, cells, types = meshes.mesh("mixed", shape=(4, 3, 3))
+    topology = fk.fields.locator.mesh_topology(points, cells, types)
+    faces = {}
+    for c, (kind, nodes) in enumerate(zip(topology.kind_index, topology.nodes)):
+        for f, face in enumerate(topology.kinds[kind].faces):
+            faces.setdefault(frozenset(nodes[list(face)].tolist()), []).append((c, f))
+    expected = np.full_like(topology.neighbours, -1)
+    for owners in faces.values():
+        if len(owners) == 2:
+            (a, fa), (b, fb) = owners
+            expected[a, fa], expected[b, fb] = b, a
+    np.testing.assert_array_equal(topology.neighbours, expected)
+    tets, tet_types = meshes.mesh("tetra", shape=(4, 3, 3))[1:]
+    tets_points = meshes.mesh("tetra", shape=(4, 3, 3))[0]
+    maps = fk.fields.locator.simplex_maps(tets_points, tets)
+    edges = np.stack([tets_points[tets[:, k]] - tets_points[tets[:, 0]] for k in (1, 2, 3)], axis=-1)
+    np.testing.assert_allclose(maps[:, 3:].reshape(-1, 3, 3), np.linalg.inv(edges), rtol=1e-10, atol=1e-10)

@@ -277,3 +277,25 @@ def test_mesh_trajectories_with_samples_round_trip_through_vtk(tmp_path):
     ids = vtk_to_numpy(data.GetArray("particle_id"))
     np.testing.assert_allclose(vtk_to_numpy(data.GetArray("T"))[ids == 2], traj.samples["T"][:, 2], atol=1e-12)
     np.testing.assert_allclose(vtk_to_numpy(reader.GetOutput().GetPoints().GetData())[ids == 2], traj.positions[:, 2], atol=1e-6)
+
+
+def test_series_read_in_threads_equals_each_file_alone_and_catches_a_moved_mesh(tmp_path):
+    """Six files (read ahead in threads, the topology built meanwhile) give the values of each
+    file read on its own; a later file whose points moved (same count) is named."""
+    pvd = fk.datasets.cellular_flow_vtu_series(tmp_path / "six", shape=(7, 6, 5), times=np.linspace(0.0, 1.0, 6))
+    files = sorted((tmp_path / "six" / "six").glob("*.vtu"), key=lambda f: int(f.stem.rsplit("_", 1)[1]))
+    series = fk.io.read_vtk(pvd, dtype="float64", stream=False)
+    alone = [fk.io.read_vtk(f, dtype="float64") for f in files]
+    np.testing.assert_array_equal(np.asarray(series.values), np.stack([np.asarray(a.values[0]) for a in alone]))
+    for name in ("neighbours", "nodes", "bin_start", "bin_cells", "simplex_map"):
+        np.testing.assert_array_equal(np.asarray(getattr(series, name)), np.asarray(getattr(alone[0], name)))
+    reader = vtk.vtkXMLUnstructuredGridReader()
+    reader.SetFileName(str(files[4]))
+    reader.Update()
+    moved = reader.GetOutput()
+    points = vtk_to_numpy(moved.GetPoints().GetData()).copy()
+    points[7] += 1e-3
+    moved.GetPoints().SetData(numpy_to_vtk(points, deep=True))
+    _write(vtk.vtkXMLUnstructuredGridWriter(), files[4], moved)
+    with pytest.raises(ValueError, match=f"{files[4].name}: its mesh differs from .*{files[0].name}"):
+        fk.io.read_vtk(pvd, stream=False)

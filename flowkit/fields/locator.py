@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import cells as _cells
 from .cells import CellKind
 
 
@@ -23,6 +24,75 @@ class BinGrid(NamedTuple):
     shape: tuple[int, ...]
     start: np.ndarray
     cells: np.ndarray
+
+
+class MeshTopology(NamedTuple):
+    """A mesh checked and prepared for point location, on the host (float64 points)."""
+
+    points: np.ndarray
+    nodes: np.ndarray
+    """`(C, width)` node ids per cell in flowkit's node order; unused slots repeat node 0."""
+    kind_index: np.ndarray
+    kinds: tuple[CellKind, ...]
+    neighbours: np.ndarray
+    simplex_map: np.ndarray | None
+    grid: BinGrid
+    single: bool
+    """Whether the points are exactly float32 numbers (as most CFD files write them)."""
+
+
+def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> MeshTopology:
+    """Check a mesh (`MeshField`'s `points`, `cells`, `cell_types`) and build its location
+    structures: face neighbours, bins, simplex maps."""
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] not in (2, 3) or len(points) == 0:
+        raise ValueError(f"MeshField: points must have shape (P, 2) or (P, 3) with P > 0, got {points.shape}")
+    if not np.all(np.isfinite(points)):
+        raise ValueError(f"MeshField: {int(np.sum(~np.isfinite(points).all(axis=1)))} node coordinates are not finite")
+    dim, n_points = points.shape[1], len(points)
+    cells = np.asarray(cells)
+    if cells.ndim != 2 or len(cells) == 0 or not np.issubdtype(cells.dtype, np.integer):
+        raise ValueError(f"MeshField: cells must be a non-empty (C, k) integer array of node ids, got shape {cells.shape} and dtype {cells.dtype}")
+    n_nodes = np.sum(cells >= 0, axis=1)
+    if cell_types is None:
+        by_count = {3: {4: _cells.VTK_TETRA, 5: _cells.VTK_PYRAMID, 6: _cells.VTK_WEDGE, 8: _cells.VTK_HEXAHEDRON}, 2: {3: _cells.VTK_TRIANGLE, 4: _cells.VTK_QUAD}}[dim]
+        unknown = sorted(set(np.unique(n_nodes).tolist()) - set(by_count))
+        if unknown:
+            raise ValueError(f"MeshField: cannot infer the type of cells with {unknown} nodes in {dim}-D; pass cell_types")
+        cell_types = np.vectorize(by_count.get, otypes=[np.int64])(n_nodes)
+    cell_types = np.asarray(cell_types, dtype=np.int64)
+    if cell_types.shape != (len(cells),):
+        raise ValueError(f"MeshField: cell_types must have shape ({len(cells)},), got {cell_types.shape}")
+    present = sorted(set(np.unique(cell_types).tolist()))
+    unsupported = [t for t in present if t not in _cells.BY_VTK_TYPE]
+    if unsupported:
+        raise ValueError(f"MeshField: unsupported VTK cell types {unsupported}; linear cells only ({sorted(_cells.BY_VTK_TYPE)})")
+    kinds = tuple(dict.fromkeys(_cells.BY_VTK_TYPE[t] for t in present))
+    if any(k.dim != dim for k in kinds):
+        raise ValueError(f"MeshField: {dim}-D points need {dim}-D cells, got {[k.name for k in kinds]}")
+    width = max(k.nodes for k in kinds)
+    kind_index = np.zeros(len(cells), dtype=np.int64)
+    direct = len(present) == 1 and cells.shape[1] == width and list(kinds[0].vtk_types[present[0]]) == list(range(width))
+    nodes = cells.astype(np.int64) if direct else np.zeros((len(cells), width), dtype=np.int64)
+    for t in present:
+        kind = _cells.BY_VTK_TYPE[t]
+        rows = np.flatnonzero(cell_types == t)
+        if np.any(n_nodes[rows] != kind.nodes):
+            raise ValueError(f"MeshField: cells of VTK type {t} ({kind.name}) need {kind.nodes} node ids each")
+        if direct:  # one kind, in flowkit's node order already
+            break
+        order = list(kind.vtk_types[t])
+        nodes[rows, : kind.nodes] = cells[np.ix_(rows, order)]
+        nodes[rows, kind.nodes :] = cells[rows, :1]  # unused slots repeat node 0 (weight 0)
+        kind_index[rows] = kinds.index(kind)
+    if nodes.min() < 0 or nodes.max() >= n_points:
+        raise ValueError(f"MeshField: node ids must lie in [0, {n_points}), got [{nodes.min()}, {nodes.max()}]")
+
+    grid = bin_grid(points, nodes, bin_scale=bin_scale)
+    neighbours = face_neighbours(nodes, kind_index, kinds, max(len(k.faces) for k in kinds))
+    simplex_map = simplex_maps(points, nodes) if any(k.simplex for k in kinds) else None
+    single = bool(np.array_equal(points.astype(np.float32).astype(np.float64), points))
+    return MeshTopology(points, nodes, kind_index, kinds, neighbours, simplex_map, grid, single)
 
 
 def cell_boxes(points: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -54,19 +124,35 @@ def bin_grid(points: np.ndarray, nodes: np.ndarray, bin_scale: float = 0.75, max
     size = extent / shape  # bins tile the box exactly
     first = np.clip(np.floor((lo - origin) / size).astype(np.int64), 0, shape - 1)
     last = np.clip(np.floor((hi - origin) / size).astype(np.int64), 0, shape - 1)
-    span = last - first + 1
-    per_cell = np.prod(span, axis=1)
-    cell = np.repeat(np.arange(len(nodes), dtype=np.int64), per_cell)
-    local = np.arange(len(cell), dtype=np.int64) - np.repeat(np.cumsum(per_cell) - per_cell, per_cell)
-    flat = np.zeros(len(cell), dtype=np.int64)
-    for axis in range(dim):  # row-major bin index, last axis fastest (as `bin_of`)
-        s = span[cell, axis]
-        flat = flat * shape[axis] + first[cell, axis] + local % s
-        local //= s
-    order = np.argsort(flat, kind="stable")
+    cell, flat = _overlaps(first, last - first + 1, shape)
+    # unique keys (bin, cell): sorting their values is the stable order of `flat` at a fraction
+    # of an argsort's cost; each bin lists its cells in ascending order
+    key = flat * len(nodes) + cell
+    key.sort()
     counts = np.bincount(flat, minlength=int(np.prod(shape)))
     start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return BinGrid(origin, size, tuple(int(n) for n in shape), start, cell[order])
+    return BinGrid(origin, size, tuple(int(n) for n in shape), start, key % len(nodes))
+
+
+def _overlaps(first: np.ndarray, span: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`(cell, flat bin)` of every bin each cell's box overlaps (`first` bin and `span` bins
+    per axis), built axis by axis: the entries ordered by their span along the axis, so that
+    those reaching an offset are a prefix (no masks, no integer division)."""
+    cell = np.arange(len(first), dtype=np.int64)
+    flat = np.zeros(len(first), dtype=np.int64)
+    for axis in range(first.shape[1]):
+        s = span[cell, axis]
+        order = np.argsort((-s).astype(np.int16) if s.max() < 2**15 else -s, kind="stable")  # int16: a radix sort
+        cell, flat, s = cell[order], flat[order], s[order]
+        start = first[cell, axis]
+        reaching = np.cumsum(np.bincount(s)[::-1])[::-1]  # reaching[o]: entries with span >= o
+        cells, flats = [], []
+        for offset in range(int(s[0])):
+            m = reaching[offset + 1]
+            cells.append(cell[:m])
+            flats.append(flat[:m] * shape[axis] + start[:m] + offset)
+        cell, flat = np.concatenate(cells), np.concatenate(flats)
+    return cell, flat
 
 
 def bin_of(grid: BinGrid, x: np.ndarray) -> np.ndarray:
@@ -81,39 +167,57 @@ def bin_of(grid: BinGrid, x: np.ndarray) -> np.ndarray:
 def face_neighbours(nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...], max_faces: int) -> np.ndarray:
     """`(C, max_faces)` id of the cell across each face, -1 on the boundary (and for unused slots).
 
-    Faces are matched by their sorted node ids; a face shared by exactly two cells links them.
+    Faces are matched by their sorted node ids (packed into two integers per face); a face
+    shared by exactly two cells links them.
     """
-    rows, owners, slots = [], [], []
+    base = np.int64(nodes.max()) + 2  # node ids and -1 (a triangle's missing fourth) fit base
+    highs, lows, owners, slots = [], [], [], []
     for k, kind in enumerate(kinds):
         cells = np.flatnonzero(kind_index == k)
+        corners = nodes if len(cells) == len(nodes) else nodes[cells]
         for f, face in enumerate(kind.faces):
-            key = np.sort(nodes[np.ix_(cells, face)], axis=1)
-            if key.shape[1] < 4:
-                key = np.concatenate([np.full((len(cells), 4 - key.shape[1]), -1, key.dtype), key], axis=1)
-            rows.append(key)
+            ids = _sorted_columns([corners[:, i] for i in face] + [np.full(len(cells), -1, np.int64)] * (4 - len(face)))
+            highs.append((ids[0] + 1) * base + ids[1] + 1)
+            lows.append((ids[2] + 1) * base + ids[3] + 1)
             owners.append(cells)
             slots.append(np.full(len(cells), f))
-    keys = np.concatenate(rows)
-    owner = np.concatenate(owners)
-    slot = np.concatenate(slots)
-    order = np.lexsort(keys.T[::-1])
-    keys, owner, slot = keys[order], owner[order], slot[order]
-    same = np.all(keys[1:] == keys[:-1], axis=1)
-    pair = np.flatnonzero(same)
+    high, low = np.concatenate(highs), np.concatenate(lows)
+    order = np.lexsort((low, high))
+    high, low, owner, slot = high[order], low[order], np.concatenate(owners)[order], np.concatenate(slots)[order]
+    pair = np.flatnonzero((high[1:] == high[:-1]) & (low[1:] == low[:-1]))
     neighbours = np.full((len(nodes), max_faces), -1, dtype=np.int64)
     neighbours[owner[pair], slot[pair]] = owner[pair + 1]
     neighbours[owner[pair + 1], slot[pair + 1]] = owner[pair]
     return neighbours
 
 
+def _sorted_columns(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """Columns sorted row by row, ascending (a sorting network of element-wise min/max: for
+    three or four columns much faster than `np.sort(axis=1)`)."""
+    columns = list(columns)
+    n = len(columns)
+    for i in range(n):
+        for j in range(n - 1 - i):
+            a, b = columns[j], columns[j + 1]
+            columns[j], columns[j + 1] = np.minimum(a, b), np.maximum(a, b)
+    return columns
+
+
 def simplex_maps(points: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """`(C, dim + dim*dim)`: node 0 and the inverse of `[X1 - X0, ..., Xd - X0]` (row-major), so
-    the barycentrics of nodes 1..d are `A @ (x - X0)`. Degenerate cells get a zero map."""
+    the barycentrics of nodes 1..d are `A @ (x - X0)`. Degenerate cells get a zero map.
+
+    The inverse is the adjugate over the determinant (cross products in 3-D), in closed form."""
     dim = points.shape[1]
     x0 = points[nodes[:, 0]]
-    edges = np.stack([points[nodes[:, k]] - x0 for k in range(1, dim + 1)], axis=-1)  # (C, dim, dim)
-    det = np.linalg.det(edges)
+    e = [points[nodes[:, k]] - x0 for k in range(1, dim + 1)]  # the edge columns
+    if dim == 3:
+        rows = [np.cross(e[1], e[2]), np.cross(e[2], e[0]), np.cross(e[0], e[1])]
+        det = np.einsum("ij,ij->i", e[0], rows[0])
+    else:
+        rows = [np.stack([e[1][:, 1], -e[1][:, 0]], axis=1), np.stack([-e[0][:, 1], e[0][:, 0]], axis=1)]
+        det = e[0][:, 0] * e[1][:, 1] - e[0][:, 1] * e[1][:, 0]
     ok = np.abs(det) > 1e-300
-    inverse = np.zeros_like(edges)
-    inverse[ok] = np.linalg.inv(edges[ok])
-    return np.concatenate([x0, inverse.reshape(len(nodes), dim * dim)], axis=1)
+    scale = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)[:, None]
+    inverse = np.concatenate([r * scale for r in rows], axis=1)
+    return np.concatenate([x0, inverse], axis=1)

@@ -12,7 +12,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from . import cells as _cells
 from .base import SKIP, AbstractField, Hints, time_weights
-from .locator import bin_grid, face_neighbours, simplex_maps
+from .locator import MeshTopology, mesh_topology
 
 
 class MeshField(AbstractField):
@@ -46,6 +46,8 @@ class MeshField(AbstractField):
     - `times`: strictly increasing times of the slices, or None for a steady field.
     - `samples`: extra point arrays to interpolate along trajectories, `{name: (P[, c]) or (T, P[, c])}`.
     - `dtype`: storage precision. `walk_steps`, `newton_steps`, `bin_scale`: locator settings.
+    - `topology`: the location structures of these `points` and `cells`, built beforehand by
+      `fk.fields.locator.mesh_topology` (a reader builds them while it reads the later files).
     """
 
     points: Float[Array, "P dim"]
@@ -73,55 +75,16 @@ class MeshField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
-    def __init__(self, points, cells, values, cell_types=None, times=None, *, samples: Mapping | None = None, dtype="float32", cell_values: bool = False, walk_steps: int = 12, newton_steps: int = 6, bin_scale: float = 0.75):
+    def __init__(self, points, cells, values, cell_types=None, times=None, *, samples: Mapping | None = None, dtype="float32", cell_values: bool = False, walk_steps: int = 12, newton_steps: int = 6, bin_scale: float = 0.75, topology: MeshTopology | None = None):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
-        points = np.asarray(points, dtype=np.float64)
-        if points.ndim != 2 or points.shape[1] not in (2, 3) or len(points) == 0:
-            raise ValueError(f"MeshField: points must have shape (P, 2) or (P, 3) with P > 0, got {points.shape}")
-        if not np.all(np.isfinite(points)):
-            raise ValueError(f"MeshField: {int(np.sum(~np.isfinite(points).all(axis=1)))} node coordinates are not finite")
-        dim = points.shape[1]
-        n_points = len(points)
+        topology = mesh_topology(points, cells, cell_types, bin_scale) if topology is None else topology
+        points, nodes, kinds = topology.points, topology.nodes, topology.kinds
+        dim, n_points = points.shape[1], len(points)
         # the precision the geometry was written in (most CFD files: float32) sets location
         # tolerances, whatever precision later queries come in
-        single = dtype == np.float32 or np.array_equal(points.astype(np.float32).astype(np.float64), points)
-        self.geometry_eps = float(np.finfo(np.float32 if single else np.float64).eps)
-        cells = np.asarray(cells)
-        if cells.ndim != 2 or len(cells) == 0 or not np.issubdtype(cells.dtype, np.integer):
-            raise ValueError(f"MeshField: cells must be a non-empty (C, k) integer array of node ids, got shape {cells.shape} and dtype {cells.dtype}")
-        n_nodes = np.sum(cells >= 0, axis=1)
-        if cell_types is None:
-            by_count = {3: {4: _cells.VTK_TETRA, 5: _cells.VTK_PYRAMID, 6: _cells.VTK_WEDGE, 8: _cells.VTK_HEXAHEDRON}, 2: {3: _cells.VTK_TRIANGLE, 4: _cells.VTK_QUAD}}[dim]
-            unknown = sorted(set(np.unique(n_nodes).tolist()) - set(by_count))
-            if unknown:
-                raise ValueError(f"MeshField: cannot infer the type of cells with {unknown} nodes in {dim}-D; pass cell_types")
-            cell_types = np.vectorize(by_count.get, otypes=[np.int64])(n_nodes)
-        cell_types = np.asarray(cell_types, dtype=np.int64)
-        if cell_types.shape != (len(cells),):
-            raise ValueError(f"MeshField: cell_types must have shape ({len(cells)},), got {cell_types.shape}")
-        present = sorted(set(np.unique(cell_types).tolist()))
-        unsupported = [t for t in present if t not in _cells.BY_VTK_TYPE]
-        if unsupported:
-            raise ValueError(f"MeshField: unsupported VTK cell types {unsupported}; linear cells only ({sorted(_cells.BY_VTK_TYPE)})")
-        kinds = tuple(dict.fromkeys(_cells.BY_VTK_TYPE[t] for t in present))
-        if any(k.dim != dim for k in kinds):
-            raise ValueError(f"MeshField: {dim}-D points need {dim}-D cells, got {[k.name for k in kinds]}")
-        width = max(k.nodes for k in kinds)
-        nodes = np.zeros((len(cells), width), dtype=np.int64)
-        kind_index = np.zeros(len(cells), dtype=np.int64)
-        for t in present:
-            kind = _cells.BY_VTK_TYPE[t]
-            rows = np.flatnonzero(cell_types == t)
-            if np.any(n_nodes[rows] != kind.nodes):
-                raise ValueError(f"MeshField: cells of VTK type {t} ({kind.name}) need {kind.nodes} node ids each")
-            order = list(kind.vtk_types[t])
-            nodes[rows, : kind.nodes] = cells[np.ix_(rows, order)]
-            nodes[rows, kind.nodes :] = cells[rows, :1]  # unused slots repeat node 0 (weight 0)
-            kind_index[rows] = kinds.index(kind)
-        if nodes.min() < 0 or nodes.max() >= n_points:
-            raise ValueError(f"MeshField: node ids must lie in [0, {n_points}), got [{nodes.min()}, {nodes.max()}]")
+        self.geometry_eps = float(np.finfo(np.float32 if dtype == np.float32 or topology.single else np.float64).eps)
 
         self.cell_values = bool(cell_values)
         values, self.times, self.time_range = _as_series(values, times, len(cells) if cell_values else n_points, "values")
@@ -137,13 +100,12 @@ class MeshField(AbstractField):
         self.sample_layout = tuple(layout)
         self.sample_values = jnp.asarray(np.concatenate(columns, axis=-1), dtype) if columns else None
 
-        grid = bin_grid(points, nodes, bin_scale=bin_scale)
-        max_faces = max(len(k.faces) for k in kinds)
-        self.neighbours = jnp.asarray(face_neighbours(nodes, kind_index, kinds, max_faces), jnp.int32)
-        self.simplex_map = jnp.asarray(simplex_maps(points, nodes), dtype) if any(k.simplex for k in kinds) else None
+        grid = topology.grid
+        self.neighbours = jnp.asarray(topology.neighbours, jnp.int32)
+        self.simplex_map = jnp.asarray(topology.simplex_map, dtype) if topology.simplex_map is not None else None
         self.points = jnp.asarray(points, dtype)
         self.nodes = jnp.asarray(nodes, jnp.int32)
-        self.kind_of_cell = jnp.asarray(kind_index, jnp.int32) if len(kinds) > 1 else None
+        self.kind_of_cell = jnp.asarray(topology.kind_index, jnp.int32) if len(kinds) > 1 else None
         self.bin_origin = jnp.asarray(grid.origin, dtype)
         self.bin_inv_size = jnp.asarray(1.0 / grid.size, dtype)
         self.bin_start = jnp.asarray(grid.start, jnp.int32)

@@ -1,13 +1,14 @@
 """Reading VTK files as ParaView writes them, with the `vtk` package, into flowkit fields."""
 
 import functools
-
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from .. import _dtypes
 from ..fields.grid import GridField
+from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField, sample_columns
 from ..fields.stream import SliceSource
 
@@ -227,26 +228,26 @@ def _as_unstructured(path: Path, data):
 
 
 def _topology_signature(data) -> str:
-    """A digest of a data set's points and cells, to check that later files of a series hold the
-    same mesh without processing their topology again."""
-    import hashlib
+    """A checksum of a data set's points and cells (CRC-32 of their bytes, with their sizes), to
+    check that later files of a series hold the same mesh without processing their topology again."""
+    import zlib
 
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
 
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(np.ascontiguousarray(vtk_to_numpy(data.GetPoints().GetData())).tobytes())
+    arrays, sizes = [data.GetPoints().GetData()], [data.GetClassName(), str(data.GetNumberOfCells())]
     if isinstance(data, vtk.vtkUnstructuredGrid):
-        cells = data.GetCells()
-        for array in (cells.GetOffsetsArray(), cells.GetConnectivityArray()):
-            digest.update(np.ascontiguousarray(vtk_to_numpy(array)).tobytes())
+        arrays += [data.GetCells().GetOffsetsArray(), data.GetCells().GetConnectivityArray()]
     elif isinstance(data, vtk.vtkStructuredGrid):
         dims = [0, 0, 0]
         data.GetDimensions(dims)
-        digest.update(np.asarray(dims, np.int64).tobytes())
-    else:
-        digest.update(str(data.GetNumberOfCells()).encode())
-    return digest.hexdigest()
+        sizes.append(str(dims))
+    crc = 0
+    for array in arrays:
+        raw = np.ascontiguousarray(vtk_to_numpy(array))
+        crc = zlib.crc32(memoryview(raw).cast("B"), crc)
+        sizes.append(f"{raw.dtype.str}{raw.shape}")
+    return f"{crc:08x}:{':'.join(sizes)}"
 
 
 def _mesh_arrays(path: Path, data, topology: dict, velocity, allow_nonfinite, sample, cell_data: str = "points") -> dict:
@@ -272,7 +273,7 @@ def _mesh_arrays(path: Path, data, topology: dict, velocity, allow_nonfinite, sa
 def _series_slice(file: Path, topology: dict, velocity=None, allow_nonfinite=False, sample=None, cell_data="points") -> dict:
     """One later file of a mesh series: its arrays and its topology's signature, the mesh itself
     not processed again (it must equal the first file's: `_VtkFiles` compares the signatures).
-    Runs in worker processes: VTK's parsing holds the GIL."""
+    Runs in reader threads."""
     data = _read_dataset(file)
     if not _is_mesh_data(data):
         raise ValueError(f"{file}: holds a {data.GetClassName()}, not a mesh like the first file of the series")
@@ -394,13 +395,13 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     ref = files.reference
     logging.getLogger("flowkit").info("read_vtk: velocity array %r from %d file(s) starting %s", ref["name"], len(series), series[0][0])
 
-    def build(pieces, times):  # the field of these slices (one piece and times None: steady)
+    def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
         stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
         values = stack([p["values"] for p in pieces])
         if grid:
             return GridField(values, ref["axes"], times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
         samples = {name: stack([p["samples"][name] for p in pieces]) for name in ref["samples"]}
-        return MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], **mesh_options)
+        return MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], topology=topology, **mesh_options)
 
     if len(series) == 1:
         return build([ref], None)
@@ -408,9 +409,11 @@ def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell
     if choose_streaming(stream, len(series), slice_bytes, max_device_bytes, str(path)):
         files.resolve_times(times)
         return StreamedField(build([files.piece(0), files.piece(1)], files.times[:2]), files, max_device_bytes)
-    pieces = [ref] + files.pieces(range(1, len(series)), in_file_order=True)
+    later = files.pieces(range(1, len(series)), in_file_order=True)
+    topology = None if grid else mesh_topology(ref["points"], ref["cells"], ref["cell_types"], mesh_options.get("bin_scale", 0.75))  # while the threads read
+    pieces = [ref, *later]
     order = files.resolve_times(times, [p["time"] for p in pieces])
-    return build([pieces[i] for i in order], files.times)
+    return build([pieces[i] for i in order], files.times, topology)
 
 
 class _VtkFiles(SliceSource):
@@ -430,7 +433,7 @@ class _VtkFiles(SliceSource):
         self._order = np.arange(len(self.files))
 
     def _topology(self) -> dict:
-        """What a later file's arrays need of the mesh (small: it travels to worker processes)."""
+        """What a later file's arrays need of the mesh."""
         ref = self.reference
         return dict(dim=ref["points"].shape[1], n_points=len(ref["points"]), signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None)
 
@@ -442,22 +445,17 @@ class _VtkFiles(SliceSource):
             raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
         return piece
 
-    def pieces(self, ks, in_file_order: bool = False) -> list[dict]:
-        """`piece(k)` for every `k`, meshes read in parallel worker processes (VTK's parsing
-        holds the GIL), each reading only the arrays of its file."""
-        import multiprocessing
+    def pieces(self, ks, in_file_order: bool = False) -> Iterator[dict]:
+        """`piece(k)` for every `k`, in order: all are read ahead in threads from the call on
+        (VTK's parsers release the GIL), so the caller can do other work meanwhile."""
         import os
-        from concurrent.futures import ProcessPoolExecutor
-        from itertools import repeat
+        from concurrent.futures import ThreadPoolExecutor
 
         ks = list(ks)
-        workers = min(len(os.sched_getaffinity(0)), len(ks))
-        if self._read_arrays is None or workers < 2 or len(ks) < 4:
-            return [self.piece(k, in_file_order) for k in ks]
-        files = [self.files[k if in_file_order else int(self._order[k])] for k in ks]
-        # spawned, not forked: the parent runs JAX's threads, which a fork would copy mid-flight
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            return [self._checked(f, p) for f, p in zip(files, pool.map(self._read_arrays, files, repeat(self._topology())))]
+        pool = ThreadPoolExecutor(max(1, min(len(os.sched_getaffinity(0)), len(ks))), thread_name_prefix="flowkit-read")
+        futures = [pool.submit(self.piece, k, in_file_order) for k in ks]
+        pool.shutdown(wait=False)  # the threads finish the queued reads, then exit
+        return (future.result() for future in futures)
 
     def resolve_times(self, times=None, file_times=None) -> np.ndarray:
         """Set `times` (ascending) from the .pvd, the files' TimeValue or `times=`; return the
