@@ -113,7 +113,6 @@ def bin_grid(points: np.ndarray, nodes: np.ndarray, bin_scale: float = 0.75, max
     anisotropic bins), capped at `max_bins` bins in all.
     """
     lo, hi = cell_boxes(points, nodes)
-    dim = points.shape[1]
     origin = points.min(axis=0)
     extent = np.maximum(points.max(axis=0) - origin, 1e-300)
     size = np.maximum(bin_scale * np.mean(hi - lo, axis=0), extent * 1e-6)

@@ -136,15 +136,13 @@ class MeshField(AbstractField):
     def _coords(self, cell, x, done=None):
         """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map); rows
         marked `done` skip the Newton iterations (their result is not used)."""
-        n, dim = x.shape
         width, faces = self.nodes.shape[1], self.neighbours.shape[1]
         nodes = None
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                m = self.simplex_map[cell]
-                lam = jnp.einsum("nij,nj->ni", m[:, dim:].reshape(n, dim, dim), x - m[:, :dim])
+                lam = _barycentric(self.simplex_map[cell], x)
                 xi, w = lam, _cells.simplex_weights(lam)
                 v = -w
             else:
@@ -169,15 +167,13 @@ class MeshField(AbstractField):
     def _weights(self, cell, x, xi):
         """Differentiable node weights of `x` in `cell` given converged coordinates `xi`: exact for
         simplices, `shape(xi)` with the inverse map's derivative for the others."""
-        n, dim = x.shape
         width = self.nodes.shape[1]
         out = None
         nodes = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                m = self.simplex_map[cell]
-                w = _cells.simplex_weights(jnp.einsum("nij,nj->ni", m[:, dim:].reshape(n, dim, dim), x - m[:, :dim]))
+                w = _cells.simplex_weights(_barycentric(self.simplex_map[cell], x))
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
@@ -259,10 +255,11 @@ class MeshField(AbstractField):
         cells are integers).
 
         Every row is first checked in its hinted cell, which is where nearly all RK stage points
-        lie. Only the rows that left it are then gathered into compact batches (at most an
-        eighth of the rows each): they walk across faces from the cell next to their hint, and
+        lie. The rows that left it walk across faces from the cell next to their hint, and
         those the walk does not settle (unknown hint, walked onto the mesh boundary, out of
-        steps) are searched in their bin. Rows hinted `SKIP` are not located at all (found, cell
+        steps) are searched in their bin. Walking and searching work on compact batches of
+        the rows concerned (at most an eighth of the rows each), except that on a mesh of
+        simplices all rows walk at once, masked (their check is cheaper than the gathering). Rows hinted `SKIP` are not located at all (found, cell
         `SKIP`): the tracker passes it for particles that are not moving.
         """
         x = jax.lax.stop_gradient(x)
@@ -277,6 +274,16 @@ class MeshField(AbstractField):
         cell = jnp.where(known, cell, 0)
         start = jnp.where(across >= 0, across, cell)
         walled = ~known | (across < 0)
+        if all(_cells.KINDS[name].simplex for name in self.kinds):
+            # a simplex check is a few multiply-adds: the first walking step is taken by all
+            # rows at once (masked), which settles most that left; a loop would cost more
+            moving = ~found & ~walled
+            inside, xi_next, _, across = self._check(start, x, ~moving)
+            hit, blocked = moving & inside, moving & ~inside & (across < 0)
+            cell = jnp.where(moving, start, cell)
+            xi = jnp.where((hit | blocked)[:, None], xi_next, xi)
+            found, walled = found | hit, walled | blocked
+            start = jnp.where(moving & ~hit & ~blocked, across, start)
         batch = min(n, max(64, n // 8))
 
         def more(carry):
@@ -285,11 +292,12 @@ class MeshField(AbstractField):
         def body(carry):
             pending, cell, found, xi = carry
             rows = jnp.nonzero(pending, size=batch, fill_value=n)[0]
+            fill = rows == n  # padding: neither walked nor searched, dropped on the way back
             take = jnp.minimum(rows, n - 1)
-            xb, wb = x[take], walled[take]
+            xb, wb = x[take], walled[take] | fill
             c, f, z = self._walk(xb, jnp.where(wb, cell[take], start[take]), wb)
             z = jnp.where(wb[:, None], xi[take], z)
-            c, f, z = self._bin_search(xb, c, f, z)
+            c, f, z = self._bin_search(xb, c, f | fill, z)
             drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
             return drop(pending, False), drop(cell, c), drop(found, f), drop(xi, z)
 
@@ -424,6 +432,15 @@ def brute_force_locate(field: MeshField, points) -> np.ndarray:
         return jnp.max(v, axis=1) <= tol
 
     return np.stack([np.asarray(one(p)) for p in x])
+
+
+def _barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"]:
+    """Barycentrics of nodes 1..d of each row of `x` from its cell's `simplex_maps` row, written
+    per component: XLA's CPU backend runs the same `einsum` as a batched matrix product, several
+    times slower at a few thousand rows."""
+    dim = x.shape[1]
+    d = [x[:, j] - maps[:, j] for j in range(dim)]
+    return jnp.stack([sum(maps[:, dim + i * dim + j] * d[j] for j in range(dim)) for i in range(dim)], axis=1)
 
 
 def _as_series(array, times, n_points: int, name: str):
