@@ -79,7 +79,10 @@ class MeshField(AbstractField):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
-        topology = mesh_topology(points, cells, cell_types, bin_scale) if topology is None else topology
+        if topology is None:
+            topology = mesh_topology(points, cells, cell_types, bin_scale)
+        elif (len(points), len(cells)) != (len(topology.points), len(topology.nodes)):
+            raise ValueError(f"MeshField: topology was built for {len(topology.points)} points and {len(topology.nodes)} cells, not these {len(points)} and {len(cells)}")
         points, nodes, kinds = topology.points, topology.nodes, topology.kinds
         dim, n_points = points.shape[1], len(points)
         # the precision the geometry was written in (most CFD files: float32) sets location
@@ -257,10 +260,11 @@ class MeshField(AbstractField):
         Every row is first checked in its hinted cell, which is where nearly all RK stage points
         lie. The rows that left it walk across faces from the cell next to their hint, and
         those the walk does not settle (unknown hint, walked onto the mesh boundary, out of
-        steps) are searched in their bin. Walking and searching work on compact batches of
-        the rows concerned (at most an eighth of the rows each), except that on a mesh of
-        simplices all rows walk at once, masked (their check is cheaper than the gathering). Rows hinted `SKIP` are not located at all (found, cell
-        `SKIP`): the tracker passes it for particles that are not moving.
+        steps) are searched in their bin, in compact batches of the rows concerned (at most an
+        eighth of the rows each). On a mesh of simplices the first walking step is taken by
+        all rows at once, masked: a simplex check costs less than the gathering. Rows hinted
+        `SKIP` are not located at all (found, cell `SKIP`): the tracker passes it for
+        particles that are not moving.
         """
         x = jax.lax.stop_gradient(x)
         n = x.shape[0]
