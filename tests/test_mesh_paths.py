@@ -10,6 +10,7 @@ import pytest
 
 import flowkit as fk
 from flowkit.fields import cells as _cells
+from flowkit.fields.mesh import _barycentric
 
 import meshes
 
@@ -72,13 +73,38 @@ def test_newton_stopping_per_row_equals_a_fixed_count(kind):
         fixed = None
         for _ in range(6):  # what the locator did before it stopped rows early
             fixed = _cells.newton_coords(cell_kind, c, x, 1, xi=fixed)[0]
-        ok = np.asarray(ok)
+        # warm: started from the cell's linearisation at its centre, as the locator does
+        start = jnp.clip(_barycentric(jnp.asarray(field.affine_map, dtype)[rows], x) + jnp.asarray(cell_kind.centre, dtype), -2.0, 3.0)
+        warm, ok_warm = eqx.filter_jit(lambda c, x, s: _cells.newton_coords(cell_kind, c, x, 6, xi=s))(c, x, start)
+        ok = np.asarray(ok) & np.asarray(ok_warm)
         assert ok.mean() > 0.8  # the rest lie far outside (beyond a pyramid's apex, the map folds)
-        w_early, w_fixed = (np.asarray(cell_kind.shape(a)) for a in (early, fixed))
+        w_early, w_warm, w_fixed = (np.asarray(cell_kind.shape(a)) for a in (early, warm, fixed))
         # float64: a row stops once its update is below sqrt(eps), a few far-outside rows still
         # converging linearly; float32: both sit within rounding noise of the root (~30 eps)
         tolerance = 1e-8 if dtype == np.float64 else 1e-5
         np.testing.assert_allclose(w_early[ok], w_fixed[ok], rtol=0, atol=tolerance)
+        # from another start, rows outside that converge only linearly stop elsewhere within
+        # the convergence test (the map reproduces the point to sqrt(eps) of the cell): 1e-6
+        np.testing.assert_allclose(w_warm[ok], w_fixed[ok], rtol=0, atol=max(tolerance, 1e-6))
+
+
+def test_newton_starts_at_the_exact_coordinates_in_parallelepipeds():
+    """In cells that are affine images of the unit cell, the linearisation at the centre that
+    starts Newton is exact, so a well-shaped CFD mesh needs one iteration to confirm it."""
+    shape = (5, 4, 3)
+    hexes = fk.datasets.lattice_hexahedra(shape)
+    lattice = np.stack(np.meshgrid(*(np.linspace(0, 1, n) for n in shape), indexing="ij"), axis=-1).reshape(-1, 3)
+    shear = np.array([[1.0, 0.3, 0.1], [0.0, 0.8, -0.2], [0.1, 0.0, 1.3]])
+    points = lattice @ shear.T + np.array([5.0, -2.0, 1.0])
+    field = fk.MeshField(points, hexes, np.zeros_like(points), dtype="float64")
+    rng = np.random.default_rng(2)
+    local = rng.uniform(0, 1, (300, 3))
+    rows = rng.integers(0, field.n_cells, 300)
+    kind = _cells.KINDS["hexahedron"]
+    corners = np.asarray(field.points)[np.asarray(field.nodes)[rows]]
+    x = np.einsum("nk,nka->na", np.asarray(kind.shape(jnp.asarray(local))), corners)
+    guess = _barycentric(field.affine_map[rows], jnp.asarray(x)) + 0.5
+    np.testing.assert_allclose(np.asarray(guess), local, atol=1e-12)
 
 
 def test_isoparametric_weights_differentiate_like_finite_differences():

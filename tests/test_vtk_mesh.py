@@ -287,7 +287,7 @@ def test_series_read_in_threads_equals_each_file_alone_and_catches_a_moved_mesh(
     series = fk.io.read_vtk(pvd, dtype="float64", stream=False)
     alone = [fk.io.read_vtk(f, dtype="float64") for f in files]
     np.testing.assert_array_equal(np.asarray(series.values), np.stack([np.asarray(a.values[0]) for a in alone]))
-    for name in ("neighbours", "nodes", "bin_start", "bin_cells", "simplex_map"):
+    for name in ("neighbours", "nodes", "bin_start", "bin_cells", "affine_map"):
         np.testing.assert_array_equal(np.asarray(getattr(series, name)), np.asarray(getattr(alone[0], name)))
     reader = vtk.vtkXMLUnstructuredGridReader()
     reader.SetFileName(str(files[4]))

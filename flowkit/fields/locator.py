@@ -35,7 +35,8 @@ class MeshTopology(NamedTuple):
     kind_index: np.ndarray
     kinds: tuple[CellKind, ...]
     neighbours: np.ndarray
-    simplex_map: np.ndarray | None
+    affine_map: np.ndarray
+    """`affine_maps`: barycentrics of the simplices, Newton's starting point in the others."""
     grid: BinGrid
     single: bool
     """Whether the points are exactly float32 numbers (as most CFD files write them)."""
@@ -90,9 +91,8 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
 
     grid = bin_grid(points, nodes, bin_scale=bin_scale)
     neighbours = face_neighbours(nodes, kind_index, kinds, max(len(k.faces) for k in kinds))
-    simplex_map = simplex_maps(points, nodes) if any(k.simplex for k in kinds) else None
     single = bool(np.array_equal(points.astype(np.float32).astype(np.float64), points))
-    return MeshTopology(points, nodes, kind_index, kinds, neighbours, simplex_map, grid, single)
+    return MeshTopology(points, nodes, kind_index, kinds, neighbours, affine_maps(points, nodes, kind_index, kinds), grid, single)
 
 
 def cell_boxes(points: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +200,36 @@ def _sorted_columns(columns: list[np.ndarray]) -> list[np.ndarray]:
             a, b = columns[j], columns[j + 1]
             columns[j], columns[j + 1] = np.minimum(a, b), np.maximum(a, b)
     return columns
+
+
+def affine_maps(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]) -> np.ndarray:
+    """`(C, dim + dim*dim)`: per cell a point and a matrix `A` such that `A @ (x - point)` is
+    affine in `x`: for simplices the barycentrics of nodes 1..d (`simplex_maps`); for the other
+    kinds the map's linearisation at the cell centre (`point` the centre's image, `A` the
+    inverse Jacobian there), whose `centre + A @ (x - point)` starts Newton one iteration on
+    (within rounding of the exact coordinates in a parallelepiped)."""
+    import jax
+
+    dim = points.shape[1]
+    maps = np.zeros((len(nodes), dim + dim * dim))
+    for k, kind in enumerate(kinds):
+        rows = np.flatnonzero(kind_index == k)
+        cell_nodes = nodes[rows, : kind.nodes]
+        if kind.simplex:
+            maps[rows] = simplex_maps(points, cell_nodes)
+            continue
+        centre = np.asarray(kind.centre, np.float64)
+        with jax.default_device(jax.devices("cpu")[0]), jax.enable_x64(True):
+            weights = np.asarray(kind.shape(centre[None]))[0]  # (nodes,)
+            slopes = np.asarray(jax.jacfwd(lambda q: kind.shape(q[None])[0])(centre))  # (nodes, dim)
+        corners = points[cell_nodes]  # (rows, nodes, dim)
+        jacobian = np.einsum("rka,kb->rab", corners, slopes)  # dx_a / dxi_b at the centre
+        det = np.linalg.det(jacobian)
+        ok = np.abs(det) > 1e-300
+        inverse = np.zeros_like(jacobian)
+        inverse[ok] = np.linalg.inv(jacobian[ok])
+        maps[rows] = np.concatenate([np.einsum("rka,k->ra", corners, weights), inverse.reshape(len(rows), dim * dim)], axis=1)
+    return maps
 
 
 def simplex_maps(points: np.ndarray, nodes: np.ndarray) -> np.ndarray:

@@ -53,7 +53,7 @@ class MeshField(AbstractField):
     points: Float[Array, "P dim"]
     nodes: Int[Array, "C k"]
     kind_of_cell: Int[Array, " C"] | None
-    simplex_map: Float[Array, "C m"] | None
+    affine_map: Float[Array, "C m"]
     neighbours: Int[Array, "C f"]
     bin_origin: Float[Array, " dim"]
     bin_inv_size: Float[Array, " dim"]
@@ -105,7 +105,7 @@ class MeshField(AbstractField):
 
         grid = topology.grid
         self.neighbours = jnp.asarray(topology.neighbours, jnp.int32)
-        self.simplex_map = jnp.asarray(topology.simplex_map, dtype) if topology.simplex_map is not None else None
+        self.affine_map = jnp.asarray(topology.affine_map, dtype)
         self.points = jnp.asarray(points, dtype)
         self.nodes = jnp.asarray(nodes, jnp.int32)
         self.kind_of_cell = jnp.asarray(topology.kind_index, jnp.int32) if len(kinds) > 1 else None
@@ -145,7 +145,7 @@ class MeshField(AbstractField):
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                lam = _barycentric(self.simplex_map[cell], x)
+                lam = _barycentric(self.affine_map[cell], x)
                 xi, w = lam, _cells.simplex_weights(lam)
                 v = -w
             else:
@@ -155,7 +155,8 @@ class MeshField(AbstractField):
                 if self.kind_of_cell is not None:  # rows of other kinds take no iterations
                     other = self.kind_of_cell[cell] != k
                     skip = other if done is None else other | done
-                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps, done=skip)
+                start = _barycentric(self.affine_map[cell], x) + jnp.asarray(kind.centre, x.dtype)
+                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps, xi=jnp.clip(start, -2.0, 3.0), done=skip)
                 w, v = kind.shape(xi), kind.violations(xi)
                 v = jnp.where(converged[:, None], v, jnp.maximum(v, 1.0))  # unconverged: not inside
             w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
@@ -176,7 +177,7 @@ class MeshField(AbstractField):
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                w = _cells.simplex_weights(_barycentric(self.simplex_map[cell], x))
+                w = _cells.simplex_weights(_barycentric(self.affine_map[cell], x))
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
@@ -439,7 +440,8 @@ def brute_force_locate(field: MeshField, points) -> np.ndarray:
 
 
 def _barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"]:
-    """Barycentrics of nodes 1..d of each row of `x` from its cell's `simplex_maps` row, written
+    """`A @ (x - point)` for each row of `x` with its cell's `affine_maps` row (in a simplex the
+    barycentrics of nodes 1..d; elsewhere Newton's starting offset from the centre), written
     per component: XLA's CPU backend runs the same `einsum` as a batched matrix product, several
     times slower at a few thousand rows."""
     dim = x.shape[1]
