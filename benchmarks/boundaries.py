@@ -47,7 +47,7 @@ def measure(field, seeds, dt, steps, boundary, repeat):
     rates, traj = [], None
     for _ in range(repeat):
         traj = run.run()
-        rates.append(fk.tracker.last_run.particle_steps_per_s)
+        rates.append(traj.stats.particle_steps_per_s)
     restarts = int(traj.generation[-1].sum()) if traj.generation is not None else 0
     return float(np.median(rates)), compile_s, restarts
 

@@ -111,7 +111,7 @@ def vtk_rate(points, cells, types, values, seeds, steps, step_length):
 def flowkit_run(field, seeds, t1, steps):
     run = fk.tracker.TrackRun(field, seeds, 0.0, t1, t1 / steps, fk.RK4(), None, 50, warmup=True)
     traj = run.run()
-    info = fk.tracker.last_run
+    info = traj.stats
     exit_time = np.where(np.isfinite(traj.exit_time), traj.exit_time, t1)
     moving_steps = float(np.sum(np.ceil(exit_time / (t1 / steps) - 1e-6)))
     return info, traj, moving_steps

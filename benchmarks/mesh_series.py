@@ -44,7 +44,7 @@ def main():
     rng = np.random.default_rng(1)
     seeds = rng.uniform(np.array(EXTENT) * 0.02, np.array(EXTENT) * 0.98, (args.particles, 3))
     traj = fk.track(field, seeds, 0.0, 2.0, 2.0 / args.steps, fk.RK4(), None, 50)
-    info = fk.tracker.last_run
+    info = traj.stats
     total = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"track {args.particles} x {info.n_steps} RK4: compile {info.compile_s:.2f} s, run {info.run_s:.2f} s ({info.particle_steps_per_s / 1e6:.2f} M particle-steps/s); status {traj.status_counts()}")

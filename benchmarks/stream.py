@@ -52,8 +52,7 @@ def child(pvd: str, stream: bool, particles: int, steps: int, budget_mib: float)
     dt = (times[1] - times[0]) / steps
     seeds = fk.seeding.random_box(particles, ((0.05,) * 3, (0.95,) * 3), key=__import__("jax").random.key(0))
     run = fk.tracker.TrackRun(field, seeds, float(times[0]), float(times[-1]), dt, fk.RK4(), save_every=steps)
-    run.run()
-    info = fk.tracker.last_run
+    info = run.run().stats
     windows = 1 + int(np.sum(np.diff(run.window_starts) != 0)) if stream else 0
     return dict(
         slices=len(times), stream=stream, read_s=read_s, compile_s=info.compile_s, run_s=info.run_s, mps=info.particle_steps_per_s / 1e6,

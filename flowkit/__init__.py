@@ -24,7 +24,7 @@ from . import diffusion as diffusion
 from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMaruyama as EulerMaruyama, Heun as Heun, Midpoint as Midpoint
 from . import datasets as datasets, io as io
 from .tracker import clear_caches as clear_caches, track as track, track_ensemble as track_ensemble
-from .trajectory import Trajectory as Trajectory
+from .trajectory import RunStats as RunStats, Trajectory as Trajectory
 from . import analysis as analysis  # noqa: E402  (uses the tracker)
 
 __version__ = "0.1.0"

@@ -159,7 +159,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
             traj = run.run()
     else:
         traj = run.run()
-    info = tracker.last_run
+    info = traj.stats
     cache = _cache_counts() - cache_before
     counts = traj.status_counts()
     summary = {

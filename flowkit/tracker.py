@@ -8,10 +8,11 @@ The driver compiles the chunk once per run shape (AOT, cached), then calls it ch
 copying each chunk's saved frames to the host and updating the progress bar.
 """
 
+import dataclasses
+import json
 import math
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import equinox as eqx
@@ -28,7 +29,7 @@ from .fields.base import SKIP, AbstractField
 from .fields.stream import StreamedField, WindowFeeder, plan_windows, refuse_streamed, swap_window
 from .integrators.base import AbstractIntegrator
 from .integrators.runge_kutta import RK4
-from .trajectory import Trajectory
+from .trajectory import RunStats, Trajectory
 
 BLOCK = 8192
 """Particles per cache block inside one CPU device's share (measured best between ~2 500 and 10 000)."""
@@ -305,40 +306,6 @@ def _compiled(call_args, call_kwargs):
     return _COMPILED[key], time.perf_counter() - start
 
 
-@dataclass
-class RunInfo:
-    """Timing and size of the last `track` call (also `flowkit.tracker.last_run`)."""
-
-    n_particles: int
-    n_steps: int
-    n_saves: int
-    dtype: str
-    device: str
-    n_devices: int
-    compile_s: float
-    run_s: float
-    lost_releases: int = 0
-    """Releases of a `ContinuousInlet` that found no free slot (give it more `slots`)."""
-    warmup_s: float = 0.0
-    """Time of the untimed warm-up chunk (`warmup=True`), apart from `compile_s` and `run_s`."""
-    window_slices: int = 0
-    """Streamed fields: time slices per window on the device (0: the whole series is resident)."""
-    slices_read: int = 0
-    """Streamed fields: slices read from disk (each at most once per window it enters)."""
-    load_s: float = 0.0
-    """Streamed fields: time the background thread spent reading and uploading windows."""
-    first_window_s: float = 0.0
-    """Streamed fields: time to read the first window, before anything runs to hide it behind."""
-    load_wait_s: float = 0.0
-    """Streamed fields: time the run waited for later windows (the part of their loading that
-    computing the previous chunk did not hide)."""
-
-    @property
-    def particle_steps_per_s(self) -> float:
-        return self.n_particles * self.n_steps / self.run_s if self.run_s > 0 else float("nan")
-
-
-last_run: RunInfo | None = None
 
 
 def _check_pieces(field, integrator, boundary, key):
@@ -608,7 +575,6 @@ class TrackRun:
 
     def run(self):
         """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
-        global last_run
         compiled = self.compile()
         warmup_s = 0.0
         if self.warmup:  # one chunk of the first batch, results dropped: first-call costs stay out of run_s
@@ -664,13 +630,13 @@ class TrackRun:
             warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
         if lost:
             warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
-        last_run = RunInfo(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s)
-        if feeder is not None:
-            last_run.window_slices, last_run.slices_read, last_run.load_s = self.window_width, feeder.loaded, feeder.load_s
-            last_run.first_window_s, last_run.load_wait_s = feeder.first_s, feeder.wait_s
+        streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
+        stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, **streamed)
         if self.output is not None:
-            return sink.open()
-        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation)
+            opened = sink.open()
+            opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
+            return opened
+        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation, stats)
 
 
 class _MemorySink:
@@ -763,7 +729,7 @@ def track(
     - `progress`: show a tqdm bar with particle-steps per second.
     - `devices`: devices to shard the particles over (default: all local devices).
     - `warmup`: before the timed run, execute one chunk of the first batch and drop it, so
-      `last_run.run_s` excludes first-call costs (buffer allocation, thread start-up) as well as
+      `traj.stats.run_s` excludes first-call costs (buffer allocation, thread start-up) as well as
       compilation (which is always done ahead of time, in `compile_s`); for benchmarks.
     - `part`: `(index, count)`: track only share `index` of `count` contiguous shares of the
       seeds (default: this process's share in a multi-host run, `(jax.process_index(),
@@ -773,9 +739,11 @@ def track(
       `output` store becomes `name.part<index>.zarr`.
     - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
       in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
-      returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout.
+      returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout, its
+      `attrs["flowkit_stats"]` the run's `RunStats` as JSON.
 
-    **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames.
+    **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames; its
+    `stats` (a `flowkit.RunStats`) hold the run's timings, sizes and counters.
 
     **Differentiable:** when `seeds`, the field's parameters or `args` are JAX tracers (inside
     `jax.grad`, `jax.jacfwd`, `jax.jit`, ...), `track` runs as one traced program (no chunks,

@@ -1,5 +1,6 @@
 """The result of a tracking run: saved times, positions and per-particle status."""
 
+import dataclasses
 from pathlib import Path
 
 import equinox as eqx
@@ -7,6 +8,39 @@ import numpy as np
 from jaxtyping import Float, Int
 
 from ._status import Status, status_counts
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStats:
+    """What a `track` run measured and counted: `Trajectory.stats`."""
+
+    n_particles: int
+    n_steps: int
+    n_saves: int
+    dtype: str
+    device: str
+    n_devices: int
+    compile_s: float
+    run_s: float
+    lost_releases: int = 0
+    """Releases of a `ContinuousInlet` that found no free slot (give it more `slots`)."""
+    warmup_s: float = 0.0
+    """Time of the untimed warm-up chunk (`warmup=True`), apart from `compile_s` and `run_s`."""
+    window_slices: int = 0
+    """Streamed fields: time slices per window on the device (0: the whole series is resident)."""
+    slices_read: int = 0
+    """Streamed fields: slices read from disk (each at most once per window it enters)."""
+    load_s: float = 0.0
+    """Streamed fields: time the background thread spent reading and uploading windows."""
+    first_window_s: float = 0.0
+    """Streamed fields: time to read the first window, before anything runs to hide it behind."""
+    load_wait_s: float = 0.0
+    """Streamed fields: time the run waited for later windows (the part of their loading that
+    computing the previous chunk did not hide)."""
+
+    @property
+    def particle_steps_per_s(self) -> float:
+        return self.n_particles * self.n_steps / self.run_s if self.run_s > 0 else float("nan")
 
 
 class Trajectory(eqx.Module):
@@ -40,6 +74,7 @@ class Trajectory(eqx.Module):
     velocities: Float[np.ndarray, "T N dim"] | None = None
     samples: dict | None = None
     generation: Int[np.ndarray, "T N"] | None = None
+    stats: RunStats | None = None
 
     @property
     def active(self) -> np.ndarray:

@@ -142,7 +142,7 @@ def test_continuous_inlet_releases_at_its_rate(channel):
     rate, t1, dt = 200.0, 3.0, 0.01
     inlet = fk.ContinuousInlet("xmin", rate, slots=1000, mode="flux", outlet="xmax")
     traj = fk.track(channel, np.zeros((0, 2)), 0.0, t1, dt, save_every=1, boundary=inlet, key=jax.random.key(6))
-    assert traj.n_particles == 1000 and fk.tracker.last_run.lost_releases == 0
+    assert traj.n_particles == 1000 and traj.stats.lost_releases == 0
     # release k is due at (k + 1/2) / rate: 600 in [0, 3), exactly 2 in every step of 0.01
     assert traj.generation[-1].sum() == 600
     per_step = np.diff(traj.generation.sum(axis=1))
@@ -156,7 +156,7 @@ def test_continuous_inlet_reuses_slots_and_reports_lost_releases(channel):
     inlet = fk.ContinuousInlet("xmin", 400.0, slots=300, mode="random", outlet="xmax")
     with pytest.warns(UserWarning, match="found no free slot"):
         traj = fk.track(channel, np.zeros((0, 2)), 0.0, 4.0, 0.01, save_every=5, boundary=inlet, key=jax.random.key(7))
-    lost = fk.tracker.last_run.lost_releases
+    lost = traj.stats.lost_releases
     expected = 1600
     assert lost > 0 and traj.generation[-1].sum() + lost == expected
     assert traj.generation.max() >= 2  # slots freed at the outlet were used again

@@ -60,7 +60,7 @@ def test_streamed_mesh_series_equals_in_memory(cell_series, getkey, times, optio
     expected = fk.track(memory, seeds, *times, save_every=SAVE_EVERY, dtype=dtype, **options)
     before = tracker.compile_count()
     got = fk.track(streamed, seeds, *times, save_every=SAVE_EVERY, dtype=dtype, **options)
-    info = tracker.last_run
+    info = got.stats
     assert tracker.compile_count() - before <= 1  # every window reuses the one program
     assert 2 <= info.window_slices <= 4 < streamed.n_slices
     batches = -(-300 // options.get("batch_size", 300))
@@ -92,7 +92,7 @@ def test_streamed_grid_inputs_equal_in_memory(tmp_path, getkey):
         streamed = _streamed(lambda budget: read(stream=True, max_device_bytes=budget), slices=5)
         expected = fk.track(memory, seeds, 0.0, 10.0, 0.05, save_every=4, dtype="float64")
         got = fk.track(streamed, seeds, 0.0, 10.0, 0.05, save_every=4, dtype="float64")
-        assert 2 <= tracker.last_run.window_slices <= 5, name
+        assert 2 <= got.stats.window_slices <= 5, name
         _assert_identical(expected, got)
 
 
@@ -108,8 +108,7 @@ def test_device_memory_is_flat_in_the_number_of_time_steps(tmp_path, getkey):
         resident = run.modules[0]
         assert resident.values.shape[0] == resident.times.shape[0] == run.window_width <= 3
         widths.append(run.window_width)
-        run.run()
-        assert tracker.last_run.slices_read == n_slices
+        assert run.run().stats.slices_read == n_slices
     assert widths[0] == widths[1]
 
 
@@ -118,9 +117,9 @@ def test_windows_are_read_in_a_background_thread(cell_series, getkey):
     readers = set()
     read = streamed.source.read
     streamed.source.read = lambda k: readers.add(threading.current_thread().name) or read(k)
-    fk.track(streamed, fk.seeding.random_box(100, streamed.bounds, key=getkey()), 0.0, 2.0, DT, save_every=SAVE_EVERY)
+    stats = fk.track(streamed, fk.seeding.random_box(100, streamed.bounds, key=getkey()), 0.0, 2.0, DT, save_every=SAVE_EVERY).stats
     assert readers and all(name.startswith("flowkit-window") for name in readers)
-    assert tracker.last_run.load_s > 0 and tracker.last_run.load_wait_s <= tracker.last_run.load_s
+    assert stats.load_s > 0 and stats.load_wait_s <= stats.load_s
 
 
 def test_window_plan_covers_every_chunk():
@@ -172,6 +171,6 @@ def test_streamed_pathlines_match_vtk_particle_path_filter():
     field = fk.io.read_vtk(SHARED / "tet_box" / "tet_box.pvd", stream=True, dtype="float64", max_device_bytes=_budget(probe, 4))
     oracle = np.load(SHARED / "tet_box" / "oracle_pathlines.npz")
     traj = fk.track(field, oracle["seeds"], 0.0, 1.0, 0.05, fk.RK4(), save_every=2, dtype="float64")
-    assert tracker.last_run.window_slices <= 4 < field.n_slices
+    assert traj.stats.window_slices <= 4 < field.n_slices
     assert (traj.status == fk.Status.ACTIVE).all()
     assert np.max(np.abs(traj.positions - np.swapaxes(oracle["vtk_positions"], 0, 1))) < 1e-5

@@ -1,5 +1,7 @@
 """The tracker: saved times, statuses, compile-once, no host traffic, sharding and batches."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,6 +26,9 @@ def test_user_example_contract():
     np.testing.assert_allclose(traj.positions[0], seeds.astype(np.float32))
     assert traj.active.all()
     assert np.all(traj.positions >= 0) and np.all(traj.positions[..., 0] <= 2) and np.all(traj.positions[..., 1] <= 1)
+    stats = traj.stats  # the run carries what it measured
+    assert (stats.n_particles, stats.n_steps, stats.n_saves, stats.dtype) == (1800, 2000, 201, "float32")
+    assert stats.run_s > 0 and stats.particle_steps_per_s == 1800 * 2000 / stats.run_s
 
 
 def test_float32_close_to_float64():
@@ -50,19 +55,19 @@ def test_compiles_once_for_repeated_runs_of_same_shape():
     before = fk.tracker.compile_count()
     other_field = fk.fields.DoubleGyre(A=0.2, eps=0.1)
     for f, s, t0 in [(field, seeds * 0.9, 0.0), (other_field, seeds, 3.0), (other_field, seeds * 0.5, -2.0)]:
-        fk.track(f, s, t0, t0 + 1.0, 0.01, save_every=10)
+        traj = fk.track(f, s, t0, t0 + 1.0, 0.01, save_every=10)
     assert fk.tracker.compile_count() == before
-    assert fk.tracker.last_run.compile_s == 0.0
+    assert traj.stats.compile_s == 0.0
 
 
 def test_warmup_runs_the_compiled_chunk_untimed_and_changes_nothing():
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.uniform_grid((9, 5), field.bounds)
     plain = fk.track(field, seeds, 0.0, 2.0, 0.01, save_every=20)
-    assert fk.tracker.last_run.warmup_s == 0.0
+    assert plain.stats.warmup_s == 0.0
     before = fk.tracker.compile_count()
     warmed = fk.track(field, seeds, 0.0, 2.0, 0.01, save_every=20, warmup=True)
-    assert fk.tracker.compile_count() == before and fk.tracker.last_run.warmup_s > 0
+    assert fk.tracker.compile_count() == before and warmed.stats.warmup_s > 0
     np.testing.assert_array_equal(warmed.positions, plain.positions)
 
 
@@ -85,7 +90,7 @@ def test_sharded_equals_single_device_and_batches(gyre_grid):
     seeds = fk.seeding.random_box(1001, gyre_grid.bounds, key=jax.random.key(3))
     kwargs = dict(t0=0.0, t1=3.0, dt=0.02, integrator=fk.Heun(), boundary=fk.Reflective(gyre_grid.bounds), save_every=10)
     sharded = fk.track(gyre_grid, seeds, **kwargs)
-    assert fk.tracker.last_run.n_devices == len(jax.devices())
+    assert sharded.stats.n_devices == len(jax.devices())
     single = fk.track(gyre_grid, seeds, devices=jax.devices()[:1], **kwargs)
     batched = fk.track(gyre_grid, seeds, batch_size=300, **kwargs)
     np.testing.assert_allclose(single.positions, sharded.positions, atol=1e-6)
@@ -200,7 +205,7 @@ def test_ensemble_of_parameters_matches_separate_runs():
     seeds = fk.seeding.uniform_grid((6, 3), fk.fields.DoubleGyre().bounds, include_boundaries=False)
     amplitudes = np.array([0.05, 0.1, 0.2])
     ensemble = fk.track_ensemble(lambda a: fk.fields.DoubleGyre(A=a), amplitudes, seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64")
-    assert ensemble.positions.shape == (3, 7, 18, 2)
+    assert ensemble.positions.shape == (3, 7, 18, 2) and ensemble.stats is None  # traced: nothing timed
     for i, a in enumerate(amplitudes):
         single = fk.track(fk.fields.DoubleGyre(A=a), seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64")
         np.testing.assert_allclose(np.asarray(ensemble.positions[i]), single.positions, atol=1e-12)
@@ -227,7 +232,7 @@ def test_four_devices_give_the_same_tracks_as_one(tmp_path):
         "f = fk.datasets.double_gyre_grid(nx=41, ny=21, nt=5, t_end=4.0)\n"
         "s = fk.seeding.random_box(1003, f.bounds, key=jax.random.key(1))\n"
         "a = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds))\n"
-        "assert fk.tracker.last_run.n_devices == 4\n"
+        "assert a.stats.n_devices == 4\n"
         "b = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds), devices=jax.devices()[:1])\n"
         "np.testing.assert_allclose(a.positions, b.positions, atol=2e-6)\n"
         "np.testing.assert_array_equal(a.status, b.status)\n"
@@ -244,6 +249,7 @@ def test_streamed_output_equals_in_memory_run(tmp_path):
     memory = fk.track(field, seeds, 0.0, 2.0, 0.01, **kwargs)
     lazy = fk.track(field, seeds, 0.0, 2.0, 0.01, output=tmp_path / "tracks.zarr", batch_size=100, **kwargs)
     assert isinstance(lazy, xr.Dataset) and lazy.sizes == {"trajectory": 450, "obs": 21}
+    assert json.loads(lazy.attrs["flowkit_stats"])["n_particles"] == 450
     np.testing.assert_array_equal(lazy["x"][7].values, memory.positions[:, 7, 0])  # reads one track only
     streamed = fk.Trajectory.load(tmp_path / "tracks.zarr")
     for name in ("times", "positions", "status", "velocities", "t_release", "exit_time"):

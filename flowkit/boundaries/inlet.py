@@ -172,7 +172,7 @@ class ContinuousInlet(AbstractInlet):
     Each release takes a free slot: one of the `slots` spare slots appended after the seeds, or
     a slot whose particle has stopped (left the domain, absorbed, ...), which then starts a new
     path. Memory is fixed: give `slots` for the most particles alive at once. A release that
-    finds no free slot is counted (`RunInfo.lost_releases`) and reported, never silently lost.
+    finds no free slot is counted (`Trajectory.stats.lost_releases`) and reported, never silently lost.
     Releases due in a step appear on the inlet at its end and move from the next step on.
 
     **Arguments:**
