@@ -1,6 +1,6 @@
 """flowkit: compiled particle tracking through velocity fields with JAX and Equinox."""
 
-from . import _host_devices  # noqa: F401  (must run before JAX is imported)
+from . import _host_devices  # noqa: F401  (one CPU device per core: before JAX starts a backend)
 from . import boundaries as boundaries
 from . import fields as fields
 from . import integrators as integrators

@@ -3,9 +3,12 @@
 XLA's CPU runtime runs one program's kernels across its threads with a barrier per kernel; for
 the many small kernels of a tracking step that is slower than one thread. One host device per
 core, with particles sharded across them (`flowkit.tracker`), measured ~1.8× faster on 2 cores
-(benchmarks/RESULTS.md). This only takes effect when flowkit is imported before JAX; set
-`FLOWKIT_HOST_DEVICES=1` to opt out or to any number to choose the count. An explicit
-`--xla_force_host_platform_device_count` in `XLA_FLAGS` always wins.
+(benchmarks/RESULTS.md). Imported before JAX, flowkit sets `XLA_FLAGS`; imported after
+`import jax` (the usual order), it sets `jax_num_cpu_devices`, which works until JAX's first
+operation starts a backend; after that it warns once, with the fix. Set `FLOWKIT_HOST_DEVICES=1`
+to opt out or to any number to choose the count. An explicit
+`--xla_force_host_platform_device_count` in `XLA_FLAGS`, or `jax_num_cpu_devices` set by the
+user, always wins.
 """
 
 import os
@@ -14,23 +17,39 @@ import sys
 _FLAG = "--xla_force_host_platform_device_count"
 
 
-def _configure() -> None:
-    if "jax" in sys.modules:
-        return
-    flags = os.environ.get("XLA_FLAGS", "")
-    if _FLAG in flags:
-        return
+def _count() -> int:
     requested = os.environ.get("FLOWKIT_HOST_DEVICES")
     if requested is not None:
-        count = int(requested)
-    else:
-        try:
-            count = len(os.sched_getaffinity(0))
-        except AttributeError:  # macOS
-            count = os.cpu_count() or 1
-        count = min(count, 8)
-    if count > 1:
+        return int(requested)
+    try:
+        return min(len(os.sched_getaffinity(0)), 8)
+    except AttributeError:  # macOS
+        return min(os.cpu_count() or 1, 8)
+
+
+def _configure() -> None:
+    flags = os.environ.get("XLA_FLAGS", "")
+    count = _count()
+    if _FLAG in flags or count <= 1:
+        return
+    if "jax" not in sys.modules:
         os.environ["XLA_FLAGS"] = f"{flags} {_FLAG}={count}".strip()
+        return
+    import jax
+    from jax._src import xla_bridge
+
+    if jax.config.jax_num_cpu_devices != -1:  # the user chose
+        return
+    if not xla_bridge.backends_are_initialized():
+        jax.config.update("jax_num_cpu_devices", count)
+    elif jax.default_backend() == "cpu" and jax.device_count() == 1:
+        import warnings
+
+        warnings.warn(
+            f"flowkit was imported after JAX had started, so it runs on 1 CPU device instead of {count} (about half the throughput on {count} cores): "
+            "import flowkit before the first JAX operation, or set XLA_FLAGS=--xla_force_host_platform_device_count=N",
+            stacklevel=3,
+        )
 
 
 _configure()

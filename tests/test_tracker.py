@@ -1,6 +1,9 @@
 """The tracker: saved times, statuses, compile-once, no host traffic, sharding and batches."""
 
 import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -220,9 +223,6 @@ def test_ensemble_of_diffusivities():
 
 
 def test_four_devices_give_the_same_tracks_as_one(tmp_path):
-    import subprocess
-    import sys
-
     script = tmp_path / "four.py"
     script.write_text(
         "import os\n"
@@ -270,3 +270,20 @@ def test_new_particle_counts_reuse_the_program_through_buckets():
     np.testing.assert_array_equal(second.positions[:, :1000], first.positions)
     exact = fk.track(field, seeds, 0.0, 1.0, 0.1, bucket=False)
     np.testing.assert_array_equal(second.positions, exact.positions)
+
+
+@pytest.mark.parametrize(
+    "script, devices, warns",
+    [
+        ("import jax\nimport flowkit\n", 3, False),  # the usual order
+        ("import flowkit\nimport jax\n", 3, False),
+        ("import jax, jax.numpy as jnp\njnp.ones(1)\nimport flowkit\n", 1, True),  # too late: says so
+    ],
+)
+def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warns):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"FLOWKIT_HOST_DEVICES": "3", "JAX_PLATFORMS": "cpu"}
+    code = "import warnings\nwarnings.simplefilter('always')\n" + script + "print(len(jax.devices()))\n"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == str(devices)
+    assert ("imported after JAX had started" in result.stderr) == warns
