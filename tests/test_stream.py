@@ -174,3 +174,14 @@ def test_streamed_pathlines_match_vtk_particle_path_filter():
     assert traj.stats.window_slices <= 4 < field.n_slices
     assert (traj.status == fk.Status.ACTIVE).all()
     assert np.max(np.abs(traj.positions - np.swapaxes(oracle["vtk_positions"], 0, 1))) < 1e-5
+
+
+def test_streamed_periodic_grid_with_a_repeated_end_node_is_refused_clearly(tmp_path):
+    """In memory the repeated node is dropped; streamed windows would still hold it, so the
+    run stops with the reason instead of indexing a grid of the wrong size."""
+    field = fk.GridField.from_function(fk.fields.DoubleGyre(), [np.linspace(0, 2, 21), np.linspace(0, 1, 11)], times=np.linspace(0, 10, 11))
+    npz = fk.io.save_grid_npz(tmp_path / "g.npz", field)
+    assert fk.io.load_grid_npz(npz, stream=False, periodic=(2.0, False)).shape == (20, 11)
+    streamed = fk.io.load_grid_npz(npz, stream=True, periodic=(2.0, False))
+    with pytest.raises(ValueError, match=r"window's 'values' has shape \(21, 11, 2\) per slice, the field \(20, 11, 2\)"):
+        fk.track(streamed, np.array([[0.5, 0.5]]), 0.0, 10.0, 0.1)

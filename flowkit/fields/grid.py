@@ -35,7 +35,10 @@ class GridField(AbstractField):
       (pressure, temperature, ...) any `C`, for sampling along trajectories.
     - `axes`: one strictly increasing 1-D coordinate array per spatial axis.
     - `times`: strictly increasing times of the `T` slices, or `None` for a steady field.
-    - `periodic`: a bool per axis (or one bool for all).
+    - `periodic`: per axis (or one for all) `True`, `False`, or the period. A periodic axis
+      holds one period of nodes. Given with its end node repeated (`np.linspace(0, 2π, 129)`:
+      the last plane equals the first), that node is dropped with a log line; a period given
+      as a number decides between the two layouts from the coordinates alone.
     - `interpolation`: `"linear"` (multilinear) or `"nearest"`.
     - `dtype`: storage precision (`"float32"` default).
     """
@@ -71,11 +74,13 @@ class GridField(AbstractField):
                 raise ValueError(f"GridField: axes[{i}] must be strictly increasing (monotonic) and finite")
             np_axes.append(ax)
         shape = tuple(ax.shape[0] for ax in np_axes)
-        if isinstance(periodic, (bool, np.bool_)):
-            periodic = (bool(periodic),) * dim
-        periodic = tuple(bool(p) for p in periodic)
+        if np.ndim(periodic) == 0:
+            periodic = (periodic,) * dim
+        periodic = tuple(periodic)
         if len(periodic) != dim:
-            raise ValueError(f"GridField: periodic needs one flag per axis ({dim}), got {periodic}")
+            raise ValueError(f"GridField: periodic needs one flag or period per axis ({dim}), got {periodic}")
+        periods = [None if isinstance(p, (bool, np.bool_)) else float(p) for p in periodic]
+        periodic = tuple(bool(p) for p in periodic)
         if interpolation not in _INTERPOLATIONS:
             raise ValueError(f"GridField: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
         uniform = tuple(bool(np.allclose(np.diff(ax), ax[1] - ax[0], rtol=1e-6, atol=0.0)) for ax in np_axes)
@@ -101,6 +106,11 @@ class GridField(AbstractField):
             self.times = jnp.asarray(times, dtype)
             self.time_range = (float(times[0]), float(times[-1]))
 
+        for i in range(dim):
+            if periodic[i] and _repeats_first_node(np_axes[i], np.moveaxis(data, i + 1, 1), periods[i], i):
+                np_axes[i] = np_axes[i][:-1]
+                data = np.take(data, np.arange(shape[i] - 1), axis=i + 1)
+        shape = tuple(ax.shape[0] for ax in np_axes)
         self.values = jnp.asarray(data, dtype)
         self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
         spacing = np.array([ax[1] - ax[0] for ax in np_axes])
@@ -190,3 +200,29 @@ class GridField(AbstractField):
                 wt = jnp.where(wt >= 0.5, 1, 0).astype(wt.dtype)
             u = (1 - wt) * u + wt * spatial(it + 1)
         return u.astype(x.dtype)
+
+
+def _repeats_first_node(axis: np.ndarray, planes: np.ndarray, period: float | None, index: int) -> bool:
+    """Whether a periodic `axis` ends with a repeat of its first node (`planes`: the data with
+    this axis second, `(T, n, ...)`): decided by `period` when given, else by the data (the
+    last plane equal to the first), which is logged."""
+    import logging
+
+    h = axis[1] - axis[0]
+    span = axis[-1] - axis[0]
+    if period is not None:
+        if np.isclose(span + h, period, rtol=1e-6):
+            return False
+        if np.isclose(span, period, rtol=1e-6) and len(axis) > 2:
+            return True
+        raise ValueError(f"GridField: periodic axis {index} spans {span:g} with spacing {h:g}: neither one period of {period:g} ({len(axis)} distinct nodes) nor one with its end node repeated")
+    first, last = planes[:, 0], planes[:, -1]
+    scale = max(float(np.nanmax(np.abs(planes))), 1e-300) if planes.size else 1.0
+    if len(axis) > 2 and np.allclose(first, last, rtol=0, atol=1e-6 * scale, equal_nan=True):
+        logging.getLogger("flowkit").warning(
+            "GridField: periodic axis %d: its last node repeats the first (equal values), so it is dropped and the period is %g, not %g; "
+            "pass periodic=<period> to state the period explicitly",
+            index, span, span + h,
+        )
+        return True
+    return False
