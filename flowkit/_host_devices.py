@@ -1,4 +1,4 @@
-"""Split the CPU into one XLA device per core before JAX starts.
+"""JAX's set-up at import: one XLA CPU device per core, and no noise about absent backends.
 
 XLA's CPU runtime runs one program's kernels across its threads with a barrier per kernel; for
 the many small kernels of a tracking step that is slower than one thread. One host device per
@@ -9,6 +9,10 @@ operation starts a backend; after that it warns once, with the fix. Set `FLOWKIT
 to opt out or to any number to choose the count. An explicit
 `--xla_force_host_platform_device_count` in `XLA_FLAGS`, or `jax_num_cpu_devices` set by the
 user, always wins.
+
+JAX logs `Unable to initialize backend 'tpu'` (at INFO) on every machine without a TPU, which
+reaches every user whose logging shows INFO (Hydra apps do); flowkit filters out those lines
+for backends nobody asked for (`JAX_PLATFORMS` unset or not naming them).
 """
 
 import os
@@ -52,4 +56,24 @@ def _configure() -> None:
         )
 
 
+class _AbsentBackends:
+    """Drops JAX's "Unable to initialize backend 'X'" records unless `JAX_PLATFORMS` names X."""
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        if not message.startswith("Unable to initialize backend"):
+            return True
+        requested = os.environ.get("JAX_PLATFORMS", "")
+        return any(f"'{name.strip()}'" in message for name in requested.split(",") if name.strip())
+
+
+def _quiet() -> None:
+    import logging
+
+    logger = logging.getLogger("jax._src.xla_bridge")
+    if not any(isinstance(f, _AbsentBackends) for f in logger.filters):
+        logger.addFilter(_AbsentBackends())
+
+
 _configure()
+_quiet()

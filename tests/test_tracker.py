@@ -287,3 +287,14 @@ def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warn
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == str(devices)
     assert ("imported after JAX had started" in result.stderr) == warns
+
+
+def test_no_log_line_about_backends_nobody_asked_for():
+    """With logging at INFO (as in the Hydra apps), JAX's "Unable to initialize backend 'tpu'"
+    no longer reaches the user; flowkit's own INFO lines still do."""
+    code = "import logging\nlogging.basicConfig(level=logging.INFO)\nimport flowkit, jax\njax.devices()\nlogging.getLogger('flowkit').info('still here')\n"
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Unable to initialize backend" not in result.stderr and "still here" in result.stderr
+
