@@ -1,9 +1,9 @@
 """FTLE map of a field: `python apps/ftle.py [field=...] [T=-15] [resolution=[500,250]] [method=fd]`."""
 
-import flowkit  # noqa: F401  (before JAX: one CPU device per core)
 import hydra
 from omegaconf import DictConfig
 
+import flowkit  # noqa: F401  (before JAX: one CPU device per core)
 from flowkit.config import run_ftle
 
 

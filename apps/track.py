@@ -1,9 +1,9 @@
 """Track particles through a velocity field: `python apps/track.py [group=option ...] [key=value ...]`."""
 
-import flowkit  # noqa: F401  (before JAX: one CPU device per core)
 import hydra
 from omegaconf import DictConfig
 
+import flowkit  # noqa: F401  (before JAX: one CPU device per core)
 from flowkit.config import run_track
 
 

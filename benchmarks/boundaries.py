@@ -17,10 +17,11 @@ the number of restarts. The issue's bar: InletOutlet / Reflective >= 0.7.
 import argparse
 import time
 
-import flowkit as fk  # before JAX: one CPU device per core
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
 
 
 def channel():
@@ -74,21 +75,37 @@ def main():
 
     field = channel()
     seeds = rng.uniform((0, 0.01), (2, 0.99), (args.n, 2))
-    report("channel (GridField)", field, seeds, 0.01, args.steps, [
-        ("Reflective (box)", fk.Reflective(field.bounds)),
-        ("InletOutlet grid, reflect walls", fk.InletOutlet("xmin", "xmax", "grid", walls="reflect")),
-        ("InletOutlet random, reflect walls", fk.InletOutlet("xmin", "xmax", "random", walls="reflect")),
-        ("InletOutlet flux, reflect walls", fk.InletOutlet("xmin", "xmax", "flux", walls="reflect")),
-    ], args.repeat)
+    report(
+        "channel (GridField)",
+        field,
+        seeds,
+        0.01,
+        args.steps,
+        [
+            ("Reflective (box)", fk.Reflective(field.bounds)),
+            ("InletOutlet grid, reflect walls", fk.InletOutlet("xmin", "xmax", "grid", walls="reflect")),
+            ("InletOutlet random, reflect walls", fk.InletOutlet("xmin", "xmax", "random", walls="reflect")),
+            ("InletOutlet flux, reflect walls", fk.InletOutlet("xmin", "xmax", "flux", walls="reflect")),
+        ],
+        args.repeat,
+    )
 
     field = pipe()
     seeds = pipe_seeds(args.n_pipe, rng)
-    report("pipe (MeshField, 28 800 tets)", field, seeds, 0.02, args.steps // 2, [
-        ("Reflective (box)", fk.Reflective(field.bounds)),
-        ("MeshWalls reflect", fk.MeshWalls("reflect")),
-        ("InletOutlet grid, mesh walls", fk.InletOutlet("xmin", "xmax", "grid", walls="reflect")),
-        ("InletOutlet flux, mesh walls", fk.InletOutlet("xmin", "xmax", "flux", walls="reflect")),
-    ], args.repeat)
+    report(
+        "pipe (MeshField, 28 800 tets)",
+        field,
+        seeds,
+        0.02,
+        args.steps // 2,
+        [
+            ("Reflective (box)", fk.Reflective(field.bounds)),
+            ("MeshWalls reflect", fk.MeshWalls("reflect")),
+            ("InletOutlet grid, mesh walls", fk.InletOutlet("xmin", "xmax", "grid", walls="reflect")),
+            ("InletOutlet flux, mesh walls", fk.InletOutlet("xmin", "xmax", "flux", walls="reflect")),
+        ],
+        args.repeat,
+    )
 
 
 if __name__ == "__main__":

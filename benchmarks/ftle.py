@@ -10,9 +10,10 @@ the median of repeats) and the agreement of the two fields.
 import argparse
 import time
 
-import flowkit as fk  # before JAX: one CPU device per core
 import jax
 import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
 
 
 def main():

@@ -11,10 +11,11 @@ for Tsit5 the solver's own steps, counted on a sample of particles with `Diffrax
 import argparse
 import time
 
-import flowkit as fk  # before JAX: one CPU device per core
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
 
 jax.config.update("jax_enable_x64", True)
 T1 = 10.0

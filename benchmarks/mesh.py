@@ -26,9 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import flowkit as fk  # before JAX: one CPU device per core
 import jax
 import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
 
 
 def _cellular(points, extent, drift=0.0):
@@ -159,8 +160,11 @@ def main():
             results[flow] = line
             rows.append(line)
             ratio = f"  VTK {line['vtk'] / 1e6:.3f} M/s  flowkit/VTK {line['rate'] / line['vtk']:.1f}x" if "vtk" in line else ""
-            print(f"{case:6s} {flow:5s} {line['cells']:7d} cells ({line['kinds']}): {line['rate'] / 1e6:6.2f} M particle-steps/s, run {info.run_s:.2f} s, compile {info.compile_s:.2f} s, "
-                  f"{100 * left:3.0f} % left (moving {100 * line['moving']:.0f} % of particle-steps){ratio}", flush=True)
+            print(
+                f"{case:6s} {flow:5s} {line['cells']:7d} cells ({line['kinds']}): {line['rate'] / 1e6:6.2f} M particle-steps/s, run {info.run_s:.2f} s, compile {info.compile_s:.2f} s, "
+                f"{100 * left:3.0f} % left (moving {100 * line['moving']:.0f} % of particle-steps){ratio}",
+                flush=True,
+            )
         stay, leave = results["stay"], results["leave"]
         per_step = stay["run_s"] / (n * steps)
         stopped = n * steps * (1 - leave["moving"])

@@ -13,9 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import flowkit as fk  # before JAX: one CPU device per core
 import jax
 import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
 
 sys.path.insert(0, str(Path(__file__).parent))
 from throughput import DT, L, abc_grid  # noqa: E402

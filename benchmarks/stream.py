@@ -55,8 +55,18 @@ def child(pvd: str, stream: bool, particles: int, steps: int, budget_mib: float)
     info = run.run().stats
     windows = 1 + int(np.sum(np.diff(run.window_starts) != 0)) if stream else 0
     return dict(
-        slices=len(times), stream=stream, read_s=read_s, compile_s=info.compile_s, run_s=info.run_s, mps=info.particle_steps_per_s / 1e6,
-        window_slices=info.window_slices, windows=windows, chunks=run.n_chunks, load_s=info.load_s, first_window_s=info.first_window_s, wait_s=info.load_wait_s,
+        slices=len(times),
+        stream=stream,
+        read_s=read_s,
+        compile_s=info.compile_s,
+        run_s=info.run_s,
+        mps=info.particle_steps_per_s / 1e6,
+        window_slices=info.window_slices,
+        windows=windows,
+        chunks=run.n_chunks,
+        load_s=info.load_s,
+        first_window_s=info.first_window_s,
+        wait_s=info.load_wait_s,
         peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
 
@@ -88,8 +98,12 @@ def main():
             print(
                 f"{'streamed' if stream else 'in memory':>10} {n:>4} slices: peak RSS {row['peak_rss_mib']:7.0f} MiB | read {row['read_s']:5.1f} s | "
                 f"{row['mps']:5.2f} M particle-steps/s, run {row['run_s']:5.1f} s, compile {row['compile_s']:4.1f} s"
-                + (f" | windows of {row['window_slices']} slices: {row['windows']} windows in {row['chunks']} chunks, load {load * 1e3:.0f} ms vs compute {compute * 1e3:.0f} ms per window, "
-                   f"first {row['first_window_s']:.2f} s, waited {row['wait_s']:.2f} s of {row['load_s'] - row['first_window_s']:.2f} s: {100 * hidden:.0f} % hidden" if stream else ""),
+                + (
+                    f" | windows of {row['window_slices']} slices: {row['windows']} windows in {row['chunks']} chunks, load {load * 1e3:.0f} ms vs compute {compute * 1e3:.0f} ms per window, "
+                    f"first {row['first_window_s']:.2f} s, waited {row['wait_s']:.2f} s of {row['load_s'] - row['first_window_s']:.2f} s: {100 * hidden:.0f} % hidden"
+                    if stream
+                    else ""
+                ),
                 flush=True,
             )
     for stream in (True, False):

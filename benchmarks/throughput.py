@@ -19,10 +19,11 @@ RMS difference of the final positions between the implementations.
 import argparse
 import time
 
-import flowkit as fk  # before JAX: one CPU device per core
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
 
 N_GRID = 64
 L = 2 * np.pi
@@ -129,8 +130,7 @@ def main():
     table32 = jnp.asarray(grid.values[0].reshape(-1, 3))
     table64 = np.asarray(grid.values[0], dtype=np.float64).reshape(-1, 3)
     devices = jax.devices()
-    print(f"jax {jax.__version__}, {devices[0].platform} × {len(devices)} devices ({devices[0].device_kind}); "
-          f"W1: ABC on a {N_GRID}³ periodic grid, RK4, dt={DT}, {opts.steps} steps, float32; median of {opts.repeat}")
+    print(f"jax {jax.__version__}, {devices[0].platform} × {len(devices)} devices ({devices[0].device_kind}); W1: ABC on a {N_GRID}³ periodic grid, RK4, dt={DT}, {opts.steps} steps, float32; median of {opts.repeat}")
     header = f"{'N':>8} {'flowkit M/s':>12} {'plain JAX M/s':>14} {'NumPy M/s':>10} {'fk/JAX':>7} {'fk/NumPy':>9} {'fk compile s':>13} {'JAX compile s':>14} {'RMS fk-JAX':>11} {'RMS fk-NumPy':>13}"
     print(header)
     for n in opts.n:
@@ -156,8 +156,11 @@ def main():
         # compare positions modulo the period (the baselines do not wrap positions)
         wrap = lambda a: np.mod(np.asarray(a, np.float64), L)  # noqa: E731
         fk_rate, jax_rate, np_rate = n * opts.steps / fk_s, n * opts.steps / jax_s, n * np_steps / np_s
-        print(f"{n:>8} {fk_rate / 1e6:>12.2f} {jax_rate / 1e6:>14.2f} {np_rate / 1e6:>10.2f} {fk_rate / jax_rate:>7.2f} {fk_rate / np_rate:>9.1f} "
-              f"{fk_compile:>13.2f} {jax_compile:>14.2f} {rms(wrap(fk_final), wrap(jax_final)):>11.1e} {rms(wrap(short), wrap(np_final)):>13.1e}", flush=True)
+        print(
+            f"{n:>8} {fk_rate / 1e6:>12.2f} {jax_rate / 1e6:>14.2f} {np_rate / 1e6:>10.2f} {fk_rate / jax_rate:>7.2f} {fk_rate / np_rate:>9.1f} "
+            f"{fk_compile:>13.2f} {jax_compile:>14.2f} {rms(wrap(fk_final), wrap(jax_final)):>11.1e} {rms(wrap(short), wrap(np_final)):>13.1e}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,16 @@
 """flowkit: compiled particle tracking through velocity fields with JAX and Equinox."""
 
-from . import _host_devices  # noqa: F401  (one CPU device per core: before JAX starts a backend)
-from . import boundaries as boundaries
-from . import fields as fields
-from . import integrators as integrators
-from . import seeding as seeding
+from . import (
+    _host_devices,  # noqa: F401  (one CPU device per core: before JAX starts a backend)
+    analysis as analysis,
+    boundaries as boundaries,
+    datasets as datasets,
+    diffusion as diffusion,
+    fields as fields,
+    integrators as integrators,
+    io as io,
+    seeding as seeding,
+)
 from ._status import Status as Status
 from .boundaries import (
     Absorbing as Absorbing,
@@ -20,11 +26,8 @@ from .boundaries import (
     Sphere as Sphere,
 )
 from .fields import GridField as GridField, MeshField as MeshField
-from . import diffusion as diffusion
 from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMaruyama as EulerMaruyama, Heun as Heun, Midpoint as Midpoint
-from . import datasets as datasets, io as io
 from .tracker import clear_caches as clear_caches, track as track, track_ensemble as track_ensemble
 from .trajectory import RunStats as RunStats, Trajectory as Trajectory
-from . import analysis as analysis  # noqa: E402  (uses the tracker)
 
 __version__ = "0.1.0"

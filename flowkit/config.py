@@ -8,9 +8,9 @@ field's bounds; random seeders get a key from the integer `seed`), and writes th
 
 import inspect
 import json
-from collections import Counter
 import platform
 import time
+from collections import Counter
 from pathlib import Path
 
 import jax
@@ -21,8 +21,8 @@ from hydra.utils import get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from . import __version__, tracker
-from .analysis.ftle import ftle
 from .analysis.density import histogram
+from .analysis.ftle import ftle
 from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot
 from .io.vtk import write_vti
 from .seeding import uniform_grid
@@ -140,8 +140,21 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     out.mkdir(parents=True, exist_ok=True)
     field, seeds, integrator, boundary = build(cfg)
     run = tracker.TrackRun(
-        field, seeds, cfg.t0, cfg.t1, cfg.dt, integrator, boundary, cfg.save_every,
-        key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None, record_velocity=cfg.record_velocity, dtype=cfg.dtype, batch_size=cfg.batch_size, progress=cfg.progress, bucket=cfg.get("bucket", False), warmup=cfg.get("warmup", False),
+        field,
+        seeds,
+        cfg.t0,
+        cfg.t1,
+        cfg.dt,
+        integrator,
+        boundary,
+        cfg.save_every,
+        key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None,
+        record_velocity=cfg.record_velocity,
+        dtype=cfg.dtype,
+        batch_size=cfg.batch_size,
+        progress=cfg.progress,
+        bucket=cfg.get("bucket", False),
+        warmup=cfg.get("warmup", False),
     )
     field_bytes = run.modules[0].nbytes
     traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
@@ -205,8 +218,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
         plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]))
     print(
-        f"done: {info.particle_steps_per_s / 1e6:.2f} M particle-steps/s (compile {info.compile_s:.2f} s, run {info.run_s:.2f} s); "
-        f"final status {counts}",
+        f"done: {info.particle_steps_per_s / 1e6:.2f} M particle-steps/s (compile {info.compile_s:.2f} s, run {info.run_s:.2f} s); final status {counts}",
         flush=True,
     )
     return traj
@@ -233,9 +245,15 @@ def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
     spacing = [(hi - lo) / max(n - 1, 1) for lo, hi, n in zip(bounds[0], bounds[1], resolution)]
     write_vti(out / "ftle.vti", {"ftle": np.nan_to_num(values, nan=0.0), "valid": np.isfinite(values).astype(np.float64)}, bounds[0], spacing)
     plot_ftle(values, axes, out / "ftle.png", cfg.t0, cfg.T)
-    summary = {"points": int(points.shape[0]), "resolution": list(resolution), "method": cfg.method, "seconds": seconds,
-               "ftle_max": float(np.nanmax(values)), "invalid_points": int(np.sum(~np.isfinite(values))),
-               "versions": {"flowkit": __version__, "jax": jax.__version__}}
+    summary = {
+        "points": int(points.shape[0]),
+        "resolution": list(resolution),
+        "method": cfg.method,
+        "seconds": seconds,
+        "ftle_max": float(np.nanmax(values)),
+        "invalid_points": int(np.sum(~np.isfinite(values))),
+        "versions": {"flowkit": __version__, "jax": jax.__version__},
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"done in {seconds:.2f} s: max FTLE {summary['ftle_max']:.3f}, {summary['invalid_points']} points left the field", flush=True)
     return values

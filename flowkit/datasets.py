@@ -278,7 +278,9 @@ def sample_pipe(cache_dir=None) -> Path:
 SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
 
 
-def vtk_field(path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None):
+def vtk_field(
+    path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None
+):
     """A field read from VTK files (`flowkit.io.read_vtk`), or when `path` is None from the
     embedded sample `dataset` (`cellular_box`: `sample_vtk`; `pipe`: `sample_pipe`), generated
     on first use."""

@@ -44,6 +44,7 @@ def block_size(platform: str) -> int | None:
     hundreds of small kernels per step, leaving the accelerator idle."""
     return BLOCK if platform == "cpu" else None
 
+
 _CHUNK_BYTES = 256 * 2**20
 """Upper bound on the saved frames one chunk keeps on the device."""
 
@@ -270,8 +271,6 @@ _COMPILED: dict = {}
 _MAX_PROGRAMS = 64
 
 
-
-
 _compiles = 0
 
 
@@ -304,8 +303,6 @@ def _compiled(call_args, call_kwargs):
         _COMPILED.pop(next(iter(_COMPILED)))
     _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)
     return _COMPILED[key], time.perf_counter() - start
-
-
 
 
 def _check_pieces(field, integrator, boundary, key):
@@ -367,7 +364,9 @@ def _locate_origins(field, boundary, seeds, origins) -> np.ndarray:
         lands &= np.all((origins >= np.asarray(region.lo) - scale) & (origins <= np.asarray(region.hi) + scale), axis=1)
     bad = inside & ~lands
     if bad.any():
-        raise ValueError(f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain or the inlet's region (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'")
+        raise ValueError(
+            f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain or the inlet's region (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'"
+        )
     return hints
 
 
@@ -388,7 +387,32 @@ class TrackRun:
     (`block_size`), so the accelerator layout can be exercised on a CPU.
     """
 
-    def __init__(self, field, seeds, t0, t1, dt, integrator=None, boundary=None, save_every=1, *, t_release=None, args=None, key=None, record_velocity=False, dtype="float32", batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None, block_policy=None):
+    def __init__(
+        self,
+        field,
+        seeds,
+        t0,
+        t1,
+        dt,
+        integrator=None,
+        boundary=None,
+        save_every=1,
+        *,
+        t_release=None,
+        args=None,
+        key=None,
+        record_velocity=False,
+        dtype="float32",
+        batch_size=None,
+        devices=None,
+        chunk_saves=None,
+        progress=False,
+        output=None,
+        bucket=False,
+        warmup=False,
+        part=None,
+        block_policy=None,
+    ):
         self.stream = field if isinstance(field, StreamedField) else None
         if self.stream is not None:
             field = self.stream.template
@@ -535,7 +559,7 @@ class TrackRun:
         its frame 0 (evaluated with `modules`, default the run's own)."""
         stop = min(start + self.batch_size, self.n_particles)
         pad = self.padded_batch - (stop - start)
-        padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start:start + 1], pad)])  # noqa: E731
+        padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start : start + 1], pad)])  # noqa: E731
         x = padded(self.seeds, lambda first, k: np.repeat(first, k, axis=0))
         t_rel = padded(self.t_release, lambda _, k: np.full(k, self._direction * np.inf))
         due = _is_due(self.t0, t_rel, self.dt)
@@ -543,13 +567,18 @@ class TrackRun:
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
         count = len(x)
         state = _State(
-            put(x.astype(self.dtype)), put(status), put(np.full(count, self._direction * np.inf, self.dtype)),
-            put(np.full(count, -1, np.int32)), put(np.zeros(count, np.int32)),
-            put(np.zeros(len(self.devices) * self.blocks, np.int32)), jax.device_put(np.int32(0), self._replicated),
+            put(x.astype(self.dtype)),
+            put(status),
+            put(np.full(count, self._direction * np.inf, self.dtype)),
+            put(np.full(count, -1, np.int32)),
+            put(np.zeros(count, np.int32)),
+            put(np.zeros(len(self.devices) * self.blocks, np.int32)),
+            jax.device_put(np.int32(0), self._replicated),
         )
         state, frame = _locate_seeds(self.modules if modules is None else modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
         slots = _Slots(
-            put(t_rel.astype(self.dtype)), put(_particle_keys(self.key, self.first_particle + start, count)),
+            put(t_rel.astype(self.dtype)),
+            put(_particle_keys(self.key, self.first_particle + start, count)),
             put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
             put(padded(self.origin_hints, lambda first, k: np.repeat(first, k, axis=0))),
             put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
@@ -757,9 +786,26 @@ def track(
     if _is_traced((seeds, field, args, t_release)):
         return _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype)
     return TrackRun(
-        field, seeds, t0, t1, dt, integrator, boundary, save_every,
-        t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype,
-        batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket, warmup=warmup, part=part,
+        field,
+        seeds,
+        t0,
+        t1,
+        dt,
+        integrator,
+        boundary,
+        save_every,
+        t_release=t_release,
+        args=args,
+        key=key,
+        record_velocity=record_velocity,
+        dtype=dtype,
+        batch_size=batch_size,
+        devices=devices,
+        progress=progress,
+        output=output,
+        bucket=bucket,
+        warmup=warmup,
+        part=part,
     ).run()
 
 
@@ -798,7 +844,23 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, state.exit_time, frames[2], frames[3] or None, frames[4])
 
 
-def track_ensemble(build, params, seeds, t0: float, t1: float, dt: float, integrator: AbstractIntegrator | None = None, boundary: AbstractBoundary | None = None, save_every: int = 1, *, t_release=None, args=None, key=None, record_velocity: bool = False, dtype="float32") -> Trajectory:
+def track_ensemble(
+    build,
+    params,
+    seeds,
+    t0: float,
+    t1: float,
+    dt: float,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
+    save_every: int = 1,
+    *,
+    t_release=None,
+    args=None,
+    key=None,
+    record_velocity: bool = False,
+    dtype="float32",
+) -> Trajectory:
     """Many runs that differ only in numeric parameters, `vmap`ped into one compiled program.
 
     `build(p)` returns a field, or a `(field, integrator)` pair, for one parameter set `p`;

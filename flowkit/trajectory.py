@@ -148,7 +148,7 @@ class Trajectory(eqx.Module):
             t_release = data["t_release"] if "t_release" in data else np.full(n, data["times"][0])
             velocities = data["velocities"] if "velocities" in data else None
             exit_time = data["exit_time"] if "exit_time" in data else np.full(n, np.inf)
-            samples = {key[len("sample__"):]: data[key] for key in data.files if key.startswith("sample__")}
+            samples = {key[len("sample__") :]: data[key] for key in data.files if key.startswith("sample__")}
             generation = data["generation"] if "generation" in data else None
             return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities, samples or None, generation)
 

@@ -4,9 +4,10 @@ import os
 
 os.environ.setdefault("FLOWKIT_HOST_DEVICES", "2")  # sharding is exercised even on a 1-core machine
 
-import flowkit  # (before JAX: one CPU device per core, so sharding is exercised)
 import jax
 import pytest
+
+import flowkit  # (before JAX: one CPU device per core, so sharding is exercised)
 
 jax.config.update("jax_enable_x64", True)
 

@@ -36,7 +36,23 @@ def test_default_job(tmp_path):
 
 @pytest.mark.slow
 def test_inlet_outlet_on_the_pipe_sample(tmp_path):
-    result = _run([f"hydra.run.dir={tmp_path}", "compilation_cache=null", "field=vtk", "field.dataset=pipe", "boundary=inlet_outlet", "boundary.inlet=xmin", "boundary.outlet=xmax", "boundary.mode=flux", "seeds=random", "seeds.n=2000", "t1=3.0", "progress=false"], cwd=tmp_path)
+    result = _run(
+        [
+            f"hydra.run.dir={tmp_path}",
+            "compilation_cache=null",
+            "field=vtk",
+            "field.dataset=pipe",
+            "boundary=inlet_outlet",
+            "boundary.inlet=xmin",
+            "boundary.outlet=xmax",
+            "boundary.mode=flux",
+            "seeds=random",
+            "seeds.n=2000",
+            "t1=3.0",
+            "progress=false",
+        ],
+        cwd=tmp_path,
+    )
     assert "boundary InletOutlet" in result.stdout
     summary = json.loads((tmp_path / "summary.json").read_text())
     # random seeds in the pipe's box: those outside the round pipe never move; none of the others is lost
@@ -107,7 +123,11 @@ def test_multi_host_processes_split_the_particles(tmp_path):
     processes = [
         subprocess.Popen(
             [sys.executable, str(ROOT / "apps" / "track.py"), *job, f"hydra.run.dir={tmp_path / 'multi'}", "distributed.enabled=true", f"distributed.coordinator_address={address}", "distributed.num_processes=2", f"distributed.process_id={i}"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for i in range(2)
     ]

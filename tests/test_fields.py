@@ -37,6 +37,7 @@ def test_analytic_formulas(getkey):
 
 def test_field_works_as_diffrax_term():
     import diffrax
+
     field = fk.fields.SolidBodyRotation()
     sol = diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Tsit5(), 0.0, math.pi, 0.01, jnp.array([1.0, 0.0]), stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12))
     np.testing.assert_allclose(sol.ys[-1], [-1.0, 0.0], atol=1e-8)

@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import ALL_INTEGRATORS, exp_sin_exact, exp_sin_field
 
 import flowkit as fk
-from helpers import ALL_INTEGRATORS, exp_sin_exact, exp_sin_field
 
 
 def _final_error(field, exact, integrator, dt, t1, seeds):

@@ -4,15 +4,14 @@ tracking through meshes (closed-form references, compile once, no host traffic).
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import meshes
 import numpy as np
 import pytest
 
 import flowkit as fk
-from flowkit.io.vtk import unstructured_grid
 from flowkit.fields.locator import bin_of
 from flowkit.fields.mesh import brute_force_locate
-
-import meshes
+from flowkit.io.vtk import unstructured_grid
 
 KINDS_3D = ["tetra", "hexahedron", "voxel", "wedge", "pyramid", "mixed"]
 KINDS_2D = ["triangle", "quad", "mixed2d"]

@@ -5,14 +5,13 @@ not depend on the query's precision, nor does a point outside the mesh get a val
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import meshes
 import numpy as np
 import pytest
 
 import flowkit as fk
 from flowkit.fields import cells as _cells
 from flowkit.fields.mesh import _barycentric
-
-import meshes
 
 
 def _box_hexes(shape=(6, 4, 4), extent=(2.0, 1.0, 1.0)):

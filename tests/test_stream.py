@@ -6,11 +6,11 @@ import jax
 import numpy as np
 import pytest
 import xarray as xr
+from test_vtk import SHARED
 
 import flowkit as fk
 from flowkit import tracker
 from flowkit.fields.stream import StreamedField, plan_windows
-from test_vtk import SHARED
 
 DT, SAVE_EVERY = 0.01, 5
 

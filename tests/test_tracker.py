@@ -137,7 +137,7 @@ def test_out_of_domain_on_grid_without_boundary():
     last_inside = [0.95, 0.95]
     for i in range(2):
         out = traj.status[:, i] == fk.Status.OUT_OF_DOMAIN
-        assert out[-1] and out[np.argmax(out):].all()
+        assert out[-1] and out[np.argmax(out) :].all()
         assert traj.positions[-1, i, 0] == pytest.approx(last_inside[i])
         assert np.all(traj.positions[:, i, 0] <= 1.0)
 
@@ -297,4 +297,3 @@ def test_no_log_line_about_backends_nobody_asked_for():
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Unable to initialize backend" not in result.stderr and "still here" in result.stderr
-

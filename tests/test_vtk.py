@@ -14,6 +14,7 @@ from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 import flowkit as fk
 
+
 def _shared_data() -> Path:
     """../shared/data beside the checkout (as CI has it), or where FLOWKIT_SHARED_DATA points."""
     beside = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -5,15 +5,15 @@ import json
 import shutil
 
 import jax.numpy as jnp
+import meshes
 import numpy as np
 import pytest
 import vtk
+from test_vtk import SHARED
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 import flowkit as fk
 from flowkit.io.vtk import unstructured_grid
-import meshes
-from test_vtk import SHARED
 
 needs_tet_box = pytest.mark.skipif(not (SHARED / "tet_box").exists(), reason="../shared/data (VTK oracles) is not beside this checkout")
 

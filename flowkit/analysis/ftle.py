@@ -97,7 +97,7 @@ def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=
     offsets = np.concatenate([np.eye(dim), -np.eye(dim)]) * delta  # (2d, d)
     stencil = (points[None] + offsets[:, None]).reshape(-1, dim)
     stencil = np.clip(stencil, lo, hi)  # stencils poking past the bounds are evaluated on them
-    spacing = (np.clip(points[None] + offsets[:, None], lo, hi) - points[None])  # (2d, N, d)
+    spacing = np.clip(points[None] + offsets[:, None], lo, hi) - points[None]  # (2d, N, d)
     step = abs(dt) if T > 0 else -abs(dt)
     everything = np.concatenate([points, stencil])
     traj = track(field, everything, t0, t0 + T, step, integrator, boundary, save_every=10**9, args=args, dtype=dtype)

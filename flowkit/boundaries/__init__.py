@@ -3,9 +3,9 @@
 from .base import AbstractBoundary as AbstractBoundary, Block as Block
 from .box import (
     MODES as MODES,
+    Absorbing as Absorbing,
     AbstractBox as AbstractBox,
     AbstractUniformBox as AbstractUniformBox,
-    Absorbing as Absorbing,
     Clamp as Clamp,
     Mixed as Mixed,
     Open as Open,

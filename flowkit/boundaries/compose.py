@@ -38,7 +38,7 @@ class Composed(AbstractBoundary):
         x, new_status, new_hint, inside = self.parts[0].apply_batch(field, x_prev, x_next, status, hint)
         for part in self.parts[1:]:
             x2, status2, hint2, inside2 = part.apply_batch(field, x_prev, x, new_status, new_hint)
-            going = (new_status == Status.ACTIVE)
+            going = new_status == Status.ACTIVE
             x = jnp.where(going[:, None], x2, x)
             new_status = jnp.where(going, status2, new_status)
             new_hint = jnp.where(going, hint2, new_hint)

@@ -193,7 +193,21 @@ class ContinuousInlet(AbstractInlet):
     slots: int = eqx.field(static=True)
     outlet: Plane | str | None
 
-    def __init__(self, inlet="xmin", rate: float | None = None, *, pulses: Sequence[float] | None = None, per_pulse: int = 0, slots: int = 1000, mode: str = "random", t_start: float = 0.0, t_stop: float | None = None, walls="open", outlet=None, resolution: int = 32):
+    def __init__(
+        self,
+        inlet="xmin",
+        rate: float | None = None,
+        *,
+        pulses: Sequence[float] | None = None,
+        per_pulse: int = 0,
+        slots: int = 1000,
+        mode: str = "random",
+        t_start: float = 0.0,
+        t_stop: float | None = None,
+        walls="open",
+        outlet=None,
+        resolution: int = 32,
+    ):
         self.inlet, self.outlet = inlet, outlet
         self.mode = _check_mode(mode, ("random", "flux"))
         if (rate is None) == (pulses is None):

@@ -193,6 +193,10 @@ def _surface(vertices, simplices, cell, vertex_cell, inward) -> InletSurface:
     else:
         measure = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
     return InletSurface(
-        jnp.asarray(vertices), jnp.asarray(simplices, jnp.int32), jnp.asarray(measure),
-        jnp.asarray(cell, jnp.int32), jnp.asarray(vertex_cell, jnp.int32), jnp.asarray(inward),
+        jnp.asarray(vertices),
+        jnp.asarray(simplices, jnp.int32),
+        jnp.asarray(measure),
+        jnp.asarray(cell, jnp.int32),
+        jnp.asarray(vertex_cell, jnp.int32),
+        jnp.asarray(inward),
     )

@@ -2,9 +2,9 @@
 
 from .analytic import (
     ABCFlow as ABCFlow,
-    CellularFlow as CellularFlow,
     AbstractAnalyticField as AbstractAnalyticField,
     Analytic as Analytic,
+    CellularFlow as CellularFlow,
     DoubleGyre as DoubleGyre,
     SolidBodyRotation as SolidBodyRotation,
     TaylorGreen as TaylorGreen,

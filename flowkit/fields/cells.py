@@ -83,18 +83,37 @@ TRIANGLE = CellKind("triangle", 2, 3, ((1, 2), (0, 2), (0, 1)), {VTK_TRIANGLE: (
 QUAD = CellKind("quad", 2, 4, ((0, 3), (1, 2), (0, 1), (3, 2)), {VTK_QUAD: (0, 1, 2, 3), VTK_PIXEL: (0, 1, 3, 2)}, simplex=False, shape=_quad_shape, violations=_box_violations, centre=(0.5, 0.5))
 TETRA = CellKind("tetra", 3, 4, ((1, 2, 3), (0, 2, 3), (0, 1, 3), (0, 1, 2)), {VTK_TETRA: (0, 1, 2, 3)}, simplex=True)
 HEXAHEDRON = CellKind(
-    "hexahedron", 3, 8,
+    "hexahedron",
+    3,
+    8,
     ((0, 3, 7, 4), (1, 2, 6, 5), (0, 1, 5, 4), (3, 2, 6, 7), (0, 1, 2, 3), (4, 5, 6, 7)),
     {VTK_HEXAHEDRON: tuple(range(8)), VTK_VOXEL: (0, 1, 3, 2, 4, 5, 7, 6)},
-    simplex=False, shape=_hex_shape, violations=_box_violations, centre=(0.5, 0.5, 0.5),
+    simplex=False,
+    shape=_hex_shape,
+    violations=_box_violations,
+    centre=(0.5, 0.5, 0.5),
 )
 WEDGE = CellKind(
-    "wedge", 3, 6, ((0, 2, 5, 3), (0, 1, 4, 3), (1, 2, 5, 4), (0, 1, 2), (3, 4, 5)),
-    {VTK_WEDGE: tuple(range(6))}, simplex=False, shape=_wedge_shape, violations=_wedge_violations, centre=(1 / 3, 1 / 3, 0.5),
+    "wedge",
+    3,
+    6,
+    ((0, 2, 5, 3), (0, 1, 4, 3), (1, 2, 5, 4), (0, 1, 2), (3, 4, 5)),
+    {VTK_WEDGE: tuple(range(6))},
+    simplex=False,
+    shape=_wedge_shape,
+    violations=_wedge_violations,
+    centre=(1 / 3, 1 / 3, 0.5),
 )
 PYRAMID = CellKind(
-    "pyramid", 3, 5, ((0, 3, 4), (1, 2, 4), (0, 1, 4), (2, 3, 4), (0, 1, 2, 3)),
-    {VTK_PYRAMID: tuple(range(5))}, simplex=False, shape=_pyramid_shape, violations=_pyramid_violations, centre=(0.5, 0.5, 0.2),
+    "pyramid",
+    3,
+    5,
+    ((0, 3, 4), (1, 2, 4), (0, 1, 4), (2, 3, 4), (0, 1, 2, 3)),
+    {VTK_PYRAMID: tuple(range(5))},
+    simplex=False,
+    shape=_pyramid_shape,
+    violations=_pyramid_violations,
+    centre=(0.5, 0.5, 0.2),
 )
 
 KINDS: dict[str, CellKind] = {k.name: k for k in (TRIANGLE, QUAD, TETRA, HEXAHEDRON, WEDGE, PYRAMID)}
@@ -114,6 +133,7 @@ def _solve_columns(columns, rhs):
         det = a * e - b * c
         y = [e * rhs[0] - b * rhs[1], a * rhs[1] - c * rhs[0]]
     else:
+
         def cross(u, v):
             return [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]]
 

@@ -220,9 +220,10 @@ def _repeats_first_node(axis: np.ndarray, planes: np.ndarray, period: float | No
     scale = max(float(np.nanmax(np.abs(planes))), 1e-300) if planes.size else 1.0
     if len(axis) > 2 and np.allclose(first, last, rtol=0, atol=1e-6 * scale, equal_nan=True):
         logging.getLogger("flowkit").warning(
-            "GridField: periodic axis %d: its last node repeats the first (equal values), so it is dropped and the period is %g, not %g; "
-            "pass periodic=<period> to state the period explicitly",
-            index, span, span + h,
+            "GridField: periodic axis %d: its last node repeats the first (equal values), so it is dropped and the period is %g, not %g; pass periodic=<period> to state the period explicitly",
+            index,
+            span,
+            span + h,
         )
         return True
     return False

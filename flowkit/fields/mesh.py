@@ -75,7 +75,22 @@ class MeshField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
-    def __init__(self, points, cells, values, cell_types=None, times=None, *, samples: Mapping | None = None, dtype="float32", cell_values: bool = False, walk_steps: int = 12, newton_steps: int = 6, bin_scale: float = 0.75, topology: MeshTopology | None = None):
+    def __init__(
+        self,
+        points,
+        cells,
+        values,
+        cell_types=None,
+        times=None,
+        *,
+        samples: Mapping | None = None,
+        dtype="float32",
+        cell_values: bool = False,
+        walk_steps: int = 12,
+        newton_steps: int = 6,
+        bin_scale: float = 0.75,
+        topology: MeshTopology | None = None,
+    ):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)

@@ -156,7 +156,9 @@ def swap_window(field: AbstractField, leaves: dict, times) -> AbstractField:
     for name, new in leaves.items():
         old = getattr(field, name)
         if old is not None and tuple(new.shape[1:]) != tuple(old.shape[1:]):
-            raise ValueError(f"streamed field: a window's {name!r} has shape {tuple(new.shape[1:])} per slice, the field {tuple(old.shape[1:])} (a periodic grid given with its end node repeated: drop that node from the files, or read with stream=False)")
+            raise ValueError(
+                f"streamed field: a window's {name!r} has shape {tuple(new.shape[1:])} per slice, the field {tuple(old.shape[1:])} (a periodic grid given with its end node repeated: drop that node from the files, or read with stream=False)"
+            )
     return eqx.tree_at(lambda f: tuple(getattr(f, n) for n in names), field, tuple(leaves.values()) + (times,))
 
 

@@ -3,11 +3,11 @@
 from .base import AbstractIntegrator as AbstractIntegrator, StepResult as StepResult
 from .diffrax import Diffrax as Diffrax
 from .runge_kutta import (
+    RK4 as RK4,
     AbstractRungeKutta as AbstractRungeKutta,
     Euler as Euler,
     Heun as Heun,
     Midpoint as Midpoint,
-    RK4 as RK4,
     explicit_rk_step as explicit_rk_step,
 )
 from .stochastic import EulerMaruyama as EulerMaruyama

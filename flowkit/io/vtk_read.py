@@ -184,7 +184,9 @@ def _mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: 
     unsupported = {t: c for t, c in present.items() if t not in ignored and t not in _cells.BY_VTK_TYPE}
     if unsupported:
         listing = ", ".join(f"{c} {name_of(t)} (type {t})" for t, c in unsupported.items())
-        raise ValueError(f"{path}: unsupported cell types: {listing}. flowkit interpolates linear cells (tetra, hexahedron, wedge, pyramid, voxel; triangle, quad, pixel); linearise higher-order or polyhedral cells first (e.g. ParaView's Tessellate filter)")
+        raise ValueError(
+            f"{path}: unsupported cell types: {listing}. flowkit interpolates linear cells (tetra, hexahedron, wedge, pyramid, voxel; triangle, quad, pixel); linearise higher-order or polyhedral cells first (e.g. ParaView's Tessellate filter)"
+        )
     if ignored:
         logging.getLogger("flowkit").warning("%s: ignoring %s (no volume to interpolate in)", path, ", ".join(f"{c} {name_of(t)}" for t, c in ignored.items()))
     blocks = []
@@ -338,7 +340,21 @@ def _series_times(path, file_times, times, n: int):
     return times
 
 
-def read_vtk(path, velocity: str | None = None, times=None, *, sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", interpolation: str = "linear", periodic=False, stream: bool | None = None, max_device_bytes: int | None = None, **mesh_options):
+def read_vtk(
+    path,
+    velocity: str | None = None,
+    times=None,
+    *,
+    sample=None,
+    cell_data: str = "points",
+    allow_nonfinite: bool = False,
+    dtype="float32",
+    interpolation: str = "linear",
+    periodic=False,
+    stream: bool | None = None,
+    max_device_bytes: int | None = None,
+    **mesh_options,
+):
     """A field from VTK files as ParaView writes them, read with the `vtk` package.
 
     **Arguments:**

@@ -28,7 +28,9 @@ def _find(dims, names, what, given):
     return None
 
 
-def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, *, x=None, y=None, z=None, time=None, spherical=None, land_value=None, periodic=False, interpolation="linear", dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None) -> GridField:
+def from_xarray(
+    ds, u: str = "u", v: str = "v", w: str | None = None, *, x=None, y=None, z=None, time=None, spherical=None, land_value=None, periodic=False, interpolation="linear", dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None
+) -> GridField:
     """A `GridField` from a structured `xarray.Dataset` (regular or rectilinear lon/lat/depth/time).
 
     **Arguments:**
