@@ -4,12 +4,13 @@ import hydra
 from omegaconf import DictConfig
 
 import flowkit  # noqa: F401  (before JAX: one CPU device per core)
-from flowkit.config import run_ftle
+from flowkit.config import run_ftle, user_errors
 
 
 @hydra.main(config_path="../conf", config_name="ftle", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run_ftle(cfg)
+    with user_errors():
+        run_ftle(cfg)
 
 
 if __name__ == "__main__":

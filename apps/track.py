@@ -4,12 +4,13 @@ import hydra
 from omegaconf import DictConfig
 
 import flowkit  # noqa: F401  (before JAX: one CPU device per core)
-from flowkit.config import run_track
+from flowkit.config import run_track, user_errors
 
 
 @hydra.main(config_path="../conf", config_name="track", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run_track(cfg)
+    with user_errors():
+        run_track(cfg)
 
 
 if __name__ == "__main__":

@@ -6,19 +6,27 @@ leaf), fills in what comes from other pieces (a boundary's or seeder's `bounds: 
 field's bounds; random seeders get a key from the integer `seed`), and writes the outputs.
 """
 
+import contextlib
+import dataclasses
 import inspect
 import json
+import os
 import platform
+import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
+from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
 from hydra.experimental.callback import Callback
 from hydra.utils import get_method, instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from . import __version__, tracker
 from .analysis.density import histogram
@@ -27,6 +35,69 @@ from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapsh
 from .io.vtk import write_vti
 from .seeding import uniform_grid
 from .trajectory import Trajectory
+
+
+@dataclasses.dataclass
+class TrackConfig:
+    """The schema of `conf/track.yaml` (its values live there): types are checked when Hydra
+    composes the job, so `t1=abc` fails before anything runs, naming the key."""
+
+    field: Any = MISSING
+    boundary: Any = MISSING
+    integrator: Any = MISSING
+    seeds: Any = MISSING
+    output: Any = MISSING
+    t0: float = MISSING
+    t1: float = MISSING
+    dt: float = MISSING
+    save_every: int = MISSING
+    dtype: str = MISSING
+    seed: int = MISSING
+    batch_size: int | None = MISSING
+    bucket: bool = MISSING
+    progress: bool = MISSING
+    warmup: bool = MISSING
+    record_velocity: bool = MISSING
+    profile: bool = MISSING
+    compilation_cache: str | None = MISSING
+    distributed: Any = MISSING
+
+
+@dataclasses.dataclass
+class FtleConfig:
+    """The schema of `conf/ftle.yaml` (its values live there)."""
+
+    field: Any = MISSING
+    integrator: Any = MISSING
+    t0: float = MISSING
+    T: float = MISSING
+    dt: float = MISSING
+    resolution: list[int] = MISSING
+    bounds: Any = MISSING
+    method: str = MISSING
+    dtype: str = MISSING
+    compilation_cache: str | None = MISSING
+
+
+ConfigStore.instance().store(name="track_schema", node=TrackConfig)
+ConfigStore.instance().store(name="ftle_schema", node=FtleConfig)
+
+_USER_ERRORS = (ValueError, TypeError, FileNotFoundError, InstantiationException, OmegaConfBaseException)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Inside an app: a bad value, a missing file or an unknown option ends the run with one
+    line on stderr and exit status 2, not a traceback; `HYDRA_FULL_ERROR=1` shows the traceback."""
+    try:
+        yield
+    except _USER_ERRORS as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
+        message = " ".join(str(cause).split())
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def _bounds_lists(field):
@@ -60,6 +131,8 @@ def build_seeds(cfg: DictConfig, field):
     target = get_method(seeds_cfg["_target_"])
     if seeds_cfg.get("bounds", 0) is None:
         seeds_cfg["bounds"] = _bounds_lists(field)
+    if seeds_cfg.get("n") is not None and (not isinstance(seeds_cfg["n"], int) or seeds_cfg["n"] < 1):
+        raise ValueError(f"seeds.n must be a positive integer, got {seeds_cfg['n']!r}")
     if "resolution" in seeds_cfg:
         n = seeds_cfg.pop("n", None)
         if seeds_cfg["resolution"] is None:

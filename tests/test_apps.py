@@ -142,3 +142,29 @@ def test_multi_host_processes_split_the_particles(tmp_path):
     assert all(s["process"]["count"] == 2 and s["process"]["n_particles_total"] == 301 for s in summaries)
     np.testing.assert_array_equal(np.concatenate([p["positions"] for p in parts], axis=1), single["positions"])
     np.testing.assert_array_equal(np.concatenate([p["status"] for p in parts], axis=1), single["status"])
+
+
+@pytest.mark.parametrize(
+    "args, code, names",
+    [
+        (["t1=abc"], 1, "full_key: t1"),  # a type error: at compose time, from the schema
+        (["save_every=1.5"], 1, "full_key: save_every"),
+        (["seedz.n=5"], 1, "Key 'seedz' not in"),  # a misspelt key
+        (["seeds.n=-5"], 2, "error: seeds.n must be a positive integer, got -5"),  # at build time: one line
+        (["dt=0"], 2, "error: dt must be non-zero"),
+        (["field=vtk", "field.path=missing.vtu"], 2, "error: VTK file missing.vtu does not exist"),
+    ],
+)
+def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"} | {"PYTHONWARNINGS": "ignore"}
+    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), *args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == code, result.stderr
+    assert names in result.stderr and "Traceback" not in result.stderr
+    if code == 2:
+        assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [names]
+
+
+def test_full_error_shows_the_traceback(tmp_path):
+    env = dict(os.environ, HYDRA_FULL_ERROR="1", PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, str(ROOT / "apps" / "ftle.py"), "dt=0", f"hydra.run.dir={tmp_path}", "compilation_cache=null"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "Traceback" in result.stderr
