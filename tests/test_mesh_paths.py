@@ -151,7 +151,7 @@ def test_results_do_not_depend_on_blocks_compaction_or_devices(monkeypatch):
     reference = _leaving_run(block_policy="gpu")
     assert reference.blocks == 1
     one_block = reference.run()
-    monkeypatch.setattr(fk.tracker, "BLOCK", 16)
+    monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
     small = _leaving_run(block_policy="cpu")
     assert small.blocks >= 8
     blocked = small.run()
@@ -168,14 +168,14 @@ def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
     seeds = np.random.default_rng(0).uniform([0.05, 0.2, 0.2], [1.9, 0.8, 0.8], (200, 3))
     run = lambda: fk.track(field, seeds, 0.0, 1.0, 0.01, fk.EulerMaruyama(1e-4), save_every=5, key=jax.random.key(7), dtype="float64")  # noqa: E731
     whole = run()
-    monkeypatch.setattr(fk.tracker, "BLOCK", 16)
+    monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
     blocked = run()
     np.testing.assert_array_equal(blocked.positions, whole.positions)
     np.testing.assert_array_equal(blocked.status, whole.status)
 
 
 def test_skipped_blocks_need_no_host_traffic_and_compile_once(monkeypatch):
-    monkeypatch.setattr(fk.tracker, "BLOCK", 16)
+    monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
     run = _leaving_run(chunk_saves=4)
     run.compile()
     before = fk.tracker.compile_count()

@@ -1,0 +1,196 @@
+"""`track` and `track_ensemble`: the public entry points, chunked on the host or traced whole."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .. import _dtypes
+from .._status import Status
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField
+from ..fields.stream import refuse_streamed
+from ..integrators.base import AbstractIntegrator
+from ..trajectory import Trajectory
+from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
+from .plan import check_pieces, time_plan
+from .run import TrackRun
+
+
+def track(
+    field: AbstractField,
+    seeds,
+    t0: float,
+    t1: float,
+    dt: float,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
+    save_every: int = 1,
+    *,
+    t_release=None,
+    args=None,
+    key=None,
+    record_velocity: bool = False,
+    dtype="float32",
+    batch_size: int | None = None,
+    bucket: bool = False,
+    progress: bool = False,
+    devices=None,
+    output=None,
+    warmup: bool = False,
+    part: tuple[int, int] | None = None,
+) -> Trajectory:
+    """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
+
+    **Arguments:**
+
+    - `field`: any `flowkit.fields.AbstractField`.
+    - `seeds`: `(N, dim)` start positions (inside `field.bounds`).
+    - `t0`, `t1`, `dt`: start, end and step; `t1 < t0` with `dt < 0` tracks backward. The last
+      step is shortened so the run ends exactly at `t1`.
+    - `integrator`: default `fk.RK4()`.
+    - `boundary`: default none (`fk.Open()`): particles are limited only by the field's domain.
+      Inlets (`fk.InletOutlet`, `fk.ContinuousInlet`) restart slots inside the run; the result
+      then has `generation` (and `particle_id`) per frame, and a `ContinuousInlet`'s spare slots
+      are appended after the seeds (seeds may then be empty, shape `(0, dim)`).
+    - `save_every`: save a frame every this many steps (and always at `t1`).
+    - `t_release`: `(N,)` release times; a particle waits (status `NOT_RELEASED`) at its seed
+      until the first step that starts at or after its release time.
+    - `args`: passed to the field as its third argument.
+    - `key`: a `jax.random.key` for stochastic integrators and random/flux inlets (each particle's noise comes from
+      this key folded with the particle's index).
+    - `record_velocity`: also save the field velocity at each saved position.
+    - `dtype`: `"float32"` (default) or `"float64"`.
+    - `batch_size`: track at most this many particles at once (bounded memory); every batch
+      reuses the same compiled program.
+    - `bucket`: pad the particles (per device) to one of a few sizes, `2^k × (1, 1.25, 1.5, 1.75)`,
+      so that runs with new particle counts reuse a compiled program (padded slots are never
+      released). Off by default: on the mesh benchmark a power-of-two block ran ~35 % slower
+      than the 9 % of padding explains; `False` pads to a multiple of 8 only.
+    - `progress`: show a tqdm bar with particle-steps per second.
+    - `devices`: devices to shard the particles over (default: all local devices).
+    - `warmup`: before the timed run, execute one chunk of the first batch and drop it, so
+      `traj.stats.run_s` excludes first-call costs (buffer allocation, thread start-up) as well as
+      compilation (which is always done ahead of time, in `compile_s`); for benchmarks.
+    - `part`: `(index, count)`: track only share `index` of `count` contiguous shares of the
+      seeds (default: this process's share in a multi-host run, `(jax.process_index(),
+      jax.process_count())`, so every process of a `jax.distributed` job tracks its own
+      particles on its own devices). Noise keys and slot indices stay global: the shares
+      together equal a one-process run. The result holds this share's particles only; an
+      `output` store becomes `name.part<index>.zarr`.
+    - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
+      in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
+      returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout, its
+      `attrs["flowkit_stats"]` the run's `RunStats` as JSON.
+
+    **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames; its
+    `stats` (a `flowkit.RunStats`) hold the run's timings, sizes and counters.
+
+    **Differentiable:** when `seeds`, the field's parameters or `args` are JAX tracers (inside
+    `jax.grad`, `jax.jacfwd`, `jax.jit`, ...), `track` runs as one traced program (no chunks,
+    no host copies, no sharding) and returns a `Trajectory` of JAX arrays, so gradients of
+    final positions with respect to seeds and field parameters flow through the integrator.
+
+    **Raises:** `ValueError` naming the parameter, before anything is compiled, for seeds outside
+    the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
+    time range, bad `save_every`/`t_release`/`dtype`.
+    """
+    if _is_traced((seeds, field, args, t_release)):
+        return _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype)
+    return TrackRun(
+        field,
+        seeds,
+        t0,
+        t1,
+        dt,
+        integrator,
+        boundary,
+        save_every,
+        t_release=t_release,
+        args=args,
+        key=key,
+        record_velocity=record_velocity,
+        dtype=dtype,
+        batch_size=batch_size,
+        devices=devices,
+        progress=progress,
+        output=output,
+        bucket=bucket,
+        warmup=warmup,
+        part=part,
+    ).run()
+
+
+def _is_traced(tree) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype):
+    """`track` as one pure traced computation, for autodiff and for use inside user `jit`s."""
+    refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
+    integrator, boundary = check_pieces(field, integrator, boundary, key)
+    dtype = _dtypes.resolve(dtype)
+    try:
+        t0, t1, dt = float(t0), float(t1), float(dt)
+    except TypeError:
+        raise TypeError("t0, t1 and dt set the number of steps and must be concrete numbers, not traced values") from None
+    n_steps, save_every, n_saves, saved_times = time_plan(field, t0, t1, dt, save_every)
+    x0 = jnp.asarray(seeds, dtype)
+    if x0.ndim != 2 or x0.shape[1] != field.dim:
+        raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {x0.shape}")
+    n = x0.shape[0]
+    direction = 1.0 if dt > 0 else -1.0
+    t_rel = jnp.full(n, t0, dtype) if t_release is None else jnp.asarray(t_release, dtype)
+    status0 = jnp.where(is_due(t0, t_rel, dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
+    field, integrator, boundary, args = _dtypes.cast_floating((field, integrator, boundary, args), dtype)
+    times = Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
+    if boundary.extra_slots:
+        raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
+    state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), jnp.full(n, -1, jnp.int32), jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32))
+    state, first = locate_seeds((field, integrator, boundary, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
+    origins = jnp.asarray(boundary.origins(x0), dtype)
+    origin_hints = field.locate_batch(origins, jnp.full(n, -1, jnp.int32))[0] if boundary.restarts else jnp.full(n, -1, jnp.int32)
+    slots = Slots(t_rel, jnp.asarray(particle_keys(key, 0, n)), origins, origin_hints, jnp.arange(n, dtype=jnp.int32))
+    state, frames = advance_local(field, integrator, boundary, args, times, state, slots, saves=n_saves, save_every=save_every, blocks=1, n_blocks=1, record_velocity=record_velocity)
+    frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
+    return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, state.exit_time, frames[2], frames[3] or None, frames[4])
+
+
+def track_ensemble(
+    build,
+    params,
+    seeds,
+    t0: float,
+    t1: float,
+    dt: float,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
+    save_every: int = 1,
+    *,
+    t_release=None,
+    args=None,
+    key=None,
+    record_velocity: bool = False,
+    dtype="float32",
+) -> Trajectory:
+    """Many runs that differ only in numeric parameters, `vmap`ped into one compiled program.
+
+    `build(p)` returns a field, or a `(field, integrator)` pair, for one parameter set `p`;
+    `params` is an array (or pytree of arrays) with the ensemble on its leading axis — e.g. 64
+    double-gyre amplitudes, or 64 diffusivities with `build = lambda K: (field, fk.EulerMaruyama(K))`.
+    Use this instead of a Hydra multirun when only numbers change: one compile, one program.
+
+    **Returns:** a `Trajectory` whose arrays carry a leading ensemble axis (`positions[E, T, N, d]`).
+    """
+    dtype = _dtypes.resolve(dtype)
+    params = jax.tree.map(jnp.asarray, params)
+    seeds = jnp.asarray(seeds, dtype)
+    if boundary is not None:  # resolve its geometry once, on the host, against the first member's field
+        first = build(jax.tree.map(lambda a: a[0], params))
+        boundary = boundary.bind(first[0] if isinstance(first, tuple) else first)
+
+    def member(p):
+        piece = build(p)
+        field, member_integrator = piece if isinstance(piece, tuple) else (piece, integrator)
+        return _track_traced(field, seeds, t0, t1, dt, member_integrator, boundary, save_every, t_release, args, key, record_velocity, dtype)
+
+    return eqx.filter_jit(jax.vmap(member))(params)

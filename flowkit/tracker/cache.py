@@ -1,0 +1,45 @@
+"""Compiled chunk programs, one per run structure and shape (AOT), kept for the process."""
+
+import time
+
+import equinox as eqx
+import jax
+
+from .kernel import advance
+
+_COMPILED: dict = {}
+_MAX_PROGRAMS = 64
+
+
+_compiles = 0
+
+
+def clear_caches() -> None:
+    """Forget every compiled program: flowkit's chunk programs and JAX's own caches. A process
+    that tracks many differently shaped runs (a test suite, a notebook) releases their
+    executables' memory this way; the next run of each shape compiles again."""
+    _COMPILED.clear()
+    jax.clear_caches()
+
+
+def compile_count() -> int:
+    """How many chunk programs this process has compiled (for tests and diagnostics)."""
+    return _compiles
+
+
+def compiled_program(call_args, call_kwargs):
+    """AOT-compile `advance` once per structure and shape; return it and the compile time."""
+    global _compiles
+    dynamic, static = eqx.partition(call_args, eqx.is_array)
+    leaves, treedef = jax.tree.flatten(dynamic)
+    static_leaves, static_def = jax.tree.flatten(static)
+    key = (treedef, tuple((leaf.shape, leaf.dtype, leaf.sharding) for leaf in leaves), static_def, tuple(static_leaves), tuple(sorted(call_kwargs.items())))
+    if key in _COMPILED:
+        return _COMPILED[key], 0.0
+    _compiles += 1
+    start = time.perf_counter()
+    compiled = advance.lower(*call_args, **call_kwargs).compile()
+    if len(_COMPILED) >= _MAX_PROGRAMS:  # forget the oldest program rather than grow without bound
+        _COMPILED.pop(next(iter(_COMPILED)))
+    _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)
+    return _COMPILED[key], time.perf_counter() - start

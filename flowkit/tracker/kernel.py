@@ -1,0 +1,227 @@
+"""The compiled chunk: particles sharded over devices, split into blocks, advanced by `lax.scan`
+over saves and steps; the particle state and per-slot inputs it carries."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
+
+from .._status import Status
+from ..boundaries.base import Block
+from ..fields.base import SKIP
+
+
+class State(eqx.Module):
+    """Everything that changes from chunk to chunk, resident on the device."""
+
+    x: jax.Array
+    status: jax.Array
+    exit_time: jax.Array
+    hint: jax.Array
+    """Per-particle location hints: the mesh cell each particle was last found in (-1: unknown)."""
+    generation: jax.Array
+    """Per-slot count of restarts (inlets): each generation is a separate path."""
+    lost: jax.Array
+    """Per-block count of releases that found no free slot."""
+    step: jax.Array
+
+
+class Slots(eqx.Module):
+    """Per-particle inputs that never change during a run."""
+
+    t_release: jax.Array
+    keys: jax.Array
+    """Raw PRNG keys (used by stochastic integrators and inlets, folded with the global step)."""
+    origin: jax.Array
+    """Where `grid` inlets restart each slot."""
+    origin_hint: jax.Array
+    """The cell of each `origin` (-1: unknown)."""
+    index: jax.Array
+    """Global slot index (-1: padding)."""
+
+
+class Times(eqx.Module):
+    """Numeric run parameters: leaves, so a new `t0`/`dt`/`t1` reuses the compiled program."""
+
+    t0: jax.Array
+    dt: jax.Array
+    t1: jax.Array
+
+
+def step_times(times: Times, k):
+    """Start time and length of global step `k`; steps past `t1` have length 0 (no-ops)."""
+    forward = times.dt > 0
+    clip = lambda t: jnp.where(forward, jnp.minimum(t, times.t1), jnp.maximum(t, times.t1))  # noqa: E731
+    kf = k.astype(times.dt.dtype)
+    start = clip(times.t0 + kf * times.dt)
+    return start, clip(times.t0 + (kf + 1) * times.dt) - start
+
+
+def is_due(t, t_release, dt):
+    """The release rule, shared by the initial state and every step: a particle is due once the
+    time `t` has reached its `t_release` in the direction of travel (to rounding). Operators
+    only, so it serves NumPy on the host and JAX in the step alike."""
+    return dt * (t - t_release) >= -1e-6 * dt * dt
+
+
+def advance_local(field, integrator, boundary, args, times, state: State, slots: Slots, *, saves, save_every, blocks, n_blocks, record_velocity):
+    """Advance this device's particles by `saves * save_every` steps; return the state and the
+    saved frames. `n_blocks` is the number of blocks on all devices together.
+
+    Stopped particles cost (almost) nothing: a particle that is not moving takes no location
+    work in the step (its hint is `SKIP`), a block with no moving particle skips the save's
+    steps altogether (`lax.cond`), and at each save the rows are compacted (a stable partition,
+    moving particles first) whenever that empties blocks, so that particles which stopped
+    mid-run leave whole blocks to skip. Rows are permuted with all their per-slot inputs, and
+    frames and the final state are put back in slot order: results do not depend on the
+    layout. Restarting boundaries (inlets) hand releases to blocks, so with them blocks are
+    neither skipped nor compacted."""
+    n = state.x.shape[0]
+    block = n // blocks
+    code = lambda s: jnp.asarray(s, state.status.dtype)  # noqa: E731
+    first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
+    skippable = not boundary.restarts
+
+    def one_step(carry, k, slots, block_id):
+        x, status, exit_time, hint, generation, lost = carry
+        t, h = step_times(times, k)
+        moving = (status == Status.ACTIVE) & (h != 0)
+        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
+        masked = jnp.where(moving, hint, SKIP)  # no location work for particles not moving
+        result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
+        x_new = result.x
+        finite = jnp.all(jnp.isfinite(x_new), axis=-1)
+        step_hint = masked if result.hint is None else result.hint
+        x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
+        stopped_by_wall = status_b != Status.ACTIVE
+        new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
+        moved = moving & finite & (inside | stopped_by_wall)
+        x_next = jnp.where(moved[:, None], x_b, x)
+        hint = jnp.where(moved, hint_b, hint)
+        t_stop = t + h
+        if result.status is not None:  # the integrator stopped some particles itself (events, failures)
+            stopped = moving & (result.status != Status.ACTIVE)
+            new_status = jnp.where(stopped, result.status.astype(status.dtype), new_status)
+            at_exit = stopped & (result.status == Status.OUT_OF_DOMAIN) & finite
+            x_next = jnp.where(at_exit[:, None], x_new, jnp.where(stopped[:, None], x, x_next))
+            if result.t_stop is not None:
+                t_stop = jnp.where(stopped, result.t_stop, t_stop)
+        exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
+        if boundary.restarts:
+            view = Block(x_next, new_status, hint, generation, x, x_new, moving, slots.origin, slots.origin_hint, slots.t_release, slots.index, slots.keys, block_id, n_blocks)
+            x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
+            exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
+            generation, lost = restarted, lost + more
+        # Release whoever is due by the end of this step: they start moving with the next one.
+        due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
+        new_status = jnp.where(due, code(Status.ACTIVE), new_status)
+        return (x_next, new_status, exit_time, hint, generation, lost), None
+
+    def busy(status, t_release, first):
+        """Rows with work in the save starting at step `first`: moving, or released during it."""
+        t_end, h = step_times(times, first + save_every - 1)
+        return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_end + h, t_release, times.dt))
+
+    def run_block(inputs, first):
+        """One save interval of one block: its steps (skipped if nothing moves), then its frame."""
+        carry, slots, block_id = inputs
+        steps = first + jnp.arange(save_every, dtype=state.step.dtype)
+        go = lambda c: jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), c, steps)[0]  # noqa: E731
+        if skippable:
+            carry = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: c, carry)
+        else:
+            carry = go(carry)
+        x, status, _, hint, generation, _ = carry
+        t_end, h = step_times(times, first + save_every - 1)
+        return carry, frame_of(field, args, t_end + h, x, status, hint, generation if boundary.restarts else None, record_velocity)
+
+    split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
+    merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
+    block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
+
+    def compact(rows, slots, order, first):
+        """Moving rows first (a stable partition), when that leaves more blocks to skip."""
+        work = busy(rows[1], slots.t_release, first)
+        needed = (jnp.sum(work) + block - 1) // block
+        occupied = jnp.sum(jnp.any(split(work), axis=1))
+        perm = jnp.argsort(~work, stable=True)
+        take = lambda tree: jax.tree.map(lambda a: a[perm], tree)  # noqa: E731
+        return jax.lax.cond(occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order))
+
+    def one_save(carry, m):
+        rows, lost, slots, order = carry
+        first = state.step + m * save_every
+        if skippable and blocks > 1:
+            rows, slots, order = compact(rows, slots, order, first)
+        blocked = tuple(split(a) for a in rows) + (lost,)
+        blocked, frame = jax.lax.map(lambda inputs: run_block(inputs, first), (blocked, jax.tree.map(split, slots), block_ids))
+        rows, lost = tuple(merge(a) for a in blocked[:5]), blocked[5]
+        frame = jax.tree.map(lambda a: _in_slot_order(merge(a), order), frame)
+        return (rows, lost, slots, order), frame
+
+    rows = (state.x, state.status, state.exit_time, state.hint, state.generation)
+    order = jnp.arange(n, dtype=jnp.int32)
+    (rows, lost, _, order), frames = jax.lax.scan(one_save, (rows, state.lost, slots, order), jnp.arange(saves, dtype=state.step.dtype))
+    x, status, exit_time, hint, generation = (_in_slot_order(a, order) for a in rows)
+    return State(x, status, exit_time, hint, generation, lost, state.step + saves * save_every), frames
+
+
+def _in_slot_order(rows, order):
+    """`rows` (row `i` belonging to slot `order[i]`) put back in slot order."""
+    return jnp.zeros_like(rows).at[order].set(rows, unique_indices=True)
+
+
+def frame_of(field, args, t, x, status, hint, generation, record_velocity):
+    """What one saved frame holds: positions, status, velocities (if recorded; zero where not
+    active), the field's sampled arrays (NaN outside its domain) and, with restarting
+    boundaries, each slot's generation."""
+    v = None
+    if record_velocity:
+        v, _ = field.velocity_batch(t, x, args, hint)
+        v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
+    return x, status, v, field.sample_batch(t, x, hint), generation
+
+
+@eqx.filter_jit
+def advance(modules, times: Times, state: State, slots: Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh):
+    """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
+    dynamic, static = eqx.partition(modules, eqx.is_array)
+    n_blocks = blocks * (1 if mesh is None else mesh.size)
+
+    def local(dynamic, times, state, slots):
+        field, integrator, boundary, args = eqx.combine(dynamic, static)
+        return advance_local(field, integrator, boundary, args, times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity)
+
+    if mesh is None:
+        return local(dynamic, times, state, slots)
+    p = PartitionSpec("particles")
+    state_spec = State(p, p, p, p, p, p, PartitionSpec())
+    fn = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, Slots(p, p, p, p, p)),
+        out_specs=(state_spec, PartitionSpec(None, "particles")),
+        check_vma=False,
+    )
+    return fn(dynamic, times, state, slots)
+
+
+@eqx.filter_jit
+def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: bool):
+    """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
+    box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`. Returns the state and frame 0."""
+    field, _, _, args = modules
+    hint, inside = field.locate_batch(state.x, state.hint)
+    status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
+    exit_time = jnp.where(inside, state.exit_time, t0.astype(state.exit_time.dtype))
+    state = eqx.tree_at(lambda s: (s.status, s.exit_time, s.hint), state, (status, exit_time, hint))
+    return state, frame_of(field, args, t0, state.x, status, hint, state.generation if restarts else None, record_velocity)
+
+
+def particle_keys(key, start: int, count: int):
+    """Raw per-particle keys: the run key folded with each particle's global index."""
+    if key is None:
+        return np.zeros((count, 2), np.uint32)
+    ids = jnp.arange(start, start + count, dtype=jnp.uint32)
+    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(key, i)))(ids)

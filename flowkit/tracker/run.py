@@ -1,0 +1,349 @@
+"""`TrackRun`: a planned run and the driver loop that calls the compiled chunk, batch after
+batch and chunk after chunk, writing the frames to memory or a zarr store."""
+
+import dataclasses
+import json
+import math
+import time
+import warnings
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .. import _dtypes
+from .._status import Status
+from ..fields.stream import StreamedField, WindowFeeder, plan_windows, swap_window
+from ..trajectory import RunStats, Trajectory
+from .cache import compiled_program
+from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
+from .plan import CHUNK_BYTES, block_size, bucket_size, check_pieces, locate_origins, time_plan
+
+
+class TrackRun:
+    """A prepared run: validated inputs on the device, the compiled chunk, the chunk plan.
+
+    `track()` is `TrackRun(...).run()`; the pieces are public so tests can run one chunk under
+    `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
+    `block_policy` ("cpu", "gpu", ...; default: the devices' platform) chooses the block layout
+    (`block_size`), so the accelerator layout can be exercised on a CPU.
+    """
+
+    def __init__(
+        self,
+        field,
+        seeds,
+        t0,
+        t1,
+        dt,
+        integrator=None,
+        boundary=None,
+        save_every=1,
+        *,
+        t_release=None,
+        args=None,
+        key=None,
+        record_velocity=False,
+        dtype="float32",
+        batch_size=None,
+        devices=None,
+        chunk_saves=None,
+        progress=False,
+        output=None,
+        bucket=False,
+        warmup=False,
+        part=None,
+        block_policy=None,
+    ):
+        self.stream = field if isinstance(field, StreamedField) else None
+        if self.stream is not None:
+            field = self.stream.template
+        integrator, boundary = check_pieces(field, integrator, boundary, key)
+        self.dtype = _dtypes.resolve(dtype)
+        t0, t1, dt = float(t0), float(t1), float(dt)
+        self.n_steps, self.save_every, self.n_saves, self.times = time_plan(self.stream or field, t0, t1, dt, save_every)
+        direction = 1.0 if dt > 0 else -1.0
+        self.t0, self.t1, self.dt = t0, t1, dt
+        self.record_velocity = bool(record_velocity)
+        self.progress = progress
+        self.key = key
+
+        seeds = np.asarray(seeds, dtype=np.float64)
+        if seeds.ndim == 1 and seeds.shape[0] == field.dim:
+            seeds = seeds[None]
+        spare = boundary.extra_slots
+        if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] + spare == 0:
+            raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
+        if not np.all(np.isfinite(seeds)):
+            raise ValueError(f"seeds contain {int(np.sum(~np.all(np.isfinite(seeds), axis=1)))} non-finite positions")
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+        slack = 1e-6 * (hi - lo)
+        outside = np.any((seeds < lo - slack) | (seeds > hi + slack), axis=1)
+        if outside.any():
+            raise ValueError(f"{int(outside.sum())} of {seeds.shape[0]} seeds lie outside the field bounds lo={lo.tolist()}, hi={hi.tolist()}")
+        if t_release is None:
+            t_release = np.full(len(seeds), t0)
+        t_release = np.asarray(t_release, dtype=np.float64)
+        if t_release.shape != (len(seeds),):
+            raise ValueError(f"t_release must have shape ({len(seeds)},) (one release time per seed), got {t_release.shape}")
+        if not np.all((np.minimum(t0, t1) <= t_release) & (t_release <= np.maximum(t0, t1))):
+            raise ValueError(f"t_release: every release time must lie between t0={t0} and t1={t1}")
+        part_index, part_count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
+        if not 0 <= part_index < part_count:
+            raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
+        self.first_particle = 0
+        if part_count > 1:  # this process's contiguous share; keys and slot indices stay global
+            if spare:
+                raise ValueError(f"boundary: {type(boundary).__name__} releases into one shared set of slots; run it in a single process (part=(0, 1))")
+            total = len(seeds)
+            self.first_particle, stop = (total * i // part_count for i in (part_index, part_index + 1))
+            seeds, t_release = seeds[self.first_particle : stop], t_release[self.first_particle : stop]
+            if len(seeds) == 0:
+                raise ValueError(f"part {part_index} of {part_count} holds none of the {total} seeds; use fewer processes")
+            if output is not None:  # one store per share, never two writers on one store
+                output = Path(output).with_name(f"{Path(output).stem}.part{part_index}{Path(output).suffix}")
+        if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
+            if dt < 0:
+                raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
+            if batch_size is not None and int(batch_size) < len(seeds) + spare:
+                raise ValueError(f"batch_size: {type(boundary).__name__} fills slots during the run, so all {len(seeds) + spare} slots must be tracked in one batch")
+            parked = np.asarray(boundary.surface.vertices[0], np.float64)
+            seeds = np.concatenate([seeds, np.repeat(parked[None], spare, axis=0)])
+            t_release = np.concatenate([t_release, np.full(spare, np.inf)])
+        n = seeds.shape[0]
+        self.output = output
+        self.origins = np.asarray(boundary.origins(seeds), np.float64)
+        self.origin_hints = np.full(n, -1, np.int32)
+        if boundary.restarts and getattr(boundary, "mode", None) == "grid":
+            self.origin_hints = locate_origins(field, boundary, seeds, self.origins).astype(np.int32)
+        self.n_particles = n
+
+        devices = list(devices) if devices is not None else jax.local_devices()
+        if not integrator.shardable:
+            devices = devices[:1]
+        self.devices = devices
+        self.mesh = Mesh(np.array(devices), ("particles",)) if len(devices) > 1 else None
+        replicated = NamedSharding(self.mesh, PartitionSpec()) if self.mesh else jax.sharding.SingleDeviceSharding(devices[0])
+        self._particle_sharding = NamedSharding(self.mesh, PartitionSpec("particles")) if self.mesh else replicated
+
+        batch = n if batch_size is None else min(int(batch_size), n)
+        if batch < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.batch_size = batch
+        per_device = math.ceil(batch / len(devices))
+        self.block_policy = devices[0].platform if block_policy is None else str(block_policy)
+        preferred = block_size(self.block_policy)
+        blocks = 1 if preferred is None else math.ceil(per_device / preferred)
+        if bucket:  # a few sizes only, so that new particle counts reuse compiled programs
+            blocks = bucket_size(blocks)
+            block = bucket_size(math.ceil(per_device / blocks), minimum=8)
+        else:
+            block = 8 * math.ceil(math.ceil(per_device / blocks) / 8)
+        self.blocks = blocks
+        self.padded_batch = len(devices) * blocks * block
+
+        frame_bytes = self.padded_batch * field.dim * self.dtype.itemsize * (2 if record_velocity else 1)
+        max_saves = max(1, CHUNK_BYTES // frame_bytes)
+        if progress:
+            max_saves = min(max_saves, max(1, math.ceil(self.n_saves / 20)))
+        if chunk_saves is not None:
+            max_saves = int(chunk_saves)
+        self.n_chunks = math.ceil(self.n_saves / max_saves)
+        self.chunk_saves = math.ceil(self.n_saves / self.n_chunks)
+        self.window_starts = None
+        if self.stream is not None:  # a window of slices per chunk, of one width
+            self.chunk_saves, self.window_width, self.window_starts = self._plan_windows(self.chunk_saves)
+            self.n_chunks = len(self.window_starts)
+            field = self.stream.window_field(self.window_width)
+
+        modules = _dtypes.cast_floating((field, integrator, boundary, args), self.dtype)
+        dynamic, static = eqx.partition(modules, eqx.is_array)
+        self.modules = eqx.combine(jax.device_put(dynamic, replicated), static)
+        scalar = lambda v: jax.device_put(np.asarray(v, self.dtype), replicated)  # noqa: E731
+        self.run_times = Times(scalar(t0), scalar(dt), scalar(t1))
+        self.seeds = seeds
+        self.t_release = t_release
+        self.boundary = boundary
+        self.restarts = bool(boundary.restarts)
+        self._direction = direction
+        self._replicated = replicated
+        self.compile_s = 0.0
+        self.warmup = bool(warmup)
+
+    def _plan_windows(self, chunk_saves: int):
+        """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
+        `chunk_saves` saves) whose windows fit `max_device_bytes`, one width for all."""
+        stream, itemsize = self.stream, self.dtype.itemsize
+        copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
+        limit = min(stream.max_window(itemsize, copies), stream.n_slices)
+        tol = 8 * float(np.finfo(self.dtype).eps) * max(abs(self.t0), abs(self.t1), abs(self.t1 - self.t0))
+        while True:
+            n_chunks = math.ceil(self.n_saves / chunk_saves)
+            chunk_saves = math.ceil(self.n_saves / n_chunks)
+            edges = self.times[np.minimum(np.arange(n_chunks + 1) * chunk_saves, self.n_saves)]  # chunks end at saved times
+            width, starts = plan_windows(stream.times, np.sort(np.stack([edges[:-1], edges[1:]], axis=1), axis=1), tol)
+            if width <= limit:
+                return chunk_saves, width, starts
+            if chunk_saves == 1:
+                raise ValueError(
+                    f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays ({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of {limit} "
+                    f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, one copy per CPU device), but one save interval "
+                    f"(save_every={self.save_every} steps of dt={self.dt}) spans {width}; "
+                    "lower save_every or raise max_device_bytes"
+                )
+            chunk_saves = max(1, min(chunk_saves - 1, chunk_saves * max(limit - 2, 1) // width))
+
+    def _kwargs(self):
+        return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh)
+
+    def initial_state(self, start: int = 0, modules=None):
+        """Device state and per-slot inputs of the batch of particles starting at `start`, and
+        its frame 0 (evaluated with `modules`, default the run's own)."""
+        stop = min(start + self.batch_size, self.n_particles)
+        pad = self.padded_batch - (stop - start)
+        padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start : start + 1], pad)])  # noqa: E731
+        x = padded(self.seeds, lambda first, k: np.repeat(first, k, axis=0))
+        t_rel = padded(self.t_release, lambda _, k: np.full(k, self._direction * np.inf))
+        due = is_due(self.t0, t_rel, self.dt)
+        status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
+        put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
+        count = len(x)
+        state = State(
+            put(x.astype(self.dtype)),
+            put(status),
+            put(np.full(count, self._direction * np.inf, self.dtype)),
+            put(np.full(count, -1, np.int32)),
+            put(np.zeros(count, np.int32)),
+            put(np.zeros(len(self.devices) * self.blocks, np.int32)),
+            jax.device_put(np.int32(0), self._replicated),
+        )
+        state, frame = locate_seeds(self.modules if modules is None else modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
+        slots = Slots(
+            put(t_rel.astype(self.dtype)),
+            put(particle_keys(self.key, self.first_particle + start, count)),
+            put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
+            put(padded(self.origin_hints, lambda first, k: np.repeat(first, k, axis=0))),
+            put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
+        )
+        return state, slots, frame
+
+    def _with_window(self, leaves, times):
+        """The run's modules with the field's time window replaced (same shapes: no recompile)."""
+        return (swap_window(self.modules[0], leaves, times),) + tuple(self.modules[1:])
+
+    def compile(self):
+        """Compile (or fetch from the cache) the chunk program; returns it."""
+        state, slots, _ = self.initial_state()
+        compiled, seconds = compiled_program((self.modules, self.run_times, state, slots), self._kwargs())
+        self.compile_s += seconds
+        return compiled
+
+    def advance(self, state, slots):
+        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities, samples, generation)`."""
+        if self.stream is not None:
+            raise TypeError("advance: a streamed field needs its time windows swapped in between chunks; use run()")
+        return self.compile()(self.modules, self.run_times, state, slots)
+
+    def run(self):
+        """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
+        compiled = self.compile()
+        warmup_s = 0.0
+        if self.warmup:  # one chunk of the first batch, results dropped: first-call costs stay out of run_s
+            start_time = time.perf_counter()
+            state, slots, _ = self.initial_state()
+            jax.block_until_ready(compiled(self.modules, self.run_times, state, slots))
+            warmup_s = time.perf_counter() - start_time
+        n, dim = self.n_particles, self.seeds.shape[1]
+        frames = self.n_saves + 1
+        if self.output is not None:
+            from ..io.stream import ZarrTrajectoryWriter
+
+            sink = ZarrTrajectoryWriter(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.chunk_saves, self.restarts)
+        else:
+            sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity, self.restarts)
+        bar = _progress_bar(self.progress, n * self.n_steps)
+        outside = lost = 0
+        windows = feeder = None
+        if self.stream is not None:  # windows of the series, read one ahead in a background thread
+            feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
+            windows = feeder.windows(np.tile(self.window_starts, math.ceil(n / self.batch_size)))
+        next_modules = lambda: self.modules if windows is None else self._with_window(*next(windows))  # noqa: E731
+        start_time = time.perf_counter()
+        try:
+            for start in range(0, n, self.batch_size):
+                stop = min(start + self.batch_size, n)
+                count = stop - start
+                particles = slice(start, stop)
+                modules = next_modules()
+                state, slots, frame0 = self.initial_state(start, modules)
+                outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
+                frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
+                sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
+                for chunk in range(self.n_chunks):
+                    if chunk:
+                        modules = next_modules()
+                    state, chunk_frames = compiled(modules, self.run_times, state, slots)
+                    first = 1 + chunk * self.chunk_saves
+                    last = min(first + self.chunk_saves, frames)
+                    sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
+                    if bar is not None:
+                        steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
+                        bar.update(count * steps_done)
+                sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
+                lost += int(np.sum(np.asarray(state.lost)))
+        finally:
+            if windows is not None:
+                windows.close()  # stops the reading thread, also when a chunk failed
+        run_s = time.perf_counter() - start_time
+        if bar is not None:
+            bar.close()
+        if outside:
+            warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
+        if lost:
+            warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
+        streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
+        stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, **streamed)
+        if self.output is not None:
+            opened = sink.open()
+            opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
+            return opened
+        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation, stats)
+
+
+class _MemorySink:
+    """Host arrays for all frames (the default when nothing is streamed to disk)."""
+
+    def __init__(self, n, frames, dim, dtype, with_velocity, with_generation):
+        self.positions = np.empty((frames, n, dim), dtype)
+        self.status = np.empty((frames, n), np.int8)
+        self.velocities = np.zeros((frames, n, dim), dtype) if with_velocity else None
+        self.generation = np.zeros((frames, n), np.int32) if with_generation else None
+        self.exit_time = np.empty(n, dtype)
+        self.samples = None
+
+    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None, generation=None) -> None:
+        self.positions[frames, particles] = positions
+        self.status[frames, particles] = status
+        if self.velocities is not None:
+            self.velocities[frames, particles] = velocities
+        if self.generation is not None:
+            self.generation[frames, particles] = generation
+        if samples:
+            if self.samples is None:
+                shape = self.positions.shape[:2]
+                self.samples = {name: np.full(shape + a.shape[2:], np.nan, a.dtype) for name, a in samples.items()}
+            for name, a in samples.items():
+                self.samples[name][frames, particles] = a
+
+    def write_exit_time(self, particles: slice, exit_time) -> None:
+        self.exit_time[particles] = exit_time
+
+
+def _progress_bar(progress, total):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="particle-step", unit_scale=True, desc="tracking", smoothing=0.3)
