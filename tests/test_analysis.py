@@ -169,7 +169,7 @@ def test_from_xarray_reproduces_a_direct_grid_field():
         {"u": (("time", "y", "x"), np.swapaxes(values[..., 0], 1, 2)), "v": (("time", "y", "x"), np.swapaxes(values[..., 1], 1, 2))},
         coords={"x": np.asarray(field.axes[0]), "y": np.asarray(field.axes[1]), "time": start + (np.asarray(field.times) * 1e9).astype("timedelta64[ns]")},
     )
-    again = fk.fields.from_xarray(ds, dtype="float64")
+    again = fk.io.from_xarray(ds, dtype="float64")
     np.testing.assert_array_equal(np.asarray(again.values), values)
     np.testing.assert_allclose(np.asarray(again.times), np.asarray(field.times))
     points = fk.seeding.uniform_grid((7, 5), field.bounds)
@@ -181,12 +181,12 @@ def test_from_xarray_reproduces_a_direct_grid_field():
 def test_from_xarray_lon_lat_converts_to_degrees_per_second():
     lon, lat = np.linspace(0, 10, 11), np.linspace(40, 50, 11)
     ds = xr.Dataset({"uo": (("lat", "lon"), np.ones((11, 11))), "vo": (("lat", "lon"), np.full((11, 11), np.nan))}, coords={"lon": lon, "lat": lat})
-    field = fk.fields.from_xarray(ds, u="uo", v="vo", land_value=0.0, dtype="float64")
+    field = fk.io.from_xarray(ds, u="uo", v="vo", land_value=0.0, dtype="float64")
     u = np.asarray(field.values)[0, :, :, 0]
     np.testing.assert_allclose(u[0], 1.0 / (6_371_000.0 * np.cos(np.deg2rad(lat))) * 180 / np.pi)
     assert np.all(np.asarray(field.values)[..., 1] == 0.0)
     with pytest.raises(ValueError, match="variables \\['w'\\] not in the dataset"):
-        fk.fields.from_xarray(ds, u="uo", v="vo", w="w")
+        fk.io.from_xarray(ds, u="uo", v="vo", w="w")
 
 
 @pytest.mark.slow

@@ -26,3 +26,40 @@ def test_abstract_or_final():
             assert cls.__name__.startswith("Abstract"), f"{cls.__name__} is subclassed, so it must be an Abstract* class"
         else:
             assert not inspect.isabstract(cls), f"{cls.__name__} is final but leaves abstract members unimplemented"
+
+
+def _subpackage_imports() -> set[tuple[str, str]]:
+    """`(a, b)` for every import, at any depth in a module, from flowkit's part `a` (a subpackage
+    or top-level module) of flowkit's part `b`."""
+    import ast
+    from pathlib import Path
+
+    root = Path(fk.__file__).parent
+    edges = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        package = parts[:-1]  # the package a relative import starts from
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = list(package[: len(package) - (node.level - 1)] if node.level > 1 else package)
+                targets = [base + node.module.split(".")] if node.module else [base + [a.name] for a in node.names]
+                for target in targets:
+                    if parts[0] != "__init__" and target and target[0] != parts[0]:
+                        edges.add((parts[0], target[0]))
+    return edges
+
+
+def test_layers_point_one_way():
+    """io -> fields -> tracker -> analysis -> config: no two parts of flowkit import each other."""
+    edges = _subpackage_imports()
+    assert ("io", "fields") in edges and ("tracker", "fields") in edges  # the walk sees imports
+    mutual = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    assert not mutual, f"parts importing each other: {mutual}"
+
+
+def test_no_module_over_500_lines():
+    from pathlib import Path
+
+    root = Path(fk.__file__).parent
+    long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, long

@@ -13,10 +13,3 @@ from .analytic import (
 from .base import AbstractField as AbstractField
 from .grid import GridField as GridField
 from .mesh import MeshField as MeshField
-
-
-def from_xarray(ds, u: str = "u", v: str = "v", w: str | None = None, **kwargs) -> GridField:
-    """A `GridField` from a structured xarray Dataset; see `flowkit.io.from_xarray`."""
-    from ..io.xarray import from_xarray as convert
-
-    return convert(ds, u=u, v=v, w=w, **kwargs)
