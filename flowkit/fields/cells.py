@@ -167,9 +167,13 @@ def _shape_list(kind: CellKind, xi):
     return [w[..., k] for k in range(kind.nodes)]
 
 
-def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=None):
+def newton_coords(kind: CellKind | tuple[CellKind, ...], corners, target, steps: int, xi=None, done=None, which=None):
     """Parametric coordinates of `target` (`(n, dim)`) in cells with node coordinates
     `corners[n, nodes, dim]`, and whether Newton converged there.
+
+    `kind` may be several kinds, each row's chosen by `which` (`(n,)` indices into them): one
+    loop then serves a mixed mesh, each iteration evaluating every kind's map and keeping each
+    row's own (one loop to compile and run instead of one per kind).
 
     Coordinates are relative to node 0 (so float32 keeps its precision far from the origin).
     At most `steps` Newton iterations start from `xi` (default: the cell centre); a row stops
@@ -187,18 +191,35 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=Non
     """
     import jax
 
-    dim = kind.dim
-    rel = [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(kind.nodes)]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    dim = kinds[0].dim
+    width = max(k.nodes for k in kinds)
+    rel = [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(width)]
     d = [target[:, a] - corners[:, 0, a] for a in range(dim)]
+    pick = [None] * len(kinds) if len(kinds) == 1 else [which == k for k in range(len(kinds))]
+
+    def chosen(per_kind):
+        """Each row's own kind's value from `[value of kind 0, value of kind 1, ...]`."""
+        out = per_kind[0]
+        for mask, value in zip(pick[1:], per_kind[1:]):
+            out = jnp.where(mask, value, out)
+        return out
+
     if xi is None:
-        xi = [jnp.full(target.shape[:1], c, target.dtype) for c in kind.centre]
+        xi = [chosen([jnp.full(target.shape[:1], k.centre[a], target.dtype) for k in kinds]) for a in range(dim)]
     else:
         xi = [xi[:, a] for a in range(dim)]
     small = jnp.sqrt(jnp.finfo(target.dtype).eps)
 
+    def mapped(k: CellKind, xi):
+        """`(shape values, Jacobian columns, residual)` of kind `k`'s map at `xi`."""
+        n_k, columns = _jacobian_columns(k, xi, rel)
+        return n_k, columns, [sum(n_k[j] * rel[j][a] for j in range(k.nodes)) - d[a] for a in range(dim)]
+
     def newton_step(xi):
-        n_k, columns = _jacobian_columns(kind, xi, rel)
-        residual = [sum(n_k[k] * rel[k][a] for k in range(kind.nodes)) - d[a] for a in range(dim)]
+        per_kind = [mapped(k, xi) for k in kinds]
+        columns = [[chosen([m[1][b][a] for m in per_kind]) for a in range(dim)] for b in range(dim)]
+        residual = [chosen([m[2][a] for m in per_kind]) for a in range(dim)]
         delta = _solve_columns(columns, residual)
         return [jnp.clip(v - e, -2.0, 3.0) for v, e in zip(xi, delta)]
 
@@ -220,14 +241,21 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=Non
 
         stopped = jnp.zeros(target.shape[:1], bool) if done is None else done
         _, xi, _ = jax.lax.while_loop(more, iterate, (jnp.asarray(0), xi, stopped))
-    n_k = _shape_list(kind, xi)
+    final = [_residual(k, xi, rel, d) for k in kinds]
+    residual = [chosen([r[a] for r in final]) for a in range(dim)]
     miss = jnp.zeros_like(d[0])
     size = jnp.zeros_like(d[0])
     for a in range(dim):
-        miss = jnp.maximum(miss, jnp.abs(sum(n_k[k] * rel[k][a] for k in range(kind.nodes)) - d[a]))
-        for k in range(kind.nodes):
+        miss = jnp.maximum(miss, jnp.abs(residual[a]))
+        for k in range(width):
             size = jnp.maximum(size, jnp.abs(rel[k][a]))
     return jnp.stack(xi, axis=-1), miss <= small * size
+
+
+def _residual(kind: CellKind, xi, rel, d):
+    """`x(xi) - target` of `kind`'s map, per component (node coordinates relative to node 0)."""
+    n_k = _shape_list(kind, xi)
+    return [sum(n_k[k] * rel[k][a] for k in range(kind.nodes)) - d[a] for a in range(kind.dim)]
 
 
 def isoparametric_weights(kind: CellKind, corners, target, xi):

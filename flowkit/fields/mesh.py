@@ -153,9 +153,24 @@ class MeshField(AbstractField):
 
     def _coords(self, cell, x, done=None):
         """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map); rows
-        marked `done` skip the Newton iterations (their result is not used)."""
+        marked `done` skip the Newton iterations (their result is not used). The non-simplex
+        kinds of a mixed mesh share one Newton loop, each row iterating its own kind's map."""
         width, faces = self.nodes.shape[1], self.neighbours.shape[1]
-        nodes = None
+        kind_of_row = None if self.kind_of_cell is None else self.kind_of_cell[cell]
+        curved = [k for k, name in enumerate(self.kinds) if not _cells.KINDS[name].simplex]
+        newton = None
+        if curved:
+            nodes = self.nodes[cell]
+            corners = jnp.stack([self.points[nodes[:, i]] for i in range(width)], axis=1)
+            kinds = tuple(_cells.KINDS[self.kinds[k]] for k in curved)
+            which = None if kind_of_row is None else sum(jnp.where(kind_of_row == k, j, 0) for j, k in enumerate(curved))
+            skip = done
+            if len(curved) < len(self.kinds):  # rows of simplices take no iterations
+                simplex = sum(kind_of_row == k for k in range(len(self.kinds)) if k not in curved) > 0
+                skip = simplex if done is None else simplex | done
+            centre = jnp.stack([jnp.asarray(k.centre, x.dtype) for k in kinds])[which if which is not None else 0]
+            start = jnp.clip(_barycentric(self.affine_map[cell], x) + centre, -2.0, 3.0)
+            newton = _cells.newton_coords(kinds if len(kinds) > 1 else kinds[0], corners, x, self.newton_steps, xi=start, done=skip, which=which)
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
@@ -164,14 +179,7 @@ class MeshField(AbstractField):
                 xi, w = lam, _cells.simplex_weights(lam)
                 v = -w
             else:
-                nodes = self.nodes[cell] if nodes is None else nodes
-                corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
-                skip = done
-                if self.kind_of_cell is not None:  # rows of other kinds take no iterations
-                    other = self.kind_of_cell[cell] != k
-                    skip = other if done is None else other | done
-                start = _barycentric(self.affine_map[cell], x) + jnp.asarray(kind.centre, x.dtype)
-                xi, converged = _cells.newton_coords(kind, corners, x, self.newton_steps, xi=jnp.clip(start, -2.0, 3.0), done=skip)
+                xi, converged = newton
                 w, v = kind.shape(xi), kind.violations(xi)
                 v = jnp.where(converged[:, None], v, jnp.maximum(v, 1.0))  # unconverged: not inside
             w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
@@ -179,7 +187,7 @@ class MeshField(AbstractField):
             if out is None:
                 out = (xi, w, v)
             else:
-                pick = (self.kind_of_cell[cell] == k)[:, None]
+                pick = (kind_of_row == k)[:, None]
                 out = tuple(jnp.where(pick, new, old) for new, old in zip((xi, w, v), out))
         return out
 
