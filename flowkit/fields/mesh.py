@@ -164,13 +164,12 @@ class MeshField(AbstractField):
             corners = jnp.stack([self.points[nodes[:, i]] for i in range(width)], axis=1)
             kinds = tuple(_cells.KINDS[self.kinds[k]] for k in curved)
             which = None if kind_of_row is None else sum(jnp.where(kind_of_row == k, j, 0) for j, k in enumerate(curved))
-            skip = done
             if len(curved) < len(self.kinds):  # rows of simplices take no iterations
                 simplex = sum(kind_of_row == k for k in range(len(self.kinds)) if k not in curved) > 0
-                skip = simplex if done is None else simplex | done
+                done = simplex if done is None else simplex | done
             centre = jnp.stack([jnp.asarray(k.centre, x.dtype) for k in kinds])[which if which is not None else 0]
             start = jnp.clip(_barycentric(self.affine_map[cell], x) + centre, -2.0, 3.0)
-            newton = _cells.newton_coords(kinds if len(kinds) > 1 else kinds[0], corners, x, self.newton_steps, xi=start, done=skip, which=which)
+            newton = _cells.newton_coords(kinds if len(kinds) > 1 else kinds[0], corners, x, self.newton_steps, xi=start, done=done, which=which)
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
