@@ -178,7 +178,7 @@ def write_vts(path, grid_points, point_arrays: dict) -> Path:
 def hex_wedge_box(shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A conforming mixed mesh of the box: jittered hexahedra, with every other column of cells
     (along z) split into two wedges. `(points, cells (-1 padded), VTK cell types)`."""
-    from .fields.mesh import merge_cells
+    from .fields.cells import merge_cells
 
     points = jittered_lattice(shape, extent, jitter, seed)
     hexes = lattice_hexahedra(shape)

@@ -1,6 +1,8 @@
 """Small conforming meshes of every linear VTK cell kind, built from a jittered lattice, and
 VTK's own answers on them (probe filter, per-cell interpolation) for the mesh tests."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import vtk
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
@@ -66,7 +68,7 @@ def mesh(kind: str, shape=(5, 4, 4), jitter=0.2, seed=3):
         tets += [quad[:, [0, 1, 2, 4]], quad[:, [0, 2, 3, 4]]]
     blocks += [(PYRAMID, np.concatenate(pyramids)), (TETRA, np.concatenate(tets) if tets else np.zeros((0, 4), int))]
     blocks = [(t, b) for t, b in blocks if len(b)]
-    cells, types = fk.fields.mesh.merge_cells(blocks)
+    cells, types = fk.fields.cells.merge_cells(blocks)
     order = np.random.default_rng(seed).permutation(len(cells))  # kinds interleaved, as CFD files have them
     return points, cells[order], types[order]
 
@@ -78,7 +80,7 @@ def _mesh_2d(kind, shape, jitter, seed):
     quads = np.stack([ids[ij[:, 0] + a, ij[:, 1] + b] for a, b in [(0, 0), (1, 0), (1, 1), (0, 1)]], axis=1)
     split = {"triangle": np.ones(len(quads), bool), "quad": np.zeros(len(quads), bool), "mixed2d": ij.sum(axis=1) % 2 == 0}[kind]
     blocks = [(QUAD, quads[~split]), (TRIANGLE, np.concatenate([quads[split][:, [0, 1, 2]], quads[split][:, [0, 2, 3]]]))]
-    cells, types = fk.fields.mesh.merge_cells([(t, b) for t, b in blocks if len(b)])
+    cells, types = fk.fields.cells.merge_cells([(t, b) for t, b in blocks if len(b)])
     return points, cells, types
 
 
@@ -151,3 +153,18 @@ def vtk_in_cell(grid, x, cell_ids, node_values):
         ids = [cell.GetPointId(i) for i in range(cell.GetNumberOfPoints())]
         out[row] = np.asarray(weights[: len(ids)]) @ node_values[ids]
     return out, inside
+
+
+def brute_force_locate(field: fk.MeshField, points) -> np.ndarray:
+    """Every cell containing each point, by testing all cells: `(n, C)` bool (the tests' reference;
+    cost grows as points × cells)."""
+    x = jnp.asarray(np.asarray(points), field.points.dtype)
+    tol = field._tolerance()
+    cells = jnp.arange(field.n_cells, dtype=jnp.int32)
+
+    @jax.jit
+    def one(p):
+        _, _, v = field._coords(cells, jnp.broadcast_to(p, (field.n_cells, field.dim)))
+        return jnp.max(v, axis=1) <= tol
+
+    return np.stack([np.asarray(one(p)) for p in x])

@@ -100,7 +100,7 @@ def test_flux_sampler_follows_the_poiseuille_profile(pipe):
         assert np.all(x[:, 0] == 0.0) and np.all(rho <= 1 + 1e-12)
         assert _ks_distance(rho, cdf) < critical
         assert _ks_distance(rho, other) > 5 * critical  # the test can tell the two apart
-        found = np.asarray(pipe.locate(jnp.asarray(x), jnp.asarray(cell))[0])
+        found = np.asarray(pipe.locate(jnp.asarray(x), jnp.asarray(cell))[0].cell)
         np.testing.assert_array_equal(found, np.asarray(cell))  # hints are the faces' own cells
 
 

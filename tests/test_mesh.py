@@ -10,7 +10,6 @@ import pytest
 
 import flowkit as fk
 from flowkit.fields.locator import bin_of
-from flowkit.fields.mesh import brute_force_locate
 from flowkit.io.vtk import unstructured_grid
 
 KINDS_3D = ["tetra", "hexahedron", "voxel", "wedge", "pyramid", "mixed"]
@@ -19,7 +18,9 @@ KINDS_2D = ["triangle", "quad", "mixed2d"]
 
 @eqx.filter_jit
 def _locate(field, x):
-    return field.locate(x, jnp.full(x.shape[0], -1, jnp.int32))
+    """`(cell, found)` of each row of `x`, located from no hint."""
+    hint, found = field.locate(x, field.hints(x.shape[0], x.dtype))
+    return hint.cell, found
 
 
 def _distance_outside_box(x, lo, hi):
@@ -43,7 +44,7 @@ def test_probe_matches_vtk(kind, dtype):
     x = meshes.probe_points(points, cells, types).astype(dtype).astype(np.float64)
     ours, valid = field.probe(x)
     assert ours.dtype == np.dtype(dtype)
-    cell, found, _ = (np.asarray(a) for a in _locate(field, jnp.asarray(x, dtype)))
+    cell, found = (np.asarray(a) for a in _locate(field, jnp.asarray(x, dtype)))
     np.testing.assert_array_equal(found, valid)
     grid = unstructured_grid(points, cells, types, {"velocity": values})
     theirs, vtk_valid = meshes.vtk_probe(grid, x)
@@ -80,13 +81,13 @@ def test_bin_locator_is_complete(kind):
     points, cells, types = meshes.mesh(kind, shape=(4, 3, 3))
     field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
     x = meshes.probe_points(points, cells, types, n_random=300)
-    contains = brute_force_locate(field, x)
+    contains = meshes.brute_force_locate(field, x)
     grid = fk.fields.locator.BinGrid(np.asarray(field.bin_origin), 1 / np.asarray(field.bin_inv_size), field.bin_shape, np.asarray(field.bin_start), np.asarray(field.bin_cells))
     bins = bin_of(grid, x)
     for row, b in enumerate(bins):
         registered = set(grid.cells[grid.start[b] : grid.start[b + 1]].tolist())
         assert set(np.flatnonzero(contains[row]).tolist()) <= registered
-    cell, found, _ = (np.asarray(a) for a in _locate(field, jnp.asarray(x)))
+    cell, found = (np.asarray(a) for a in _locate(field, jnp.asarray(x)))
     np.testing.assert_array_equal(found, contains.any(axis=1))
     assert np.all(contains[np.flatnonzero(found), cell[found]])
 
@@ -96,12 +97,17 @@ def test_walk_from_a_far_hint_and_from_none_agree():
     field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
     x = jnp.asarray(np.random.default_rng(1).uniform([0, 0, 0], [2, 1, 1], (200, 3)))
     velocity = eqx.filter_jit(lambda f, x, hint: f.velocity_batch(0.0, x, None, hint))
-    v_cold, cold = velocity(field, x, jnp.full(200, -1, jnp.int32))
+    v_cold, cold = velocity(field, x, field.hints(200, x.dtype))
     v_warm, warm = velocity(field, x, jnp.zeros(200, jnp.int32))  # every walk starts in cell 0
     v_again, again = velocity(field, x, warm)  # the found cells as hints: found at once
-    np.testing.assert_array_equal(again, warm)
+    v_near, near = velocity(field, x, fk.fields.base.Hints.of_cells(warm.cell, 3, x.dtype))  # cells only: Newton from the centre
+    np.testing.assert_array_equal(again.cell, warm.cell)
+    np.testing.assert_array_equal(again.coords, warm.coords)  # located there already: reused as they are
+    np.testing.assert_array_equal(near.cell, warm.cell)
+    np.testing.assert_allclose(near.coords, warm.coords, atol=1e-12)
     np.testing.assert_allclose(v_cold, v_warm, atol=1e-12)  # cells may differ only on shared faces
     np.testing.assert_allclose(v_again, v_warm, atol=1e-12)
+    np.testing.assert_allclose(v_near, v_warm, atol=1e-12)
 
 
 def test_linear_data_is_reproduced_exactly_everywhere_in_every_kind():

@@ -87,6 +87,37 @@ def test_newton_stopping_per_row_equals_a_fixed_count(kind):
         np.testing.assert_allclose(w_warm[ok], w_fixed[ok], rtol=0, atol=max(tolerance, 1e-6))
 
 
+@pytest.mark.parametrize("kind", ["hexahedron", "wedge", "pyramid", "quad", "mixed"])
+def test_newton_started_from_the_previous_point_equals_a_cold_start(kind):
+    """An RK stage's point is located with Newton started from the previous stage's coordinates
+    (moved by the cell's linearisation): same cell, coordinates and values as located from
+    no hint, to float32's rounding noise (1e-5) in float32 and 1e-8 in float64; at the very
+    same point, the coordinates are reused bit for bit."""
+    points, cells, types = meshes.mesh(kind)
+    velocity = meshes.velocity(points)
+    rng = np.random.default_rng(5)
+    x = meshes.probe_points(points, cells, types, n_random=400)
+    step = rng.normal(size=x.shape) * 0.05 * np.ptp(points, axis=0).max() / 4  # a fraction of a cell
+    evaluate = eqx.filter_jit(lambda f, x, hint: f.velocity_batch(0.0, x, None, hint))
+    for dtype, tolerance in (("float32", 1e-5), ("float64", 1e-8)):
+        field = fk.MeshField(points, cells, velocity, types, dtype=dtype)
+        start = jnp.asarray(x, dtype)
+        _, hint = evaluate(field, start, field.hints(len(x), start.dtype))
+        _, again = evaluate(field, start, hint)
+        located = np.isfinite(np.asarray(hint.point[:, 0]))
+        assert located.mean() > 0.5
+        np.testing.assert_array_equal(np.asarray(again.coords)[located], np.asarray(hint.coords)[located])
+        moved = jnp.asarray(x + step, dtype)
+        v_warm, warm = evaluate(field, moved, hint)
+        v_cold, cold = evaluate(field, moved, field.hints(len(x), start.dtype))
+        found = np.isfinite(np.asarray(cold.point[:, 0]))
+        same = np.asarray(warm.cell == cold.cell) & found
+        assert same.sum() > 0.9 * found.sum()  # the rest sit on faces shared by two cells
+        scale = np.abs(np.asarray(v_cold)).max()
+        np.testing.assert_allclose(np.asarray(warm.coords)[same], np.asarray(cold.coords)[same], rtol=0, atol=tolerance)
+        np.testing.assert_allclose(np.asarray(v_warm)[found], np.asarray(v_cold)[found], rtol=0, atol=tolerance * scale)  # continuous across faces
+
+
 def test_newton_starts_at_the_exact_coordinates_in_parallelepipeds():
     """In cells that are affine images of the unit cell, the linearisation at the centre that
     starts Newton is exact, so a well-shaped CFD mesh needs one iteration to confirm it."""

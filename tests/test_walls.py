@@ -90,7 +90,7 @@ def test_swirling_flow_stays_inside_the_pipe_walls():
     seeds = np.concatenate([rng.uniform(0.1, 1.9, (400, 1)), rng.uniform(-0.3, 0.3, (400, 2))], axis=1)
     traj = fk.track(field, seeds, 0.0, 20.0, 0.02, boundary=fk.MeshWalls("reflect"), save_every=50)
     assert np.all(traj.status == fk.Status.ACTIVE)
-    inside = np.asarray(eqx.filter_jit(field.locate_batch)(jnp.asarray(traj.positions[-1]), jnp.full(400, -1, jnp.int32))[1])
+    inside = np.asarray(eqx.filter_jit(field.locate_batch)(jnp.asarray(traj.positions[-1]), field.hints(400, traj.positions.dtype))[1])
     assert inside.all()
     r = np.hypot(traj.positions[-1][:, 1], traj.positions[-1][:, 2])
     assert r.max() > 0.45  # the outward swirl does push them onto the wall

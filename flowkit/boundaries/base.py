@@ -8,6 +8,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Position, StatusCode
+from ..fields.base import Hints
 
 
 class Block(eqx.Module):
@@ -23,13 +24,13 @@ class Block(eqx.Module):
 
     x: Float[Array, "n dim"]
     status: Int[Array, " n"]
-    hint: Int[Array, " n"]
+    hint: Hints
     generation: Int[Array, " n"]
     x_prev: Float[Array, "n dim"]
     x_step: Float[Array, "n dim"]
     moving: Bool[Array, " n"]
     origin: Float[Array, "n dim"]
-    origin_hint: Int[Array, " n"]
+    origin_hint: Hints
     t_release: Float[Array, " n"]
     index: Int[Array, " n"]
     keys: Array

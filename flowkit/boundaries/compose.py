@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._status import Status
+from ..fields.base import select
 from .base import AbstractBoundary, Block
 
 
@@ -41,7 +42,7 @@ class Composed(AbstractBoundary):
             going = new_status == Status.ACTIVE
             x = jnp.where(going[:, None], x2, x)
             new_status = jnp.where(going, status2, new_status)
-            new_hint = jnp.where(going, hint2, new_hint)
+            new_hint = select(going, hint2, new_hint)
             inside = jnp.where(going, inside2, inside)
         return x, new_status, new_hint, inside
 

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._status import Status
+from ..fields.base import Hints, select
 from .base import AbstractBoundary, Block
 from .box import Open
 from .regions import InletSurface, Plane, inlet_surface, plane, plane_tolerance
@@ -109,12 +110,14 @@ class AbstractInlet(AbstractBoundary):
             rows = jnp.nonzero(pending, size=size, fill_value=n)[0]
             take = jnp.minimum(rows, n - 1)
             if self.mode == "grid":
-                new_x, new_hint = block.origin[take], block.origin_hint[take]
+                new_x, new_hint = block.origin[take], block.origin_hint.rows(take)
             else:
                 u = _uniforms(block.keys[take], step, dim + 3, x.dtype)
                 inflow = self.surface.normal_speed(field, args, t) if self.mode == "flux" else None
-                new_x, new_hint = self.surface.draw(u, inflow)
-            return pending.at[rows].set(False, mode="drop"), x.at[rows].set(new_x.astype(x.dtype), mode="drop"), hint.at[rows].set(new_hint.astype(hint.dtype), mode="drop")
+                new_x, cells = self.surface.draw(u, inflow)
+                new_hint = Hints.of_cells(cells.astype(hint.cell.dtype), hint.point.shape[1], hint.point.dtype)
+            put = lambda a, v: a.at[rows].set(v.astype(a.dtype), mode="drop")  # noqa: E731
+            return pending.at[rows].set(False, mode="drop"), put(x, new_x), jax.tree.map(put, hint, new_hint)
 
         _, x, hint = jax.lax.while_loop(lambda carry: jnp.any(carry[0]), body, (chosen, block.x, block.hint))
         return x, hint
@@ -243,7 +246,7 @@ class ContinuousInlet(AbstractInlet):
         tolerance = plane_tolerance(field.bounds, x.dtype)
         gone = (status == Status.ACTIVE) & self.outlet.crossed(x_prev, x_next, tolerance)
         out = jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype)
-        return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), jnp.where(gone, hint, hint_b), inside | gone
+        return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), select(gone, hint, hint_b), inside | gone
 
     def released_before(self, t):
         """How many releases are due strictly before time `t` (traced or not)."""

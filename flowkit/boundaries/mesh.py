@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from .._status import Status
+from ..fields.base import select
 from .base import AbstractBoundary
 from .regions import Plane, plane, plane_tolerance
 
@@ -51,9 +52,10 @@ class MeshWalls(AbstractBoundary):
         resolved = tuple(plane(region, field.bounds) for region in self.open)
         return eqx.tree_at(lambda b: b.open, self, resolved)
 
-    def _wall(self, field, cell, x, outside):
-        """For the rows `outside` the mesh: the face their walk stopped at, its plane, and
-        whether it is a wall (a boundary face on no open region)."""
+    def _wall(self, field, hint, x, outside):
+        """For the rows `outside` the mesh: the face their walk stopped at (`hint.cell`), its
+        plane, and whether it is a wall (a boundary face on no open region)."""
+        cell = hint.cell
         face, across = field.exit_face(cell, x, ~outside)
         centre, normal = field.face_planes(jnp.maximum(cell, 0), face)
         tolerance = plane_tolerance(field.bounds, x.dtype)
@@ -63,34 +65,34 @@ class MeshWalls(AbstractBoundary):
         return centre, normal, (across < 0) & ~is_open
 
     def apply_batch(self, field, x_prev, x_next, status, hint):
-        cell, inside = field.locate_batch(x_next, hint)
+        found, inside = field.locate_batch(x_next, hint)
         active = status == Status.ACTIVE
         if self.mode in ("absorb", "stick"):
-            centre, normal, wall = self._wall(field, cell, x_next, active & ~inside)
+            centre, normal, wall = self._wall(field, found, x_next, active & ~inside)
             hit = active & ~inside & wall
             step = x_next - x_prev
             along = jnp.sum(step * normal, axis=1)
             s = jnp.clip(jnp.sum((centre - x_prev) * normal, axis=1) / jnp.where(along == 0, 1, along), 0, 1)
             x = jnp.where(hit[:, None], x_prev + s[:, None] * step, x_next)
             absorbed = jnp.asarray(Status.ABSORBED, status.dtype)
-            return x, jnp.where(hit, absorbed, status), jnp.where(hit, hint, cell), inside | hit
+            return x, jnp.where(hit, absorbed, status), select(hit, hint, found), inside | hit
 
         nudge = 64 * jnp.finfo(x_next.dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(x_next.dtype)
 
         def bounce(carry):
-            i, x, cell, inside, hit, pending = carry
-            centre, normal, wall = self._wall(field, cell, x, pending)
+            i, x, found, inside, hit, pending = carry
+            centre, normal, wall = self._wall(field, found, x, pending)
             depth = jnp.sum((x - centre) * normal, axis=1, keepdims=True)
             moved = x - (2 * depth if self.mode == "reflect" else depth + nudge) * normal
             turn = pending & wall
             x = jnp.where(turn[:, None], moved, x)
-            cell, inside = field.locate_batch(x, cell)
-            return i + 1, x, cell, inside, hit | turn, turn & ~inside
+            found, inside = field.locate_batch(x, found)
+            return i + 1, x, found, inside, hit | turn, turn & ~inside
 
         def more(carry):
             return (carry[0] < self.max_bounces) & jnp.any(carry[5])
 
         pending = active & ~inside
-        _, x, cell, inside, hit, _ = jax.lax.while_loop(more, bounce, (0, x_next, cell, inside, jnp.zeros_like(inside), pending))
+        _, x, found, inside, hit, _ = jax.lax.while_loop(more, bounce, (0, x_next, found, inside, jnp.zeros_like(inside), pending))
         stuck = hit & ~inside  # still outside after the bounces: stay where the step began
-        return jnp.where(stuck[:, None], x_prev, x), status, jnp.where(stuck, hint, cell), inside | stuck
+        return jnp.where(stuck[:, None], x_prev, x), status, select(stuck, hint, found), inside | stuck

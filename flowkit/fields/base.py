@@ -9,12 +9,50 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 
-Hints = Int[Array, " n"]
-"""Per-particle location hints (the cell a particle was last found in; -1: unknown; `SKIP`)."""
-
 SKIP = -2
-"""The hint of a row whose result the caller discards (a particle that is not moving): a field
-that locates points does no location work for it."""
+"""The hinted cell of a row whose result the caller discards (a particle that is not moving): a
+field that locates points does no location work for it."""
+
+
+class Hints(eqx.Module):
+    """Where each row was last located, carried from one evaluation to the next (RK stage to
+    stage, step to step) so that the next location starts there.
+
+    - `cell`: the cell it was found in (-1: unknown; `SKIP`: not to be located at all);
+    - `point`: the point that was located (NaN where none was, or where it lay outside): a row
+      evaluated again at exactly this point reuses the location instead of repeating it;
+    - `coords`: its parametric coordinates in `cell`, which start the next location's Newton
+      iterations warm.
+
+    Fields that locate nothing (grids, closed forms) carry cell -1 and zero-width arrays.
+    """
+
+    cell: Int[Array, " n"]
+    point: Float[Array, "n w"]
+    coords: Float[Array, "n w"]
+
+    @classmethod
+    def unknown(cls, n: int, width: int, dtype, xp=jnp) -> "Hints":
+        """`n` rows located nowhere yet (`xp`: `jnp`, or `np` for host-side arrays)."""
+        return cls(xp.full(n, -1, xp.int32), xp.full((n, width), xp.nan, dtype), xp.zeros((n, width), dtype))
+
+    @classmethod
+    def of_cells(cls, cell: Int[Array, " n"], width: int, dtype) -> "Hints":
+        """Hints that know only a cell per row (a point to locate there is still to be found)."""
+        return cls(cell, jnp.full((cell.shape[0], width), jnp.nan, dtype), jnp.zeros((cell.shape[0], width), dtype))
+
+    def skip(self, mask: Bool[Array, " n"]) -> "Hints":
+        """These hints with the rows `mask` marked `SKIP`."""
+        return eqx.tree_at(lambda h: h.cell, self, jnp.where(mask, SKIP, self.cell))
+
+    def rows(self, index) -> "Hints":
+        """The rows `index` (any NumPy-style index along the first axis)."""
+        return jax.tree.map(lambda a: a[index], self)
+
+
+def select(mask: Bool[Array, " n"], a, b):
+    """`jnp.where(mask, a, b)` row by row over two pytrees of per-row arrays (e.g. `Hints`)."""
+    return jax.tree.map(lambda u, v: jnp.where(mask.reshape(mask.shape + (1,) * (u.ndim - 1)), u, v), a, b)
 
 
 class AbstractField(eqx.Module):
@@ -52,6 +90,10 @@ class AbstractField(eqx.Module):
     # Batch interface used inside the tracker's compiled step. Fields whose lookup depends on
     # where a particle was before (meshes: the cell it was last found in) override these and
     # carry the hint; for every other field the hint passes through untouched.
+
+    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+        """Hints for `n` rows located nowhere yet (fields that locate give them their width)."""
+        return Hints.unknown(n, 0, dtype, xp)
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         """Velocities at the rows of `x` and the updated hints."""

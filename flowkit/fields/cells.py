@@ -11,10 +11,11 @@ Newton steps from the cell centre, as VTK's `EvaluatePosition` does, each row st
 has converged.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import jax.numpy as jnp
+import numpy as np
 
 # VTK cell type ids (vtkCellType.h)
 VTK_TRIANGLE, VTK_PIXEL, VTK_QUAD = 5, 8, 9
@@ -283,3 +284,11 @@ def isoparametric_weights(kind: CellKind, corners, target, xi):
         return kind.shape(xi), d_weights
 
     return weights(corners, target, jax.lax.stop_gradient(xi))
+
+
+def merge_cells(blocks: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """`(cells, cell_types)` of a mixed mesh from `[(vtk_type, (C_k, k) node ids), ...]`."""
+    width = max(b.shape[1] for _, b in blocks)
+    cells = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=-1) for _, b in blocks])
+    types = np.concatenate([np.full(len(b), t) for t, b in blocks])
+    return cells, types

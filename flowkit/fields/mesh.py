@@ -1,7 +1,7 @@
 """Velocity data on an unstructured mesh of linear cells, interpolated exactly as VTK does."""
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import equinox as eqx
 import jax
@@ -151,10 +151,17 @@ class MeshField(AbstractField):
         in (not the query's): a float32 mesh queried in float64 finds the same cells."""
         return 16 * self.geometry_eps
 
-    def _coords(self, cell, x, done=None):
+    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+        return Hints.unknown(n, self.dim, dtype, xp)
+
+    def _coords(self, cell, x, done=None, warm: Hints | None = None):
         """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map); rows
         marked `done` skip the Newton iterations (their result is not used). The non-simplex
-        kinds of a mixed mesh share one Newton loop, each row iterating its own kind's map."""
+        kinds of a mixed mesh share one Newton loop, each row iterating its own kind's map.
+
+        Newton starts from the cell's linearisation at its centre, or, for rows whose `warm`
+        hint located a point in this same cell, from that point's coordinates moved by the
+        linearisation: a row at exactly that point starts converged, and does no iteration."""
         width, faces = self.nodes.shape[1], self.neighbours.shape[1]
         kind_of_row = None if self.kind_of_cell is None else self.kind_of_cell[cell]
         curved = [k for k, name in enumerate(self.kinds) if not _cells.KINDS[name].simplex]
@@ -168,7 +175,13 @@ class MeshField(AbstractField):
                 simplex = sum(kind_of_row == k for k in range(len(self.kinds)) if k not in curved) > 0
                 done = simplex if done is None else simplex | done
             centre = jnp.stack([jnp.asarray(k.centre, x.dtype) for k in kinds])[which if which is not None else 0]
-            start = jnp.clip(_barycentric(self.affine_map[cell], x) + centre, -2.0, 3.0)
+            maps = self.affine_map[cell]
+            start = _barycentric(maps, x) + centre
+            if warm is not None:
+                near = (warm.cell == cell) & jnp.isfinite(warm.point[:, 0])
+                moved = warm.coords + _linear(maps, x - jnp.where(near[:, None], warm.point, x))
+                start = jnp.where(near[:, None], moved, start)
+            start = jnp.clip(start, -2.0, 3.0)
             newton = _cells.newton_coords(kinds if len(kinds) > 1 else kinds[0], corners, x, self.newton_steps, xi=start, done=done, which=which)
         out = None
         for k, name in enumerate(self.kinds):
@@ -214,10 +227,10 @@ class MeshField(AbstractField):
         _, _, face, across = self._check(jnp.maximum(cell, 0), x, done)
         return face, across
 
-    def _check(self, cell, x, done=None):
+    def _check(self, cell, x, done=None, warm: Hints | None = None):
         """`(inside, xi, face, across)`: whether each row of `x` lies in `cell`, its coordinates
         there, the face it lies most beyond and the cell across that face (-1: the boundary)."""
-        xi, _, v = self._coords(cell, x, done)
+        xi, _, v = self._coords(cell, x, done, warm)
         face = jnp.argmax(v, axis=1)
         across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
         return jnp.max(v, axis=1) <= self._tolerance(), xi, face, across
@@ -276,12 +289,13 @@ class MeshField(AbstractField):
         _, cell, found, xi = jax.lax.while_loop(more, body, (jnp.asarray(0), cell, found, xi))
         return cell, found, xi
 
-    def locate(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"], Float[Array, "n dim"]]:
-        """Cell, inside flag and parametric coordinates of every row of `x` (not differentiable:
-        cells are integers).
+    def locate(self, x: Positions, hint: Hints | Int[Array, " n"]) -> tuple[Hints, Bool[Array, " n"]]:
+        """Where every row of `x` lies, as hints (cell, point, coordinates; not differentiable:
+        cells are integers), and whether it lies inside the mesh. `hint` may also be bare cells.
 
         Every row is first checked in its hinted cell, which is where nearly all RK stage points
-        lie. The rows that left it walk across faces from the cell next to their hint, and
+        lie, with Newton started from the hint's coordinates (a row at exactly the hinted point
+        takes no iteration: the end of a step is the next step's first stage). The rows that left it walk across faces from the cell next to their hint, and
         those the walk does not settle (unknown hint, walked onto the mesh boundary, out of
         steps) are searched in their bin, in compact batches of the rows concerned (at most an
         eighth of the rows each). On a mesh of simplices the first walking step is taken by
@@ -291,10 +305,14 @@ class MeshField(AbstractField):
         """
         x = jax.lax.stop_gradient(x)
         n = x.shape[0]
-        skip = hint == SKIP
-        cell = jnp.maximum(hint, 0)
-        inside, xi, _, across = self._check(cell, x, skip)
-        known = hint >= 0
+        if not isinstance(hint, Hints):
+            hint = Hints.of_cells(hint, self.dim, x.dtype)
+        hint = jax.lax.stop_gradient(hint)
+        skip = hint.cell == SKIP
+        known = hint.cell >= 0
+        cell = jnp.maximum(hint.cell, 0)
+        again = known & jnp.all(x == hint.point, axis=1)  # located there already: no iteration
+        inside, xi, _, across = self._check(cell, x, skip | again, hint)
         found = (inside & known) | skip
         # the walk starts across the violated face; a row at the mesh boundary (or with no hint)
         # goes straight to its bin, keeping its hinted cell as the wall it would leave through
@@ -329,7 +347,7 @@ class MeshField(AbstractField):
             return drop(pending, False), drop(cell, c), drop(found, f), drop(xi, z)
 
         _, cell, found, xi = jax.lax.while_loop(more, body, (~found, cell, found, xi))
-        return jnp.where(skip, SKIP, cell), found, xi
+        return Hints(jnp.where(skip, SKIP, cell), jnp.where((found & ~skip)[:, None], x, jnp.nan), xi), found
 
     # -- faces ------------------------------------------------------------------------------
 
@@ -401,19 +419,18 @@ class MeshField(AbstractField):
         the mesh gets the value extrapolated from the boundary cell its walk stopped in (the
         tracker then marks the step's particle `OUT_OF_DOMAIN` if its end point is outside);
         `SKIP` rows get 0."""
-        cell, _, xi = self.locate(x, hint)
-        values = self._interpolate(self.values, t, jnp.maximum(cell, 0), x, xi, self.cell_values)
-        return jnp.where((cell == SKIP)[:, None], 0, values), cell
+        hint, _ = self.locate(x, hint)
+        values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
+        return jnp.where((hint.cell == SKIP)[:, None], 0, values), hint
 
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
-        cell, found, _ = self.locate(x, hint)
-        return cell, found
+        return self.locate(x, hint)
 
     def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
         if self.sample_values is None:
             return {}
-        cell, found, xi = self.locate(x, hint)
-        table = self._interpolate(self.sample_values, t, jnp.maximum(cell, 0), x, xi)
+        hint, found = self.locate(x, hint)
+        table = self._interpolate(self.sample_values, t, jnp.maximum(hint.cell, 0), x, hint.coords)
         table = jnp.where(found[:, None], table, jnp.nan)
         out, column = {}, 0
         for name, c, vector in self.sample_layout:
@@ -424,12 +441,13 @@ class MeshField(AbstractField):
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN outside the mesh (never a value invented by extrapolation)."""
         x = jnp.asarray(x)[None]
-        cell, found, xi = self.locate(x, jnp.full(1, -1, jnp.int32))
-        values = self._interpolate(self.values, t, cell, x, xi, self.cell_values)
+        hint, found = self.locate(x, self.hints(1, x.dtype))
+        values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         return jnp.where(found[:, None], values, jnp.nan)[0]
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:
-        return self.locate(jnp.asarray(x)[None], jnp.full(1, -1, jnp.int32))[1][0]
+        x = jnp.asarray(x)[None]
+        return self.locate(x, self.hints(1, x.dtype))[1][0]
 
     def probe(self, points, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Values at `points` (`(n, dim)`) and at time `t` like `vtkProbeFilter`: `(values, valid)`,
@@ -441,34 +459,23 @@ class MeshField(AbstractField):
 
 @eqx.filter_jit
 def _probe(field: MeshField, t, points):
-    cell, found, xi = field.locate(points, jnp.full(points.shape[0], -1, jnp.int32))
-    values = field._interpolate(field.values, t, cell, points, xi, field.cell_values)
+    hint, found = field.locate(points, field.hints(points.shape[0], points.dtype))
+    values = field._interpolate(field.values, t, jnp.maximum(hint.cell, 0), points, hint.coords, field.cell_values)
     return jnp.where(found[:, None], values, 0), found
-
-
-def brute_force_locate(field: MeshField, points) -> np.ndarray:
-    """Every cell containing each point, by testing all cells: `(n, C)` bool (for tests and the
-    benchmark's reference; cost grows as points × cells)."""
-    x = jnp.asarray(np.asarray(points), field.points.dtype)
-    tol = field._tolerance()
-    cells = jnp.arange(field.n_cells, dtype=jnp.int32)
-
-    @jax.jit
-    def one(p):
-        _, _, v = field._coords(cells, jnp.broadcast_to(p, (field.n_cells, field.dim)))
-        return jnp.max(v, axis=1) <= tol
-
-    return np.stack([np.asarray(one(p)) for p in x])
 
 
 def _barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"]:
     """`A @ (x - point)` for each row of `x` with its cell's `affine_maps` row (in a simplex the
-    barycentrics of nodes 1..d; elsewhere Newton's starting offset from the centre), written
-    per component: XLA's CPU backend runs the same `einsum` as a batched matrix product, several
-    times slower at a few thousand rows."""
-    dim = x.shape[1]
-    d = [x[:, j] - maps[:, j] for j in range(dim)]
-    return jnp.stack([sum(maps[:, dim + i * dim + j] * d[j] for j in range(dim)) for i in range(dim)], axis=1)
+    barycentrics of nodes 1..d; elsewhere Newton's starting offset from the centre)."""
+    return _linear(maps, x - maps[:, : x.shape[1]])
+
+
+def _linear(maps: Float[Array, "n m"], d: Float[Array, "n dim"]) -> Float[Array, "n dim"]:
+    """`A @ d` for each row with its cell's `affine_maps` matrix, written per component: XLA's
+    CPU backend runs the same `einsum` as a batched matrix product, several times slower at a
+    few thousand rows."""
+    dim = d.shape[1]
+    return jnp.stack([sum(maps[:, dim + i * dim + j] * d[:, j] for j in range(dim)) for i in range(dim)], axis=1)
 
 
 def _as_series(array, times, n_points: int, name: str):
@@ -490,11 +497,3 @@ def sample_columns(samples: Mapping) -> np.ndarray:
     """One slice of `MeshField.sample_values`: the sampled arrays `{name: (P,) or (P, c)}` side by
     side as `(P, s)` columns, in the order given (the order of `sample_layout`)."""
     return np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in samples.values()], axis=1)
-
-
-def merge_cells(blocks: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """`(cells, cell_types)` of a mixed mesh from `[(vtk_type, (C_k, k) node ids), ...]`."""
-    width = max(b.shape[1] for _, b in blocks)
-    cells = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=-1) for _, b in blocks])
-    types = np.concatenate([np.full(len(b), t) for t, b in blocks])
-    return cells, types

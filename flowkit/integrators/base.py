@@ -7,7 +7,7 @@ import equinox as eqx
 from jaxtyping import Array, Float, Int
 
 from .._custom_types import Args, Position, Positions, TimeLike
-from ..fields.base import AbstractField
+from ..fields.base import AbstractField, Hints
 
 
 class StepResult(NamedTuple):
@@ -24,7 +24,7 @@ class StepResult(NamedTuple):
     x: Positions
     status: Int[Array, " n"] | None = None
     t_stop: Float[Array, " n"] | None = None
-    hint: Int[Array, " n"] | None = None
+    hint: Hints | None = None
     """The field's location hints after the step's last evaluation (cells, for mesh fields), or
     None to keep the ones the step started with."""
 
@@ -51,13 +51,11 @@ class AbstractIntegrator(eqx.Module):
     def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
         """`step` for every row of `x` (shape `(n, dim)`), all at the same time `t`.
 
-        `hint` holds each particle's location hint for fields that use one (`MeshField`: the
-        cell it was last found in; -1 or None: unknown), to pass to `field.velocity_batch`.
+        `hint` holds each particle's location `Hints` for fields that use them (`MeshField`: the
+        cell it was last found in; None: unknown), to pass to `field.velocity_batch`.
         """
 
 
-def hints_for(x: Positions, hint) -> Int[Array, " n"]:
-    """`hint`, or "unknown" (-1) for every row of `x` when None."""
-    import jax.numpy as jnp
-
-    return jnp.full(x.shape[0], -1, jnp.int32) if hint is None else hint
+def hints_for(field: AbstractField, x: Positions, hint) -> Hints:
+    """`hint`, or hints located nowhere for every row of `x` when None."""
+    return field.hints(x.shape[0], x.dtype) if hint is None else hint

@@ -52,7 +52,7 @@ class AbstractRungeKutta(AbstractIntegrator):
         return explicit_rk_step(lambda s, y, h: (field(s, y, args), h), x, t, dt, self.tableau)[0]
 
     def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
-        x_new, hint = explicit_rk_step(lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(x, hint))
+        x_new, hint = explicit_rk_step(lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(field, x, hint))
         return StepResult(x_new, hint=hint)
 
 

@@ -40,7 +40,7 @@ class EulerMaruyama(AbstractIntegrator):
     def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
         if keys is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-        u, hint = field.velocity_batch(t, x, args, hints_for(x, hint))
+        u, hint = field.velocity_batch(t, x, args, hints_for(field, x, hint))
 
         def rest(x, key):
             noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fields.mesh import merge_cells
+from ..fields.cells import merge_cells
 
 _XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")

@@ -145,10 +145,10 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     times = Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
     if boundary.extra_slots:
         raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
-    state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), jnp.full(n, -1, jnp.int32), jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32))
+    state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), field.hints(n, dtype), jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32))
     state, first = locate_seeds((field, integrator, boundary, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
     origins = jnp.asarray(boundary.origins(x0), dtype)
-    origin_hints = field.locate_batch(origins, jnp.full(n, -1, jnp.int32))[0] if boundary.restarts else jnp.full(n, -1, jnp.int32)
+    origin_hints = field.locate_batch(origins, field.hints(n, dtype))[0] if boundary.restarts else field.hints(n, dtype)
     slots = Slots(t_rel, jnp.asarray(particle_keys(key, 0, n)), origins, origin_hints, jnp.arange(n, dtype=jnp.int32))
     state, frames = advance_local(field, integrator, boundary, args, times, state, slots, saves=n_saves, save_every=save_every, blocks=1, n_blocks=1, record_velocity=record_velocity)
     frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)

@@ -9,7 +9,7 @@ from jax.sharding import PartitionSpec
 
 from .._status import Status
 from ..boundaries.base import Block
-from ..fields.base import SKIP
+from ..fields.base import Hints, select
 
 
 class State(eqx.Module):
@@ -18,8 +18,8 @@ class State(eqx.Module):
     x: jax.Array
     status: jax.Array
     exit_time: jax.Array
-    hint: jax.Array
-    """Per-particle location hints: the mesh cell each particle was last found in (-1: unknown)."""
+    hint: Hints
+    """Where each particle was last located (mesh fields: its cell and coordinates there)."""
     generation: jax.Array
     """Per-slot count of restarts (inlets): each generation is a separate path."""
     lost: jax.Array
@@ -35,8 +35,8 @@ class Slots(eqx.Module):
     """Raw PRNG keys (used by stochastic integrators and inlets, folded with the global step)."""
     origin: jax.Array
     """Where `grid` inlets restart each slot."""
-    origin_hint: jax.Array
-    """The cell of each `origin` (-1: unknown)."""
+    origin_hint: Hints
+    """Where each `origin` lies (located once, before the run)."""
     index: jax.Array
     """Global slot index (-1: padding)."""
 
@@ -88,7 +88,7 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         t, h = step_times(times, k)
         moving = (status == Status.ACTIVE) & (h != 0)
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
-        masked = jnp.where(moving, hint, SKIP)  # no location work for particles not moving
+        masked = hint.skip(~moving)  # no location work for particles not moving
         result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
         x_new = result.x
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
@@ -98,7 +98,7 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
         moved = moving & finite & (inside | stopped_by_wall)
         x_next = jnp.where(moved[:, None], x_b, x)
-        hint = jnp.where(moved, hint_b, hint)
+        hint = select(moved, hint_b, hint)
         t_stop = t + h
         if result.status is not None:  # the integrator stopped some particles itself (events, failures)
             stopped = moving & (result.status != Status.ACTIVE)
@@ -136,8 +136,8 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         t_end, h = step_times(times, first + save_every - 1)
         return carry, frame_of(field, args, t_end + h, x, status, hint, generation if boundary.restarts else None, record_velocity)
 
-    split = lambda a: a.reshape((blocks, block) + a.shape[1:])  # noqa: E731
-    merge = lambda a: a.reshape((n,) + a.shape[2:])  # noqa: E731
+    split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
+    merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
     block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
 
     def compact(rows, slots, order, first):
@@ -157,7 +157,7 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         blocked = tuple(split(a) for a in rows) + (lost,)
         blocked, frame = jax.lax.map(lambda inputs: run_block(inputs, first), (blocked, jax.tree.map(split, slots), block_ids))
         rows, lost = tuple(merge(a) for a in blocked[:5]), blocked[5]
-        frame = jax.tree.map(lambda a: _in_slot_order(merge(a), order), frame)
+        frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
         return (rows, lost, slots, order), frame
 
     rows = (state.x, state.status, state.exit_time, state.hint, state.generation)
@@ -168,8 +168,8 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
 
 
 def _in_slot_order(rows, order):
-    """`rows` (row `i` belonging to slot `order[i]`) put back in slot order."""
-    return jnp.zeros_like(rows).at[order].set(rows, unique_indices=True)
+    """`rows` (a pytree; row `i` belonging to slot `order[i]`) put back in slot order."""
+    return jax.tree.map(lambda a: jnp.zeros_like(a).at[order].set(a, unique_indices=True), rows)
 
 
 def frame_of(field, args, t, x, status, hint, generation, record_velocity):

@@ -4,12 +4,13 @@ its time grid, and the restart origins' cells."""
 import math
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
-from ..fields.base import AbstractField
+from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 
@@ -86,15 +87,18 @@ def time_plan(field, t0: float, t1: float, dt: float, save_every):
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
 
 
-def locate_origins(field, boundary, seeds, origins) -> np.ndarray:
-    """The cells of the `grid` restart points (located once, here, not at every restart).
+def locate_origins(field, boundary, seeds, origins) -> Hints:
+    """Where the `grid` restart points lie, as host-side hints (located once, here, not at
+    every restart).
 
     `grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
     domain must project into the domain and the inlet's region (seeds outside never move)."""
     locate = eqx.filter_jit(field.locate_batch)
-    unknown = jnp.full(len(seeds), -1, jnp.int32)
-    inside = np.asarray(locate(jnp.asarray(seeds, field.bounds[0].dtype), unknown)[1])
-    hints, lands = (np.array(a) for a in locate(jnp.asarray(origins, field.bounds[0].dtype), unknown))
+    dtype = field.bounds[0].dtype
+    unknown = field.hints(len(seeds), dtype)
+    inside = np.asarray(locate(jnp.asarray(seeds, dtype), unknown)[1])
+    hints, lands = locate(jnp.asarray(origins, dtype), unknown)
+    hints, lands = jax.tree.map(np.array, hints), np.array(lands)
     region = getattr(boundary, "inlet", None)
     if region is not None:
         scale = 1e-9 * np.max(np.asarray(field.bounds[1]) - np.asarray(field.bounds[0]))

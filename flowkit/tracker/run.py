@@ -115,9 +115,10 @@ class TrackRun:
         n = seeds.shape[0]
         self.output = output
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
-        self.origin_hints = np.full(n, -1, np.int32)
+        self.origin_hints = field.hints(n, self.dtype, np)
         if boundary.restarts and getattr(boundary, "mode", None) == "grid":
-            self.origin_hints = locate_origins(field, boundary, seeds, self.origins).astype(np.int32)
+            located = locate_origins(field, boundary, seeds, self.origins)
+            self.origin_hints = jax.tree.map(lambda a, like: a.astype(like.dtype), located, self.origin_hints)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()
@@ -214,7 +215,7 @@ class TrackRun:
             put(x.astype(self.dtype)),
             put(status),
             put(np.full(count, self._direction * np.inf, self.dtype)),
-            put(np.full(count, -1, np.int32)),
+            jax.tree.map(put, self.modules[0].hints(count, self.dtype, np)),
             put(np.zeros(count, np.int32)),
             put(np.zeros(len(self.devices) * self.blocks, np.int32)),
             jax.device_put(np.int32(0), self._replicated),
@@ -224,7 +225,7 @@ class TrackRun:
             put(t_rel.astype(self.dtype)),
             put(particle_keys(self.key, self.first_particle + start, count)),
             put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
-            put(padded(self.origin_hints, lambda first, k: np.repeat(first, k, axis=0))),
+            jax.tree.map(lambda a: put(padded(a, lambda first, k: np.repeat(first, k, axis=0))), self.origin_hints),
             put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
         )
         return state, slots, frame
