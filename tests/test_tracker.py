@@ -204,6 +204,25 @@ def test_bad_input_raises_before_compiling(gyre_grid, kwargs, error, message):
     assert fk.tracker.compile_count() == before
 
 
+@pytest.mark.parametrize(
+    "seeds, t_release, message",
+    [
+        ([[0.5, 0.5], [2.5, 0.5]], None, "some of 2 seeds lie outside the field bounds"),
+        ([[0.5, np.nan], [1.0, 0.2]], None, "seeds contain some non-finite positions"),
+        ([[0.5, 0.5], [1.0, 0.2]], [0.0, 9.0], "t_release: every release time must lie between"),
+    ],
+)
+def test_traced_runs_check_their_seeds_like_any_run(seeds, t_release, message):
+    """Inside `jax.grad`/`jit` the seeds cannot be looked at on the host: the same checks run
+    inside the program and fail it, instead of tracking invented positions."""
+    field = fk.fields.DoubleGyre()
+    final = jax.jit(lambda x: fk.track(field, x, 0.0, 1.0, 0.1, t_release=t_release).positions[-1])
+    with pytest.raises(Exception, match=message):
+        jax.block_until_ready(final(jnp.asarray(seeds)))
+    with pytest.raises(ValueError, match="batch_size: a traced run"):
+        jax.jit(lambda x: fk.track(field, x, 0.0, 1.0, 0.1, batch_size=1).positions)(jnp.asarray([[0.5, 0.5]]))
+
+
 def test_ensemble_of_parameters_matches_separate_runs():
     seeds = fk.seeding.uniform_grid((6, 3), fk.fields.DoubleGyre().bounds, include_boundaries=False)
     amplitudes = np.array([0.05, 0.1, 0.2])

@@ -12,7 +12,7 @@ from ..fields.stream import refuse_streamed
 from ..integrators.base import AbstractIntegrator
 from ..trajectory import Trajectory
 from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
-from .plan import check_pieces, time_plan
+from .plan import check_pieces, check_seeds, time_plan
 from .run import TrackRun
 
 
@@ -89,12 +89,18 @@ def track(
     `jax.grad`, `jax.jacfwd`, `jax.jit`, ...), `track` runs as one traced program (no chunks,
     no host copies, no sharding) and returns a `Trajectory` of JAX arrays, so gradients of
     final positions with respect to seeds and field parameters flow through the integrator.
+    The seeds are checked as in any run, inside the program (`eqx.error_if`); `batch_size`,
+    `output`, `part` and `devices` are refused there.
 
     **Raises:** `ValueError` naming the parameter, before anything is compiled, for seeds outside
     the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
     time range, bad `save_every`/`t_release`/`dtype`.
     """
     if _is_traced((seeds, field, args, t_release)):
+        host_only = {"batch_size": batch_size, "output": output, "part": part, "devices": devices}
+        given = [name for name, value in host_only.items() if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: a traced run (grad, jit, vmap, track_ensemble) is one program on one device with its frames in memory; drop {' and '.join(given)} or call track with concrete inputs")
         return _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype)
     return TrackRun(
         field,
@@ -134,12 +140,10 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     except TypeError:
         raise TypeError("t0, t1 and dt set the number of steps and must be concrete numbers, not traced values") from None
     n_steps, save_every, n_saves, saved_times = time_plan(field, t0, t1, dt, save_every)
-    x0 = jnp.asarray(seeds, dtype)
-    if x0.ndim != 2 or x0.shape[1] != field.dim:
-        raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {x0.shape}")
+    seeds, t_release = check_seeds(field, seeds, t0, t1, t_release)
+    x0, t_rel = jnp.asarray(seeds, dtype), jnp.asarray(t_release, dtype)
     n = x0.shape[0]
     direction = 1.0 if dt > 0 else -1.0
-    t_rel = jnp.full(n, t0, dtype) if t_release is None else jnp.asarray(t_release, dtype)
     status0 = jnp.where(is_due(t0, t_rel, dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
     field, integrator, boundary, args = _dtypes.cast_floating((field, integrator, boundary, args), dtype)
     times = Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))

@@ -19,7 +19,7 @@ from ..fields.stream import StreamedField, WindowFeeder, plan_windows, swap_wind
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
 from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
-from .plan import CHUNK_BYTES, block_size, bucket_size, check_pieces, locate_origins, time_plan
+from .plan import CHUNK_BYTES, block_size, bucket_size, check_pieces, check_seeds, locate_origins, time_plan
 
 
 class TrackRun:
@@ -70,26 +70,8 @@ class TrackRun:
         self.progress = progress
         self.key = key
 
-        seeds = np.asarray(seeds, dtype=np.float64)
-        if seeds.ndim == 1 and seeds.shape[0] == field.dim:
-            seeds = seeds[None]
         spare = boundary.extra_slots
-        if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] + spare == 0:
-            raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
-        if not np.all(np.isfinite(seeds)):
-            raise ValueError(f"seeds contain {int(np.sum(~np.all(np.isfinite(seeds), axis=1)))} non-finite positions")
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
-        slack = 1e-6 * (hi - lo)
-        outside = np.any((seeds < lo - slack) | (seeds > hi + slack), axis=1)
-        if outside.any():
-            raise ValueError(f"{int(outside.sum())} of {seeds.shape[0]} seeds lie outside the field bounds lo={lo.tolist()}, hi={hi.tolist()}")
-        if t_release is None:
-            t_release = np.full(len(seeds), t0)
-        t_release = np.asarray(t_release, dtype=np.float64)
-        if t_release.shape != (len(seeds),):
-            raise ValueError(f"t_release must have shape ({len(seeds)},) (one release time per seed), got {t_release.shape}")
-        if not np.all((np.minimum(t0, t1) <= t_release) & (t_release <= np.maximum(t0, t1))):
-            raise ValueError(f"t_release: every release time must lie between t0={t0} and t1={t1}")
+        seeds, t_release = check_seeds(field, seeds, t0, t1, t_release, spare)
         part_index, part_count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
         if not 0 <= part_index < part_count:
             raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
