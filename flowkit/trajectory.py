@@ -2,12 +2,27 @@
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import numpy as np
 from jaxtyping import Float, Int
 
 from ._status import Status, status_counts
+
+
+class Frame(eqx.Module):
+    """One or more saved frames of a batch of particles, as the compiled chunk returns them and
+    the sinks take them (leading axes `(F, P)`, or `(P,)` for a single frame)."""
+
+    positions: Float[Any, "... dim"]
+    status: Int[Any, "..."]
+    velocities: Float[Any, "... dim"] | None
+    """Field velocity at each position (zero where not active); None unless recorded."""
+    samples: dict
+    """The field's sampled arrays `{name: (..., [c])}` (NaN outside its domain)."""
+    generation: Int[Any, "..."] | None
+    """Restarts of each slot by an inlet; None without restarting boundaries."""
 
 
 @dataclasses.dataclass(frozen=True)

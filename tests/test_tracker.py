@@ -77,13 +77,13 @@ def test_warmup_runs_the_compiled_chunk_untimed_and_changes_nothing():
 def test_chunk_runs_without_host_transfers(gyre_grid):
     seeds = fk.seeding.uniform_grid((20, 10), gyre_grid.bounds)
     run = fk.tracker.TrackRun(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8)
-    compiled = run.compile()
+    run.compile()
     state, slots, _ = run.initial_state()
     with jax.transfer_guard("disallow"):
         for _ in range(run.n_chunks):
-            state, (xs, ss, _, _, _) = compiled(run.modules, run.run_times, state, slots)
+            state, frames = run.advance(state, slots)
         jax.block_until_ready(state)
-    assert xs.shape == (8, run.padded_batch, 2)
+    assert frames.positions.shape == (8, run.padded_batch, 2) and frames.status.shape == (8, run.padded_batch)
     reference = fk.track(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5)
     np.testing.assert_allclose(np.asarray(state.x)[:200], reference.positions[-1], atol=1e-6)
 

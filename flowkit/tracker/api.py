@@ -156,7 +156,7 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     slots = Slots(t_rel, jnp.asarray(particle_keys(key, 0, n)), origins, origin_hints, jnp.arange(n, dtype=jnp.int32))
     state, frames = advance_local(field, integrator, boundary, args, times, state, slots, saves=n_saves, save_every=save_every, blocks=1, n_blocks=1, record_velocity=record_velocity)
     frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
-    return Trajectory(jnp.asarray(saved_times, dtype), frames[0], frames[1].astype(jnp.int8), t_rel, state.exit_time, frames[2], frames[3] or None, frames[4])
+    return Trajectory(jnp.asarray(saved_times, dtype), frames.positions, frames.status.astype(jnp.int8), t_rel, state.exit_time, frames.velocities, frames.samples or None, frames.generation)
 
 
 def track_ensemble(

@@ -10,6 +10,7 @@ from jax.sharding import PartitionSpec
 from .._status import Status
 from ..boundaries.base import Block
 from ..fields.base import Hints, select
+from ..trajectory import Frame
 
 
 class State(eqx.Module):
@@ -180,7 +181,7 @@ def frame_of(field, args, t, x, status, hint, generation, record_velocity):
     if record_velocity:
         v, _ = field.velocity_batch(t, x, args, hint)
         v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
-    return x, status, v, field.sample_batch(t, x, hint), generation
+    return Frame(x, status, v, field.sample_batch(t, x, hint), generation)
 
 
 @eqx.filter_jit

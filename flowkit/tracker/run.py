@@ -1,8 +1,6 @@
 """`TrackRun`: a planned run and the driver loop that calls the compiled chunk, batch after
 batch and chunk after chunk, writing the frames to memory or a zarr store."""
 
-import dataclasses
-import json
 import math
 import time
 import warnings
@@ -16,6 +14,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .. import _dtypes
 from .._status import Status
 from ..fields.stream import StreamedField, WindowFeeder, plan_windows, swap_window
+from ..io.sinks import MemorySink, ZarrSink
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
 from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
@@ -153,6 +152,7 @@ class TrackRun:
         self._direction = direction
         self._replicated = replicated
         self.compile_s = 0.0
+        self._compiled = None
         self.warmup = bool(warmup)
 
     def _plan_windows(self, chunk_saves: int):
@@ -217,14 +217,15 @@ class TrackRun:
         return (swap_window(self.modules[0], leaves, times),) + tuple(self.modules[1:])
 
     def compile(self):
-        """Compile (or fetch from the cache) the chunk program; returns it."""
-        state, slots, _ = self.initial_state()
-        compiled, seconds = compiled_program((self.modules, self.run_times, state, slots), self._kwargs())
-        self.compile_s += seconds
-        return compiled
+        """Compile (or fetch from the cache) the chunk program, once per run; returns it."""
+        if self._compiled is None:
+            state, slots, _ = self.initial_state()
+            self._compiled, seconds = compiled_program((self.modules, self.run_times, state, slots), self._kwargs())
+            self.compile_s += seconds
+        return self._compiled
 
     def advance(self, state, slots):
-        """Run one chunk; returns the new state and the chunk's saved `(positions, status, velocities, samples, generation)`."""
+        """Run one chunk; returns the new state and the chunk's saved frames (a `Frame`)."""
         if self.stream is not None:
             raise TypeError("advance: a streamed field needs its time windows swapped in between chunks; use run()")
         return self.compile()(self.modules, self.run_times, state, slots)
@@ -241,11 +242,9 @@ class TrackRun:
         n, dim = self.n_particles, self.seeds.shape[1]
         frames = self.n_saves + 1
         if self.output is not None:
-            from ..io.stream import ZarrTrajectoryWriter
-
-            sink = ZarrTrajectoryWriter(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.chunk_saves, self.restarts)
+            sink = ZarrSink(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, self.chunk_saves)
         else:
-            sink = _MemorySink(n, frames, dim, self.dtype, self.record_velocity, self.restarts)
+            sink = MemorySink(n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, Trajectory)
         bar = _progress_bar(self.progress, n * self.n_steps)
         outside = lost = 0
         windows = feeder = None
@@ -261,16 +260,16 @@ class TrackRun:
                 particles = slice(start, stop)
                 modules = next_modules()
                 state, slots, frame0 = self.initial_state(start, modules)
-                outside += int(np.sum(np.asarray(frame0[1])[:count] == Status.OUT_OF_DOMAIN))
+                outside += int(np.sum(np.asarray(frame0.status)[:count] == Status.OUT_OF_DOMAIN))
                 frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
-                sink.write_frames(slice(0, 1), particles, self.seeds[None, start:stop].astype(self.dtype), *frame0[1:])
+                sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, self.seeds[None, start:stop].astype(self.dtype)))
                 for chunk in range(self.n_chunks):
                     if chunk:
                         modules = next_modules()
                     state, chunk_frames = compiled(modules, self.run_times, state, slots)
                     first = 1 + chunk * self.chunk_saves
                     last = min(first + self.chunk_saves, frames)
-                    sink.write_frames(slice(first, last), particles, *jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
+                    sink.write_frames(slice(first, last), particles, jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
                     if bar is not None:
                         steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
                         bar.update(count * steps_done)
@@ -288,40 +287,7 @@ class TrackRun:
             warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
         stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, **streamed)
-        if self.output is not None:
-            opened = sink.open()
-            opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
-            return opened
-        return Trajectory(self.times.astype(self.dtype), sink.positions, sink.status, self.t_release.astype(self.dtype), sink.exit_time, sink.velocities, sink.samples, sink.generation, stats)
-
-
-class _MemorySink:
-    """Host arrays for all frames (the default when nothing is streamed to disk)."""
-
-    def __init__(self, n, frames, dim, dtype, with_velocity, with_generation):
-        self.positions = np.empty((frames, n, dim), dtype)
-        self.status = np.empty((frames, n), np.int8)
-        self.velocities = np.zeros((frames, n, dim), dtype) if with_velocity else None
-        self.generation = np.zeros((frames, n), np.int32) if with_generation else None
-        self.exit_time = np.empty(n, dtype)
-        self.samples = None
-
-    def write_frames(self, frames: slice, particles: slice, positions, status, velocities=None, samples=None, generation=None) -> None:
-        self.positions[frames, particles] = positions
-        self.status[frames, particles] = status
-        if self.velocities is not None:
-            self.velocities[frames, particles] = velocities
-        if self.generation is not None:
-            self.generation[frames, particles] = generation
-        if samples:
-            if self.samples is None:
-                shape = self.positions.shape[:2]
-                self.samples = {name: np.full(shape + a.shape[2:], np.nan, a.dtype) for name, a in samples.items()}
-            for name, a in samples.items():
-                self.samples[name][frames, particles] = a
-
-    def write_exit_time(self, particles: slice, exit_time) -> None:
-        self.exit_time[particles] = exit_time
+        return sink.finish(stats)
 
 
 def _progress_bar(progress, total):

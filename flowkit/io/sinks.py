@@ -1,0 +1,129 @@
+"""Where a run's saved frames go, chunk by chunk: host memory (a `Trajectory`), or a zarr store
+on disk for runs whose frames do not fit in memory. Both take the same calls (`TrajectorySink`).
+
+The zarr store has the CF trajectory layout of `Trajectory.to_xarray` (dims `trajectory`, `obs`;
+variables `x`, `y`(, `z`), `status`, `time`, `t_release`, `exit_time`(, `u`, `v`, `w`)), written
+with `zarr` directly so that each chunk of frames goes to its own region of the arrays and is
+never held with the others.
+"""
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .._status import Status
+
+
+class TrajectorySink(Protocol):
+    """What the tracker's driver writes a run into. (Frames are `flowkit.trajectory.Frame`s of
+    host arrays, stats a `flowkit.RunStats`: io sits below the result types, so they are
+    taken by their fields here.)"""
+
+    def write_frames(self, frames: slice, particles: slice, frame) -> None:
+        """Frames `frames` of particles `particles` (host arrays with leading axes `(F, P)`)."""
+
+    def write_exit_time(self, particles: slice, exit_time) -> None:
+        """The exit times of particles `particles`, once their batch has finished."""
+
+    def finish(self, stats):
+        """The run's result, carrying `stats`."""
+
+
+class MemorySink:
+    """Host arrays for all frames (the default), returned as `result(times, positions, status,
+    t_release, exit_time, velocities, samples, generation, stats)`: a `flowkit.Trajectory`."""
+
+    def __init__(self, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, result):
+        frames = len(times)
+        self.result = result
+        self.times, self.t_release = np.asarray(times, dtype), np.asarray(t_release, dtype)
+        self.positions = np.empty((frames, n, dim), dtype)
+        self.status = np.empty((frames, n), np.int8)
+        self.velocities = np.zeros((frames, n, dim), dtype) if with_velocity else None
+        self.generation = np.zeros((frames, n), np.int32) if with_generation else None
+        self.exit_time = np.empty(n, dtype)
+        self.samples = None
+
+    def write_frames(self, frames: slice, particles: slice, frame) -> None:
+        self.positions[frames, particles] = frame.positions
+        self.status[frames, particles] = frame.status
+        if self.velocities is not None:
+            self.velocities[frames, particles] = frame.velocities
+        if self.generation is not None:
+            self.generation[frames, particles] = frame.generation
+        if frame.samples:
+            if self.samples is None:
+                shape = self.positions.shape[:2]
+                self.samples = {name: np.full(shape + a.shape[2:], np.nan, a.dtype) for name, a in frame.samples.items()}
+            for name, a in frame.samples.items():
+                self.samples[name][frames, particles] = a
+
+    def write_exit_time(self, particles: slice, exit_time) -> None:
+        self.exit_time[particles] = exit_time
+
+    def finish(self, stats):
+        return self.result(self.times, self.positions, self.status, self.t_release, self.exit_time, self.velocities, self.samples, self.generation, stats)
+
+
+class ZarrSink:
+    """Creates the store for `n` particles at `times` and writes regions of it; `finish` opens
+    it lazily as an `xarray.Dataset` with the run's stats as JSON in `attrs["flowkit_stats"]`."""
+
+    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, frames_per_chunk: int):
+        import zarr
+
+        self.path = Path(path)
+        group = zarr.open_group(str(self.path), mode="w")
+        group.attrs.update({"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit"})
+        rows = int(min(n, 2**16))
+        cols = int(max(1, min(len(times), frames_per_chunk)))
+
+        def array(name, shape, chunks, kind, dims, attrs):
+            created = group.create_array(name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=0)
+            created.attrs.update(attrs)
+            return created
+
+        names = ["x", "y", "z"][:dim]
+        standard = {"x": "projection_x_coordinate", "y": "projection_y_coordinate", "z": "height"}
+        self._array = array
+        self._shape, self._chunks = (n, len(times)), (rows, cols)
+        self._dtype = dtype
+        self.samples = {}
+        self.positions = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"standard_name": standard[name], "units": "1"}) for name in names]
+        self.status = array("status", (n, len(times)), (rows, cols), np.int8, ["trajectory", "obs"], {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)})
+        self.generation = array("generation", (n, len(times)), (rows, cols), np.int32, ["trajectory", "obs"], {"comment": "restarts of the slot by an inlet; each generation is a separate path"}) if with_generation else None
+        self.velocities = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"}) for name in ["u", "v", "w"][:dim]] if with_velocity else []
+        array("time", (len(times),), (len(times),), dtype, ["obs"], {"standard_name": "time", "units": "1"})[:] = np.asarray(times, dtype=dtype)
+        array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(n)
+        array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
+        self.exit_time = array("exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"})
+
+    def write_frames(self, frames: slice, particles: slice, frame) -> None:
+        positions, status, velocities, samples, generation = frame.positions, frame.status, frame.velocities, frame.samples, frame.generation
+        if self.generation is not None:
+            self.generation[particles, frames] = np.asarray(generation).T
+        for axis, target in enumerate(self.positions):
+            target[particles, frames] = np.asarray(positions[..., axis]).T
+        self.status[particles, frames] = np.asarray(status).T.astype(np.int8)
+        for axis, target in enumerate(self.velocities):
+            target[particles, frames] = np.asarray(velocities[..., axis]).T
+        for name, values in (samples or {}).items():
+            values = np.swapaxes(np.asarray(values), 0, 1)  # (P, F[, c])
+            if name not in self.samples:
+                extra = values.shape[2:]
+                dims = ["trajectory", "obs"] + [f"{name}_component"] * len(extra)
+                self.samples[name] = self._array(name, self._shape + extra, self._chunks + extra, self._dtype, dims, {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"})
+            self.samples[name][particles, frames] = values
+
+    def write_exit_time(self, particles: slice, exit_time) -> None:
+        self.exit_time[particles] = np.asarray(exit_time)
+
+    def finish(self, stats):
+        import xarray as xr
+
+        opened = xr.open_dataset(self.path, engine="zarr", consolidated=False, chunks=None)
+        opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
+        return opened
