@@ -63,6 +63,22 @@ def test_absorbing_stops_at_crossing_point():
     np.testing.assert_array_equal(status, [fk.Status.ABSORBED, fk.Status.ACTIVE])
 
 
+def test_one_vocabulary_of_wall_modes_everywhere():
+    """Every boundary takes the same mode names (the box classes' adjectives too) and refuses
+    others naming what it takes; a box's `slip` is its clamp and `stick` its absorb."""
+    assert fk.Reflective(BOX).modes == ("reflect", "reflect") and fk.Clamp(BOX).modes == ("slip", "slip")
+    assert fk.Mixed(BOX, ("reflective", "absorbing")).modes == ("reflect", "absorb")
+    x_prev, x_next = np.array([[1.5, 0.0], [1.0, 0.5]]), np.array([[2.5, 0.5], [1.2, 1.6]])
+    for name, same in (("slip", fk.Clamp(BOX)), ("stick", fk.Absorbing(BOX)), ("absorb", fk.Absorbing(BOX))):
+        for a, b in zip(_apply(fk.Mixed(BOX, (name, name)), x_prev, x_next), _apply(same, x_prev, x_next)):
+            np.testing.assert_array_equal(a, b)
+    assert fk.Sphere([0.0, 0.0], 1.0, mode="absorbing").mode == "absorb"
+    assert fk.MeshWalls("reflective").mode == "reflect"
+    for make in (lambda m: fk.Mixed(BOX, (m, m)), lambda m: fk.Sphere([0.0, 0.0], 1.0, mode=m), fk.MeshWalls, lambda m: fk.InletOutlet(walls=m).bind(fk.fields.DoubleGyre())):
+        with pytest.raises(ValueError, match=r"must name one of \[.*'reflect'"):
+            make("bouncy")
+
+
 def test_mixed_modes_per_axis():
     boundary = fk.Mixed(BOX, ("periodic", "absorbing"))
     x, status = _apply(boundary, np.array([[1.9, 0.0], [1.9, 0.8]]), np.array([[2.3, 0.5], [2.3, 1.2]]))

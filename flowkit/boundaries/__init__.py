@@ -15,5 +15,6 @@ from .box import (
 from .compose import Composed as Composed, compose as compose
 from .inlet import ContinuousInlet as ContinuousInlet, InletOutlet as InletOutlet
 from .mesh import MeshWalls as MeshWalls
+from .modes import WALL_MODES as WALL_MODES, wall_mode as wall_mode
 from .regions import InletSurface as InletSurface, Plane as Plane
 from .shapes import Cylinder as Cylinder, Sphere as Sphere

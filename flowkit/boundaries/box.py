@@ -1,4 +1,4 @@
-"""Axis-aligned box walls: periodic, reflective, clamp, absorbing, or a mix per axis."""
+"""Axis-aligned box walls: periodic, reflect, slip, absorb, or a mix per axis."""
 
 from typing import ClassVar
 
@@ -10,19 +10,21 @@ from .._custom_types import Bounds, Position, StatusCode
 from .._status import Status
 from ..fields.base import as_bounds
 from .base import AbstractBoundary
+from .modes import wall_mode
 
-MODES = ("periodic", "reflective", "clamp", "absorbing", "open")
+MODES = ("periodic", "reflect", "slip", "absorb", "stick", "open")
+"""The wall modes a box takes (`fk.boundaries.modes.WALL_MODES`), one per axis."""
 
 
 class AbstractBox(AbstractBoundary):
     """Walls on the faces of the box `bounds = (lo, hi)`, one behaviour per axis.
 
     - `periodic`: leave through one face, re-enter through the opposite one.
-    - `reflective`: specular reflection; the distance travelled is preserved (a step longer than
+    - `reflect`: specular reflection; the distance travelled is preserved (a step longer than
       the box folds back and forth).
-    - `clamp`: the coordinate is clipped onto the wall; the particle slides along it.
-    - `absorbing`: the particle stops at the point where its step crossed the wall and gets
-      status `ABSORBED`.
+    - `slip`: the coordinate is clipped onto the wall; the particle slides along it.
+    - `absorb` (or `stick`): the particle stops at the point where its step crossed the wall
+      and gets status `ABSORBED`.
     - `open`: nothing happens on that axis.
     """
 
@@ -31,7 +33,9 @@ class AbstractBox(AbstractBoundary):
 
     def _masks(self):
         modes = np.array(self.modes)
-        return {m: modes == m for m in MODES}
+        masks = {m: modes == m for m in MODES}
+        masks["absorb"] = masks["absorb"] | masks.pop("stick")
+        return masks
 
     def _fold(self, x, masks):
         lo, hi = (b.astype(x.dtype) for b in self.bounds)
@@ -42,23 +46,23 @@ class AbstractBox(AbstractBoundary):
         clamped = jnp.clip(x, lo, hi)
         outside = (x < lo) | (x > hi)  # inside the box every mode leaves x untouched, bit for bit
         out = jnp.where(masks["periodic"] & outside, wrapped, x)
-        out = jnp.where(masks["reflective"] & outside, reflected, out)
-        return jnp.where(masks["clamp"], clamped, out)
+        out = jnp.where(masks["reflect"] & outside, reflected, out)
+        return jnp.where(masks["slip"], clamped, out)
 
     def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
         masks = self._masks()
         moved = self._fold(x_next, masks)
-        if not masks["absorbing"].any():
+        if not masks["absorb"].any():
             return moved, status
         lo, hi = (b.astype(x_next.dtype) for b in self.bounds)
-        below = masks["absorbing"] & (x_next < lo)
-        above = masks["absorbing"] & (x_next > hi)
+        below = masks["absorb"] & (x_next < lo)
+        above = masks["absorb"] & (x_next > hi)
         step = x_next - x_prev
         safe = jnp.where(step == 0, 1, step)
         fraction = jnp.where(below, (lo - x_prev) / safe, jnp.where(above, (hi - x_prev) / safe, 1))
         s = jnp.clip(jnp.min(fraction), 0, 1)
         hit_point = x_prev + s * step
-        hit_point = jnp.where(masks["absorbing"], jnp.clip(hit_point, lo, hi), hit_point)
+        hit_point = jnp.where(masks["absorb"], jnp.clip(hit_point, lo, hi), hit_point)
         hit = jnp.any(below | above)
         x = jnp.where(hit, self._fold(hit_point, masks), moved)
         return x, jnp.where(hit, jnp.asarray(Status.ABSORBED, status.dtype), status)
@@ -85,33 +89,33 @@ class Periodic(AbstractUniformBox):
 class Reflective(AbstractUniformBox):
     """Specular reflection on every face of `bounds`."""
 
-    mode: ClassVar[str] = "reflective"
+    mode: ClassVar[str] = "reflect"
 
 
 class Clamp(AbstractUniformBox):
-    """Coordinates clipped onto the faces of `bounds`."""
+    """Coordinates clipped onto the faces of `bounds` (the `slip` mode)."""
 
-    mode: ClassVar[str] = "clamp"
+    mode: ClassVar[str] = "slip"
 
 
 class Absorbing(AbstractUniformBox):
     """Particles stop (status `ABSORBED`) where they cross a face of `bounds`."""
 
-    mode: ClassVar[str] = "absorbing"
+    mode: ClassVar[str] = "absorb"
 
 
 class Mixed(AbstractBox):
-    """One behaviour per axis, e.g. `Mixed(bounds, ("periodic", "reflective", "absorbing"))`."""
+    """One wall mode per axis, e.g. `Mixed(bounds, ("periodic", "reflect", "absorb"))`."""
 
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
     def __init__(self, bounds, modes):
         self.bounds = as_bounds(bounds)
-        modes = tuple(str(m) for m in modes)
-        if len(modes) != self.bounds[0].shape[0] or any(m not in MODES for m in modes):
-            raise ValueError(f"Mixed: modes must name one of {MODES} per axis ({self.bounds[0].shape[0]}), got {modes}")
-        self.modes = modes
+        modes = tuple(modes)
+        if len(modes) != self.bounds[0].shape[0]:
+            raise ValueError(f"Mixed: modes must name one wall mode per axis ({self.bounds[0].shape[0]}), got {modes}")
+        self.modes = tuple(wall_mode(m, MODES, "Mixed: modes") for m in modes)
 
 
 class Open(AbstractBoundary):

@@ -25,6 +25,7 @@ from .._status import Status
 from ..fields.base import Hints, select
 from .base import AbstractBoundary, Block
 from .box import Open
+from .modes import wall_mode
 from .regions import InletSurface, Plane, inlet_surface, plane, plane_tolerance
 
 INLET_MODES = ("grid", "random", "flux")
@@ -46,14 +47,12 @@ def walls_for(field, walls) -> AbstractBoundary:
 
     if isinstance(walls, AbstractBoundary):
         return walls.bind(field)
-    if walls in (None, "open"):
+    walls = "open" if walls is None else wall_mode(walls, ("open", "reflect", "slip", "absorb", "stick"), "walls (or a boundary)")
+    if walls == "open":
         return Open()
     if hasattr(field, "boundary_faces"):
         return MeshWalls(walls).bind(field)
-    box = {"reflect": Reflective, "absorb": Absorbing, "stick": Absorbing, "slip": Clamp}
-    if walls not in box:
-        raise ValueError(f"walls must be one of {sorted(box) + ['open']} or a boundary, got {walls!r}")
-    return box[walls](field.bounds)
+    return {"reflect": Reflective, "absorb": Absorbing, "stick": Absorbing, "slip": Clamp}[walls](field.bounds)
 
 
 class AbstractInlet(AbstractBoundary):

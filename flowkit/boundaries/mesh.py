@@ -15,9 +15,10 @@ import jax.numpy as jnp
 from .._status import Status
 from ..fields.base import select
 from .base import AbstractBoundary
+from .modes import wall_mode
 from .regions import Plane, plane, plane_tolerance
 
-WALL_MODES = ("reflect", "slip", "absorb", "stick")
+MESH_MODES = ("reflect", "slip", "absorb", "stick")
 
 
 class MeshWalls(AbstractBoundary):
@@ -40,9 +41,7 @@ class MeshWalls(AbstractBoundary):
     max_bounces: int = eqx.field(static=True)
 
     def __init__(self, mode: str = "reflect", open: Sequence = (), max_bounces: int = 4):
-        if mode not in WALL_MODES:
-            raise ValueError(f"MeshWalls: mode must be one of {WALL_MODES}, got {mode!r}")
-        self.mode = str(mode)
+        self.mode = wall_mode(mode, MESH_MODES, "MeshWalls: mode")
         self.open = tuple([open] if isinstance(open, (str, Plane)) else open)
         self.max_bounces = int(max_bounces)
 

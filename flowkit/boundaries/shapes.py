@@ -9,15 +9,16 @@ from jaxtyping import Array, Float
 from .._custom_types import Position, StatusCode
 from .._status import Status
 from .base import AbstractBoundary
+from .modes import wall_mode
 
-ROUND_MODES = ("reflective", "absorbing")
+ROUND_MODES = ("reflect", "absorb", "stick")
 
 
 class AbstractRound(AbstractBoundary):
     """A domain `|P(x - centre)| <= radius`, with `P` the identity (sphere) or the projection
-    across an axis (cylinder). `reflective`: the step is mirrored on the tangent plane where it
-    met the wall (up to `max_bounces` times, then pulled back radially); `absorbing`: the particle
-    stops there with status `ABSORBED`."""
+    across an axis (cylinder). `reflect`: the step is mirrored on the tangent plane where it
+    met the wall (up to `max_bounces` times, then pulled back radially); `absorb` (or `stick`):
+    the particle stops there with status `ABSORBED`."""
 
     centre: eqx.AbstractVar[Float[Array, " dim"]]
     radius: eqx.AbstractVar[Float[Array, ""]]
@@ -42,7 +43,7 @@ class AbstractRound(AbstractBoundary):
 
     def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
         outside = self._outside(x_next)
-        if self.mode == "absorbing":
+        if self.mode in ("absorb", "stick"):
             hit, _ = self._meet(x_prev, x_next)
             return jnp.where(outside, hit, x_next), jnp.where(outside, jnp.asarray(Status.ABSORBED, status.dtype), status)
 
@@ -61,9 +62,7 @@ class AbstractRound(AbstractBoundary):
 
 
 def _mode(mode):
-    if mode not in ROUND_MODES:
-        raise ValueError(f"mode must be one of {ROUND_MODES}, got {mode!r}")
-    return str(mode)
+    return wall_mode(mode, ROUND_MODES)
 
 
 class Sphere(AbstractRound):
@@ -74,7 +73,7 @@ class Sphere(AbstractRound):
     mode: str = eqx.field(static=True)
     max_bounces: int = eqx.field(static=True)
 
-    def __init__(self, centre, radius, mode: str = "reflective", max_bounces: int = 4):
+    def __init__(self, centre, radius, mode: str = "reflect", max_bounces: int = 4):
         self.centre = jnp.asarray(np.asarray(centre, np.float64))
         if self.centre.ndim != 1 or self.centre.shape[0] not in (2, 3) or not float(radius) > 0:
             raise ValueError(f"Sphere: centre needs 2 or 3 coordinates and radius must be positive, got {np.asarray(centre).tolist()} and {radius}")
@@ -93,7 +92,7 @@ class Cylinder(AbstractRound):
     mode: str = eqx.field(static=True)
     max_bounces: int = eqx.field(static=True)
 
-    def __init__(self, centre, axis, radius, mode: str = "reflective", max_bounces: int = 4):
+    def __init__(self, centre, axis, radius, mode: str = "reflect", max_bounces: int = 4):
         centre, axis = np.asarray(centre, np.float64), np.asarray(axis, np.float64)
         if centre.shape != (3,) or axis.shape != (3,) or not np.linalg.norm(axis) > 0 or not float(radius) > 0:
             raise ValueError(f"Cylinder: centre and a non-zero axis need 3 coordinates each and radius must be positive, got {centre.tolist()}, {axis.tolist()}, {radius}")
