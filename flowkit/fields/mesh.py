@@ -24,8 +24,9 @@ class MeshField(AbstractField):
     steps — the interpolation of VTK's `vtkProbeFilter`; in time it is linear between slices.
 
     **Point location** runs inside the compiled step with fixed shapes. Each particle carries
-    the cell it was last found in (its hint): the cell is checked, then the search walks across
-    the face the point lies beyond, up to `walk_steps` times. Points the walk does not settle
+    where it was last found (its `Hints`: cell, point, parametric coordinates): the cell is
+    checked, Newton starting from those coordinates (a point located already is not located
+    again), then the search walks across the face the point lies beyond, up to `walk_steps` times. Points the walk does not settle
     (unknown hint, walked onto the mesh boundary, out of steps) are looked up in a uniform bin
     grid in which each cell is registered in every bin its bounding box overlaps, so the search
     is complete: a point in no cell of its bin is outside the mesh. Only those points are
