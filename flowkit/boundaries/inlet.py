@@ -47,12 +47,13 @@ def walls_for(field, walls) -> AbstractBoundary:
 
     if isinstance(walls, AbstractBoundary):
         return walls.bind(field)
-    walls = "open" if walls is None else wall_mode(walls, ("open", "reflect", "slip", "absorb", "stick"), "walls (or a boundary)")
+    box = {"reflect": Reflective, "slip": Clamp, "absorb": Absorbing, "stick": Absorbing}
+    walls = "open" if walls is None else wall_mode(walls, ("open", *box), "walls (or a boundary)")
     if walls == "open":
         return Open()
     if hasattr(field, "boundary_faces"):
         return MeshWalls(walls).bind(field)
-    return {"reflect": Reflective, "absorb": Absorbing, "stick": Absorbing, "slip": Clamp}[walls](field.bounds)
+    return box[walls](field.bounds)
 
 
 class AbstractInlet(AbstractBoundary):

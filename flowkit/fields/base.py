@@ -32,14 +32,16 @@ class Hints(eqx.Module):
     coords: Float[Array, "n w"]
 
     @classmethod
-    def unknown(cls, n: int, width: int, dtype, xp=jnp) -> "Hints":
-        """`n` rows located nowhere yet (`xp`: `jnp`, or `np` for host-side arrays)."""
-        return cls(xp.full(n, -1, xp.int32), xp.full((n, width), xp.nan, dtype), xp.zeros((n, width), dtype))
+    def of_cells(cls, cell: Int[Array, " n"], width: int, dtype, xp=jnp) -> "Hints":
+        """Hints that know only a cell per row (a point to locate there is still to be found);
+        `xp`: `jnp`, or `np` for host-side arrays."""
+        n = cell.shape[0]
+        return cls(cell, xp.full((n, width), xp.nan, dtype), xp.zeros((n, width), dtype))
 
     @classmethod
-    def of_cells(cls, cell: Int[Array, " n"], width: int, dtype) -> "Hints":
-        """Hints that know only a cell per row (a point to locate there is still to be found)."""
-        return cls(cell, jnp.full((cell.shape[0], width), jnp.nan, dtype), jnp.zeros((cell.shape[0], width), dtype))
+    def unknown(cls, n: int, width: int, dtype, xp=jnp) -> "Hints":
+        """`n` rows located nowhere yet."""
+        return cls.of_cells(xp.full(n, -1, xp.int32), width, dtype, xp)
 
     def skip(self, mask: Bool[Array, " n"]) -> "Hints":
         """These hints with the rows `mask` marked `SKIP`."""

@@ -24,9 +24,9 @@ class MeshField(AbstractField):
     steps — the interpolation of VTK's `vtkProbeFilter`; in time it is linear between slices.
 
     **Point location** runs inside the compiled step with fixed shapes. Each particle carries
-    where it was last found (its `Hints`: cell, point, parametric coordinates): the cell is
-    checked, Newton starting from those coordinates (a point located already is not located
-    again), then the search walks across the face the point lies beyond, up to `walk_steps` times. Points the walk does not settle
+    where it was last found (its `Hints`: cell, point, parametric coordinates). The cell is
+    checked first, Newton starting from those coordinates; then the search walks across the
+    face the point lies beyond, up to `walk_steps` times. Points the walk does not settle
     (unknown hint, walked onto the mesh boundary, out of steps) are looked up in a uniform bin
     grid in which each cell is registered in every bin its bounding box overlaps, so the search
     is complete: a point in no cell of its bin is outside the mesh. Only those points are
@@ -295,14 +295,14 @@ class MeshField(AbstractField):
         cells are integers), and whether it lies inside the mesh. `hint` may also be bare cells.
 
         Every row is first checked in its hinted cell, which is where nearly all RK stage points
-        lie, with Newton started from the hint's coordinates (a row at exactly the hinted point
-        takes no iteration: the end of a step is the next step's first stage). The rows that left it walk across faces from the cell next to their hint, and
-        those the walk does not settle (unknown hint, walked onto the mesh boundary, out of
-        steps) are searched in their bin, in compact batches of the rows concerned (at most an
-        eighth of the rows each). On a mesh of simplices the first walking step is taken by
-        all rows at once, masked: a simplex check costs less than the gathering. Rows hinted
-        `SKIP` are not located at all (found, cell `SKIP`): the tracker passes it for
-        particles that are not moving.
+        lie, Newton starting from the hint's coordinates (none at the hinted point itself: the
+        end of a step is the next step's first stage). The rows that left it walk across faces
+        from the cell next to their hint, and those the walk does not settle (unknown hint,
+        walked onto the mesh boundary, out of steps) are searched in their bin, in compact
+        batches of the rows concerned (at most an eighth of the rows each). On a mesh of
+        simplices the first walking step is taken by all rows at once, masked: a simplex check
+        costs less than the gathering. Rows hinted `SKIP` are not located at all (found, cell
+        `SKIP`): the tracker passes it for particles that are not moving.
         """
         x = jax.lax.stop_gradient(x)
         n = x.shape[0]

@@ -25,8 +25,8 @@ class StepResult(NamedTuple):
     status: Int[Array, " n"] | None = None
     t_stop: Float[Array, " n"] | None = None
     hint: Hints | None = None
-    """The field's location hints after the step's last evaluation (cells, for mesh fields), or
-    None to keep the ones the step started with."""
+    """The field's location `Hints` after the step's last evaluation, or None to keep the ones
+    the step started with."""
 
 
 class AbstractIntegrator(eqx.Module):

@@ -12,7 +12,7 @@ from ..fields.stream import refuse_streamed
 from ..integrators.base import AbstractIntegrator
 from ..trajectory import Trajectory
 from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
-from .plan import check_pieces, check_seeds, time_plan
+from .plan import check_pieces, check_seeds, is_traced, time_plan
 from .run import TrackRun
 
 
@@ -96,7 +96,7 @@ def track(
     the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
     time range, bad `save_every`/`t_release`/`dtype`.
     """
-    if _is_traced((seeds, field, args, t_release)):
+    if is_traced((seeds, field, args, t_release)):
         host_only = {"batch_size": batch_size, "output": output, "part": part, "devices": devices}
         given = [name for name, value in host_only.items() if value is not None]
         if given:
@@ -124,10 +124,6 @@ def track(
         warmup=warmup,
         part=part,
     ).run()
-
-
-def _is_traced(tree) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
 
 
 def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype):

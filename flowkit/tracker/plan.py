@@ -87,6 +87,11 @@ def time_plan(field, t0: float, t1: float, dt: float, save_every):
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
 
 
+def is_traced(tree) -> bool:
+    """Whether any leaf of `tree` is a JAX tracer (inside `grad`, `jit`, `vmap`)."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
 def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
     """`(seeds, t_release)` checked against the field: seeds of shape `(N, dim)` (or one `(dim,)`
     seed), finite and inside the field's box; one release time per seed, each between `t0` and
@@ -95,18 +100,19 @@ def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
     Concrete inputs are NumPy float64 and fail here with a `ValueError` naming the problem.
     Traced ones (`jax.grad`, `jit`, `vmap`, `track_ensemble`) keep their type and carry the same
     checks into the program (`eqx.error_if`), failing when it runs: one set of rules for both."""
-    traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((seeds, t_release, field.bounds)))
+    traced = is_traced((seeds, t_release, field.bounds))
     xp = jnp if traced else np
-    seeds = xp.asarray(seeds) if traced else np.asarray(seeds, dtype=np.float64)
+    array = jnp.asarray if traced else lambda a: np.asarray(a, dtype=np.float64)
+    seeds = array(seeds)
     if seeds.ndim == 1 and seeds.shape[0] == field.dim:
         seeds = seeds[None]
     if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] + spare == 0:
         raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
     n = seeds.shape[0]
-    t_release = xp.full(n, t0) if t_release is None else (xp.asarray(t_release) if traced else np.asarray(t_release, dtype=np.float64))
+    t_release = xp.full(n, t0) if t_release is None else array(t_release)
     if t_release.shape != (n,):
         raise ValueError(f"t_release must have shape ({n},) (one release time per seed), got {t_release.shape}")
-    lo, hi = (xp.asarray(b) if traced else np.asarray(b, dtype=np.float64) for b in field.bounds)
+    lo, hi = (array(b) for b in field.bounds)
     slack = 1e-6 * (hi - lo)
     nonfinite = ~xp.all(xp.isfinite(seeds), axis=1)
     outside = xp.any((seeds < lo - slack) | (seeds > hi + slack), axis=1) & ~nonfinite
