@@ -112,3 +112,21 @@ def test_reflective_run_keeps_speed_and_box():
     # end up against the downstream walls, within one step of them
     final = traj.positions[-1]
     assert np.all(final[:, 0] >= 2.0 - 0.7 * 0.05 - 1e-12) and np.all(final[:, 1] <= -1.0 + 0.3 * 0.05 + 1e-12)
+
+
+def test_a_config_binds_into_a_bound_boundary_and_refuses_to_act_unbound():
+    """Names resolve once into geometry: the bound boundary's regions are planes and its
+    surface arrays; binding it again returns it; the config itself refuses to act."""
+    field = fk.fields.DoubleGyre()
+    x = jnp.zeros((2, 2))
+    for config, bound_type in (
+        (fk.InletOutlet("xmin", "xmax", walls="reflect"), fk.boundaries.BoundInletOutlet),
+        (fk.ContinuousInlet("xmin", rate=10.0, slots=4), fk.boundaries.BoundContinuousInlet),
+    ):
+        bound = config.bind(field)
+        assert type(bound) is bound_type and isinstance(bound.inlet, fk.boundaries.Plane) and isinstance(bound.walls, fk.Reflective if bound_type is fk.boundaries.BoundInletOutlet else fk.Open)
+        assert bound.bind(field) is bound and bound.extra_slots == config.extra_slots and bound.stochastic == config.stochastic
+        with pytest.raises(TypeError, match=f"{type(config).__name__} is a boundary config: bind it"):
+            config.apply_batch(field, x, x, jnp.zeros(2, jnp.int32), field.hints(2, jnp.float32))
+    composed = fk.compose(fk.Reflective(field.bounds), fk.ContinuousInlet("xmin", rate=10.0, slots=4)).bind(field)
+    assert isinstance(composed.parts[1], fk.boundaries.BoundContinuousInlet) and composed.parking is not None

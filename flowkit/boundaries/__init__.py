@@ -1,6 +1,6 @@
 """Boundaries applied to particles after every step: walls, round domains, mesh walls, inlets."""
 
-from .base import AbstractBoundary as AbstractBoundary, Block as Block
+from .base import AbstractBoundary as AbstractBoundary, AbstractBoundaryConfig as AbstractBoundaryConfig, Block as Block
 from .box import (
     MODES as MODES,
     Absorbing as Absorbing,
@@ -13,8 +13,15 @@ from .box import (
     Reflective as Reflective,
 )
 from .compose import Composed as Composed, compose as compose
-from .inlet import ContinuousInlet as ContinuousInlet, InletOutlet as InletOutlet
-from .mesh import MeshWalls as MeshWalls
+from .inlet import (
+    AbstractInlet as AbstractInlet,
+    BoundContinuousInlet as BoundContinuousInlet,
+    BoundInletOutlet as BoundInletOutlet,
+    ContinuousInlet as ContinuousInlet,
+    InletOutlet as InletOutlet,
+    ReleaseSchedule as ReleaseSchedule,
+)
+from .mesh import BoundMeshWalls as BoundMeshWalls, MeshWalls as MeshWalls
 from .modes import WALL_MODES as WALL_MODES, wall_mode as wall_mode
 from .regions import InletSurface as InletSurface, Plane as Plane
 from .shapes import Cylinder as Cylinder, Sphere as Sphere

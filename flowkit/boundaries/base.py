@@ -1,5 +1,12 @@
-"""The boundary contract: what happens to particles after each step."""
+"""The boundary contract: what happens to particles after each step.
 
+A boundary is either bound (its geometry is arrays, ready to trace) or a config
+(`AbstractBoundaryConfig`: regions and walls given by name, `"xmin"`, `"reflect"`) that
+`bind(field)` turns into the bound boundary that acts. Binding happens once, on the host,
+before compiling; a bound boundary binds to itself.
+"""
+
+import abc
 from typing import ClassVar
 
 import equinox as eqx
@@ -53,9 +60,7 @@ class AbstractBoundary(eqx.Module):
       (inlets); a restarted slot gets `generation + 1`, so outputs start a new path. `lost` counts
       the releases that found no free slot in the block. Called only when `restarts` is true.
 
-    `bind(field)` turns names into geometry (`"xmin"` into a plane of the field's box, a mesh's
-    boundary faces into an inlet surface) once, on the host, before compiling. Boundaries never
-    need a Python branch on values, and the particle count never changes.
+    Boundaries never need a Python branch on values, and the particle count never changes.
     """
 
     stochastic: ClassVar[bool] = False
@@ -78,7 +83,7 @@ class AbstractBoundary(eqx.Module):
         return block.x, block.status, block.hint, block.generation, 0
 
     def bind(self, field) -> "AbstractBoundary":
-        """This boundary with its geometry resolved against `field` (host side, before compiling)."""
+        """The bound boundary for `field`: this one, which is bound already."""
         return self
 
     def origins(self, seeds: np.ndarray) -> np.ndarray:
@@ -89,3 +94,38 @@ class AbstractBoundary(eqx.Module):
     def extra_slots(self) -> int:
         """Spare slots the tracker appends after the seeds, for particles released later."""
         return 0
+
+    @property
+    def restarts_at_origins(self) -> bool:
+        """Whether `restart` puts slots back at `origins` (whose cells the tracker then locates once)."""
+        return False
+
+    @property
+    def parking(self) -> np.ndarray | None:
+        """Where the `extra_slots` wait before their release: a point of the domain (None without spare slots)."""
+        return None
+
+
+class AbstractBoundaryConfig(AbstractBoundary):
+    """A boundary described by names, resolved by `bind(field)` into the bound boundary that acts.
+
+    Its class-level facts (`restarts`, `stochastic`, `extra_slots`) are known before binding,
+    so a run can be planned from it; acting is the bound boundary's, and a config used unbound
+    says so instead of doing nothing.
+    """
+
+    @abc.abstractmethod
+    def bind(self, field) -> AbstractBoundary:
+        """The bound boundary for `field` (host side, before compiling)."""
+
+    def _unbound(self):
+        return TypeError(f"{type(self).__name__} is a boundary config: bind it to a field first (boundary.bind(field); fk.track does this)")
+
+    def apply(self, x_prev, x_next, status, key=None):
+        raise self._unbound()
+
+    def apply_batch(self, field, x_prev, x_next, status, hint):
+        raise self._unbound()
+
+    def restart(self, field, args, t, h, step, block: Block):
+        raise self._unbound()

@@ -27,6 +27,14 @@ class Composed(AbstractBoundary):
     def extra_slots(self) -> int:
         return sum(p.extra_slots for p in self.parts)
 
+    @property
+    def restarts_at_origins(self) -> bool:
+        return any(p.restarts_at_origins for p in self.parts)
+
+    @property
+    def parking(self):
+        return next((p.parking for p in self.parts if p.parking is not None), None)
+
     def bind(self, field) -> "Composed":
         return Composed(tuple(p.bind(field) for p in self.parts))
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._status import Status
 from ..fields.base import Hints, select
-from .base import AbstractBoundary, Block
+from .base import AbstractBoundary, AbstractBoundaryConfig, Block
 from .box import Open
 from .modes import wall_mode
 from .regions import InletSurface, Plane, inlet_surface, plane, plane_tolerance
@@ -57,13 +57,12 @@ def walls_for(field, walls) -> AbstractBoundary:
 
 
 class AbstractInlet(AbstractBoundary):
-    """Shared by the inlets: the surface, the placement mode and the walls elsewhere."""
+    """A bound inlet: the surface particles are put on, the placement mode, the walls elsewhere."""
 
-    inlet: Plane | str
-    walls: AbstractBoundary | str | None
-    surface: InletSurface | None
-    mode: str = eqx.field(static=True)
-    resolution: int = eqx.field(static=True)
+    inlet: eqx.AbstractVar[Plane]
+    walls: eqx.AbstractVar[AbstractBoundary]
+    surface: eqx.AbstractVar[InletSurface]
+    mode: eqx.AbstractVar[str]
 
     restarts: ClassVar[bool] = True
 
@@ -71,23 +70,15 @@ class AbstractInlet(AbstractBoundary):
     def stochastic(self) -> bool:
         return self.mode != "grid"
 
-    def _bound(self, field, **changes):
-        if self.surface is not None:  # already bound (binding is idempotent)
-            return self
-        inlet = plane(self.inlet, field.bounds)
-        surface = inlet_surface(field, inlet, self.resolution, "inlet")
-        out = eqx.tree_at(lambda b: (b.inlet, b.walls, b.surface), self, (inlet, walls_for(field, self.walls), surface), is_leaf=lambda x: x is None or isinstance(x, str))
-        for name, value in changes.items():
-            out = eqx.tree_at(lambda b: getattr(b, name), out, value, is_leaf=lambda x: x is None or isinstance(x, str))
-        return out
+    @property
+    def restarts_at_origins(self) -> bool:
+        return self.mode == "grid"
 
     def apply_batch(self, field, x_prev, x_next, status, hint):
         return self.walls.apply_batch(field, x_prev, x_next, status, hint)
 
     def origins(self, seeds):
         """Seeds projected onto the inlet plane (NumPy or JAX): where `grid` mode restarts each slot."""
-        if not isinstance(self.inlet, Plane):
-            return seeds
         xp = jnp if isinstance(seeds, jax.Array) else np
         normal, point = xp.asarray(self.inlet.normal, seeds.dtype), xp.asarray(self.inlet.point, seeds.dtype)
         projected = seeds - ((seeds - point) @ normal)[:, None] * normal
@@ -135,7 +126,28 @@ def _check_mode(mode, allowed=INLET_MODES):
     return str(mode)
 
 
-class InletOutlet(AbstractInlet):
+def _check_walls(walls):
+    if walls is None or isinstance(walls, AbstractBoundary):
+        return walls
+    return wall_mode(walls, ("open", "reflect", "slip", "absorb", "stick"), "walls (or a boundary)")
+
+
+class BoundInletOutlet(AbstractInlet):
+    """`InletOutlet` bound to a field: its planes, inlet surface and walls resolved."""
+
+    inlet: Plane
+    outlet: Plane
+    walls: AbstractBoundary
+    surface: InletSurface
+    mode: str = eqx.field(static=True)
+
+    def restart(self, field, args, t, h, step, block: Block):
+        tolerance = plane_tolerance(field.bounds, block.x.dtype)
+        leaving = block.moving & self.outlet.crossed(block.x_prev, block.x_step, tolerance)
+        return (*self._restart_rows(field, args, t + h, step, block, leaving), jnp.zeros((), jnp.int32))
+
+
+class InletOutlet(AbstractBoundaryConfig):
     """Particles leaving through `outlet` restart on `inlet` in the same step.
 
     **Arguments:**
@@ -151,25 +163,95 @@ class InletOutlet(AbstractInlet):
       exact for velocities linear over each).
     """
 
-    outlet: Plane | str
+    inlet: Plane | str | dict
+    outlet: Plane | str | dict
+    walls: AbstractBoundary | str | None
+    mode: str = eqx.field(static=True)
+    resolution: int = eqx.field(static=True)
+
+    restarts: ClassVar[bool] = True
 
     def __init__(self, inlet="xmin", outlet="xmax", mode: str = "grid", walls="open", resolution: int = 32):
         self.inlet, self.outlet = inlet, outlet
         self.mode = _check_mode(mode)
-        self.walls = walls
-        self.surface = None
+        self.walls = _check_walls(walls)
         self.resolution = int(resolution)
 
-    def bind(self, field) -> "InletOutlet":
-        return self._bound(field, outlet=plane(self.outlet, field.bounds))
+    @property
+    def stochastic(self) -> bool:
+        return self.mode != "grid"
+
+    def bind(self, field) -> BoundInletOutlet:
+        inlet = plane(self.inlet, field.bounds)
+        surface = inlet_surface(field, inlet, self.resolution, "inlet")
+        return BoundInletOutlet(inlet, plane(self.outlet, field.bounds), walls_for(field, self.walls), surface, self.mode)
+
+
+class ReleaseSchedule(eqx.Module):
+    """When a `ContinuousInlet` releases: `rate` per unit time over `[t_start, t_stop)`, or
+    `per_pulse` particles at each of `pulses`; `slots` spare slots hold them."""
+
+    rate: float | None = eqx.field(static=True)
+    t_start: float = eqx.field(static=True)
+    t_stop: float | None = eqx.field(static=True)
+    pulses: tuple[float, ...] | None = eqx.field(static=True)
+    per_pulse: int = eqx.field(static=True)
+    slots: int = eqx.field(static=True)
+
+    def released_before(self, t):
+        """How many releases are due strictly before time `t` (traced or not)."""
+        if self.pulses is not None:
+            return self.per_pulse * jnp.searchsorted(jnp.asarray(self.pulses, jnp.result_type(t)), t, side="left").astype(jnp.int32)
+        # release k is due at t_start + (k + 1/2) / rate: mid-interval, so a step holding a whole
+        # number of releases always gets exactly that many despite rounding of t
+        cap = 2**30 if self.t_stop is None else int(np.floor((self.t_stop - self.t_start) * self.rate + 0.5))
+        count = jnp.floor((t - self.t_start) * self.rate + 0.5)
+        return jnp.clip(count, 0, cap).astype(jnp.int32)
+
+
+class BoundContinuousInlet(AbstractInlet):
+    """`ContinuousInlet` bound to a field: its planes, inlet surface and walls resolved."""
+
+    inlet: Plane
+    outlet: Plane | None
+    walls: AbstractBoundary
+    surface: InletSurface
+    mode: str = eqx.field(static=True)
+    schedule: ReleaseSchedule
+
+    @property
+    def extra_slots(self) -> int:
+        return self.schedule.slots
+
+    @property
+    def parking(self) -> np.ndarray:
+        return np.asarray(self.surface.vertices[0], np.float64)
+
+    def apply_batch(self, field, x_prev, x_next, status, hint):
+        x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint)
+        if self.outlet is None:
+            return x, status_b, hint_b, inside
+        tolerance = plane_tolerance(field.bounds, x.dtype)
+        gone = (status == Status.ACTIVE) & self.outlet.crossed(x_prev, x_next, tolerance)
+        out = jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype)
+        return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), select(gone, hint, hint_b), inside | gone
 
     def restart(self, field, args, t, h, step, block: Block):
-        tolerance = plane_tolerance(field.bounds, block.x.dtype)
-        leaving = block.moving & self.outlet.crossed(block.x_prev, block.x_step, tolerance)
-        return (*self._restart_rows(field, args, t + h, step, block, leaving), jnp.zeros((), jnp.int32))
+        b, n_blocks = block.block, block.n_blocks
+
+        def share(total):  # releases 0..total-1 go to blocks round-robin: release k to block k % n_blocks
+            return jnp.maximum((total - b + n_blocks - 1) // n_blocks, 0)
+
+        due = share(self.schedule.released_before(t + h)) - share(self.schedule.released_before(t))
+        waiting = (block.status == Status.NOT_RELEASED) & jnp.isfinite(block.t_release)
+        free = (block.index >= 0) & (block.status != Status.ACTIVE) & ~waiting
+        rank = jnp.cumsum(free) - 1
+        born = free & (rank < due)
+        lost = jnp.maximum(due - jnp.sum(free), 0).astype(jnp.int32)
+        return (*self._restart_rows(field, args, t + h, step, block, born), lost)
 
 
-class ContinuousInlet(AbstractInlet):
+class ContinuousInlet(AbstractBoundaryConfig):
     """Particles released on `inlet` at `rate` per unit time, or `per_pulse` at each of `pulses`.
 
     Each release takes a free slot: one of the `slots` spare slots appended after the seeds, or
@@ -188,13 +270,14 @@ class ContinuousInlet(AbstractInlet):
       leave (they stop as `OUT_OF_DOMAIN`, freeing their slot).
     """
 
-    rate: float | None = eqx.field(static=True)
-    t_start: float = eqx.field(static=True)
-    t_stop: float | None = eqx.field(static=True)
-    pulses: tuple[float, ...] | None = eqx.field(static=True)
-    per_pulse: int = eqx.field(static=True)
-    slots: int = eqx.field(static=True)
-    outlet: Plane | str | None
+    inlet: Plane | str | dict
+    outlet: Plane | str | dict | None
+    walls: AbstractBoundary | str | None
+    mode: str = eqx.field(static=True)
+    resolution: int = eqx.field(static=True)
+    schedule: ReleaseSchedule
+
+    restarts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -223,51 +306,21 @@ class ContinuousInlet(AbstractInlet):
                 raise ValueError(f"ContinuousInlet: pulses need at least one time and per_pulse >= 1, got {pulses} and {per_pulse}")
         if int(slots) < 1:
             raise ValueError(f"ContinuousInlet: slots must be positive, got {slots}")
-        self.rate = None if rate is None else float(rate)
-        self.pulses, self.per_pulse = pulses, int(per_pulse)
-        self.t_start = float(t_start)
-        self.t_stop = None if t_stop is None else float(t_stop)
-        self.slots = int(slots)
-        self.walls = walls
-        self.surface = None
+        rate = None if rate is None else float(rate)
+        self.schedule = ReleaseSchedule(rate, float(t_start), None if t_stop is None else float(t_stop), pulses, int(per_pulse), int(slots))
+        self.walls = _check_walls(walls)
         self.resolution = int(resolution)
 
     @property
+    def stochastic(self) -> bool:
+        return True
+
+    @property
     def extra_slots(self) -> int:
-        return self.slots
+        return self.schedule.slots
 
-    def bind(self, field) -> "ContinuousInlet":
-        return self._bound(field, outlet=None if self.outlet is None else plane(self.outlet, field.bounds))
-
-    def apply_batch(self, field, x_prev, x_next, status, hint):
-        x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint)
-        if self.outlet is None:
-            return x, status_b, hint_b, inside
-        tolerance = plane_tolerance(field.bounds, x.dtype)
-        gone = (status == Status.ACTIVE) & self.outlet.crossed(x_prev, x_next, tolerance)
-        out = jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype)
-        return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), select(gone, hint, hint_b), inside | gone
-
-    def released_before(self, t):
-        """How many releases are due strictly before time `t` (traced or not)."""
-        if self.pulses is not None:
-            return self.per_pulse * jnp.searchsorted(jnp.asarray(self.pulses, jnp.result_type(t)), t, side="left").astype(jnp.int32)
-        # release k is due at t_start + (k + 1/2) / rate: mid-interval, so a step holding a whole
-        # number of releases always gets exactly that many despite rounding of t
-        cap = 2**30 if self.t_stop is None else int(np.floor((self.t_stop - self.t_start) * self.rate + 0.5))
-        count = jnp.floor((t - self.t_start) * self.rate + 0.5)
-        return jnp.clip(count, 0, cap).astype(jnp.int32)
-
-    def restart(self, field, args, t, h, step, block: Block):
-        b, n_blocks = block.block, block.n_blocks
-
-        def share(total):  # releases 0..total-1 go to blocks round-robin: release k to block k % n_blocks
-            return jnp.maximum((total - b + n_blocks - 1) // n_blocks, 0)
-
-        due = share(self.released_before(t + h)) - share(self.released_before(t))
-        waiting = (block.status == Status.NOT_RELEASED) & jnp.isfinite(block.t_release)
-        free = (block.index >= 0) & (block.status != Status.ACTIVE) & ~waiting
-        rank = jnp.cumsum(free) - 1
-        born = free & (rank < due)
-        lost = jnp.maximum(due - jnp.sum(free), 0).astype(jnp.int32)
-        return (*self._restart_rows(field, args, t + h, step, block, born), lost)
+    def bind(self, field) -> BoundContinuousInlet:
+        inlet = plane(self.inlet, field.bounds)
+        surface = inlet_surface(field, inlet, self.resolution, "inlet")
+        outlet = None if self.outlet is None else plane(self.outlet, field.bounds)
+        return BoundContinuousInlet(inlet, outlet, walls_for(field, self.walls), surface, self.mode, self.schedule)

@@ -14,42 +14,19 @@ import jax.numpy as jnp
 
 from .._status import Status
 from ..fields.base import select
-from .base import AbstractBoundary
+from .base import AbstractBoundary, AbstractBoundaryConfig
 from .modes import wall_mode
 from .regions import Plane, plane, plane_tolerance
 
 MESH_MODES = ("reflect", "slip", "absorb", "stick")
 
 
-class MeshWalls(AbstractBoundary):
-    """The walls of a `MeshField`'s domain.
-
-    - `reflect`: specular reflection on the wall's plane (the displacement beyond the wall is
-      mirrored); repeated, up to `max_bounces` times, while the mirrored point is still outside
-      (corners, a second wall).
-    - `slip`: the point is projected onto the wall (just inside): the particle slides along it.
-    - `absorb` / `stick`: the particle stops where its step met the wall, status `ABSORBED`.
-
-    Faces on an `open` region (a side name, a `Plane`, or `{point, normal[, lo, hi]}`) are not
-    walls: particles leave through them and are marked `OUT_OF_DOMAIN`. A reflected or slipped
-    particle still outside after `max_bounces` (a step much longer than the cells, or a
-    non-convex corner) stays where its step began.
-    """
+class BoundMeshWalls(AbstractBoundary):
+    """`MeshWalls` bound to a mesh: its open regions resolved into planes."""
 
     mode: str = eqx.field(static=True)
-    open: tuple[Plane | str, ...]
+    open: tuple[Plane, ...]
     max_bounces: int = eqx.field(static=True)
-
-    def __init__(self, mode: str = "reflect", open: Sequence = (), max_bounces: int = 4):
-        self.mode = wall_mode(mode, MESH_MODES, "MeshWalls: mode")
-        self.open = tuple([open] if isinstance(open, (str, Plane)) else open)
-        self.max_bounces = int(max_bounces)
-
-    def bind(self, field) -> "MeshWalls":
-        if not hasattr(field, "face_planes"):
-            raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
-        resolved = tuple(plane(region, field.bounds) for region in self.open)
-        return eqx.tree_at(lambda b: b.open, self, resolved)
 
     def _wall(self, field, hint, x, outside):
         """For the rows `outside` the mesh: the face their walk stopped at (`hint.cell`), its
@@ -95,3 +72,33 @@ class MeshWalls(AbstractBoundary):
         _, x, found, inside, hit, _ = jax.lax.while_loop(more, bounce, (0, x_next, found, inside, jnp.zeros_like(inside), pending))
         stuck = hit & ~inside  # still outside after the bounces: stay where the step began
         return jnp.where(stuck[:, None], x_prev, x), status, select(stuck, hint, found), inside | stuck
+
+
+class MeshWalls(AbstractBoundaryConfig):
+    """The walls of a `MeshField`'s domain.
+
+    - `reflect`: specular reflection on the wall's plane (the displacement beyond the wall is
+      mirrored); repeated, up to `max_bounces` times, while the mirrored point is still outside
+      (corners, a second wall).
+    - `slip`: the point is projected onto the wall (just inside): the particle slides along it.
+    - `absorb` / `stick`: the particle stops where its step met the wall, status `ABSORBED`.
+
+    Faces on an `open` region (a side name, a `Plane`, or `{point, normal[, lo, hi]}`) are not
+    walls: particles leave through them and are marked `OUT_OF_DOMAIN`. A reflected or slipped
+    particle still outside after `max_bounces` (a step much longer than the cells, or a
+    non-convex corner) stays where its step began.
+    """
+
+    mode: str = eqx.field(static=True)
+    open: tuple[Plane | str | dict, ...]
+    max_bounces: int = eqx.field(static=True)
+
+    def __init__(self, mode: str = "reflect", open: Sequence = (), max_bounces: int = 4):
+        self.mode = wall_mode(mode, MESH_MODES, "MeshWalls: mode")
+        self.open = tuple([open] if isinstance(open, (str, Plane)) else open)
+        self.max_bounces = int(max_bounces)
+
+    def bind(self, field) -> BoundMeshWalls:
+        if not hasattr(field, "face_planes"):
+            raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
+        return BoundMeshWalls(self.mode, tuple(plane(region, field.bounds) for region in self.open), self.max_bounces)

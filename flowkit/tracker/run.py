@@ -90,14 +90,14 @@ class TrackRun:
                 raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
             if batch_size is not None and int(batch_size) < len(seeds) + spare:
                 raise ValueError(f"batch_size: {type(boundary).__name__} fills slots during the run, so all {len(seeds) + spare} slots must be tracked in one batch")
-            parked = np.asarray(boundary.surface.vertices[0], np.float64)
+            parked = np.asarray(boundary.parking, np.float64)
             seeds = np.concatenate([seeds, np.repeat(parked[None], spare, axis=0)])
             t_release = np.concatenate([t_release, np.full(spare, np.inf)])
         n = seeds.shape[0]
         self.output = output
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
         self.origin_hints = field.hints(n, self.dtype, np)
-        if boundary.restarts and getattr(boundary, "mode", None) == "grid":
+        if boundary.restarts_at_origins:
             located = locate_origins(field, boundary, seeds, self.origins)
             self.origin_hints = jax.tree.map(lambda a, like: a.astype(like.dtype), located, self.origin_hints)
         self.n_particles = n
