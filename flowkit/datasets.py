@@ -281,13 +281,13 @@ SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
 def vtk_field(
     path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None
 ):
-    """A field read from VTK files (`flowkit.io.read_vtk`), or when `path` is None from the
+    """A field read from VTK files (`flowkit.io.read`: VTK files and every solver format it takes), or when `path` is None from the
     embedded sample `dataset` (`cellular_box`: `sample_vtk`; `pipe`: `sample_pipe`), generated
     on first use."""
-    from .io.vtk_read import read_vtk
+    from .io.vtk_read import read
 
     if path is None:
         if dataset not in SAMPLES:
             raise ValueError(f"dataset must be one of {sorted(SAMPLES)}, got {dataset!r}")
         path = SAMPLES[dataset]()
-    return read_vtk(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes)
+    return read(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes)

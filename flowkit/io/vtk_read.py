@@ -11,17 +11,23 @@ from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField, sample_columns
 from ..fields.stream import SliceSource
+from .formats import SolverCase, Step, format_of
 from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
 
 
 def _series(path):
-    """[(file, time or None)] for a .pvd, a glob pattern, a list of files or one file."""
+    """[(item, time or None)] for a .pvd, a glob pattern, a list of files, one file, or a
+    solver's case (its time steps, items `formats.Step`)."""
     import glob
     import xml.etree.ElementTree as ET
 
     if isinstance(path, (list, tuple)):
         return [(Path(p), None) for p in path]
     path = Path(path)
+    kind = format_of(path) if path.exists() else None
+    if kind is not None:
+        case = SolverCase(path, kind)
+        return [(Step(case, k), t) for k, t in enumerate(case.times)]
     if path.suffix.lower() == ".pvd":
         if not path.exists():
             raise FileNotFoundError(f"collection {path} does not exist")
@@ -60,7 +66,7 @@ def _series_times(path, file_times, times, n: int):
     return times
 
 
-def read_vtk(
+def read(
     path,
     velocity: str | None = None,
     times=None,
@@ -75,22 +81,34 @@ def read_vtk(
     max_device_bytes: int | None = None,
     **mesh_options,
 ):
-    """A field from VTK files as ParaView writes them, read with the `vtk` package.
+    """A field from what a CFD solver or ParaView writes, read with the `vtk` package's readers.
 
     **Arguments:**
 
-    - `path`: one file — `.vti`, `.vtr` (structured), `.vtu`, `.pvtu`, `.vts`, `.vtp`, legacy
-      `.vtk` (ASCII or binary, any data set type) — a `.pvd` collection (times from its
-      `timestep` attributes, possibly non-uniform), a glob pattern or a list of files (times from
-      each file's `TimeValue` field data, else from `times=`, else an error — never file indices).
-    - `velocity`: the array to use; by default the vector point array named like a velocity
-      (`velocity`, `U`, `u`, `vel`, ... case-insensitive) or the only vector array. Point data
-      wins over cell data of the same name. Cell-data-only velocity is converted to points by
-      `vtkCellDataToPointData` (each point gets the mean of the cells around it, as ParaView's
-      "Cell Data to Point Data" filter). The chosen name is logged.
-    - `cell_data`: for meshes whose velocity exists only as cell data: `"points"` (default, the
-      conversion above) or `"constant"` (each cell's own value, piecewise constant, as a
-      finite-volume code stores it).
+    - `path`, one of:
+      - a VTK file: `.vti`, `.vtr` (structured), `.vtu`, `.pvtu`, `.vts`, `.vtp`, `.vtm`/`.vtmb`
+        (blocks merged into one domain), legacy `.vtk`; a `.pvd` collection (times from its
+        `timestep` attributes, possibly non-uniform); a glob pattern or a list of files (times
+        from each file's `TimeValue` field data, else from `times=`, else an error — never
+        file indices);
+      - a solver's output, its time steps the series (`flowkit.io.formats` lists the readers):
+        an OpenFOAM case directory (reconstructed or `processor*/`), its `*.foam` or
+        `system/controlDict`; EnSight Gold `.case`; Exodus II `.e`/`.exo`/`.ex2`/`.g`;
+        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
+        PLOT3D `.xyz` (with its `.q`); Tecplot ASCII `.tec`. Parts, element blocks and zones are
+        merged into one domain, points they share joined; surface parts (boundary patches) are
+        skipped with a log line.
+    - `velocity`: an array's name; or a ParaView Calculator expression over the arrays,
+      evaluated at the nodes (`"Momentum/Density"`: + - * /, numbers, scalar and vector
+      arrays); by default the vector array named like a velocity (`U`, `Velocity`, `vel`, or
+      first word so: `velocity_liq (m/s)`) or the only vector array. Point data wins over cell
+      data. Cell data is converted to points by `vtkCellDataToPointData` (each point gets the
+      mean of the cells around it, as ParaView's "Cell Data to Point Data"); OpenFOAM's reader
+      gives point data interpolated with the boundary patches' values. The choice is logged.
+    - `cell_data`: `"points"` (default, as above) or `"constant"`: the velocity's cell values
+      where it has them (a finite-volume solver's own numbers), piecewise constant per cell.
+    - polyhedra and higher-order cells are decomposed into linear cells on their own nodes
+      (`vtkDataSetTriangleFilter`), with a log line.
     - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
       along trajectories: `fk.track` then fills `Trajectory.samples[name]` (meshes only).
     - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
@@ -121,7 +139,7 @@ def read_vtk(
     first = read_dataset(series[0][0])
     grid = is_grid(first)
     if grid and sample:
-        raise ValueError(f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as its own GridField (read_vtk(path, velocity=NAME)) and use fk.analysis.sample")
+        raise ValueError(f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as its own GridField (fk.io.read(path, velocity=NAME)) and use fk.analysis.sample")
     if cell_data not in ("points", "constant"):
         raise ValueError(f"cell_data must be 'points' or 'constant', got {cell_data!r}")
     read = (lambda file, data: grid_slice(file, data, velocity, allow_nonfinite)) if grid else (lambda file, data: mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data))
@@ -129,7 +147,7 @@ def read_vtk(
     files = _VtkFiles(path, series, first, read, read_arrays)
     del first
     ref = files.reference
-    logging.getLogger("flowkit").info("read_vtk: velocity array %r from %d file(s) starting %s", ref["name"], len(series), series[0][0])
+    logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref["name"], len(series), series[0][0])
 
     def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
         stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
@@ -171,12 +189,12 @@ class _VtkFiles(SliceSource):
     def _topology(self) -> dict:
         """What a later file's arrays need of the mesh."""
         ref = self.reference
-        return dict(dim=ref["points"].shape[1], n_points=len(ref["points"]), signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None)
+        return dict(dim=ref["points"].shape[1], n_points=ref["n_points"], signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None, restructured=ref["restructured"])
 
     def _checked(self, file, piece) -> dict:
         ref, first = self.reference, self.files[0]
-        if piece["n_points"] != len(ref["points"]):
-            raise ValueError(f"{file}: {piece['n_points']} points, but {first} has {len(ref['points'])}; the point count changes between time steps (moving or remeshed meshes are not supported)")
+        if piece["n_points"] != ref["n_points"]:
+            raise ValueError(f"{file}: {piece['n_points']} points, but {first} has {ref['n_points']}; the point count changes between time steps (moving or remeshed meshes are not supported)")
         if piece["signature"] != ref["signature"]:
             raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
         return piece
@@ -229,3 +247,7 @@ class _VtkFiles(SliceSource):
 
     def read(self, k: int) -> dict:
         return self.slice_arrays(self.piece(k))
+
+
+read_vtk = read
+"""The same as `read` (its first name, when it read VTK's own formats only)."""

@@ -1,86 +1,149 @@
 """One VTK file, read with the `vtk` package, into one time slice's arrays: a grid's axes and
 values, or a mesh's topology (processed once per series) and point or cell arrays."""
 
+import re
 from pathlib import Path
 
 import numpy as np
 
 from ..fields.cells import merge_cells
+from .formats import _KINDS, SolverCase, Step, format_of, merged, vtk_errors
 
 _XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
 
 
-def read_dataset(path: Path):
-    """Read one VTK file with the vtk package; VTK's own error text becomes a ValueError."""
+def read_dataset(path):
+    """One data set, read with the vtk package: a VTK file, a solver's file (its only time step),
+    or a `formats.Step` of a solver's case; composites merged into one domain. VTK's own error
+    text becomes a ValueError naming the file."""
     import vtk
 
+    if isinstance(path, Step):
+        return path.read()
     if not path.exists():
-        raise FileNotFoundError(f"VTK file {path} does not exist")
+        raise FileNotFoundError(f"{path} does not exist")
+    kind = format_of(path)
+    if kind is not None:
+        case = SolverCase(path, kind)
+        if len(case.times) > 1:
+            raise ValueError(f"{path}: holds {len(case.times)} time steps; give it alone (not in a list or pattern) to read them as the series")
+        return case.dataset(0)
     suffix = path.suffix.lower()
     if suffix == ".vtk":
         reader = vtk.vtkGenericDataObjectReader()
     elif suffix in _XML_SUFFIXES:
         reader = vtk.vtkXMLGenericDataObjectReader()
+    elif suffix == ".vtmb":
+        reader = vtk.vtkXMLMultiBlockDataReader()
     else:
-        raise ValueError(f"{path}: unsupported suffix {path.suffix!r}; expected .vtk, .pvd or one of {sorted(_XML_SUFFIXES)}")
-    messages = vtk.vtkStringOutputWindow()
-    previous = vtk.vtkOutputWindow.GetInstance()
-    vtk.vtkOutputWindow.SetInstance(messages)
-    verbosity = vtk.vtkLogger.GetCurrentVerbosityCutoff()
-    vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_OFF)  # VTK's errors become ours, below
-    try:
+        known = sorted({*_XML_SUFFIXES, ".vtk", ".vtmb", ".pvd", *_KINDS, ".cas.h5"})
+        raise ValueError(f"{path}: unsupported suffix {path.suffix!r}; flowkit reads {known}, OpenFOAM case directories and NetCDF/zarr (fk.io.from_xarray)")
+    with vtk_errors(path):
         reader.SetFileName(str(path))
         reader.Update()
-    finally:
-        vtk.vtkOutputWindow.SetInstance(previous)
-        vtk.vtkLogger.SetStderrVerbosity(verbosity)
-    text = messages.GetOutput()
     data = reader.GetOutput()
-    if "ERROR" in text or data is None:
-        detail = " ".join(line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line)[:300]
-        raise ValueError(f"{path}: VTK could not read this file (truncated or corrupt?): {detail or 'no data returned'}")
-    return data
+    if data is None:
+        raise ValueError(f"{path}: VTK could not read this file (truncated or corrupt?): no data returned")
+    return merged(data, path)
 
 
-def _vector_arrays(data, path: Path, velocity: str | None, keep_cells: bool = False):
-    """`(values, name, on_cells)`: the chosen array as `(n_points, C)` float64 (point data; cell
-    data converted to points with VTK's `vtkCellDataToPointData`, which averages the cells
-    around a point), or with `keep_cells` cell data left per cell, `(n_cells, C)`, `on_cells` true."""
+def _words(name: str) -> list[str]:
+    """A name's words, lower case, units in brackets dropped: `velocity_liq (m/s)` -> velocity, liq."""
+    return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"[(\[].*?[)\]]", "", name.lower())) if w]
+
+
+def _velocity_name(arrays: dict, path) -> str | None:
+    """The vector array of `arrays` (name: components) that is the velocity, or None: one named
+    like a velocity (`U`, `Velocity`), else one whose first word is (`velocity_liq (m/s)`,
+    `velocity_n`), else the only vector array. Two equally good candidates are an error."""
+    vectors = [n for n, c in arrays.items() if c in (2, 3)]
+    exact = [n for key in _VELOCITY_NAMES for n in vectors if n.lower() == key]
+    if exact:
+        return exact[0]
+    worded = [n for n in vectors if _words(n)[:1] and _words(n)[0] in _VELOCITY_NAMES]
+    if len(worded) > 1:
+        raise ValueError(f"{path}: several vector arrays are named like a velocity: {worded}; pass velocity=NAME")
+    if worded:
+        return worded[0]
+    if len(vectors) > 1:
+        raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
+    return vectors[0] if vectors else None
+
+
+def _on_points(data):
+    """`data` with every cell-only array also as point data (`vtkCellDataToPointData`: each point
+    gets the mean of the cells around it); point arrays kept as they are."""
     import vtk
+
+    converter = vtk.vtkCellDataToPointData()
+    converter.SetInputData(data)
+    converter.Update()
+    out = data.NewInstance()
+    out.ShallowCopy(data)
+    converted = converter.GetOutput().GetPointData()
+    for i in range(converted.GetNumberOfArrays()):
+        if not data.GetPointData().HasArray(converted.GetArrayName(i)):
+            out.GetPointData().AddArray(converted.GetArray(i))
+    return out
+
+
+def _expression(data, path, expression: str) -> np.ndarray:
+    """`(n_points, C)`: a ParaView Calculator expression over the data's arrays (`Momentum/Density`),
+    evaluated at the nodes by VTK's `vtkArrayCalculator` (cell arrays first moved to the points)."""
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    data = _on_points(data)
+    calc = vtk.vtkArrayCalculator()
+    calc.SetInputData(data)
+    calc.SetAttributeTypeToPointData()
+    attributes = data.GetPointData()
+    for i in range(attributes.GetNumberOfArrays()):
+        name, width = attributes.GetArrayName(i), attributes.GetArray(i).GetNumberOfComponents()
+        if width == 1:
+            calc.AddScalarArrayName(name)
+        elif width == 3:
+            calc.AddVectorArrayName(name)
+    calc.SetFunction(expression)
+    calc.SetResultArrayName("flowkit velocity expression")
+    with vtk_errors(path, f"velocity expression {expression!r} does not evaluate over the arrays {[attributes.GetArrayName(i) for i in range(attributes.GetNumberOfArrays())]}"):
+        calc.Update()
+    result = calc.GetOutput().GetPointData().GetArray("flowkit velocity expression")
+    if result is None:
+        raise ValueError(f"{path}: velocity expression {expression!r} gave no result")
+    return np.asarray(vtk_to_numpy(result), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1)
+
+
+def _vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
+    """`(values, name, on_cells)`: the velocity as `(n_points, C)` float64 point data, or with
+    `keep_cells` and the velocity among the cell arrays, per cell `(n_cells, C)`, `on_cells` true.
+    `velocity` is an array's name, an expression over the arrays (`Momentum/Density`), or None
+    (`_velocity_name`; point data first, cell data first with `keep_cells`). Cell data used at
+    the points goes through `vtkCellDataToPointData`."""
     from vtk.util.numpy_support import vtk_to_numpy
 
     def listing(attributes):
         return {attributes.GetArrayName(i): attributes.GetArray(i).GetNumberOfComponents() for i in range(attributes.GetNumberOfArrays())}
 
     point_arrays, cell_arrays = listing(data.GetPointData()), listing(data.GetCellData())
-    source = data.GetPointData()
-    if velocity is not None:
-        if velocity not in point_arrays:
-            if velocity not in cell_arrays:
-                raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
-            if keep_cells:
-                return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity, True
-            converter = vtk.vtkCellDataToPointData()
-            converter.SetInputData(data)
-            converter.Update()
-            source = converter.GetOutput().GetPointData()
-        name = velocity
-    else:
-        vectors = [n for n, c in point_arrays.items() if c in (2, 3)]
-        preferred = [n for key in _VELOCITY_NAMES for n in vectors if n.lower() == key]
-        if preferred:
-            name = preferred[0]
-        elif len(vectors) == 1:
-            name = vectors[0]
-        elif not vectors:
-            cell_vectors = [n for n, c in cell_arrays.items() if c in (2, 3)]
-            if len(cell_vectors) != 1:
-                raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
-            return _vector_arrays(data, path, cell_vectors[0], keep_cells)
+    if velocity is None:
+        for arrays in (cell_arrays, point_arrays) if keep_cells else (point_arrays, cell_arrays):
+            velocity = _velocity_name(arrays, path)
+            if velocity is not None:
+                break
         else:
-            raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
-    return np.asarray(vtk_to_numpy(source.GetArray(name)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), name, False
+            raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
+    if keep_cells and velocity in cell_arrays:
+        return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity, True
+    if velocity in point_arrays:
+        return np.asarray(vtk_to_numpy(data.GetPointData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), velocity, False
+    if velocity in cell_arrays:
+        points = _on_points(data).GetPointData().GetArray(velocity)
+        return np.asarray(vtk_to_numpy(points), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), velocity, False
+    if any(ch in velocity for ch in "+-*/()^"):
+        return _expression(data, path, velocity), velocity, False
+    raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
 
 
 def _grid_axes(data, path: Path):
@@ -159,11 +222,11 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
     from ..fields import cells as _cells
 
     if not isinstance(data, vtk.vtkDataSet):
-        raise ValueError(f"{path}: holds a {data.GetClassName()} (a composite of several data sets); save a single merged data set (ParaView: Merge Blocks) or list the pieces in a .pvtu")
+        raise ValueError(f"{path}: holds a {data.GetClassName()}, not a mesh")
     if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
         raise ValueError(f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)")
-    signature = _topology_signature(data)
-    data = _as_unstructured(path, data)
+    signature, n_points = _topology_signature(data), data.GetNumberOfPoints()
+    data, restructured = _as_unstructured(path, data)
     points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
     cell_array = data.GetCells()
     offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
@@ -198,13 +261,17 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
             raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
         points = points[:, :2]
     cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
-    topology = dict(points=points, cells=cells, cell_types=cell_types, cell_order=cell_order, signature=signature)
+    topology = dict(points=points, cells=cells, cell_types=cell_types, cell_order=cell_order, signature=signature, n_points=n_points, restructured=restructured)
     return dict(topology, **_mesh_arrays(path, data, dict(topology, dim=dim), velocity, allow_nonfinite, sample, cell_data))
 
 
-def _as_unstructured(path: Path, data):
-    """`data` as an unstructured grid with explicit cells, points in the same order (for a
-    .pvtu, the pieces' duplicate points on their shared boundaries joined)."""
+def _as_unstructured(path, data):
+    """`(data, restructured)`: `data` as an unstructured grid of linear cells. Curvilinear
+    grids and polygonal data get explicit cells, points in the same order. `restructured` says
+    the points changed, so each later file of a series must go through this too: a .pvtu's
+    pieces' duplicate points on their shared boundaries joined; polyhedra and higher-order
+    cells decomposed into linear cells on their own nodes (VTK's `vtkDataSetTriangleFilter`),
+    with a log line."""
     import vtk
 
     if not isinstance(data, vtk.vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
@@ -212,15 +279,60 @@ def _as_unstructured(path: Path, data):
         append.AddInputData(data)
         append.Update()
         data = append.GetOutput()
-    if path.suffix.lower() == ".pvtu":
+    restructured = False
+    if getattr(path, "suffix", "").lower() == ".pvtu":
         # the pieces duplicate the points on their shared boundaries: merge coincident points
         # (exactly equal coordinates) so that cells across pieces become neighbours
         clean = vtk.vtkStaticCleanUnstructuredGrid()
         clean.SetInputData(data)
         clean.SetTolerance(0.0)
         clean.Update()
-        data = clean.GetOutput()
-    return data
+        data, restructured = clean.GetOutput(), True
+    data, linearised = _linearised(path, data)
+    return data, restructured or linearised
+
+
+def _linearised(path, data):
+    """`(data, changed)`: polyhedral and higher-order (quadratic, Lagrange, ...) cells split into
+    linear simplices on their own nodes; linear cells kept as they are."""
+    import logging
+
+    import vtk
+    from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+
+    from ..fields import cells as _cells
+
+    distinct = vtk_to_numpy(data.GetDistinctCellTypesArray())
+    odd = [int(t) for t in distinct if int(t) not in _cells.BY_VTK_TYPE and int(t) not in _LOWER_DIMENSIONAL | _SURFACE]
+    if not odd:
+        return data, False
+    version = vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
+    types = vtk_to_numpy(data.GetCellTypes() if version >= 906 else data.GetCellTypesArray())
+    is_odd = np.isin(types, odd)
+
+    def extract(rows):
+        ids = vtk.vtkIdTypeArray()
+        ids.DeepCopy(numpy_to_vtk(rows.astype(np.int64), deep=1, array_type=vtk.VTK_ID_TYPE))
+        cut = vtk.vtkExtractCells()
+        cut.SetInputData(data)
+        cut.SetCellIds(ids)
+        cut.Update()
+        return cut.GetOutput()
+
+    split = vtk.vtkDataSetTriangleFilter()
+    split.SetInputData(extract(np.flatnonzero(is_odd)))
+    split.Update()
+    append = vtk.vtkAppendFilter()
+    append.MergePointsOn()
+    append.SetTolerance(0.0)
+    if not is_odd.all():
+        append.AddInputData(extract(np.flatnonzero(~is_odd)))
+    append.AddInputData(split.GetOutput())
+    append.Update()
+    name_of = (vtk.vtkCellTypeUtilities if version >= 906 else vtk.vtkCellTypes).GetClassNameFromTypeId
+    counts = ", ".join(f"{int(np.sum(types == t))} {name_of(t)}" for t in odd)
+    logging.getLogger("flowkit").info("%s: %s decomposed into %d linear cells on their own nodes (interpolation is linear on each)", path, counts, split.GetOutput().GetNumberOfCells())
+    return append.GetOutput(), True
 
 
 def _topology_signature(data) -> str:
@@ -277,8 +389,8 @@ def series_slice(file: Path, topology: dict, velocity=None, allow_nonfinite=Fals
     out = dict(signature=signature, n_points=data.GetNumberOfPoints())
     if signature != topology["signature"] or out["n_points"] != topology["n_points"]:
         return out
-    if file.suffix.lower() == ".pvtu":
-        data = _as_unstructured(file, data)
+    if topology["restructured"]:
+        data = _as_unstructured(file, data)[0]
     return dict(_mesh_arrays(file, data, topology, velocity, allow_nonfinite, sample, cell_data), **out)
 
 

@@ -1,0 +1,256 @@
+"""Which of the `vtk` package's readers opens a path, and one data set per time step from it.
+
+VTK's own file formats (`.vtu`, `.vts`, `.vtk`, ...) are read file by file. The solvers' formats
+are read by their VTK reader, which knows the case's time steps:
+
+| format | given as | reader |
+|---|---|---|
+| OpenFOAM | case directory, `*.foam`, `system/controlDict` | `vtkOpenFOAMReader` (`vtkPOpenFOAMReader` for `processor*/`) |
+| EnSight Gold | `.case` | `vtkGenericEnSightReader` |
+| Exodus II | `.e`, `.exo`, `.ex2`, `.exii`, `.g`, `.gen` | `vtkIOSSReader` |
+| CGNS | `.cgns` | `vtkCGNSReader` |
+| Fluent | `.cas` (its `.dat` beside it), `.cas.h5` | `vtkFLUENTReader`, `vtkFLUENTCFFReader` |
+| VTKHDF | `.vtkhdf`, `.hdf` | `vtkHDFReader` |
+| Nek5000 | `.nek5000` | `vtkNek5000Reader` |
+| PLOT3D | `.xyz` (its `.q` beside it) | `vtkMultiBlockPLOT3DReader` |
+| Tecplot ASCII | `.tec` | `vtkTecplotReader` |
+
+A composite output (parts, element blocks, zones, multi-block files) becomes one domain:
+`merged` joins the volume blocks, points that blocks share joined, and skips surface blocks
+with a log line.
+"""
+
+import contextlib
+import logging
+import threading
+from pathlib import Path
+from typing import NamedTuple
+
+_log = logging.getLogger("flowkit")
+
+_KINDS = {
+    ".foam": "openfoam",
+    ".case": "ensight",
+    ".cgns": "cgns",
+    ".cas": "fluent",
+    ".vtkhdf": "vtkhdf",
+    ".hdf": "vtkhdf",
+    ".nek5000": "nek5000",
+    ".xyz": "plot3d",
+    ".tec": "tecplot",
+    **dict.fromkeys((".e", ".exo", ".ex2", ".exii", ".g", ".gen"), "exodus"),
+}
+
+
+def format_of(path: Path) -> str | None:
+    """The solver format of `path` (`"openfoam"`, `"ensight"`, ...), or None for VTK's own formats."""
+    name = path.name.lower()
+    if path.is_dir():
+        if (path / "system" / "controlDict").exists() or any(path.glob("processor*")):
+            return "openfoam"
+        raise ValueError(f"{path}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/); give a file or a case directory")
+    if name == "controldict":
+        return "openfoam"
+    if name.endswith((".cas.h5", ".dat.h5")):
+        return "fluent_cff"
+    return _KINDS.get(path.suffix.lower())
+
+
+@contextlib.contextmanager
+def vtk_errors(where, what: str = "VTK could not read this file (truncated or corrupt?)"):
+    """Run VTK calls with its error output captured; errors become one `ValueError` naming
+    `where` and saying `what` went wrong, with VTK's own words."""
+    import vtk
+
+    messages = vtk.vtkStringOutputWindow()
+    previous = vtk.vtkOutputWindow.GetInstance()
+    vtk.vtkOutputWindow.SetInstance(messages)
+    verbosity = vtk.vtkLogger.GetCurrentVerbosityCutoff()
+    vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_OFF)
+    try:
+        yield
+    finally:
+        vtk.vtkOutputWindow.SetInstance(previous)
+        vtk.vtkLogger.SetStderrVerbosity(verbosity)
+    text = messages.GetOutput()
+    if "ERROR" in text:
+        detail = " ".join(line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line)[:300]
+        raise ValueError(f"{where}: {what}: {detail}")
+
+
+def _openfoam(path: Path):
+    import vtk
+
+    case = path if path.is_dir() else (path.parent.parent if path.name == "controlDict" else path.parent)
+    decomposed = not (case / "constant" / "polyMesh").exists() and any(case.glob("processor*"))
+    reader = vtk.vtkPOpenFOAMReader() if decomposed else vtk.vtkOpenFOAMReader()
+    if decomposed:
+        reader.SetCaseType(0)
+    control = case / "system" / "controlDict"
+    if not control.exists():
+        raise FileNotFoundError(f"{case}: an OpenFOAM case needs system/controlDict")
+    reader.SetFileName(str(path if path.is_file() and path.suffix == ".foam" else control))
+    reader.SkipZeroTimeOff()
+    reader.CreateCellToPointOn()
+    return reader, case, decomposed
+
+
+def _reader(path: Path, kind: str):
+    """A configured VTK reader for `path`, before `UpdateInformation`."""
+    import vtk
+
+    if kind == "openfoam":
+        return _openfoam(path)[0]
+    if kind == "ensight":
+        reader = vtk.vtkGenericEnSightReader()
+        reader.SetCaseFileName(str(path))
+        return reader
+    if kind == "fluent":
+        reader = vtk.vtkFLUENTReader()
+    elif kind == "fluent_cff":
+        reader = vtk.vtkFLUENTCFFReader()
+    else:
+        reader = {"exodus": vtk.vtkIOSSReader, "cgns": vtk.vtkCGNSReader, "vtkhdf": vtk.vtkHDFReader, "nek5000": vtk.vtkNek5000Reader, "tecplot": vtk.vtkTecplotReader}.get(kind, lambda: None)()
+    if kind == "plot3d":
+        reader = vtk.vtkMultiBlockPLOT3DReader()
+        reader.SetXYZFileName(str(path))
+        solution = path.with_suffix(".q")
+        if not solution.exists():
+            raise FileNotFoundError(f"{path}: PLOT3D grid without its solution file {solution.name} beside it")
+        reader.SetQFileName(str(solution))
+        reader.AutoDetectFormatOn()
+        reader.AddFunction(200)  # the reader's "Velocity": Momentum / Density
+        return reader
+    reader.SetFileName(str(path))
+    if kind == "cgns":
+        reader.EnableAllPointArrays()
+        reader.EnableAllCellArrays()
+    return reader
+
+
+class SolverCase:
+    """One case or file of a solver format, opened once with its VTK reader: its time steps
+    (`times`, None for a steady file) and the merged data set at each. Reads are serialised (one
+    reader, several threads asking)."""
+
+    def __init__(self, path: Path, kind: str):
+        import vtk
+
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist")
+        self.path, self.kind = path, kind
+        self._lock = threading.Lock()
+        with vtk_errors(path):
+            self._reader = _reader(path, kind)
+            self._reader.UpdateInformation()
+        steps = self._reader.GetOutputInformation(0).Get(vtk.vtkStreamingDemandDrivenPipeline.TIME_STEPS())
+        self.times = [float(t) for t in steps] if steps else [None]
+        if kind == "openfoam" and len(self.times) > 1 and self.times[0] == 0.0:
+            case, decomposed = _openfoam(path)[1:]
+            zero = (next(iter(sorted(case.glob("processor*")))) if decomposed else case) / "0"
+            if not (zero / "U").exists():
+                _log.info("%s: time directory 0 holds no U; the series starts at %g", case, self.times[1])
+                self.times = self.times[1:]
+
+    def dataset(self, k: int):
+        """The data set at time step `k`, its blocks merged into one."""
+        t = self.times[k]
+        where = self.path if t is None else f"{self.path} (time {t:g})"
+        with self._lock, vtk_errors(where):
+            if t is None:
+                self._reader.Update()
+            else:
+                self._reader.UpdateTimeStep(t)
+            data = self._reader.GetOutputDataObject(0)
+            if data is None:
+                raise ValueError(f"{where}: the reader returned no data")
+            out = data.NewInstance()
+            out.DeepCopy(data)  # the reader reuses its output for the next step
+        return merged(out, where)
+
+
+class Step(NamedTuple):
+    """Time step `index` of a `SolverCase`: an item of a series, read by `read_dataset`."""
+
+    case: SolverCase
+    index: int
+
+    def __str__(self) -> str:
+        t = self.case.times[self.index]
+        return str(self.case.path) if t is None else f"{self.case.path} (time {t:g})"
+
+    def read(self):
+        return self.case.dataset(self.index)
+
+
+def _leaves(data):
+    """`[(name, data set)]` of a composite data set's non-empty leaves."""
+    import vtk
+
+    out = []
+    it = data.NewIterator()
+    it.InitTraversal()
+    while not it.IsDoneWithTraversal():
+        leaf = it.GetCurrentDataObject()
+        meta = it.GetCurrentMetaData() if it.HasCurrentMetaData() else None
+        name = meta.Get(vtk.vtkCompositeDataSet.NAME()) if meta is not None and meta.Has(vtk.vtkCompositeDataSet.NAME()) else f"block {len(out)}"
+        if isinstance(leaf, vtk.vtkDataSet) and leaf.GetNumberOfCells() > 0:
+            out.append((name, leaf))
+        it.GoToNextItem()
+    return out
+
+
+def cell_dimension(data) -> int:
+    """The largest dimension (0-3) of `data`'s cells."""
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    if isinstance(data, vtk.vtkUnstructuredGrid):
+        types = vtk_to_numpy(data.GetDistinctCellTypesArray())
+    else:
+        types = [data.GetCellType(0)]
+    return max(vtk.vtkCellTypeUtilities.GetDimension(int(t)) for t in types)
+
+
+def _array_names(data) -> set[str]:
+    return {data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().GetNumberOfArrays())} | {data.GetCellData().GetArrayName(i) for i in range(data.GetCellData().GetNumberOfArrays())}
+
+
+def merged(data, where):
+    """`data` as one data set: a composite's volume blocks appended into one unstructured grid
+    with the points they share joined (exactly equal coordinates), so particles cross from block
+    to block. Blocks of lower dimension (boundary patches, surface parts) are skipped with a log
+    line; blocks with different arrays, or blocks that share no point, are refused."""
+    import vtk
+
+    if not data.IsA("vtkCompositeDataSet"):
+        return data
+    leaves = _leaves(data)
+    if not leaves:
+        raise ValueError(f"{where}: no block holds any cells")
+    dims = [cell_dimension(leaf) for _, leaf in leaves]
+    top = max(dims)
+    for (name, leaf), d in zip(leaves, dims):
+        if d < top:
+            _log.info("%s: skipping %r (%d cells of dimension %d, beside a %d-D domain)", where, name, leaf.GetNumberOfCells(), d, top)
+    kept = [(name, leaf) for (name, leaf), d in zip(leaves, dims) if d == top]
+    if len(kept) == 1:
+        return kept[0][1]
+    names = [_array_names(leaf) for _, leaf in kept]
+    common = set.intersection(*names)
+    for (name, _), own in zip(kept, names):
+        if own != common:
+            others = set.union(*names) - own
+            raise ValueError(f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(others)} (has {sorted(own)}); give every block the same variables")
+    append = vtk.vtkAppendFilter()
+    append.MergePointsOn()
+    append.SetTolerance(0.0)
+    for _, leaf in kept:
+        append.AddInputData(leaf)
+    append.Update()
+    out = append.GetOutput()
+    total = sum(leaf.GetNumberOfPoints() for _, leaf in kept)
+    if out.GetNumberOfPoints() == total:
+        raise ValueError(f"{where}: its {len(kept)} blocks {[n for n, _ in kept]} share no points, so no particle could cross between them; give blocks that meet on common nodes")
+    _log.info("%s: %d blocks merged into one domain (%d cells, %d shared points joined)", where, len(kept), out.GetNumberOfCells(), total - out.GetNumberOfPoints())
+    return out
