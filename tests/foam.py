@@ -105,7 +105,7 @@ def write_case(root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_hold
     for t in times:
         folder = root / f"{t:g}"
         if t == times[0] and not zero_holds_u:
-            _write(folder / "p", "volScalarField", "dimensions [0 2 -2 0 0 0 0];\ninternalField uniform 0;\nboundaryField\n{\n    \".*\" { type zeroGradient; }\n}\n")
+            _write(folder / "p", "volScalarField", 'dimensions [0 2 -2 0 0 0 0];\ninternalField uniform 0;\nboundaryField\n{\n    ".*" { type zeroGradient; }\n}\n')
             continue
         for name, cls, dims, values, text in (
             ("U", "volVectorField", "[0 1 -1 0 0 0 0]", lambda x: velocity(t, x), _vectors),

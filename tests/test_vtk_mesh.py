@@ -1,6 +1,7 @@
 """Unstructured VTK input: every format ParaView writes, VTK's own oracles, bad files."""
 
 import hashlib
+import logging
 import json
 import shutil
 
@@ -140,7 +141,7 @@ def test_cell_data_velocity_to_points_like_vtk_or_piecewise_constant(tmp_path):
     np.testing.assert_allclose(values, meshes.velocity(centres), atol=1e-14)
 
 
-def test_mixed_mesh_file_with_boundary_patches_and_unsupported_cells(tmp_path, caplog):
+def test_mixed_mesh_file_with_boundary_patches_and_higher_order_cells(tmp_path, caplog):
     points, cells, types = meshes.mesh("mixed", shape=(4, 3, 3))
     values = meshes.velocity(points)
     # a boundary patch (quads, as OpenFOAM exports walls) is skipped with a log line
@@ -156,8 +157,10 @@ def test_mixed_mesh_file_with_boundary_patches_and_unsupported_cells(tmp_path, c
     quadratic.DeepCopy(grid)
     quadratic.InsertNextCell(vtk.VTK_QUADRATIC_TETRA, 10, list(range(10)))
     quadratic.InsertNextCell(vtk.VTK_QUADRATIC_TETRA, 10, list(range(10, 20)))
-    with pytest.raises(ValueError, match=r"quadratic.vtu: unsupported cell types: 2 vtkQuadraticTetra \(type 24\).*Tessellate"):
-        fk.io.read_vtk(_write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "quadratic.vtu", quadratic))
+    caplog.clear()  # higher-order cells are decomposed into linear ones on their nodes, and logged
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        decomposed = fk.io.read_vtk(_write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "quadratic.vtu", quadratic))
+    assert "2 vtkQuadraticTetra decomposed into" in caplog.text and decomposed.n_cells > field.n_cells
 
 
 def test_bad_mesh_files_have_clear_errors(tmp_path, sample):

@@ -237,11 +237,10 @@ def merged(data, where):
     if len(kept) == 1:
         return kept[0][1]
     names = [_array_names(leaf) for _, leaf in kept]
-    common = set.intersection(*names)
+    every = set.union(*names)
     for (name, _), own in zip(kept, names):
-        if own != common:
-            others = set.union(*names) - own
-            raise ValueError(f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(others)} (has {sorted(own)}); give every block the same variables")
+        if own != every:
+            raise ValueError(f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(every - own)} (has {sorted(own)}); give every block the same variables")
     append = vtk.vtkAppendFilter()
     append.MergePointsOn()
     append.SetTolerance(0.0)

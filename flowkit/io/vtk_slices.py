@@ -298,7 +298,7 @@ def _linearised(path, data):
     import logging
 
     import vtk
-    from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+    from vtk.util.numpy_support import vtk_to_numpy
 
     from ..fields import cells as _cells
 
@@ -311,11 +311,13 @@ def _linearised(path, data):
     is_odd = np.isin(types, odd)
 
     def extract(rows):
-        ids = vtk.vtkIdTypeArray()
-        ids.DeepCopy(numpy_to_vtk(rows.astype(np.int64), deep=1, array_type=vtk.VTK_ID_TYPE))
+        ids = vtk.vtkIdList()
+        ids.SetNumberOfIds(len(rows))
+        for k, row in enumerate(rows):
+            ids.SetId(k, int(row))
         cut = vtk.vtkExtractCells()
         cut.SetInputData(data)
-        cut.SetCellIds(ids)
+        cut.SetCellList(ids)
         cut.Update()
         return cut.GetOutput()
 

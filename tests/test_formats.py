@@ -1,0 +1,227 @@
+"""`fk.io.read` on what solvers write: files made here by each format's own writer (VTK's
+EnSight, IOSS/Exodus, VTKHDF and multi-block writers) or as the plain-text dictionaries they are
+(OpenFOAM), from known flows; values checked against VTK's own reader and probe filter on the
+same file, and against the flow."""
+
+import logging
+
+import foam
+import meshes
+import numpy as np
+import pytest
+import vtk
+from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+
+import flowkit as fk
+from flowkit.io.vtk import unstructured_grid
+
+
+def _write(writer, path, data):
+    writer.SetFileName(str(path))
+    writer.SetInputData(data)
+    assert writer.Write() == 1
+    return path
+
+
+def _hexes(shape=(6, 5, 5), arrays=None):
+    points, cells, types = meshes.mesh("hexahedron", shape=shape)
+    arrays = {"velocity": meshes.velocity(points), "p": points[:, 0]} if arrays is None else arrays(points)
+    return unstructured_grid(points, cells, types, arrays), points
+
+
+def _vtk_probe(reader, x, name, t=None):
+    """VTK's own reader output probed at `x` (`vtkCompositeDataProbeFilter`): `(values, valid)`."""
+    poly = vtk.vtkPolyData()
+    pts = vtk.vtkPoints()
+    pts.SetData(numpy_to_vtk(np.ascontiguousarray(x, np.float64), deep=True))
+    poly.SetPoints(pts)
+    probe = vtk.vtkCompositeDataProbeFilter()
+    probe.SetInputData(poly)
+    probe.SetSourceConnection(reader.GetOutputPort())
+    if t is None:
+        probe.Update()
+    else:
+        probe.UpdateTimeStep(t)
+    out = probe.GetOutput().GetPointData()
+    return vtk_to_numpy(out.GetArray(name)).reshape(len(x), -1).astype(np.float64), vtk_to_numpy(out.GetArray("vtkValidPointMask")).astype(bool)
+
+
+def _agrees_with_vtk(field, reader, name, t=None, seed=0, lo=(0.0, 0.0, 0.0), hi=(2.0, 1.0, 1.0)):
+    """At >= 97 % of random points in the box, our value equals VTK's probe within 1e-5
+    relative; the rest are points on cell faces where VTK's tolerance test picks a neighbour."""
+    rng = np.random.default_rng(seed)
+    x = np.asarray(lo) + rng.uniform(size=(400, 3)) * (np.asarray(hi) - np.asarray(lo))
+    theirs, valid = _vtk_probe(reader, x, name, t)
+    ours, inside = field.probe(x, 0.0 if t is None else t)
+    both = valid & inside
+    assert both.mean() > 0.95
+    close = np.all(np.abs(ours - theirs) <= 1e-5 * np.maximum(1.0, np.abs(theirs)), axis=1)
+    assert close[both].mean() >= 0.97, f"{(~close[both]).sum()} of {both.sum()} points differ"
+
+
+def test_exodus_ensight_vtkhdf_and_multiblock_read_like_vtk(tmp_path):
+    """Each writer's file reads into the mesh and values VTK's own reader gives."""
+    grid, points = _hexes()
+    exo = _write(vtk.vtkIOSSWriter(), tmp_path / "flow.exo", grid)
+    hdf = _write(vtk.vtkHDFWriter(), tmp_path / "flow.vtkhdf", grid)
+    ensight = vtk.vtkEnSightWriter()
+    ensight.SetPath(str(tmp_path))
+    ensight.SetBaseName("flow")
+    ensight.SetInputData(grid)
+    ensight.Write()
+    ensight.WriteCaseFile(1)
+    case = next(tmp_path.glob("flow*.case"))
+    readers = {exo: vtk.vtkIOSSReader(), hdf: vtk.vtkHDFReader(), case: vtk.vtkGenericEnSightReader()}
+    for path, reader in readers.items():
+        (reader.SetCaseFileName if path == case else reader.SetFileName)(str(path))
+        field = fk.io.read(path, dtype="float64")
+        assert isinstance(field, fk.MeshField) and field.n_cells == grid.GetNumberOfCells() and field.kinds == ("hexahedron",)
+        _agrees_with_vtk(field, reader, "velocity_n" if path == case else "velocity")
+
+
+def test_multiblock_blocks_are_one_domain_that_particles_cross(tmp_path):
+    """A .vtm of three blocks cut from one mesh reads as that mesh (shared points joined), and a
+    particle crosses both interfaces without being stopped."""
+    grid, points = _hexes(arrays=lambda p: {"velocity": np.tile([1.0, 0.0, 0.0], (len(p), 1))})
+    centres = np.array([np.mean([grid.GetPoint(grid.GetCell(c).GetPointId(k)) for k in range(8)], axis=0) for c in range(grid.GetNumberOfCells())])
+    blocks = vtk.vtkMultiBlockDataSet()
+    for b, (lo, hi) in enumerate(((0.0, 0.7), (0.7, 1.3), (1.3, 2.0))):
+        ids = vtk.vtkIdList()
+        for c in np.flatnonzero((centres[:, 0] >= lo) & (centres[:, 0] < hi)):
+            ids.InsertNextId(int(c))
+        cut = vtk.vtkExtractCells()
+        cut.SetInputData(grid)
+        cut.SetCellList(ids)
+        cut.Update()
+        blocks.SetBlock(b, cut.GetOutput())
+    path = _write(vtk.vtkXMLMultiBlockDataWriter(), tmp_path / "blocks.vtm", blocks)
+    field = fk.io.read(path, dtype="float64")
+    assert field.n_cells == grid.GetNumberOfCells() and len(field.points) == grid.GetNumberOfPoints()
+    seeds = np.array([[0.05, 0.5, 0.5], [0.05, 0.3, 0.7]])
+    traj = fk.track(field, seeds, 0.0, 1.8, 0.05, fk.RK4(), dtype="float64")
+    assert np.all(traj.status == fk.Status.ACTIVE)
+    np.testing.assert_allclose(traj.positions[-1], seeds + [1.8, 0.0, 0.0], atol=1e-9)
+
+
+def test_openfoam_case_series_patches_skipped_and_cell_values(tmp_path, caplog):
+    """An OpenFOAM case: its time directories are the series (0/ left out when it holds no U),
+    values equal VTK's OpenFOAM reader probed at the same time, `cell_data="constant"` gives the
+    solver's cell values, and a pathline follows the flow."""
+
+    def flow(t, x):
+        return np.stack([1.0 + t + 0 * x[:, 0], 0.2 + 0.1 * x[:, 0], 0.05 * x[:, 1]], axis=1)
+
+    root = foam.write_case(tmp_path / "case", flow, times=(0.0, 0.5, 1.0, 1.5), zero_holds_u=False)
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        field = fk.io.read(root, dtype="float64")
+    assert "time directory 0 holds no U" in caplog.text and "'U'" in caplog.text
+    np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0, 1.5])
+    reader = vtk.vtkOpenFOAMReader()
+    reader.SetFileName(str(root / "system" / "controlDict"))
+    for t in (0.5, 0.75, 1.5):
+        if t != 0.75:  # between snapshots flowkit interpolates in time; VTK's reader holds a step
+            _agrees_with_vtk(field, reader, "U", t=t, hi=(1.0, 1.0, 1.0))
+    for spelling in (root / "system" / "controlDict", root / "case.foam"):
+        spelling.touch()
+        assert np.array_equal(np.asarray(fk.io.read(spelling, dtype="float64").times), [0.5, 1.0, 1.5])
+    constant = fk.io.read(root, cell_data="constant", dtype="float64")
+    centres = foam.box_mesh()[5]
+    values, inside = constant.probe(centres + 1e-3, 1.0)
+    assert inside.all()
+    np.testing.assert_allclose(values, flow(1.0, centres), rtol=1e-6)  # VTK's OpenFOAM reader gives float32
+    seeds = np.array([[0.1, 0.2, 0.3], [0.05, 0.6, 0.5]])
+    traj = fk.track(field, seeds, 0.5, 1.0, 0.01, fk.RK4(), dtype="float64")
+    assert np.all(traj.status == fk.Status.ACTIVE)
+    # u = 1 + t is exact at the points (uniform in space, linear in time): x(t) = x0 + [t + t²/2]
+    np.testing.assert_allclose(traj.positions[-1, :, 0], seeds[:, 0] + (1.0 + 0.5) - (0.5 + 0.125), atol=1e-9)
+
+
+def test_polyhedra_and_quadratic_cells_are_decomposed_exactly(tmp_path, caplog):
+    """Polyhedral and quadratic cells become linear cells on their own nodes, logged; a linear
+    flow is interpolated exactly on them."""
+    grid, points = _hexes(shape=(4, 3, 3), arrays=lambda p: {"velocity": p @ np.array([[0.5, 0.1, 0.0], [-0.2, 0.3, 0.4], [0.0, 0.1, -0.6]]).T + [1.0, 0.0, 0.5]})
+    poly = vtk.vtkUnstructuredGrid()
+    poly.SetPoints(grid.GetPoints())
+    poly.GetPointData().ShallowCopy(grid.GetPointData())
+    for c in range(grid.GetNumberOfCells()):
+        cell = grid.GetCell(c)
+        ids = [cell.GetPointId(k) for k in range(8)]
+        if c % 2:
+            poly.InsertNextCell(vtk.VTK_HEXAHEDRON, 8, ids)
+            continue
+        faces = vtk.vtkCellArray()
+        for face in meshes.HEX_FACES:
+            faces.InsertNextCell(4, [ids[k] for k in face])
+        poly.InsertNextCell(vtk.VTK_POLYHEDRON, 8, ids, faces)
+    path = _write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "poly.vtu", poly)
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        field = fk.io.read(path, dtype="float64")
+    assert "vtkPolyhedron decomposed into" in caplog.text
+    x = np.random.default_rng(1).uniform([0.1, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
+    values, inside = field.probe(x)
+    assert inside.all()
+    np.testing.assert_allclose(values, x @ np.array([[0.5, 0.1, 0.0], [-0.2, 0.3, 0.4], [0.0, 0.1, -0.6]]).T + [1.0, 0.0, 0.5], atol=1e-12)
+
+
+def test_velocity_by_expression_by_first_word_or_refused_when_ambiguous(tmp_path, caplog):
+    """`velocity="Momentum/Density"` divides at the nodes; `velocity_liq (m/s)` is recognised
+    and the choice logged; two velocity-like arrays are refused with their names."""
+    grid, points = _hexes(shape=(4, 3, 3), arrays=lambda p: {"Momentum": 2.0 * meshes.velocity(p) * (1 + p[:, :1]), "Density": 2.0 * (1 + p[:, 0])})
+    path = _write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "conserved.vtu", grid)
+    field = fk.io.read(path, velocity="Momentum/Density", dtype="float64")
+    np.testing.assert_allclose(np.asarray(field.values)[0], meshes.velocity(points), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"conserved.vtu.*velocity expression 'Momentum/Densty' does not evaluate"):
+        fk.io.read(path, velocity="Momentum/Densty")
+    named, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"velocity_liq (m/s)": meshes.velocity(p), "grad": meshes.velocity(p)})
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        fk.io.read(_write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "named.vtu", named))
+    assert "velocity array 'velocity_liq (m/s)'" in caplog.text
+    two, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"velocity_liq": meshes.velocity(p), "velocity_gas": meshes.velocity(p)})
+    with pytest.raises(ValueError, match=r"two.vtu: several vector arrays are named like a velocity: \['velocity_liq', 'velocity_gas'\]"):
+        fk.io.read(_write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "two.vtu", two))
+
+
+def test_bad_solver_output_is_refused_naming_what_is_wrong(tmp_path):
+    """A directory that is no case, a case with no velocity, a .case without its geometry,
+    an Exodus file without a nodal vector, blocks with different arrays, blocks that do not touch."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty: a directory, but not an OpenFOAM case"):
+        fk.io.read(tmp_path / "empty")
+    root = foam.write_case(tmp_path / "no_u", lambda t, x: np.ones_like(x), times=(0.0, 1.0))
+    for folder in ("0", "1"):
+        (root / folder / "U").unlink()
+    with pytest.raises(ValueError, match=r"no_u \(time 1\): no velocity-like vector array"):
+        fk.io.read(root)
+    grid, _ = _hexes(shape=(4, 3, 3))
+    ensight = vtk.vtkEnSightWriter()
+    ensight.SetPath(str(tmp_path))
+    ensight.SetBaseName("lost")
+    ensight.SetInputData(grid)
+    ensight.Write()
+    ensight.WriteCaseFile(1)
+    for geometry in tmp_path.glob("lost*.geo"):
+        geometry.unlink()
+    with pytest.raises(ValueError, match=r"lost.*\.case"):
+        fk.io.read(next(tmp_path.glob("lost*.case")))
+    scalar, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"p": p[:, 0]})
+    exo = _write(vtk.vtkIOSSWriter(), tmp_path / "scalar.exo", scalar)
+    with pytest.raises(ValueError, match="scalar.exo.*no velocity-like vector array"):
+        fk.io.read(exo)
+    apart = vtk.vtkMultiBlockDataSet()
+    with_p, _ = _hexes(shape=(3, 3, 3))
+    without_p, _ = _hexes(shape=(3, 3, 3), arrays=lambda p: {"velocity": meshes.velocity(p)})
+    apart.SetBlock(0, with_p)
+    apart.SetBlock(1, without_p)
+    with pytest.raises(ValueError, match=r"different.vtm: its blocks hold different arrays: 'block 1' lacks \['p'\]"):
+        fk.io.read(_write(vtk.vtkXMLMultiBlockDataWriter(), tmp_path / "different.vtm", apart))
+    moved, _ = _hexes(shape=(3, 3, 3))
+    shift = vtk.vtkTransform()
+    shift.Translate(5.0, 0.0, 0.0)
+    away = vtk.vtkTransformFilter()
+    away.SetTransform(shift)
+    away.SetInputData(moved)
+    away.Update()
+    apart.SetBlock(0, _hexes(shape=(3, 3, 3))[0])
+    apart.SetBlock(1, away.GetOutput())
+    with pytest.raises(ValueError, match="apart.vtm: its 2 blocks .* share no points"):
+        fk.io.read(_write(vtk.vtkXMLMultiBlockDataWriter(), tmp_path / "apart.vtm", apart))
