@@ -1,8 +1,8 @@
 """Unstructured VTK input: every format ParaView writes, VTK's own oracles, bad files."""
 
 import hashlib
-import logging
 import json
+import logging
 import shutil
 
 import jax.numpy as jnp
