@@ -26,7 +26,7 @@ from ..fields.base import Hints, select
 from .base import AbstractBoundary, AbstractBoundaryConfig, Block
 from .box import Open
 from .modes import wall_mode
-from .regions import InletSurface, Plane, inlet_surface, plane, plane_tolerance
+from .regions import InletSurface, Plane, inlet_surface, plane_tolerance, region
 
 INLET_MODES = ("grid", "random", "flux")
 _SALT = 0x1B7E7  # decorrelates the inlet's draws from an integrator's noise on the same keys
@@ -182,9 +182,9 @@ class InletOutlet(AbstractBoundaryConfig):
         return self.mode != "grid"
 
     def bind(self, field) -> BoundInletOutlet:
-        inlet = plane(self.inlet, field.bounds)
+        inlet = region(self.inlet, field)
         surface = inlet_surface(field, inlet, self.resolution, "inlet")
-        return BoundInletOutlet(inlet, plane(self.outlet, field.bounds), walls_for(field, self.walls), surface, self.mode)
+        return BoundInletOutlet(inlet, region(self.outlet, field), walls_for(field, self.walls), surface, self.mode)
 
 
 class ReleaseSchedule(eqx.Module):
@@ -320,7 +320,7 @@ class ContinuousInlet(AbstractBoundaryConfig):
         return self.schedule.slots
 
     def bind(self, field) -> BoundContinuousInlet:
-        inlet = plane(self.inlet, field.bounds)
+        inlet = region(self.inlet, field)
         surface = inlet_surface(field, inlet, self.resolution, "inlet")
-        outlet = None if self.outlet is None else plane(self.outlet, field.bounds)
+        outlet = None if self.outlet is None else region(self.outlet, field)
         return BoundContinuousInlet(inlet, outlet, walls_for(field, self.walls), surface, self.mode, self.schedule)

@@ -16,7 +16,7 @@ from .._status import Status
 from ..fields.base import select
 from .base import AbstractBoundary, AbstractBoundaryConfig
 from .modes import wall_mode
-from .regions import Plane, plane, plane_tolerance
+from .regions import Plane, plane_tolerance, region
 
 MESH_MODES = ("reflect", "slip", "absorb", "stick")
 
@@ -36,8 +36,8 @@ class BoundMeshWalls(AbstractBoundary):
         centre, normal = field.face_planes(jnp.maximum(cell, 0), face)
         tolerance = plane_tolerance(field.bounds, x.dtype)
         is_open = jnp.zeros(x.shape[0], bool)
-        for region in self.open:
-            is_open = is_open | region.holds(centre, normal, tolerance)
+        for opening in self.open:
+            is_open = is_open | opening.holds(centre, normal, tolerance)
         return centre, normal, (across < 0) & ~is_open
 
     def apply_batch(self, field, x_prev, x_next, status, hint):
@@ -101,4 +101,4 @@ class MeshWalls(AbstractBoundaryConfig):
     def bind(self, field) -> BoundMeshWalls:
         if not hasattr(field, "face_planes"):
             raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
-        return BoundMeshWalls(self.mode, tuple(plane(region, field.bounds) for region in self.open), self.max_bounces)
+        return BoundMeshWalls(self.mode, tuple(region(spec, field) for spec in self.open), self.max_bounces)

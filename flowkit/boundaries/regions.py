@@ -59,11 +59,22 @@ class Plane(eqx.Module):
         return on & aligned & within
 
 
-def plane(spec, bounds) -> Plane:
-    """A `Plane` from a side name (`"xmin"`, ...: a face of `bounds`), a `Plane`, or a mapping
-    `{point, normal[, lo, hi]}` (from a config)."""
+def region(spec, field) -> Plane:
+    """`plane(spec, ...)` on `field`: its box's sides and its named regions (`"patch:inlet"`)."""
+    return plane(spec, field.bounds, getattr(field, "regions", None))
+
+
+def plane(spec, bounds, regions=None) -> Plane:
+    """A `Plane` from a side name (`"xmin"`, ...: a face of `bounds`), a named region of the
+    field (`"patch:inlet"`, from `regions`), a `Plane`, or a mapping `{point, normal[, lo, hi]}`
+    (from a config)."""
     if isinstance(spec, Plane):
         return spec
+    if isinstance(spec, str) and spec.startswith("patch:"):
+        if spec not in (regions or {}):
+            known = sorted(regions or {})
+            raise ValueError(f"unknown region {spec!r}: " + (f"this field's planar patches are {known}" if known else "this field has no named patches (a solver's case read by fk.io.read has them)"))
+        spec = regions[spec]
     lo, hi = (np.asarray(b, np.float64) for b in bounds)
     dim = lo.shape[0]
     if isinstance(spec, str):

@@ -1,6 +1,5 @@
 """Velocity data on an unstructured mesh of linear cells, interpolated exactly as VTK does."""
 
-import math
 from collections.abc import Mapping
 
 import equinox as eqx
@@ -13,6 +12,7 @@ from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocit
 from . import cells as _cells
 from .base import SKIP, AbstractField, Hints, time_weights
 from .locator import MeshTopology, mesh_topology
+from .slices import as_series
 
 
 class MeshField(AbstractField):
@@ -23,18 +23,15 @@ class MeshField(AbstractField):
     barycentric for simplices, isoparametric (multi)linear for the others, inverted by Newton
     steps — the interpolation of VTK's `vtkProbeFilter`; in time it is linear between slices.
 
-    **Point location** runs inside the compiled step with fixed shapes. Each particle carries
-    where it was last found (its `Hints`: cell, point, parametric coordinates). The cell is
-    checked first, Newton starting from those coordinates; then the search walks across the
-    face the point lies beyond, up to `walk_steps` times. Points the walk does not settle
-    (unknown hint, walked onto the mesh boundary, out of steps) are looked up in a uniform bin
-    grid in which each cell is registered in every bin its bounding box overlaps, so the search
-    is complete: a point in no cell of its bin is outside the mesh. Only those points are
-    searched, gathered into a compact batch.
+    **Point location** runs inside the compiled step with fixed shapes. A particle's `Hints`
+    (cell, point, parametric coordinates) is checked first, Newton starting from them; then the
+    walk crosses the face the point lies beyond, up to `walk_steps` times. Points it does not
+    settle are searched, as one compact batch, in a uniform bin grid holding each cell in every
+    bin its bounding box overlaps: complete, so a point in no cell of its bin is outside.
 
-    Outside the mesh `in_domain` is false; the tracker marks a particle whose step ends there
-    `OUT_OF_DOMAIN`. Within a step, an RK stage point just outside sees the value extrapolated
-    from the boundary cell it left through (the mesh analogue of the grid's ghost layer).
+    Outside the mesh `in_domain` is false: the tracker marks a particle ending a step there
+    `OUT_OF_DOMAIN`. An RK stage point just outside sees the value extrapolated from the
+    boundary cell it left through (the mesh analogue of the grid's ghost layer).
 
     **Arguments:**
 
@@ -49,6 +46,8 @@ class MeshField(AbstractField):
     - `dtype`: storage precision. `walk_steps`, `newton_steps`, `bin_scale`: locator settings.
     - `topology`: the location structures of these `points` and `cells`, built beforehand by
       `fk.fields.locator.mesh_topology` (a reader builds them while it reads the later files).
+    - `regions`: named boundary regions, `{"patch:inlet": {point, normal, lo, hi}}`, that
+      boundaries take by name; `fk.io.read` makes them from a solver's planar patches.
     """
 
     points: Float[Array, "P dim"]
@@ -75,6 +74,7 @@ class MeshField(AbstractField):
     geometry_eps: float = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
+    regions: dict
 
     def __init__(
         self,
@@ -91,6 +91,7 @@ class MeshField(AbstractField):
         newton_steps: int = 6,
         bin_scale: float = 0.75,
         topology: MeshTopology | None = None,
+        regions: Mapping | None = None,
     ):
         from .._dtypes import resolve
 
@@ -106,14 +107,14 @@ class MeshField(AbstractField):
         self.geometry_eps = float(np.finfo(np.float32 if dtype == np.float32 or topology.single else np.float64).eps)
 
         self.cell_values = bool(cell_values)
-        values, self.times, self.time_range = _as_series(values, times, len(cells) if cell_values else n_points, "values")
+        values, self.times, self.time_range = as_series(values, times, len(cells) if cell_values else n_points, "values")
         if values.shape[-1] != dim:
             raise ValueError(f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}")
         layout, columns = [], []
         for name, array in (samples or {}).items():
             a = np.asarray(array, dtype=np.float64)
             vector = a.ndim == (2 if times is None else 3)
-            series, _, _ = _as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
+            series, _, _ = as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
             layout.append((str(name), series.shape[-1], vector))
             columns.append(series)
         self.sample_layout = tuple(layout)
@@ -138,6 +139,7 @@ class MeshField(AbstractField):
         self.walk_steps = int(walk_steps)
         self.newton_steps = int(newton_steps)
         self.periodic = (False,) * dim
+        self.regions = dict(regions or {})
         if self.times is not None:
             self.times = jnp.asarray(self.times, dtype)
 
@@ -477,24 +479,3 @@ def _linear(maps: Float[Array, "n m"], d: Float[Array, "n dim"]) -> Float[Array,
     few thousand rows."""
     dim = d.shape[1]
     return jnp.stack([sum(maps[:, dim + i * dim + j] * d[:, j] for j in range(dim)) for i in range(dim)], axis=1)
-
-
-def _as_series(array, times, n_points: int, name: str):
-    """`(T, P, c)` float64 values, the times and the time range, checked against the mesh."""
-    a = np.asarray(array, dtype=np.float64)
-    if times is None:
-        if a.ndim != 2 or a.shape[0] != n_points:
-            raise ValueError(f"MeshField: {name} must have shape ({n_points}, c) for a steady field, got {a.shape}")
-        return a[None], None, (-math.inf, math.inf)
-    t = np.asarray(times, dtype=np.float64)
-    if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
-        raise ValueError(f"MeshField: times must be a strictly increasing 1-D array with at least 2 entries, got {t.tolist() if t.size < 10 else t.shape}")
-    if a.ndim != 3 or a.shape[:2] != (len(t), n_points):
-        raise ValueError(f"MeshField: {name} must have shape ({len(t)}, {n_points}, c) for {len(t)} times, got {a.shape}")
-    return a, t, (float(t[0]), float(t[-1]))
-
-
-def sample_columns(samples: Mapping) -> np.ndarray:
-    """One slice of `MeshField.sample_values`: the sampled arrays `{name: (P,) or (P, c)}` side by
-    side as `(P, s)` columns, in the order given (the order of `sample_layout`)."""
-    return np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in samples.values()], axis=1)

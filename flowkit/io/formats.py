@@ -145,6 +145,11 @@ class SolverCase:
             self._reader.UpdateInformation()
         steps = self._reader.GetOutputInformation(0).Get(vtk.vtkStreamingDemandDrivenPipeline.TIME_STEPS())
         self.times = [float(t) for t in steps] if steps else [None]
+        self.surfaces = None
+        """`{name: surface data set}` of the boundary patches and surface parts, from the first read."""
+        if kind == "openfoam":  # the patches come with the first read only: they name regions
+            for i in range(self._reader.GetNumberOfPatchArrays()):
+                self._reader.SetPatchArrayStatus(self._reader.GetPatchArrayName(i), 1)
         if kind == "openfoam" and len(self.times) > 1 and self.times[0] == 0.0:
             case, decomposed = _openfoam(path)[1:]
             zero = (next(iter(sorted(case.glob("processor*")))) if decomposed else case) / "0"
@@ -166,7 +171,37 @@ class SolverCase:
                 raise ValueError(f"{where}: the reader returned no data")
             out = data.NewInstance()
             out.DeepCopy(data)  # the reader reuses its output for the next step
-        return merged(out, where)
+            first = self.surfaces is None
+            if first and self.kind == "openfoam":
+                for i in range(self._reader.GetNumberOfPatchArrays()):
+                    name = self._reader.GetPatchArrayName(i)
+                    self._reader.SetPatchArrayStatus(name, int(name == "internalMesh"))
+            surfaces = {}
+            volume = merged(out, where, surfaces)
+            if first:
+                self.surfaces, self.domain_centre = surfaces, volume.GetCenter()
+        return volume
+
+    def regions(self) -> dict:
+        """`{"patch:NAME": {point, normal, lo, hi}}`: the planar boundary patches (or surface
+        parts) as regions that boundaries take by name; normals point away from the domain."""
+        import numpy as np
+        from vtk.util.numpy_support import vtk_to_numpy
+
+        if self.surfaces is None:
+            self.dataset(0)
+        out = {}
+        for name, surface in self.surfaces.items():
+            points = np.asarray(vtk_to_numpy(surface.GetPoints().GetData()), np.float64)
+            centre = points.mean(axis=0)
+            normal = np.linalg.svd(points - centre)[2][-1]
+            if np.abs((points - centre) @ normal).max() > 1e-5 * max(np.ptp(points, axis=0).max(), 1e-300):
+                _log.info("%s: patch %r is not planar; it is not a region an inlet or outlet can name", self.path, name)
+                continue
+            if (np.asarray(self.domain_centre) - centre) @ normal > 0:
+                normal = -normal
+            out[f"patch:{name}"] = dict(point=centre, normal=normal, lo=points.min(axis=0), hi=points.max(axis=0))
+        return out
 
 
 class Step(NamedTuple):
@@ -216,11 +251,12 @@ def _array_names(data) -> set[str]:
     return {data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().GetNumberOfArrays())} | {data.GetCellData().GetArrayName(i) for i in range(data.GetCellData().GetNumberOfArrays())}
 
 
-def merged(data, where):
+def merged(data, where, surfaces: dict | None = None):
     """`data` as one data set: a composite's volume blocks appended into one unstructured grid
     with the points they share joined (exactly equal coordinates), so particles cross from block
     to block. Blocks of lower dimension (boundary patches, surface parts) are skipped with a log
-    line; blocks with different arrays, or blocks that share no point, are refused."""
+    line (and put into `surfaces`, by name); blocks with different arrays, or blocks that share
+    no point, are refused."""
     import vtk
 
     if not data.IsA("vtkCompositeDataSet"):
@@ -233,6 +269,8 @@ def merged(data, where):
     for (name, leaf), d in zip(leaves, dims):
         if d < top:
             _log.info("%s: skipping %r (%d cells of dimension %d, beside a %d-D domain)", where, name, leaf.GetNumberOfCells(), d, top)
+            if surfaces is not None:
+                surfaces[name] = leaf
     kept = [(name, leaf) for (name, leaf), d in zip(leaves, dims) if d == top]
     if len(kept) == 1:
         return kept[0][1]

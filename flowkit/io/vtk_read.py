@@ -9,7 +9,8 @@ import numpy as np
 from .. import _dtypes
 from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
-from ..fields.mesh import MeshField, sample_columns
+from ..fields.mesh import MeshField
+from ..fields.slices import sample_columns
 from ..fields.stream import SliceSource
 from .formats import SolverCase, Step, format_of
 from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
@@ -147,6 +148,7 @@ def read(
     files = _VtkFiles(path, series, first, read, read_arrays)
     del first
     ref = files.reference
+    regions = series[0][0].case.regions() if isinstance(series[0][0], Step) else None
     logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref["name"], len(series), series[0][0])
 
     def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
@@ -155,7 +157,7 @@ def read(
         if grid:
             return GridField(values, ref["axes"], times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
         samples = {name: stack([p["samples"][name] for p in pieces]) for name in ref["samples"]}
-        return MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], topology=topology, **mesh_options)
+        return MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], topology=topology, regions=regions, **mesh_options)
 
     if len(series) == 1:
         return build([ref], None)

@@ -1,0 +1,28 @@
+"""A mesh's arrays over time: slices checked against the mesh and the times, and sampled arrays
+laid side by side as columns."""
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+
+def as_series(array, times, n_points: int, name: str):
+    """`(T, P, c)` float64 values, the times and the time range, checked against the mesh."""
+    a = np.asarray(array, dtype=np.float64)
+    if times is None:
+        if a.ndim != 2 or a.shape[0] != n_points:
+            raise ValueError(f"MeshField: {name} must have shape ({n_points}, c) for a steady field, got {a.shape}")
+        return a[None], None, (-math.inf, math.inf)
+    t = np.asarray(times, dtype=np.float64)
+    if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
+        raise ValueError(f"MeshField: times must be a strictly increasing 1-D array with at least 2 entries, got {t.tolist() if t.size < 10 else t.shape}")
+    if a.ndim != 3 or a.shape[:2] != (len(t), n_points):
+        raise ValueError(f"MeshField: {name} must have shape ({len(t)}, {n_points}, c) for {len(t)} times, got {a.shape}")
+    return a, t, (float(t[0]), float(t[-1]))
+
+
+def sample_columns(samples: Mapping) -> np.ndarray:
+    """One slice of `MeshField.sample_values`: the sampled arrays `{name: (P,) or (P, c)}` side by
+    side as `(P, s)` columns, in the order given (the order of `sample_layout`)."""
+    return np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in samples.values()], axis=1)
