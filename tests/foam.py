@@ -29,11 +29,16 @@ def _scalars(values) -> str:
     return f"{len(values)}\n(\n" + "\n".join(f"{v:.17g}" for v in values) + "\n)\n"
 
 
-def box_mesh(shape=(6, 5, 4), lo=(0.0, 0.0, 0.0), hi=(1.0, 1.0, 1.0)):
+def box_mesh(shape=(6, 5, 4), lo=(0.0, 0.0, 0.0), hi=(1.0, 1.0, 1.0), processor=(0, 1)):
     """`(points, faces, owner, neighbour, patches, cell_centres, face_centres)` of a hexahedral box;
-    `patches` maps `inlet` (x = lo), `outlet` (x = hi) and `walls` (the rest) to face ranges."""
-    nx, ny, nz = shape
+    `patches` maps `inlet` (x = lo), `outlet` (x = hi) and `walls` (the rest) to face ranges.
+    `processor=(k, n)` keeps processor k's share of n slabs along x, as `decomposePar` leaves
+    it: every patch listed (empty where the share has none), then its `procBoundary` patches."""
     axes = [np.linspace(a, b, n + 1) for a, b, n in zip(lo, hi, shape)]
+    rank, n = processor
+    i0, i1 = shape[0] * rank // n, shape[0] * (rank + 1) // n
+    axes[0] = axes[0][i0 : i1 + 1]
+    nx, ny, nz = i1 - i0, shape[1], shape[2]
     points = np.stack(np.meshgrid(*axes, indexing="ij"), -1).transpose(2, 1, 0, 3).reshape(-1, 3)
 
     def p(i, j, k):
@@ -74,7 +79,11 @@ def box_mesh(shape=(6, 5, 4), lo=(0.0, 0.0, 0.0), hi=(1.0, 1.0, 1.0)):
                 else:
                     internal.append((c(i, j, k - 1), c(i, j, k), face))
     internal.sort(key=lambda f: (f[0], f[1]))
-    groups = {"inlet": sides["xmin"], "outlet": sides["xmax"], "walls": sum((sides[s] for s in ("ymin", "ymax", "zmin", "zmax")), [])}
+    groups = {"inlet": sides["xmin"] if rank == 0 else [], "outlet": sides["xmax"] if rank == n - 1 else [], "walls": sum((sides[s] for s in ("ymin", "ymax", "zmin", "zmax")), [])}
+    if rank > 0:
+        groups[f"procBoundary{rank}to{rank - 1}"] = sides["xmin"]
+    if rank < n - 1:
+        groups[f"procBoundary{rank}to{rank + 1}"] = sides["xmax"]
     faces = [f for _, _, f in internal]
     owner = [o for o, _, _ in internal]
     neighbour = [n for _, n, _ in internal]
@@ -88,30 +97,55 @@ def box_mesh(shape=(6, 5, 4), lo=(0.0, 0.0, 0.0), hi=(1.0, 1.0, 1.0)):
     return points, faces, np.asarray(owner), np.asarray(neighbour), patches, centres, points[faces].mean(axis=1)
 
 
-def write_case(root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_holds_u=True, decomposed=False):
+def _write_mesh(folder: Path, mesh, processor=None) -> None:
+    points, faces, owner, neighbour, patches = mesh[:5]
+    _write(folder / "points", "vectorField", _vectors(points))
+    _write(folder / "faces", "faceList", f"{len(faces)}\n(\n" + "\n".join("4(" + " ".join(map(str, f)) + ")" for f in faces) + "\n)\n")
+    _write(folder / "owner", "labelList", f"{len(owner)}\n(\n" + "\n".join(map(str, owner)) + "\n)\n")
+    _write(folder / "neighbour", "labelList", f"{len(neighbour)}\n(\n" + "\n".join(map(str, neighbour)) + "\n)\n")
+
+    def entry(name, start, count):
+        if name.startswith("procBoundary"):
+            mine, theirs = name.removeprefix("procBoundary").split("to")
+            kind = f"processor;\n    matchTolerance 0.0001;\n    transform unknown;\n    myProcNo {mine};\n    neighbProcNo {theirs}"
+        else:
+            kind = "wall" if name == "walls" else "patch"
+        return f"{name}\n{{\n    type {kind};\n    nFaces {count};\n    startFace {start};\n}}\n"
+
+    boundary = "".join(entry(name, start, count) for name, (start, count) in patches.items())
+    _write(folder / "boundary", "polyBoundaryMesh", f"{len(patches)}\n(\n{boundary})\n")
+
+
+def _write_fields(folder: Path, mesh, velocity, t) -> None:
+    patches, centres, face_centres = mesh[4:]
+    for name, cls, dims, values, text in (
+        ("U", "volVectorField", "[0 1 -1 0 0 0 0]", lambda x: velocity(t, x), _vectors),
+        ("p", "volScalarField", "[0 2 -2 0 0 0 0]", lambda x: np.linalg.norm(x, axis=1), _scalars),
+    ):
+        kind = "vector" if text is _vectors else "scalar"
+
+        def entry(patch, start, count):
+            rule = "processor" if patch.startswith("procBoundary") else "calculated"
+            return f"    {patch}\n    {{\n        type {rule};\n        value nonuniform List<{kind}> {text(values(face_centres[start : start + count]))};\n    }}\n"
+
+        patch_text = "".join(entry(patch, start, count) for patch, (start, count) in patches.items())
+        _write(folder / name, cls, f"dimensions {dims};\ninternalField nonuniform List<{kind}> {text(values(centres))};\nboundaryField\n{{\n{patch_text}}}\n")
+
+
+def write_case(root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_holds_u=True, processors=1):
     """An OpenFOAM case at `root` whose `U` at time `t` is `velocity(t, x)` at the cell centres
-    (and the boundary faces' centres); `p` is `|x|`. Returns the root."""
+    (and the boundary faces' centres); `p` is `|x|`. With `processors > 1` it is decomposed
+    along x into `processor*/` directories, as `decomposePar` leaves it. Returns the root."""
     root = Path(root)
-    points, faces, owner, neighbour, patches, centres, face_centres = box_mesh(shape)
     _write(root / "system" / "controlDict", "dictionary", "application icoFoam;\nstartFrom startTime;\nstartTime 0;\nstopAt endTime;\nendTime 1;\ndeltaT 0.1;\nwriteControl timeStep;\nwriteInterval 1;\nwriteFormat ascii;\n")
-    mesh = root / "constant" / "polyMesh"
-    _write(mesh / "points", "vectorField", _vectors(points))
-    _write(mesh / "faces", "faceList", f"{len(faces)}\n(\n" + "\n".join("4(" + " ".join(map(str, f)) + ")" for f in faces) + "\n)\n")
-    _write(mesh / "owner", "labelList", f"{len(owner)}\n(\n" + "\n".join(map(str, owner)) + "\n)\n")
-    _write(mesh / "neighbour", "labelList", f"{len(neighbour)}\n(\n" + "\n".join(map(str, neighbour)) + "\n)\n")
-    kinds = {"inlet": "patch", "outlet": "patch", "walls": "wall"}
-    boundary = "".join(f"{name}\n{{\n    type {kinds[name]};\n    nFaces {count};\n    startFace {start};\n}}\n" for name, (start, count) in patches.items())
-    _write(mesh / "boundary", "polyBoundaryMesh", f"{len(patches)}\n(\n{boundary})\n")
-    for t in times:
-        folder = root / f"{t:g}"
-        if t == times[0] and not zero_holds_u:
-            _write(folder / "p", "volScalarField", 'dimensions [0 2 -2 0 0 0 0];\ninternalField uniform 0;\nboundaryField\n{\n    ".*" { type zeroGradient; }\n}\n')
-            continue
-        for name, cls, dims, values, text in (
-            ("U", "volVectorField", "[0 1 -1 0 0 0 0]", lambda x: velocity(t, x), _vectors),
-            ("p", "volScalarField", "[0 2 -2 0 0 0 0]", lambda x: np.linalg.norm(x, axis=1), _scalars),
-        ):
-            kind = "vector" if text is _vectors else "scalar"
-            patch_text = "".join(f"    {patch}\n    {{\n        type calculated;\n        value nonuniform List<{kind}> {text(values(face_centres[start : start + count]))};\n    }}\n" for patch, (start, count) in patches.items())
-            _write(folder / name, cls, f"dimensions {dims};\ninternalField nonuniform List<{kind}> {text(values(centres))};\nboundaryField\n{{\n{patch_text}}}\n")
+    shares = [(root, box_mesh(shape))]
+    if processors > 1:
+        shares = [(root / f"processor{k}", box_mesh(shape, processor=(k, processors))) for k in range(processors)]
+    for folder, mesh in shares:
+        _write_mesh(folder / "constant" / "polyMesh", mesh)
+        for t in times:
+            if t == times[0] and not zero_holds_u:
+                _write(folder / f"{t:g}" / "p", "volScalarField", 'dimensions [0 2 -2 0 0 0 0];\ninternalField uniform 0;\nboundaryField\n{\n    ".*" { type zeroGradient; }\n}\n')
+                continue
+            _write_fields(folder / f"{t:g}", mesh, velocity, t)
     return root

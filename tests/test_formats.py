@@ -225,3 +225,27 @@ def test_bad_solver_output_is_refused_naming_what_is_wrong(tmp_path):
     apart.SetBlock(1, away.GetOutput())
     with pytest.raises(ValueError, match="apart.vtm: its 2 blocks .* share no points"):
         fk.io.read(_write(vtk.vtkXMLMultiBlockDataWriter(), tmp_path / "apart.vtm", apart))
+
+
+def test_decomposed_openfoam_case_equals_the_reconstructed_one(tmp_path):
+    """`processor*/` shares read as one mesh (interface points joined): the same cells, points,
+    times, patches and values as the reconstructed case, and particles cross the processor
+    interfaces between mesh walls without meeting a wall there."""
+
+    def flow(t, x):
+        return np.stack([0.5 + 0.2 * t + 0 * x[:, 0], 0.1 * np.sin(3 * x[:, 0]), 0.2 * x[:, 1] - 0.1], axis=1)
+
+    whole = fk.io.read(foam.write_case(tmp_path / "whole", flow, times=(0.0, 1.0)), dtype="float64")
+    shares = fk.io.read(foam.write_case(tmp_path / "shares", flow, times=(0.0, 1.0), processors=3), dtype="float64")
+    assert (shares.n_cells, len(shares.points)) == (whole.n_cells, len(whole.points)) and sorted(shares.regions) == ["patch:inlet", "patch:outlet"]
+    np.testing.assert_array_equal(np.asarray(shares.times), np.asarray(whole.times))
+    for cell_data in ("constant", "points"):
+        a, b = (fk.io.read(tmp_path / name, cell_data=cell_data, dtype="float64") for name in ("whole", "shares"))
+        x = np.random.default_rng(2).uniform(0.01, 0.99, (300, 3))
+        tolerance = 0 if cell_data == "constant" else 0.05  # points on the interfaces average over one share's cells
+        np.testing.assert_allclose(b.probe(x, 0.5)[0], a.probe(x, 0.5)[0], atol=tolerance)
+    seeds = np.array([[0.1, 0.5, 0.5], [0.15, 0.2, 0.8]])  # x moves by 0.6: across both interfaces
+    walls = fk.MeshWalls("reflect", open=["patch:outlet"])
+    paths = [fk.track(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), walls, dtype="float64") for field in (whole, shares)]
+    assert np.all(paths[1].status == fk.Status.ACTIVE) and paths[1].positions[-1, :, 0].min() > 0.68
+    np.testing.assert_allclose(paths[1].positions, paths[0].positions, atol=0.02)

@@ -178,6 +178,8 @@ class SolverCase:
                     self._reader.SetPatchArrayStatus(name, int(name == "internalMesh"))
             surfaces = {}
             volume = merged(out, where, surfaces)
+            if self.kind == "openfoam" and _openfoam(self.path)[2]:
+                volume = joined(volume)  # the processors' shares repeat the points on their interfaces
             if first:
                 self.surfaces, self.domain_centre = surfaces, volume.GetCenter()
         return volume
@@ -249,6 +251,17 @@ def cell_dimension(data) -> int:
 
 def _array_names(data) -> set[str]:
     return {data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().GetNumberOfArrays())} | {data.GetCellData().GetArrayName(i) for i in range(data.GetCellData().GetNumberOfArrays())}
+
+
+def joined(data):
+    """`data` with its coincident points (exactly equal coordinates) joined into one."""
+    import vtk
+
+    clean = vtk.vtkStaticCleanUnstructuredGrid()
+    clean.SetInputData(data)
+    clean.SetTolerance(0.0)
+    clean.Update()
+    return clean.GetOutput()
 
 
 def merged(data, where, surfaces: dict | None = None):

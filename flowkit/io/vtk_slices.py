@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..fields.cells import merge_cells
-from .formats import _KINDS, SolverCase, Step, format_of, merged, vtk_errors
+from .formats import _KINDS, SolverCase, Step, format_of, joined, merged, vtk_errors
 
 _XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
@@ -283,11 +283,7 @@ def _as_unstructured(path, data):
     if getattr(path, "suffix", "").lower() == ".pvtu":
         # the pieces duplicate the points on their shared boundaries: merge coincident points
         # (exactly equal coordinates) so that cells across pieces become neighbours
-        clean = vtk.vtkStaticCleanUnstructuredGrid()
-        clean.SetInputData(data)
-        clean.SetTolerance(0.0)
-        clean.Update()
-        data, restructured = clean.GetOutput(), True
+        data, restructured = joined(data), True
     data, linearised = _linearised(path, data)
     return data, restructured or linearised
 
