@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import vtk
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+from vtk.util.vtkAlgorithm import VTKPythonAlgorithmBase
 
 import flowkit as fk
 from flowkit.io.vtk import unstructured_grid
@@ -27,6 +28,30 @@ def _hexes(shape=(6, 5, 5), arrays=None):
     points, cells, types = meshes.mesh("hexahedron", shape=shape)
     arrays = {"velocity": meshes.velocity(points), "p": points[:, 0]} if arrays is None else arrays(points)
     return unstructured_grid(points, cells, types, arrays), points
+
+
+class _Temporal(VTKPythonAlgorithmBase):
+    """A VTK source with time steps: `make(t)` is the data set at time `t` (what a writer of
+    transient files pulls step by step)."""
+
+    def __init__(self, make, times):
+        VTKPythonAlgorithmBase.__init__(self, nInputPorts=0, nOutputPorts=1, outputType="vtkUnstructuredGrid")
+        self.make, self.times = make, list(times)
+
+    def RequestInformation(self, request, in_info, out_info):
+        info = out_info.GetInformationObject(0)
+        info.Set(vtk.vtkStreamingDemandDrivenPipeline.TIME_STEPS(), self.times, len(self.times))
+        info.Set(vtk.vtkStreamingDemandDrivenPipeline.TIME_RANGE(), [self.times[0], self.times[-1]], 2)
+        return 1
+
+    def RequestData(self, request, in_info, out_info):
+        info = out_info.GetInformationObject(0)
+        key = vtk.vtkStreamingDemandDrivenPipeline.UPDATE_TIME_STEP()
+        t = info.Get(key) if info.Has(key) else self.times[0]
+        out = vtk.vtkUnstructuredGrid.GetData(out_info)
+        out.ShallowCopy(self.make(t))
+        out.GetInformation().Set(vtk.vtkDataObject.DATA_TIME_STEP(), t)
+        return 1
 
 
 def _vtk_probe(reader, x, name, t=None):
@@ -249,3 +274,77 @@ def test_decomposed_openfoam_case_equals_the_reconstructed_one(tmp_path):
     paths = [fk.track(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), walls, dtype="float64") for field in (whole, shares)]
     assert np.all(paths[1].status == fk.Status.ACTIVE) and paths[1].positions[-1, :, 0].min() > 0.68
     np.testing.assert_allclose(paths[1].positions, paths[0].positions, atol=0.02)
+
+
+def test_transient_vtkhdf_and_ensight_time_steps_are_the_series(tmp_path):
+    """A transient VTKHDF file and an EnSight case with a time set read as time series at their
+    own (non-uniform) times, each step's values those written."""
+    points, cells, types = meshes.mesh("hexahedron", shape=(4, 3, 3))
+    times = [0.0, 0.5, 2.0]
+    source = _Temporal(lambda t: unstructured_grid(points, cells, types, {"velocity": meshes.velocity(points) * (1 + t)}), times)
+    hdf = vtk.vtkHDFWriter()
+    hdf.SetFileName(str(tmp_path / "flow.vtkhdf"))
+    hdf.SetInputConnection(source.GetOutputPort())
+    hdf.SetWriteAllTimeSteps(True)
+    assert hdf.Write() == 1
+    ensight = vtk.vtkEnSightWriter()
+    for k, t in enumerate(times):
+        source.UpdateTimeStep(t)
+        ensight.SetPath(str(tmp_path))
+        ensight.SetBaseName("flow")
+        ensight.SetInputData(source.GetOutputDataObject(0))
+        ensight.SetTimeStep(k)
+        ensight.Write()
+    ensight.WriteCaseFile(len(times))
+    case = next(tmp_path.glob("flow*.case"))  # the writer numbers the steps; a solver writes its times
+    text = case.read_text().splitlines()
+    at = text.index("time values: ")
+    case.write_text("\n".join([*text[: at + 1], " ".join(f"{t:g}" for t in times), *text[at + 2 :]]) + "\n")
+    for path in (tmp_path / "flow.vtkhdf", case):
+        field = fk.io.read(path, dtype="float64")
+        np.testing.assert_array_equal(np.asarray(field.times), times)
+        for k, t in enumerate(times):
+            np.testing.assert_allclose(np.asarray(field.values)[k], meshes.velocity(points) * (1 + t), rtol=1e-6, err_msg=str(path))
+
+
+def test_plot3d_and_tecplot_with_velocity_from_their_variables(tmp_path):
+    """PLOT3D (`.xyz` + `.q`: the reader's Velocity from momentum and density) and a Tecplot
+    ASCII brick zone (velocity as the scalar variables U, V, W) read into the flow written."""
+    shape = (5, 4, 3)
+    axes = np.meshgrid(np.linspace(0, 2, shape[0]), np.linspace(0, 1, shape[1]), np.linspace(0, 1, shape[2]), indexing="ij")
+    xyz = np.stack([a.ravel(order="F") for a in axes])  # PLOT3D: i fastest
+    density = 1 + xyz[0]
+
+    def linear(p):
+        return np.stack([1 + 0.5 * p[:, 1], 0.2 * p[:, 0], -0.1 * p[:, 2]], axis=1)
+
+    with open(tmp_path / "wing.xyz", "wb") as f:
+        np.array(shape, np.int32).tofile(f)
+        xyz.astype(np.float32).tofile(f)
+    with open(tmp_path / "wing.q", "wb") as f:
+        np.array(shape, np.int32).tofile(f)
+        np.array([0.5, 0.0, 1e6, 0.0], np.float32).tofile(f)  # Mach, alpha, Reynolds, time
+        np.concatenate([density[None], (density[:, None] * linear(xyz.T)).T, np.full((1, xyz.shape[1]), 2.5)]).astype(np.float32).tofile(f)
+    field = fk.io.read(tmp_path / "wing.xyz", dtype="float64")
+    x = np.random.default_rng(3).uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (200, 3))
+    np.testing.assert_allclose(field.probe(x)[0], linear(x), rtol=1e-6)
+
+    points, cells, types = meshes.mesh("hexahedron", shape=(4, 3, 3))
+    values = meshes.velocity(points)
+    lines = ['TITLE = "room"', 'VARIABLES = "X", "Y", "Z", "U", "V", "W"', f'ZONE T="fluid", N={len(points)}, E={len(cells)}, DATAPACKING=POINT, ZONETYPE=FEBRICK']
+    lines += [" ".join(f"{v:.17g}" for v in row) for row in np.concatenate([points, values], axis=1)]
+    lines += [" ".join(str(i + 1) for i in cell) for cell in cells]
+    (tmp_path / "room.tec").write_text("\n".join(lines) + "\n")
+    field = fk.io.read(tmp_path / "room.tec", dtype="float64")
+    x = np.random.default_rng(4).uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (200, 3))
+    ours, inside = field.probe(x)
+    assert inside.all()  # the reader stores float32: compare to float32 rounding
+    np.testing.assert_allclose(ours, fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["broken.cgns", "broken.cas", "broken.nek5000", "broken.exo", "broken.vtkhdf", "broken.case"])
+def test_each_solver_format_refuses_a_corrupt_file_naming_it(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x00\x01 not what the reader expects \xff" * 20)
+    with pytest.raises((ValueError, FileNotFoundError), match=name.replace(".", r"\.")):
+        fk.io.read(path)

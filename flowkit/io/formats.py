@@ -95,10 +95,25 @@ def _openfoam(path: Path):
     return reader, case, decomposed
 
 
+def _check_nek5000(path: Path) -> None:
+    """A `.nek5000` is a small text file naming the data files; VTK's reader does not return on
+    anything else, so it is checked here first."""
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        text = ""
+    keys = {line.split(":")[0].strip().lower() for line in text.splitlines() if ":" in line}
+    missing = {"filetemplate", "firsttimestep", "numtimesteps"} - keys
+    if missing:
+        raise ValueError(f"{path}: not a Nek5000 metadata file (it lacks {sorted(missing)}); a .nek5000 file names the .f files by filetemplate, firsttimestep and numtimesteps")
+
+
 def _reader(path: Path, kind: str):
     """A configured VTK reader for `path`, before `UpdateInformation`."""
     import vtk
 
+    if kind == "nek5000":
+        _check_nek5000(path)
     if kind == "openfoam":
         return _openfoam(path)[0]
     if kind == "ensight":

@@ -71,6 +71,17 @@ def _velocity_name(arrays: dict, path) -> str | None:
     return vectors[0] if vectors else None
 
 
+def _component_names(arrays: dict) -> str | None:
+    """Scalar arrays that are a velocity's components, as `"U,V,W"`: `u, v, w`, or `velocity_x,
+    ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or None."""
+    scalars = {name.lower(): name for name, width in arrays.items() if width == 1}
+    candidates = [("u", "v", "w")] + [tuple(f"{base}{sep}{axis}" for axis in "xyz") for base in ("velocity", "vel", "v", "u") for sep in ("", "_", " ", "-", ".")]
+    for names in candidates:
+        if names[0] in scalars and names[1] in scalars:
+            return ",".join(scalars[n] for n in names if n in scalars)
+    return None
+
+
 def _on_points(data):
     """`data` with every cell-only array also as point data (`vtkCellDataToPointData`: each point
     gets the mean of the cells around it); point arrays kept as they are."""
@@ -118,8 +129,9 @@ def _expression(data, path, expression: str) -> np.ndarray:
 def _vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
     """`(values, name, on_cells)`: the velocity as `(n_points, C)` float64 point data, or with
     `keep_cells` and the velocity among the cell arrays, per cell `(n_cells, C)`, `on_cells` true.
-    `velocity` is an array's name, an expression over the arrays (`Momentum/Density`), or None
-    (`_velocity_name`; point data first, cell data first with `keep_cells`). Cell data used at
+    `velocity` is an array's name, scalar components (`"U,V,W"`), an expression over the
+    arrays (`Momentum/Density`), or None (`_velocity_name`, else `_component_names`; point data
+    first, cell data first with `keep_cells`). Cell data used at
     the points goes through `vtkCellDataToPointData`."""
     from vtk.util.numpy_support import vtk_to_numpy
 
@@ -133,7 +145,14 @@ def _vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
             if velocity is not None:
                 break
         else:
-            raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
+            velocity = _component_names(point_arrays) or _component_names(cell_arrays)
+            if velocity is None:
+                raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
+    if "," in velocity:  # components in scalar arrays, "U,V,W"
+        parts = [_vector_arrays(data, path, name.strip(), keep_cells) for name in velocity.split(",")]
+        if any(values.shape[1] != 1 for values, _, _ in parts) or len({on for _, _, on in parts}) > 1:
+            raise ValueError(f"{path}: velocity {velocity!r} must name scalar arrays all on the points or all on the cells")
+        return np.concatenate([values for values, _, _ in parts], axis=1), velocity, parts[0][2]
     if keep_cells and velocity in cell_arrays:
         return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity, True
     if velocity in point_arrays:
