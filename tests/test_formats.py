@@ -140,6 +140,8 @@ def test_openfoam_case_series_patches_skipped_and_cell_values(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="flowkit"):
         field = fk.io.read(root, dtype="float64")
     assert "time directory 0 holds no U" in caplog.text and "'U'" in caplog.text
+    assert "skipping 'walls' (108 cells of dimension 2" in caplog.text and sorted(field.regions) == ["patch:inlet", "patch:outlet"]
+    np.testing.assert_allclose(field.regions["patch:outlet"]["normal"], [1.0, 0.0, 0.0], atol=1e-12)
     np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0, 1.5])
     reader = vtk.vtkOpenFOAMReader()
     reader.SetFileName(str(root / "system" / "controlDict"))

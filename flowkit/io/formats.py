@@ -114,8 +114,6 @@ def _reader(path: Path, kind: str):
 
     if kind == "nek5000":
         _check_nek5000(path)
-    if kind == "openfoam":
-        return _openfoam(path)[0]
     if kind == "ensight":
         reader = vtk.vtkGenericEnSightReader()
         reader.SetCaseFileName(str(path))
@@ -155,8 +153,12 @@ class SolverCase:
             raise FileNotFoundError(f"{path} does not exist")
         self.path, self.kind = path, kind
         self._lock = threading.Lock()
+        self.decomposed = False
         with vtk_errors(path):
-            self._reader = _reader(path, kind)
+            if kind == "openfoam":
+                self._reader, case, self.decomposed = _openfoam(path)
+            else:
+                self._reader = _reader(path, kind)
             self._reader.UpdateInformation()
         steps = self._reader.GetOutputInformation(0).Get(vtk.vtkStreamingDemandDrivenPipeline.TIME_STEPS())
         self.times = [float(t) for t in steps] if steps else [None]
@@ -166,8 +168,7 @@ class SolverCase:
             for i in range(self._reader.GetNumberOfPatchArrays()):
                 self._reader.SetPatchArrayStatus(self._reader.GetPatchArrayName(i), 1)
         if kind == "openfoam" and len(self.times) > 1 and self.times[0] == 0.0:
-            case, decomposed = _openfoam(path)[1:]
-            zero = (next(iter(sorted(case.glob("processor*")))) if decomposed else case) / "0"
+            zero = (sorted(case.glob("processor*"))[0] if self.decomposed else case) / "0"
             if not (zero / "U").exists():
                 _log.info("%s: time directory 0 holds no U; the series starts at %g", case, self.times[1])
                 self.times = self.times[1:]
@@ -193,11 +194,22 @@ class SolverCase:
                     self._reader.SetPatchArrayStatus(name, int(name == "internalMesh"))
             surfaces = {}
             volume = merged(out, where, surfaces)
-            if self.kind == "openfoam" and _openfoam(self.path)[2]:
+            if self.decomposed:
                 volume = joined(volume)  # the processors' shares repeat the points on their interfaces
             if first:
                 self.surfaces, self.domain_centre = surfaces, volume.GetCenter()
         return volume
+
+    def keep_arrays(self, names) -> None:
+        """Read only the arrays `names` from now on, where the reader can choose (its later steps
+        then parse less)."""
+        for kind in ("Cell", "Point"):
+            count = getattr(self._reader, f"GetNumberOf{kind}Arrays", None)
+            if count is None:
+                continue
+            for i in range(count()):
+                name = getattr(self._reader, f"Get{kind}ArrayName")(i)
+                getattr(self._reader, f"Set{kind}ArrayStatus")(name, int(name in names))
 
     def regions(self) -> dict:
         """`{"patch:NAME": {point, normal, lo, hi}}`: the planar boundary patches (or surface
@@ -211,7 +223,7 @@ class SolverCase:
         for name, surface in self.surfaces.items():
             points = np.asarray(vtk_to_numpy(surface.GetPoints().GetData()), np.float64)
             centre = points.mean(axis=0)
-            normal = np.linalg.svd(points - centre)[2][-1]
+            normal = np.linalg.svd(points - centre, full_matrices=False)[2][-1]
             if np.abs((points - centre) @ normal).max() > 1e-5 * max(np.ptp(points, axis=0).max(), 1e-300):
                 _log.info("%s: patch %r is not planar; it is not a region an inlet or outlet can name", self.path, name)
                 continue

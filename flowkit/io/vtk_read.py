@@ -148,7 +148,12 @@ def read(
     files = _VtkFiles(path, series, first, read, read_arrays)
     del first
     ref = files.reference
-    regions = series[0][0].case.regions() if isinstance(series[0][0], Step) else None
+    regions = None
+    if isinstance(series[0][0], Step):
+        case = series[0][0].case
+        regions = case.regions()
+        if not any(ch in ref["name"] for ch in "+-*/()^"):  # a name or components, not an expression
+            case.keep_arrays({*ref["name"].split(","), *(sample or ())})
     logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref["name"], len(series), series[0][0])
 
     def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
