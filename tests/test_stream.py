@@ -10,7 +10,7 @@ from test_vtk import SHARED
 
 import flowkit as fk
 from flowkit import tracker
-from flowkit.fields.stream import StreamedField, plan_windows
+from flowkit.io.stream import StreamedField, plan_windows
 
 DT, SAVE_EVERY = 0.01, 5
 

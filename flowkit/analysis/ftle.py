@@ -76,7 +76,7 @@ def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=
         raise ValueError("T (the integration time) must be non-zero; negative T integrates backward")
     if method == "autodiff":
         from .._dtypes import resolve
-        from ..fields.stream import refuse_streamed
+        from ..io.stream import refuse_streamed
 
         refuse_streamed(field, "method='autodiff'", "use method='fd' (tracked window by window) or read it with stream=False")
 

@@ -205,7 +205,7 @@ class SolverCase:
         then parse less)."""
         for kind in ("Cell", "Point"):
             count = getattr(self._reader, f"GetNumberOf{kind}Arrays", None)
-            if count is None:
+            if count is None or not hasattr(self._reader, f"Set{kind}ArrayStatus"):
                 continue
             for i in range(count()):
                 name = getattr(self._reader, f"Get{kind}ArrayName")(i)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._dtypes import resolve
 from ..fields.grid import GridField
-from ..fields.stream import SliceSource
+from .stream import SliceSource
 
 _AXES = ("x", "y", "z")
 
@@ -36,11 +36,11 @@ def save_grid_npz(path, field: GridField) -> Path:
 def load_grid_npz(path, dtype="float32", interpolation="linear", periodic=None, *, stream: bool | None = None, max_device_bytes: int | None = None) -> GridField:
     """Read a `GridField` from an `.npz` file; errors name the file and the missing array.
 
-    A time series is returned as a `fk.fields.StreamedField` (read one time slice at a time, in
+    A time series is returned as a `fk.io.StreamedField` (read one time slice at a time, in
     windows, by `fk.track`) with `stream=True`, or by default when it would exceed
     `max_device_bytes` (see `fk.io.read_vtk`). Streaming reads slices straight from the archive,
     fastest when it is stored uncompressed (`np.savez`, not `np.savez_compressed`)."""
-    from ..fields.stream import StreamedField, choose_streaming
+    from .stream import StreamedField, choose_streaming
 
     path = Path(path)
     if not path.exists():

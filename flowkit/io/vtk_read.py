@@ -11,8 +11,8 @@ from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField
 from ..fields.slices import sample_columns
-from ..fields.stream import SliceSource
 from .formats import SolverCase, Step, format_of
+from .stream import SliceSource
 from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
 
 
@@ -113,7 +113,7 @@ def read(
     - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
       along trajectories: `fk.track` then fills `Trajectory.samples[name]` (meshes only).
     - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
-    - `stream`: `True` returns a `fk.fields.StreamedField` that `fk.track` reads file by file
+    - `stream`: `True` returns a `fk.io.StreamedField` that `fk.track` reads file by file
       in time windows (a background thread reads the next files while the device computes);
       `None` (default) does so only when the whole series would exceed `max_device_bytes`.
     - `max_device_bytes`: device memory the field may use (default: half the GPU's memory, or
@@ -134,7 +134,7 @@ def read(
     """
     import logging
 
-    from ..fields.stream import StreamedField, choose_streaming
+    from .stream import StreamedField, choose_streaming
 
     series = _series(path)
     first = read_dataset(series[0][0])

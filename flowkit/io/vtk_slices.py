@@ -22,7 +22,7 @@ def read_dataset(path):
     if isinstance(path, Step):
         return path.read()
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
+        raise FileNotFoundError(f"{'VTK file' if format_of(path) is None else 'file'} {path} does not exist")
     kind = format_of(path)
     if kind is not None:
         case = SolverCase(path, kind)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..fields.grid import GridField
-from ..fields.stream import SliceSource
+from .stream import SliceSource
 
 _X_NAMES = ("lon", "longitude", "x", "nav_lon", "xc")
 _Y_NAMES = ("lat", "latitude", "y", "nav_lat", "yc")
@@ -43,14 +43,14 @@ def from_xarray(
       ($u/(R\\cos\\varphi)$, $v/R$); `w` stays in m/s.
     - `land_value`: NaN (land, masked cells) stays NaN by default, so a particle that reaches it
       gets status `NONFINITE`; a number replaces it (e.g. 0 for no-flow land).
-    - `stream`: `True` returns a `fk.fields.StreamedField` that `fk.track` reads one time step
+    - `stream`: `True` returns a `fk.io.StreamedField` that `fk.track` reads one time step
       at a time (`ds.isel(time=k)`: open the data lazily, e.g. `xr.open_dataset`/`open_zarr`);
       `None` (default) streams only when the series would exceed `max_device_bytes`.
     - Datetime times become seconds since the first time (stored in `field_time_origin`).
     """
     import xarray as xr
 
-    from ..fields.stream import StreamedField, choose_streaming
+    from .stream import StreamedField, choose_streaming
 
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"from_xarray: expected an xarray.Dataset, got {type(ds).__name__}")

@@ -8,8 +8,8 @@ from .. import _dtypes
 from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField
-from ..fields.stream import refuse_streamed
 from ..integrators.base import AbstractIntegrator
+from ..io.stream import refuse_streamed
 from ..trajectory import Trajectory
 from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
 from .plan import check_pieces, check_seeds, is_traced, time_plan

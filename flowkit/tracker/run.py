@@ -13,8 +13,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _dtypes
 from .._status import Status
-from ..fields.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from ..io.sinks import MemorySink, ZarrSink
+from ..io.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
 from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import AbstractField
+from ..fields.base import AbstractField
 
 _log = logging.getLogger("flowkit")
 
