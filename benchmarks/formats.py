@@ -21,7 +21,8 @@ import vtk
 from vtk.util.numpy_support import numpy_to_vtk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import foam  # noqa: E402  (the OpenFOAM case writer the tests use)
+import foam  # noqa: E402  (the OpenFOAM and EnSight writers the tests use)
+from ensight import write_ensight  # noqa: E402
 
 TIMED = """
 import sys, time
@@ -77,18 +78,7 @@ def write_all(folder: Path, shape, times):
     written["vtu (.pvd, zlib)"] = (folder / "flow.pvd", time.perf_counter() - start)
 
     start = time.perf_counter()
-    ensight = vtk.vtkEnSightWriter()
-    for k, t in enumerate(times):
-        ensight.SetPath(str(folder))
-        ensight.SetBaseName("flow")
-        ensight.SetInputData(with_velocity(grid, points, t))
-        ensight.SetTimeStep(k)
-        ensight.Write()
-    ensight.WriteCaseFile(len(times))
-    case = next(folder.glob("flow*.case"))
-    text = case.read_text().splitlines()
-    at = text.index("time values: ")
-    case.write_text("\n".join([*text[: at + 1], " ".join(f"{t:g}" for t in times), *text[at + 2 :]]) + "\n")
+    case = write_ensight(folder, "flow", [with_velocity(grid, points, t) for t in times], times)
     written["EnSight Gold"] = (case, time.perf_counter() - start)
 
     start = time.perf_counter()

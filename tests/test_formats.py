@@ -10,6 +10,7 @@ import meshes
 import numpy as np
 import pytest
 import vtk
+from ensight import write_ensight
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 from vtk.util.vtkAlgorithm import VTKPythonAlgorithmBase
 
@@ -89,13 +90,7 @@ def test_exodus_ensight_vtkhdf_and_multiblock_read_like_vtk(tmp_path):
     grid, points = _hexes()
     exo = _write(vtk.vtkIOSSWriter(), tmp_path / "flow.exo", grid)
     hdf = _write(vtk.vtkHDFWriter(), tmp_path / "flow.vtkhdf", grid)
-    ensight = vtk.vtkEnSightWriter()
-    ensight.SetPath(str(tmp_path))
-    ensight.SetBaseName("flow")
-    ensight.SetInputData(grid)
-    ensight.Write()
-    ensight.WriteCaseFile(1)
-    case = next(tmp_path.glob("flow*.case"))
+    case = write_ensight(tmp_path, "flow", [grid])
     readers = {exo: vtk.vtkIOSSReader(), hdf: vtk.vtkHDFReader(), case: vtk.vtkGenericEnSightReader()}
     for path, reader in readers.items():
         (reader.SetCaseFileName if path == case else reader.SetFileName)(str(path))
@@ -220,16 +215,11 @@ def test_bad_solver_output_is_refused_naming_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match=r"no_u \(time 1\): no velocity-like vector array"):
         fk.io.read(root)
     grid, _ = _hexes(shape=(4, 3, 3))
-    ensight = vtk.vtkEnSightWriter()
-    ensight.SetPath(str(tmp_path))
-    ensight.SetBaseName("lost")
-    ensight.SetInputData(grid)
-    ensight.Write()
-    ensight.WriteCaseFile(1)
+    lost = write_ensight(tmp_path, "lost", [grid])
     for geometry in tmp_path.glob("lost*.geo"):
         geometry.unlink()
     with pytest.raises(ValueError, match=r"lost.*\.case"):
-        fk.io.read(next(tmp_path.glob("lost*.case")))
+        fk.io.read(lost)
     scalar, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"p": p[:, 0]})
     exo = _write(vtk.vtkIOSSWriter(), tmp_path / "scalar.exo", scalar)
     with pytest.raises(ValueError, match="scalar.exo.*no velocity-like vector array"):
@@ -289,19 +279,13 @@ def test_transient_vtkhdf_and_ensight_time_steps_are_the_series(tmp_path):
     hdf.SetInputConnection(source.GetOutputPort())
     hdf.SetWriteAllTimeSteps(True)
     assert hdf.Write() == 1
-    ensight = vtk.vtkEnSightWriter()
-    for k, t in enumerate(times):
+    snapshots = []
+    for t in times:
         source.UpdateTimeStep(t)
-        ensight.SetPath(str(tmp_path))
-        ensight.SetBaseName("flow")
-        ensight.SetInputData(source.GetOutputDataObject(0))
-        ensight.SetTimeStep(k)
-        ensight.Write()
-    ensight.WriteCaseFile(len(times))
-    case = next(tmp_path.glob("flow*.case"))  # the writer numbers the steps; a solver writes its times
-    text = case.read_text().splitlines()
-    at = text.index("time values: ")
-    case.write_text("\n".join([*text[: at + 1], " ".join(f"{t:g}" for t in times), *text[at + 2 :]]) + "\n")
+        snapshot = vtk.vtkUnstructuredGrid()
+        snapshot.DeepCopy(source.GetOutputDataObject(0))
+        snapshots.append(snapshot)
+    case = write_ensight(tmp_path, "flow", snapshots, times)  # the writer numbers steps; a solver writes its times
     for path in (tmp_path / "flow.vtkhdf", case):
         field = fk.io.read(path, dtype="float64")
         np.testing.assert_array_equal(np.asarray(field.times), times)

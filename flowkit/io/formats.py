@@ -26,9 +26,11 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 _log = logging.getLogger("flowkit")
 
-_KINDS = {
+SOLVER_SUFFIXES = {
     ".foam": "openfoam",
     ".case": "ensight",
     ".cgns": "cgns",
@@ -42,6 +44,11 @@ _KINDS = {
 }
 
 
+def is_expression(velocity: str) -> bool:
+    """Whether a `velocity=` is a Calculator expression (`Momentum/Density`), not array names."""
+    return any(ch in velocity for ch in "+-*/()^")
+
+
 def format_of(path: Path) -> str | None:
     """The solver format of `path` (`"openfoam"`, `"ensight"`, ...), or None for VTK's own formats."""
     name = path.name.lower()
@@ -53,7 +60,7 @@ def format_of(path: Path) -> str | None:
         return "openfoam"
     if name.endswith((".cas.h5", ".dat.h5")):
         return "fluent_cff"
-    return _KINDS.get(path.suffix.lower())
+    return SOLVER_SUFFIXES.get(path.suffix.lower())
 
 
 @contextlib.contextmanager
@@ -165,18 +172,27 @@ class SolverCase:
         self.surfaces = None
         """`{name: surface data set}` of the boundary patches and surface parts, from the first read."""
         if kind == "openfoam":  # the patches come with the first read only: they name regions
-            for i in range(self._reader.GetNumberOfPatchArrays()):
-                self._reader.SetPatchArrayStatus(self._reader.GetPatchArrayName(i), 1)
+            self._read_patches(True)
         if kind == "openfoam" and len(self.times) > 1 and self.times[0] == 0.0:
             zero = (sorted(case.glob("processor*"))[0] if self.decomposed else case) / "0"
             if not (zero / "U").exists():
                 _log.info("%s: time directory 0 holds no U; the series starts at %g", case, self.times[1])
                 self.times = self.times[1:]
 
+    def describe(self, k: int) -> str:
+        """Time step `k` in messages: the path, and the time where the case has several."""
+        t = self.times[k]
+        return str(self.path) if t is None else f"{self.path} (time {t:g})"
+
+    def _read_patches(self, on: bool) -> None:
+        """OpenFOAM: read the boundary patches beside the internal mesh, or the internal mesh alone."""
+        for i in range(self._reader.GetNumberOfPatchArrays()):
+            name = self._reader.GetPatchArrayName(i)
+            self._reader.SetPatchArrayStatus(name, int(on or name == "internalMesh"))
+
     def dataset(self, k: int):
         """The data set at time step `k`, its blocks merged into one."""
-        t = self.times[k]
-        where = self.path if t is None else f"{self.path} (time {t:g})"
+        t, where = self.times[k], self.describe(k)
         with self._lock, vtk_errors(where):
             if t is None:
                 self._reader.Update()
@@ -189,9 +205,7 @@ class SolverCase:
             out.DeepCopy(data)  # the reader reuses its output for the next step
             first = self.surfaces is None
             if first and self.kind == "openfoam":
-                for i in range(self._reader.GetNumberOfPatchArrays()):
-                    name = self._reader.GetPatchArrayName(i)
-                    self._reader.SetPatchArrayStatus(name, int(name == "internalMesh"))
+                self._read_patches(False)
             surfaces = {}
             volume = merged(out, where, surfaces)
             if self.decomposed:
@@ -214,7 +228,6 @@ class SolverCase:
     def regions(self) -> dict:
         """`{"patch:NAME": {point, normal, lo, hi}}`: the planar boundary patches (or surface
         parts) as regions that boundaries take by name; normals point away from the domain."""
-        import numpy as np
         from vtk.util.numpy_support import vtk_to_numpy
 
         if self.surfaces is None:
@@ -240,8 +253,7 @@ class Step(NamedTuple):
     index: int
 
     def __str__(self) -> str:
-        t = self.case.times[self.index]
-        return str(self.case.path) if t is None else f"{self.case.path} (time {t:g})"
+        return self.case.describe(self.index)
 
     def read(self):
         return self.case.dataset(self.index)
@@ -264,6 +276,31 @@ def _leaves(data):
     return out
 
 
+def _cell_type_utilities():
+    """VTK's cell-type helpers: `vtkCellTypeUtilities` from VTK 9.6, `vtkCellTypes` before."""
+    import vtk
+
+    return vtk.vtkCellTypeUtilities if _vtk_version() >= 906 else vtk.vtkCellTypes
+
+
+def _vtk_version() -> int:
+    import vtk
+
+    return vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
+
+
+def cell_type_ids(data) -> np.ndarray:
+    """`(C,)` VTK type id of each cell of an unstructured grid (the accessor was renamed in VTK 9.6)."""
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    return np.asarray(vtk_to_numpy(data.GetCellTypes() if _vtk_version() >= 906 else data.GetCellTypesArray()), np.int64)
+
+
+def cell_type_name(cell_type: int) -> str:
+    """VTK's class name of a cell type id (`vtkQuadraticTetra`)."""
+    return _cell_type_utilities().GetClassNameFromTypeId(int(cell_type))
+
+
 def cell_dimension(data) -> int:
     """The largest dimension (0-3) of `data`'s cells."""
     import vtk
@@ -273,7 +310,7 @@ def cell_dimension(data) -> int:
         types = vtk_to_numpy(data.GetDistinctCellTypesArray())
     else:
         types = [data.GetCellType(0)]
-    return max(vtk.vtkCellTypeUtilities.GetDimension(int(t)) for t in types)
+    return max(_cell_type_utilities().GetDimension(int(t)) for t in types)
 
 
 def _array_names(data) -> set[str]:

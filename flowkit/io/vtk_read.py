@@ -11,7 +11,7 @@ from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField
 from ..fields.slices import sample_columns
-from .formats import SolverCase, Step, format_of
+from .formats import SolverCase, Step, format_of, is_expression
 from .stream import SliceSource
 from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
 
@@ -152,7 +152,7 @@ def read(
     if isinstance(series[0][0], Step):
         case = series[0][0].case
         regions = case.regions()
-        if not any(ch in ref["name"] for ch in "+-*/()^"):  # a name or components, not an expression
+        if not is_expression(ref["name"]):  # a name or components: the reader may skip the rest
             case.keep_arrays({*ref["name"].split(","), *(sample or ())})
     logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref["name"], len(series), series[0][0])
 

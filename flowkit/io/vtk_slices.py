@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..fields.cells import merge_cells
-from .formats import _KINDS, SolverCase, Step, format_of, joined, merged, vtk_errors
+from .formats import SOLVER_SUFFIXES, SolverCase, Step, cell_type_ids, cell_type_name, format_of, is_expression, joined, merged, vtk_errors
 
 _XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
@@ -37,7 +37,7 @@ def read_dataset(path):
     elif suffix == ".vtmb":
         reader = vtk.vtkXMLMultiBlockDataReader()
     else:
-        known = sorted({*_XML_SUFFIXES, ".vtk", ".vtmb", ".pvd", *_KINDS, ".cas.h5"})
+        known = sorted({*_XML_SUFFIXES, ".vtk", ".vtmb", ".pvd", *SOLVER_SUFFIXES, ".cas.h5"})
         raise ValueError(f"{path}: unsupported suffix {path.suffix!r}; flowkit reads {known}, OpenFOAM case directories and NetCDF/zarr (fk.io.from_xarray)")
     with vtk_errors(path):
         reader.SetFileName(str(path))
@@ -160,7 +160,7 @@ def _vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
     if velocity in cell_arrays:
         points = _on_points(data).GetPointData().GetArray(velocity)
         return np.asarray(vtk_to_numpy(points), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), velocity, False
-    if any(ch in velocity for ch in "+-*/()^"):
+    if is_expression(velocity):
         return _expression(data, path, velocity), velocity, False
     raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
 
@@ -250,27 +250,24 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
     cell_array = data.GetCells()
     offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
     connectivity = np.asarray(vtk_to_numpy(cell_array.GetConnectivityArray()), dtype=np.int64)
-    version = vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
-    types_array = data.GetCellTypes() if version >= 906 else data.GetCellTypesArray()  # renamed in VTK 9.6
-    types = np.asarray(vtk_to_numpy(types_array), dtype=np.int64)
+    types = cell_type_ids(data)
     present = {int(t): int(c) for t, c in zip(*np.unique(types, return_counts=True))}
-    name_of = (vtk.vtkCellTypeUtilities if version >= 906 else vtk.vtkCellTypes).GetClassNameFromTypeId
     volume = any(t in _cells.BY_VTK_TYPE and _cells.BY_VTK_TYPE[t].dim == 3 for t in present)
     ignored = {t: c for t, c in present.items() if t in _LOWER_DIMENSIONAL or (volume and t in _SURFACE)}
     unsupported = {t: c for t, c in present.items() if t not in ignored and t not in _cells.BY_VTK_TYPE}
     if unsupported:
-        listing = ", ".join(f"{c} {name_of(t)} (type {t})" for t, c in unsupported.items())
+        listing = ", ".join(f"{c} {cell_type_name(t)} (type {t})" for t, c in unsupported.items())
         raise ValueError(
             f"{path}: unsupported cell types: {listing}. flowkit interpolates linear cells (tetra, hexahedron, wedge, pyramid, voxel; triangle, quad, pixel); linearise higher-order or polyhedral cells first (e.g. ParaView's Tessellate filter)"
         )
     if ignored:
-        logging.getLogger("flowkit").warning("%s: ignoring %s (no volume to interpolate in)", path, ", ".join(f"{c} {name_of(t)}" for t, c in ignored.items()))
+        logging.getLogger("flowkit").warning("%s: ignoring %s (no volume to interpolate in)", path, ", ".join(f"{c} {cell_type_name(t)}" for t, c in ignored.items()))
     blocks = []
     for t in sorted(set(present) - set(ignored)):
         rows = np.flatnonzero(types == t)
         width = _cells.BY_VTK_TYPE[t].nodes
         if np.any(offsets[rows + 1] - offsets[rows] != width):
-            raise ValueError(f"{path}: {name_of(t)} cells must have {width} points each")
+            raise ValueError(f"{path}: {cell_type_name(t)} cells must have {width} points each")
         blocks.append((t, connectivity[offsets[rows][:, None] + np.arange(width)]))
     cells, cell_types = merge_cells(blocks)
     dim = 3 if volume else 2
@@ -321,8 +318,7 @@ def _linearised(path, data):
     odd = [int(t) for t in distinct if int(t) not in _cells.BY_VTK_TYPE and int(t) not in _LOWER_DIMENSIONAL | _SURFACE]
     if not odd:
         return data, False
-    version = vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
-    types = vtk_to_numpy(data.GetCellTypes() if version >= 906 else data.GetCellTypesArray())
+    types = cell_type_ids(data)
     is_odd = np.isin(types, odd)
 
     def extract(rows):
@@ -346,8 +342,7 @@ def _linearised(path, data):
         append.AddInputData(extract(np.flatnonzero(~is_odd)))
     append.AddInputData(split.GetOutput())
     append.Update()
-    name_of = (vtk.vtkCellTypeUtilities if version >= 906 else vtk.vtkCellTypes).GetClassNameFromTypeId
-    counts = ", ".join(f"{int(np.sum(types == t))} {name_of(t)}" for t in odd)
+    counts = ", ".join(f"{int(np.sum(types == t))} {cell_type_name(t)}" for t in odd)
     logging.getLogger("flowkit").info("%s: %s decomposed into %d linear cells on their own nodes (interpolation is linear on each)", path, counts, split.GetOutput().GetNumberOfCells())
     return append.GetOutput(), True
 
