@@ -132,6 +132,28 @@ def _check_walls(walls):
     return wall_mode(walls, ("open", "reflect", "slip", "absorb", "stick"), "walls (or a boundary)")
 
 
+class AbstractInletConfig(AbstractBoundaryConfig):
+    """Shared by the inlet configs: the regions and walls by name, the placement mode."""
+
+    inlet: eqx.AbstractVar[Plane | str | dict]
+    outlet: eqx.AbstractVar[Plane | str | dict | None]
+    walls: eqx.AbstractVar[AbstractBoundary | str | None]
+    mode: eqx.AbstractVar[str]
+    resolution: eqx.AbstractVar[int]
+
+    restarts: ClassVar[bool] = True
+
+    @property
+    def stochastic(self) -> bool:
+        return self.mode != "grid"
+
+    def _geometry(self, field):
+        """`(inlet, outlet, walls, surface)` resolved against `field`."""
+        inlet = region(self.inlet, field)
+        outlet = None if self.outlet is None else region(self.outlet, field)
+        return inlet, outlet, walls_for(field, self.walls), inlet_surface(field, inlet, self.resolution, "inlet")
+
+
 class BoundInletOutlet(AbstractInlet):
     """`InletOutlet` bound to a field: its planes, inlet surface and walls resolved."""
 
@@ -147,7 +169,7 @@ class BoundInletOutlet(AbstractInlet):
         return (*self._restart_rows(field, args, t + h, step, block, leaving), jnp.zeros((), jnp.int32))
 
 
-class InletOutlet(AbstractBoundaryConfig):
+class InletOutlet(AbstractInletConfig):
     """Particles leaving through `outlet` restart on `inlet` in the same step.
 
     **Arguments:**
@@ -169,22 +191,14 @@ class InletOutlet(AbstractBoundaryConfig):
     mode: str = eqx.field(static=True)
     resolution: int = eqx.field(static=True)
 
-    restarts: ClassVar[bool] = True
-
     def __init__(self, inlet="xmin", outlet="xmax", mode: str = "grid", walls="open", resolution: int = 32):
         self.inlet, self.outlet = inlet, outlet
         self.mode = _check_mode(mode)
         self.walls = _check_walls(walls)
         self.resolution = int(resolution)
 
-    @property
-    def stochastic(self) -> bool:
-        return self.mode != "grid"
-
     def bind(self, field) -> BoundInletOutlet:
-        inlet = region(self.inlet, field)
-        surface = inlet_surface(field, inlet, self.resolution, "inlet")
-        return BoundInletOutlet(inlet, region(self.outlet, field), walls_for(field, self.walls), surface, self.mode)
+        return BoundInletOutlet(*self._geometry(field), self.mode)
 
 
 class ReleaseSchedule(eqx.Module):
@@ -251,7 +265,7 @@ class BoundContinuousInlet(AbstractInlet):
         return (*self._restart_rows(field, args, t + h, step, block, born), lost)
 
 
-class ContinuousInlet(AbstractBoundaryConfig):
+class ContinuousInlet(AbstractInletConfig):
     """Particles released on `inlet` at `rate` per unit time, or `per_pulse` at each of `pulses`.
 
     Each release takes a free slot: one of the `slots` spare slots appended after the seeds, or
@@ -276,8 +290,6 @@ class ContinuousInlet(AbstractBoundaryConfig):
     mode: str = eqx.field(static=True)
     resolution: int = eqx.field(static=True)
     schedule: ReleaseSchedule
-
-    restarts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -312,15 +324,8 @@ class ContinuousInlet(AbstractBoundaryConfig):
         self.resolution = int(resolution)
 
     @property
-    def stochastic(self) -> bool:
-        return True
-
-    @property
     def extra_slots(self) -> int:
         return self.schedule.slots
 
     def bind(self, field) -> BoundContinuousInlet:
-        inlet = region(self.inlet, field)
-        surface = inlet_surface(field, inlet, self.resolution, "inlet")
-        outlet = None if self.outlet is None else region(self.outlet, field)
-        return BoundContinuousInlet(inlet, outlet, walls_for(field, self.walls), surface, self.mode, self.schedule)
+        return BoundContinuousInlet(*self._geometry(field), self.mode, self.schedule)
