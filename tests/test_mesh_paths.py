@@ -193,6 +193,19 @@ def test_results_do_not_depend_on_blocks_compaction_or_devices(monkeypatch):
         np.testing.assert_array_equal(other.exit_time, one_block.exit_time)
 
 
+def test_release_at_a_save_boundary_starts_there_when_its_block_is_skipped(monkeypatch):
+    """Particles released exactly at the end of a save leave their blocks idle through it (no
+    step is run) and still start moving at their release time, as a run starting then does."""
+    monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
+    field = fk.fields.SolidBodyRotation()
+    seeds = np.random.default_rng(4).uniform(-0.5, 0.5, (64, 2))
+    late = fk.track(field, seeds, 0.0, 0.6, 0.01, save_every=10, t_release=np.full(64, 0.2), dtype="float64")
+    direct = fk.track(field, seeds, 0.2, 0.6, 0.01, save_every=10, dtype="float64")
+    assert np.all(late.status[:2] == fk.Status.NOT_RELEASED) and np.all(late.status[2:] == fk.Status.ACTIVE)
+    np.testing.assert_allclose(late.positions[2:], direct.positions, rtol=0, atol=1e-12)
+    assert np.abs(late.positions[-1] - seeds).max() > 0.05
+
+
 def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
     points, tets = fk.datasets.jittered_tet_box((7, 4, 4), (2.0, 1.0, 1.0), jitter=0.2)
     field = fk.MeshField(points, tets, np.tile([2.0, 0.0, 0.0], (len(points), 1)), dtype="float64")

@@ -8,7 +8,8 @@ entry of `violations(xi)` is `<= 0`; entry `f` is positive when the point lies b
 Simplices (triangles, tetrahedra) are affine: `xi` are barycentric coordinates from a per-cell
 inverse map stored on the device. The others (quad, hexahedron, wedge, pyramid) are inverted by
 Newton steps from the cell centre, as VTK's `EvaluatePosition` does, each row stopping once it
-has converged.
+has converged. A wedge's or pyramid's map is a hexahedron's on virtual corners (`box_corners`),
+in the same parametric coordinates, so the Newton steps of a mixed mesh are one loop of one map.
 """
 
 from collections.abc import Callable, Sequence
@@ -37,6 +38,11 @@ class CellKind:
     """`shape(xi[..., dim]) -> N[..., nodes]` (Newton kinds only; simplices use barycentrics)."""
     violations: Callable | None = None
     centre: tuple[float, ...] = ()
+    box_corners: tuple[tuple[int, ...], ...] = ()
+    """Newton kinds: the corners of the hexahedron (quad in 2-D) whose multilinear map is this
+    kind's map in the same parametric coordinates; `(a,)` is node `a`, `(a, b, c)` the virtual
+    point `X_a + X_b - X_c` (a wedge's triangles completed to parallelograms, whose bilinear
+    term vanishes; a pyramid's apex repeated). One Newton loop then serves every kind."""
 
 
 def _quad_shape(xi):
@@ -81,7 +87,7 @@ def _pyramid_violations(xi):
 
 
 TRIANGLE = CellKind("triangle", 2, 3, ((1, 2), (0, 2), (0, 1)), {VTK_TRIANGLE: (0, 1, 2)}, simplex=True)
-QUAD = CellKind("quad", 2, 4, ((0, 3), (1, 2), (0, 1), (3, 2)), {VTK_QUAD: (0, 1, 2, 3), VTK_PIXEL: (0, 1, 3, 2)}, simplex=False, shape=_quad_shape, violations=_box_violations, centre=(0.5, 0.5))
+QUAD = CellKind("quad", 2, 4, ((0, 3), (1, 2), (0, 1), (3, 2)), {VTK_QUAD: (0, 1, 2, 3), VTK_PIXEL: (0, 1, 3, 2)}, simplex=False, shape=_quad_shape, violations=_box_violations, centre=(0.5, 0.5), box_corners=((0,), (1,), (2,), (3,)))
 TETRA = CellKind("tetra", 3, 4, ((1, 2, 3), (0, 2, 3), (0, 1, 3), (0, 1, 2)), {VTK_TETRA: (0, 1, 2, 3)}, simplex=True)
 HEXAHEDRON = CellKind(
     "hexahedron",
@@ -93,6 +99,7 @@ HEXAHEDRON = CellKind(
     shape=_hex_shape,
     violations=_box_violations,
     centre=(0.5, 0.5, 0.5),
+    box_corners=tuple((i,) for i in range(8)),
 )
 WEDGE = CellKind(
     "wedge",
@@ -104,6 +111,7 @@ WEDGE = CellKind(
     shape=_wedge_shape,
     violations=_wedge_violations,
     centre=(1 / 3, 1 / 3, 0.5),
+    box_corners=((0,), (1,), (1, 2, 0), (2,), (3,), (4,), (4, 5, 3), (5,)),
 )
 PYRAMID = CellKind(
     "pyramid",
@@ -115,10 +123,25 @@ PYRAMID = CellKind(
     shape=_pyramid_shape,
     violations=_pyramid_violations,
     centre=(0.5, 0.5, 0.2),
+    box_corners=((0,), (1,), (2,), (3,), (4,), (4,), (4,), (4,)),
 )
 
 KINDS: dict[str, CellKind] = {k.name: k for k in (TRIANGLE, QUAD, TETRA, HEXAHEDRON, WEDGE, PYRAMID)}
 BY_VTK_TYPE: dict[int, CellKind] = {t: k for k in KINDS.values() for t in k.vtk_types}
+BOX: dict[int, CellKind] = {2: QUAD, 3: HEXAHEDRON}
+"""The Newton kind of each dimension: every other kind's map is its map on `box_corners`."""
+
+
+def as_box_corners(kind: CellKind, corners: Sequence) -> list:
+    """The corners of `kind`'s box map (`BOX[kind.dim]`) from its own node coordinates
+    `corners[i]` (any arrays supporting + and -), in the box kind's node order."""
+    out = []
+    for slot in kind.box_corners:
+        point = corners[slot[0]]
+        if len(slot) == 3:
+            point = point + corners[slot[1]] - corners[slot[2]]
+        out.append(point)
+    return out
 
 
 def simplex_weights(lam):
@@ -168,13 +191,9 @@ def _shape_list(kind: CellKind, xi):
     return [w[..., k] for k in range(kind.nodes)]
 
 
-def newton_coords(kind: CellKind | tuple[CellKind, ...], corners, target, steps: int, xi=None, done=None, which=None):
-    """Parametric coordinates of `target` (`(n, dim)`) in cells with node coordinates
+def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=None):
+    """Parametric coordinates of `target` (`(n, dim)`) in cells of `kind` with node coordinates
     `corners[n, nodes, dim]`, and whether Newton converged there.
-
-    `kind` may be several kinds, each row's chosen by `which` (`(n,)` indices into them): one
-    loop then serves a mixed mesh, each iteration evaluating every kind's map and keeping each
-    row's own (one loop to compile and run instead of one per kind).
 
     Coordinates are relative to node 0 (so float32 keeps its precision far from the origin).
     At most `steps` Newton iterations start from `xi` (default: the cell centre); a row stops
@@ -192,35 +211,18 @@ def newton_coords(kind: CellKind | tuple[CellKind, ...], corners, target, steps:
     """
     import jax
 
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    dim = kinds[0].dim
-    width = max(k.nodes for k in kinds)
-    rel = [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(width)]
+    dim = kind.dim
+    rel = [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(kind.nodes)]
     d = [target[:, a] - corners[:, 0, a] for a in range(dim)]
-    pick = [None] * len(kinds) if len(kinds) == 1 else [which == k for k in range(len(kinds))]
-
-    def chosen(per_kind):
-        """Each row's own kind's value from `[value of kind 0, value of kind 1, ...]`."""
-        out = per_kind[0]
-        for mask, value in zip(pick[1:], per_kind[1:]):
-            out = jnp.where(mask, value, out)
-        return out
-
     if xi is None:
-        xi = [chosen([jnp.full(target.shape[:1], k.centre[a], target.dtype) for k in kinds]) for a in range(dim)]
+        xi = [jnp.full(target.shape[:1], kind.centre[a], target.dtype) for a in range(dim)]
     else:
         xi = [xi[:, a] for a in range(dim)]
     small = jnp.sqrt(jnp.finfo(target.dtype).eps)
 
-    def mapped(k: CellKind, xi):
-        """`(shape values, Jacobian columns, residual)` of kind `k`'s map at `xi`."""
-        n_k, columns = _jacobian_columns(k, xi, rel)
-        return n_k, columns, [sum(n_k[j] * rel[j][a] for j in range(k.nodes)) - d[a] for a in range(dim)]
-
     def newton_step(xi):
-        per_kind = [mapped(k, xi) for k in kinds]
-        columns = [[chosen([m[1][b][a] for m in per_kind]) for a in range(dim)] for b in range(dim)]
-        residual = [chosen([m[2][a] for m in per_kind]) for a in range(dim)]
+        n_k, columns = _jacobian_columns(kind, xi, rel)
+        residual = [sum(n_k[j] * rel[j][a] for j in range(kind.nodes)) - d[a] for a in range(dim)]
         delta = _solve_columns(columns, residual)
         return [jnp.clip(v - e, -2.0, 3.0) for v, e in zip(xi, delta)]
 
@@ -242,13 +244,12 @@ def newton_coords(kind: CellKind | tuple[CellKind, ...], corners, target, steps:
 
         stopped = jnp.zeros(target.shape[:1], bool) if done is None else done
         _, xi, _ = jax.lax.while_loop(more, iterate, (jnp.asarray(0), xi, stopped))
-    final = [_residual(k, xi, rel, d) for k in kinds]
-    residual = [chosen([r[a] for r in final]) for a in range(dim)]
+    residual = _residual(kind, xi, rel, d)
     miss = jnp.zeros_like(d[0])
     size = jnp.zeros_like(d[0])
     for a in range(dim):
         miss = jnp.maximum(miss, jnp.abs(residual[a]))
-        for k in range(width):
+        for k in range(kind.nodes):
             size = jnp.maximum(size, jnp.abs(rel[k][a]))
     return jnp.stack(xi, axis=-1), miss <= small * size
 

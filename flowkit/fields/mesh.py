@@ -159,8 +159,9 @@ class MeshField(AbstractField):
 
     def _coords(self, cell, x, done=None, warm: Hints | None = None):
         """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map); rows
-        marked `done` skip the Newton iterations (their result is not used). The non-simplex
-        kinds of a mixed mesh share one Newton loop, each row iterating its own kind's map.
+        marked `done` skip the Newton iterations (their result is not used). Every non-simplex
+        kind is iterated as the hexahedron (quad) on its `box_corners`, so the Newton loop of a
+        mixed mesh runs one map, not one per kind.
 
         Newton starts from the cell's linearisation at its centre, or, for rows whose `warm`
         hint located a point in this same cell, from that point's coordinates moved by the
@@ -171,21 +172,22 @@ class MeshField(AbstractField):
         newton = None
         if curved:
             nodes = self.nodes[cell]
-            corners = jnp.stack([self.points[nodes[:, i]] for i in range(width)], axis=1)
-            kinds = tuple(_cells.KINDS[self.kinds[k]] for k in curved)
-            which = None if kind_of_row is None else sum(jnp.where(kind_of_row == k, j, 0) for j, k in enumerate(curved))
+            own = [self.points[nodes[:, i]] for i in range(width)]
+            kinds = [_cells.KINDS[self.kinds[k]] for k in curved]
+            pick = [None if kind_of_row is None else kind_of_row == k for k in curved]
+            corners = _chosen([_cells.as_box_corners(kind, own) for kind in kinds], pick)
+            centre = _chosen([[jnp.asarray(c, x.dtype) for c in kind.centre] for kind in kinds], pick)
             if len(curved) < len(self.kinds):  # rows of simplices take no iterations
                 simplex = sum(kind_of_row == k for k in range(len(self.kinds)) if k not in curved) > 0
                 done = simplex if done is None else simplex | done
-            centre = jnp.stack([jnp.asarray(k.centre, x.dtype) for k in kinds])[which if which is not None else 0]
             maps = self.affine_map[cell]
-            start = _barycentric(maps, x) + centre
+            start = _barycentric(maps, x) + jnp.stack(jnp.broadcast_arrays(*centre), axis=-1)
             if warm is not None:
                 near = (warm.cell == cell) & jnp.isfinite(warm.point[:, 0])
                 moved = warm.coords + _linear(maps, x - jnp.where(near[:, None], warm.point, x))
                 start = jnp.where(near[:, None], moved, start)
             start = jnp.clip(start, -2.0, 3.0)
-            newton = _cells.newton_coords(kinds if len(kinds) > 1 else kinds[0], corners, x, self.newton_steps, xi=start, done=done, which=which)
+            newton = _cells.newton_coords(_cells.BOX[self.dim], jnp.stack(corners, axis=1), x, self.newton_steps, xi=start, done=done)
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
@@ -465,6 +467,15 @@ def _probe(field: MeshField, t, points):
     hint, found = field.locate(points, field.hints(points.shape[0], points.dtype))
     values = field._interpolate(field.values, t, jnp.maximum(hint.cell, 0), points, hint.coords, field.cell_values)
     return jnp.where(found[:, None], values, 0), found
+
+
+def _chosen(per_kind: list[list], pick: list) -> list:
+    """Entry by entry, each row's own kind's value from `[values of kind 0, of kind 1, ...]`
+    (`pick[k]`: the rows of kind `k`; `[None]` for a single kind)."""
+    out = per_kind[0]
+    for mask, values in zip(pick[1:], per_kind[1:]):
+        out = [jnp.where(mask[:, None] if v.ndim > 1 else mask, v, o) for v, o in zip(values, out)]
+    return out
 
 
 def _barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"]:

@@ -120,17 +120,26 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         return (x_next, new_status, exit_time, hint, generation, lost), None
 
     def busy(status, t_release, first):
-        """Rows with work in the save starting at step `first`: moving, or released during it."""
-        t_end, h = step_times(times, first + save_every - 1)
-        return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_end + h, t_release, times.dt))
+        """Rows with work in the save starting at step `first`: moving, or released in time to
+        move in it (a release due at the end of its last step starts moving in the next save)."""
+        t_last, _ = step_times(times, first + save_every - 1)
+        return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_last, t_release, times.dt))
 
     def run_block(inputs, first):
         """One save interval of one block: its steps (skipped if nothing moves), then its frame."""
         carry, slots, block_id = inputs
         steps = first + jnp.arange(save_every, dtype=state.step.dtype)
         go = lambda c: jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), c, steps)[0]  # noqa: E731
+
+        def idle(carry):
+            """The save's steps when nothing moves: only the releases due at its end happen."""
+            t_last, h = step_times(times, first + save_every - 1)
+            status = carry[1]
+            due = (status == Status.NOT_RELEASED) & is_due(t_last + h, slots.t_release, times.dt)
+            return (carry[0], jnp.where(due, code(Status.ACTIVE), status)) + tuple(carry[2:])
+
         if skippable:
-            carry = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: c, carry)
+            carry = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
         else:
             carry = go(carry)
         x, status, _, hint, generation, _ = carry
