@@ -25,6 +25,9 @@ class Status(enum.IntEnum):
     """An adaptive integrator hit its `max_steps` within one step; frozen where the step began."""
     SOLVER_FAILED = 6
     """An adaptive integrator failed otherwise (e.g. step size collapsed); frozen where the step began."""
+    BEACHED = 7
+    """Its step ended on land (a field with a land mask, e.g. ocean data): frozen at its last
+    wet position; a seed on land starts so."""
 
 
 def status_counts(status) -> dict[str, int]:

@@ -47,9 +47,9 @@ class TrackConfig:
     integrator: Any = MISSING
     seeds: Any = MISSING
     output: Any = MISSING
-    t0: float = MISSING
-    t1: float = MISSING
-    dt: float = MISSING
+    t0: Any = MISSING  # seconds, or a date on a dated field's calendar ("2024-01-05")
+    t1: Any = MISSING
+    dt: Any = MISSING  # seconds, or a duration ("1h")
     save_every: int = MISSING
     dtype: str = MISSING
     seed: int = MISSING
@@ -267,9 +267,9 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "field": type(run.modules[0]).__name__,
         "integrator": type(integrator).__name__,
         "boundary": type(boundary).__name__,
-        "t0": float(cfg.t0),
-        "t1": float(cfg.t1),
-        "dt": float(cfg.dt),
+        "t0": run.t0,
+        "t1": run.t1,
+        "dt": run.dt,
         "versions": {"flowkit": __version__, "jax": jax.__version__, "python": platform.python_version()},
         "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -278,6 +278,8 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
     if cfg.output.trajectories:
         traj.save(out / "trajectories.npz")
+        if getattr(field, "spherical", False):  # ocean/atmosphere data: the CF trajectory file its users read
+            traj.save(out / "trajectories.nc", spherical=True, time_origin=getattr(field, "time_origin", None))
     if cfg.output.vtp:
         traj.save(out / "trajectories.vtp")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -291,3 +291,59 @@ def vtk_field(
             raise ValueError(f"dataset must be one of {sorted(SAMPLES)}, got {dataset!r}")
         path = SAMPLES[dataset]()
     return read(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes)
+
+
+def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01") -> Path:
+    """Daily global 1° surface currents as an ocean model product writes them: one NetCDF4
+    file per day (`glo_cur_YYYYMMDD.nc`, written by xarray with h5netcdf), CF metadata
+    (`standard_name`s, `units`, time in `days since` on the standard calendar), cell-centred
+    longitudes -179.5…179.5 and latitudes, float32 velocities in m/s, land as NaN (a continent
+    over [-20°, 40°] × [-35°, 35°] and Antarctica south of 75°S). The flow: a zonal jet
+    `0.4 cos(lat)` with a meander `0.15 sin(3 lon) cos(lat)` northward that swings with a
+    10-day period. Returns the folder."""
+    import xarray as xr
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lon = np.arange(-179.5, 180.0, 1.0)
+    lat = np.arange(-89.5, 90.0, 1.0)
+    lam, phi = np.meshgrid(np.deg2rad(lon), np.deg2rad(lat))
+    land = ((lon[None, :] >= -20) & (lon[None, :] <= 40) & (np.abs(lat[:, None]) <= 35)) | (lat[:, None] < -75)
+    origin = np.datetime64(start, "D")
+    for day in range(days):
+        swing = np.cos(2 * np.pi * day / 10.0)
+        u = 0.4 * np.cos(phi)
+        v = 0.15 * np.sin(3 * lam) * np.cos(phi) * swing
+        u, v = (np.where(land, np.nan, a)[None].astype(np.float32) for a in (u, v))
+        attrs = lambda name, long: {"standard_name": name, "long_name": long, "units": "m s-1"}  # noqa: E731
+        ds = xr.Dataset(
+            {"uo": (("time", "latitude", "longitude"), u, attrs("eastward_sea_water_velocity", "Eastward velocity")), "vo": (("time", "latitude", "longitude"), v, attrs("northward_sea_water_velocity", "Northward velocity"))},
+            coords={
+                "time": ("time", [float(day)], {"standard_name": "time", "units": f"days since {start}", "calendar": "standard", "axis": "T"}),
+                "latitude": ("latitude", lat, {"standard_name": "latitude", "units": "degrees_north", "axis": "Y"}),
+                "longitude": ("longitude", lon, {"standard_name": "longitude", "units": "degrees_east", "axis": "X"}),
+            },
+            attrs={"Conventions": "CF-1.8", "title": "flowkit sample: global surface currents (synthetic)"},
+        )
+        ds.to_netcdf(folder / f"glo_cur_{str(origin + day).replace('-', '')}.nc", engine="h5netcdf")
+    return folder
+
+
+def sample_ocean(cache_dir=None) -> str:
+    """The embedded ocean sample (`write_ocean_sample`), generated on first use into the cache
+    directory; returns the glob of its daily files."""
+    folder = _cache_root(cache_dir) / "glo_cur_v1"
+    if not (folder / "glo_cur_20240110.nc").exists():
+        write_ocean_sample(folder)
+    return str(folder / "glo_cur_*.nc")
+
+
+def ocean_field(path=None, velocity: str | None = None, *, mask: str | None = None, land_value: float | None = None, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None):
+    """A field from NetCDF/zarr ocean or atmosphere data (`flowkit.io.read`: a file, a glob of
+    daily files, a list), or the embedded ocean sample (`sample_ocean`) when `path` is None."""
+    from .io.vtk_read import read
+
+    options = {} if mask is None else {"mask": mask}
+    if land_value is not None:
+        options["land_value"] = land_value
+    return read(sample_ocean() if path is None else path, velocity, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes, **options)

@@ -114,7 +114,7 @@ class Trajectory(eqx.Module):
         """Number of particles per status at one saved frame (the last by default)."""
         return status_counts(self.status[frame])
 
-    def save(self, path, spherical: bool = False) -> Path:
+    def save(self, path, spherical: bool = False, time_origin=None) -> Path:
         """Write `.npz` (arrays `times`, `positions`, `status`, `t_release`, `exit_time`
         [+ `velocities`]), `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`), `.vtp`
         pathlines or a `.pvd` series of particle clouds for ParaView."""
@@ -128,10 +128,10 @@ class Trajectory(eqx.Module):
 
             return write_particle_clouds_pvd(self, path)
         if path.suffix == ".zarr":
-            self.to_xarray(spherical).to_zarr(path, mode="w", consolidated=False)
+            self.to_xarray(spherical, time_origin).to_zarr(path, mode="w", consolidated=False)
             return path
         if path.suffix == ".nc":
-            self.to_xarray(spherical).to_netcdf(path)
+            self.to_xarray(spherical, time_origin).to_netcdf(path)
             return path
         if path.suffix != ".npz":
             raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr, .nc, .vtp or .pvd")
@@ -177,11 +177,13 @@ class Trajectory(eqx.Module):
         generation = ds["generation"].values.T if "generation" in ds else None
         return cls(ds["time"].values, positions, ds["status"].values.T, ds["t_release"].values, ds["exit_time"].values, velocities, samples or None, generation)
 
-    def to_xarray(self, spherical: bool = False):
+    def to_xarray(self, spherical: bool = False, time_origin=None):
         """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`).
 
         Positions are variables `x`, `y`(, `z`), or `lon`, `lat`(, `z`) in degrees with
-        `spherical=True` (for fields from `from_xarray` on lon/lat grids).
+        `spherical=True` (for fields from `from_xarray` on lon/lat grids). With the field's
+        `time_origin`, `time`, `t_release` and `exit_time` are dates: numbers in the input's own
+        units and calendar, which xarray and every CF reader decode.
         """
         import xarray as xr
 
@@ -208,8 +210,15 @@ class Trajectory(eqx.Module):
         if self.generation is not None:
             data_vars["generation"] = (("trajectory", "obs"), np.asarray(self.generation).T, {"comment": "restarts of the slot by an inlet; each generation is a separate path"})
             data_vars["particle_id"] = (("trajectory", "obs"), self.particle_id.T, {"comment": "id of the path: slot + generation * n_slots"})
+        time = (("obs",), self.times, {"standard_name": "time", "units": "1"})
+        if time_origin is not None:
+            dated = {"units": time_origin.units, "calendar": time_origin.calendar}
+            time = (("obs",), time_origin.in_units(self.times), {"standard_name": "time", **dated})
+            data_vars["t_release"] = (("trajectory",), time_origin.in_units(self.t_release), dated)
+            finite = np.isfinite(self.exit_time)
+            data_vars["exit_time"] = (("trajectory",), np.where(finite, time_origin.in_units(np.where(finite, self.exit_time, 0.0)), np.nan), {**dated, "comment": "NaN: still active at the end"})
         coords = {
-            "time": (("obs",), self.times, {"standard_name": "time", "units": "1"}),
+            "time": time,
             "trajectory": (("trajectory",), np.arange(self.n_particles), {"cf_role": "trajectory_id"}),
         }
         return xr.Dataset(data_vars, coords=coords, attrs={"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit"})

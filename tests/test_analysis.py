@@ -182,11 +182,14 @@ def test_from_xarray_lon_lat_converts_to_degrees_per_second():
     lon, lat = np.linspace(0, 10, 11), np.linspace(40, 50, 11)
     ds = xr.Dataset({"uo": (("lat", "lon"), np.ones((11, 11))), "vo": (("lat", "lon"), np.full((11, 11), np.nan))}, coords={"lon": lon, "lat": lat})
     field = fk.io.from_xarray(ds, u="uo", v="vo", land_value=0.0, dtype="float64")
-    u = np.asarray(field.values)[0, :, :, 0]
-    np.testing.assert_allclose(u[0], 1.0 / (6_371_000.0 * np.cos(np.deg2rad(lat))) * 180 / np.pi)
-    assert np.all(np.asarray(field.values)[..., 1] == 0.0)
-    with pytest.raises(ValueError, match="variables \\['w'\\] not in the dataset"):
+    assert field.spherical and field.land is None
+    for phi in (40.0, 43.7, 50.0):  # converted at the point's own latitude, not interpolated from the nodes'
+        u = np.asarray(field(0.0, jnp.array([3.3, phi])))
+        np.testing.assert_allclose(u, [1.0 / (6_371_000.0 * np.cos(np.deg2rad(phi))) * 180 / np.pi, 0.0], rtol=1e-12)
+    with pytest.raises(ValueError, match="w='w' given but 'uo' has no depth dimension"):
         fk.io.from_xarray(ds, u="uo", v="vo", w="w")
+    with pytest.raises(ValueError, match="velocity variable 'u' not in the dataset"):
+        fk.io.from_xarray(ds, u="u")
 
 
 @pytest.mark.slow

@@ -12,6 +12,8 @@ import pytest
 import vtk
 from foam import write_case
 
+import flowkit as fk
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -171,10 +173,26 @@ def test_multi_host_processes_split_the_particles(tmp_path):
     np.testing.assert_array_equal(np.concatenate([p["status"] for p in parts], axis=1), single["status"])
 
 
+@pytest.mark.slow
+def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
+    """The issue's command on the embedded daily NetCDF4 sample: dates in, a CF trajectory file
+    with dates out, seeds on land counted as beached."""
+    import xarray as xr
+
+    args = ["field=netcdf", "boundary=none", "seeds=random", "seeds.n=500", "seeds.bounds=[[-75,-60],[45,60]]", "t0=2024-01-02", "t1=2024-01-06", "dt=1h", "save_every=12"]
+    result = _run([*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false"], cwd=tmp_path)
+    assert "field GridField (360, 180), 10 times" in result.stdout
+    with xr.open_dataset(tmp_path / "trajectories.nc") as ds:
+        assert ds["time"].values[0] == np.datetime64("2024-01-02") and ds["time"].values[-1] == np.datetime64("2024-01-06")
+        assert ds["lon"].attrs["units"] == "degrees_east" and ds.sizes["trajectory"] == 500
+        beached = int((ds["status"].isel(obs=0) == fk.Status.BEACHED).sum())
+    assert beached > 0 and json.loads((tmp_path / "summary.json").read_text())["status_counts"]["beached"] >= beached
+
+
 @pytest.mark.parametrize(
     "args, code, names",
     [
-        (["t1=abc"], 1, "full_key: t1"),  # a type error: at compose time, from the schema
+        (["t1=abc"], 2, "error: t1: 'abc' is neither a number of seconds nor an ISO date like '2024-01-05'"),  # seconds or a date: checked before compiling
         (["save_every=1.5"], 1, "full_key: save_every"),
         (["seedz.n=5"], 1, "Key 'seedz' not in"),  # a misspelt key
         (["seeds.n=-5"], 2, "error: seeds.n must be a positive integer, got -5"),  # at build time: one line

@@ -13,7 +13,7 @@ from flowkit.config import build, run_track
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("field", "boundary", "integrator", "seeds", "output")}
-FIELD_DIM = {"grid": 2, "double_gyre": 2, "rotation": 2, "taylor_green": 2, "abc": 3, "vtk": 2}
+FIELD_DIM = {"grid": 2, "double_gyre": 2, "rotation": 2, "taylor_green": 2, "abc": 3, "vtk": 2, "netcdf": 2}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def _compose(overrides):
 
 
 def test_groups_are_complete():
-    assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid", "vtk"}
+    assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid", "vtk", "netcdf"}
     assert set(GROUPS["boundary"]) >= {"none", "periodic", "reflective", "clamp", "absorbing"}
     assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4", "tsit5", "dopri5", "dopri8", "euler_maruyama"}
     assert set(GROUPS["seeds"]) >= {"grid", "random", "line", "file"}

@@ -109,6 +109,16 @@ class AbstractField(eqx.Module):
         """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`; none by default."""
         return {}
 
+    def beached_batch(self, x: Positions) -> Bool[Array, " n"] | None:
+        """Which rows of `x` lie on land (fields with a land mask), or None: no land at all, and
+        no cost in the step."""
+        return None
+
+    def canonical_batch(self, x: Positions) -> Positions:
+        """Positions in the field's own range after a step (a sphere's longitudes in one period,
+        latitudes folded over the poles); `x` itself by default."""
+        return x
+
 
 def time_weights(times, t) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
     """Index of the time slice at or before `t` and the weight of the next one (clamped to the

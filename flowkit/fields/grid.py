@@ -9,10 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
+from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._time import TimeOrigin
 from .base import AbstractField, time_weights
 
 _INTERPOLATIONS = ("linear", "nearest")
+EARTH_RADIUS = 6_371_000.0
+"""Metres (the mean radius, as Parcels and OpenDrift use)."""
+_DEGREES = 180 / math.pi
 
 
 class GridField(AbstractField):
@@ -41,6 +45,17 @@ class GridField(AbstractField):
       as a number decides between the two layouts from the coordinates alone.
     - `interpolation`: `"linear"` (multilinear) or `"nearest"`.
     - `dtype`: storage precision (`"float32"` default).
+    - `spherical`: axes are longitude and latitude in degrees (then depth in metres, positive
+      down) and velocities are in m/s: the field returns degrees per second, converting at the
+      particle's own latitude ($u/(R\\cos\varphi)$, $v/R$; $\\cos\varphi$ kept above 1e-6, so the
+      poles divide by no zero). Positions are kept in one period of longitude, and a step over
+      a pole comes down the other side (`canonical_batch`).
+    - `land`: `(n_1, ..., n_dim)` booleans, true at land nodes. Their values are replaced by 0
+      (no NaN enters a step: coasts are no-slip), and a point where the multilinear
+      interpolation of the mask reaches 1/2 is on land: the tracker stops a particle whose step
+      ends there with status `BEACHED`, at its last wet position.
+    - `time_origin`: the calendar date of time 0 (`fk.io.read` sets it for dated data), so
+      `fk.track` takes dates for `t0`/`t1`.
     """
 
     values: Float[Array, "T ..."]
@@ -56,8 +71,11 @@ class GridField(AbstractField):
     periodic: tuple[bool, ...] = eqx.field(static=True)
     interpolation: str = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
+    land: Float[Array, "..."] | None
+    spherical: bool = eqx.field(static=True)
+    time_origin: TimeOrigin | None = eqx.field(static=True)
 
-    def __init__(self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32"):
+    def __init__(self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32", *, spherical: bool = False, land=None, time_origin: TimeOrigin | None = None):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
@@ -106,11 +124,22 @@ class GridField(AbstractField):
             self.times = jnp.asarray(times, dtype)
             self.time_range = (float(times[0]), float(times[-1]))
 
+        if land is not None:
+            land = np.asarray(land, dtype=bool)
+            if land.shape != shape:
+                raise ValueError(f"GridField: land must have the grid's shape {shape} (one flag per node), got {land.shape}")
+            data = np.where(land[None, ..., None], 0.0, data)
+        if spherical and (dim < 2 or np_axes[1][0] < -90 - 1e-9 or np_axes[1][-1] > 90 + 1e-9):
+            raise ValueError(f"GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in [-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]")
         for i in range(dim):
             if periodic[i] and _repeats_first_node(np_axes[i], np.moveaxis(data, i + 1, 1), periods[i], i):
                 np_axes[i] = np_axes[i][:-1]
                 data = np.take(data, np.arange(shape[i] - 1), axis=i + 1)
+                land = None if land is None else np.take(land, np.arange(shape[i] - 1), axis=i)
         shape = tuple(ax.shape[0] for ax in np_axes)
+        self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
+        self.spherical = bool(spherical)
+        self.time_origin = time_origin
         self.values = jnp.asarray(data, dtype)
         self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
         spacing = np.array([ax[1] - ax[0] for ax in np_axes])
@@ -171,35 +200,65 @@ class GridField(AbstractField):
                 lower, upper, w = lower.at[i].set(lo_i), upper.at[i].set(lo_i + 1), w.at[i].set(w_i)
         return lower, upper, w
 
-    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
-        x = jnp.asarray(x)
+    def _multilinear(self, table, corners, lead=()):
+        """`table[*lead, i_1, ..., i_dim]` interpolated between the `corners` (per axis: lower
+        and upper node, upper weight): whole rows gathered per corner, `2**dim` of them."""
+        total = None
+        for corner in range(2**self.dim):
+            idx = list(lead)
+            weight = None
+            for axis, (i0, i1, w) in enumerate(corners):
+                upper = (corner >> (self.dim - 1 - axis)) & 1
+                idx.append(i1 if upper else i0)
+                wa = w if upper else 1 - w
+                weight = wa if weight is None else weight * wa
+            term = weight * table[tuple(idx)]
+            total = term if total is None else total + term
+        return total
+
+    def _corners(self, x):
         lower, upper, w = self._corner_indices(x)
         if self.interpolation == "nearest":
             w = jnp.where(w >= 0.5, 1, 0).astype(w.dtype)
-        corners = [(lower[i], upper[i], w[i]) for i in range(self.dim)]
+        return [(lower[i], upper[i], w[i]) for i in range(self.dim)]
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        x = jnp.asarray(x)
+        corners = self._corners(x)
         it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
-
-        def spatial(time_index):
-            # Whole velocity vectors gathered per corner: one row gather each, 2**dim of them.
-            total = None
-            for corner in range(2**self.dim):
-                idx = [time_index]
-                weight = None
-                for axis, (i0, i1, w) in enumerate(corners):
-                    upper = (corner >> (self.dim - 1 - axis)) & 1
-                    idx.append(i1 if upper else i0)
-                    wa = w if upper else 1 - w
-                    weight = wa if weight is None else weight * wa
-                term = weight * self.values[tuple(idx)]
-                total = term if total is None else total + term
-            return total
-
-        u = spatial(it)
+        u = self._multilinear(self.values, corners, (it,))
         if self.times is not None:
             if self.interpolation == "nearest":
                 wt = jnp.where(wt >= 0.5, 1, 0).astype(wt.dtype)
-            u = (1 - wt) * u + wt * spatial(it + 1)
+            u = (1 - wt) * u + wt * self._multilinear(self.values, corners, (it + 1,))
+        if self.spherical:  # m/s to degrees per second at the particle's own latitude
+            cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[1])), 1e-6)
+            scale = jnp.ones_like(u).at[0].set(_DEGREES / (EARTH_RADIUS * cos_lat)).at[1].set(_DEGREES / EARTH_RADIUS)
+            u = u * scale
         return u.astype(x.dtype)
+
+    def on_land(self, x: Position) -> Bool[Array, ""]:
+        """Whether `x` lies on land (the interpolated land mask reaches 1/2); never without a mask."""
+        if self.land is None:
+            return jnp.asarray(False)
+        return self._multilinear(self.land, self._corners(jnp.asarray(x))) >= 0.5
+
+    def beached_batch(self, x: Positions):
+        return None if self.land is None else jax.vmap(self.on_land)(x)
+
+    def canonical_batch(self, x: Positions) -> Positions:
+        """On a sphere: latitudes past a pole folded back (longitude turned by 180°), longitudes
+        of a global grid wrapped into its one period; elsewhere `x` itself."""
+        if not self.spherical:
+            return x
+        lon, lat = x[:, 0], x[:, 1]
+        over = jnp.where(lat > 90, 180 - lat, jnp.where(lat < -90, -180 - lat, lat))
+        lon = jnp.where(over != lat, lon + 180, lon)
+        if self.periodic[0]:
+            lo = self.bounds[0][0].astype(x.dtype)
+            period = self.bounds[1][0].astype(x.dtype) - lo
+            lon = lo + jnp.mod(lon - lo, period)
+        return x.at[:, 0].set(lon).at[:, 1].set(over)
 
 
 def _repeats_first_node(axis: np.ndarray, planes: np.ndarray, period: float | None, index: int) -> bool:

@@ -65,7 +65,31 @@ def _copies() -> int:
     return len(devices) if devices[0].platform == "cpu" else 1
 
 
-_SHARED = frozenset({"bounds", "dim", "periodic", "components", "points", "nodes", "n_cells", "kinds", "shape", "axes", "in_domain", "hints", "locate_batch", "face_planes", "boundary_faces"})
+_SHARED = frozenset(
+    {
+        "bounds",
+        "dim",
+        "periodic",
+        "components",
+        "points",
+        "nodes",
+        "n_cells",
+        "kinds",
+        "shape",
+        "axes",
+        "in_domain",
+        "hints",
+        "locate_batch",
+        "face_planes",
+        "boundary_faces",
+        "spherical",
+        "time_origin",
+        "land",
+        "on_land",
+        "beached_batch",
+        "canonical_batch",
+    }
+)
 """What does not change in time, answered by the template."""
 
 

@@ -87,6 +87,10 @@ def read(
     **Arguments:**
 
     - `path`, one of:
+      - NetCDF (`.nc`, `.nc4`, `.cdf`; NetCDF4/HDF5 or NetCDF3) or zarr data, one file, a glob
+        or a list of files along time: read by its CF metadata into a `GridField` on lon/lat
+        (see `fk.io.from_xarray`, whose options — `mask`, `land_value`, `spherical`, `x`,
+        `y`, `z`, `time` — pass through; `velocity="uo,vo"` names the components);
       - a VTK file: `.vti`, `.vtr` (structured), `.vtu`, `.pvtu`, `.vts`, `.vtp`, `.vtm`/`.vtmb`
         (blocks merged into one domain), legacy `.vtk`; a `.pvd` collection (times from its
         `timestep` attributes, possibly non-uniform); a glob pattern or a list of files (times
@@ -135,7 +139,11 @@ def read(
     import logging
 
     from .stream import StreamedField, choose_streaming
+    from .xarray import is_dataset_path, read_cf
 
+    if is_dataset_path(path):  # NetCDF/zarr: ocean and atmosphere data, by its CF metadata
+        options = dict(dtype=dtype, interpolation=interpolation, stream=stream, max_device_bytes=max_device_bytes, **mesh_options)
+        return read_cf(path, velocity, periodic=None if periodic is False else periodic, **options)
     series = _series(path)
     first = read_dataset(series[0][0])
     grid = is_grid(first)

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from .. import _dtypes
 from .._status import Status
+from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField
 from ..integrators.base import AbstractIntegrator
@@ -46,7 +47,9 @@ def track(
     - `field`: any `flowkit.fields.AbstractField`.
     - `seeds`: `(N, dim)` start positions (inside `field.bounds`).
     - `t0`, `t1`, `dt`: start, end and step; `t1 < t0` with `dt < 0` tracks backward. The last
-      step is shortened so the run ends exactly at `t1`.
+      step is shortened so the run ends exactly at `t1`. On a field read from dated data
+      (`field.time_origin`), `t0`/`t1` may be dates (`"2024-01-05"`, on the data's calendar);
+      `dt` may be a duration (`"1h"`, `"30min"`).
     - `integrator`: default `fk.RK4()`.
     - `boundary`: default none (`fk.Open()`): particles are limited only by the field's domain.
       Inlets (`fk.InletOutlet`, `fk.ContinuousInlet`) restart slots inside the run; the result
@@ -131,6 +134,9 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
     integrator, boundary = check_pieces(field, integrator, boundary, key)
     dtype = _dtypes.resolve(dtype)
+    origin = getattr(field, "time_origin", None)
+    t0, t1 = (as_seconds(t, name, origin) if isinstance(t, str) else t for t, name in ((t0, "t0"), (t1, "t1")))
+    dt = as_seconds(dt, "dt", duration=True) if isinstance(dt, str) else dt
     try:
         t0, t1, dt = float(t0), float(t1), float(dt)
     except TypeError:

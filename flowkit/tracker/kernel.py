@@ -91,13 +91,18 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
         masked = hint.skip(~moving)  # no location work for particles not moving
         result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
-        x_new = result.x
+        x_new = field.canonical_batch(result.x)  # a sphere's longitudes in one period, over the poles
         finite = jnp.all(jnp.isfinite(x_new), axis=-1)
         step_hint = masked if result.hint is None else result.hint
         x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
         stopped_by_wall = status_b != Status.ACTIVE
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
         moved = moving & finite & (inside | stopped_by_wall)
+        beached = field.beached_batch(x_b)
+        if beached is not None:  # a step ending on land stops at its last wet position
+            ashore = moved & ~stopped_by_wall & beached
+            new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
+            moved = moved & ~ashore
         x_next = jnp.where(moved[:, None], x_b, x)
         hint = select(moved, hint_b, hint)
         t_stop = t + h
@@ -220,11 +225,16 @@ def advance(modules, times: Times, state: State, slots: Slots, *, saves: int, sa
 @eqx.filter_jit
 def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: bool):
     """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
-    box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`. Returns the state and frame 0."""
+    box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`.
+    Returns the state and frame 0."""
     field, _, _, args = modules
     hint, inside = field.locate_batch(state.x, state.hint)
     status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
-    exit_time = jnp.where(inside, state.exit_time, t0.astype(state.exit_time.dtype))
+    beached = field.beached_batch(state.x)
+    if beached is not None:
+        status = jnp.where(inside & beached, jnp.asarray(Status.BEACHED, status.dtype), status)
+    stopped = ~inside if beached is None else ~inside | beached
+    exit_time = jnp.where(stopped, t0.astype(state.exit_time.dtype), state.exit_time)
     state = eqx.tree_at(lambda s: (s.status, s.exit_time, s.hint), state, (status, exit_time, hint))
     return state, frame_of(field, args, t0, state.x, status, hint, state.generation if restarts else None, record_velocity)
 

@@ -1,6 +1,7 @@
 """`TrackRun`: a planned run and the driver loop that calls the compiled chunk, batch after
 batch and chunk after chunk, writing the frames to memory or a zarr store."""
 
+import logging
 import math
 import time
 import warnings
@@ -13,6 +14,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _dtypes
 from .._status import Status
+from .._time import as_seconds
 from ..io.sinks import MemorySink, ZarrSink
 from ..io.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
@@ -61,7 +63,8 @@ class TrackRun:
             field = self.stream.template
         integrator, boundary = check_pieces(field, integrator, boundary, key)
         self.dtype = _dtypes.resolve(dtype)
-        t0, t1, dt = float(t0), float(t1), float(dt)
+        origin = getattr(self.stream or field, "time_origin", None)
+        t0, t1, dt = as_seconds(t0, "t0", origin), as_seconds(t1, "t1", origin), as_seconds(dt, "dt", duration=True)
         self.n_steps, self.save_every, self.n_saves, self.times = time_plan(self.stream or field, t0, t1, dt, save_every)
         direction = 1.0 if dt > 0 else -1.0
         self.t0, self.t1, self.dt = t0, t1, dt
@@ -246,7 +249,7 @@ class TrackRun:
         else:
             sink = MemorySink(n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, Trajectory)
         bar = _progress_bar(self.progress, n * self.n_steps)
-        outside = lost = 0
+        outside = lost = ashore = 0
         windows = feeder = None
         if self.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
@@ -261,6 +264,7 @@ class TrackRun:
                 modules = next_modules()
                 state, slots, frame0 = self.initial_state(start, modules)
                 outside += int(np.sum(np.asarray(frame0.status)[:count] == Status.OUT_OF_DOMAIN))
+                ashore += int(np.sum(np.asarray(frame0.status)[:count] == Status.BEACHED))
                 frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
                 sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, self.seeds[None, start:stop].astype(self.dtype)))
                 for chunk in range(self.n_chunks):
@@ -283,6 +287,8 @@ class TrackRun:
             bar.close()
         if outside:
             warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
+        if ashore:
+            logging.getLogger("flowkit").warning("%d of %d seeds lie on land: they start BEACHED", ashore, n)
         if lost:
             warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)

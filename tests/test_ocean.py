@@ -1,0 +1,150 @@
+"""Ocean and atmosphere data: CF files written here with xarray from closed-form flows, read by
+`fk.io.read`, tracked on the sphere, against the closed forms."""
+
+import logging
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xarray as xr
+
+import flowkit as fk
+
+R = 6_371_000.0
+
+
+def _cf(u, v, lon, lat, times=None, *, units="days since 2024-01-01", calendar="standard", names=("uo", "vo"), standard=True, extra=None):
+    """A CF dataset of `u`, `v` (`(time, lat, lon)`, or `(lat, lon)` without `times`) in m/s."""
+    dims = ("time", "latitude", "longitude") if times is not None else ("latitude", "longitude")
+    meta = lambda name: {"standard_name": name, "units": "m s-1"} if standard else {"units": "m/s"}  # noqa: E731
+    data = {names[0]: (dims, u, meta("eastward_sea_water_velocity")), names[1]: (dims, v, meta("northward_sea_water_velocity")), **(extra or {})}
+    coords = {"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})}
+    if times is not None:
+        coords["time"] = ("time", np.asarray(times, np.float64), {"units": units, "calendar": calendar})
+    return xr.Dataset(data, coords=coords)
+
+
+@pytest.mark.parametrize("repeated", [False, True])
+def test_a_zonal_jet_crosses_the_dateline_and_returns_after_one_lap(tmp_path, repeated):
+    """Solid-body rotation about the pole, u = U cos(lat): every latitude laps in 2 pi R / U.
+    Seeds on node latitudes see the exact speed; the file is NetCDF4 (h5netcdf)."""
+    lon = np.arange(-180.0, 181.0, 1.0) if repeated else np.arange(-179.5, 180.0, 1.0)
+    lat = np.arange(-89.5, 90.0, 1.0)
+    u = np.broadcast_to(10.0 * np.cos(np.deg2rad(lat))[None, :, None], (3, len(lat), len(lon)))
+    path = tmp_path / "jet.nc"
+    _cf(u, np.zeros_like(u), lon, lat, [0.0, 30.0, 60.0]).to_netcdf(path, engine="h5netcdf")
+    field = fk.io.read(path, dtype="float64")
+    assert field.spherical and field.periodic == (True, False) and field.shape == (360, 180)
+    seeds = np.array([[179.0, 0.5], [-179.5, 30.5], [170.0, -60.5], [0.0, 75.5]])
+    lap = 2 * np.pi * R / 10.0
+    traj = fk.track(field, seeds, 0.0, lap, 3600.0, save_every=24, dtype="float64")
+    assert np.all(traj.status == fk.Status.ACTIVE)
+    lo = float(field.bounds[0][0])
+    assert np.all((traj.positions[..., 0] >= lo) & (traj.positions[..., 0] < lo + 360))  # one period, always
+    assert np.ptp(traj.positions[:, 0, 0]) > 300  # the first seed did cross the dateline
+    lap_error = (traj.positions[-1] - seeds + 180) % 360 - 180  # longitudes modulo the period
+    np.testing.assert_allclose(lap_error, 0, atol=1e-6)
+
+
+def test_netcdf3_daily_files_on_a_noleap_calendar_with_descending_latitude(tmp_path):
+    """Three daily NetCDF3 files (scipy's engine), plain names u/v without standard names,
+    latitudes stored north to south, the noleap calendar: one series, values where the
+    closed form puts them, dates counted on that calendar."""
+    lon, lat = np.arange(0.0, 40.0, 2.0), np.arange(60.0, -61.0, -2.0)
+    files = []
+    for day in range(3):
+        u = np.sin(np.deg2rad(lat))[:, None] * np.ones((1, len(lon))) * (1 + day)
+        v = 0.01 * lon[None, :] * np.ones((len(lat), 1))
+        path = tmp_path / f"day_{day}.nc"
+        _cf(u[None], v[None], lon, lat, [59.0 + day], units="days since 2023-01-01", calendar="noleap", names=("u", "v"), standard=False).to_netcdf(path, engine="scipy", format="NETCDF3_64BIT")
+        files.append(path)
+    field = fk.io.read(str(tmp_path / "day_*.nc"), dtype="float64")
+    assert field.time_origin.calendar == "noleap" and field.time_origin.date == "2023-03-01T00:00:00"
+    np.testing.assert_array_equal(np.asarray(field.times), [0.0, 86400.0, 172800.0])
+    np.testing.assert_array_equal(np.asarray(field.axes[1]), lat[::-1])
+    at = jnp.array([10.0, 30.0])
+    cos = np.cos(np.deg2rad(30.0))
+    np.testing.assert_allclose(np.asarray(field(43200.0, at)), [1.5 * np.sin(np.deg2rad(30.0)) / (R * cos) * 180 / np.pi, 0.1 / R * 180 / np.pi], rtol=1e-12)
+    origin = field.time_origin
+    assert origin.seconds("2024-03-01") - origin.seconds("2024-02-28") == 86400.0  # no 29 February on this calendar
+    assert fk.io.read(files, dtype="float64").time_origin == origin  # a list of files as the glob
+
+
+def test_particles_beach_on_the_coast_and_no_nan_enters_a_step(tmp_path, caplog):
+    """An eastward current of 1 m/s toward land (NaN east of 8°E): every particle beaches once,
+    at its last wet position (west of the coast, where the land mask is below 1/2); seeds on land
+    start beached, and are counted."""
+    lon, lat = np.arange(0.0, 11.0, 1.0), np.arange(0.0, 11.0, 1.0)
+    u = np.where(lon[None, :] >= 8, np.nan, 1.0) * np.ones((len(lat), 1))
+    path = tmp_path / "coast.nc"
+    _cf(u, np.where(np.isnan(u), np.nan, 0.0), lon, lat).to_netcdf(path)
+    field = fk.io.read(path, dtype="float64")
+    assert field.land is not None and np.isfinite(np.asarray(field.values)).all()
+    seeds = np.array([[1.0, 2.0], [3.5, 5.0], [6.0, 8.0], [9.0, 4.0], [9.5, 9.5]])
+    with caplog.at_level(logging.WARNING, logger="flowkit"):
+        traj = fk.track(field, seeds, 0.0, 12 * 86400.0, "1h", save_every=6, dtype="float64")
+    assert "2 of 5 seeds lie on land: they start BEACHED" in caplog.text
+    assert np.all(traj.status[0] == [0, 0, 0, 7, 7]) and np.all(traj.status[-1] == fk.Status.BEACHED)
+    assert np.isfinite(traj.positions).all() and np.all(traj.exit_time[3:] == 0.0)
+    np.testing.assert_array_equal(traj.positions[-1, 3:], seeds[3:])
+    final = traj.positions[-1, :3]
+    assert np.all((final[:, 0] < 7.5) & (final[:, 0] > 7.4)) and np.all(final[:, 1] == seeds[:3, 1])  # the coast: mask 1/2 at 7.5°E
+    assert np.all(np.diff(traj.exit_time[:3]) < 0)  # the nearer the coast, the earlier
+
+
+def test_depth_is_positive_down_and_an_upward_velocity_raises_particles(tmp_path):
+    lon, lat, depth = np.arange(0.0, 5.0), np.arange(0.0, 5.0), np.array([0.0, 10.0, 50.0, 200.0])
+    shape = (len(depth), len(lat), len(lon))
+    ds = xr.Dataset(
+        {
+            "uo": (("depth", "latitude", "longitude"), np.zeros(shape), {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
+            "vo": (("depth", "latitude", "longitude"), np.zeros(shape), {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
+            "wo": (("depth", "latitude", "longitude"), np.full(shape, 1e-3), {"standard_name": "upward_sea_water_velocity", "units": "m s-1"}),
+        },
+        coords={"depth": ("depth", depth, {"positive": "down", "units": "m"}), "longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+    )
+    ds.to_netcdf(tmp_path / "column.nc")
+    field = fk.io.read(tmp_path / "column.nc", dtype="float64")
+    assert field.dim == 3 and not field.periodic[0]
+    traj = fk.track(field, np.array([[2.0, 2.0, 150.0]]), 0.0, 86400.0, 3600.0, dtype="float64")
+    np.testing.assert_allclose(traj.positions[-1, 0], [2.0, 2.0, 150.0 - 86.4], rtol=1e-12)
+
+
+def test_poles_divide_by_no_zero_and_a_step_over_a_pole_comes_down_the_other_side():
+    lon, lat = np.arange(-180.0, 180.0, 2.0), np.arange(-90.0, 91.0, 2.0)
+    field = fk.io.from_xarray(_cf(np.ones((len(lat), len(lon))), np.ones((len(lat), len(lon))), lon, lat), dtype="float64")
+    assert np.isfinite(np.asarray(field(0.0, jnp.array([10.0, 90.0])))).all()
+    over = np.asarray(field.canonical_batch(jnp.array([[10.0, 91.0], [-170.0, -92.5], [179.0, 45.0]])))
+    np.testing.assert_allclose(over, [[-170.0, 89.0], [10.0, -87.5], [179.0, 45.0]])
+
+
+def test_dates_and_durations_are_seconds_and_bad_ones_are_named(tmp_path):
+    lon, lat = np.arange(0.0, 10.0), np.arange(0.0, 10.0)
+    u = np.full((3, len(lat), len(lon)), 0.1)
+    _cf(u, np.zeros_like(u), lon, lat, [0.0, 1.0, 2.0], units="days since 2024-01-01").to_netcdf(tmp_path / "d.nc")
+    field = fk.io.read(tmp_path / "d.nc", dtype="float64")
+    seeds = np.array([[2.0, 5.0]])
+    by_date = fk.track(field, seeds, "2024-01-01T12:00", "2024-01-02", "30min", dtype="float64")
+    by_number = fk.track(field, seeds, 43200.0, 86400.0, 1800.0, dtype="float64")
+    np.testing.assert_array_equal(by_date.positions, by_number.positions)
+    ds = by_date.to_xarray(spherical=True, time_origin=field.time_origin)
+    assert xr.decode_cf(ds)["time"].values[-1] == np.datetime64("2024-01-02T00:00")
+    with pytest.raises(ValueError, match="t1: 'tomorrow' is neither a number of seconds nor an ISO date"):
+        fk.track(field, seeds, 0.0, "tomorrow", 600.0)
+    with pytest.raises(ValueError, match="dt: '1 fortnight' is neither a number of seconds nor a duration"):
+        fk.track(field, seeds, 0.0, 3600.0, "1 fortnight")
+    with pytest.raises(ValueError, match="t1: '2024-01-02' is a date, but this field has no time origin"):
+        fk.track(fk.fields.DoubleGyre(), np.array([[1.0, 0.5]]), 0.0, "2024-01-02", 0.1)
+
+
+def test_bad_ocean_files_are_named(tmp_path):
+    bad = tmp_path / "broken.nc"
+    bad.write_bytes(b"CDF\x01 not really")
+    with pytest.raises(ValueError, match="broken.nc: cannot be opened as NetCDF/zarr"):
+        fk.io.read(bad)
+    lon, lat = np.arange(0.0, 5.0), np.arange(0.0, 5.0)
+    _cf(np.zeros((5, 5)), np.zeros((5, 5)), lon, lat, names=("temp", "salt"), standard=False).to_netcdf(tmp_path / "t.nc")
+    with pytest.raises(ValueError, match="t.nc: no eastward velocity found .* pass u= and v="):
+        fk.io.read(tmp_path / "t.nc")
+    with pytest.raises(FileNotFoundError, match="no files match"):
+        fk.io.read(str(tmp_path / "none_*.nc"))
