@@ -148,3 +148,19 @@ def test_bad_ocean_files_are_named(tmp_path):
         fk.io.read(tmp_path / "t.nc")
     with pytest.raises(FileNotFoundError, match="no files match"):
         fk.io.read(str(tmp_path / "none_*.nc"))
+
+
+def test_daily_files_streamed_equal_the_series_in_memory(tmp_path):
+    """The embedded sample's daily NetCDF4 files, streamed one time step (one file) at a time,
+    track bit for bit as the whole series in memory: land, beaching and the periodic seam
+    included."""
+    folder = fk.datasets.write_ocean_sample(tmp_path / "sample", days=4)
+    coast = np.column_stack([np.linspace(-30.0, -20.6, 30), np.linspace(-20.0, 20.0, 30)])  # the continent's west coast at -20.5°
+    seam = np.column_stack([np.linspace(179.6, 179.95, 10), np.linspace(40.0, 50.0, 10)])  # cross the dateline eastward
+    seeds = np.concatenate([coast, seam])
+    runs = [fk.track(fk.io.read(str(folder / "glo_cur_*.nc"), stream=stream), seeds, "2024-01-01", "2024-01-04", "2h", save_every=6) for stream in (False, True)]
+    assert isinstance(fk.io.read(str(folder / "glo_cur_*.nc"), stream=True), fk.io.StreamedField)
+    np.testing.assert_array_equal(runs[1].positions, runs[0].positions)
+    np.testing.assert_array_equal(runs[1].status, runs[0].status)
+    assert (runs[0].status[-1] == fk.Status.BEACHED).sum() > 0 and np.isfinite(runs[0].positions).all()
+    assert np.all(runs[0].positions[-1, 30:, 0] < -179.0)  # across the seam, in the data's period
