@@ -235,24 +235,22 @@ def from_xarray(
             _log.info("from_xarray: longitude spans the globe: periodic with period 360")
     scale = _speed_scale(first[u]) if spherical else 1.0
     source = _Slices(datasets, [u, v] + ([w] if w is not None else []), spatial, td, flips, zd is not None and w is None, scale, sign_w)
+    land = None
     if land_value is not None:
-        land = None
         source.fill = float(land_value)
-    else:
-        land = _land(first, mask, spatial, flips) if mask is not None else None
-        sample = source.read(0)["values"]
-        nan = np.isnan(sample).any(axis=-1)
-        land = nan if land is None else land | nan
-        source.land = land if land.any() else None
+    first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
+    if land_value is None:
+        land = np.isnan(first_slice).any(axis=-1) | (_land(first, mask, spatial, flips) if mask is not None else False)
+        source.land = land if land.any() else None  # later slices are zeroed as they are read
         if land.any():
             _log.info("from_xarray: %d of %d nodes are land (NaN velocity%s)", int(land.sum()), land.size, f" or {mask} = 0" if mask else "")
     make = lambda data, times: GridField(data, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype, spherical=spherical, land=land, time_origin=source.origin)  # noqa: E731
     if source.times is None or len(source.times) == 1:
-        return GridField(source.read(0)["values"], axes, periodic=periodic, interpolation=interpolation, dtype=dtype, spherical=spherical, land=land, time_origin=source.origin)
+        return make(first_slice, None)
     slice_bytes = math.prod(len(a) for a in axes) * (len(axes)) * np.dtype(dtype).itemsize
     if choose_streaming(stream, len(source.times), slice_bytes, max_device_bytes, f"{_where(first)} ({u}, {v})"):
-        return StreamedField(make(np.stack([source.read(0)["values"], source.read(1)["values"]]), source.times[:2]), source, max_device_bytes)
-    return make(np.stack([source.read(k)["values"] for k in range(len(source.times))]), source.times)
+        return StreamedField(make(np.stack([first_slice, source.read(1)["values"]]), source.times[:2]), source, max_device_bytes)
+    return make(np.stack([first_slice] + [source.read(k)["values"] for k in range(1, len(source.times))]), source.times)
 
 
 def _speed_scale(var) -> float:
