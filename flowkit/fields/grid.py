@@ -14,6 +14,7 @@ from .._time import TimeOrigin
 from .base import AbstractField, time_weights
 
 _INTERPOLATIONS = ("linear", "nearest")
+_STAGGERINGS = ("A", "C")
 EARTH_RADIUS = 6_371_000.0
 """Metres (the mean radius, as Parcels and OpenDrift use)."""
 _DEGREES = 180 / math.pi
@@ -56,6 +57,14 @@ class GridField(AbstractField):
       ends there with status `BEACHED`, at its last wet position.
     - `time_origin`: the calendar date of time 0 (`fk.io.read` sets it for dated data), so
       `fk.track` takes dates for `t0`/`t1`.
+    - `staggering`: `"A"` (every component at the nodes) or `"C"`, an Arakawa C-grid (NEMO,
+      MITgcm, ROMS): the axes are the cell faces, and component `c` of node `(i, j[, k])` is the
+      velocity normal to the face at `axes[c][i_c]`, centred in the cell that starts at the
+      node along the other axes (the last node of those axes holds nothing). Inside a cell each
+      component is linear between its two faces and constant across, as Parcels does for
+      C-grids: a uniform flow is exact, a divergence-free one stays divergence-free. On a
+      sphere the meridional flux is kept (`v cos φ`). `land` then marks cells (the node that
+      starts each), and NaN face values are 0.
     """
 
     values: Float[Array, "T ..."]
@@ -74,8 +83,9 @@ class GridField(AbstractField):
     land: Float[Array, "..."] | None
     spherical: bool = eqx.field(static=True)
     time_origin: TimeOrigin | None = eqx.field(static=True)
+    staggering: str = eqx.field(static=True)
 
-    def __init__(self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32", *, spherical: bool = False, land=None, time_origin: TimeOrigin | None = None):
+    def __init__(self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32", *, spherical: bool = False, land=None, time_origin: TimeOrigin | None = None, staggering: str = "A"):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
@@ -101,6 +111,8 @@ class GridField(AbstractField):
         periodic = tuple(bool(p) for p in periodic)
         if interpolation not in _INTERPOLATIONS:
             raise ValueError(f"GridField: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
+        if staggering not in _STAGGERINGS or (staggering == "C" and interpolation != "linear"):
+            raise ValueError(f"GridField: staggering must be one of {_STAGGERINGS} (a C-grid with linear interpolation), got {staggering!r} with {interpolation!r}")
         uniform = tuple(bool(np.allclose(np.diff(ax), ax[1] - ax[0], rtol=1e-6, atol=0.0)) for ax in np_axes)
         for i in range(dim):
             if periodic[i] and not uniform[i]:
@@ -128,7 +140,9 @@ class GridField(AbstractField):
             land = np.asarray(land, dtype=bool)
             if land.shape != shape:
                 raise ValueError(f"GridField: land must have the grid's shape {shape} (one flag per node), got {land.shape}")
-            data = np.where(land[None, ..., None], 0.0, data)
+            data = data if staggering == "C" else np.where(land[None, ..., None], 0.0, data)
+        if staggering == "C":
+            data = np.nan_to_num(data, nan=0.0)
         if spherical and (dim < 2 or np_axes[1][0] < -90 - 1e-9 or np_axes[1][-1] > 90 + 1e-9):
             raise ValueError(f"GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in [-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]")
         for i in range(dim):
@@ -140,6 +154,7 @@ class GridField(AbstractField):
         self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
         self.spherical = bool(spherical)
         self.time_origin = time_origin
+        self.staggering = staggering
         self.values = jnp.asarray(data, dtype)
         self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
         spacing = np.array([ax[1] - ax[0] for ax in np_axes])
@@ -222,17 +237,38 @@ class GridField(AbstractField):
             w = jnp.where(w >= 0.5, 1, 0).astype(w.dtype)
         return [(lower[i], upper[i], w[i]) for i in range(self.dim)]
 
+    def _faces(self, table, corners, lead=(), cos_lat=None):
+        """A C-grid's velocity: component `c` linear between its two faces along axis `c`,
+        constant across (the cell's own row along the other axes); on a sphere the meridional
+        component interpolates the flux `v cos φ` of its two faces (then divided by the
+        particle's `cos_lat`)."""
+        lower = [i0 for i0, _, _ in corners]
+        out = []
+        for c, (i0, i1, w) in enumerate(corners):
+            w0, w1 = 1 - w, w
+            if c == 1 and cos_lat is not None:
+                lat = self.axes[1]
+                w0 = w0 * jnp.cos(jnp.deg2rad(lat[i0])) / cos_lat
+                w1 = w1 * jnp.cos(jnp.deg2rad(lat[i1])) / cos_lat
+            upper = lower[:c] + [i1] + lower[c + 1 :]
+            out.append(w0 * table[(*lead, *lower, c)] + w1 * table[(*lead, *upper, c)])
+        return jnp.stack(out)
+
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         x = jnp.asarray(x)
         corners = self._corners(x)
         it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
-        u = self._multilinear(self.values, corners, (it,))
+        cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[1])), 1e-6) if self.spherical else None
+        if self.staggering == "C":
+            sample = lambda lead: self._faces(self.values, corners, lead, cos_lat)  # noqa: E731
+        else:
+            sample = lambda lead: self._multilinear(self.values, corners, lead)  # noqa: E731
+        u = sample((it,))
         if self.times is not None:
             if self.interpolation == "nearest":
                 wt = jnp.where(wt >= 0.5, 1, 0).astype(wt.dtype)
-            u = (1 - wt) * u + wt * self._multilinear(self.values, corners, (it + 1,))
+            u = (1 - wt) * u + wt * sample((it + 1,))
         if self.spherical:  # m/s to degrees per second at the particle's own latitude
-            cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[1])), 1e-6)
             scale = jnp.ones_like(u).at[0].set(_DEGREES / (EARTH_RADIUS * cos_lat)).at[1].set(_DEGREES / EARTH_RADIUS)
             u = u * scale
         return u.astype(x.dtype)
@@ -241,7 +277,10 @@ class GridField(AbstractField):
         """Whether `x` lies on land (the interpolated land mask reaches 1/2); never without a mask."""
         if self.land is None:
             return jnp.asarray(False)
-        return self._multilinear(self.land, self._corners(jnp.asarray(x))) >= 0.5
+        corners = self._corners(jnp.asarray(x))
+        if self.staggering == "C":  # land marks whole cells
+            return self.land[tuple(i0 for i0, _, _ in corners)] >= 0.5
+        return self._multilinear(self.land, corners) >= 0.5
 
     def beached_batch(self, x: Positions):
         return None if self.land is None else jax.vmap(self.on_land)(x)

@@ -196,31 +196,19 @@ def from_xarray(
     if u is None:
         raise ValueError(f"{_where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) among {sorted(first.data_vars)}; pass u= and v=")
     dims = tuple(first[u].dims)
-    v = _component(first, "v", v, dims)
+    v = _component(first, "v", v, dims) or _component(first, "v", v, None)
     if v is None:
         raise ValueError(f"{_where(first)}: no northward velocity found beside {u!r} among {sorted(first.data_vars)}; pass v=")
-    xd, yd, td = _axis(first, dims, "x", x), _axis(first, dims, "y", y), _axis(first, dims, "time", time)
-    zd = _axis(first, [d for d in dims if d not in (xd, yd, td)], "z", z)
-    if xd is None or yd is None:
-        raise ValueError(f"{_where(first)}: cannot tell the x and y dimensions of {u!r} (dims {dims}); pass x= and y=")
-    if zd is not None and first.sizes[zd] == 1:
-        datasets = [d.isel({zd: 0}) for d in datasets]
-        zd = None
-    if w is not None and zd is None:
-        raise ValueError(f"{_where(first)}: w={w!r} given but {u!r} has no depth dimension with several levels (dims {dims}); pass z=")
-    w = _component(first, "w", w, dims) if zd is not None else None
-    if zd is not None and w is None:
+    td = _axis(first, dims, "time", time)
+    layout = _layout(first, u, v, w, x, y, z, td)
+    if len(layout.names) > 2 and layout.staggering == "A" and w is None and layout.dims[2] is None:
         _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", _where(first))
-    spatial = [xd, yd] + ([zd] if zd is not None else [])
-    extra = set(dims) - set(spatial) - {td, None}
-    if extra:
-        raise ValueError(f"{_where(first)}: {u!r} has dimensions {sorted(extra)} besides space and time; select them first (e.g. ds.isel(ensemble=0))")
-    coords = [np.asarray(first[d].values, dtype=np.float64) if d in first.variables else np.arange(first.sizes[d], dtype=np.float64) for d in spatial]
     if spherical is None:
-        spherical = _attr(first[xd], "units").lower() in _AXES["x"][2] or str(xd).lower() in ("lon", "longitude", "nav_lon")
-    flips = [bool(len(c) > 1 and c[1] < c[0]) for c in coords]
-    axes = [c[::-1] if f else c for c, f in zip(coords, flips)]
+        xd = layout.dims[0][0]
+        spherical = _attr(first[xd], "units").lower() in _AXES["x"][2] or str(xd).lower() in ("lon", "longitude", "nav_lon") if xd in first.variables else False
+    axes = layout.axes
     sign_w = 1.0
+    zd = layout.dims[0][2] if len(axes) == 3 else None
     if zd is not None and spherical:
         positive = _attr(first[zd], "positive").lower() if zd in first.variables else ""
         down = positive == "down" or (not positive and _attr(first[zd], "standard_name") in ("depth", "")) if zd in first.variables else True
@@ -234,23 +222,115 @@ def from_xarray(
         if whole:
             _log.info("from_xarray: longitude spans the globe: periodic with period 360")
     scale = _speed_scale(first[u]) if spherical else 1.0
-    source = _Slices(datasets, [u, v] + ([w] if w is not None else []), spatial, td, flips, zd is not None and w is None, scale, sign_w)
+    source = _Slices(datasets, layout, td, scale, sign_w)
     land = None
     if land_value is not None:
         source.fill = float(land_value)
     first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
     if land_value is None:
-        land = np.isnan(first_slice).any(axis=-1) | (_land(first, mask, spatial, flips) if mask is not None else False)
-        source.land = land if land.any() else None  # later slices are zeroed as they are read
+        land = layout.land(first_slice, _land(first, mask, layout) if mask is not None else None)
+        source.land = land if land.any() and layout.staggering == "A" else None  # later slices are zeroed as they are read
+        source.fill = 0.0 if layout.staggering == "C" else None  # a C-grid's NaN faces carry no flux
         if land.any():
-            _log.info("from_xarray: %d of %d nodes are land (NaN velocity%s)", int(land.sum()), land.size, f" or {mask} = 0" if mask else "")
-    make = lambda data, times: GridField(data, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype, spherical=spherical, land=land, time_origin=source.origin)  # noqa: E731
+            what = "nodes" if layout.staggering == "A" else "cells"
+            _log.info("from_xarray: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, f" or {mask} = 0" if mask else "")
+    make = lambda data, times: GridField(data, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype, spherical=spherical, land=land, time_origin=source.origin, staggering=layout.staggering)  # noqa: E731
     if source.times is None or len(source.times) == 1:
         return make(first_slice, None)
     slice_bytes = math.prod(len(a) for a in axes) * (len(axes)) * np.dtype(dtype).itemsize
     if choose_streaming(stream, len(source.times), slice_bytes, max_device_bytes, f"{_where(first)} ({u}, {v})"):
         return StreamedField(make(np.stack([first_slice, source.read(1)["values"]]), source.times[:2]), source, max_device_bytes)
     return make(np.stack([first_slice] + [source.read(k)["values"] for k in range(1, len(source.times))]), source.times)
+
+
+class _Layout:
+    """Where each velocity variable's values go in the field's table: per variable its spatial
+    dims (in x, y[, z] order; None for w = 0) and per axis the index into its own coordinate
+    of each table node (-1: nothing there). On an A-grid every variable shares the axes (flipped
+    where stored descending); on a C-grid the axes are the cell faces, each component taken at
+    its own faces and at the cell centres along the other axes."""
+
+    def __init__(self, names, dims, takes, axes, staggering):
+        self.names, self.dims, self.takes, self.axes, self.staggering = names, dims, takes, axes, staggering
+
+    def land(self, first_slice: np.ndarray, masked: np.ndarray | None) -> np.ndarray:
+        """Land nodes (A-grid: any NaN component) or cells (C-grid: every face NaN), with the
+        mask's zeros."""
+        nan = np.isnan(first_slice)
+        if self.staggering == "A":
+            land = nan.any(axis=-1)
+        else:  # a cell is land when all its faces are: the one at its node and the next, per axis
+            land = np.ones(first_slice.shape[:-1], bool)
+            for c in range(first_slice.shape[-1]):
+                land &= nan[..., c] & np.roll(nan[..., c], -1, axis=c)
+            for axis in range(land.ndim):
+                land[(slice(None),) * axis + (-1,)] = False
+        return land if masked is None else land | masked
+
+
+def _coordinate(ds, dim) -> np.ndarray:
+    return np.asarray(ds[dim].values, dtype=np.float64) if dim in ds.variables else np.arange(ds.sizes[dim], dtype=np.float64)
+
+
+def _layout(ds, u, v, w, x, y, z, td) -> _Layout:
+    """The table layout of `u`, `v` (and `w`): an A-grid when they share their dims, else a
+    C-grid (u on x faces, v on y faces, w on z faces)."""
+    dims_u, dims_v = tuple(ds[u].dims), tuple(ds[v].dims)
+
+    def spatial(name, dims):
+        xd, yd = _axis(ds, dims, "x", x), _axis(ds, dims, "y", y)
+        if xd is None or yd is None:
+            raise ValueError(f"{_where(ds)}: cannot tell the x and y dimensions of {name!r} (dims {dims}); pass x= and y=")
+        zd = _axis(ds, [d for d in dims if d not in (xd, yd, td)], "z", z)
+        extra = set(dims) - {xd, yd, zd, td, None}
+        if extra:
+            raise ValueError(f"{_where(ds)}: {name!r} has dimensions {sorted(extra)} besides space and time; select them first (e.g. ds.isel(ensemble=0))")
+        return [xd, yd] + ([zd] if zd is not None and ds.sizes[zd] > 1 else [])
+
+    su, sv = spatial(u, dims_u), spatial(v, dims_v)
+    if w is not None and len(su) < 3:
+        raise ValueError(f"{_where(ds)}: w={w!r} given but {u!r} has no depth dimension with several levels (dims {dims_u}); pass z=")
+    if len(su) == 3:
+        w = _component(ds, "w", w, dims_u) or _component(ds, "w", w, None)
+    sw = spatial(w, tuple(ds[w].dims)) if w is not None else None
+    names = [u, v] + ([w] if len(su) == 3 else [])
+    if set(dims_u) == set(dims_v) and (w is None or set(ds[w].dims) == set(dims_u)):
+        coords = [_coordinate(ds, d) for d in su]
+        takes = [np.arange(len(c))[::-1] if len(c) > 1 and c[1] < c[0] else np.arange(len(c)) for c in coords]
+        axes = [c[t] for c, t in zip(coords, takes)]
+        return _Layout(names, [su] * 2 + ([sw] if len(su) == 3 else []), [takes] * len(names), axes, "A")
+    if su[0] == sv[0] or su[1] == sv[1] or len(su) != len(sv):
+        raise ValueError(f"{_where(ds)}: {u!r} (dims {dims_u}) and {v!r} (dims {dims_v}) are neither on the same grid nor on a C-grid (u on x faces, v on y faces)")
+    faces = [_coordinate(ds, su[0]), _coordinate(ds, sv[1])]
+    centres = [_coordinate(ds, sv[0]), _coordinate(ds, su[1])]
+    staggered_z = len(su) == 3 and sw is not None and sw[2] != su[2]
+    if len(su) == 3:
+        faces.append(_coordinate(ds, sw[2]) if staggered_z else _coordinate(ds, su[2]))
+        centres.append(_coordinate(ds, su[2]))
+    axes, face_takes, centre_takes = [], [], []
+    for a, (f, c) in enumerate(zip(faces, centres)):
+        order = np.argsort(f)
+        axes.append(f[order])
+        face_takes.append(order)
+        centre_takes.append(_centres(axes[-1], c, "xyz"[a], _where(ds)) if a < 2 or staggered_z else order)
+    takes = [[face_takes[a] if a == comp else centre_takes[a] for a in range(len(axes))] for comp in range(len(names))]
+    dims = [su, sv] + ([sw if sw is not None else None] if len(su) == 3 else [])
+    if len(su) == 3 and sw is None:
+        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", _where(ds))
+    _log.info("from_xarray: %s is an Arakawa C-grid (%s on x faces, %s on y faces): interpolated face to face", _where(ds), u, v)
+    return _Layout(names, dims, takes, axes, "C")
+
+
+def _centres(faces: np.ndarray, centres: np.ndarray, axis: str, where: str) -> np.ndarray:
+    """For each cell between consecutive `faces`, the index of the one centre inside it; -1 for
+    the last node (it starts no cell)."""
+    found = np.full(len(faces), -1)
+    for i in range(len(faces) - 1):
+        inside = np.nonzero((centres > faces[i]) & (centres < faces[i + 1]))[0]
+        if len(inside) != 1:
+            raise ValueError(f"{where}: C-grid {axis} axis: the cell between faces {faces[i]:g} and {faces[i + 1]:g} holds {len(inside)} cell centres, not one")
+        found[i] = inside[0]
+    return found
 
 
 def _speed_scale(var) -> float:
@@ -263,19 +343,23 @@ def _speed_scale(var) -> float:
     return _SPEED_UNITS[units]
 
 
-def _land(ds, mask: str, spatial, flips) -> np.ndarray:
-    """Land nodes from the zeros of the variable `mask` (same spatial dims as the velocity)."""
+def _land(ds, mask: str, layout: _Layout) -> np.ndarray:
+    """Land from the zeros of the variable `mask`: on the velocity's nodes (A-grid) or on the
+    cell centres (C-grid)."""
     if mask not in ds:
         raise ValueError(f"{_where(ds)}: mask variable {mask!r} not in the dataset (it has {sorted(ds.data_vars)})")
     var = ds[mask]
-    other = [d for d in var.dims if d not in spatial]
-    if set(spatial) - set(var.dims):
-        raise ValueError(f"{_where(ds)}: mask {mask!r} has dims {var.dims}, not the velocity's {tuple(spatial)}")
-    values = np.asarray(var.isel({d: 0 for d in other}).transpose(*spatial).values)
-    for axis, flip in enumerate(flips):
-        if flip:
-            values = np.flip(values, axis)
-    return values == 0
+    names = [_axis(ds, var.dims, a, None) for a in "xyz"[: len(layout.axes)]]
+    if None in names:
+        raise ValueError(f"{_where(ds)}: mask {mask!r} has dims {var.dims}: cannot find the velocity's {len(layout.axes)} spatial axes in them")
+    values = np.asarray(var.isel({d: 0 for d in var.dims if d not in names}).transpose(*names).values)
+    if layout.staggering == "A":
+        return values[np.ix_(*layout.takes[0])] == 0
+    centres = [layout.takes[1][0], layout.takes[0][1]] + ([layout.takes[0][2]] if len(names) == 3 else [])
+    land = values[np.ix_(*[np.maximum(t, 0) for t in centres])] == 0
+    for a, t in enumerate(centres):
+        land[(slice(None),) * a + (t < 0,)] = False
+    return land
 
 
 def _seconds(raw) -> np.ndarray:
@@ -290,14 +374,14 @@ def _seconds(raw) -> np.ndarray:
 
 class _Slices(SliceSource):
     """The velocity of one or more Datasets (consecutive in time) as `(n_x, n_y[, n_z], d)`
-    slices in flowkit's layout: axes ascending, depth velocity positive down, speeds in m/s, land
-    nodes 0 (or every NaN `fill`ed), read one time step at a time (`isel`: a lazily opened file
-    reads only that step)."""
+    slices in flowkit's layout (`_Layout`): axes ascending, depth velocity positive down, speeds
+    in m/s, land nodes 0 (or every NaN `fill`ed), read one time step at a time (`isel`: a lazily
+    opened file reads only that step)."""
 
-    def __init__(self, datasets, names, spatial, time_dim, flips, zero_w, scale, sign_w):
-        self.description = f"variables {names} of {_where(datasets[0])}" + (f" and {len(datasets) - 1} more" if len(datasets) > 1 else "")
-        self.names, self.spatial, self.time_dim, self.flips = names, spatial, time_dim, flips
-        self.zero_w, self.scale, self.sign_w = zero_w, scale, sign_w
+    def __init__(self, datasets, layout: _Layout, time_dim, scale, sign_w):
+        self.description = f"variables {layout.names} of {_where(datasets[0])}" + (f" and {len(datasets) - 1} more" if len(datasets) > 1 else "")
+        self.layout, self.time_dim = layout, time_dim
+        self.scale, self.sign_w = scale, sign_w
         self.land, self.fill = None, None
         self.times, self.origin = None, None
         if time_dim is None:
@@ -322,14 +406,20 @@ class _Slices(SliceSource):
         ds, index = self.steps[k]
         if index is not None:
             ds = ds.isel({self.time_dim: index})
-        data = np.stack([np.asarray(ds[n].transpose(*self.spatial).values, dtype=np.float64) for n in self.names], axis=-1) * self.scale
-        if self.zero_w:
-            data = np.concatenate([data, np.zeros_like(data[..., :1])], axis=-1)
-        if len(self.spatial) == 3:
+        shape = tuple(len(a) for a in self.layout.axes)
+        data = np.zeros(shape + (len(shape),))
+        for c, (name, dims, takes) in enumerate(zip(self.layout.names, self.layout.dims, self.layout.takes)):
+            if dims is None:
+                continue  # no vertical velocity: w = 0
+            var = ds[name]
+            var = var.isel({d: 0 for d in var.dims if d not in dims})  # a single depth level
+            values = np.asarray(var.transpose(*dims).values, dtype=np.float64)[np.ix_(*[np.maximum(t, 0) for t in takes])]
+            for axis, t in enumerate(takes):
+                values[(slice(None),) * axis + (t < 0,)] = np.nan  # nodes that start no cell
+            data[..., c] = values
+        data *= self.scale
+        if len(shape) == 3:
             data[..., 2] *= self.sign_w  # along the depth axis: positive down
-        for axis, flip in enumerate(self.flips):
-            if flip:
-                data = np.flip(data, axis)
         if self.fill is not None:
             data = np.where(np.isnan(data), self.fill, data)
         elif self.land is not None:

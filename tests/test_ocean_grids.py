@@ -1,0 +1,113 @@
+"""Ocean model grids beyond the regular A-grid: Arakawa C-grids (MITgcm's layout, u on x faces and
+v on y faces), written here with xarray from closed-form flows and read by `fk.io.read`."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xarray as xr
+
+import flowkit as fk
+
+R = 6_371_000.0
+
+
+def _mitgcm(u_of, v_of, xg, yg, *, spherical=True, times=None):
+    """A C-grid in MITgcm's layout: `U(YC, XG)` on the west faces, `V(YG, XC)` on the south faces,
+    `u_of(x, y)`/`v_of(x, y)` evaluated at those faces; NaN where they return NaN."""
+    xc, yc = xg + 0.5 * (xg[1] - xg[0]), yg + 0.5 * (yg[1] - yg[0])
+    unit_x, unit_y = ("degrees_east", "degrees_north") if spherical else ("m", "m")
+    coords = {
+        "XG": ("XG", xg, {"units": unit_x, "axis": "X", "c_grid_axis_shift": -0.5}),
+        "XC": ("XC", xc, {"units": unit_x, "axis": "X"}),
+        "YG": ("YG", yg, {"units": unit_y, "axis": "Y", "c_grid_axis_shift": -0.5}),
+        "YC": ("YC", yc, {"units": unit_y, "axis": "Y"}),
+    }
+    u = u_of(xg[None, :], yc[:, None]) * np.ones((len(yc), len(xg)))
+    v = v_of(xc[None, :], yg[:, None]) * np.ones((len(yg), len(xc)))
+    dims_u, dims_v = ("YC", "XG"), ("YG", "XC")
+    if times is not None:
+        coords["time"] = ("time", np.asarray(times, float), {"units": "days since 2024-01-01"})
+        u, v = np.broadcast_to(u, (len(times),) + u.shape), np.broadcast_to(v, (len(times),) + v.shape)
+        dims_u, dims_v = ("time",) + dims_u, ("time",) + dims_v
+    return xr.Dataset({"UVEL": (dims_u, u, {"units": "m/s"}), "VVEL": (dims_v, v, {"units": "m/s"})}, coords=coords)
+
+
+def test_a_c_grid_is_exact_for_a_uniform_flow_and_at_its_faces(tmp_path):
+    """Cartesian C-grid: a uniform flow is reproduced everywhere; every face value is returned at
+    its face centre; inside a cell u is linear in x and constant in y, as Parcels does."""
+    xg, yg = np.linspace(0.0, 10.0, 11), np.linspace(0.0, 5.0, 6)
+    _mitgcm(lambda x, y: 0.3 + 0 * x, lambda x, y: -0.2 + 0 * y, xg, yg, spherical=False).to_netcdf(tmp_path / "uniform.nc")
+    field = fk.io.read(tmp_path / "uniform.nc", velocity="UVEL,VVEL", dtype="float64")
+    assert field.staggering == "C" and not field.spherical
+    points = np.random.default_rng(0).uniform([0.0, 0.25], [9.6, 5.0], (200, 2))
+    np.testing.assert_allclose(np.asarray(fk.track(field, points, 0.0, 1.0, 0.5, dtype="float64").positions[-1]), points + [0.3, -0.2], atol=1e-12)
+
+    ds = _mitgcm(lambda x, y: x * x + y, lambda x, y: np.sin(x) * y, xg, yg, spherical=False)
+    ds.to_netcdf(tmp_path / "shear.nc")
+    field = fk.io.read(tmp_path / "shear.nc", velocity="UVEL,VVEL", dtype="float64")
+    for i, x in enumerate(xg[1:-1], 1):  # interior west faces, centred in their row
+        for j, y in enumerate(ds.YC.values[:-1]):
+            assert float(field(0.0, jnp.array([x, y]))[0]) == pytest.approx(ds.UVEL.values[j, i], abs=1e-12)
+    x, y = 3.25, 2.9  # a quarter of the way across cell (3, 2): linear in x between its faces, constant in y
+    assert float(field(0.0, jnp.array([x, y]))[0]) == pytest.approx(0.75 * (9 + 2.5) + 0.25 * (16 + 2.5), abs=1e-12)
+
+
+def test_solid_body_rotation_on_a_c_grid_stays_on_its_discrete_streamline():
+    """u = -y, v = x sampled on the faces: the interpolated field is exactly divergence-free, so a
+    particle circles on a closed curve within half a cell of its circle, and comes back."""
+    xg = yg = np.linspace(-1.0, 1.0, 41)
+    field = fk.io.from_xarray(_mitgcm(lambda x, y: -y + 0 * x, lambda x, y: x + 0 * y, xg, yg, spherical=False), dtype="float64")
+    seeds = np.array([[0.5, 0.0], [0.0, -0.73], [0.61, 0.3]])
+    traj = fk.track(field, seeds, 0.0, 2 * np.pi, 0.005, save_every=20, dtype="float64")
+    radius = np.linalg.norm(traj.positions, axis=-1)
+    h = xg[1] - xg[0]
+    assert np.all(np.abs(radius - np.linalg.norm(seeds, axis=-1)) <= 0.5 * h)
+    assert np.all(np.linalg.norm(traj.positions[-1] - seeds, axis=-1) < h)
+
+
+def test_a_spherical_c_grid_keeps_its_meridional_flux_and_a_zonal_jet_exact(tmp_path):
+    """On a lon/lat C-grid: a zonal jet u = U cos(lat) laps at the closed-form rate on every
+    latitude; v carries its faces' flux, v cos(lat) linear between the two faces."""
+    xg, yg = np.arange(0.0, 360.0, 2.0), np.arange(-60.0, 61.0, 2.0)
+    ds = _mitgcm(lambda x, y: 5.0 * np.cos(np.deg2rad(y)), lambda x, y: 0.0 * x * y, xg, yg, times=[0.0, 10.0])
+    ds.to_netcdf(tmp_path / "jet.nc")
+    field = fk.io.read(tmp_path / "jet.nc", dtype="float64")
+    assert field.spherical and field.staggering == "C" and field.periodic == (True, False)
+    seeds = np.array([[1.0, 1.0], [358.5, 41.0], [100.0, -45.0]])
+    days = 8.0
+    traj = fk.track(field, seeds, 0.0, days * 86400, 3600.0, dtype="float64")
+    laps = 5.0 * days * 86400 / (2 * np.pi * R) * 360  # degrees of longitude, every latitude alike
+    np.testing.assert_allclose((traj.positions[-1, :, 0] - seeds[:, 0] - laps + 180) % 360 - 180, 0, atol=1e-8)
+    np.testing.assert_allclose(traj.positions[-1, :, 1], seeds[:, 1], atol=1e-12)
+
+    flux = _mitgcm(lambda x, y: 0.0 * x * y, lambda x, y: 1.0 + 0 * x * y, xg, yg)
+    field = fk.io.from_xarray(flux, dtype="float64")
+    lat = 31.0  # halfway between the faces at 30 and 32
+    expected = 0.5 * (np.cos(np.deg2rad(30.0)) + np.cos(np.deg2rad(32.0))) / np.cos(np.deg2rad(lat))
+    assert float(field(0.0, jnp.array([11.0, lat]))[1]) * R * np.pi / 180 == pytest.approx(expected, rel=1e-12)
+
+
+def test_c_grid_land_cells_carry_no_flux_and_seeds_there_start_beached(tmp_path):
+    """Cells whose every face is NaN are land. The coast face carries no flux, so a particle
+    driven at the coast slows (u linear from 1 to 0 across the last wet cell: 8 - x = e^-(t - t_7))
+    and never crosses it; no NaN enters a step; a seed in a land cell starts BEACHED."""
+    xg, yg = np.linspace(0.0, 10.0, 11), np.linspace(0.0, 4.0, 5)
+    ds = _mitgcm(lambda x, y: np.where(x > 7, np.nan, 1.0) + 0 * y, lambda x, y: np.where(x > 7, np.nan, 0.0) + 0 * y, xg, yg, spherical=False)
+    ds.to_netcdf(tmp_path / "coast.nc")
+    field = fk.io.read(tmp_path / "coast.nc", dtype="float64")
+    assert field.land is not None and np.asarray(field.land)[8:10, :4].all() and not np.asarray(field.land)[:8].any()
+    traj = fk.track(field, np.array([[1.0, 0.5], [2.0, 3.5], [8.5, 1.5]]), 0.0, 12.0, 0.05, dtype="float64")
+    assert traj.status[-1].tolist() == [fk.Status.ACTIVE, fk.Status.ACTIVE, fk.Status.BEACHED]
+    assert np.all(np.isfinite(traj.positions)) and traj.exit_time[2] == 0.0
+    np.testing.assert_allclose(8.0 - traj.positions[-1, :2, 0], np.exp(-np.array([12.0 - 6.0, 12.0 - 5.0])), rtol=1e-5)
+
+
+def test_grids_that_are_neither_a_nor_c_are_named(tmp_path):
+    xg, yg = np.linspace(0.0, 10.0, 11), np.linspace(0.0, 4.0, 5)
+    ds = _mitgcm(lambda x, y: 1.0 + 0 * x, lambda x, y: 0.0 * x, xg, yg, spherical=False)
+    bad = ds.assign(VVEL=(("YC", "XG"), np.zeros((len(yg), len(xg)))), V2=(("YG", "XG"), np.zeros((len(yg), len(xg)))))
+    with pytest.raises(ValueError, match="neither on the same grid nor on a C-grid"):
+        fk.io.from_xarray(bad, u="UVEL", v="V2")
+    shifted = ds.assign_coords(XC=ds.XC + 0.5)  # centres on the faces: no cell holds exactly one
+    with pytest.raises(ValueError, match="C-grid x axis"):
+        fk.io.from_xarray(shifted)
