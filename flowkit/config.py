@@ -291,7 +291,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
         bins = [cfg.output.density_bins] * field.dim
         cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
-        plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]))
+        plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]))
     print(
         f"done: {info.particle_steps_per_s / 1e6:.2f} M particle-steps/s (compile {info.compile_s:.2f} s, run {info.run_s:.2f} s); final status {counts}",
         flush=True,

@@ -293,20 +293,22 @@ def vtk_field(
     return read(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes)
 
 
-def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01") -> Path:
+def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01", resolution: float = 1.0) -> Path:
     """Daily global 1° surface currents as an ocean model product writes them: one NetCDF4
     file per day (`glo_cur_YYYYMMDD.nc`, written by xarray with h5netcdf), CF metadata
     (`standard_name`s, `units`, time in `days since` on the standard calendar), cell-centred
     longitudes -179.5…179.5 and latitudes, float32 velocities in m/s, land as NaN (a continent
     over [-20°, 40°] × [-35°, 35°] and Antarctica south of 75°S). The flow: a zonal jet
     `0.4 cos(lat)` with a meander `0.15 sin(3 lon) cos(lat)` northward that swings with a
-    10-day period. Returns the folder."""
+    10-day period. `resolution`: the grid spacing in degrees (benchmarks write 1/4° and 1/12°).
+    Returns the folder."""
     import xarray as xr
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    lon = np.arange(-179.5, 180.0, 1.0)
-    lat = np.arange(-89.5, 90.0, 1.0)
+    h = float(resolution)
+    lon = -180 + h * (np.arange(round(360 / h)) + 0.5)
+    lat = -90 + h * (np.arange(round(180 / h)) + 0.5)
     lam, phi = np.meshgrid(np.deg2rad(lon), np.deg2rad(lat))
     land = ((lon[None, :] >= -20) & (lon[None, :] <= 40) & (np.abs(lat[:, None]) <= 35)) | (lat[:, None] < -75)
     origin = np.datetime64(start, "D")

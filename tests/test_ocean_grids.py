@@ -111,3 +111,88 @@ def test_grids_that_are_neither_a_nor_c_are_named(tmp_path):
     shifted = ds.assign_coords(XC=ds.XC + 0.5)  # centres on the faces: no cell holds exactly one
     with pytest.raises(ValueError, match="C-grid x axis"):
         fk.io.from_xarray(shifted)
+
+
+def _rotated(theta_deg: float, n: int = 31, h: float = 0.2, depth=None):
+    """A ROMS-style curvilinear grid: 2-D `lon_rho`/`lat_rho` over `(eta_rho, xi_rho)`, its x
+    axis turned `theta_deg` from east, with the grid-relative velocity of a flow linear in
+    lon/lat (m/s) and its `angle`; also that flow as functions."""
+    theta = np.deg2rad(theta_deg)
+    j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    lon = 10.0 + h * (i * np.cos(theta) - j * np.sin(theta))
+    lat = 40.0 + h * (i * np.sin(theta) + j * np.cos(theta))
+    east = lambda lo, la: 0.5 + 0.04 * (lo - 10) - 0.03 * (la - 40)  # noqa: E731
+    north = lambda lo, la: -0.2 + 0.02 * (lo - 10) + 0.05 * (la - 40)  # noqa: E731
+    ue, vn = east(lon, lat), north(lon, lat)
+    u, v = ue * np.cos(theta) + vn * np.sin(theta), -ue * np.sin(theta) + vn * np.cos(theta)
+    dims = ("eta_rho", "xi_rho")
+    if depth is not None:
+        u, v = np.repeat(u[None], len(depth), 0), np.repeat(v[None], len(depth), 0)
+        dims = ("zt",) + dims
+    data = {"u": (dims, u, {"units": "m s-1"}), "v": (dims, v, {"units": "m s-1"}), "angle": (dims[-2:], np.full(lon.shape, theta), {"units": "radians"})}
+    coords = {"lon_rho": (dims[-2:], lon, {"units": "degrees_east"}), "lat_rho": (dims[-2:], lat, {"units": "degrees_north"})}
+    if depth is not None:
+        data["w"] = (dims, np.full(u.shape, 1e-3), {"units": "m s-1"})
+        coords["zt"] = ("zt", np.asarray(depth, float), {"positive": "down", "units": "m"})
+    return xr.Dataset(data, coords=coords), east, north
+
+
+def test_a_rotated_curvilinear_grid_equals_the_same_flow_on_a_regular_grid(tmp_path):
+    """A flow linear in lon/lat is reproduced exactly by both grids (bilinear on the rotated
+    grid's parallelogram cells, multilinear on the regular one), so particles tracked through
+    the rotated ROMS-style file, its grid-relative velocities turned back by `angle`, follow
+    the regular grid's paths to round-off."""
+    ds, east, north = _rotated(30.0)
+    ds.to_netcdf(tmp_path / "roms.nc")
+    field = fk.io.read(tmp_path / "roms.nc", dtype="float64")
+    assert isinstance(field, fk.fields.CurvilinearField) and field.spherical
+    lon, lat = np.arange(6.0, 15.01, 0.25), np.arange(39.0, 47.01, 0.25)
+    lo, la = np.meshgrid(lon, lat, indexing="ij")
+    regular = fk.GridField(np.stack([east(lo, la), north(lo, la)], -1), [lon, lat], spherical=True, dtype="float64")
+    seeds = np.array([[11.1, 44.1], [10.5, 42.0], [12.0, 43.0]])
+    at = jnp.asarray(seeds[0])
+    np.testing.assert_allclose(np.asarray(field(0.0, at)), np.asarray(regular(0.0, at)), rtol=1e-12)
+    ours = fk.track(field, seeds, 0.0, 2 * 86400.0, "1h", dtype="float64")
+    theirs = fk.track(regular, seeds, 0.0, 2 * 86400.0, "1h", dtype="float64")
+    assert np.all(ours.status == fk.Status.ACTIVE) and np.ptp(ours.positions[:, :, 1]) > 0.3
+    np.testing.assert_allclose(ours.positions, theirs.positions, atol=1e-9)
+    leaving = fk.track(field, np.array([[10.05, 40.3]]), 0.0, 86400.0, 3600.0, dtype="float64")  # carried over the grid's edge j = 0
+    assert leaving.status[-1, 0] == fk.Status.OUT_OF_DOMAIN and 0 < leaving.exit_time[0] < 86400.0
+
+
+def test_curvilinear_depth_levels_and_land(tmp_path):
+    """Over depth levels (a vertical axis known only by its `positive` attribute) the grid is a
+    mesh of hexahedra: an upward w raises particles (depth positive down), and NaN nodes are
+    land on which particles beach."""
+    ds, _, _ = _rotated(-20.0, n=11, depth=[0.0, 50.0, 400.0])
+    uo = ds.u.values.copy()
+    uo[:, :, 8:] = np.nan  # the last three columns of xi: land
+    ds = ds.assign(u=(ds.u.dims, uo, ds.u.attrs))
+    field = fk.io.from_xarray(ds, dtype="float64")
+    assert field.dim == 3 and field.kinds == ("hexahedron",) and field.land is not None
+    seeds = np.array([[11.3, 40.4, 100.0], [10.2, 40.2, 300.0]])
+    traj = fk.track(field, seeds, 0.0, 86400.0, 3600.0, dtype="float64")
+    assert np.isfinite(traj.positions).all()
+    assert traj.status[-1].tolist() == [fk.Status.BEACHED, fk.Status.ACTIVE]
+    np.testing.assert_allclose(traj.positions[-1, 1, 2], 300.0 - 86.4, rtol=1e-9)  # w = 1 mm/s up
+
+
+def test_density_per_area_is_flat_for_particles_uniform_on_the_sphere(tmp_path):
+    """Points uniform per area, binned on 10° cells: counts fall toward the poles, counts per km²
+    do not (within the noise), and the map is drawn with the land."""
+    rng = np.random.default_rng(4)
+    n = 200_000
+    positions = np.stack([rng.uniform(-180, 180, n), np.rad2deg(np.arcsin(rng.uniform(-1, 1, n)))], -1)
+    traj = fk.Trajectory(times=np.zeros(1), positions=positions[None], status=np.zeros((1, n), np.int8), t_release=np.zeros(n), exit_time=np.full(n, np.inf))
+    bounds = ([-180.0, -90.0], [180.0, 90.0])
+    counts = fk.analysis.histogram(traj, (36, 18), bounds, frames=[0])[0]
+    assert counts[:, 0].mean() < 0.2 * counts[:, 9].mean()
+    density = fk.analysis.per_area(counts, bounds)
+    expected = n / (4 * np.pi * (R / 1e3) ** 2)
+    cell_counts = counts * expected / density  # what each cell should hold
+    assert np.all(np.abs(counts - cell_counts) < 5 * np.sqrt(cell_counts))  # a polar cell holds ~40
+    assert abs(density.mean() / expected - 1) < 0.01
+    land = np.zeros((36, 18), bool)
+    land[18:22, 8:11] = True
+    field = fk.GridField(np.where(land[..., None], np.nan, 0.1) * np.ones((36, 18, 2)), [np.arange(-175.0, 180.0, 10.0), np.arange(-85.0, 90.0, 10.0)], periodic=(360.0, False), spherical=True, land=land)
+    assert fk.analysis.plot_density(counts, bounds, tmp_path / "density.png", field=field).stat().st_size > 10_000

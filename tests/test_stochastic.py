@@ -63,3 +63,43 @@ def test_noise_independent_of_batch_size_and_devices():
 def test_stochastic_integrator_requires_key():
     with pytest.raises(ValueError, match="key: EulerMaruyama is stochastic"):
         fk.track(STILL, np.zeros((3, 2)), 0.0, 1.0, 0.1, fk.EulerMaruyama(K))
+
+
+def _still_globe():
+    lon, lat = np.arange(0.0, 360.0, 10.0), np.linspace(-90.0, 90.0, 19)
+    return fk.GridField(np.zeros((36, 19, 2)), [lon, lat], periodic=(360.0, False), spherical=True, dtype="float64")
+
+
+def test_horizontal_diffusion_in_m2_per_s_spreads_2_Kh_t_in_metres_at_any_latitude():
+    """Kh = 100 m²/s for 5 days from 60°N: the spread east (in metres, R cos(lat) per radian)
+    and north both have variance 2 Kh t."""
+    n, kh, t1 = 20000, 100.0, 5 * 86400.0
+    seeds = np.tile([[180.0, 60.0]], (n, 1))
+    traj = fk.track(_still_globe(), seeds, 0.0, t1, 3600.0, integrator=fk.EulerMaruyama(fk.diffusion.Horizontal(kh)), key=jax.random.key(3), dtype="float64")
+    metres = np.deg2rad(traj.positions[-1] - seeds) * 6_371_000.0
+    metres[:, 0] *= np.cos(np.deg2rad(traj.positions[-1, :, 1]))
+    np.testing.assert_allclose(metres.var(axis=0), 2 * kh * t1, rtol=0.04)
+
+
+def test_horizontal_diffusion_keeps_particles_uniform_per_area_on_the_sphere():
+    """Particles uniform per area (sin(lat) uniform) stay so under Kh = 2e5 m²/s for 60 days:
+    the metric term -K tan(lat) balances the spreading. Without it the polar bands gain 10 %
+    and more, which this test would see (it is checked here too)."""
+    rng = np.random.default_rng(1)
+    n = 40000
+    seeds = np.stack([rng.uniform(0, 360, n), np.rad2deg(np.arcsin(rng.uniform(-1, 1, n)))], -1)
+
+    def bands(diffusivity):
+        traj = fk.track(_still_globe(), seeds, 0.0, 60 * 86400.0, 4 * 3600.0, save_every=360, integrator=fk.EulerMaruyama(diffusivity), key=jax.random.key(0), dtype="float64")
+        assert np.all(traj.status[-1] == fk.Status.ACTIVE)
+        counts, _ = np.histogram(np.sin(np.deg2rad(traj.positions[-1, :, 1])), bins=10, range=(-1, 1))
+        return counts / (n / 10)
+
+    assert np.max(np.abs(bands(fk.diffusion.Horizontal(2e5)) - 1)) < 0.06  # 4 sigma of a band's count
+
+    class WithoutMetric(fk.diffusion.Horizontal):
+        def drift_correction(self, t, x):
+            return fk.diffusion.AbstractDiffusivity.drift_correction(self, t, x)
+
+    polar = bands(WithoutMetric(2e5))[[0, -1]]
+    assert np.all(polar > 1.06)

@@ -1,6 +1,6 @@
 """What people study: FTLE, densities, residence and exit times, dispersion, sampling, plots."""
 
-from .density import bandwidth_factor as bandwidth_factor, histogram as histogram, kde as kde
+from .density import bandwidth_factor as bandwidth_factor, histogram as histogram, kde as kde, per_area as per_area
 from .ftle import cauchy_green as cauchy_green, flow_map_jacobian as flow_map_jacobian, ftle as ftle
 from .plots import (
     plot_density as plot_density,

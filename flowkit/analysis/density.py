@@ -23,6 +23,18 @@ def histogram(traj, bins, bounds, frames=None) -> np.ndarray:
     return np.asarray(counts)
 
 
+def per_area(counts, bounds) -> np.ndarray:
+    """Counts on lon/lat cells (`(..., n_lon, n_lat)`, the box `bounds` in degrees) per km² of
+    the sphere: a cell spans R² Δλ Δ(sin φ), less toward the poles."""
+    from ..fields.grid import EARTH_RADIUS
+
+    counts = np.asarray(counts, dtype=np.float64)
+    lo, hi = (np.asarray(b, dtype=np.float64)[:2] for b in bounds)
+    lon = np.deg2rad(np.linspace(lo[0], hi[0], counts.shape[-2] + 1))
+    lat = np.deg2rad(np.linspace(lo[1], hi[1], counts.shape[-1] + 1))
+    return counts / ((EARTH_RADIUS / 1e3) ** 2 * np.diff(lon)[:, None] * np.diff(np.sin(lat))[None, :])
+
+
 def _histogram_frames(positions, active, lo, hi, bins):
     sizes = jnp.asarray(bins)
 

@@ -28,7 +28,7 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
     chosen = np.unique(np.linspace(0, n - 1, min(n, max_lines)).astype(int))
     xy = positions[:, chosen, :2]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
-    if field is not None and field.dim == 2:
+    if field is not None and (field.dim == 2 or _on_sphere(field)):
         _speed_background(fig, ax, field, float(times[0]))
     span = np.ptp(positions[..., :2].reshape(-1, 2), axis=0) + 1e-12
     segments = np.stack([xy[:-1], xy[1:]], axis=2)  # (T-1, P, 2, 2)
@@ -54,10 +54,8 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
         ax.set_ylim(lo[1], hi[1])
     else:
         ax.autoscale()
-    ax.set_aspect("equal")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
-    projection = " (x–y projection)" if positions.shape[-1] == 3 else ""
+    _axes(ax, field)
+    projection = " (x–y projection)" if positions.shape[-1] == 3 and not _on_sphere(field) else ""
     ax.set_title(title or f"{len(chosen)} of {n} pathlines, t = {times[0]:g} → {times[-1]:g}{projection}")
     fig.tight_layout()
     fig.savefig(path)
@@ -65,17 +63,60 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
     return path
 
 
+def _on_sphere(field) -> bool:
+    return bool(getattr(field, "spherical", False))
+
+
 def _speed_background(fig, ax, field, t):
+    """The field's speed over its box (on a sphere: in m/s at the surface, with the land drawn)."""
     import jax
     import jax.numpy as jnp
 
+    from ..fields.grid import EARTH_RADIUS
+
     lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 161), np.linspace(lo[1], hi[1], 81), indexing="xy")
-    points = jnp.asarray(np.stack([gx.ravel(), gy.ravel()], axis=-1), dtype=field.bounds[0].dtype)
-    u = np.asarray(jax.vmap(field, in_axes=(None, 0, None))(jnp.asarray(t, points.dtype), points, None))
+    points = np.stack([gx.ravel(), gy.ravel()] + ([np.full(gx.size, lo[2])] if field.dim == 3 else []), axis=-1)
+    points = jnp.asarray(points, dtype=field.bounds[0].dtype)
+    u = np.asarray(jax.vmap(field, in_axes=(None, 0, None))(jnp.asarray(t, points.dtype), points, None))[:, :2]
+    label = f"speed at t = {t:g}"
+    if _on_sphere(field):  # degrees per second back to m/s
+        u = u * np.pi / 180 * EARTH_RADIUS
+        u[:, 0] *= np.cos(np.deg2rad(gy.ravel()))
+        label = f"surface speed (m/s) at t = {t:g}"
     speed = np.linalg.norm(u, axis=-1).reshape(gx.shape)
-    mesh = ax.pcolormesh(gx, gy, speed, cmap="Greys", shading="auto", alpha=0.5)
-    fig.colorbar(mesh, ax=ax, label=f"speed at t = {t:g}")
+    mesh = ax.pcolormesh(gx, gy, np.ma.masked_invalid(speed), cmap="Greys", shading="auto", alpha=0.5)
+    fig.colorbar(mesh, ax=ax, label=label)
+    if _on_sphere(field):
+        _land(ax, field)
+
+
+def _land(ax, field) -> None:
+    """The field's land (its top level), drawn in sand colour."""
+    land = getattr(field, "land", None)
+    if land is None:
+        return
+    land = np.asarray(land) >= 0.5
+    if hasattr(field, "grid_shape"):  # curvilinear: land per node of the 2-D lon/lat grid
+        points = np.asarray(field.points).reshape(field.grid_shape + (-1,))
+        land, lon, lat = (a if a.ndim == 2 else a[:, :, 0] for a in (land.reshape(field.grid_shape), points[..., 0], points[..., 1]))
+    else:
+        land = land if land.ndim == 2 else land[:, :, 0]
+        lon, lat = np.meshgrid(np.asarray(field.axes[0]), np.asarray(field.axes[1]), indexing="ij")
+    ax.pcolormesh(lon, lat, np.ma.masked_where(~land, land.astype(float)), cmap="copper", vmin=0, vmax=1.6, shading="nearest", zorder=3)
+
+
+def _axes(ax, field) -> None:
+    """x/y at equal scale, or on a sphere longitude/latitude at the middle latitude's scale."""
+    if _on_sphere(field):
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+        ax.set_aspect(1 / max(np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 0.2))
+        ax.set_xlabel("longitude (°E)")
+        ax.set_ylabel("latitude (°N)")
+    else:
+        ax.set_aspect("equal")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
 
 
 def _save(fig, path) -> Path:
@@ -97,14 +138,15 @@ def _figure():
     return plt.subplots(figsize=(8, 4.5), dpi=120)
 
 
-def plot_scalar_map(values, axes, path, label: str, title: str, cmap: str = "viridis") -> Path:
-    """A 2-D map of `values` `(nx, ny)` on coordinate `axes` (x, y) with a labelled colour bar."""
+def plot_scalar_map(values, axes, path, label: str, title: str, cmap: str = "viridis", field=None) -> Path:
+    """A 2-D map of `values` `(nx, ny)` on coordinate `axes` (x, y) with a labelled colour bar;
+    with a spherical `field`, a lon/lat map with its land."""
     fig, ax = _figure()
     mesh = ax.pcolormesh(np.asarray(axes[0]), np.asarray(axes[1]), np.asarray(values, dtype=np.float64).T, cmap=cmap, shading="auto")
     fig.colorbar(mesh, ax=ax, label=label)
-    ax.set_aspect("equal")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    if _on_sphere(field):
+        _land(ax, field)
+    _axes(ax, field)
     ax.set_title(title)
     return _save(fig, path)
 
@@ -118,20 +160,26 @@ def plot_ftle(ftle, axes, path, t0: float, T: float) -> Path:
     return plot_scalar_map(ftle, axes, path, label="FTLE", title=f"{kind} FTLE, t0 = {t0:g}, T = {T:g}", cmap="magma")
 
 
-def plot_density(counts, bounds, path, time: float | None = None) -> Path:
-    """Particle counts per cell `(nx, ny)` on the box `bounds`."""
-    counts = np.asarray(counts)
+def plot_density(counts, bounds, path, time: float | None = None, field=None) -> Path:
+    """Particle counts per cell `(nx, ny)` on the box `bounds`; with a spherical `field`, per
+    10⁴ km² of the sphere (cells shrink toward the poles), on a lon/lat map with its land."""
+    from .density import per_area
+
+    counts = np.asarray(counts, dtype=np.float64)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
     edges = [np.linspace(lo[i], hi[i], counts.shape[i] + 1) for i in range(2)]
     suffix = "" if time is None else f" at t = {time:g}"
-    return plot_scalar_map(counts, edges, path, label="particles per cell", title=f"particle density{suffix}", cmap="viridis")
+    label = "particles per cell"
+    if _on_sphere(field):
+        counts, label = per_area(counts, (lo, hi)) * 1e4, "particles per 10⁴ km²"
+    return plot_scalar_map(counts, edges, path, label=label, title=f"particle density{suffix}", cmap="viridis", field=field)
 
 
 def plot_snapshot(traj, frame: int, path, field=None) -> Path:
     """Particles at one saved frame over the field's speed (2-D fields), coloured by status."""
     fig, ax = _figure()
     t = float(np.asarray(traj.times)[frame])
-    if field is not None and field.dim == 2:
+    if field is not None and (field.dim == 2 or _on_sphere(field)):
         _speed_background(fig, ax, field, t)
     x = np.asarray(traj.positions[frame], dtype=np.float64)
     status = np.asarray(traj.status[frame])
@@ -139,8 +187,6 @@ def plot_snapshot(traj, frame: int, path, field=None) -> Path:
         sel = status == code
         ax.plot(x[sel, 0], x[sel, 1], ".", ms=2, label=f"{Status(int(code)).name.lower()} ({int(sel.sum())})")
     ax.legend(loc="upper right", fontsize=7, markerscale=4)
-    ax.set_aspect("equal")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    _axes(ax, field)
     ax.set_title(f"particles at t = {t:g}")
     return _save(fig, path)

@@ -11,5 +11,6 @@ from .analytic import (
     Uniform as Uniform,
 )
 from .base import AbstractField as AbstractField
+from .curvilinear import CurvilinearField as CurvilinearField
 from .grid import GridField as GridField
 from .mesh import MeshField as MeshField

@@ -109,9 +109,9 @@ class AbstractField(eqx.Module):
         """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`; none by default."""
         return {}
 
-    def beached_batch(self, x: Positions) -> Bool[Array, " n"] | None:
-        """Which rows of `x` lie on land (fields with a land mask), or None: no land at all, and
-        no cost in the step."""
+    def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
+        """Which rows of `x` (located at `hint`, where the field locates) lie on land (fields
+        with a land mask), or None: no land at all, and no cost in the step."""
         return None
 
     def canonical_batch(self, x: Positions) -> Positions:

@@ -282,7 +282,7 @@ class GridField(AbstractField):
             return self.land[tuple(i0 for i0, _, _ in corners)] >= 0.5
         return self._multilinear(self.land, corners) >= 0.5
 
-    def beached_batch(self, x: Positions):
+    def beached_batch(self, x: Positions, hint=None):
         return None if self.land is None else jax.vmap(self.on_land)(x)
 
     def canonical_batch(self, x: Positions) -> Positions:

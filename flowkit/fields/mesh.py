@@ -15,7 +15,7 @@ from .locator import MeshTopology, mesh_topology
 from .slices import as_series
 
 
-class MeshField(AbstractField):
+class AbstractMeshField(AbstractField):
     """Point data on a mesh of linear cells (tetrahedra, hexahedra, wedges, pyramids, voxels;
     triangles, quads, pixels in 2-D), steady or a time series on a fixed mesh.
 
@@ -462,8 +462,12 @@ class MeshField(AbstractField):
         return np.asarray(values), np.asarray(valid)
 
 
+class MeshField(AbstractMeshField):
+    __doc__ = AbstractMeshField.__doc__
+
+
 @eqx.filter_jit
-def _probe(field: MeshField, t, points):
+def _probe(field: AbstractMeshField, t, points):
     hint, found = field.locate(points, field.hints(points.shape[0], points.dtype))
     values = field._interpolate(field.values, t, jnp.maximum(hint.cell, 0), points, hint.coords, field.cell_values)
     return jnp.where(found[:, None], values, 0), found

@@ -25,31 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from .._time import TimeOrigin
+from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField
+from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
 from .stream import SliceSource
 
 _log = logging.getLogger("flowkit")
 
 SUFFIXES = (".nc", ".nc4", ".cdf", ".netcdf", ".zarr")
 """Paths read as NetCDF/zarr datasets by `fk.io.read`."""
-
-_STANDARD = {
-    "u": ("eastward_sea_water_velocity", "surface_eastward_sea_water_velocity", "eastward_sea_water_velocity_assuming_no_tide", "sea_water_x_velocity", "eastward_wind", "x_wind", "surface_geostrophic_eastward_sea_water_velocity"),
-    "v": ("northward_sea_water_velocity", "surface_northward_sea_water_velocity", "northward_sea_water_velocity_assuming_no_tide", "sea_water_y_velocity", "northward_wind", "y_wind", "surface_geostrophic_northward_sea_water_velocity"),
-    "w": ("upward_sea_water_velocity", "upward_air_velocity", "sea_water_z_velocity"),
-}
-_NAMES = {
-    "u": ("u", "uo", "water_u", "uvel", "u_velocity", "vozocrtx", "ugos", "u10", "uas"),
-    "v": ("v", "vo", "water_v", "vvel", "v_velocity", "vomecrty", "vgos", "v10", "vas"),
-    "w": ("w", "wo", "water_w", "wvel", "w_velocity", "vovecrtz"),
-}
-_AXES = {
-    "x": ({"X"}, ("longitude", "grid_longitude", "projection_x_coordinate"), ("degrees_east", "degree_east", "degree_e", "degrees_e"), ("lon", "longitude", "x", "nav_lon", "xc")),
-    "y": ({"Y"}, ("latitude", "grid_latitude", "projection_y_coordinate"), ("degrees_north", "degree_north", "degree_n", "degrees_n"), ("lat", "latitude", "y", "nav_lat", "yc")),
-    "z": ({"Z"}, ("depth", "height", "altitude", "ocean_sigma_coordinate", "model_level_number"), (), ("depth", "z", "lev", "level", "deptht", "height", "altitude")),
-    "time": ({"T"}, ("time",), (), ("time", "t", "time_counter")),
-}
-_SPEED_UNITS = {"m s-1": 1.0, "m/s": 1.0, "m s**-1": 1.0, "m.s-1": 1.0, "meter second-1": 1.0, "meters/second": 1.0, "cm s-1": 0.01, "cm/s": 0.01, "mm s-1": 0.001}
 
 
 def is_dataset_path(path) -> bool:
@@ -88,54 +72,6 @@ def read_cf(path, velocity=None, **options) -> GridField:
     `velocity`: `"u,v"` or `"u,v,w"` names the components."""
     names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
     return from_xarray(open_datasets(path), **names, **options)
-
-
-def _attr(var, name) -> str:
-    return str(var.attrs.get(name, "")).strip()
-
-
-def _component(ds, which: str, given, dims) -> str | None:
-    """The variable holding velocity component `which` ('u', 'v', 'w')."""
-    if given is not None:
-        if given not in ds:
-            raise ValueError(f"{_where(ds)}: velocity variable {given!r} not in the dataset (it has {sorted(ds.data_vars)})")
-        return given
-    candidates = [n for n in ds.data_vars if ds[n].ndim >= 2 and (dims is None or set(ds[n].dims) == set(dims))]
-    for standard in _STANDARD[which]:
-        found = [n for n in candidates if _attr(ds[n], "standard_name") == standard]
-        if len(found) > 1:
-            raise ValueError(f"{_where(ds)}: variables {found} all have standard_name {standard!r}; pass {which}= to choose")
-        if found:
-            return found[0]
-    for name in _NAMES[which]:
-        found = [n for n in candidates if str(n).lower() == name]
-        if found:
-            return found[0]
-    return None
-
-
-def _axis(ds, dims, which: str, given) -> str | None:
-    """The dimension of `dims` that is axis `which` ('x', 'y', 'z', 'time')."""
-    if given is not None:
-        if given not in dims:
-            raise ValueError(f"{_where(ds)}: {which} dimension {given!r} is not among the velocity's dims {dims}")
-        return given
-    axis, standard, units, names = _AXES[which]
-    for dim in dims:
-        coord = ds[dim] if dim in ds.variables else None
-        if coord is None:
-            continue
-        dated = np.issubdtype(coord.dtype, np.datetime64) or coord.dtype == object
-        if _attr(coord, "axis").upper() in axis or _attr(coord, "standard_name") in standard or _attr(coord, "units").lower() in units or (which == "time" and dated):
-            return dim
-    for dim in dims:
-        if str(dim).lower() in names:
-            return dim
-    return None
-
-
-def _where(ds) -> str:
-    return ds.attrs.get("flowkit_source", "from_xarray")
 
 
 def from_xarray(
@@ -192,27 +128,31 @@ def from_xarray(
     if not datasets or not all(isinstance(d, xr.Dataset) for d in datasets):
         raise TypeError(f"from_xarray: expected an xarray.Dataset or a list of them, got {type(ds).__name__}")
     first = datasets[0]
-    u = _component(first, "u", u, None)
+    u = component(first, "u", u, None)
     if u is None:
-        raise ValueError(f"{_where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) among {sorted(first.data_vars)}; pass u= and v=")
+        raise ValueError(f"{where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) among {sorted(first.data_vars)}; pass u= and v=")
     dims = tuple(first[u].dims)
-    v = _component(first, "v", v, dims) or _component(first, "v", v, None)
+    v = component(first, "v", v, dims) or component(first, "v", v, None)
     if v is None:
-        raise ValueError(f"{_where(first)}: no northward velocity found beside {u!r} among {sorted(first.data_vars)}; pass v=")
-    td = _axis(first, dims, "time", time)
-    layout = _layout(first, u, v, w, x, y, z, td)
+        raise ValueError(f"{where(first)}: no northward velocity found beside {u!r} among {sorted(first.data_vars)}; pass v=")
+    td = axis_of(first, dims, "time", time)
+    layout = layout_of(first, u, v, w, x, y, z, td)
     if len(layout.names) > 2 and layout.staggering == "A" and w is None and layout.dims[2] is None:
-        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", _where(first))
+        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", where(first))
+    if spherical is None and layout.lonlat is not None:
+        spherical = True
     if spherical is None:
         xd = layout.dims[0][0]
-        spherical = _attr(first[xd], "units").lower() in _AXES["x"][2] or str(xd).lower() in ("lon", "longitude", "nav_lon") if xd in first.variables else False
+        spherical = attr(first[xd], "units").lower() in AXES["x"][2] or str(xd).lower() in ("lon", "longitude", "nav_lon") if xd in first.variables else False
     axes = layout.axes
     sign_w = 1.0
     zd = layout.dims[0][2] if len(axes) == 3 else None
     if zd is not None and spherical:
-        positive = _attr(first[zd], "positive").lower() if zd in first.variables else ""
-        down = positive == "down" or (not positive and _attr(first[zd], "standard_name") in ("depth", "")) if zd in first.variables else True
+        positive = attr(first[zd], "positive").lower() if zd in first.variables else ""
+        down = positive == "down" or (not positive and attr(first[zd], "standard_name") in ("depth", "")) if zd in first.variables else True
         sign_w = -1.0 if down else 1.0
+    if periodic is None and layout.lonlat is not None:
+        periodic = False
     if periodic is None:
         lon = axes[0]
         h = lon[1] - lon[0]
@@ -235,123 +175,38 @@ def from_xarray(
             what = "nodes" if layout.staggering == "A" else "cells"
             _log.info("from_xarray: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, f" or {mask} = 0" if mask else "")
     make = lambda data, times: GridField(data, axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype, spherical=spherical, land=land, time_origin=source.origin, staggering=layout.staggering)  # noqa: E731
+    if layout.lonlat is not None:
+        if not spherical or periodic or interpolation != "linear":
+            raise ValueError(f"{where(first)}: a curvilinear grid is tracked on the sphere, linear in each cell, not periodic; got spherical={spherical}, periodic={periodic}, interpolation={interpolation!r}")
+        depth = axes[2] if len(axes) == 3 else None
+        make = lambda data, times: CurvilinearField(*layout.lonlat, data, times, depth=depth, land=land, time_origin=source.origin, dtype=dtype)  # noqa: E731
     if source.times is None or len(source.times) == 1:
         return make(first_slice, None)
     slice_bytes = math.prod(len(a) for a in axes) * (len(axes)) * np.dtype(dtype).itemsize
-    if choose_streaming(stream, len(source.times), slice_bytes, max_device_bytes, f"{_where(first)} ({u}, {v})"):
+    if choose_streaming(stream, len(source.times), slice_bytes, max_device_bytes, f"{where(first)} ({u}, {v})"):
         return StreamedField(make(np.stack([first_slice, source.read(1)["values"]]), source.times[:2]), source, max_device_bytes)
     return make(np.stack([first_slice] + [source.read(k)["values"] for k in range(1, len(source.times))]), source.times)
 
 
-class _Layout:
-    """Where each velocity variable's values go in the field's table: per variable its spatial
-    dims (in x, y[, z] order; None for w = 0) and per axis the index into its own coordinate
-    of each table node (-1: nothing there). On an A-grid every variable shares the axes (flipped
-    where stored descending); on a C-grid the axes are the cell faces, each component taken at
-    its own faces and at the cell centres along the other axes."""
-
-    def __init__(self, names, dims, takes, axes, staggering):
-        self.names, self.dims, self.takes, self.axes, self.staggering = names, dims, takes, axes, staggering
-
-    def land(self, first_slice: np.ndarray, masked: np.ndarray | None) -> np.ndarray:
-        """Land nodes (A-grid: any NaN component) or cells (C-grid: every face NaN), with the
-        mask's zeros."""
-        nan = np.isnan(first_slice)
-        if self.staggering == "A":
-            land = nan.any(axis=-1)
-        else:  # a cell is land when all its faces are: the one at its node and the next, per axis
-            land = np.ones(first_slice.shape[:-1], bool)
-            for c in range(first_slice.shape[-1]):
-                land &= nan[..., c] & np.roll(nan[..., c], -1, axis=c)
-            for axis in range(land.ndim):
-                land[(slice(None),) * axis + (-1,)] = False
-        return land if masked is None else land | masked
-
-
-def _coordinate(ds, dim) -> np.ndarray:
-    return np.asarray(ds[dim].values, dtype=np.float64) if dim in ds.variables else np.arange(ds.sizes[dim], dtype=np.float64)
-
-
-def _layout(ds, u, v, w, x, y, z, td) -> _Layout:
-    """The table layout of `u`, `v` (and `w`): an A-grid when they share their dims, else a
-    C-grid (u on x faces, v on y faces, w on z faces)."""
-    dims_u, dims_v = tuple(ds[u].dims), tuple(ds[v].dims)
-
-    def spatial(name, dims):
-        xd, yd = _axis(ds, dims, "x", x), _axis(ds, dims, "y", y)
-        if xd is None or yd is None:
-            raise ValueError(f"{_where(ds)}: cannot tell the x and y dimensions of {name!r} (dims {dims}); pass x= and y=")
-        zd = _axis(ds, [d for d in dims if d not in (xd, yd, td)], "z", z)
-        extra = set(dims) - {xd, yd, zd, td, None}
-        if extra:
-            raise ValueError(f"{_where(ds)}: {name!r} has dimensions {sorted(extra)} besides space and time; select them first (e.g. ds.isel(ensemble=0))")
-        return [xd, yd] + ([zd] if zd is not None and ds.sizes[zd] > 1 else [])
-
-    su, sv = spatial(u, dims_u), spatial(v, dims_v)
-    if w is not None and len(su) < 3:
-        raise ValueError(f"{_where(ds)}: w={w!r} given but {u!r} has no depth dimension with several levels (dims {dims_u}); pass z=")
-    if len(su) == 3:
-        w = _component(ds, "w", w, dims_u) or _component(ds, "w", w, None)
-    sw = spatial(w, tuple(ds[w].dims)) if w is not None else None
-    names = [u, v] + ([w] if len(su) == 3 else [])
-    if set(dims_u) == set(dims_v) and (w is None or set(ds[w].dims) == set(dims_u)):
-        coords = [_coordinate(ds, d) for d in su]
-        takes = [np.arange(len(c))[::-1] if len(c) > 1 and c[1] < c[0] else np.arange(len(c)) for c in coords]
-        axes = [c[t] for c, t in zip(coords, takes)]
-        return _Layout(names, [su] * 2 + ([sw] if len(su) == 3 else []), [takes] * len(names), axes, "A")
-    if su[0] == sv[0] or su[1] == sv[1] or len(su) != len(sv):
-        raise ValueError(f"{_where(ds)}: {u!r} (dims {dims_u}) and {v!r} (dims {dims_v}) are neither on the same grid nor on a C-grid (u on x faces, v on y faces)")
-    faces = [_coordinate(ds, su[0]), _coordinate(ds, sv[1])]
-    centres = [_coordinate(ds, sv[0]), _coordinate(ds, su[1])]
-    staggered_z = len(su) == 3 and sw is not None and sw[2] != su[2]
-    if len(su) == 3:
-        faces.append(_coordinate(ds, sw[2]) if staggered_z else _coordinate(ds, su[2]))
-        centres.append(_coordinate(ds, su[2]))
-    axes, face_takes, centre_takes = [], [], []
-    for a, (f, c) in enumerate(zip(faces, centres)):
-        order = np.argsort(f)
-        axes.append(f[order])
-        face_takes.append(order)
-        centre_takes.append(_centres(axes[-1], c, "xyz"[a], _where(ds)) if a < 2 or staggered_z else order)
-    takes = [[face_takes[a] if a == comp else centre_takes[a] for a in range(len(axes))] for comp in range(len(names))]
-    dims = [su, sv] + ([sw if sw is not None else None] if len(su) == 3 else [])
-    if len(su) == 3 and sw is None:
-        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", _where(ds))
-    _log.info("from_xarray: %s is an Arakawa C-grid (%s on x faces, %s on y faces): interpolated face to face", _where(ds), u, v)
-    return _Layout(names, dims, takes, axes, "C")
-
-
-def _centres(faces: np.ndarray, centres: np.ndarray, axis: str, where: str) -> np.ndarray:
-    """For each cell between consecutive `faces`, the index of the one centre inside it; -1 for
-    the last node (it starts no cell)."""
-    found = np.full(len(faces), -1)
-    for i in range(len(faces) - 1):
-        inside = np.nonzero((centres > faces[i]) & (centres < faces[i + 1]))[0]
-        if len(inside) != 1:
-            raise ValueError(f"{where}: C-grid {axis} axis: the cell between faces {faces[i]:g} and {faces[i + 1]:g} holds {len(inside)} cell centres, not one")
-        found[i] = inside[0]
-    return found
-
-
 def _speed_scale(var) -> float:
-    units = _attr(var, "units")
+    units = attr(var, "units")
     if not units:
         _log.info("from_xarray: %r has no units: taken as m/s", var.name)
         return 1.0
-    if units not in _SPEED_UNITS:
+    if units not in SPEED_UNITS:
         raise ValueError(f"{var.name!r} has units {units!r}; a velocity in m/s (or cm/s) is expected on a lon/lat grid")
-    return _SPEED_UNITS[units]
+    return SPEED_UNITS[units]
 
 
-def _land(ds, mask: str, layout: _Layout) -> np.ndarray:
+def _land(ds, mask: str, layout: Layout) -> np.ndarray:
     """Land from the zeros of the variable `mask`: on the velocity's nodes (A-grid) or on the
     cell centres (C-grid)."""
     if mask not in ds:
-        raise ValueError(f"{_where(ds)}: mask variable {mask!r} not in the dataset (it has {sorted(ds.data_vars)})")
+        raise ValueError(f"{where(ds)}: mask variable {mask!r} not in the dataset (it has {sorted(ds.data_vars)})")
     var = ds[mask]
-    names = [_axis(ds, var.dims, a, None) for a in "xyz"[: len(layout.axes)]]
+    names = [axis_of(ds, var.dims, a, None) for a in "xyz"[: len(layout.axes)]]
     if None in names:
-        raise ValueError(f"{_where(ds)}: mask {mask!r} has dims {var.dims}: cannot find the velocity's {len(layout.axes)} spatial axes in them")
+        raise ValueError(f"{where(ds)}: mask {mask!r} has dims {var.dims}: cannot find the velocity's {len(layout.axes)} spatial axes in them")
     values = np.asarray(var.isel({d: 0 for d in var.dims if d not in names}).transpose(*names).values)
     if layout.staggering == "A":
         return values[np.ix_(*layout.takes[0])] == 0
@@ -374,19 +229,19 @@ def _seconds(raw) -> np.ndarray:
 
 class _Slices(SliceSource):
     """The velocity of one or more Datasets (consecutive in time) as `(n_x, n_y[, n_z], d)`
-    slices in flowkit's layout (`_Layout`): axes ascending, depth velocity positive down, speeds
+    slices in flowkit's layout (`Layout`): axes ascending, depth velocity positive down, speeds
     in m/s, land nodes 0 (or every NaN `fill`ed), read one time step at a time (`isel`: a lazily
     opened file reads only that step)."""
 
-    def __init__(self, datasets, layout: _Layout, time_dim, scale, sign_w):
-        self.description = f"variables {layout.names} of {_where(datasets[0])}" + (f" and {len(datasets) - 1} more" if len(datasets) > 1 else "")
+    def __init__(self, datasets, layout: Layout, time_dim, scale, sign_w):
+        self.description = f"variables {layout.names} of {where(datasets[0])}" + (f" and {len(datasets) - 1} more" if len(datasets) > 1 else "")
         self.layout, self.time_dim = layout, time_dim
         self.scale, self.sign_w = scale, sign_w
         self.land, self.fill = None, None
         self.times, self.origin = None, None
         if time_dim is None:
             if len(datasets) > 1:
-                raise ValueError(f"{_where(datasets[0])}: several datasets but no time dimension to join them along")
+                raise ValueError(f"{where(datasets[0])}: several datasets but no time dimension to join them along")
             self.steps = [(datasets[0], None)]
             return
         self.steps = [(d, k) for d in datasets for k in range(d.sizes[time_dim])]
@@ -394,7 +249,7 @@ class _Slices(SliceSource):
         self.times = _seconds(raw)
         if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
             bad = int(np.argmin(np.diff(self.times) > 0))
-            raise ValueError(f"{_where(self.steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at {raw[bad + 1]} does not follow {raw[bad]}); give the files in time order")
+            raise ValueError(f"{where(self.steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at {raw[bad + 1]} does not follow {raw[bad]}); give the files in time order")
         var = datasets[0][time_dim]
         encoding = {**var.attrs, **var.encoding}
         first = raw[0]
@@ -418,10 +273,15 @@ class _Slices(SliceSource):
                 values[(slice(None),) * axis + (t < 0,)] = np.nan  # nodes that start no cell
             data[..., c] = values
         data *= self.scale
+        if self.layout.angle is not None:  # grid-relative components to eastward and northward
+            cos, sin = (a[..., None] if len(shape) == 3 else a for a in self.layout.angle)
+            data[..., 0], data[..., 1] = cos * data[..., 0] - sin * data[..., 1], sin * data[..., 0] + cos * data[..., 1]
         if len(shape) == 3:
             data[..., 2] *= self.sign_w  # along the depth axis: positive down
         if self.fill is not None:
             data = np.where(np.isnan(data), self.fill, data)
         elif self.land is not None:
             data = np.where(self.land[..., None], 0.0, data)
+        if self.layout.lonlat is not None:  # a curvilinear grid is a mesh: values per node
+            data = data.reshape(-1, data.shape[-1])
         return {"values": np.ascontiguousarray(data)}

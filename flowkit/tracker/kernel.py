@@ -98,7 +98,7 @@ def advance_local(field, integrator, boundary, args, times, state: State, slots:
         stopped_by_wall = status_b != Status.ACTIVE
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
         moved = moving & finite & (inside | stopped_by_wall)
-        beached = field.beached_batch(x_b)
+        beached = field.beached_batch(x_b, hint_b)
         if beached is not None:  # a step ending on land stops at its last wet position
             ashore = moved & ~stopped_by_wall & beached
             new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
@@ -230,7 +230,7 @@ def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: 
     field, _, _, args = modules
     hint, inside = field.locate_batch(state.x, state.hint)
     status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
-    beached = field.beached_batch(state.x)
+    beached = field.beached_batch(state.x, hint)
     if beached is not None:
         status = jnp.where(inside & beached, jnp.asarray(Status.BEACHED, status.dtype), status)
     stopped = ~inside if beached is None else ~inside | beached

@@ -1,0 +1,112 @@
+"""An ocean model's curvilinear lon/lat grid (ROMS, NEMO, MITgcm regional grids) as a mesh in degrees."""
+
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .._custom_types import Args, Position, Positions, TimeLike, Velocity
+from .._time import TimeOrigin
+from .base import Hints
+from .grid import EARTH_RADIUS
+from .mesh import AbstractMeshField
+
+_DEGREES = 180 / math.pi
+
+
+class CurvilinearField(AbstractMeshField):
+    """Velocity in m/s on a logically rectangular grid whose nodes have 2-D longitudes and
+    latitudes, `lon[i, j]`, `lat[i, j]` (degrees), optionally over depth levels (metres,
+    positive down): a `MeshField` of quadrilaterals (hexahedra with depth) in degrees, so a
+    point is found and interpolated exactly as on a `.vts` mesh, bilinear in each cell's own
+    parametric coordinates.
+
+    Velocities are converted to degrees per second at the particle's own latitude, as on a
+    spherical `GridField`. Longitudes are unwrapped along the grid, so a regional grid may cross
+    the dateline (positions then run past 180°); a global grid's seam and north fold are not
+    joined.
+
+    **Arguments:**
+
+    - `lon`, `lat`: `(n_i, n_j)` node coordinates in degrees.
+    - `values`: `(n_i, n_j[, n_k], C)` or `(T, n_i, n_j[, n_k], C)` with `times` (or the nodes
+      flattened in C order): eastward and northward (and downward) velocity in m/s; `fk.io.read`
+      rotates grid-relative components by the file's `angle` first.
+    - `depth`: `(n_k,)` increasing depths for a 3-D grid.
+    - `land`: `(n_i, n_j[, n_k])` booleans, true at land nodes: their values become 0, and a
+      point where the interpolated mask reaches 1/2 is on land (the tracker beaches particles
+      there, as on a `GridField`).
+    - `time_origin`, `dtype`: as for `GridField`.
+    """
+
+    land: Float[Array, " P"] | None
+    spherical: bool = eqx.field(static=True)
+    time_origin: TimeOrigin | None = eqx.field(static=True)
+    grid_shape: tuple[int, ...] = eqx.field(static=True)
+
+    def __init__(self, lon, lat, values, times=None, *, depth=None, land=None, time_origin: TimeOrigin | None = None, dtype="float32", **mesh_options):
+        lon, lat = np.asarray(lon, np.float64), np.asarray(lat, np.float64)
+        if lon.ndim != 2 or lon.shape != lat.shape or min(lon.shape) < 2:
+            raise ValueError(f"CurvilinearField: lon and lat must be 2-D arrays of one shape, at least 2 x 2, got {lon.shape} and {lat.shape}")
+        if np.nanmax(np.abs(lat)) > 90 or not (np.isfinite(lon).all() and np.isfinite(lat).all()):
+            raise ValueError("CurvilinearField: latitudes must be finite and within [-90, 90], longitudes finite")
+        lon = np.unwrap(np.unwrap(lon, period=360.0, axis=0), period=360.0, axis=1)  # continuous across the dateline
+        shape = lon.shape if depth is None else lon.shape + (len(depth),)
+        values = np.asarray(values, np.float64)
+        lead = () if times is None else (len(np.asarray(times)),)
+        if values.shape not in (lead + shape + (len(shape),), lead + (math.prod(shape), len(shape))):
+            raise ValueError(f"CurvilinearField: values must have shape {lead + shape + (len(shape),)} ((times,) nodes, components), got {values.shape}")
+        points = np.stack([lon, lat], axis=-1)
+        if depth is not None:
+            depth = np.asarray(depth, np.float64)
+            if depth.ndim != 1 or len(depth) < 2 or not np.all(np.diff(depth) > 0):
+                raise ValueError(f"CurvilinearField: depth must be 1-D, increasing, with at least 2 levels, got {depth}")
+            points = np.concatenate([np.repeat(points[:, :, None], len(depth), axis=2), np.broadcast_to(depth, shape)[..., None]], axis=-1)
+        values = values.reshape(lead + (-1, len(shape)))
+        if land is not None:
+            land = np.asarray(land, bool)
+            if land.shape not in (shape, (math.prod(shape),)):
+                raise ValueError(f"CurvilinearField: land must have the grid's shape {shape}, got {land.shape}")
+            land = land.reshape(-1)
+            values = np.where(land[:, None], 0.0, values)
+        super().__init__(points.reshape(-1, len(shape)), _cells(shape), values, times=times, dtype=dtype, **mesh_options)
+        self.land = None if land is None or not land.any() else jnp.asarray(land, self.values.dtype)
+        self.spherical = True
+        self.time_origin = time_origin
+        self.grid_shape = shape
+
+    def _to_degrees(self, u: Positions, x: Positions) -> Positions:
+        cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[:, 1])), 1e-6)
+        return u.at[:, 0].multiply(_DEGREES / (EARTH_RADIUS * cos_lat)).at[:, 1].multiply(_DEGREES / EARTH_RADIUS)
+
+    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        u, hint = super().velocity_batch(t, x, args, hint)
+        return self._to_degrees(u, x), hint
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        x = jnp.asarray(x)
+        return self._to_degrees(super().__call__(t, x, args)[None], x[None])[0]
+
+    def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
+        if self.land is None:
+            return None
+        if hint is None:
+            hint, _ = self.locate(x, self.hints(x.shape[0], x.dtype))
+        cell = jnp.maximum(hint.cell, 0)
+        weights = self._weights(cell, x, hint.coords)
+        return jnp.sum(weights * self.land[self.nodes[cell]], axis=-1) >= 0.5
+
+
+def _cells(shape: tuple[int, ...]) -> np.ndarray:
+    """Quadrilaterals (hexahedra over depth levels) between the nodes of a logically rectangular
+    grid of `shape`, numbered in C order, in VTK's node order."""
+    index = np.arange(math.prod(shape)).reshape(shape)
+    ni, nj = shape[0] - 1, shape[1] - 1
+    if len(shape) == 2:
+        corners = [index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]]
+        return np.stack([c.reshape(-1) for c in corners], axis=-1).reshape(ni * nj, 4)
+    top = [index[:-1, :-1, :-1], index[1:, :-1, :-1], index[1:, 1:, :-1], index[:-1, 1:, :-1]]
+    bottom = [index[:-1, :-1, 1:], index[1:, :-1, 1:], index[1:, 1:, 1:], index[:-1, 1:, 1:]]
+    return np.stack([c.reshape(-1) for c in top + bottom], axis=-1)
