@@ -29,7 +29,7 @@ def _compose(overrides):
 def test_groups_are_complete():
     assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid", "vtk", "netcdf"}
     assert set(GROUPS["boundary"]) >= {"none", "periodic", "reflective", "clamp", "absorbing"}
-    assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4", "tsit5", "dopri5", "dopri8", "euler_maruyama"}
+    assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4", "tsit5", "dopri5", "dopri8", "euler_maruyama", "horizontal_diffusion"}
     assert set(GROUPS["seeds"]) >= {"grid", "random", "line", "file"}
 
 
@@ -102,6 +102,12 @@ def test_adaptive_and_stochastic_runs_from_config(integrator, tmp_path):
     assert traj.positions.shape == (11, 18, 2)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["integrator"] in ("Diffrax", "EulerMaruyama")
+
+
+def test_ocean_diffusion_composes_kh_in_m2_per_s():
+    _, _, integrator, _ = build(_compose(["field=netcdf", "integrator=horizontal_diffusion", "integrator.diffusivity.Kh=25", "seeds=random", "seeds.n=4", "seeds.bounds=[[-75,30],[-40,45]]"]))
+    assert isinstance(integrator, fk.EulerMaruyama) and isinstance(integrator.diffusivity, fk.diffusion.Horizontal)
+    assert float(integrator.diffusivity.Kh) == 25.0
 
 
 def test_profile_trace_is_written(tmp_path):
