@@ -10,10 +10,8 @@ from jaxtyping import Array, Bool, Float
 from .._custom_types import Args, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
 from .base import Hints
-from .grid import EARTH_RADIUS
+from .grid import degrees_per_second
 from .mesh import AbstractMeshField
-
-_DEGREES = 180 / math.pi
 
 
 class CurvilinearField(AbstractMeshField):
@@ -77,17 +75,13 @@ class CurvilinearField(AbstractMeshField):
         self.time_origin = time_origin
         self.grid_shape = shape
 
-    def _to_degrees(self, u: Positions, x: Positions) -> Positions:
-        cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[:, 1])), 1e-6)
-        return u.at[:, 0].multiply(_DEGREES / (EARTH_RADIUS * cos_lat)).at[:, 1].multiply(_DEGREES / EARTH_RADIUS)
-
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         u, hint = super().velocity_batch(t, x, args, hint)
-        return self._to_degrees(u, x), hint
+        return degrees_per_second(u, x[:, 1]), hint
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         x = jnp.asarray(x)
-        return self._to_degrees(super().__call__(t, x, args)[None], x[None])[0]
+        return degrees_per_second(super().__call__(t, x, args), x[1])
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:

@@ -20,6 +20,13 @@ EARTH_RADIUS = 6_371_000.0
 _DEGREES = 180 / math.pi
 
 
+def degrees_per_second(u, lat):
+    """Velocities `(..., dim)` in m/s as degrees of longitude and latitude per second at latitudes
+    `lat` `(...)` (cos kept above 1e-6, so the poles divide by no zero); depth stays in m/s."""
+    cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(lat)), 1e-6)
+    return u.at[..., 0].multiply(_DEGREES / (EARTH_RADIUS * cos_lat)).at[..., 1].multiply(_DEGREES / EARTH_RADIUS)
+
+
 class GridField(AbstractField):
     """Velocity sampled on a 2-D or 3-D structured grid, multilinear in space, linear in time.
 
@@ -269,8 +276,7 @@ class GridField(AbstractField):
                 wt = jnp.where(wt >= 0.5, 1, 0).astype(wt.dtype)
             u = (1 - wt) * u + wt * sample((it + 1,))
         if self.spherical:  # m/s to degrees per second at the particle's own latitude
-            scale = jnp.ones_like(u).at[0].set(_DEGREES / (EARTH_RADIUS * cos_lat)).at[1].set(_DEGREES / EARTH_RADIUS)
-            u = u * scale
+            u = degrees_per_second(u, x[1])
         return u.astype(x.dtype)
 
     def on_land(self, x: Position) -> Bool[Array, ""]:
