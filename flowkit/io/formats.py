@@ -125,10 +125,11 @@ def _reader(path: Path, kind: str):
         reader = vtk.vtkGenericEnSightReader()
         reader.SetCaseFileName(str(path))
         return reader
-    if kind == "fluent":
-        reader = vtk.vtkFLUENTReader()
-    elif kind == "fluent_cff":
-        reader = vtk.vtkFLUENTCFFReader()
+    if kind in ("fluent", "fluent_cff"):
+        data = path.with_name(path.name[: -len(".cas.h5")] + ".dat.h5") if kind == "fluent_cff" else path.with_suffix(".dat")
+        if not data.exists():  # VTK's reader only warns, and gives a mesh without values
+            raise FileNotFoundError(f"{path}: Fluent case without its data file {data.name} beside it (the solution is in the .dat)")
+        reader = vtk.vtkFLUENTReader() if kind == "fluent" else vtk.vtkFLUENTCFFReader()
     else:
         reader = {"exodus": vtk.vtkIOSSReader, "cgns": vtk.vtkCGNSReader, "vtkhdf": vtk.vtkHDFReader, "nek5000": vtk.vtkNek5000Reader, "tecplot": vtk.vtkTecplotReader}.get(kind, lambda: None)()
     if kind == "plot3d":
@@ -142,10 +143,25 @@ def _reader(path: Path, kind: str):
         reader.AddFunction(200)  # the reader's "Velocity": Momentum / Density
         return reader
     reader.SetFileName(str(path))
-    if kind == "cgns":
-        reader.EnableAllPointArrays()
-        reader.EnableAllCellArrays()
+    if kind == "nek5000":  # each spectral element has its own copy of the nodes it shares: join them
+        reader.CleanGridOn()
     return reader
+
+
+def _fluid_zones_only(reader, path: Path) -> None:
+    """Fluent: read the fluid cell zones only. VTK's reader names its zones `name:type`; face
+    zones (`interior`, `wall`, `velocity-inlet`, ...) and solid zones hold no flow and are left
+    out with a log line."""
+    zones = reader.GetZoneSectionSelection()
+    names = [zones.GetArrayName(i) for i in range(zones.GetNumberOfArrays())]
+    fluid = [name for name in names if name.rsplit(":", 1)[-1] == "fluid"]
+    if not fluid:
+        raise ValueError(f"{path}: no fluid cell zone among the case's zones {names}")
+    for name in names:
+        if name not in fluid:
+            zones.DisableArray(name)
+    if len(fluid) < len(names):
+        _log.info("%s: reading the fluid zones %s; leaving out %s (face or solid zones)", path, fluid, [n for n in names if n not in fluid])
 
 
 def _velocity_fields(root: Path, t: float, velocity: str | None) -> list[str]:
@@ -190,6 +206,11 @@ class SolverCase:
             else:
                 self._reader = _reader(path, kind)
             self._reader.UpdateInformation()
+            if kind == "cgns":  # its arrays are known, and off, only after the information pass
+                self._reader.EnableAllPointArrays()
+                self._reader.EnableAllCellArrays()
+            if kind == "fluent":
+                _fluid_zones_only(self._reader, path)
         steps = self._reader.GetOutputInformation(0).Get(vtk.vtkStreamingDemandDrivenPipeline.TIME_STEPS())
         self.times = [float(t) for t in steps] if steps else [None]
         self.surfaces = None

@@ -72,10 +72,13 @@ def _velocity_name(arrays: dict, path) -> str | None:
 
 
 def _component_names(arrays: dict) -> str | None:
-    """Scalar arrays that are a velocity's components, as `"U,V,W"`: `u, v, w`, or `velocity_x,
-    ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or None."""
+    """Scalar arrays that are a velocity's components, as `"U,V,W"`: `u, v, w`, `velocity_x,
+    ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or axis first as Fluent
+    writes them (`X_VELOCITY`, `x-velocity`), or None."""
     scalars = {name.lower(): name for name, width in arrays.items() if width == 1}
-    candidates = [("u", "v", "w")] + [tuple(f"{base}{sep}{axis}" for axis in "xyz") for base in ("velocity", "vel", "v", "u") for sep in ("", "_", " ", "-", ".")]
+    separators = ("", "_", " ", "-", ".")
+    candidates = [("u", "v", "w")] + [tuple(f"{base}{sep}{axis}" for axis in "xyz") for base in ("velocity", "vel", "v", "u") for sep in separators]
+    candidates += [tuple(f"{axis}{sep}{base}" for axis in "xyz") for base in ("velocity", "vel") for sep in separators]
     for names in candidates:
         if names[0] in scalars and names[1] in scalars:
             return ",".join(scalars[n] for n in names if n in scalars)
