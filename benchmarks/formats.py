@@ -2,7 +2,9 @@
 
 A box of ~850 000 hexahedra (the brief's mesh has ~850 000 tetrahedra) with `--steps` time
 steps of a velocity field, written in each format by its own writer: a `.pvd` of zlib `.vtu`
-files (the brief's layout, the baseline), EnSight Gold (binary), and an OpenFOAM case (ASCII, as `tests/foam.py` writes it). Each is then read cold, in a fresh process
+files (the brief's layout, the baseline), EnSight Gold (binary), an OpenFOAM case (ASCII, as
+`tests/foam.py` writes it) and a CGNS file (HDF5, as `tests/cgns.py` writes it). Each is then
+read cold, in a fresh process
 (`fk.io.read(path)`: the mesh processed once, the locator built, the field on the device), and
 the seconds are printed beside the `.vtu` baseline's.
 
@@ -18,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import vtk
-from vtk.util.numpy_support import numpy_to_vtk
+from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import foam  # noqa: E402  (the OpenFOAM and EnSight writers the tests use)
+import foam  # noqa: E402  (the OpenFOAM, EnSight and CGNS writers the tests use)
+from cgns import write_cgns  # noqa: E402
 from ensight import write_ensight  # noqa: E402
 
 TIMED = """
@@ -83,6 +86,10 @@ def write_all(folder: Path, shape, times):
 
     start = time.perf_counter()
     written["OpenFOAM (ASCII)"] = (foam.write_case(folder / "foamCase", flow, times=tuple(times), shape=shape), time.perf_counter() - start)
+
+    start = time.perf_counter()
+    hexes = vtk_to_numpy(grid.GetCells().GetConnectivityArray()).reshape(-1, 8)
+    written["CGNS (HDF5)"] = (write_cgns(folder / "flow.cgns", [], [(points, hexes)], lambda x, t: flow(t, x), times), time.perf_counter() - start)
     return written
 
 

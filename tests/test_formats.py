@@ -105,8 +105,10 @@ def test_openfoam_case_series_patches_skipped_and_cell_values(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="flowkit"):
         field = fk.io.read(root, dtype="float64")
     assert "time directory 0 holds no U" in caplog.text and "'U'" in caplog.text
-    assert "skipping 'walls' (108 cells of dimension 2" in caplog.text and sorted(field.regions) == ["patch:inlet", "patch:outlet"]
+    assert "skipping 'walls' (108 cells of dimension 2" in caplog.text and sorted(field.regions) == ["patch:inlet", "patch:outlet", "patch:walls"]
     np.testing.assert_allclose(field.regions["patch:outlet"]["normal"], [1.0, 0.0, 0.0], atol=1e-12)
+    with pytest.raises(ValueError, match=r"'patch:walls' is a curved patch.*planar patches are \['patch:inlet', 'patch:outlet'\]"):
+        fk.InletOutlet("patch:walls", "patch:outlet").bind(field)
     np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0, 1.5])
     reader = vtk.vtkOpenFOAMReader()
     reader.SetFileName(str(root / "system" / "controlDict"))
@@ -149,7 +151,7 @@ def test_openfoam_time_zero_is_kept_when_it_holds_the_velocity_of_its_name(tmp_p
 def test_openfoam_case_with_polyhedral_cells(tmp_path, caplog):
     """Split faces make polyhedra on both sides, as snappyHexMesh leaves them. They are
     decomposed into tetrahedra on their own nodes (VTK 9's OpenFOAM reader no longer has its
-    decompose option), and the values equal VTK's reader followed by VTK's own
+    decompose option) once, later steps indexed onto that mesh, and the values equal VTK's reader followed by VTK's own
     `vtkDataSetTriangleFilter` and probe. VTK's probe on the reader's `vtkPolyhedron` cells
     themselves is off by up to 0.45 here (their coplanar split faces), so it is no oracle.
     A linear flow comes out as well as the reader's cell-to-point averaging makes it on hexahedra."""
@@ -162,6 +164,7 @@ def test_openfoam_case_with_polyhedral_cells(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="flowkit"):
         field = fk.io.read(root, dtype="float64")
     assert "120 vtkPolyhedron decomposed into" in caplog.text
+    assert caplog.text.count("decomposed into") == 1  # the later step reuses the first's decomposition
     reader = vtk.vtkOpenFOAMReader()
     reader.SetFileName(str(root / "system" / "controlDict"))
     tetrahedra = vtk.vtkDataSetTriangleFilter()
@@ -270,7 +273,7 @@ def test_decomposed_openfoam_case_equals_the_reconstructed_one(tmp_path):
 
     whole = fk.io.read(foam.write_case(tmp_path / "whole", flow, times=(0.0, 1.0)), dtype="float64")
     shares = fk.io.read(foam.write_case(tmp_path / "shares", flow, times=(0.0, 1.0), processors=3), dtype="float64")
-    assert (shares.n_cells, len(shares.points)) == (whole.n_cells, len(whole.points)) and sorted(shares.regions) == ["patch:inlet", "patch:outlet"]
+    assert (shares.n_cells, len(shares.points)) == (whole.n_cells, len(whole.points)) and sorted(shares.regions) == ["patch:inlet", "patch:outlet", "patch:walls"]
     np.testing.assert_array_equal(np.asarray(shares.times), np.asarray(whole.times))
     for cell_data in ("constant", "points"):
         a, b = (fk.io.read(tmp_path / name, cell_data=cell_data, dtype="float64") for name in ("whole", "shares"))

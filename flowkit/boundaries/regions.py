@@ -73,7 +73,10 @@ def plane(spec, bounds, regions=None) -> Plane:
     if isinstance(spec, str) and spec.startswith("patch:"):
         if spec not in (regions or {}):
             known = sorted(regions or {})
-            raise ValueError(f"unknown region {spec!r}: " + (f"this field's planar patches are {known}" if known else "this field has no named patches (a solver's case read by fk.io.read has them)"))
+            raise ValueError(f"unknown region {spec!r}: " + (f"this field's patches are {known}" if known else "this field has no named patches (a solver's case read by fk.io.read has them)"))
+        if regions[spec] is None:
+            planar = sorted(name for name, value in regions.items() if value is not None)
+            raise ValueError(f"region {spec!r} is a curved patch: inlets, outlets and open regions are planes (this field's planar patches are {planar}; or give {{point, normal[, lo, hi]}})")
         spec = regions[spec]
     lo, hi = (np.asarray(b, np.float64) for b in bounds)
     dim = lo.shape[0]

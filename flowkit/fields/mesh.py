@@ -47,7 +47,8 @@ class AbstractMeshField(AbstractField):
     - `topology`: the location structures of these `points` and `cells`, built beforehand by
       `fk.fields.locator.mesh_topology` (a reader builds them while it reads the later files).
     - `regions`: named boundary regions, `{"patch:inlet": {point, normal, lo, hi}}`, that
-      boundaries take by name; `fk.io.read` makes them from a solver's planar patches.
+      boundaries take by name; `fk.io.read` makes them from a solver's patches (None for a
+      curved patch, which boundaries refuse by name).
     """
 
     points: Float[Array, "P dim"]

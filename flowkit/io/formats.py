@@ -273,7 +273,8 @@ class SolverCase:
 
     def regions(self) -> dict:
         """`{"patch:NAME": {point, normal, lo, hi}}`: the planar boundary patches (or surface
-        parts) as regions that boundaries take by name; normals point away from the domain."""
+        parts) as regions that boundaries take by name; normals point away from the domain. A
+        curved patch is listed as None, so that naming it says why it cannot be used."""
         from vtk.util.numpy_support import vtk_to_numpy
 
         if self.surfaces is None:
@@ -285,6 +286,7 @@ class SolverCase:
             normal = np.linalg.svd(points - centre, full_matrices=False)[2][-1]
             if np.abs((points - centre) @ normal).max() > 1e-5 * max(np.ptp(points, axis=0).max(), 1e-300):
                 _log.info("%s: patch %r is not planar; it is not a region an inlet or outlet can name", self.path, name)
+                out[f"patch:{name}"] = None
                 continue
             if (np.asarray(self.domain_centre) - centre) @ normal > 0:
                 normal = -normal

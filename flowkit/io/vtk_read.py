@@ -205,7 +205,7 @@ class _VtkFiles(SliceSource):
     def _topology(self) -> dict:
         """What a later file's arrays need of the mesh."""
         ref = self.reference
-        return dict(dim=ref["points"].shape[1], n_points=ref["n_points"], signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None, restructured=ref["restructured"])
+        return dict(dim=ref["points"].shape[1], n_points=ref["n_points"], signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None, remap=ref["remap"])
 
     def _checked(self, file, piece) -> dict:
         ref, first = self.reference, self.files[0]

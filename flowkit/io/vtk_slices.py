@@ -248,7 +248,7 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
     if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
         raise ValueError(f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)")
     signature, n_points = _topology_signature(data), data.GetNumberOfPoints()
-    data, restructured = _as_unstructured(path, data)
+    data, remap = _as_unstructured(path, data)
     points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
     cell_array = data.GetCells()
     offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
@@ -280,47 +280,93 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
             raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
         points = points[:, :2]
     cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
-    topology = dict(points=points, cells=cells, cell_types=cell_types, cell_order=cell_order, signature=signature, n_points=n_points, restructured=restructured)
+    topology = dict(points=points, cells=cells, cell_types=cell_types, cell_order=cell_order, signature=signature, n_points=n_points, remap=remap)
     return dict(topology, **_mesh_arrays(path, data, dict(topology, dim=dim), velocity, allow_nonfinite, sample, cell_data))
 
 
+_POINT_ID, _CELL_ID = "flowkit original point id", "flowkit original cell id"
+
+
 def _as_unstructured(path, data):
-    """`(data, restructured)`: `data` as an unstructured grid of linear cells. Curvilinear
-    grids and polygonal data get explicit cells, points in the same order. `restructured` says
-    the points changed, so each later file of a series must go through this too: a .pvtu's
-    pieces' duplicate points on their shared boundaries joined; polyhedra and higher-order
-    cells decomposed into linear cells on their own nodes (VTK's `vtkDataSetTriangleFilter`),
-    with a log line."""
+    """`(data, remap)`: `data` as an unstructured grid of linear cells. Curvilinear grids and
+    polygonal data get explicit cells, points in the same order (`remap` None). Where the points
+    or cells change, `remap` is `(mesh, point_map, cell_map)`, so that each later file of a series
+    gets the same mesh by indexing its arrays (`remapped`) instead of going through this again:
+    a .pvtu's pieces' duplicate points on their shared boundaries joined; polyhedra and
+    higher-order cells decomposed into linear cells on their own nodes (VTK's
+    `vtkDataSetTriangleFilter`), with a log line."""
     import vtk
+    from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
     if not isinstance(data, vtk.vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
         append = vtk.vtkAppendFilter()
         append.AddInputData(data)
         append.Update()
         data = append.GetOutput()
-    restructured = False
-    if getattr(path, "suffix", "").lower() == ".pvtu":
+    pieces = getattr(path, "suffix", "").lower() == ".pvtu"
+    odd = _nonlinear_types(data)
+    if not pieces and not odd:
+        return data, None
+    tagged = data.NewInstance()
+    tagged.ShallowCopy(data)
+    for attributes, name, count in ((tagged.GetPointData(), _POINT_ID, data.GetNumberOfPoints()), (tagged.GetCellData(), _CELL_ID, data.GetNumberOfCells())):
+        ids = numpy_to_vtk(np.arange(count), deep=True, array_type=vtk.VTK_ID_TYPE)
+        ids.SetName(name)
+        attributes.AddArray(ids)
+    if pieces:
         # the pieces duplicate the points on their shared boundaries: merge coincident points
         # (exactly equal coordinates) so that cells across pieces become neighbours
-        data, restructured = joined(data), True
-    data, linearised = _linearised(path, data)
-    return data, restructured or linearised
+        tagged = joined(tagged)
+    if odd:
+        tagged = _linearised(path, tagged, odd)
+    point_map = np.asarray(vtk_to_numpy(tagged.GetPointData().GetArray(_POINT_ID)), np.int64).copy()
+    cell_map = np.asarray(vtk_to_numpy(tagged.GetCellData().GetArray(_CELL_ID)), np.int64).copy()
+    tagged.GetPointData().RemoveArray(_POINT_ID)
+    tagged.GetCellData().RemoveArray(_CELL_ID)
+    mesh = vtk.vtkUnstructuredGrid()
+    mesh.CopyStructure(tagged)
+    return tagged, (mesh, point_map, cell_map)
 
 
-def _linearised(path, data):
-    """`(data, changed)`: polyhedral and higher-order (quadratic, Lagrange, ...) cells split into
-    linear simplices on their own nodes; linear cells kept as they are."""
-    import logging
+def remapped(remap, data):
+    """A later file's `data` on the mesh `_as_unstructured` made of the first file: its point and
+    cell arrays indexed by the maps, its field data (the time) kept."""
+    from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
-    import vtk
+    mesh, point_map, cell_map = remap
+    out = mesh.NewInstance()
+    out.CopyStructure(mesh)
+    for source, target, rows in ((data.GetPointData(), out.GetPointData(), point_map), (data.GetCellData(), out.GetCellData(), cell_map)):
+        for i in range(source.GetNumberOfArrays()):
+            array = source.GetArray(i)
+            if array is None:  # not a numeric array
+                continue
+            values = vtk_to_numpy(array)
+            copy = numpy_to_vtk(np.ascontiguousarray(values[rows]), deep=True, array_type=array.GetDataType())
+            copy.SetName(array.GetName())
+            target.AddArray(copy)
+    out.GetFieldData().ShallowCopy(data.GetFieldData())
+    return out
+
+
+def _nonlinear_types(data) -> list[int]:
+    """The VTK types of `data`'s cells that flowkit does not interpolate as they are: polyhedra
+    and higher-order cells."""
     from vtk.util.numpy_support import vtk_to_numpy
 
     from ..fields import cells as _cells
 
     distinct = vtk_to_numpy(data.GetDistinctCellTypesArray())
-    odd = [int(t) for t in distinct if int(t) not in _cells.BY_VTK_TYPE and int(t) not in _LOWER_DIMENSIONAL | _SURFACE]
-    if not odd:
-        return data, False
+    return [int(t) for t in distinct if int(t) not in _cells.BY_VTK_TYPE and int(t) not in _LOWER_DIMENSIONAL | _SURFACE]
+
+
+def _linearised(path, data, odd: list[int]):
+    """`data` with its cells of the types `odd` (polyhedral, quadratic, Lagrange, ...) split into
+    linear simplices on their own nodes; linear cells kept as they are."""
+    import logging
+
+    import vtk
+
     types = cell_type_ids(data)
     is_odd = np.isin(types, odd)
 
@@ -347,7 +393,7 @@ def _linearised(path, data):
     append.Update()
     counts = ", ".join(f"{int(np.sum(types == t))} {cell_type_name(t)}" for t in odd)
     logging.getLogger("flowkit").info("%s: %s decomposed into %d linear cells on their own nodes (interpolation is linear on each)", path, counts, split.GetOutput().GetNumberOfCells())
-    return append.GetOutput(), True
+    return append.GetOutput()
 
 
 def _topology_signature(data) -> str:
@@ -404,8 +450,8 @@ def series_slice(file: Path, topology: dict, velocity=None, allow_nonfinite=Fals
     out = dict(signature=signature, n_points=data.GetNumberOfPoints())
     if signature != topology["signature"] or out["n_points"] != topology["n_points"]:
         return out
-    if topology["restructured"]:
-        data = _as_unstructured(file, data)[0]
+    if topology["remap"] is not None:
+        data = remapped(topology["remap"], data)
     return dict(_mesh_arrays(file, data, topology, velocity, allow_nonfinite, sample, cell_data), **out)
 
 
