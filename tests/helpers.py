@@ -1,5 +1,6 @@
 """Shared references for the tests."""
 
+import jax
 import numpy as np
 import vtk
 from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
@@ -48,3 +49,17 @@ def agrees_with_vtk(field, reader, name, t=None, seed=0, lo=(0.0, 0.0, 0.0), hi=
     assert both.mean() > 0.95
     close = np.all(np.abs(ours - theirs) <= 1e-5 * np.maximum(1.0, np.abs(theirs)), axis=1)
     assert close[both].mean() >= 0.97, f"{(~close[both]).sum()} of {both.sum()} points differ"
+
+
+def advance_without_host_traffic(run, chunks=3):
+    """Compile `run`, then advance it `chunks` chunks with host<->device transfers disallowed.
+    Returns the compile count after compiling (a later program of the same shape must not
+    raise it) and the last chunk's frames."""
+    run.compile()
+    before = fk.tracker.compile_count()
+    state, slots, _ = run.initial_state()
+    with jax.transfer_guard("disallow"):
+        for _ in range(chunks):
+            state, frames = run.advance(state, slots)
+        jax.block_until_ready(state)
+    return before, frames

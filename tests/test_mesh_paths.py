@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import meshes
 import numpy as np
 import pytest
+from helpers import advance_without_host_traffic
 
 import flowkit as fk
 from flowkit.fields import cells as _cells
@@ -221,10 +222,5 @@ def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
 def test_skipped_blocks_need_no_host_traffic_and_compile_once(monkeypatch):
     monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
     run = _leaving_run(chunk_saves=4)
-    run.compile()
-    before = fk.tracker.compile_count()
-    state, slots, _ = run.initial_state()
-    with jax.transfer_guard("disallow"):
-        for _ in range(3):
-            state, _ = run.advance(state, slots)
+    before, _ = advance_without_host_traffic(run)
     assert fk.tracker.compile_count() == before

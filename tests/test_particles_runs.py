@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import advance_without_host_traffic
 
 import flowkit as fk
 from flowkit.particles import Aging, Combined, Inertial, Tracer
@@ -63,13 +64,7 @@ def test_ensemble_over_droplet_sizes_equals_separate_runs():
 def test_one_compile_per_shape_and_no_host_traffic_inside_a_chunk():
     seeds = np.random.default_rng(1).uniform((0.2, -2.0), (1.0, 2.0), (64, 2))
     run = fk.tracker.TrackRun(WIND, seeds, 0.0, 1.0, 0.01, particles=droplet(0.05), chunk_saves=2, save_every=5)
-    run.compile()
-    before = fk.tracker.compile_count()
-    state, slots, _ = run.initial_state()
-    with jax.transfer_guard("disallow"):
-        for _ in range(3):
-            state, frames = run.advance(state, slots)
-        jax.block_until_ready(state)
+    before, frames = advance_without_host_traffic(run)
     assert frames.variables["velocity"].shape == (2, run.padded_batch, 2)
     fk.tracker.TrackRun(WIND, seeds, 0.0, 1.0, 0.01, particles=droplet(0.2), chunk_saves=2, save_every=5).run()  # a new size: same program
     assert fk.tracker.compile_count() == before
