@@ -76,21 +76,20 @@ def test_grid_interpolation_is_second_order():
 
 
 def test_periodic_axis_with_its_end_node_repeated_gets_the_right_period(caplog):
-    """`np.linspace(0, 2π, 25)` on a periodic axis: the end plane repeats the first and is
-    dropped (logged), so the field and its trajectories equal those of the 24 distinct nodes."""
+    """`np.linspace(0, 2π, 25)` on an axis of period 2π: the end plane repeats the first and is
+    dropped (logged), so the field and its trajectories equal those of the 24 distinct nodes.
+    Decided from the coordinates: `periodic=True` means the 25 nodes span 25 steps."""
     field = fk.fields.ABCFlow()
     distinct = fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 24, endpoint=False)] * 3, periodic=True, dtype="float64")
-    with caplog.at_level("WARNING", logger="flowkit"):
-        repeated = fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64")
+    with caplog.at_level("INFO", logger="flowkit"):
+        repeated = fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=2 * np.pi, dtype="float64")
     assert repeated.shape == (24, 24, 24) and caplog.text.count("repeats the first") == 3
     np.testing.assert_allclose(np.asarray(repeated.bounds[1]), [2 * np.pi] * 3)
     seeds = np.random.default_rng(4).uniform(0, 2 * np.pi, (50, 3))
     a = fk.track(distinct, seeds, 0.0, 3.0, 0.01, save_every=100, dtype="float64")
     b = fk.track(repeated, seeds, 0.0, 3.0, 0.01, save_every=100, dtype="float64")
     np.testing.assert_allclose(b.positions, a.positions, atol=1e-12)
-    # a stated period decides from the coordinates alone; a mismatch names the axis
-    explicit = fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=2 * np.pi, dtype="float64")
-    assert explicit.shape == (24, 24, 24)
+    assert fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64").shape == (25, 25, 25)
     uniform_in_z = fk.GridField(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(4.0, False))
     assert uniform_in_z.shape == (4, 3)  # equal end planes, but the stated period says distinct nodes
     with pytest.raises(ValueError, match="periodic axis 0 spans 3 with spacing 1: neither one period of 5"):

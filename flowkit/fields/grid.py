@@ -51,9 +51,11 @@ class GridField(AbstractField):
     - `axes`: one strictly increasing 1-D coordinate array per spatial axis.
     - `times`: strictly increasing times of the `T` slices, or `None` for a steady field.
     - `periodic`: per axis (or one for all) `True`, `False`, or the period. A periodic axis
-      holds one period of nodes. Given with its end node repeated (`np.linspace(0, 2π, 129)`:
-      the last plane equals the first), that node is dropped with a log line; a period given
-      as a number decides between the two layouts from the coordinates alone.
+      holds one period of nodes: with `True`, its `n` nodes span the period `n * h`; with the
+      period stated (`periodic=2π`, `360.0`), an axis that spans the period itself ends with a
+      repeat of its first node (`np.linspace(0, 2π, 129)`), which is dropped with a log line.
+      Decided from the coordinates, within the round-off of the precision they were written in
+      (a float32 axis's steps may differ by its round-off and still be uniform).
     - `interpolation`: `"linear"` (multilinear) or `"nearest"`.
     - `dtype`: storage precision (`"float32"` default).
     - `spherical`: axes are longitude and latitude in degrees (then depth in metres, positive
@@ -100,6 +102,7 @@ class GridField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     land: Float[Array, "..."] | None
     spherical: bool = eqx.field(static=True)
+    longitude_origin: float = eqx.field(static=True)
     time_origin: TimeOrigin | None = eqx.field(static=True)
     staggering: str = eqx.field(static=True)
     coast: str = eqx.field(static=True)
@@ -138,7 +141,7 @@ class GridField(AbstractField):
             raise ValueError(f"GridField: coast must be one of {COASTS} (slip on linear A-grids), got {coast!r} with staggering {staggering!r}, {interpolation!r}")
         if staggering not in _STAGGERINGS or (staggering == "C" and interpolation != "linear"):
             raise ValueError(f"GridField: staggering must be one of {_STAGGERINGS} (a C-grid with linear interpolation), got {staggering!r} with {interpolation!r}")
-        uniform = tuple(bool(np.allclose(np.diff(ax), ax[1] - ax[0], rtol=1e-6, atol=0.0)) for ax in np_axes)
+        uniform = tuple(_is_uniform(ax) for ax in np_axes)
         for i in range(dim):
             if periodic[i] and not uniform[i]:
                 raise ValueError(f"GridField: periodic axis {i} must be uniformly spaced")
@@ -172,7 +175,7 @@ class GridField(AbstractField):
             raise ValueError(f"GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in [-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]")
         extra, self.scalar_samples = _sample_tables(samples, data.shape[0], shape, times is not None)
         for i in range(dim):
-            if periodic[i] and _repeats_first_node(np_axes[i], np.moveaxis(data, i + 1, 1), periods[i], i):
+            if periodic[i] and _repeats_first_node(np_axes[i], periods[i], i):
                 np_axes[i] = np_axes[i][:-1]
                 data = np.take(data, np.arange(shape[i] - 1), axis=i + 1)
                 land = None if land is None else np.take(land, np.arange(shape[i] - 1), axis=i)
@@ -186,11 +189,12 @@ class GridField(AbstractField):
         self.coast = coast
         self.values = jnp.asarray(data, dtype)
         self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
-        spacing = np.array([ax[1] - ax[0] for ax in np_axes])
+        spacing = np.array([(ax[-1] - ax[0]) / (len(ax) - 1) for ax in np_axes])  # the mean step: a float32 axis's steps differ by round-off
         self.origin = jnp.asarray([ax[0] for ax in np_axes], dtype)
         self.inv_spacing = jnp.asarray(1.0 / spacing, dtype)
         hi = np.array([ax[0] + n * h if p else ax[-1] for ax, n, h, p in zip(np_axes, shape, spacing, periodic)])
         self.bounds = (jnp.asarray([ax[0] for ax in np_axes], dtype), jnp.asarray(hi, dtype))
+        self.longitude_origin = _longitude_origin(np_axes[0]) if spherical and periodic[0] else float(np_axes[0][0])
         self.dim = dim
         self.components = components
         self.shape = shape
@@ -365,10 +369,9 @@ class GridField(AbstractField):
         lon, lat = x[:, 0], x[:, 1]
         over = jnp.where(lat > 90, 180 - lat, jnp.where(lat < -90, -180 - lat, lat))
         lon = jnp.where(over != lat, lon + 180, lon)
-        if self.periodic[0]:
-            lo = self.bounds[0][0].astype(x.dtype)
-            period = self.bounds[1][0].astype(x.dtype) - lo
-            lon = lo + jnp.mod(lon - lo, period)
+        if self.periodic[0]:  # into [-180, 180) or [0, 360) as the data's longitudes lie
+            period = (self.bounds[1][0] - self.bounds[0][0]).astype(x.dtype)
+            lon = self.longitude_origin + jnp.mod(lon - self.longitude_origin, period)
         return x.at[:, 0].set(lon).at[:, 1].set(over)
 
 
@@ -386,28 +389,44 @@ def _sample_tables(samples, slices: int, shape: tuple[int, ...], series: bool):
     return tables, tuple(scalars)
 
 
-def _repeats_first_node(axis: np.ndarray, planes: np.ndarray, period: float | None, index: int) -> bool:
-    """Whether a periodic `axis` ends with a repeat of its first node (`planes`: the data with
-    this axis second, `(T, n, ...)`): decided by `period` when given, else by the data (the
-    last plane equal to the first), which is logged."""
-    import logging
+def _longitude_origin(lon: np.ndarray) -> float:
+    """Where a global grid's positions start their period: -180 when the data's longitudes lie in
+    [-180, 180), 0 when they lie in [0, 360), else the axis's first node."""
+    for origin in (-180.0, 0.0):
+        if lon[0] >= origin - axis_resolution(lon) and lon[-1] < origin + 360:
+            return origin
+    return float(lon[0])
 
-    h = axis[1] - axis[0]
+
+def axis_resolution(axis: np.ndarray) -> float:
+    """The round-off of an axis's values in the precision it was written in: float32 when every
+    value is a float32 number (most model files), else float64."""
+    single = np.array_equal(axis, axis.astype(np.float32))
+    return 4 * float(np.finfo(np.float32 if single else np.float64).eps) * float(np.max(np.abs(axis)))
+
+
+def _is_uniform(axis: np.ndarray) -> bool:
+    """Whether the steps of `axis` agree to the round-off of its values (a float32 axis of 1°
+    steps spaced 1 ± 8e-6° is uniform)."""
+    steps = np.diff(axis)
+    mean = (axis[-1] - axis[0]) / (len(axis) - 1)
+    return bool(np.all(np.abs(steps - mean) <= 1e-6 * abs(mean) + 2 * axis_resolution(axis)))
+
+
+def _repeats_first_node(axis: np.ndarray, period: float | None, index: int) -> bool:
+    """Whether a periodic `axis` ends with a repeat of its first node, decided from the
+    coordinates alone: with a stated `period`, whether the axis spans it (within the round-off of
+    its values); with `periodic=True`, never (the `n` nodes span one period `n * h`)."""
+    if period is None:
+        return False
+    h = (axis[-1] - axis[0]) / (len(axis) - 1)
     span = axis[-1] - axis[0]
-    if period is not None:
-        if np.isclose(span + h, period, rtol=1e-6):
-            return False
-        if np.isclose(span, period, rtol=1e-6) and len(axis) > 2:
-            return True
-        raise ValueError(f"GridField: periodic axis {index} spans {span:g} with spacing {h:g}: neither one period of {period:g} ({len(axis)} distinct nodes) nor one with its end node repeated")
-    first, last = planes[:, 0], planes[:, -1]
-    scale = max(float(np.nanmax(np.abs(np.stack([first, last])), initial=0.0)), 1e-300) if planes.size else 1.0  # the end planes' size, not the whole series
-    if len(axis) > 2 and np.allclose(first, last, rtol=0, atol=1e-6 * scale, equal_nan=True):
-        logging.getLogger("flowkit").warning(
-            "GridField: periodic axis %d: its last node repeats the first (equal values), so it is dropped and the period is %g, not %g; pass periodic=<period> to state the period explicitly",
-            index,
-            span,
-            span + h,
-        )
+    tolerance = 1e-6 * period + len(axis) * axis_resolution(axis)
+    if abs(span + h - period) <= tolerance:
+        return False
+    if abs(span - period) <= tolerance and len(axis) > 2:
+        import logging
+
+        logging.getLogger("flowkit").info("GridField: periodic axis %d: its last node repeats the first (the axis spans the period %g): dropped", index, period)
         return True
-    return False
+    raise ValueError(f"GridField: periodic axis {index} spans {span:g} with spacing {h:g}: neither one period of {period:g} ({len(axis)} distinct nodes) nor one with its end node repeated")

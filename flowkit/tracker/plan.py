@@ -116,7 +116,8 @@ def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
     lo, hi = (array(b) for b in field.bounds)
     slack = 1e-6 * (hi - lo)
     nonfinite = ~xp.all(xp.isfinite(seeds), axis=1)
-    outside = xp.any((seeds < lo - slack) | (seeds > hi + slack), axis=1) & ~nonfinite
+    bounded = ~xp.asarray(field.periodic)  # on a periodic axis every coordinate is valid: wrapped below
+    outside = xp.any(((seeds < lo - slack) | (seeds > hi + slack)) & bounded, axis=1) & ~nonfinite
     early = ~((min(t0, t1) <= t_release) & (t_release <= max(t0, t1)))
     box = "" if traced else f" lo={lo.tolist()}, hi={hi.tolist()}"
     problems = (
@@ -129,6 +130,10 @@ def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
             seeds = eqx.error_if(seeds, xp.any(bad), message("some"))
         elif bad.any():
             raise ValueError(message(int(bad.sum())))
+    if any(field.periodic) and not traced:  # into the field's own range (a sphere: [-180, 180) or [0, 360)), by whole periods
+        canonical = np.asarray(field.canonical_batch(jnp.asarray(np.where(nonfinite[:, None], 0, seeds), field.bounds[0].dtype)), np.float64)
+        period = hi - lo
+        seeds = seeds + np.where(bounded, 0, period * np.round((canonical - seeds) / period))
     return seeds, t_release
 
 
