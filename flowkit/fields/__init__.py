@@ -13,4 +13,5 @@ from .analytic import (
 from .base import AbstractField as AbstractField
 from .curvilinear import CurvilinearField as CurvilinearField
 from .grid import GridField as GridField
+from .layered import LayeredField as LayeredField
 from .mesh import MeshField as MeshField

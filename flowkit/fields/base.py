@@ -114,6 +114,11 @@ class AbstractField(eqx.Module):
         with a land mask), or None: no land at all, and no cost in the step."""
         return None
 
+    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints) -> tuple[Positions, Hints]:
+        """Positions after a step, at its end time `t`, brought into the field's own range
+        (`canonical_batch`; a layered ocean also keeps depths in the water), and their hints."""
+        return self.canonical_batch(x), hint
+
     def canonical_batch(self, x: Positions) -> Positions:
         """Positions in the field's own range after a step (a sphere's longitudes in one period,
         latitudes folded over the poles); `x` itself by default."""

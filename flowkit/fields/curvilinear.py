@@ -69,7 +69,7 @@ class CurvilinearField(AbstractMeshField):
                 raise ValueError(f"CurvilinearField: land must have the grid's shape {shape}, got {land.shape}")
             land = land.reshape(-1)
             values = np.where(land[:, None], 0.0, values)
-        super().__init__(points.reshape(-1, len(shape)), _cells(shape), values, times=times, dtype=dtype, **mesh_options)
+        super().__init__(points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options)
         self.land = None if land is None or not land.any() else jnp.asarray(land, self.values.dtype)
         self.spherical = True
         self.time_origin = time_origin
@@ -93,7 +93,7 @@ class CurvilinearField(AbstractMeshField):
         return jnp.sum(weights * self.land[self.nodes[cell]], axis=-1) >= 0.5
 
 
-def _cells(shape: tuple[int, ...]) -> np.ndarray:
+def quad_cells(shape: tuple[int, ...]) -> np.ndarray:
     """Quadrilaterals (hexahedra over depth levels) between the nodes of a logically rectangular
     grid of `shape`, numbered in C order, in VTK's node order."""
     index = np.arange(math.prod(shape)).reshape(shape)

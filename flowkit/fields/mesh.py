@@ -227,6 +227,11 @@ class AbstractMeshField(AbstractField):
             out = w if out is None else jnp.where((self.kind_of_cell[cell] == k)[:, None], w, out)
         return out
 
+    def node_weights(self, cell, x: Positions, coords) -> tuple[Int[Array, "n k"], Float[Array, "n k"]]:
+        """The nodes of each row's `cell` and their shape-function weights at `x` (parametric
+        coordinates `coords` from `locate`): what a field on this mesh's nodes interpolates with."""
+        return self.nodes[cell], self._weights(cell, x, coords)
+
     def exit_face(self, cell: Hints, x: Positions, done=None) -> tuple[Int[Array, " n"], Hints]:
         """The face of `cell` each row of `x` lies most beyond, and the cell across it (-1: a
         boundary face), as a wall needs it; rows marked `done` are not computed."""

@@ -28,6 +28,7 @@ from .._time import TimeOrigin
 from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField
 from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
+from .roms import from_roms, is_roms
 from .stream import SliceSource
 
 _log = logging.getLogger("flowkit")
@@ -94,6 +95,7 @@ def from_xarray(
     max_device_bytes: int | None = None,
     sample=None,
     coast: str = "noslip",
+    grid=None,
 ) -> GridField:
     """A `GridField` from a structured `xarray.Dataset`, or a list of them along time (one per
     file), regular or rectilinear in lon/lat(/depth)/time, found from CF metadata.
@@ -118,6 +120,8 @@ def from_xarray(
       read from its own file); `None` (default) streams only when the series would exceed
       `max_device_bytes`.
     - `coast`: `"noslip"`, `"freeslip"` or `"partialslip"` next to land (`GridField(coast=)`).
+    - ROMS and CROCO native output (s-levels, C-grid) becomes a `LayeredField` (see
+      `flowkit.io.roms`); `grid`: the model's grid file, when the history file lacks the grid.
     - `sample`: names of further variables on the velocity's grid (temperature, salinity, wind)
       to interpolate along trajectories and for particle models (`GridField(samples=)`); NaN on
       land. Regular A-grids held in memory.
@@ -134,6 +138,14 @@ def from_xarray(
     if not datasets or not all(isinstance(d, xr.Dataset) for d in datasets):
         raise TypeError(f"from_xarray: expected an xarray.Dataset or a list of them, got {type(ds).__name__}")
     first = datasets[0]
+    if is_roms(first) or grid is not None:
+        if not is_roms(first):
+            raise ValueError(f"{where(first)}: grid= is for ROMS/CROCO output (s_rho levels, Cs_r, u and v); this file has none")
+        unused = {"u": u, "v": v, "w": w, "x": x, "y": y, "z": z, "time": time, "sample": sample, "mask": mask, "land_value": land_value, "periodic": periodic}
+        given = sorted(k for k, value in unused.items() if value not in (None, False)) + (["coast"] if coast != "noslip" else [])
+        if given:
+            raise ValueError(f"{where(first)}: ROMS/CROCO output is read by its own conventions; {', '.join(given)} do not apply to it")
+        return from_roms(datasets, grid, dtype=dtype)
     u = component(first, "u", u, None)
     if u is None:
         raise ValueError(f"{where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) among {sorted(first.data_vars)}; pass u= and v=")
@@ -277,6 +289,30 @@ def _seconds(raw) -> np.ndarray:
     return np.asarray(raw, dtype=np.float64) - float(raw[0])
 
 
+def time_axis(datasets, time_dim):
+    """`(steps, times, origin)` of datasets consecutive along `time_dim`: each step as
+    `(dataset, index)`, seconds since the first step (None without a time dimension) and the
+    calendar date of that first step (None when the times are not dates)."""
+    if time_dim is None:
+        if len(datasets) > 1:
+            raise ValueError(f"{where(datasets[0])}: several datasets but no time dimension to join them along")
+        return [(datasets[0], None)], None, None
+    steps = [(d, k) for d in datasets for k in range(d.sizes[time_dim])]
+    raw = np.concatenate([np.asarray(d[time_dim].values) for d in datasets])
+    times = _seconds(raw)
+    if len(times) > 1 and not np.all(np.diff(times) > 0):
+        bad = int(np.argmin(np.diff(times) > 0))
+        raise ValueError(f"{where(steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at {raw[bad + 1]} does not follow {raw[bad]}); give the files in time order")
+    var = datasets[0][time_dim]
+    encoding = {**var.attrs, **var.encoding}
+    first = raw[0]
+    date = str(np.datetime_as_string(first, unit="s")) if isinstance(first, np.datetime64) else first.isoformat() if hasattr(first, "isoformat") else None
+    origin = None
+    if date is not None:
+        origin = TimeOrigin(date.replace(" ", "T"), str(encoding.get("units", f"seconds since {date}")), str(encoding.get("calendar", getattr(first, "calendar", "standard")) or "standard"))
+    return steps, times, origin
+
+
 class _Slices(SliceSource):
     """The velocity of one or more Datasets (consecutive in time) as `(n_x, n_y[, n_z], d)`
     slices in flowkit's layout (`Layout`): axes ascending, depth velocity positive down, speeds
@@ -290,24 +326,7 @@ class _Slices(SliceSource):
         self.sample = tuple(sample)
         self.dtype = np.dtype(dtype)
         self.land, self.fill = None, None
-        self.times, self.origin = None, None
-        if time_dim is None:
-            if len(datasets) > 1:
-                raise ValueError(f"{where(datasets[0])}: several datasets but no time dimension to join them along")
-            self.steps = [(datasets[0], None)]
-            return
-        self.steps = [(d, k) for d in datasets for k in range(d.sizes[time_dim])]
-        raw = np.concatenate([np.asarray(d[time_dim].values) for d in datasets])
-        self.times = _seconds(raw)
-        if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
-            bad = int(np.argmin(np.diff(self.times) > 0))
-            raise ValueError(f"{where(self.steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at {raw[bad + 1]} does not follow {raw[bad]}); give the files in time order")
-        var = datasets[0][time_dim]
-        encoding = {**var.attrs, **var.encoding}
-        first = raw[0]
-        date = str(np.datetime_as_string(first, unit="s")) if isinstance(first, np.datetime64) else first.isoformat() if hasattr(first, "isoformat") else None
-        if date is not None:
-            self.origin = TimeOrigin(date.replace(" ", "T"), str(encoding.get("units", f"seconds since {date}")), str(encoding.get("calendar", getattr(first, "calendar", "standard")) or "standard"))
+        self.steps, self.times, self.origin = time_axis(datasets, time_dim)
 
     def read(self, k: int, out=None) -> dict:
         """Slice `k` as `{"values", "samples"}`, in `self.dtype`; written into `out` when given

@@ -103,9 +103,9 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
             result, stepped = particles.step_batch(integrator, field, x, variables, t, h, args, step_keys, masked)
         else:
             result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
-        x_new = field.canonical_batch(result.x)  # a sphere's longitudes in one period, over the poles
-        finite = jnp.all(jnp.isfinite(x_new), axis=-1)
         step_hint = masked if result.hint is None else result.hint
+        x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # a sphere's longitudes in one period; depths in the water
+        finite = jnp.all(jnp.isfinite(x_new), axis=-1)
         x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
         stopped_by_wall = status_b != Status.ACTIVE
         new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
@@ -282,7 +282,9 @@ def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: 
     A particle model's variables start at its initial values there, but for those `state`
     already holds (given by the run). Returns the state and frame 0."""
     field, _, _, particles, args = modules
-    hint, inside = field.locate_batch(state.x, state.hint)
+    x, hint = field.settle_batch(t0, state.x, state.hint)  # seeds below a layered sea floor start on it
+    state = eqx.tree_at(lambda s: s.x, state, x)
+    hint, inside = field.locate_batch(state.x, hint)
     status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
     beached = field.beached_batch(state.x, hint)
     if beached is not None:

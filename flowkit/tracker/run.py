@@ -275,7 +275,9 @@ class TrackRun:
                 outside += int(np.sum(np.asarray(frame0.status)[:count] == Status.OUT_OF_DOMAIN))
                 ashore += int(np.sum(np.asarray(frame0.status)[:count] == Status.BEACHED))
                 frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
-                sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, self.seeds[None, start:stop].astype(self.dtype)))
+                given = self.seeds[None, start:stop].astype(self.dtype)
+                settled = np.where(frame0.positions == given, given, frame0.positions)  # as given, but where the field settled a seed (below a sea floor)
+                sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, settled))
                 for chunk in range(self.n_chunks):
                     if chunk:
                         modules = next_modules()

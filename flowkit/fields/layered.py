@@ -1,0 +1,188 @@
+"""Velocity on layers that follow the sea floor and the free surface (ROMS/CROCO s-levels,
+TELEMAC-3D planes): a horizontal mesh located once per point, a column of levels per node."""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._time import TimeOrigin
+from .base import SKIP, AbstractField, Hints, time_weights
+from .grid import degrees_per_second
+from .mesh import MeshField
+
+
+class LayeredField(AbstractField):
+    """A 3-D velocity on terrain-following levels over a 2-D mesh of quadrilaterals (a model's
+    curvilinear grid) or triangles (an unstructured model's mesh).
+
+    A position is `(x, y, depth)`: `x, y` in degrees of longitude and latitude on the sphere
+    (or metres of a projection), depth in metres below the moving free surface, positive down.
+    Each mesh node holds a column: the depth of every level below the surface at that time, the
+    velocity on every level (eastward, northward, downward; m/s) and the water depth (sea floor
+    below the surface). A point is found in the horizontal mesh once, its column is the cell's
+    shape-function mean of the node columns (linear in time between slices), and the velocity is
+    linear in depth between the two levels around it, constant above the top level and below the
+    bottom one (the values nearest the surface and the floor).
+
+    Particles stay in the water: after each step the depth is kept between the surface (0) and
+    the sea floor at the particle's place and time, and with no vertical velocity in the data a
+    particle keeps its depth. A node of `land` has no velocity, and a point where the
+    interpolated mask reaches 1/2 is on land (the tracker beaches particles there).
+
+    **Arguments:**
+
+    - `points`: `(P, 2)` horizontal node coordinates; `cells`: `(C, 3)` triangles or `(C, 4)`
+      quadrilaterals in VTK's node order.
+    - `depths`: `(T, P, K)` depth of each level below the surface, increasing with `k`
+      (surface first), per time slice.
+    - `velocity`: `(T, P, K, 2)` or `(T, P, K, 3)` (with the downward velocity), m/s.
+    - `water_depth`: `(T, P)` sea floor below the surface.
+    - `times`: `(T,)` increasing times, or None when `T = 1`.
+    - `spherical`: positions in degrees (velocities converted at each particle's latitude).
+    - `land`: `(P,)` booleans; `time_origin`, `dtype` as for `GridField`.
+    """
+
+    surface: MeshField
+    table: Float[Array, "T P W"]
+    times: Float[Array, " T"] | None
+    land: Float[Array, " P"] | None
+    bounds: Bounds
+    levels: int = eqx.field(static=True)
+    spherical: bool = eqx.field(static=True)
+    time_origin: TimeOrigin | None = eqx.field(static=True)
+    time_range: tuple[float, float] = eqx.field(static=True)
+    dim: int = eqx.field(static=True)
+    components: int = eqx.field(static=True)
+    periodic: tuple[bool, ...] = eqx.field(static=True)
+
+    def __init__(self, points, cells, depths, velocity, water_depth, times=None, *, spherical: bool = True, land=None, time_origin: TimeOrigin | None = None, dtype="float32", **mesh_options):
+        from .._dtypes import resolve
+
+        dtype = resolve(dtype)
+        points = np.asarray(points, np.float64)
+        depths, velocity, water_depth = (np.asarray(a, np.float64) for a in (depths, velocity, water_depth))
+        n_times, n_points, n_levels = depths.shape if depths.ndim == 3 else (0, 0, 0)
+        if points.ndim != 2 or points.shape[1] != 2:
+            raise ValueError(f"LayeredField: points must be (P, 2) horizontal coordinates, got {points.shape}")
+        if depths.shape != (n_times, len(points), n_levels) or n_levels < 1:
+            raise ValueError(f"LayeredField: depths must be (T, P, K) with P = {len(points)} nodes, got {depths.shape}")
+        if velocity.shape[:3] != depths.shape or velocity.ndim != 4 or velocity.shape[3] not in (2, 3):
+            raise ValueError(f"LayeredField: velocity must be (T, P, K, 2 or 3) matching depths {depths.shape}, got {velocity.shape}")
+        if water_depth.shape != depths.shape[:2]:
+            raise ValueError(f"LayeredField: water_depth must be (T, P) = {depths.shape[:2]}, got {water_depth.shape}")
+        if n_levels > 1 and np.any(np.diff(depths, axis=-1) < 0):
+            raise ValueError("LayeredField: level depths must increase from the surface down at every node")
+        if velocity.shape[3] == 2:
+            velocity = np.concatenate([velocity, np.zeros(velocity.shape[:3] + (1,))], axis=-1)
+        if times is None:
+            if n_times != 1:
+                raise ValueError(f"LayeredField: {n_times} time slices need times")
+            self.times, self.time_range = None, (-np.inf, np.inf)
+        else:
+            times = np.asarray(times, np.float64)
+            if times.shape != (n_times,) or n_times < 2 or not np.all(np.diff(times) > 0):
+                raise ValueError(f"LayeredField: times must be {n_times} increasing values, got {times}")
+            self.times, self.time_range = jnp.asarray(times, dtype), (float(times[0]), float(times[-1]))
+        if land is not None:
+            land = np.asarray(land, bool).reshape(-1)
+            velocity = np.where(land[None, :, None, None], 0.0, velocity)
+        velocity = np.nan_to_num(velocity)
+        table = np.concatenate([depths, velocity.reshape(n_times, n_points, -1), water_depth[..., None]], axis=-1)
+        self.surface = MeshField(points, cells, np.zeros_like(points), dtype=dtype, **mesh_options)
+        self.table = jnp.asarray(table, dtype)
+        self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
+        lo, hi = points.min(axis=0), points.max(axis=0)
+        self.bounds = (jnp.asarray([*lo, 0.0], dtype), jnp.asarray([*hi, max(float(np.nanmax(water_depth)), 1e-6)], dtype))
+        self.levels = int(n_levels)
+        self.spherical = bool(spherical)
+        self.time_origin = time_origin
+        self.dim = 3
+        self.components = 3
+        self.periodic = (False, False, False)
+
+    # -- columns ----------------------------------------------------------------------------
+
+    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+        return self.surface.hints(n, dtype, xp)
+
+    def _columns(self, t, x, hint):
+        """The column at each row's place and time `(n, W)`, the horizontal hints and whether
+        each row lies on the mesh."""
+        hint, found = self.surface.locate(x[:, :2], hint)
+        cell = jnp.maximum(hint.cell, 0)
+        nodes, weights = self.surface.node_weights(cell, x[:, :2], hint.coords)
+        it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
+        now = self.table[it]
+        later = self.table[it + 1] if self.times is not None else None
+        total = None
+        for i in range(nodes.shape[1]):
+            row = now[nodes[:, i]]
+            if later is not None:
+                row = row + wt * (later[nodes[:, i]] - row)
+            total = weights[:, i : i + 1] * row if total is None else total + weights[:, i : i + 1] * row
+        return total.astype(x.dtype), hint, found
+
+    def _velocity(self, column, x):
+        """Velocity in m/s at each row's depth in its `column`: linear between the two levels
+        around it, the nearest level's value above the top and below the bottom one."""
+        k_levels = self.levels
+        depth = column[:, :k_levels]
+        velocity = column[:, k_levels : 4 * k_levels].reshape(-1, k_levels, 3)
+        if k_levels == 1:
+            return velocity[:, 0]
+        below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
+        d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
+        weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
+        v0 = jnp.take_along_axis(velocity, (below - 1)[..., None], axis=1)[:, 0]
+        v1 = jnp.take_along_axis(velocity, below[..., None], axis=1)[:, 0]
+        return v0 + weight * (v1 - v0)
+
+    def _converted(self, u, x):
+        return degrees_per_second(u, x[:, 1]) if self.spherical else u
+
+    # -- the field contract -----------------------------------------------------------------
+
+    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        column, hint, _ = self._columns(t, x, hint)
+        u = self._converted(self._velocity(column, x), x)
+        return jnp.where((hint.cell == SKIP)[:, None], 0, u), hint
+
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+        """Velocity at one point; NaN off the mesh."""
+        x = jnp.asarray(x)[None]
+        column, _, found = self._columns(t, x, self.hints(1, x.dtype))
+        return jnp.where(found[:, None], self._converted(self._velocity(column, x), x), jnp.nan)[0]
+
+    def in_domain(self, x: Position) -> Bool[Array, ""]:
+        x = jnp.asarray(x)[None]
+        return self.surface.locate(x[:, :2], self.hints(1, x.dtype))[1][0]
+
+    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+        return self.surface.locate(x[:, :2], hint)
+
+    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints) -> tuple[Positions, Hints]:
+        """Depths kept between the surface and the sea floor at each row's place at time `t`."""
+        column, hint, found = self._columns(t, x, hint)
+        return x.at[:, 2].set(jnp.where(found, jnp.clip(x[:, 2], 0, column[:, -1]), x[:, 2])), hint
+
+    def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
+        if self.land is None:
+            return None
+        hint, _ = self.surface.locate(x[:, :2], self.hints(x.shape[0], x.dtype) if hint is None else hint)
+        cell = jnp.maximum(hint.cell, 0)
+        nodes, weights = self.surface.node_weights(cell, x[:, :2], hint.coords)
+        return jnp.sum(weights * self.land[nodes], axis=-1) >= 0.5
+
+    def water_depth(self, t: TimeLike, points) -> np.ndarray:
+        """The sea floor below the surface at `points` `(n, 2 or 3)` and time `t` (host side:
+        for seeding and checks); NaN off the mesh."""
+        x = jnp.asarray(np.asarray(points, np.float64)[:, :2], self.table.dtype)
+        column, _, found = _columns(self, jnp.asarray(t, x.dtype), jnp.pad(x, ((0, 0), (0, 1))))
+        return np.where(np.asarray(found), np.asarray(column[:, -1]), np.nan)
+
+
+@eqx.filter_jit
+def _columns(field: LayeredField, t, x):
+    return field._columns(t, x, field.hints(x.shape[0], x.dtype))

@@ -1,0 +1,215 @@
+"""ROMS and CROCO native output: the curvilinear Arakawa C-grid and the terrain-following
+s-coordinate, read into a `LayeredField`, on the host.
+
+- The grid (`lon_rho`, `lat_rho`, `h`, `mask_rho`, `angle`) comes from the history file, or
+  from a separate grid file: given as `grid=`, or found beside the history file under the name
+  its `grd_file` attribute gives.
+- `u` (on `eta_u|eta_rho, xi_u`) and `v` (on `eta_v, xi_v|xi_rho`) are averaged to the rho
+  points between their faces (ROMS' own `u2rho`/`v2rho`; a land face, NaN, is left out), then
+  turned from the grid's xi/eta axes to east and north by `angle`.
+- The depth of every level below the free surface comes from `h`, `zeta` (per time step),
+  `hc`, `Cs_r` (CROCO: `Cs_rho`) and `s_rho` by `Vtransform` 1 or 2; a `w` on the `s_w`
+  levels, when written, is averaged to the rho levels.
+- `mask_rho` = 0 is land.
+"""
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..fields.curvilinear import quad_cells
+from ..fields.layered import LayeredField
+from .cf import where
+
+_log = logging.getLogger("flowkit")
+
+_GRID = ("lon_rho", "lat_rho", "h")
+
+
+def is_roms(ds) -> bool:
+    """Whether `ds` is ROMS or CROCO native output: s-levels with stretching curves, `u`, `v`."""
+    return "s_rho" in ds.dims and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables) and "u" in ds.variables and "v" in ds.variables
+
+
+def from_roms(datasets, grid=None, *, dtype="float32") -> LayeredField:
+    """A `LayeredField` from ROMS or CROCO history/average files (one Dataset or several
+    consecutive in time) and, where they lack it, the model's grid file (`grid`: a path or an
+    `xarray.Dataset`; default: the file the history's `grd_file` attribute names, beside it).
+
+    Positions are longitude, latitude (degrees) and depth below the free surface (metres,
+    positive down).
+
+    **Raises:** `ValueError` naming the file and the variable for a missing grid variable or
+    grid file, a `u`/`v` whose sizes are not those of faces between the rho points, or a
+    `Vtransform` other than 1 or 2.
+    """
+    history = datasets[0]
+    grid_ds = _grid_dataset(history, grid)
+
+    def grid_var(name, required=True):
+        for ds in (grid_ds, history):  # the grid file first: the model's own grid (often float64 where histories hold float32)
+            if ds is not None and name in ds.variables:
+                return ds[name]
+        if required:
+            raise ValueError(f"{where(history)}: ROMS/CROCO variable {name!r} is in neither the history file nor {'the grid file ' + where(grid_ds) if grid_ds is not None else 'a grid file'}; pass grid='..._grd.nc'")
+        return None
+
+    rho = ("eta_rho", "xi_rho")
+    lon, lat, h = (_horizontal(grid_var(n), rho, where(history)) for n in _GRID)
+    mask = grid_var("mask_rho", required=False)
+    land = _horizontal(mask, rho, where(history)) == 0 if mask is not None else np.zeros(lon.shape, bool)
+    angle_var = grid_var("angle", required=False)
+    angle = np.zeros(lon.shape) if angle_var is None else _horizontal(angle_var, rho, where(history))
+    if angle_var is not None and str(angle_var.attrs.get("units", "")).lower().startswith("deg"):
+        angle = np.deg2rad(angle)
+    stretching = _stretching(history, grid_var, where(history))
+    time_dim = next((d for d in history["u"].dims if d not in ("s_rho",) and not d.startswith(("eta", "xi"))), None)
+    from .xarray import time_axis
+
+    steps, times, origin = time_axis(datasets, time_dim)
+    has_w = "w" in history.variables and "s_w" in history["w"].dims and history.sizes["s_w"] == history.sizes["s_rho"] + 1
+    _log.info(
+        "from_roms: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
+        where(history),
+        stretching["vtransform"],
+        len(stretching["s"]),
+        stretching["hc"],
+        *lon.shape,
+        ", rotated to east/north by 'angle'" if angle_var is not None else "",
+        int(land.sum()),
+        "" if has_w else "; no w: particles keep their depth",
+    )
+    depths, velocity, water = [], [], []
+    for ds, k in steps:
+        step = ds if k is None else ds.isel({time_dim: k})
+        d, u, bottom = _slice(step, h, angle, stretching, has_w)
+        depths.append(d)
+        velocity.append(u)
+        water.append(bottom)
+    # flowkit's node order: x (xi) first, then y (eta), as `CurvilinearField`
+    nodes = lambda a: np.swapaxes(np.asarray(a), 1, 2).reshape(len(steps), lon.size, *np.asarray(a).shape[3:])  # noqa: E731
+    lon_t, lat_t = lon.T, np.asarray(lat).T
+    lon_t = np.unwrap(np.unwrap(lon_t, period=360.0, axis=0), period=360.0, axis=1)
+    points = np.stack([lon_t.reshape(-1), lat_t.reshape(-1)], axis=-1)
+    return LayeredField(
+        points,
+        quad_cells(lon_t.shape),
+        nodes(depths),
+        nodes(velocity),
+        nodes(water),
+        times=times if times is not None and len(times) > 1 else None,
+        land=land.T.reshape(-1),
+        time_origin=origin,
+        spherical=True,
+        dtype=dtype,
+    )
+
+
+def _grid_dataset(history, grid):
+    """The model's grid file as a Dataset: `grid` when given, else the file `grd_file` names
+    beside the history file when the history lacks the grid, else None."""
+    import xarray as xr
+
+    if isinstance(grid, xr.Dataset):
+        return grid
+    if grid is None:
+        if all(name in history.variables for name in _GRID):
+            return None
+        named = str(history.attrs.get("grd_file", "")).strip()
+        source = history.attrs.get("flowkit_source")
+        if not named or source is None:
+            return None
+        grid = Path(source).parent / Path(named).name
+        if not grid.exists():
+            raise FileNotFoundError(f"{source}: the grid is in {named!r} (its grd_file attribute), not found as {grid}; pass grid='path/to/{Path(named).name}'")
+        _log.info("from_roms: %s: grid read from %s (its grd_file attribute)", source, grid)
+    grid = Path(grid)
+    if not grid.exists():
+        raise FileNotFoundError(f"grid file {grid} does not exist")
+    ds = xr.open_dataset(grid)
+    ds.attrs["flowkit_source"] = str(grid)
+    return ds
+
+
+def _horizontal(var, dims, source) -> np.ndarray:
+    """A 2-D grid variable as `(eta, xi)` float64, checked to lie on the rho points."""
+    if tuple(var.dims) != dims:
+        raise ValueError(f"{source}: ROMS/CROCO variable {var.name!r} has dims {var.dims}, expected the rho points {dims}")
+    return np.asarray(var.values, np.float64)
+
+
+def _stretching(history, grid_var, source) -> dict:
+    """The s-coordinate: `s` and `C` on the rho levels (bottom first), `hc` and `Vtransform`."""
+    s = np.asarray(history["s_rho"].values, np.float64)
+    curve = history["Cs_r"] if "Cs_r" in history.variables else history["Cs_rho"]
+    hc = history["hc"].values if "hc" in history.variables else history.attrs.get("hc")
+    if hc is None:
+        raise ValueError(f"{source}: no critical depth hc (variable or attribute): the s-levels' depths cannot be computed")
+    if "Vtransform" in history.variables:
+        vtransform = int(np.asarray(history["Vtransform"].values).reshape(-1)[0])
+    elif "Vtransform" in history["s_rho"].attrs:
+        vtransform = int(history["s_rho"].attrs["Vtransform"])
+    else:
+        vtransform = 1
+        _log.info("from_roms: %s has no Vtransform: taken as 1 (ROMS' original transform)", source)
+    if vtransform not in (1, 2):
+        raise ValueError(f"{source}: Vtransform {vtransform} is not 1 or 2 (the transforms ROMS and CROCO define)")
+    curve = np.asarray(curve.values, np.float64)
+    if curve.shape != s.shape:
+        raise ValueError(f"{source}: {curve.name if hasattr(curve, 'name') else 'Cs_r'} has {curve.size} values for {s.size} s_rho levels")
+    return {"s": s, "C": curve, "hc": float(np.asarray(hc).reshape(-1)[0]), "vtransform": vtransform}
+
+
+def level_heights(h, zeta, s, curve, hc, vtransform) -> np.ndarray:
+    """ROMS' z of each rho level `(K, ...)` above mean sea level (negative below) for bottom
+    depths `h`, free surface `zeta` (both `(...)`) and the s-coordinate."""
+    s, curve = (np.reshape(a, (-1,) + (1,) * np.ndim(h)) for a in (s, curve))
+    if vtransform == 1:
+        z0 = hc * s + (h - hc) * curve
+        return z0 + zeta * (1 + z0 / h)
+    z0 = (hc * s + h * curve) / (hc + h)
+    return zeta + (zeta + h) * z0
+
+
+def _to_rho(values: np.ndarray, axis: int, n_rho: int, name: str, source: str) -> np.ndarray:
+    """Face values along `axis` (`n_rho - 1` faces between the rho points, or `n_rho` in a
+    subset cut on every dimension alike) at the rho points: the mean of the faces either side
+    that exist and are not NaN (0 where none is)."""
+    n_faces = values.shape[axis]
+    if n_faces not in (n_rho - 1, n_rho):
+        raise ValueError(f"{source}: {name!r} has {n_faces} points along its staggered axis; a C-grid between {n_rho} rho points has {n_rho - 1}")
+    faces = np.moveaxis(values, axis, -1)
+    left = np.full(faces.shape[:-1] + (n_rho,), np.nan)
+    right = np.full_like(left, np.nan)
+    left[..., 1:] = faces[..., : n_rho - 1]  # the face west (south) of rho point i is face i - 1
+    right[..., : min(n_faces, n_rho)] = faces[..., : min(n_faces, n_rho)]
+    count = np.isfinite(left).astype(np.float64) + np.isfinite(right)
+    total = np.nan_to_num(left) + np.nan_to_num(right)
+    return np.moveaxis(np.where(count > 0, total / np.maximum(count, 1), 0.0), -1, axis)
+
+
+def _slice(step, h, angle, stretching, has_w):
+    """One time step: level depths below the surface `(eta, xi, K)` (surface first), the
+    velocity there `(eta, xi, K, 2 or 3)` (east, north[, down]) and the water depth `(eta, xi)`."""
+    source = where(step)
+    n_eta, n_xi = h.shape
+    zeta = np.nan_to_num(np.asarray(step["zeta"].values, np.float64)) if "zeta" in step.variables else np.zeros_like(h)
+    u = np.asarray(step["u"].transpose("s_rho", ...).values, np.float64)
+    v = np.asarray(step["v"].transpose("s_rho", ...).values, np.float64)
+    if u.ndim != 3 or v.ndim != 3:
+        raise ValueError(f"{source}: u and v must be (s_rho, eta, xi) per time step, got {step['u'].dims} and {step['v'].dims}")
+    u = _to_rho(u, 2, n_xi, "u", source)
+    v = _to_rho(v, 1, n_eta, "v", source)
+    if u.shape[1:] != (n_eta, n_xi) or v.shape[1:] != (n_eta, n_xi):
+        raise ValueError(f"{source}: u and v do not lie between the {n_eta} x {n_xi} rho points (dims {step['u'].dims}, {step['v'].dims})")
+    cos, sin = np.cos(angle), np.sin(angle)
+    east, north = cos * u - sin * v, sin * u + cos * v
+    z = level_heights(h, zeta, stretching["s"], stretching["C"], stretching["hc"], stretching["vtransform"])
+    components = [east, north]
+    if has_w:
+        w = np.asarray(step["w"].transpose("s_w", ...).values, np.float64)
+        components.append(-0.5 * (w[:-1] + w[1:]))  # upward on the s_w levels -> downward on the rho levels
+    depth = zeta[None] - z  # below the free surface, positive down; level 0 is the deepest
+    velocity = np.stack(components, axis=-1)
+    return np.moveaxis(depth[::-1], 0, -1), np.moveaxis(velocity[::-1], 0, -2), h + zeta
