@@ -99,7 +99,7 @@ def read(
       - a solver's output, its time steps the series (`flowkit.io.formats` lists the readers):
         an OpenFOAM case directory (reconstructed or `processor*/`), its `*.foam` or
         `system/controlDict`; EnSight Gold `.case`; Exodus II `.e`/`.exo`/`.ex2`/`.g`;
-        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
+        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.selafin`); VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
         PLOT3D `.xyz` (with its `.q`); Tecplot ASCII `.tec`. Parts, element blocks and zones are
         merged into one domain, points they share joined; surface parts (boundary patches) are
         skipped with a log line.
@@ -139,12 +139,15 @@ def read(
     """
     import logging
 
+    from .selafin import is_selafin_path, read_selafin
     from .stream import StreamedField, choose_streaming
     from .xarray import is_dataset_path, read_cf
 
     if is_dataset_path(path):  # NetCDF/zarr: ocean and atmosphere data, by its CF metadata
         options = dict(dtype=dtype, interpolation=interpolation, stream=stream, max_device_bytes=max_device_bytes, sample=sample, **mesh_options)
         return read_cf(path, velocity, periodic=None if periodic is False else periodic, **options)
+    if is_selafin_path(path):  # TELEMAC results: triangles, or prisms between planes
+        return read_selafin(path, velocity, dtype=dtype, **mesh_options)
     series = _series(path, velocity)
     first = read_dataset(series[0][0])
     grid = is_grid(first)

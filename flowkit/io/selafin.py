@@ -1,0 +1,94 @@
+"""TELEMAC Selafin (`.slf`) results, read with `xarray-selafin`, onto the unstructured path.
+
+- 2-D results (TELEMAC-2D): the triangles and the depth-averaged `U`, `V` become a `MeshField`.
+- 3-D results (TELEMAC-3D): prisms between the vertical planes. With the planes' elevations
+  (`Z`, per node and time step) they become a `LayeredField` on the triangles: depth below the
+  free surface (the top plane), `W` (upward) turned positive down. A file without `Z` holds no
+  vertical geometry: one plane (the top one, or `plane=`) is tracked in 2-D, with a log line.
+
+Coordinates are the mesh's own (metres of its projection), times seconds since the first step;
+the date is kept when the file states one (TELEMAC writes 1900-01-01 when none was set).
+"""
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from .._time import TimeOrigin
+from ..fields.layered import LayeredField
+from ..fields.mesh import MeshField
+
+_log = logging.getLogger("flowkit")
+
+SUFFIXES = (".slf", ".selafin")
+"""Paths read as TELEMAC Selafin results by `fk.io.read`."""
+
+_UNSET_DATE = (1900, 1, 1, 0, 0, 0)
+
+
+def is_selafin_path(path) -> bool:
+    return isinstance(path, (str, Path)) and Path(path).suffix.lower() in SUFFIXES
+
+
+def read_selafin(path, velocity: str | None = None, *, plane: int | None = None, dtype="float32", **mesh_options) -> MeshField | LayeredField:
+    """The velocity of a Selafin file (see the module docstring). `velocity="U,V"` (or
+    `"U,V,W"`) names the variables by their Selafin ids; `plane` picks the plane of a 3-D file
+    without elevations (default: the top one, the surface)."""
+    import xarray as xr
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Selafin file {path} does not exist")
+    try:
+        with xr.open_dataset(path, engine="selafin") as opened:
+            ds = opened.load()  # the file is small beside its mesh work, and closed here
+    except Exception as err:  # noqa: BLE001 -- the reader's own error becomes one naming the file
+        raise ValueError(f"{path}: cannot be read as a TELEMAC Selafin file ({type(err).__name__}: {err})") from None
+    names = velocity.split(",") if velocity else ["U", "V"]
+    missing = [n for n in names if n not in ds.data_vars]
+    if missing:
+        raise ValueError(f"{path}: Selafin variables {missing} not found (it holds {sorted(ds.data_vars)}); name them with velocity='U,V'")
+    triangles = np.asarray(ds.attrs["ikle2"], np.int64) - 1  # Fortran numbering
+    points = np.column_stack([np.asarray(ds.x.values, np.float64), np.asarray(ds.y.values, np.float64)])
+    times, origin = _times(ds)
+    lead = (len(times),) if "time" in ds.dims else ()
+
+    def values(name):  # (T, [plane,] node), a time axis always
+        return np.asarray(ds[name].values, np.float64).reshape(lead + ds[name].shape[len(lead) :]).reshape((-1,) + ds[name].shape[len(lead) :])
+
+    series = times if len(times) > 1 else None
+    if "plan" not in ds.dims:
+        data = np.stack([values(n) for n in names[:2]], axis=-1)
+        _log.info("read_selafin: %s: 2-D, %d triangles, %d nodes, %d time steps", path, len(triangles), len(points), len(times))
+        return MeshField(points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options)
+    n_planes = ds.sizes["plan"]
+    if "Z" not in ds.data_vars:
+        chosen = n_planes - 1 if plane is None else int(plane)
+        if not 0 <= chosen < n_planes:
+            raise ValueError(f"{path}: plane={plane} is not one of its {n_planes} planes (0 = bottom)")
+        _log.warning("read_selafin: %s is 3-D (%d planes) but holds no plane elevations (ELEVATION Z): tracked in 2-D on plane %d%s", path, n_planes, chosen, " (the surface)" if chosen == n_planes - 1 else "")
+        data = np.stack([values(n)[:, chosen] for n in names[:2]], axis=-1)
+        return MeshField(points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options)
+    elevation = values("Z")  # (T, plane, node), the bottom plane first
+    depths = np.moveaxis(elevation[:, -1:] - elevation[:, ::-1], 1, -1)  # below the top plane, surface first
+    components = [values(n)[:, ::-1] for n in names[:2]]
+    w = names[2] if len(names) > 2 else ("W" if "W" in ds.data_vars else None)
+    if w is not None:
+        components.append(-values(w)[:, ::-1])
+    velocity_table = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, node, plane, C)
+    _log.info("read_selafin: %s: 3-D, %d prisms' columns of %d planes over %d nodes, %d time steps%s", path, len(triangles), n_planes, len(points), len(times), "" if w else "; no W: particles keep their depth")
+    return LayeredField(points, triangles, depths, velocity_table, elevation[:, -1] - elevation[:, 0], times=series, spherical=False, time_origin=origin, dtype=dtype, **mesh_options)
+
+
+def _times(ds):
+    """Seconds since the first step and its date (None when the file states none)."""
+    if "time" not in ds.dims:
+        return np.zeros(1), None
+    raw = np.asarray(ds.time.values)
+    seconds = (raw - raw[0]) / np.timedelta64(1, "s")
+    start = tuple(int(v) for v in ds.attrs.get("date_start", _UNSET_DATE))
+    if start == _UNSET_DATE:
+        return seconds, None
+    date = str(np.datetime_as_string(raw[0].astype("datetime64[s]")))
+    return seconds, TimeOrigin(date, f"seconds since {date}", "standard")
