@@ -8,10 +8,30 @@ import numpy as np
 _log = logging.getLogger("flowkit")
 
 STANDARD = {
-    "u": ("eastward_sea_water_velocity", "surface_eastward_sea_water_velocity", "eastward_sea_water_velocity_assuming_no_tide", "sea_water_x_velocity", "eastward_wind", "x_wind", "surface_geostrophic_eastward_sea_water_velocity"),
-    "v": ("northward_sea_water_velocity", "surface_northward_sea_water_velocity", "northward_sea_water_velocity_assuming_no_tide", "sea_water_y_velocity", "northward_wind", "y_wind", "surface_geostrophic_northward_sea_water_velocity"),
+    "u": (
+        "eastward_sea_water_velocity",
+        "surface_eastward_sea_water_velocity",
+        "eastward_sea_water_velocity_assuming_no_tide",
+        "sea_water_x_velocity",
+        "eastward_wind",
+        "x_wind",
+        "x_sea_water_velocity",
+        "surface_geostrophic_eastward_sea_water_velocity",
+    ),
+    "v": (
+        "northward_sea_water_velocity",
+        "surface_northward_sea_water_velocity",
+        "northward_sea_water_velocity_assuming_no_tide",
+        "sea_water_y_velocity",
+        "northward_wind",
+        "y_wind",
+        "y_sea_water_velocity",
+        "surface_geostrophic_northward_sea_water_velocity",
+    ),
     "w": ("upward_sea_water_velocity", "upward_air_velocity", "sea_water_z_velocity"),
 }
+GRID_RELATIVE = ("x_wind", "x_sea_water_velocity", "sea_water_x_velocity")
+"""Standard names of components along a projected grid's x axis (CF), not eastward."""
 NAMES = {
     "u": ("u", "uo", "water_u", "uvel", "u_velocity", "vozocrtx", "ugos", "u10", "uas"),
     "v": ("v", "vo", "water_v", "vvel", "v_velocity", "vomecrty", "vgos", "v10", "vas"),
@@ -145,7 +165,10 @@ def layout_of(ds, u, v, w, x, y, z, td) -> Layout:
             return Layout(names, dims, [takes] * len(names), axes, "A")
         lon, lat = (np.asarray(c.transpose(*su[:2]).values, np.float64) for c in lonlat)
         _log.info("from_xarray: %s is a curvilinear grid (2-D %s, %s): tracked as a mesh of its cells", where(ds), lonlat[0].name, lonlat[1].name)
-        return Layout(names, dims, [takes] * len(names), axes, "A", (lon, lat), _angle(ds, su[:2]))
+        angle = _angle(ds, su[:2])
+        if angle is None and attr(ds[u], "standard_name") in GRID_RELATIVE:
+            angle = grid_angle(ds, u, lon, lat)
+        return Layout(names, dims, [takes] * len(names), axes, "A", (lon, lat), angle)
     if su[0] == sv[0] or su[1] == sv[1] or len(su) != len(sv):
         raise ValueError(f"{where(ds)}: {u!r} (dims {dims_u}) and {v!r} (dims {dims_v}) are neither on the same grid nor on a C-grid (u on x faces, v on y faces)")
     faces = [coordinate(ds, su[0]), coordinate(ds, sv[1])]
@@ -194,6 +217,35 @@ def _angle(ds, spatial):
         _log.info("from_xarray: %s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds))
         return np.cos(angle), np.sin(angle)
     return None
+
+
+def grid_angle(ds, u, lon, lat):
+    """`(cos, sin)` of the angle from east to a projected grid's x axis at each node, for
+    grid-relative components (`x_wind`, `x_sea_water_velocity`): from the variable's
+    `grid_mapping` with pyproj (the direction in which the projection's x grows, at each node's
+    own lon/lat), else from the nodes' lon/lat along the grid's x index."""
+    mapping = attr(ds[u], "grid_mapping")
+    if mapping and mapping in ds.variables:
+        import pyproj
+
+        try:
+            crs = pyproj.CRS.from_cf(dict(ds[mapping].attrs))
+        except pyproj.exceptions.CRSError as err:
+            raise ValueError(f"{where(ds)}: grid_mapping {mapping!r} of {u!r} is not a projection pyproj reads ({err})") from None
+        forward = pyproj.Transformer.from_crs(crs.geodetic_crs, crs, always_xy=True)
+        x, y = forward.transform(lon, lat)
+        step = 1e-3 * np.nanmax(np.hypot(np.diff(x, axis=0), np.diff(y, axis=0)))  # a thousandth of a cell along x
+        lon2, lat2 = forward.transform(x + step, y, direction="INVERSE")
+        source = f"its grid_mapping {mapping!r} ({crs.name})"
+    else:
+        lon2, lat2 = np.gradient(lon, axis=0), np.gradient(lat, axis=0)
+        lon2, lat2 = lon + lon2, lat + lat2
+        source = "its nodes' longitudes and latitudes"
+    east = ((lon2 - lon + 180) % 360 - 180) * np.cos(np.deg2rad(lat))
+    north = lat2 - lat
+    norm = np.hypot(east, north)
+    _log.info("from_xarray: %s: %r is grid-relative (standard_name %r): turned to east/north by %s", where(ds), u, attr(ds[u], "standard_name"), source)
+    return east / norm, north / norm
 
 
 def centres_in(faces: np.ndarray, centres: np.ndarray, axis: str, where: str) -> np.ndarray:

@@ -357,7 +357,7 @@ class _Slices(SliceSource):
         if self.fill is not None:
             np.copyto(data, self.dtype.type(self.fill), where=np.isnan(data))
         elif self.land is not None:
-            data[self.land] = 0
+            data[self.land.reshape(data.shape[:-1])] = 0  # (a curvilinear grid's land comes flat, per node)
         if flat:
             data = data.reshape(-1, data.shape[-1])
             if out is not None:
