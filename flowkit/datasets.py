@@ -355,9 +355,12 @@ def sample_ocean(cache_dir=None) -> str:
     return str(folder / "glo_cur_*.nc")
 
 
-def ocean_field(path=None, velocity: str | None = None, *, mask: str | None = None, land_value: float | None = None, sample=None, coast: str = "noslip", dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None):
+def ocean_field(
+    path=None, velocity: str | None = None, *, mask: str | None = None, land_value: float | None = None, sample=None, coast: str = "noslip", grid: str | None = None, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None
+):
     """A field from NetCDF/zarr ocean or atmosphere data (`flowkit.io.read`: a file, a glob of
-    daily files, a list), or the embedded ocean sample (`sample_ocean`) when `path` is None."""
+    daily files, a list; ROMS/CROCO with its `grid` file; TELEMAC `.slf`), or the embedded ocean
+    sample (`sample_ocean`) when `path` is None."""
     from .io.vtk_read import read
 
     options = {} if mask is None else {"mask": mask}
@@ -365,4 +368,6 @@ def ocean_field(path=None, velocity: str | None = None, *, mask: str | None = No
         options["land_value"] = land_value
     if coast != "noslip":
         options["coast"] = coast
+    if grid is not None:
+        options["grid"] = grid
     return read(sample_ocean() if path is None else path, velocity, sample=sample, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes, **options)

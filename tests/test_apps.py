@@ -232,3 +232,19 @@ def test_full_error_shows_the_traceback(tmp_path):
     env = dict(os.environ, HYDRA_FULL_ERROR="1", PYTHONWARNINGS="ignore")
     result = subprocess.run([sys.executable, str(ROOT / "apps" / "ftle.py"), "dt=0", f"hydra.run.dir={tmp_path}", "compilation_cache=null"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_readmes_ocean_commands_run_as_printed(tmp_path):
+    """Every `field=netcdf` command of the README that needs no file of the user's, word for
+    word (the embedded sample's nine days cover its t1)."""
+    import shlex
+
+    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("python apps/track.py field=netcdf") and "field.path" not in line]
+    assert lines, "the README lost its ocean command"
+    for k, line in enumerate(lines):
+        run_dir = tmp_path / str(k)
+        _run([*shlex.split(line)[2:], f"hydra.run.dir={run_dir}", "progress=false"], cwd=tmp_path)
+        assert (run_dir / "trajectories.nc").stat().st_size > 0
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status_counts"]["active"] > 0

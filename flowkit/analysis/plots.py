@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from .._status import Status
+from ..fields.layered import LayeredField
 
 
 def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | None = None, color_by: str = "time") -> Path:
@@ -97,6 +98,10 @@ def _land(ax, field) -> None:
     if land is None:
         return
     land = np.asarray(land) >= 0.5
+    if isinstance(field, LayeredField):  # land per node of the horizontal mesh
+        points = np.asarray(field.surface.points)[land]
+        ax.scatter(points[:, 0], points[:, 1], s=4, marker="s", c="#b08040", linewidths=0, zorder=3)
+        return
     if hasattr(field, "grid_shape"):  # curvilinear: land per node of the 2-D lon/lat grid
         points = np.asarray(field.points).reshape(field.grid_shape + (-1,))
         land, lon, lat = (a if a.ndim == 2 else a[:, :, 0] for a in (land.reshape(field.grid_shape), points[..., 0], points[..., 1]))
