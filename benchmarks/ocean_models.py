@@ -1,0 +1,123 @@
+"""A real ROMS file, flowkit beside OpenDrift on the same seeds.
+
+OpenDrift's own ROMS test file (`Nordic_subset.nc`: 4 km, 35 s-levels, curvilinear C-grid) is
+read by `fk.io.read` and by OpenDrift's `reader_ROMS_native`; both advect the same surface seeds
+with RK4, dt 1 h, for 40 h (OpenDrift: `OceanDrift`, `drift:advection_scheme = runge-kutta4`, no
+diffusion, no wind, the file's own land mask). Printed: the median and 90th percentile of the
+distance between the final positions of the particles active in both, and each tracker's
+particle-steps/s at `--throughput-particles` (the run itself; reading and set-up apart).
+
+OpenDrift is not a dependency of flowkit: `--opendrift-python` names an interpreter of an
+environment with it (`python -m venv od && od/bin/pip install opendrift`).
+
+    python benchmarks/ocean_models.py --opendrift-python od/bin/python [--file Nordic_subset.nc]
+        [--particles 1000] [--throughput-particles 10000]
+"""
+
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
+
+OPENDRIFT = """
+import json, sys, time, logging
+from datetime import timedelta
+import numpy as np
+from opendrift.readers import reader_ROMS_native
+from opendrift.models.oceandrift import OceanDrift
+args = json.load(open(sys.argv[1]))
+out = {}
+for name, n in (("agreement", None), ("throughput", args["throughput"])):
+    lon, lat = np.array(args["lon"]), np.array(args["lat"])
+    if n is not None:
+        lon, lat = np.resize(lon, n), np.resize(lat, n)
+    o = OceanDrift(loglevel=50)
+    reader = reader_ROMS_native.Reader(args["file"])
+    o.add_reader(reader)
+    o.set_config("drift:advection_scheme", "runge-kutta4")
+    o.set_config("general:use_auto_landmask", False)
+    o.seed_elements(lon=lon, lat=lat, z=0, time=reader.start_time)
+    start = time.perf_counter()
+    o.run(duration=timedelta(hours=args["hours"]), time_step=3600, time_step_output=3600)
+    elapsed = time.perf_counter() - start
+    result = o.result
+    lons, lats = result.lon.values, result.lat.values  # (trajectory, time); NaN once deactivated
+    last = np.isfinite(lons).cumsum(axis=1).argmax(axis=1)
+    rows = np.arange(len(lons))
+    final_lon, final_lat = lons[rows, last], lats[rows, last]
+    active = np.isfinite(lons[:, -1])
+    out[name] = dict(lon=final_lon.tolist(), lat=final_lat.tolist(), active=active.tolist(), seconds=elapsed, n=len(lon))
+import opendrift
+out["version"] = opendrift.__version__
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def seeds_in_water(path: Path, n: int, seed: int = 0) -> np.ndarray:
+    """`n` surface seeds at random places inside the grid's water cells."""
+    import xarray as xr
+
+    ds = xr.open_dataset(path)
+    rng = np.random.default_rng(seed)
+    mask = ds.mask_rho.values
+    wet = np.argwhere((mask[:-1, :-1] + mask[1:, 1:] + mask[1:, :-1] + mask[:-1, 1:]) == 4)
+    pick = wet[rng.integers(0, len(wet), n)]
+    a, b = rng.uniform(0.1, 0.9, (2, n))
+    lon, lat = ds.lon_rho.values, ds.lat_rho.values
+    j, i = pick[:, 0], pick[:, 1]
+    corner = lambda f: (1 - a) * (1 - b) * f[j, i] + a * (1 - b) * f[j, i + 1] + a * b * f[j + 1, i + 1] + (1 - a) * b * f[j + 1, i]  # noqa: E731
+    return np.column_stack([corner(lon), corner(lat), np.zeros(n)])
+
+
+def distance_m(lon1, lat1, lon2, lat2) -> np.ndarray:
+    p1, p2 = np.deg2rad(lat1), np.deg2rad(lat2)
+    h = np.sin((p2 - p1) / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(np.deg2rad(lon2 - lon1) / 2) ** 2
+    return 2 * 6_371_000.0 * np.arcsin(np.sqrt(h))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "ocean-real" / "Nordic_subset.nc")
+    parser.add_argument("--particles", type=int, default=1000)
+    parser.add_argument("--throughput-particles", type=int, default=10_000)
+    parser.add_argument("--hours", type=int, default=40)
+    parser.add_argument("--opendrift-python", type=str, default=None)
+    args = parser.parse_args()
+    seeds = seeds_in_water(args.file, args.particles)
+    start = time.perf_counter()
+    field = fk.io.read(args.file)
+    read_s = time.perf_counter() - start
+    t1 = args.hours * 3600.0
+    traj = fk.track(field, seeds, 0.0, t1, 3600.0, save_every=args.hours)
+    many = np.resize(seeds, (args.throughput_particles, 3))
+    fk.track(field, many, 0.0, t1, 3600.0, save_every=args.hours)  # compiled for this shape
+    best = min(fk.track(field, many, 0.0, t1, 3600.0, save_every=args.hours).stats.run_s for _ in range(3))
+    rate = args.throughput_particles * args.hours / best
+    report = {"file": str(args.file), "flowkit": {"read_s": round(read_s, 3), "particle_steps_per_s": rate, "active": int(np.sum(traj.status[-1] == fk.Status.ACTIVE))}}
+    print(f"flowkit: read {read_s:.2f} s; {args.throughput_particles} particles x {args.hours} steps: {rate / 1e6:.2f} M particle-steps/s")
+    if args.opendrift_python:
+        with tempfile.TemporaryDirectory() as tmp:
+            script, given, result = Path(tmp) / "od.py", Path(tmp) / "in.json", Path(tmp) / "out.json"
+            script.write_text(OPENDRIFT)
+            given.write_text(json.dumps({"file": str(args.file), "lon": seeds[:, 0].tolist(), "lat": seeds[:, 1].tolist(), "hours": args.hours, "throughput": args.throughput_particles}))
+            subprocess.run([args.opendrift_python, str(script), str(given), str(result)], check=True)
+            od = json.loads(result.read_text())
+        agree = od["agreement"]
+        both = np.asarray(agree["active"]) & (traj.status[-1] == fk.Status.ACTIVE)
+        gap = distance_m(traj.positions[-1, both, 0], traj.positions[-1, both, 1], np.asarray(agree["lon"])[both], np.asarray(agree["lat"])[both])
+        od_rate = od["throughput"]["n"] * args.hours / od["throughput"]["seconds"]
+        report["opendrift"] = {"version": od["version"], "particle_steps_per_s": od_rate, "active": int(np.sum(agree["active"]))}
+        report["agreement_m"] = {"both_active": int(both.sum()), "median": float(np.median(gap)), "p90": float(np.percentile(gap, 90))}
+        print(f"OpenDrift {od['version']}: {od['throughput']['n']} particles x {args.hours} steps: {od_rate / 1e6:.4f} M particle-steps/s -> flowkit {rate / od_rate:.0f}x")
+        print(f"final positions of the {both.sum()} particles active in both: median {np.median(gap):.0f} m, 90th percentile {np.percentile(gap, 90):.0f} m (grid 4 km)")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
