@@ -228,8 +228,7 @@ class AbstractMeshField(AbstractField):
         return out
 
     def node_weights(self, cell, x: Positions, coords) -> tuple[Int[Array, "n k"], Float[Array, "n k"]]:
-        """The nodes of each row's `cell` and their shape-function weights at `x` (parametric
-        coordinates `coords` from `locate`): what a field on this mesh's nodes interpolates with."""
+        """Each row's `cell`'s nodes and their shape-function weights at `x` (`coords`: from `locate`)."""
         return self.nodes[cell], self._weights(cell, x, coords)
 
     def exit_face(self, cell: Hints, x: Positions, done=None) -> tuple[Int[Array, " n"], Hints]:
