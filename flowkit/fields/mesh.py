@@ -210,8 +210,7 @@ class AbstractMeshField(AbstractField):
         return out
 
     def _weights(self, cell, x, xi):
-        """Differentiable node weights of `x` in `cell` given converged coordinates `xi`: exact for
-        simplices, `shape(xi)` with the inverse map's derivative for the others."""
+        """Differentiable node weights of `x` in `cell` at converged `xi`: exact for simplices, `shape(xi)` with the inverse map's derivative for the others."""
         width = self.nodes.shape[1]
         out = None
         nodes = None
