@@ -135,6 +135,21 @@ def time_weights(times, t) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
     return it, jnp.clip((t - times[it]) / (times[it + 1] - times[it]), 0, 1)
 
 
+def node_rows(table, times, t, nodes, weights):
+    """`table[T, P, c]` at rows given by their `(n, k)` `nodes` and shape-function `weights`,
+    linear in time between the slices around `t` (`times` None: one steady slice)."""
+    it, wt = time_weights(times, t)
+    now = table[it]
+    later = table[it + 1] if times is not None else None
+    total = None
+    for i in range(nodes.shape[1]):
+        row = now[nodes[:, i]]
+        if later is not None:
+            row = row + wt * (later[nodes[:, i]] - row)
+        total = weights[:, i : i + 1] * row if total is None else total + weights[:, i : i + 1] * row
+    return total.astype(weights.dtype)
+
+
 def as_bounds(bounds, dim: int | None = None, name: str = "bounds") -> tuple[Float[Array, " dim"], Float[Array, " dim"]]:
     """Check and convert `(lo, hi)` into a pair of float arrays of equal length with lo < hi."""
     import jax.numpy as jnp

@@ -8,7 +8,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
-from .base import SKIP, AbstractField, Hints, time_weights
+from .base import SKIP, AbstractField, Hints, node_rows
 from .grid import degrees_per_second
 from .mesh import MeshField
 
@@ -113,16 +113,7 @@ class LayeredField(AbstractField):
         hint, found = self.surface.locate(x[:, :2], hint)
         cell = jnp.maximum(hint.cell, 0)
         nodes, weights = self.surface.node_weights(cell, x[:, :2], hint.coords)
-        it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
-        now = self.table[it]
-        later = self.table[it + 1] if self.times is not None else None
-        total = None
-        for i in range(nodes.shape[1]):
-            row = now[nodes[:, i]]
-            if later is not None:
-                row = row + wt * (later[nodes[:, i]] - row)
-            total = weights[:, i : i + 1] * row if total is None else total + weights[:, i : i + 1] * row
-        return total.astype(x.dtype), hint, found
+        return node_rows(self.table, self.times, jnp.asarray(t, x.dtype), nodes, weights).astype(x.dtype), hint, found
 
     def _velocity(self, column, x):
         """Velocity in m/s at each row's depth in its `column`: linear between the two levels
@@ -179,10 +170,10 @@ class LayeredField(AbstractField):
         """The sea floor below the surface at `points` `(n, 2 or 3)` and time `t` (host side:
         for seeding and checks); NaN off the mesh."""
         x = jnp.asarray(np.asarray(points, np.float64)[:, :2], self.table.dtype)
-        column, _, found = _columns(self, jnp.asarray(t, x.dtype), jnp.pad(x, ((0, 0), (0, 1))))
+        column, _, found = _located_columns(self, jnp.asarray(t, x.dtype), jnp.pad(x, ((0, 0), (0, 1))))
         return np.where(np.asarray(found), np.asarray(column[:, -1]), np.nan)
 
 
 @eqx.filter_jit
-def _columns(field: LayeredField, t, x):
+def _located_columns(field: LayeredField, t, x):
     return field._columns(t, x, field.hints(x.shape[0], x.dtype))

@@ -10,7 +10,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from . import cells as _cells
-from .base import SKIP, AbstractField, Hints, time_weights
+from .base import SKIP, AbstractField, Hints, node_rows, time_weights
 from .locator import MeshTopology, mesh_topology
 from .slices import as_series
 
@@ -406,22 +406,12 @@ class AbstractMeshField(AbstractField):
         """Values of `table[T, P, c]` at the rows of `x` (in `cell`, parametric coordinates `xi`)
         at time `t`: the cell's shape-function weights of its nodes' values, linear in time; or
         with `per_cell` the cell's own row of `table[T, C, c]` (no weights needed)."""
-        it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
-        now = table[it]
-        later = table[it + 1] if self.times is not None else None
+        t = jnp.asarray(t, x.dtype)
         if per_cell:
-            row = now[cell] if later is None else now[cell] + wt * (later[cell] - now[cell])
+            it, wt = time_weights(self.times, t)
+            row = table[it][cell] if self.times is None else table[it][cell] + wt * (table[it + 1][cell] - table[it][cell])
             return row.astype(x.dtype)
-        weights = self._weights(cell, x, xi)
-        nodes = self.nodes[cell]
-        total = None
-        for i in range(nodes.shape[1]):
-            row = now[nodes[:, i]]
-            if later is not None:
-                row = row + wt * (later[nodes[:, i]] - row)
-            term = weights[:, i : i + 1] * row
-            total = term if total is None else total + term
-        return total.astype(weights.dtype)
+        return node_rows(table, self.times, t, self.nodes[cell], self._weights(cell, x, xi))
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         """Velocities at the rows of `x` for the tracker's RK stages: a stage point just outside

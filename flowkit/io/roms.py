@@ -155,9 +155,9 @@ def _stretching(history, grid_var, source) -> dict:
         _log.info("from_roms: %s has no Vtransform: taken as 1 (ROMS' original transform)", source)
     if vtransform not in (1, 2):
         raise ValueError(f"{source}: Vtransform {vtransform} is not 1 or 2 (the transforms ROMS and CROCO define)")
-    curve = np.asarray(curve.values, np.float64)
+    name, curve = curve.name, np.asarray(curve.values, np.float64)
     if curve.shape != s.shape:
-        raise ValueError(f"{source}: {curve.name if hasattr(curve, 'name') else 'Cs_r'} has {curve.size} values for {s.size} s_rho levels")
+        raise ValueError(f"{source}: {name} has {curve.size} values for {s.size} s_rho levels")
     return {"s": s, "C": curve, "hc": float(np.asarray(hc).reshape(-1)[0]), "vtransform": vtransform}
 
 

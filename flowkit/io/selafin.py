@@ -52,10 +52,10 @@ def read_selafin(path, velocity: str | None = None, *, plane: int | None = None,
     triangles = np.asarray(ds.attrs["ikle2"], np.int64) - 1  # Fortran numbering
     points = np.column_stack([np.asarray(ds.x.values, np.float64), np.asarray(ds.y.values, np.float64)])
     times, origin = _times(ds)
-    lead = (len(times),) if "time" in ds.dims else ()
 
     def values(name):  # (T, [plane,] node), a time axis always
-        return np.asarray(ds[name].values, np.float64).reshape(lead + ds[name].shape[len(lead) :]).reshape((-1,) + ds[name].shape[len(lead) :])
+        array = np.asarray(ds[name].values, np.float64)
+        return array if "time" in ds[name].dims else array[None]
 
     series = times if len(times) > 1 else None
     if "plan" not in ds.dims:
