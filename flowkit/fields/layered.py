@@ -31,6 +31,9 @@ class LayeredField(AbstractField):
     particle keeps its depth. A node of `land` has no velocity, and a point where the
     interpolated mask reaches 1/2 is on land (the tracker beaches particles there).
 
+    One level and no vertical velocity is a depth-averaged model (ADCIRC, TELEMAC-2D, SCHISM's
+    2-D output): positions are then `(x, y)`.
+
     **Arguments:**
 
     - `points`: `(P, 2)` horizontal node coordinates; `cells`: `(C, 3)` triangles or `(C, 4)`
@@ -93,14 +96,15 @@ class LayeredField(AbstractField):
         self.surface = MeshField(points, cells, np.zeros_like(points), dtype=dtype, **mesh_options)
         self.table = jnp.asarray(table, dtype)
         self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
+        self.dim = 2 if n_levels == 1 and not np.any(velocity[..., 2]) else 3
         lo, hi = points.min(axis=0), points.max(axis=0)
-        self.bounds = (jnp.asarray([*lo, 0.0], dtype), jnp.asarray([*hi, max(float(np.nanmax(water_depth)), 1e-6)], dtype))
+        top = max(float(np.nanmax(water_depth)), 1e-6)
+        self.bounds = (jnp.asarray([*lo, 0.0][: self.dim], dtype), jnp.asarray([*hi, top][: self.dim], dtype))
         self.levels = int(n_levels)
         self.spherical = bool(spherical)
         self.time_origin = time_origin
-        self.dim = 3
-        self.components = 3
-        self.periodic = (False, False, False)
+        self.components = self.dim
+        self.periodic = (False,) * self.dim
 
     # -- columns ----------------------------------------------------------------------------
 
@@ -122,7 +126,7 @@ class LayeredField(AbstractField):
         depth = column[:, :k_levels]
         velocity = column[:, k_levels : 4 * k_levels].reshape(-1, k_levels, 3)
         if k_levels == 1:
-            return velocity[:, 0]
+            return velocity[:, 0, : self.dim]
         below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
         d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
         weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
@@ -155,6 +159,8 @@ class LayeredField(AbstractField):
 
     def settle_batch(self, t: TimeLike, x: Positions, hint: Hints) -> tuple[Positions, Hints]:
         """Depths kept between the surface and the sea floor at each row's place at time `t`."""
+        if self.dim == 2:
+            return super().settle_batch(t, x, hint)
         column, hint, found = self._columns(t, x, hint)
         return x.at[:, 2].set(jnp.where(found, jnp.clip(x[:, 2], 0, column[:, -1]), x[:, 2])), hint
 

@@ -30,6 +30,7 @@ from ..fields.grid import GridField
 from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
 from .roms import from_roms, is_roms
 from .stream import SliceSource
+from .ugrid import from_ugrid, is_ugrid
 
 _log = logging.getLogger("flowkit")
 
@@ -122,6 +123,8 @@ def from_xarray(
     - `coast`: `"noslip"`, `"freeslip"` or `"partialslip"` next to land (`GridField(coast=)`).
     - ROMS and CROCO native output (s-levels, C-grid) becomes a `LayeredField` (see
       `flowkit.io.roms`); `grid`: the model's grid file, when the history file lacks the grid.
+    - Unstructured models (UGRID: FVCOM, SCHISM, ADCIRC) become a `LayeredField` on their mesh
+      (see `flowkit.io.ugrid`).
     - `sample`: names of further variables on the velocity's grid (temperature, salinity, wind)
       to interpolate along trajectories and for particle models (`GridField(samples=)`); NaN on
       land. Regular A-grids held in memory.
@@ -138,14 +141,16 @@ def from_xarray(
     if not datasets or not all(isinstance(d, xr.Dataset) for d in datasets):
         raise TypeError(f"from_xarray: expected an xarray.Dataset or a list of them, got {type(ds).__name__}")
     first = datasets[0]
-    if is_roms(first) or grid is not None:
-        if not is_roms(first):
+    roms, ugrid = is_roms(first), any(is_ugrid(d) for d in datasets)
+    if roms or ugrid or grid is not None:
+        if grid is not None and not roms:
             raise ValueError(f"{where(first)}: grid= is for ROMS/CROCO output (s_rho levels, Cs_r, u and v); this file has none")
-        unused = {"u": u, "v": v, "w": w, "x": x, "y": y, "z": z, "time": time, "sample": sample, "mask": mask, "land_value": land_value, "periodic": periodic}
+        unused = {"x": x, "y": y, "z": z, "time": time, "sample": sample, "mask": mask, "land_value": land_value, "periodic": periodic, "spherical": spherical}
+        unused.update({"u": u, "v": v, "w": w} if roms else {})
         given = sorted(k for k, value in unused.items() if value not in (None, False)) + (["coast"] if coast != "noslip" else [])
         if given:
-            raise ValueError(f"{where(first)}: ROMS/CROCO output is read by its own conventions; {', '.join(given)} do not apply to it")
-        return from_roms(datasets, grid, dtype=dtype)
+            raise ValueError(f"{where(first)}: {'ROMS/CROCO' if roms else 'unstructured (UGRID)'} output is read by its own conventions; {', '.join(given)} do not apply to it")
+        return from_roms(datasets, grid, dtype=dtype) if roms else from_ugrid(datasets, u, v, w, dtype=dtype)
     u = component(first, "u", u, None)
     if u is None:
         raise ValueError(f"{where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) among {sorted(first.data_vars)}; pass u= and v=")

@@ -1,0 +1,257 @@
+"""Unstructured ocean models in NetCDF (the UGRID conventions: FVCOM, SCHISM, ADCIRC) read into
+a `LayeredField` over the model's own triangles (and SCHISM's quadrilaterals), on the host.
+
+- The mesh: the variable whose `cf_role` is `mesh_topology` names the node coordinates and the
+  face-node connectivity (its `start_index`; a fill value or NaN marks a triangle's missing
+  fourth corner in a mixed mesh). FVCOM files without it are read by FVCOM's names (`nv`,
+  `lon`/`lat`). Node coordinates in degrees are tracked on the sphere; an FVCOM Cartesian run,
+  whose `lon`/`lat` are all 0, in the metres of its `x`/`y`.
+- The velocity: by `standard_name`, else by each model's names (FVCOM `u`, `v`, `ww`; SCHISM
+  `horizontalVelX`, `horizontalVelY`, `verticalVelocity`, or `hvel`; ADCIRC `u-vel`, `v-vel`;
+  the depth-averaged `ua`, `va` and `depthAverageVelX`, `depthAverageVelY`). Values on faces
+  (FVCOM's element centres) are averaged to the nodes, each face weighted by its area (as
+  OceanTracker does), since the mesh path interpolates node values.
+- The vertical: FVCOM's sigma layers (`siglay`, `ocean_sigma_coordinate`: a level lies
+  `-sigma (h + zeta)` below the free surface), SCHISM's `zCoordinates` per node and time (levels
+  below the sea floor, NaN, take the deepest wet level's values). A velocity without levels is
+  depth-averaged: positions are `(x, y)`.
+- Files holding different variables of the same times (SCHISM's `out2d_1.nc`,
+  `horizontalVelX_1.nc`, `zCoordinates_1.nc`) are joined; files of consecutive times make the
+  series.
+
+The coast is the mesh's boundary: a particle that reaches it leaves the mesh (`OUT_OF_DOMAIN`).
+"""
+
+import logging
+
+import numpy as np
+
+from ..fields.layered import LayeredField
+from .cf import attr, component, where
+
+_log = logging.getLogger("flowkit")
+
+_MODEL_NAMES = {
+    "u": ("u-vel", "horizontalvelx", "hvel", "ua", "depthaveragevelx"),
+    "v": ("v-vel", "horizontalvely", "va", "depthaveragevely"),
+    "w": ("ww", "verticalvelocity"),
+}
+
+
+def is_ugrid(ds) -> bool:
+    """Whether `ds` holds an unstructured mesh: a UGRID `mesh_topology`, or FVCOM's `nv`."""
+    return _topology(ds) is not None or ("nv" in ds.variables and "nele" in ds.dims)
+
+
+def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype="float32") -> LayeredField:
+    """A `LayeredField` from the files of an unstructured model (see the module docstring):
+    `datasets` opened lazily, in any order. `u`, `v`, `w` name the velocity variables.
+
+    **Raises:** `ValueError` naming the file and the variable for a missing mesh variable or
+    velocity, a connectivity that points past the nodes, levels it cannot place.
+    """
+    joined = _joined(datasets)
+    first = joined[0]
+    source = where(first)
+    points, cells, spherical = _mesh(first)
+    u_name = _component(first, "u", u)
+    pair = first[u_name].ndim >= 3 and first.sizes[first[u_name].dims[-1]] == 2  # SCHISM's hvel: (time, node, level, 2)
+    names = [u_name] if pair else [u_name, _component(first, "v", v)]
+    w_name = _component(first, "w", w)
+    node_dim = first[_coordinate_names(first)[0]].dims[0]
+    face_dim = _face_dim(first)
+    time_dim = "time" if "time" in first[u_name].dims else None
+    level_dim = next((d for d in first[u_name].dims if d not in (node_dim, face_dim, time_dim) and first.sizes[d] > 2), None)
+    from .xarray import time_axis
+
+    _, times, origin = time_axis(joined, time_dim)
+    weights = _face_to_node(points, cells)
+
+    def read(name, comp=None):  # (T, K, P) float64 on the nodes
+        parts = []
+        for ds in joined:
+            var = ds[name] if comp is None else ds[name].isel({ds[name].dims[-1]: comp})
+            order = [d for d in (time_dim, level_dim) if d in var.dims] + [d for d in var.dims if d not in (time_dim, level_dim)]
+            array = np.asarray(var.transpose(*order).values, np.float64)
+            if time_dim not in var.dims:
+                array = array[None]
+            if level_dim not in var.dims:
+                array = array[:, None]
+            horizontal = var.dims[-1] if comp is None else [d for d in var.dims if d not in (time_dim, level_dim)][0]
+            if horizontal == face_dim:
+                array = _on_nodes(array, weights)
+            elif array.shape[-1] != len(points):
+                raise ValueError(f"{where(ds)}: {name!r} has {array.shape[-1]} values along {horizontal!r}, not one per node ({len(points)}) or face ({len(cells)})")
+            parts.append(array)
+        return np.concatenate(parts)
+
+    components = [read(u_name, 0), read(u_name, 1)] if pair else [read(n) for n in names]
+    if w_name is not None and level_dim is not None:
+        components.append(-read(w_name))  # upward in the files, positive down here
+    velocity = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, P, K, C)
+    if level_dim is None:
+        depths = np.zeros(velocity.shape[:3])
+        water = _water_depth(first, joined, read, velocity.shape[:2])
+        vertical = "depth-averaged"
+    elif "zCoordinates" in first.variables:
+        depths, velocity, water = _schism_levels(read("zCoordinates"), velocity)
+        vertical = f"{depths.shape[2]} SCHISM levels (zCoordinates)"
+    else:
+        sigma = _sigma(first, level_dim, len(points))
+        water = _water_depth(first, joined, read, velocity.shape[:2], required=True)
+        depths = -sigma[None] * water[..., None]
+        order = np.argsort(depths[0, 0])
+        depths, velocity = depths[:, :, order], velocity[:, :, order]
+        vertical = f"{len(order)} sigma layers"
+    _log.info(
+        "from_ugrid: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
+        source, len(points), len(cells), "degrees" if spherical else "metres", vertical,
+        "+".join(names), " on faces, averaged to the nodes" if face_dim in first[u_name].dims else "", len(depths),
+    )
+    return LayeredField(points, cells, depths, velocity, water, times=times if times is not None and len(times) > 1 else None, spherical=spherical, time_origin=origin, dtype=dtype)
+
+
+def _topology(ds):
+    return next((ds[n] for n in ds.variables if attr(ds[n], "cf_role") == "mesh_topology"), None)
+
+
+def _joined(datasets) -> list:
+    """The datasets merged where they hold the same times (one per time span), in time order."""
+    import xarray as xr
+
+    spans: dict = {}
+    for ds in datasets:
+        key = tuple(np.asarray(ds["time"].values).tolist()) if "time" in ds.variables else ()
+        spans.setdefault(key, []).append(ds)
+    joined = []
+    for group in spans.values():
+        group.sort(key=lambda ds: not is_ugrid(ds))  # the file with the mesh first: its name in messages
+        merged = group[0] if len(group) == 1 else xr.merge(group, compat="override", join="override", combine_attrs="override")
+        if len(group) > 1:
+            merged.attrs["flowkit_source"] = f"{where(group[0])} (+ {len(group) - 1} files of the same times)"
+        joined.append(merged)
+    joined.sort(key=lambda ds: np.asarray(ds["time"].values)[0] if "time" in ds.variables and ds["time"].size else 0)
+    if not any(is_ugrid(ds) for ds in joined[:1]):
+        raise ValueError(f"{where(joined[0])}: the unstructured mesh (a mesh_topology variable, or FVCOM's nv) is not in the files of its first times")
+    return joined
+
+
+def _coordinate_names(ds) -> tuple[str, str]:
+    topology = _topology(ds)
+    names = attr(topology, "node_coordinates").split() if topology is not None else ["lon", "lat"]
+    missing = [n for n in names[:2] if n not in ds.variables]
+    if len(names) < 2 or missing:
+        raise ValueError(f"{where(ds)}: node coordinates {names} of the mesh are not in the file")
+    return names[0], names[1]
+
+
+def _mesh(ds):
+    """`(points (P, 2), cells (C, 3 or 4; -1 pads a mixed mesh's triangles), spherical)`."""
+    xname, yname = _coordinate_names(ds)
+    x, y = (np.asarray(ds[n].values, np.float64) for n in (xname, yname))
+    spherical = attr(ds[xname], "units").lower().startswith("degree") or attr(ds[xname], "standard_name") == "longitude"
+    if spherical and not np.any(x) and not np.any(y) and "x" in ds.variables and "y" in ds.variables:
+        x, y, spherical = np.asarray(ds["x"].values, np.float64), np.asarray(ds["y"].values, np.float64), False  # FVCOM's Cartesian runs
+    topology = _topology(ds)
+    name = attr(topology, "face_node_connectivity") if topology is not None else "nv"
+    if name not in ds.variables:
+        raise ValueError(f"{where(ds)}: the face-node connectivity {name!r} of the mesh is not in the file")
+    var = ds[name]
+    if var.ndim != 2:
+        raise ValueError(f"{where(ds)}: {name!r} must be 2-D (faces, corners), got dims {var.dims}")
+    corners = min(var.dims, key=lambda d: ds.sizes[d])
+    table = np.asarray(var.transpose(next(d for d in var.dims if d != corners), corners).values, np.float64)
+    fill = var.attrs.get("_FillValue", var.encoding.get("_FillValue"))
+    valid = np.isfinite(table) & (table >= 0) & ((table != fill) if fill is not None else True)
+    stated = var.attrs.get("start_index", var.encoding.get("start_index"))
+    # FVCOM and ADCIRC count from 1 without saying so: a table of 1..P is numbered from 1
+    start = int(stated) if stated is not None else int(table[valid].min() == 1 and table[valid].max() == len(x))
+    valid &= table >= start
+    cells = np.where(valid, table - start, -1).astype(np.int64)
+    if cells.max() >= len(x) or np.any(valid.sum(axis=1) < 3):
+        raise ValueError(f"{where(ds)}: {name!r} (start_index {start}) names nodes past the {len(x)} nodes, or faces of fewer than 3 corners")
+    cells = np.take_along_axis(cells, np.argsort(~valid, axis=1, kind="stable"), axis=1)  # the corners first, in their order
+    if np.all(valid.sum(axis=1) == 3):
+        cells = cells[:, :3]
+    return np.column_stack([x, y]), cells, spherical
+
+
+def _face_dim(ds):
+    topology = _topology(ds)
+    name = attr(topology, "face_node_connectivity") if topology is not None else "nv"
+    var = ds[name]
+    return max(var.dims, key=lambda d: ds.sizes[d])
+
+
+def _component(ds, which, given):
+    """The variable of velocity component `which`; None for a missing `w`."""
+    found = component(ds, which, given, None)
+    if found is None:
+        found = next((n for name in _MODEL_NAMES[which] for n in ds.data_vars if str(n).lower() == name), None)
+    if found is None and which != "w":
+        known = ", ".join(_MODEL_NAMES[which][:3])
+        raise ValueError(f"{where(ds)}: no {'eastward' if which == 'u' else 'northward'} velocity found (by standard_name or as {which}, {known}, ...) among {sorted(ds.data_vars)}; pass velocity='u,v'")
+    return found
+
+
+def _face_to_node(points, cells):
+    """The `(P, C)` sparse matrix averaging face values to nodes, weighted by face area."""
+    from scipy.sparse import csr_matrix
+
+    k = cells.shape[1]
+    x = points[np.maximum(cells, 0)]
+    ring = np.where((cells >= 0)[..., None], x, x[:, :1])  # a missing corner repeats the first
+    area = 0.5 * np.abs(np.sum(ring[:, :, 0] * np.roll(ring[:, :, 1], -1, axis=1) - np.roll(ring[:, :, 0], -1, axis=1) * ring[:, :, 1], axis=1))
+    face = np.repeat(np.arange(len(cells)), k)
+    node = cells.reshape(-1)
+    keep = node >= 0
+    matrix = csr_matrix((np.repeat(area, k)[keep], (node[keep], face[keep])), shape=(len(points), len(cells)))
+    total = np.asarray(matrix.sum(axis=1)).reshape(-1)
+    return csr_matrix(matrix.multiply(1.0 / np.maximum(total, np.finfo(float).tiny)[:, None]))
+
+
+def _on_nodes(array, weights):
+    """`(T, K, C)` face values as `(T, K, P)` node values (NaN faces, dry, counted as 0)."""
+    lead = array.shape[:-1]
+    flat = np.nan_to_num(array.reshape(-1, array.shape[-1]))
+    return np.asarray((weights @ flat.T).T).reshape(*lead, weights.shape[0])
+
+
+def _water_depth(first, joined, read, shape, required=False):
+    """Sea floor below the free surface `(T, P)`: the bathymetry (`h`, `depth`) plus `zeta`
+    (`elevation`) when the files hold it."""
+    bathymetry = next((n for n in ("h", "depth") if n in first.variables), None)
+    if bathymetry is None:
+        if required:
+            raise ValueError(f"{where(first)}: no bathymetry (h or depth) to place the sigma layers")
+        return np.zeros(shape)
+    h = np.broadcast_to(np.asarray(first[bathymetry].values, np.float64), shape[-1:])
+    elevation = next((n for n in ("zeta", "elevation") if n in first.variables and first[n].ndim == 2), None)
+    zeta = np.nan_to_num(read(elevation)[:, 0]) if elevation is not None else 0.0
+    return np.broadcast_to(h + zeta, shape).copy()
+
+
+def _sigma(ds, level_dim, n_points):
+    """The sigma of each level at each node `(P, K)`, in [-1, 0]."""
+    name = next((n for n in ds.variables if level_dim in ds[n].dims and attr(ds[n], "standard_name") == "ocean_sigma_coordinate"), level_dim if level_dim in ds.variables else None)
+    if name is None:
+        raise ValueError(f"{where(ds)}: no sigma coordinate for the velocity's levels {level_dim!r} (a variable with standard_name ocean_sigma_coordinate, as FVCOM's siglay)")
+    var = ds[name]
+    sigma = np.asarray(var.transpose(*[d for d in var.dims if d != level_dim], level_dim).values, np.float64)
+    sigma = np.broadcast_to(sigma, (n_points, ds.sizes[level_dim]))
+    if np.nanmin(sigma) < -1 - 1e-6 or np.nanmax(sigma) > 1e-6:
+        raise ValueError(f"{where(ds)}: {name!r} must lie in [-1, 0] (sigma, positive up), got [{np.nanmin(sigma):g}, {np.nanmax(sigma):g}]")
+    return sigma
+
+
+def _schism_levels(z, velocity):
+    """SCHISM's levels `z` `(T, K, P)` (upward, bottom first, NaN below the floor) as depths below
+    the surface `(T, P, K)` surface first, with the velocity of the deepest wet level below it."""
+    z = np.moveaxis(z, 1, 2)[:, :, ::-1]  # (T, P, K), surface first
+    velocity = velocity[:, :, ::-1]
+    wet = np.isfinite(z)
+    deepest = np.maximum(wet.sum(axis=2) - 1, 0)
+    bottom = np.take_along_axis(z, deepest[..., None], axis=2)
+    depths = np.where(wet, z[:, :, :1] - z, z[:, :, :1] - bottom)
+    velocity = np.where(wet[..., None], velocity, np.take_along_axis(velocity, deepest[..., None, None], axis=2))
+    return np.nan_to_num(depths), velocity, np.nan_to_num(z[:, :, 0] - bottom[..., 0])
