@@ -8,7 +8,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
-from .base import SKIP, AbstractField, Hints, node_rows
+from .base import SKIP, AbstractField, Hints, node_rows, time_weights
 from .grid import degrees_per_second
 from .mesh import MeshField
 
@@ -111,28 +111,43 @@ class LayeredField(AbstractField):
     def hints(self, n: int, dtype, xp=jnp) -> Hints:
         return self.surface.hints(n, dtype, xp)
 
-    def _columns(self, t, x, hint):
-        """The column at each row's place and time `(n, W)`, the horizontal hints and whether
-        each row lies on the mesh."""
+    def _place(self, x, hint):
+        """Each row's horizontal cell: hints, whether it lies on the mesh, the cell's nodes and
+        their shape-function weights."""
         hint, found = self.surface.locate(x[:, :2], hint)
-        cell = jnp.maximum(hint.cell, 0)
-        nodes, weights = self.surface.node_weights(cell, x[:, :2], hint.coords)
-        return node_rows(self.table, self.times, jnp.asarray(t, x.dtype), nodes, weights).astype(x.dtype), hint, found
+        nodes, weights = self.surface.node_weights(jnp.maximum(hint.cell, 0), x[:, :2], hint.coords)
+        return hint, found, nodes, weights
 
-    def _velocity(self, column, x):
-        """Velocity in m/s at each row's depth in its `column`: linear between the two levels
-        around it, the nearest level's value above the top and below the bottom one."""
-        k_levels = self.levels
-        depth = column[:, :k_levels]
-        velocity = column[:, k_levels : 4 * k_levels].reshape(-1, k_levels, 3)
+    def _floor(self, t, x, nodes, weights):
+        """The sea floor below the surface at each row's place and time `(n,)`."""
+        return node_rows(self.table[..., -1:], self.times, jnp.asarray(t, x.dtype), nodes, weights)[:, 0].astype(x.dtype)
+
+    def _velocity(self, t, x, nodes, weights):
+        """Velocity in m/s at each row's place, time and depth: the levels' depths are the
+        cell's interpolation of the node columns; between the two levels around the row it is
+        linear in depth, above the top and below the bottom level the nearest level's value.
+        Only those two levels' velocities are gathered from each node (16 short rows, not 8
+        whole columns: the gathers are the step's cost)."""
+        k_levels, t = self.levels, jnp.asarray(t, x.dtype)
+        velocity = self.table[..., k_levels : 4 * k_levels].reshape(*self.table.shape[:2], k_levels, 3)
+        it, wt = time_weights(self.times, t)
+        slices = ((it, None),) if self.times is None else ((it, 1 - wt), (it + 1, wt))
         if k_levels == 1:
-            return velocity[:, 0, : self.dim]
-        below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
-        d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
-        weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
-        v0 = jnp.take_along_axis(velocity, (below - 1)[..., None], axis=1)[:, 0]
-        v1 = jnp.take_along_axis(velocity, below[..., None], axis=1)[:, 0]
-        return v0 + weight * (v1 - v0)
+            below, weight = jnp.zeros((x.shape[0], 1), jnp.int32), jnp.zeros((x.shape[0], 1), x.dtype)
+        else:
+            depth = node_rows(self.table[..., :k_levels], self.times, t, nodes, weights).astype(x.dtype)
+            below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
+            d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
+            weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
+            below = below - 1
+        total = jnp.zeros((x.shape[0], 3), x.dtype)
+        for index, share in slices:
+            for i in range(nodes.shape[1]):
+                upper = velocity[index, nodes[:, i], below[:, 0]].astype(x.dtype)
+                value = upper if k_levels == 1 else upper + weight * (velocity[index, nodes[:, i], below[:, 0] + 1].astype(x.dtype) - upper)
+                node_share = weights[:, i : i + 1] if share is None else share * weights[:, i : i + 1]
+                total = total + node_share * value
+        return total[:, : self.dim]
 
     def _converted(self, u, x):
         return degrees_per_second(u, x[:, 1]) if self.spherical else u
@@ -140,15 +155,15 @@ class LayeredField(AbstractField):
     # -- the field contract -----------------------------------------------------------------
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
-        column, hint, _ = self._columns(t, x, hint)
-        u = self._converted(self._velocity(column, x), x)
+        hint, _, nodes, weights = self._place(x, hint)
+        u = self._converted(self._velocity(t, x, nodes, weights), x)
         return jnp.where((hint.cell == SKIP)[:, None], 0, u), hint
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN off the mesh."""
         x = jnp.asarray(x)[None]
-        column, _, found = self._columns(t, x, self.hints(1, x.dtype))
-        return jnp.where(found[:, None], self._converted(self._velocity(column, x), x), jnp.nan)[0]
+        _, found, nodes, weights = self._place(x, self.hints(1, x.dtype))
+        return jnp.where(found[:, None], self._converted(self._velocity(t, x, nodes, weights), x), jnp.nan)[0]
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         x = jnp.asarray(x)[None]
@@ -161,25 +176,24 @@ class LayeredField(AbstractField):
         """Depths kept between the surface and the sea floor at each row's place at time `t`."""
         if self.dim == 2:
             return super().settle_batch(t, x, hint)
-        column, hint, found = self._columns(t, x, hint)
-        return x.at[:, 2].set(jnp.where(found, jnp.clip(x[:, 2], 0, column[:, -1]), x[:, 2])), hint
+        hint, found, nodes, weights = self._place(x, hint)
+        return x.at[:, 2].set(jnp.where(found, jnp.clip(x[:, 2], 0, self._floor(t, x, nodes, weights)), x[:, 2])), hint
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:
             return None
-        hint, _ = self.surface.locate(x[:, :2], self.hints(x.shape[0], x.dtype) if hint is None else hint)
-        cell = jnp.maximum(hint.cell, 0)
-        nodes, weights = self.surface.node_weights(cell, x[:, :2], hint.coords)
+        _, _, nodes, weights = self._place(x, self.hints(x.shape[0], x.dtype) if hint is None else hint)
         return jnp.sum(weights * self.land[nodes], axis=-1) >= 0.5
 
     def water_depth(self, t: TimeLike, points) -> np.ndarray:
         """The sea floor below the surface at `points` `(n, 2 or 3)` and time `t` (host side:
         for seeding and checks); NaN off the mesh."""
         x = jnp.asarray(np.asarray(points, np.float64)[:, :2], self.table.dtype)
-        column, _, found = _located_columns(self, jnp.asarray(t, x.dtype), jnp.pad(x, ((0, 0), (0, 1))))
-        return np.where(np.asarray(found), np.asarray(column[:, -1]), np.nan)
+        floor, found = _located_floor(self, jnp.asarray(t, x.dtype), x)
+        return np.where(np.asarray(found), np.asarray(floor), np.nan)
 
 
 @eqx.filter_jit
-def _located_columns(field: LayeredField, t, x):
-    return field._columns(t, x, field.hints(x.shape[0], x.dtype))
+def _located_floor(field: LayeredField, t, x):
+    _, found, nodes, weights = field._place(x, field.hints(x.shape[0], x.dtype))
+    return field._floor(t, x, nodes, weights), found
