@@ -1,10 +1,13 @@
 """Track particles through a velocity field: `python apps/track.py [group=option ...] [key=value ...]`."""
 
+import sys
+from pathlib import Path
+
 import hydra
 from omegaconf import DictConfig
 
 import flowkit  # noqa: F401  (before JAX: one CPU device per core)
-from flowkit.config import run_track, user_errors
+from flowkit.config import check_overrides, run_track, user_errors
 
 
 @hydra.main(config_path="../conf", config_name="track", version_base="1.3")
@@ -14,4 +17,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_overrides(sys.argv[1:], "track", Path(__file__).resolve().parents[1] / "conf")
     main()

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import logging
 import os
 import platform
 import sys
@@ -34,8 +35,10 @@ from .analysis.deposition import deposition_map, write_deposition_map_vtp, write
 from .analysis.ftle import ftle
 from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot
 from .io.vtk import write_vti
-from .seeding import uniform_grid
+from .seeding import in_flow, uniform_grid
 from .trajectory import Trajectory
+
+_log = logging.getLogger("flowkit")
 
 
 @dataclasses.dataclass
@@ -52,7 +55,7 @@ class TrackConfig:
     t0: Any = MISSING  # seconds, or a date on a dated field's calendar ("2024-01-05")
     t1: Any = MISSING
     dt: Any = MISSING  # seconds, or a duration ("1h")
-    save_every: int = MISSING
+    save_every: Any = MISSING  # steps, or a duration ("6h") that is a whole number of steps
     dtype: str = MISSING
     seed: int = MISSING
     batch_size: int | None = MISSING
@@ -87,19 +90,67 @@ ConfigStore.instance().store(name="ftle_schema", node=FtleConfig)
 _USER_ERRORS = (ValueError, TypeError, FileNotFoundError, InstantiationException, OmegaConfBaseException)
 
 
+def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve().parents[1] / "conf") -> None:
+    """Before Hydra composes the run: an override naming a key or a group option that does not
+    exist ends the run with one line naming the closest valid one (`seed.n=500` -> `seeds.n`),
+    exit status 2, instead of Hydra's several lines."""
+    import difflib
+
+    groups = {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in conf.iterdir() if d.is_dir()}
+    main = OmegaConf.load(conf / f"{config_name}.yaml")
+    chosen = {k: v for item in main.get("defaults", []) if isinstance(item, DictConfig) for k, v in item.items()}
+    overrides = [a.split("=", 1) for a in argv if "=" in a and not a.startswith(("-", "+", "~", "hydra"))]
+    for key, value in overrides:
+        if key in groups:
+            for option in value.split(","):
+                if option not in groups[key]:
+                    _refuse(f"{key}={option}: no such option; choose one of {', '.join(groups[key])}")
+            chosen[key] = value.split(",")[0]
+    schema = TrackConfig if config_name == "track" else FtleConfig
+    known = {f.name for f in dataclasses.fields(schema) if f.name not in groups}
+    known |= set(_dotted({k: v for k, v in OmegaConf.to_container(main).items() if k != "defaults"}))
+    for group, option in chosen.items():
+        if group in groups and option in groups[group]:
+            known |= {f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))}
+    for key, _ in overrides:
+        if key not in groups and key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
+            _refuse(f"{key}: no such key in the {config_name} config" + (f"; did you mean {near[0]}?" if near else "") + " (add a new key with +key=value)")
+
+
+def _dotted(tree, prefix="") -> list[str]:
+    keys = []
+    for k, v in tree.items():
+        if k.startswith("_"):
+            continue
+        keys.append(prefix + k)
+        if isinstance(v, dict):
+            keys += _dotted(v, prefix + k + ".")
+    return keys
+
+
+def _refuse(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
 @contextlib.contextmanager
 def user_errors():
     """Inside an app: a bad value, a missing file or an unknown option ends the run with one
-    line on stderr and exit status 2, not a traceback; `HYDRA_FULL_ERROR=1` shows the traceback."""
+    line on stderr and exit status 2, not a traceback; `HYDRA_FULL_ERROR=1` shows the traceback.
+    Python warnings (from flowkit's dependencies) go to the run's log like flowkit's own lines."""
+    logging.captureWarnings(True)
     try:
         yield
     except _USER_ERRORS as err:
+        _log.error("%s: %s", type(err).__name__, err)  # the run's log keeps its error
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
-        message = " ".join(str(cause).split())
-        print(f"error: {message}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+        _refuse(" ".join(str(cause).split()))
+    except BaseException:
+        _log.exception("the run failed")
+        raise
 
 
 def _bounds_lists(field):
@@ -129,21 +180,37 @@ def grid_resolution(n: int, bounds) -> list[int]:
 
 
 def build_seeds(cfg: DictConfig, field):
+    """The seeds of `cfg.seeds`: `bounds: null` is the field's box (but `random_inside` draws in
+    the field's own domain), `n` for a lattice becomes a resolution, random seeders get the run's
+    key, a seeder taking `field` gets it. The count made is logged."""
     seeds_cfg = OmegaConf.to_container(cfg.seeds, resolve=True)
-    target = get_method(seeds_cfg["_target_"])
-    if seeds_cfg.get("bounds", 0) is None:
+    target = get_method(seeds_cfg.pop("_target_"))
+    parameters = inspect.signature(target).parameters
+    if seeds_cfg.get("bounds", 0) is None and "field" not in parameters:
         seeds_cfg["bounds"] = _bounds_lists(field)
     if seeds_cfg.get("n") is not None and (not isinstance(seeds_cfg["n"], int) or seeds_cfg["n"] < 1):
         raise ValueError(f"seeds.n must be a positive integer, got {seeds_cfg['n']!r}")
+    asked = None
     if "resolution" in seeds_cfg:
-        n = seeds_cfg.pop("n", None)
+        asked = seeds_cfg.pop("n", None)
         if seeds_cfg["resolution"] is None:
-            if n is None:
+            if asked is None:
                 raise ValueError("seeds: give resolution (one count per axis) or n (a total)")
-            seeds_cfg["resolution"] = grid_resolution(int(n), seeds_cfg["bounds"])
-    if "key" in inspect.signature(target).parameters:
+            seeds_cfg["resolution"] = grid_resolution(int(asked), seeds_cfg["bounds"])
+    if "key" in parameters:
         seeds_cfg["key"] = jax.random.key(int(cfg.seed))
-    return np.asarray(instantiate(seeds_cfg, _convert_="all"))
+    if "field" in parameters:
+        seeds_cfg["field"] = field
+    seeds = np.asarray(target(**seeds_cfg))
+    if target is uniform_grid:  # a lattice over the box: only its points in the flow (in the mesh, in the water)
+        made, seeds = len(seeds), seeds[in_flow(field, seeds, float(cfg.t0) if isinstance(cfg.t0, (int, float)) else None)]
+        if len(seeds) < made:
+            _log.info("seeds: %d of the lattice's %d points lie outside the flow (outside the mesh, on land, below the sea floor): left out", made - len(seeds), made)
+        if not len(seeds):
+            raise ValueError(f"seeds: none of the lattice's {made} points lies inside the field's domain; give seeds.bounds inside it")
+    how = f"a {'×'.join(map(str, seeds_cfg['resolution']))} lattice over the box" + (f" (n={asked} asked: whole points per axis in proportion to the sides)" if asked else "") if "resolution" in seeds_cfg else target.__name__
+    _log.info("seeds: %d from %s", len(seeds), how)
+    return seeds
 
 
 def build(cfg: DictConfig):
@@ -236,12 +303,11 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     field_bytes = run.modules[0].nbytes
     traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
     device = run.devices[0]
-    print(
-        f"flowkit {__version__} | jax {jax.__version__} | {device.platform} × {len(run.devices)} ({device.device_kind})\n"
+    _log.info("flowkit %s | jax %s | %s × %d (%s)", __version__, jax.__version__, device.platform, len(run.devices), device.device_kind)
+    _log.info(
         f"field {type(run.modules[0]).__name__} {_describe(field, run)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
         f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={cfg.dt} | "
-        f"particles {type(run.modules[3]).__name__} | boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}",
-        flush=True,
+        f"particles {type(run.modules[3]).__name__} | boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
     )
     cache_before = _cache_counts()
     if cfg.get("profile"):
@@ -275,25 +341,36 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "t0": run.t0,
         "t1": run.t1,
         "dt": run.dt,
-        "versions": {"flowkit": __version__, "jax": jax.__version__, "python": platform.python_version()},
+        "inputs": _inputs(cfg),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "versions": _versions(),
+        "device_kind": device.device_kind,
         "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     memory = device.memory_stats()  # None on backends without allocator statistics (CPU)
     if memory:
         summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
+    files = summary["files"] = []
     if cfg.output.trajectories:
-        traj.save(out / "trajectories.npz")
-        if getattr(field, "spherical", False):  # ocean/atmosphere data: the CF trajectory file its users read
-            traj.save(out / "trajectories.nc", spherical=True, time_origin=getattr(field, "time_origin", None))
+        files.append(traj.save(out / "trajectories.npz").name)
+        if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
+            files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=getattr(field, "time_origin", None)).name)
     if cfg.output.vtp:
-        traj.save(out / "trajectories.vtp")
+        files.append(traj.save(out / "trajectories.vtp").name)
         if counts["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
             write_deposition_vtp(traj, out / "deposition.vtp")
+            files.append("deposition.vtp")
             deposited = deposition_map(traj, field)
             summary["deposition"] = {"deposits": int(deposited.counts.sum()), "faces_hit": int(np.sum(deposited.counts > 0))}
             if deposited.points is not None:
                 write_deposition_map_vtp(deposited, out / "deposition_map.vtp")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+                files.append("deposition_map.vtp")
+    if cfg.output.get("clouds"):
+        files.append(traj.save(out / "particles.pvd").name)
+    if cfg.output.plot:
+        files += ["trajectories.png", "snapshot.png", "density.png"]
+    files.append("summary.json")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if cfg.output.plot:
         at = lambda t: field.near(t) if run.stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
         times = np.asarray(traj.times, dtype=np.float64)
@@ -303,11 +380,33 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         bins = [cfg.output.density_bins] * field.dim
         cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
         plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]))
-    print(
-        f"done: {info.particle_steps_per_s / 1e6:.2f} M particle-steps/s (compile {info.compile_s:.2f} s, run {info.run_s:.2f} s); final status {counts}",
-        flush=True,
-    )
+    _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, counts, ", ".join(files))
     return traj
+
+
+def _inputs(cfg: DictConfig) -> dict:
+    """What the run read: the field's builder and every path it or the seeds were given (a
+    builder with no path reads the sample `flowkit.datasets` writes)."""
+    found = {"field": cfg.field._target_}
+    for group in ("field", "seeds"):
+        for key, value in OmegaConf.to_container(cfg[group], resolve=True).items():
+            if key in ("path", "grid", "file", "dataset") and value is not None:
+                found[f"{group}.{key}"] = str(value) if key == "dataset" or any(ch in str(value) for ch in "*?[") else str(Path(value).resolve())
+    return found
+
+
+def _versions() -> dict:
+    """The versions of what computed the run."""
+    import importlib.metadata
+
+    names = ("jax", "jaxlib", "equinox", "diffrax", "vtk", "numpy", "xarray", "hydra-core")
+    versions = {"flowkit": __version__, "python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:

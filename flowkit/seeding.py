@@ -6,11 +6,12 @@ precision); random ones take a keyword-only `key` and never read global random s
 
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fields.base import as_bounds
+from .fields.base import AbstractField, as_bounds
 
 
 def uniform_grid(resolution, bounds, include_boundaries: bool = True) -> np.ndarray:
@@ -38,6 +39,55 @@ def random_box(n: int, bounds, *, key) -> np.ndarray:
     lo, hi = (np.asarray(b, dtype=np.float64) for b in as_bounds(bounds))
     u = np.asarray(jax.random.uniform(key, (int(n), lo.shape[0]), dtype=jnp.result_type(float)), dtype=np.float64)
     return lo + u * (hi - lo)
+
+
+def random_inside(n: int, field: AbstractField, bounds=None, *, key, t: float | None = None) -> np.ndarray:
+    """Exactly `n` points uniform by volume in the field's domain (by area on a sphere: uniform
+    in the sine of latitude): inside a mesh's cells, in the water of an ocean field (off land,
+    above the sea floor at time `t`, default the start of its data). Drawn in the box `bounds`
+    (default the field's) in batches and kept where the field locates them, so a mesh with holes
+    or a coastline is filled only where there is flow.
+
+    **Raises:** `ValueError` when no point of the box lies in the domain.
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"random_inside: n must be a positive integer, got {n}")
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in as_bounds(field.bounds if bounds is None else bounds, field.dim))
+    batch = int(min(max(2 ** int(np.ceil(np.log2(2 * n))), 1024), 2**18))  # one compiled shape for all draws
+    kept, found, drawn = [], 0, 0
+    while found < n:
+        key, sub = jax.random.split(key)
+        u = np.asarray(jax.random.uniform(sub, (batch, lo.shape[0]), dtype=jnp.result_type(float)), dtype=np.float64)
+        points = lo + u * (hi - lo)
+        if field.spherical:  # uniform in sin(latitude): equal areas
+            s0, s1 = np.sin(np.deg2rad(lo[1])), np.sin(np.deg2rad(hi[1]))
+            points[:, 1] = np.rad2deg(np.arcsin(s0 + u[:, 1] * (s1 - s0)))
+        inside = in_flow(field, points, t)
+        kept.append(points[inside])
+        found += int(inside.sum())
+        drawn += batch
+        if found == 0 and drawn >= 64 * batch:
+            raise ValueError(f"random_inside: none of {drawn} points drawn in the box {lo.tolist()} - {hi.tolist()} lies inside the field's domain")
+    return np.concatenate(kept)[:n]
+
+
+def in_flow(field: AbstractField, points, t: float | None = None) -> np.ndarray:
+    """Whether each of `points` `(N, dim)` lies where particles move at time `t` (default: the
+    start of the field's data): inside its mesh, off land, in the water column."""
+    t = float(field.time_range[0]) if t is None and np.isfinite(field.time_range[0]) else float(t or 0.0)
+    return np.asarray(_in_flow(field, t, jnp.asarray(np.asarray(points, np.float64))))
+
+
+@eqx.filter_jit
+def _in_flow(field: AbstractField, t, x):
+    """Whether each row lies where particles move: located in the field, not on land, and left
+    where it is by the field's settling (a layered ocean moves points below its floor)."""
+    hint, inside = field.locate_batch(x, field.hints(x.shape[0], x.dtype))
+    beached = field.beached_batch(x, hint)
+    settled, _ = field.settle_batch(jnp.asarray(t, x.dtype), x, hint)
+    kept = jnp.all(jnp.abs(settled - x) <= 8 * jnp.finfo(x.dtype).eps * (1 + jnp.abs(x)), axis=1)
+    return inside & kept & (True if beached is None else ~beached)
 
 
 def line(a, b, n: int) -> np.ndarray:

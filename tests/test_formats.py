@@ -131,18 +131,24 @@ def test_openfoam_case_series_patches_skipped_and_cell_values(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("zero_holds_u", [False, True])
-def test_openfoam_time_zero_is_kept_when_it_holds_the_velocity_of_its_name(tmp_path, caplog, zero_holds_u):
-    """A multiphase-style velocity `U.air`: 0/ joins the series exactly when it holds that field,
-    whether the velocity is found by its name or given (`velocity="U.air"`)."""
+def test_openfoam_time_zero_is_skipped_unless_asked_for_and_holding_the_velocity(tmp_path, caplog, zero_holds_u):
+    """A multiphase-style velocity `U.air`: 0/ (the initial condition) is skipped by default, as
+    ParaView does; with `skip_zero_time=False` it joins the series exactly when it holds that
+    field, whether the velocity is found by its name or given (`velocity="U.air"`)."""
 
     def flow(t, x):
         return np.stack([1.0 + t + 0 * x[:, 0], 0.2 + 0 * x[:, 0], 0 * x[:, 0]], axis=1)
 
     root = foam.write_case(tmp_path / "air", flow, times=(0.0, 0.5, 1.0), zero_holds_u=zero_holds_u, name="U.air")
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        field = fk.io.read(root, dtype="float64")
+    np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0])
+    assert ("initial condition, skipped as ParaView does" in caplog.text) == zero_holds_u and "2 time step(s) read: 0.5, 1" in caplog.text
     expected = [0.0, 0.5, 1.0] if zero_holds_u else [0.5, 1.0]
     for velocity in (None, "U.air"):
+        caplog.clear()
         with caplog.at_level(logging.INFO, logger="flowkit"):
-            field = fk.io.read(root, velocity, dtype="float64")
+            field = fk.io.read(root, velocity, dtype="float64", skip_zero_time=False)
         np.testing.assert_array_equal(np.asarray(field.times), expected)
         assert ("time directory 0 holds no U.air" in caplog.text) != zero_holds_u
         np.testing.assert_allclose(field.probe(np.array([[0.5, 0.5, 0.5]]), expected[-1])[0], [[2.0, 0.2, 0.0]], rtol=1e-6)

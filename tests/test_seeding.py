@@ -56,3 +56,55 @@ def test_from_file_npz_and_csv(tmp_path):
         fk.seeding.from_file(tmp_path / "bad.npz")
     with pytest.raises(FileNotFoundError, match="missing.csv"):
         fk.seeding.from_file(tmp_path / "missing.csv")
+
+
+def _channel_with_cylinder(radius=0.25, centre=(1.0, 0.5)):
+    """A 4 x 1 channel of triangles with the cells around a cylinder removed (a hole)."""
+    nx, ny = 81, 21
+    x, y = np.meshgrid(np.linspace(0, 4, nx), np.linspace(0, 1, ny), indexing="ij")
+    points = np.column_stack([x.ravel(), y.ravel()])
+    index = np.arange(nx * ny).reshape(nx, ny)
+    a, b, c, d = index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]
+    cells = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
+    keep = np.linalg.norm(points[cells].mean(axis=1) - centre, axis=1) > radius
+    field = fk.MeshField(points, cells[keep], np.tile([1.0, 0.0], (len(points), 1)), dtype="float64")
+    corners = points[cells[keep]]
+    e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    area = 0.5 * np.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+    return field, corners, area
+
+
+def test_random_inside_fills_a_mesh_with_a_hole_exactly_and_uniformly():
+    field, corners, area = _channel_with_cylinder()
+    seeds = fk.seeding.random_inside(2000, field, key=jax.random.key(3))
+    assert seeds.shape == (2000, 2)
+    assert np.all(fk.seeding.in_flow(field, seeds))
+    assert np.all(np.linalg.norm(seeds - [1.0, 0.5], axis=1) > 0.25 - 0.05 * np.sqrt(2))  # none in the cylinder (its cells are 0.05 wide)
+    # uniform by area: the left half, which holds the hole, gets its share of the water's area
+    left = area[corners.mean(axis=1)[:, 0] < 2.0].sum() / area.sum()
+    share = np.mean(seeds[:, 0] < 2.0)
+    assert abs(share - left) < 4 * np.sqrt(left * (1 - left) / 2000) and left < 0.48
+    np.testing.assert_array_equal(seeds, fk.seeding.random_inside(2000, field, key=jax.random.key(3)))
+    with pytest.raises(ValueError, match="none of .* lies inside the field's domain"):
+        fk.seeding.random_inside(10, field, [[1.0, 0.45], [1.05, 0.55]], key=jax.random.key(0))
+
+
+def test_random_inside_keeps_to_the_water_and_equal_areas_on_the_sphere():
+    lon, lat = np.linspace(0, 40, 41), np.linspace(0, 80, 81)
+    values = np.zeros((41, 81, 2))
+    values[:10, :, :] = np.nan  # land west of 9.5 E
+    field = fk.io.from_xarray(_dataset(lon, lat, values))
+    seeds = fk.seeding.random_inside(4000, field, key=jax.random.key(5))
+    assert len(seeds) == 4000 and seeds[:, 0].min() > 9.0
+    # uniform in sin(latitude): its mean is the mean of sin over the band's ends
+    assert abs(np.mean(np.sin(np.deg2rad(seeds[:, 1]))) - 0.5 * np.sin(np.deg2rad(80.0))) < 0.02
+
+
+def _dataset(lon, lat, values):
+    import xarray as xr
+
+    meta = lambda name: {"standard_name": name, "units": "m s-1"}  # noqa: E731
+    return xr.Dataset(
+        {"uo": (("latitude", "longitude"), values[..., 0].T, meta("eastward_sea_water_velocity")), "vo": (("latitude", "longitude"), values[..., 1].T, meta("northward_sea_water_velocity"))},
+        coords={"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+    )

@@ -316,3 +316,14 @@ def test_no_log_line_about_backends_nobody_asked_for():
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Unable to initialize backend" not in result.stderr and "still here" in result.stderr
+
+
+def test_save_every_as_a_duration_of_whole_steps():
+    field = fk.fields.analytic.DoubleGyre()
+    seeds = np.array([[0.5, 0.5], [1.5, 0.3]])
+    by_steps = fk.track(field, seeds, 0.0, 3.0, 0.25, save_every=4)
+    by_time = fk.track(field, seeds, 0.0, 3.0, 0.25, save_every="1s")
+    np.testing.assert_array_equal(by_time.times, by_steps.times)
+    np.testing.assert_array_equal(by_time.positions, by_steps.positions)
+    with pytest.raises(ValueError, match=r"save_every='0.3s' \(0.3 s\) is not a whole number of steps of dt=0.25 s"):
+        fk.track(field, seeds, 0.0, 3.0, 0.25, save_every="0.3s")

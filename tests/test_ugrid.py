@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -70,6 +71,10 @@ def test_schism_output_opens_with_its_mixed_mesh_levels_and_split_files(tmp_path
     quad = faces[np.isfinite(faces[:, 3])][0].astype(int) - 1
     centre = [x[quad].mean(), y[quad].mean(), 0.0]
     np.testing.assert_allclose(_velocity(field, 0.0, centre)[0], 0.1 + 1e-5 * (centre[0] - x.mean()), rtol=1e-6)
+    # random seeds fill the water: on the mesh, between the surface and the floor
+    seeds = fk.seeding.random_inside(300, field, key=jax.random.key(0))
+    floor = field.water_depth(0.0, seeds)
+    assert len(seeds) == 300 and np.all(np.isfinite(floor)) and np.all(seeds[:, 2] <= floor)
 
 
 def test_particles_on_schism_levels_move_and_stay_in_the_water(tmp_path):

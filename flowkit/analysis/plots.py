@@ -65,7 +65,8 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
 
 
 def _on_sphere(field) -> bool:
-    return bool(getattr(field, "spherical", False))
+    """Whether the plot is a map in degrees (no field given: a plain plane)."""
+    return field is not None and field.spherical
 
 
 def _speed_background(fig, ax, field, t):

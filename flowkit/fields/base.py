@@ -1,6 +1,7 @@
 """The field contract: velocity at one time and one position."""
 
 import abc
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -69,8 +70,11 @@ class AbstractField(eqx.Module):
     - `dim`: number of spatial dimensions (static).
     - `time_range`: `(t_min, t_max)` over which the field is defined (infinite for analytic flows).
     - `periodic`: per-axis flags (static); the field wraps positions on those axes itself.
+    - `spherical`: positions are longitude and latitude in degrees (then depth), velocities
+      m/s converted at each particle's latitude; false for Cartesian fields.
     """
 
+    spherical: ClassVar[bool] = False
     bounds: eqx.AbstractVar[Bounds]
     dim: eqx.AbstractVar[int]
     time_range: eqx.AbstractVar[tuple[float, float]]

@@ -192,7 +192,7 @@ class SolverCase:
     (`times`, None for a steady file) and the merged data set at each. Reads are serialised (one
     reader, several threads asking)."""
 
-    def __init__(self, path: Path, kind: str, velocity: str | None = None):
+    def __init__(self, path: Path, kind: str, velocity: str | None = None, *, skip_zero_time: bool = True):
         import vtk
 
         if not path.exists():
@@ -221,9 +221,13 @@ class SolverCase:
             root = sorted(case.glob("processor*"))[0] if self.decomposed else case
             needed = _velocity_fields(root, self.times[1], velocity)
             missing = [name for name in needed if not (root / "0" / name).exists()]
-            if missing:
-                _log.info("%s: time directory 0 holds no %s; the series starts at %g", case, ", ".join(missing), self.times[1])
+            if skip_zero_time or missing:
+                why = f"holds no {', '.join(missing)}" if missing else "is the initial condition, skipped as ParaView does (skip_zero_time=False keeps it)"
+                _log.info("%s: time directory 0 %s; the series starts at %g", case, why, self.times[1])
                 self.times = self.times[1:]
+        if kind == "openfoam":
+            shown = ", ".join(f"{t:g}" for t in self.times[:6]) + (f", ... {self.times[-1]:g}" if len(self.times) > 6 else "")
+            _log.info("%s: %d time step(s) read: %s", case, len(self.times), shown if self.times[0] is not None else "steady")
 
     def describe(self, k: int) -> str:
         """Time step `k` in messages: the path, and the time where the case has several."""

@@ -105,8 +105,14 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
         vertical = f"{len(order)} sigma layers"
     _log.info(
         "from_ugrid: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
-        source, len(points), len(cells), "degrees" if spherical else "metres", vertical,
-        "+".join(names), " on faces, averaged to the nodes" if face_dim in first[u_name].dims else "", len(depths),
+        source,
+        len(points),
+        len(cells),
+        "degrees" if spherical else "metres",
+        vertical,
+        "+".join(names),
+        " on faces, averaged to the nodes" if face_dim in first[u_name].dims else "",
+        len(depths),
     )
     return LayeredField(points, cells, depths, velocity, water, times=times if times is not None and len(times) > 1 else None, spherical=spherical, time_origin=origin, dtype=dtype)
 

@@ -152,7 +152,8 @@ def write_particle_clouds_pvd(traj, path) -> Path:
     """A `.pvd` collection of one `.vtp` particle cloud per saved time (for animation in ParaView).
 
     The clouds go to a folder named like the `.pvd` (ParaView's own layout), each with point
-    arrays `particle_id`, `status` (and `velocity` when recorded).
+    arrays `particle_id`, `status`, `age` (time since release; 0 before it), `velocity` when
+    recorded, the samples and the particle model's variables.
     """
     path = Path(path)
     folder = path.with_suffix("")
@@ -160,6 +161,7 @@ def write_particle_clouds_pvd(traj, path) -> Path:
     files = []
     for k in range(len(traj.times)):
         arrays = {"particle_id": np.asarray(traj.particle_id[k]), "status": np.asarray(traj.status[k]).astype(np.int32)}
+        arrays["age"] = np.maximum(np.abs(float(traj.times[k]) - np.asarray(traj.t_release, np.float64)), 0.0) * (np.asarray(traj.status[k]) != Status.NOT_RELEASED)
         if traj.velocities is not None:
             arrays["velocity"] = np.asarray(traj.velocities[k])
         for name, values in (traj.samples or {}).items():

@@ -16,7 +16,7 @@ from .stream import SliceSource
 from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
 
 
-def _series(path, velocity=None):
+def _series(path, velocity=None, skip_zero_time=True):
     """[(item, time or None)] for a .pvd, a glob pattern, a list of files, one file, or a
     solver's case (its time steps, items `formats.Step`)."""
     import glob
@@ -27,7 +27,7 @@ def _series(path, velocity=None):
     path = Path(path)
     kind = format_of(path) if path.exists() else None
     if kind is not None:
-        case = SolverCase(path, kind, velocity)
+        case = SolverCase(path, kind, velocity, skip_zero_time=skip_zero_time)
         return [(Step(case, k), t) for k, t in enumerate(case.times)]
     if path.suffix.lower() == ".pvd":
         if not path.exists():
@@ -80,6 +80,7 @@ def read(
     periodic=False,
     stream: bool | None = None,
     max_device_bytes: int | None = None,
+    skip_zero_time: bool = True,
     **mesh_options,
 ):
     """A field from what a CFD solver or ParaView writes, read with the `vtk` package's readers.
@@ -123,6 +124,9 @@ def read(
       `None` (default) does so only when the whole series would exceed `max_device_bytes`.
     - `max_device_bytes`: device memory the field may use (default: half the GPU's memory, or
       a quarter of the host's RAM on CPU).
+    - `skip_zero_time`: an OpenFOAM case's `0/` directory (the initial condition, often the
+      flow at rest) is left out of the series, as ParaView does; `False` keeps it when it holds
+      the velocity.
     - `mesh_options`: passed to `MeshField` (`walk_steps`, `newton_steps`, `bin_scale`).
 
     **Returns:** a `GridField` for image and rectilinear data (a grid with one point along an
@@ -148,7 +152,7 @@ def read(
         return read_cf(path, velocity, periodic=None if periodic is False else periodic, **options)
     if is_selafin_path(path):  # TELEMAC results: triangles, or prisms between planes
         return read_selafin(path, velocity, dtype=dtype, **mesh_options)
-    series = _series(path, velocity)
+    series = _series(path, velocity, skip_zero_time)
     first = read_dataset(series[0][0])
     grid = is_grid(first)
     if grid and sample:

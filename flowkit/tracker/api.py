@@ -25,7 +25,7 @@ def track(
     dt: float,
     integrator: AbstractIntegrator | None = None,
     boundary: AbstractBoundary | None = None,
-    save_every: int = 1,
+    save_every: int | str = 1,
     *,
     t_release=None,
     args=None,
@@ -57,7 +57,8 @@ def track(
       Inlets (`fk.InletOutlet`, `fk.ContinuousInlet`) restart slots inside the run; the result
       then has `generation` (and `particle_id`) per frame, and a `ContinuousInlet`'s spare slots
       are appended after the seeds (seeds may then be empty, shape `(0, dim)`).
-    - `save_every`: save a frame every this many steps (and always at `t1`).
+    - `save_every`: save a frame every this many steps, or every duration (`"6h"`, `"2.5s"`:
+      a whole number of steps), and always at `t1`.
     - `t_release`: `(N,)` release times; a particle waits (status `NOT_RELEASED`) at its seed
       until the first step that starts at or after its release time.
     - `args`: passed to the field as its third argument.
@@ -181,7 +182,7 @@ def track_ensemble(
     dt: float,
     integrator: AbstractIntegrator | None = None,
     boundary: AbstractBoundary | None = None,
-    save_every: int = 1,
+    save_every: int | str = 1,
     *,
     t_release=None,
     args=None,

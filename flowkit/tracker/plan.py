@@ -1,6 +1,7 @@
 """Host-side planning of a run: block sizes per platform, buckets, the checks of its pieces,
 its time grid, and the restart origins' cells."""
 
+import logging
 import math
 
 import equinox as eqx
@@ -8,12 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
 from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..particles.base import AbstractParticles, Tracer, is_tracer
+
+_log = logging.getLogger("flowkit")
 
 BLOCK = 8192
 """Particles per cache block inside one CPU device's share (measured best between ~2 500 and 10 000)."""
@@ -79,10 +83,18 @@ def time_plan(field, t0: float, t1: float, dt: float, save_every):
     for name, value in (("t0", t0), ("t1", t1)):
         if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
             raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
-    if int(save_every) != save_every or save_every < 1:
-        raise ValueError(f"save_every must be a positive integer, got {save_every}")
     n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
+    if isinstance(save_every, str):  # a duration: a whole number of steps
+        seconds = as_seconds(save_every, "save_every", duration=True)
+        steps = seconds / abs(dt)
+        if seconds <= 0 or abs(steps - round(steps)) > 1e-9 * max(1.0, steps) or round(steps) < 1:
+            raise ValueError(f"save_every={save_every!r} ({seconds:g} s) is not a whole number of steps of dt={abs(dt):g} s ({steps:g} steps)")
+        save_every = int(round(steps))
+    elif isinstance(save_every, bool) or int(save_every) != save_every or save_every < 1:
+        raise ValueError(f"save_every must be a positive integer (steps) or a duration like '6h', got {save_every!r}")
     save_every = min(int(save_every), n_steps)
+    if n_steps % save_every:
+        _log.info("save_every: the run's %d steps are not a multiple of %d; the last frame is at t1, %d steps after the one before", n_steps, save_every, n_steps % save_every)
     n_saves = math.ceil(n_steps / save_every)
     save_steps = np.minimum(np.arange(n_saves + 1) * save_every, n_steps)
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
@@ -170,7 +182,7 @@ def check_particles(particles, integrator, field, dt) -> AbstractParticles:
         return particles
     # floats become array leaves: runs that differ only in them share one compiled program
     particles = jax.tree.map(lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles)
-    if getattr(field, "spherical", False) and particles.moves_in_metres:
+    if field.spherical and particles.moves_in_metres:
         raise ValueError(f"particles: {type(particles).__name__} moves in metres, but this field's positions are degrees of longitude and latitude")
     return particles.resolve(integrator, dt, field.dim)
 

@@ -4,7 +4,6 @@ batch and chunk after chunk, writing the frames to memory or a zarr store."""
 import logging
 import math
 import time
-import warnings
 from pathlib import Path
 
 import equinox as eqx
@@ -297,11 +296,11 @@ class TrackRun:
         if bar is not None:
             bar.close()
         if outside:
-            warnings.warn(f"{outside} of {n} seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start", stacklevel=3)
+            logging.getLogger("flowkit").warning("%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside", outside, n)
         if ashore:
             logging.getLogger("flowkit").warning("%d of %d seeds lie on land: they start BEACHED", ashore, n)
         if lost:
-            warnings.warn(f"{lost} releases found no free slot and were not made: give the inlet more slots (it has {self.boundary.extra_slots})", stacklevel=3)
+            logging.getLogger("flowkit").warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
         stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, **streamed)
         return sink.finish(stats)
