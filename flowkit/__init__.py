@@ -15,6 +15,7 @@ from . import (
 from ._status import Status as Status
 from .boundaries import (
     Absorbing as Absorbing,
+    Auto as Auto,
     Clamp as Clamp,
     ContinuousInlet as ContinuousInlet,
     Cylinder as Cylinder,

@@ -1,5 +1,8 @@
 """Mesh walls (reflect, slip, absorb, open regions), round domains and composed boundaries."""
 
+import logging
+import re
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -155,3 +158,29 @@ def test_compose_a_cylinder_with_periodic_ends():
     stopped = traj.status[-1] == fk.Status.ABSORBED
     assert stopped.mean() > 0.8  # the outward swirl takes all but those seeded nearest the axis to the wall
     np.testing.assert_allclose(np.hypot(traj.positions[-1, stopped, 1], traj.positions[-1, stopped, 2]), 0.9, atol=1e-5)
+
+
+def test_auto_boundary_opens_the_outlet_and_reflects_on_the_walls_of_a_channel_with_an_obstacle(caplog):
+    """No-slip data (zero velocity on the walls and around the obstacle), flowing up and out:
+    the outlet's faces are open, the inlet, the channel walls and the obstacle are walls."""
+    nx, ny = 81, 21
+    x, y = np.meshgrid(np.linspace(0, 4, nx), np.linspace(0, 1, ny), indexing="ij")
+    points = np.column_stack([x.ravel(), y.ravel()])
+    index = np.arange(nx * ny).reshape(nx, ny)
+    a, b, c, d = index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]
+    cells = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
+    cells = cells[np.linalg.norm(points[cells].mean(axis=1) - [1.0, 0.5], axis=1) > 0.25]
+    used = np.unique(cells)
+    on_obstacle = np.isin(np.arange(len(points)), used) & (np.linalg.norm(points - [1.0, 0.5], axis=1) < 0.33)
+    profile = 4 * points[:, 1] * (1 - points[:, 1]) * ~on_obstacle
+    field = fk.MeshField(points, cells, np.column_stack([profile, 0.6 * profile]), dtype="float64")
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        seeds = fk.seeding.random_inside(300, field, key=jax.random.key(2))
+        traj = fk.track(field, seeds, 0.0, 12.0, 0.1, boundary=fk.Auto(), dtype="float64")
+    assert re.search(r"20 faces the flow leaves through are open \(area 1\), 214 are walls \(area 10\.8\d\)", caplog.text)  # the outlet; the rest: 4 + 4 + 1 + the obstacle
+    left = traj.status[-1] == fk.Status.OUT_OF_DOMAIN
+    assert left.sum() > 50 and np.all(traj.status[-1][~left] == fk.Status.ACTIVE)
+    last = np.array([traj.positions[traj.times <= t][-1, i] for i, t in enumerate(traj.exit_time)])[left]
+    assert np.all(last[:, 0] > 3.8)  # they left through the outlet
+    assert np.all(traj.positions[..., 1] >= -1e-9) and np.all(traj.positions[..., 1] <= 1 + 1e-9)  # the top wall turned them back
+    assert traj.positions[..., 1].max() > 0.9

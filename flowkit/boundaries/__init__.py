@@ -1,5 +1,6 @@
 """Boundaries applied to particles after every step: walls, round domains, mesh walls, inlets."""
 
+from .auto import Auto as Auto
 from .base import AbstractBoundary as AbstractBoundary, AbstractBoundaryConfig as AbstractBoundaryConfig, Block as Block
 from .box import (
     MODES as MODES,

@@ -6,11 +6,14 @@ crossed. Its plane (centre and outward normal) comes from the face's nodes. No s
 faces or cells happens: the geometry is the walk's.
 """
 
+import logging
 from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool
 
 from .._status import Status
 from ..fields.base import select
@@ -20,6 +23,8 @@ from .regions import Plane, plane_tolerance, region
 
 MESH_MODES = ("reflect", "slip", "absorb", "stick")
 
+_log = logging.getLogger("flowkit")
+
 
 class BoundMeshWalls(AbstractBoundary):
     """`MeshWalls` bound to a mesh: its open regions resolved into planes."""
@@ -27,6 +32,7 @@ class BoundMeshWalls(AbstractBoundary):
     mode: str = eqx.field(static=True)
     open: tuple[Plane, ...]
     max_bounces: int = eqx.field(static=True)
+    open_faces: Bool[Array, "C F"] | None = None
 
     def _wall(self, field, hint, x, outside):
         """For the rows `outside` the mesh: the face their walk stopped at (`hint.cell`), its
@@ -38,6 +44,8 @@ class BoundMeshWalls(AbstractBoundary):
         is_open = jnp.zeros(x.shape[0], bool)
         for opening in self.open:
             is_open = is_open | opening.holds(centre, normal, tolerance)
+        if self.open_faces is not None:
+            is_open = is_open | self.open_faces[jnp.maximum(cell, 0), face]
         return centre, normal, (across < 0) & ~is_open
 
     def apply_batch(self, field, x_prev, x_next, status, hint):
@@ -91,7 +99,8 @@ class MeshWalls(AbstractBoundaryConfig):
     - `absorb` / `stick`: the particle stops where its step met the wall, status `ABSORBED`.
 
     Faces on an `open` region (a side name, a `Plane`, or `{point, normal[, lo, hi]}`) are not
-    walls: particles leave through them and are marked `OUT_OF_DOMAIN`. A reflected or slipped
+    walls: particles leave through them and are marked `OUT_OF_DOMAIN`. `"outflow"` among them
+    opens every boundary face through which the data's flow leaves (`outflow_faces`). A reflected or slipped
     particle still outside after `max_bounces` (a step much longer than the cells, or a
     non-convex corner) stays where its step began.
     """
@@ -108,4 +117,27 @@ class MeshWalls(AbstractBoundaryConfig):
     def bind(self, field) -> BoundMeshWalls:
         if not hasattr(field, "face_planes"):
             raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
-        return BoundMeshWalls(self.mode, tuple(region(spec, field) for spec in self.open), self.max_bounces)
+        planes = tuple(region(spec, field) for spec in self.open if spec != "outflow")
+        return BoundMeshWalls(self.mode, planes, self.max_bounces, outflow_faces(field) if "outflow" in self.open else None)
+
+
+def outflow_faces(field, threshold: float = 0.05) -> Bool[Array, "C F"]:
+    """Per cell and local face, whether it is a boundary face the flow leaves through: the
+    velocity's normal component there, averaged over the face's nodes and the data's times,
+    exceeds `threshold` times the median speed of the data. Logged with the area of the open
+    and the wall faces."""
+    cell, face, nodes = field.boundary_faces()
+    centre, normal = (np.asarray(a, np.float64) for a in field.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32)))
+    values = np.asarray(field.values, np.float64).mean(axis=0)  # (P or C, dim): the data's mean flow
+    at_face = values[cell] if field.cell_values else values[nodes].mean(axis=1)
+    speed = np.median(np.linalg.norm(values, axis=1))
+    leaving = np.sum(at_face * normal, axis=1) > threshold * max(speed, np.finfo(np.float64).tiny)
+    corners = np.asarray(field.points, np.float64)[nodes]
+    if field.dim == 2:
+        area = np.linalg.norm(corners[:, 1] - corners[:, 0], axis=1)
+    else:
+        area = 0.5 * np.linalg.norm(np.cross(corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1]), axis=1)
+    _log.info("boundary: %d faces the flow leaves through are open (area %.4g), %d are walls (area %.4g)", leaving.sum(), area[leaving].sum(), (~leaving).sum(), area[~leaving].sum())
+    table = np.zeros(tuple(field.neighbours.shape), bool)
+    table[cell, face] = leaving
+    return jnp.asarray(table)
