@@ -184,3 +184,20 @@ def test_auto_boundary_opens_the_outlet_and_reflects_on_the_walls_of_a_channel_w
     assert np.all(last[:, 0] > 3.8)  # they left through the outlet
     assert np.all(traj.positions[..., 1] >= -1e-9) and np.all(traj.positions[..., 1] <= 1 + 1e-9)  # the top wall turned them back
     assert traj.positions[..., 1].max() > 0.9
+
+
+def test_auto_boundary_takes_the_solvers_patch_types(tmp_path, caplog):
+    """An OpenFOAM case: `walls` typed `wall`, `inlet` and `outlet` typed `patch`. The patch
+    types decide, not the flow: the outlet lets particles out, the walls turn them back."""
+    from foam import write_case
+
+    root = write_case(tmp_path / "case", lambda t, x: np.stack([0.5 + 0 * x[:, 0], 1.0 + 0 * x[:, 0], 0 * x[:, 0]], axis=1), times=(0.0, 1.0))
+    field = fk.io.read(root, dtype="float64")
+    assert {name: region["kind"] for name, region in field.regions.items()} == {"patch:inlet": "open", "patch:outlet": "open", "patch:walls": "wall"}
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        traj = fk.track(field, np.array([[0.2, 0.3, 0.5], [0.5, 0.1, 0.5]]), 1.0, 1.0 + 3.0, 0.05, boundary=fk.Auto(), dtype="float64")
+    assert "the solver's patch types: open ['patch:inlet', 'patch:outlet'], walls ['patch:walls']" in caplog.text
+    assert np.all(traj.status[-1] == fk.Status.OUT_OF_DOMAIN) and np.all(np.isfinite(traj.exit_time))
+    y = traj.positions[traj.times < traj.exit_time.min(), :, 1]
+    lo, hi = (np.asarray(b) for b in field.bounds)
+    assert hi[1] - 0.1 < y.max() <= hi[1] + 1e-9 and np.any(np.diff(y[:, 0]) < 0)  # it reached the wall at y = hi and was turned back

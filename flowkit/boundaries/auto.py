@@ -1,5 +1,7 @@
 """The boundary a field's own data implies: what the app does on every field unless told."""
 
+import logging
+
 import equinox as eqx
 
 from ..fields.mesh import AbstractMeshField
@@ -8,13 +10,17 @@ from .box import Open, Reflective
 from .mesh import MeshWalls
 from .modes import wall_mode
 
+_log = logging.getLogger("flowkit")
+
 
 class Auto(AbstractBoundaryConfig):
     """Walls where the data has walls, openings where its flow leaves:
 
-    - a mesh (CFD output): `MeshWalls(mode, open=["outflow"])`: the boundary faces the flow
-      leaves through are open (particles there leave, `OUT_OF_DOMAIN`, with their exit time),
-      the rest are walls (logged with the area of each);
+    - a mesh (CFD output): `MeshWalls(mode, open=...)`. Where the solver typed its patches
+      (OpenFOAM's `wall` and `patch`; Exodus and CGNS side sets named `inlet`, `outlet`, `wall`,
+      ...) its open patches are open; where it did not, the boundary faces the flow leaves
+      through are (`outflow_faces`). Particles leaving get `OUT_OF_DOMAIN` and their exit time;
+      every other face is a wall;
     - ocean and atmosphere data on the sphere: `Open`: particles leave a regional domain
       through its edges, and the field's own land beaches them;
     - any other field (closed-form flows, grids): `Reflective` on its box.
@@ -29,5 +35,12 @@ class Auto(AbstractBoundaryConfig):
         if field.spherical:
             return Open()
         if isinstance(field, AbstractMeshField):
-            return MeshWalls(self.mode, open=["outflow"]).bind(field)
+            typed = {name: region.get("kind") for name, region in field.regions.items() if region.get("kind")}
+            if not typed:
+                return MeshWalls(self.mode, open=["outflow"]).bind(field)
+            opens = [name for name, kind in typed.items() if kind == "open"]
+            curved = [name for name in opens if "point" not in field.regions[name]]
+            _log.info("boundary: the solver's patch types: open %s, walls %s%s", opens, sorted(set(field.regions) - set(opens)), f"; {curved} curved: their faces open where the flow leaves" if curved else "")
+            planes = [name for name in opens if name not in curved]
+            return MeshWalls(self.mode, open=planes + (["outflow"] if curved else [])).bind(field)
         return Reflective(field.bounds).bind(field)

@@ -64,21 +64,22 @@ class BoundMeshWalls(AbstractBoundary):
         nudge = 64 * jnp.finfo(x_next.dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(x_next.dtype)
 
         def bounce(carry):
-            i, x, found, inside, hit, pending = carry
+            i, x, found, inside, hit, pending, escaped = carry
             centre, normal, wall = self._wall(field, found, x, pending)
             depth = jnp.sum((x - centre) * normal, axis=1, keepdims=True)
             moved = x - (2 * depth if self.mode == "reflect" else depth + nudge) * normal
             turn = pending & wall
             x = jnp.where(turn[:, None], moved, x)
             found, inside = field.locate_batch(x, found)
-            return i + 1, x, found, inside, hit | turn, turn & ~inside
+            return i + 1, x, found, inside, hit | turn, turn & ~inside, escaped | (pending & ~wall)
 
         def more(carry):
             return (carry[0] < self.max_bounces) & jnp.any(carry[5])
 
         pending = active & ~inside
-        _, x, found, inside, hit, _ = jax.lax.while_loop(more, bounce, (0, x_next, found, inside, jnp.zeros_like(inside), pending))
-        stuck = hit & ~inside  # still outside after the bounces: stay where the step began
+        none = jnp.zeros_like(inside)
+        _, x, found, inside, hit, _, escaped = jax.lax.while_loop(more, bounce, (0, x_next, found, inside, none, pending, none))
+        stuck = hit & ~inside & ~escaped  # still outside after the bounces, and not through an opening: stay where the step began
         return jnp.where(stuck[:, None], x_prev, x), status, select(stuck, hint, found), inside | stuck
 
     def turn_velocity(self, x_step, x, v, restitution):

@@ -74,8 +74,8 @@ def plane(spec, bounds, regions=None) -> Plane:
         if spec not in (regions or {}):
             known = sorted(regions or {})
             raise ValueError(f"unknown region {spec!r}: " + (f"this field's patches are {known}" if known else "this field has no named patches (a solver's case read by fk.io.read has them)"))
-        if regions[spec] is None:
-            planar = sorted(name for name, value in regions.items() if value is not None)
+        if "point" not in regions[spec]:
+            planar = sorted(name for name, value in regions.items() if "point" in value)
             raise ValueError(f"region {spec!r} is a curved patch: inlets, outlets and open regions are planes (this field's planar patches are {planar}; or give {{point, normal[, lo, hi]}})")
         spec = regions[spec]
     lo, hi = (np.asarray(b, np.float64) for b in bounds)

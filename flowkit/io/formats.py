@@ -276,13 +276,15 @@ class SolverCase:
                 getattr(self._reader, f"Set{kind}ArrayStatus")(name, int(name in names))
 
     def regions(self) -> dict:
-        """`{"patch:NAME": {point, normal, lo, hi}}`: the planar boundary patches (or surface
-        parts) as regions that boundaries take by name; normals point away from the domain. A
-        curved patch is listed as None, so that naming it says why it cannot be used."""
+        """`{"patch:NAME": {point, normal, lo, hi, kind}}`: the planar boundary patches (or
+        surface parts) as regions that boundaries take by name; normals point away from the
+        domain; `kind` is `"wall"`, `"open"` or None (`patch_kind`). A curved patch is listed with
+        its kind alone, so that naming it as a plane says why it cannot be used."""
         from vtk.util.numpy_support import vtk_to_numpy
 
         if self.surfaces is None:
             self.dataset(0)
+        types = _openfoam_patch_types(self.path) if self.kind == "openfoam" else {}
         out = {}
         for name, surface in self.surfaces.items():
             points = np.asarray(vtk_to_numpy(surface.GetPoints().GetData()), np.float64)
@@ -290,12 +292,45 @@ class SolverCase:
             normal = np.linalg.svd(points - centre, full_matrices=False)[2][-1]
             if np.abs((points - centre) @ normal).max() > 1e-5 * max(np.ptp(points, axis=0).max(), 1e-300):
                 _log.info("%s: patch %r is not planar; it is not a region an inlet or outlet can name", self.path, name)
-                out[f"patch:{name}"] = None
+                out[f"patch:{name}"] = dict(kind=patch_kind(name, types.get(name.split("/")[-1])))
                 continue
             if (np.asarray(self.domain_centre) - centre) @ normal > 0:
                 normal = -normal
-            out[f"patch:{name}"] = dict(point=centre, normal=normal, lo=points.min(axis=0), hi=points.max(axis=0))
+            out[f"patch:{name}"] = dict(point=centre, normal=normal, lo=points.min(axis=0), hi=points.max(axis=0), kind=patch_kind(name, types.get(name.split("/")[-1])))
         return out
+
+
+def patch_kind(name: str, solver_type: str | None = None) -> str | None:
+    """Whether a boundary patch is a `"wall"` or `"open"` (particles may leave through it): by
+    the solver's own type where it has one (OpenFOAM's `wall` against `patch`; `symmetry`,
+    `empty`, `wedge`, `cyclic` are not crossed), else by the words of its name (Exodus and CGNS
+    side sets: `wall`, `body`, `symmetry` against `inlet`, `outlet`, `farfield`, `opening`);
+    None when neither says."""
+    import re
+
+    if solver_type is not None:
+        return "open" if solver_type in ("patch", "inlet", "outlet") else "wall"
+    words = name.lower()
+    if re.search(r"wall|solid|body|obstacle|cylinder|symm|bottom|floor|ceiling", words):
+        return "wall"
+    if re.search(r"inlet|inflow|outlet|outflow|opening|far_?field|exit|outer|freestream", words):
+        return "open"
+    return None
+
+
+def _openfoam_patch_types(path: Path) -> dict:
+    """`{patch name: type}` from the case's `constant/polyMesh/boundary` (empty when absent)."""
+    import re
+
+    case = path if path.is_dir() else (path.parent.parent if path.name == "controlDict" else path.parent)
+    boundary = case / "constant" / "polyMesh" / "boundary"
+    if not boundary.exists():
+        processors = sorted(case.glob("processor*/constant/polyMesh/boundary"))
+        if not processors:
+            return {}
+        boundary = processors[0]
+    text = re.sub(r"//.*", "", boundary.read_text(errors="replace"))
+    return {name: kind for name, kind in re.findall(r"(\w[\w.:-]*)\s*\{[^{}]*?\btype\s+(\w+)\s*;", text)}
 
 
 class Step(NamedTuple):
