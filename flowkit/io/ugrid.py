@@ -91,14 +91,14 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
     velocity = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, P, K, C)
     if level_dim is None:
         depths = np.zeros(velocity.shape[:3])
-        water = _water_depth(first, joined, read, velocity.shape[:2])
+        water = _water_depth(first, read, velocity.shape[:2])
         vertical = "depth-averaged"
     elif "zCoordinates" in first.variables:
         depths, velocity, water = _schism_levels(read("zCoordinates"), velocity)
         vertical = f"{depths.shape[2]} SCHISM levels (zCoordinates)"
     else:
         sigma = _sigma(first, level_dim, len(points))
-        water = _water_depth(first, joined, read, velocity.shape[:2], required=True)
+        water = _water_depth(first, read, velocity.shape[:2], required=True)
         depths = -sigma[None] * water[..., None]
         order = np.argsort(depths[0, 0])
         depths, velocity = depths[:, :, order], velocity[:, :, order]
@@ -223,7 +223,7 @@ def _on_nodes(array, weights):
     return np.asarray((weights @ flat.T).T).reshape(*lead, weights.shape[0])
 
 
-def _water_depth(first, joined, read, shape, required=False):
+def _water_depth(first, read, shape, required=False):
     """Sea floor below the free surface `(T, P)`: the bathymetry (`h`, `depth`) plus `zeta`
     (`elevation`) when the files hold it."""
     bathymetry = next((n for n in ("h", "depth") if n in first.variables), None)
