@@ -33,7 +33,7 @@ from . import __version__, tracker
 from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
 from .analysis.ftle import ftle
-from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot
+from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot, view_box
 from .io.vtk import write_vti
 from .seeding import in_flow, uniform_grid
 from .trajectory import Trajectory
@@ -354,7 +354,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     if cfg.output.trajectories:
         files.append(traj.save(out / "trajectories.npz").name)
         if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
-            files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=getattr(field, "time_origin", None)).name)
+            files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=field.time_origin).name)
     if cfg.output.vtp:
         files.append(traj.save(out / "trajectories.vtp").name)
         if counts["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
@@ -376,10 +376,12 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         times = np.asarray(traj.times, dtype=np.float64)
         plot_pathlines(traj, out / "trajectories.png", field=at(times[0]), max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
         plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
-        bins = [cfg.output.density_bins] * field.dim
+        lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
+        lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
+        sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
+        bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [cfg.output.density_bins] * (field.dim - 2)  # square cells on the map
         cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
-        plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]))
+        plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]), projected=field.dim == 3)
     _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, counts, ", ".join(files))
     return traj
 

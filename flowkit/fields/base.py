@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._time import TimeOrigin
 
 SKIP = -2
 """The hinted cell of a row whose result the caller discards (a particle that is not moving): a
@@ -72,9 +73,12 @@ class AbstractField(eqx.Module):
     - `periodic`: per-axis flags (static); the field wraps positions on those axes itself.
     - `spherical`: positions are longitude and latitude in degrees (then depth), velocities
       m/s converted at each particle's latitude; false for Cartesian fields.
+    - `time_origin`: the calendar date of time 0 of dated data (ocean and atmosphere files),
+      else None: times are plain seconds.
     """
 
     spherical: ClassVar[bool] = False
+    time_origin: ClassVar["TimeOrigin | None"] = None
     bounds: eqx.AbstractVar[Bounds]
     dim: eqx.AbstractVar[int]
     time_range: eqx.AbstractVar[tuple[float, float]]

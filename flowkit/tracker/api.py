@@ -144,7 +144,7 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
     integrator, boundary = check_pieces(field, integrator, boundary, key)
     dtype = _dtypes.resolve(dtype)
-    origin = getattr(field, "time_origin", None)
+    origin = field.time_origin
     t0, t1 = (as_seconds(t, name, origin) if isinstance(t, str) else t for t, name in ((t0, "t0"), (t1, "t1")))
     dt = as_seconds(dt, "dt", duration=True) if isinstance(dt, str) else dt
     try:

@@ -65,7 +65,7 @@ class TrackRun:
         integrator, boundary = check_pieces(field, integrator, boundary, key)
         self.dtype = _dtypes.resolve(dtype)
         particles = check_particles(particles, integrator, field, dt)
-        origin = getattr(self.stream or field, "time_origin", None)
+        origin = (self.stream or field).time_origin
         t0, t1, dt = as_seconds(t0, "t0", origin), as_seconds(t1, "t1", origin), as_seconds(dt, "dt", duration=True)
         self.n_steps, self.save_every, self.n_saves, self.times = time_plan(self.stream or field, t0, t1, dt, save_every)
         direction = 1.0 if dt > 0 else -1.0
