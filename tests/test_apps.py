@@ -259,3 +259,35 @@ def test_the_readmes_ocean_commands_run_as_printed(tmp_path):
         assert (run_dir / "trajectories.nc").stat().st_size > 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["status_counts"]["active"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["exodus", "ensight"])
+def test_solver_files_run_through_the_app_with_every_output(tmp_path, kind):
+    """An Exodus file and an EnSight case of a flow through a box of hexahedra (in at x = 0,
+    out at x = 2): the default run finds the outlet from the flow, particles leave there, and
+    every output is written."""
+    import meshes
+    from ensight import write_ensight
+
+    from flowkit.io.vtk import unstructured_grid
+
+    points, cells, types = meshes.mesh("hexahedron", shape=(6, 4, 4))
+    flow = np.column_stack([1.0 + 0 * points[:, 0], 0.1 * np.sin(3 * points[:, 0]) * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 0]])
+    grid = unstructured_grid(points, cells, types, {"velocity": flow})
+    if kind == "exodus":
+        path = tmp_path / "flow.exo"
+        writer = vtk.vtkIOSSWriter()
+        writer.SetFileName(str(path))
+        writer.SetInputData(grid)
+        assert writer.Write() == 1
+    else:
+        path = write_ensight(tmp_path, "flow", [grid])
+    run = tmp_path / "run"
+    result = _run([f"hydra.run.dir={run}", "compilation_cache=null", "field=vtk", f"field.path={path}", "seeds=random", "seeds.n=300", "t1=3.0", "dt=0.02", "progress=false"], cwd=tmp_path)
+    assert "faces the flow leaves through are open" in result.stdout
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status_counts"]["out_of_domain"] > 250 and summary["inputs"]["field.path"] == str(path)
+    for name in summary["files"] + ["track.log"]:
+        assert (run / name).stat().st_size > 0
+    assert {"trajectories.npz", "trajectories.vtp", "particles.pvd", "trajectories.png", "snapshot.png", "density.png", "summary.json"} <= set(summary["files"])
