@@ -7,7 +7,7 @@ import hydra
 from omegaconf import DictConfig
 
 import flowkit  # noqa: F401  (before JAX: one CPU device per core)
-from flowkit.config import check_overrides, run_track, user_errors
+from flowkit.config import check_output_folder, check_overrides, run_track, user_errors
 
 
 @hydra.main(config_path="../conf", config_name="track", version_base="1.3")
@@ -18,4 +18,5 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     check_overrides(sys.argv[1:], "track", Path(__file__).resolve().parents[1] / "conf")
+    check_output_folder(sys.argv[1:])
     main()

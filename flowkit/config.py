@@ -118,6 +118,21 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
             _refuse(f"{key}: no such key in the {config_name} config" + (f"; did you mean {near[0]}?" if near else "") + " (add a new key with +key=value)")
 
 
+def check_output_folder(argv) -> None:
+    """Before Hydra configures its log file there: the output folder (`hydra.run.dir=` or
+    `hydra.sweep.dir=`; else the folder Hydra makes `outputs/` in, here) can be made and written,
+    or the run ends with one line naming it."""
+    import tempfile
+
+    given = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra.run.dir=", "hydra.sweep.dir="))]
+    folder = Path(given[0]) if given and "${" not in given[0] else Path.cwd()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        _refuse(f"output folder {folder} cannot be written ({err.strerror or err}); give hydra.run.dir= a folder you can write")
+
+
 def _dotted(tree, prefix="") -> list[str]:
     keys = []
     for k, v in tree.items():

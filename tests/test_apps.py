@@ -291,3 +291,12 @@ def test_solver_files_run_through_the_app_with_every_output(tmp_path, kind):
     for name in summary["files"] + ["track.log"]:
         assert (run / name).stat().st_size > 0
     assert {"trajectories.npz", "trajectories.vtp", "particles.pvd", "trajectories.png", "snapshot.png", "density.png", "summary.json"} <= set(summary["files"])
+
+
+def test_an_output_folder_that_cannot_be_written_is_named_in_one_line(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), f"hydra.run.dir={blocked / 'run'}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [f"error: output folder {blocked / 'run'} cannot be written (Not a directory); give hydra.run.dir= a folder you can write"]

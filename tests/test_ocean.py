@@ -208,3 +208,17 @@ def test_sampled_temperature_from_daily_files_drives_a_buoyant_particle(tmp_path
     np.testing.assert_allclose(traj.positions[-1, 0, 2], expected, rtol=1e-6)
     with pytest.raises(ValueError, match="sample variable 'so' not in the dataset"):
         fk.io.read(str(tmp_path / "day*.nc"), sample=["so"])
+
+
+def test_velocity_nan_everywhere_is_named_in_one_line(tmp_path):
+    import xarray as xr
+
+    lon, lat = np.linspace(0, 10, 11), np.linspace(0, 5, 6)
+    meta = {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}
+    nan = np.full((6, 11), np.nan)
+    xr.Dataset(
+        {"uo": (("latitude", "longitude"), nan, meta), "vo": (("latitude", "longitude"), nan, {**meta, "standard_name": "northward_sea_water_velocity"})},
+        coords={"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+    ).to_netcdf(tmp_path / "empty.nc")
+    with pytest.raises(ValueError, match=r"empty\.nc: velocity \['uo', 'vo'\] is NaN everywhere at its first time step"):
+        fk.io.read(tmp_path / "empty.nc")

@@ -327,3 +327,11 @@ def test_save_every_as_a_duration_of_whole_steps():
     np.testing.assert_array_equal(by_time.positions, by_steps.positions)
     with pytest.raises(ValueError, match=r"save_every='0.3s' \(0.3 s\) is not a whole number of steps of dt=0.25 s"):
         fk.track(field, seeds, 0.0, 3.0, 0.25, save_every="0.3s")
+
+
+def test_a_step_longer_than_the_run_and_no_seeds_are_refused_in_one_line():
+    field = fk.fields.analytic.DoubleGyre()
+    with pytest.raises(ValueError, match=r"dt=1e\+09 is longer than the run \(t1 - t0 = 20\): .* give dt <= 20"):
+        fk.track(field, np.array([[0.5, 0.5]]), 0.0, 20.0, 1e9)
+    with pytest.raises(ValueError, match=r"^no seeds \(N = 0\)"):
+        fk.track(field, np.zeros((0, 2)), 0.0, 1.0, 0.1)

@@ -198,6 +198,10 @@ def from_xarray(
     if land_value is not None:
         source.fill = float(land_value)
     first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
+    if not np.isfinite(first_slice).any():
+        raise ValueError(f"{where(first)}: velocity {layout.names} is NaN everywhere at its first time step: no water to track in (a fill value not decoded, or the wrong variable)")
+    if not np.any(np.nan_to_num(first_slice)):
+        _log.warning("from_xarray: %s: velocity %s is zero everywhere at its first time step", where(first), layout.names)
     if land_value is None:
         land = layout.land(first_slice, _land(first, mask, layout) if mask is not None else None)
         source.land = land if land.any() and layout.staggering == "A" else None  # later slices are zeroed as they are read

@@ -83,7 +83,11 @@ def time_plan(field, t0: float, t1: float, dt: float, save_every):
     for name, value in (("t0", t0), ("t1", t1)):
         if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
             raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
+    if abs(dt) > abs(t1 - t0) * (1 + 1e-9):
+        raise ValueError(f"dt={dt:g} is longer than the run (t1 - t0 = {t1 - t0:g}): a step would be cut to the run's length; give dt <= {abs(t1 - t0):g}")
     n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
+    if abs(n_steps * abs(dt) - abs(t1 - t0)) > 1e-9 * abs(t1 - t0):
+        _log.info("dt=%g does not divide the run (t1 - t0 = %g): %d steps, the last one %g long", dt, t1 - t0, n_steps, abs(t1 - t0) - (n_steps - 1) * abs(dt))
     if isinstance(save_every, str):  # a duration: a whole number of steps
         seconds = as_seconds(save_every, "save_every", duration=True)
         steps = seconds / abs(dt)
@@ -119,7 +123,9 @@ def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
     seeds = array(seeds)
     if seeds.ndim == 1 and seeds.shape[0] == field.dim:
         seeds = seeds[None]
-    if seeds.ndim != 2 or seeds.shape[1] != field.dim or seeds.shape[0] + spare == 0:
+    if seeds.ndim == 2 and seeds.shape[0] + spare == 0:
+        raise ValueError("no seeds (N = 0): give at least one seed, or an inlet that releases particles")
+    if seeds.ndim != 2 or seeds.shape[1] != field.dim:
         raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
     n = seeds.shape[0]
     t_release = xp.full(n, t0) if t_release is None else array(t_release)
