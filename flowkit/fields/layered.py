@@ -8,7 +8,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
-from .base import SKIP, AbstractField, Hints, node_rows, time_weights
+from .base import SKIP, AbstractField, Hints, node_rows
 from .grid import degrees_per_second
 from .mesh import MeshField
 
@@ -126,28 +126,21 @@ class LayeredField(AbstractField):
         """Velocity in m/s at each row's place, time and depth: the levels' depths are the
         cell's interpolation of the node columns; between the two levels around the row it is
         linear in depth, above the top and below the bottom level the nearest level's value.
-        Only those two levels' velocities are gathered from each node (16 short rows, not 8
-        whole columns: the gathers are the step's cost)."""
+        Only those two levels' velocities are gathered from each node, as rows of the table seen
+        as one `(node, level)` row each (short rows, not whole columns: the gathers are the
+        step's cost)."""
         k_levels, t = self.levels, jnp.asarray(t, x.dtype)
-        velocity = self.table[..., k_levels : 4 * k_levels].reshape(*self.table.shape[:2], k_levels, 3)
-        it, wt = time_weights(self.times, t)
-        slices = ((it, None),) if self.times is None else ((it, 1 - wt), (it + 1, wt))
+        levels = self.table[..., k_levels : 4 * k_levels].reshape(self.table.shape[0], -1, 3)  # (T, node * K + level, 3)
         if k_levels == 1:
-            below, weight = jnp.zeros((x.shape[0], 1), jnp.int32), jnp.zeros((x.shape[0], 1), x.dtype)
-        else:
-            depth = node_rows(self.table[..., :k_levels], self.times, t, nodes, weights).astype(x.dtype)
-            below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
-            d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
-            weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
-            below = below - 1
-        total = jnp.zeros((x.shape[0], 3), x.dtype)
-        for index, share in slices:
-            for i in range(nodes.shape[1]):
-                upper = velocity[index, nodes[:, i], below[:, 0]].astype(x.dtype)
-                value = upper if k_levels == 1 else upper + weight * (velocity[index, nodes[:, i], below[:, 0] + 1].astype(x.dtype) - upper)
-                node_share = weights[:, i : i + 1] if share is None else share * weights[:, i : i + 1]
-                total = total + node_share * value
-        return total[:, : self.dim]
+            return node_rows(levels, self.times, t, nodes, weights).astype(x.dtype)[:, : self.dim]
+        depth = node_rows(self.table[..., :k_levels], self.times, t, nodes, weights).astype(x.dtype)
+        below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
+        d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
+        weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
+        rows = nodes * k_levels + below - 1
+        upper = node_rows(levels, self.times, t, rows, weights).astype(x.dtype)
+        lower = node_rows(levels, self.times, t, rows + 1, weights).astype(x.dtype)
+        return upper + weight * (lower - upper)
 
     def _converted(self, u, x):
         return degrees_per_second(u, x[:, 1]) if self.spherical else u
