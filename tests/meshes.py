@@ -168,3 +168,15 @@ def brute_force_locate(field: fk.MeshField, points) -> np.ndarray:
         return jnp.max(v, axis=1) <= tol
 
     return np.stack([np.asarray(one(p)) for p in x])
+
+
+def channel_with_cylinder(radius=0.25, centre=(1.0, 0.5), shape=(81, 21)):
+    """`(points, triangles)` of a 4 x 1 channel with the cells whose centres lie within `radius`
+    of `centre` removed: a cylinder in cross-flow, a hole in the mesh."""
+    nx, ny = shape
+    x, y = np.meshgrid(np.linspace(0, 4, nx), np.linspace(0, 1, ny), indexing="ij")
+    points = np.column_stack([x.ravel(), y.ravel()])
+    index = np.arange(nx * ny).reshape(nx, ny)
+    a, b, c, d = index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]
+    cells = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
+    return points, cells[np.linalg.norm(points[cells].mean(axis=1) - centre, axis=1) > radius]

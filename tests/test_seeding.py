@@ -3,6 +3,7 @@
 import jax
 import numpy as np
 import pytest
+from meshes import channel_with_cylinder
 
 import flowkit as fk
 
@@ -58,17 +59,11 @@ def test_from_file_npz_and_csv(tmp_path):
         fk.seeding.from_file(tmp_path / "missing.csv")
 
 
-def _channel_with_cylinder(radius=0.25, centre=(1.0, 0.5)):
-    """A 4 x 1 channel of triangles with the cells around a cylinder removed (a hole)."""
-    nx, ny = 81, 21
-    x, y = np.meshgrid(np.linspace(0, 4, nx), np.linspace(0, 1, ny), indexing="ij")
-    points = np.column_stack([x.ravel(), y.ravel()])
-    index = np.arange(nx * ny).reshape(nx, ny)
-    a, b, c, d = index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]
-    cells = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
-    keep = np.linalg.norm(points[cells].mean(axis=1) - centre, axis=1) > radius
-    field = fk.MeshField(points, cells[keep], np.tile([1.0, 0.0], (len(points), 1)), dtype="float64")
-    corners = points[cells[keep]]
+def _channel_with_cylinder():
+    """The channel with a cylinder hole, a uniform flow, and its triangles' corners and areas."""
+    points, cells = channel_with_cylinder()
+    field = fk.MeshField(points, cells, np.tile([1.0, 0.0], (len(points), 1)), dtype="float64")
+    corners = points[cells]
     e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
     area = 0.5 * np.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
     return field, corners, area

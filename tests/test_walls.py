@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from meshes import channel_with_cylinder
 
 import flowkit as fk
 
@@ -163,13 +164,7 @@ def test_compose_a_cylinder_with_periodic_ends():
 def test_auto_boundary_opens_the_outlet_and_reflects_on_the_walls_of_a_channel_with_an_obstacle(caplog):
     """No-slip data (zero velocity on the walls and around the obstacle), flowing up and out:
     the outlet's faces are open, the inlet, the channel walls and the obstacle are walls."""
-    nx, ny = 81, 21
-    x, y = np.meshgrid(np.linspace(0, 4, nx), np.linspace(0, 1, ny), indexing="ij")
-    points = np.column_stack([x.ravel(), y.ravel()])
-    index = np.arange(nx * ny).reshape(nx, ny)
-    a, b, c, d = index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]
-    cells = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
-    cells = cells[np.linalg.norm(points[cells].mean(axis=1) - [1.0, 0.5], axis=1) > 0.25]
+    points, cells = channel_with_cylinder()
     used = np.unique(cells)
     on_obstacle = np.isin(np.arange(len(points)), used) & (np.linalg.norm(points - [1.0, 0.5], axis=1) < 0.33)
     profile = 4 * points[:, 1] * (1 - points[:, 1]) * ~on_obstacle

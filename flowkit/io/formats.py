@@ -198,11 +198,13 @@ class SolverCase:
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist")
         self.path, self.kind = path, kind
+        self.case_dir = None
+        """The OpenFOAM case directory (None for the other formats)."""
         self._lock = threading.Lock()
         self.decomposed = False
         with vtk_errors(path):
             if kind == "openfoam":
-                self._reader, case, self.decomposed = _openfoam(path)
+                self._reader, self.case_dir, self.decomposed = _openfoam(path)
             else:
                 self._reader = _reader(path, kind)
             self._reader.UpdateInformation()
@@ -218,16 +220,16 @@ class SolverCase:
         if kind == "openfoam":  # the patches come with the first read only: they name regions
             self._read_patches(True)
         if kind == "openfoam" and len(self.times) > 1 and self.times[0] == 0.0:
-            root = sorted(case.glob("processor*"))[0] if self.decomposed else case
+            root = sorted(self.case_dir.glob("processor*"))[0] if self.decomposed else self.case_dir
             needed = _velocity_fields(root, self.times[1], velocity)
             missing = [name for name in needed if not (root / "0" / name).exists()]
             if skip_zero_time or missing:
                 why = f"holds no {', '.join(missing)}" if missing else "is the initial condition, skipped as ParaView does (skip_zero_time=False keeps it)"
-                _log.info("%s: time directory 0 %s; the series starts at %g", case, why, self.times[1])
+                _log.info("%s: time directory 0 %s; the series starts at %g", self.case_dir, why, self.times[1])
                 self.times = self.times[1:]
         if kind == "openfoam":
             shown = ", ".join(f"{t:g}" for t in self.times[:6]) + (f", ... {self.times[-1]:g}" if len(self.times) > 6 else "")
-            _log.info("%s: %d time step(s) read: %s", case, len(self.times), shown if self.times[0] is not None else "steady")
+            _log.info("%s: %d time step(s) read: %s", self.case_dir, len(self.times), shown if self.times[0] is not None else "steady")
 
     def describe(self, k: int) -> str:
         """Time step `k` in messages: the path, and the time where the case has several."""
@@ -284,7 +286,7 @@ class SolverCase:
 
         if self.surfaces is None:
             self.dataset(0)
-        types = _openfoam_patch_types(self.path) if self.kind == "openfoam" else {}
+        types = _openfoam_patch_types(self.case_dir) if self.case_dir is not None else {}
         out = {}
         for name, surface in self.surfaces.items():
             points = np.asarray(vtk_to_numpy(surface.GetPoints().GetData()), np.float64)
@@ -318,11 +320,10 @@ def patch_kind(name: str, solver_type: str | None = None) -> str | None:
     return None
 
 
-def _openfoam_patch_types(path: Path) -> dict:
+def _openfoam_patch_types(case: Path) -> dict:
     """`{patch name: type}` from the case's `constant/polyMesh/boundary` (empty when absent)."""
     import re
 
-    case = path if path.is_dir() else (path.parent.parent if path.name == "controlDict" else path.parent)
     boundary = case / "constant" / "polyMesh" / "boundary"
     if not boundary.exists():
         processors = sorted(case.glob("processor*/constant/polyMesh/boundary"))

@@ -53,13 +53,11 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
     joined = _joined(datasets)
     first = joined[0]
     source = where(first)
-    points, cells, spherical = _mesh(first)
+    points, cells, spherical, node_dim, face_dim = _mesh(first)
     u_name = _component(first, "u", u)
     pair = first[u_name].ndim >= 3 and first.sizes[first[u_name].dims[-1]] == 2  # SCHISM's hvel: (time, node, level, 2)
     names = [u_name] if pair else [u_name, _component(first, "v", v)]
     w_name = _component(first, "w", w)
-    node_dim = first[_coordinate_names(first)[0]].dims[0]
-    face_dim = _face_dim(first)
     time_dim = "time" if "time" in first[u_name].dims else None
     level_dim = next((d for d in first[u_name].dims if d not in (node_dim, face_dim, time_dim) and first.sizes[d] > 2), None)
     from .xarray import time_axis
@@ -152,7 +150,8 @@ def _coordinate_names(ds) -> tuple[str, str]:
 
 
 def _mesh(ds):
-    """`(points (P, 2), cells (C, 3 or 4; -1 pads a mixed mesh's triangles), spherical)`."""
+    """`(points (P, 2), cells (C, 3 or 4; -1 pads a mixed mesh's triangles), spherical, the
+    node dimension, the face dimension)`."""
     xname, yname = _coordinate_names(ds)
     x, y = (np.asarray(ds[n].values, np.float64) for n in (xname, yname))
     spherical = attr(ds[xname], "units").lower().startswith("degree") or attr(ds[xname], "standard_name") == "longitude"
@@ -166,7 +165,7 @@ def _mesh(ds):
     if var.ndim != 2:
         raise ValueError(f"{where(ds)}: {name!r} must be 2-D (faces, corners), got dims {var.dims}")
     corners = min(var.dims, key=lambda d: ds.sizes[d])
-    table = np.asarray(var.transpose(next(d for d in var.dims if d != corners), corners).values, np.float64)
+    table = np.asarray(var.transpose(..., corners).values, np.float64)
     fill = var.attrs.get("_FillValue", var.encoding.get("_FillValue"))
     valid = np.isfinite(table) & (table >= 0) & ((table != fill) if fill is not None else True)
     stated = var.attrs.get("start_index", var.encoding.get("start_index"))
@@ -179,14 +178,8 @@ def _mesh(ds):
     cells = np.take_along_axis(cells, np.argsort(~valid, axis=1, kind="stable"), axis=1)  # the corners first, in their order
     if np.all(valid.sum(axis=1) == 3):
         cells = cells[:, :3]
-    return np.column_stack([x, y]), cells, spherical
-
-
-def _face_dim(ds):
-    topology = _topology(ds)
-    name = attr(topology, "face_node_connectivity") if topology is not None else "nv"
-    var = ds[name]
-    return max(var.dims, key=lambda d: ds.sizes[d])
+    faces = next(d for d in var.dims if d != corners)
+    return np.column_stack([x, y]), cells, spherical, ds[xname].dims[0], faces
 
 
 def _component(ds, which, given):
