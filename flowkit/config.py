@@ -35,7 +35,7 @@ from .analysis.deposition import deposition_map, write_deposition_map_vtp, write
 from .analysis.ftle import ftle
 from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot, view_box
 from .io.vtk import write_vti
-from .seeding import in_flow, uniform_grid
+from .seeding import in_flow, off_walls, uniform_grid
 from .trajectory import Trajectory
 
 _log = logging.getLogger("flowkit")
@@ -223,6 +223,9 @@ def build_seeds(cfg: DictConfig, field):
             _log.info("seeds: %d of the lattice's %d points lie outside the flow (outside the mesh, on land, below the sea floor): left out", made - len(seeds), made)
         if not len(seeds):
             raise ValueError(f"seeds: none of the lattice's {made} points lies inside the field's domain; give seeds.bounds inside it")
+    seeds, moved = off_walls(field, seeds)
+    if moved.any():
+        _log.info("seeds: %d lie on the mesh boundary (a wall would hold them): moved into their cells by 1/1000 of the way to the centre", int(moved.sum()))
     how = f"a {'×'.join(map(str, seeds_cfg['resolution']))} lattice over the box" + (f" (n={asked} asked: whole points per axis in proportion to the sides)" if asked else "") if "resolution" in seeds_cfg else target.__name__
     _log.info("seeds: %d from %s", len(seeds), how)
     return seeds

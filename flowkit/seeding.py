@@ -72,6 +72,38 @@ def random_inside(n: int, field: AbstractField, bounds=None, *, key, t: float | 
     return np.concatenate(kept)[:n]
 
 
+def off_walls(field: AbstractField, points, fraction: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+    """`points` with those on a mesh's boundary (within 1e-4 of their cell's size of leaving
+    it) moved into their cell by `fraction` of the way to its centre, and which were moved.
+
+    A seed on a no-slip wall has zero velocity and would never move; one on an outlet would
+    leave at once. Fields that are not meshes have no such faces: their points come back as
+    given.
+    """
+    from .fields.mesh import AbstractMeshField
+
+    points = np.asarray(points, np.float64)
+    if not isinstance(field, AbstractMeshField) or not len(points):
+        return points, np.zeros(len(points), bool)
+    on, centre = _on_boundary(field, jnp.asarray(points))
+    on = np.asarray(on)
+    return np.where(on[:, None], points + fraction * (np.asarray(centre, np.float64) - points), points), on
+
+
+@eqx.filter_jit
+def _on_boundary(field, x):
+    """Whether each located row has a point outside the mesh within 1e-4 of its cell's radius
+    along an axis, and its cell's centre."""
+    hint, found = field.locate(x, field.hints(x.shape[0], x.dtype))
+    centre, radius = field.cell_centres(jnp.maximum(hint.cell, 0))
+    near = jnp.zeros(x.shape[0], bool)
+    for axis in range(x.shape[1]):
+        for sign in (-1.0, 1.0):
+            _, inside = field.locate(x.at[:, axis].add(sign * 1e-4 * radius), hint)
+            near = near | ~inside
+    return found & near, centre
+
+
 def in_flow(field: AbstractField, points, t: float | None = None) -> np.ndarray:
     """Whether each of `points` `(N, dim)` lies where particles move at time `t` (default: the
     start of the field's data): inside its mesh, off land, in the water column."""

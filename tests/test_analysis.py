@@ -143,6 +143,29 @@ def test_plots_are_written(tmp_path):
     assert all(p.stat().st_size > 10_000 for p in paths)
 
 
+def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from flowkit.analysis.plots import _land
+
+    lon, lat = np.meshgrid(np.linspace(0, 3, 4), np.linspace(60, 62, 3), indexing="ij")
+    points = np.column_stack([lon.ravel(), lat.ravel()])
+    index = np.arange(12).reshape(4, 3)
+    quads = np.stack([index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]], axis=-1).reshape(-1, 4)
+    land = points[:, 0] <= 1.0  # the western two node columns: land up to x = 1.5, where the mask is 1/2
+    field = fk.fields.LayeredField(points, quads, np.full((1, 12, 1), 1.0), np.ones((1, 12, 1, 2)), np.full((1, 12), 10.0), land=land)
+    fig, ax = plt.subplots()
+    _land(ax, field)
+    drawn = np.concatenate([p.vertices for c in ax.collections for p in c.get_paths()])
+    np.testing.assert_allclose([drawn[:, 0].min(), drawn[:, 0].max(), drawn[:, 1].min(), drawn[:, 1].max()], [0.0, 1.5, 60.0, 62.0])
+    beached = np.asarray(field.beached_batch(jnp.asarray([[1.45, 61.0], [1.55, 61.0]])))
+    np.testing.assert_array_equal(beached, [True, False])  # the line drawn is where particles beach
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("suffix", [".zarr", ".nc"])
 def test_cf_trajectory_round_trip(tmp_path, suffix):
     field = fk.fields.ABCFlow()

@@ -103,3 +103,27 @@ def _dataset(lon, lat, values):
         {"uo": (("latitude", "longitude"), values[..., 0].T, meta("eastward_sea_water_velocity")), "vo": (("latitude", "longitude"), values[..., 1].T, meta("northward_sea_water_velocity"))},
         coords={"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
     )
+
+
+def test_seeds_on_walls_are_moved_inside_and_then_move():
+    points, cells = channel_with_cylinder()
+    field = fk.MeshField(points, cells, np.stack([4 * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 1]], axis=1), dtype="float64")  # no slip at floor and ceiling
+    _, _, faces = field.boundary_faces()
+    ends = points[faces[:, :2]].mean(axis=1)
+    cylinder = ends[np.linalg.norm(ends - [1.0, 0.5], axis=1) < 0.4][0]  # the middle of a face of the hole
+    on_walls = np.array([[0.5, 0.0], [2.5, 1.0], cylinder, [0.0, 0.5]])  # floor, ceiling, cylinder, inlet
+    inside = np.array([[0.5, 0.5], [3.0, 0.3], [0.5, 0.05]])
+    seeds, moved = fk.seeding.off_walls(field, np.concatenate([on_walls, inside]))
+    np.testing.assert_array_equal(moved, [True] * 4 + [False] * 3)
+    np.testing.assert_array_equal(seeds[4:], inside)
+    step = np.linalg.norm(seeds[:4] - on_walls, axis=1)
+    assert np.all((step > 0) & (step < 1e-3 * 0.05))  # a thousandth of the way to a centre < 0.05 away
+    assert np.all(fk.seeding.in_flow(field, seeds))
+    # on the no-slip floor and ceiling the moved seeds now move (slowly, being near the wall)
+    traj = fk.track(field, seeds[:2], 0.0, 1.0, 0.1, dtype="float64")
+    assert np.all(traj.positions[-1, :, 0] - traj.positions[0, :, 0] > 1e-6)
+    assert np.all(traj.status[-1] == fk.Status.ACTIVE)
+    # fields that are not meshes have no wall faces: points come back as given
+    grid = fk.GridField(np.zeros((5, 3, 2)), [np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
+    corner = np.array([[0.0, 0.0], [1.0, 0.5]])
+    np.testing.assert_array_equal(fk.seeding.off_walls(grid, corner)[0], corner)

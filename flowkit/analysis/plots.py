@@ -129,9 +129,13 @@ def _land(ax, field) -> None:
     if land is None:
         return
     land = np.asarray(land) >= 0.5
-    if isinstance(field, LayeredField):  # land per node of the horizontal mesh
-        points = np.asarray(field.surface.points)[land]
-        ax.scatter(points[:, 0], points[:, 1], s=4, marker="s", c="#b08040", linewidths=0, zorder=3)
+    if isinstance(field, LayeredField):  # filled where the mask interpolated on the mesh reaches 1/2 (where particles beach)
+        from matplotlib.tri import Triangulation
+
+        cells = np.asarray(field.surface.nodes)
+        triangles = cells if cells.shape[1] == 3 else np.concatenate([cells[:, [0, 1, 2]], cells[:, [0, 2, 3]]])
+        points = np.asarray(field.surface.points)
+        ax.tricontourf(Triangulation(points[:, 0], points[:, 1], triangles), land.astype(float), levels=[0.5, 1.5], colors=["#b08040"], zorder=3)
         return
     if hasattr(field, "grid_shape"):  # curvilinear: land per node of the 2-D lon/lat grid
         points = np.asarray(field.points).reshape(field.grid_shape + (-1,))

@@ -244,6 +244,13 @@ class AbstractMeshField(AbstractField):
         across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
         return jnp.max(v, axis=1) <= self._tolerance(), xi, face, across
 
+    def cell_centres(self, cell: Int[Array, " n"]) -> tuple[Positions, Float[Array, " n"]]:
+        """The centre of each `cell` (the mean of its nodes: a point inside it) and its radius
+        (the largest distance from the centre to a node)."""
+        corners = self.points[self.nodes[cell]]
+        centre = jnp.mean(corners, axis=1)
+        return centre, jnp.max(jnp.linalg.norm(corners - centre[:, None], axis=-1), axis=1)
+
     def _walk(self, x, cell, stopped):
         """Walk from `cell` toward each row's point across the most violated face, up to
         `walk_steps` cells; rows `stopped` from the start do not move. `(cell, found, xi)`: a row
