@@ -54,7 +54,8 @@ class TrackConfig:
     output: Any = MISSING
     t0: Any = MISSING  # seconds, or a date on a dated field's calendar ("2024-01-05")
     t1: Any = MISSING
-    dt: Any = MISSING  # seconds, or a duration ("1h")
+    dt: Any = MISSING  # seconds, a duration ("1h"), or "auto" (from the Courant number)
+    courant: float = MISSING
     save_every: Any = MISSING  # steps, or a duration ("6h") that is a whole number of steps
     dtype: str = MISSING
     seed: int = MISSING
@@ -317,6 +318,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         bucket=cfg.get("bucket", False),
         warmup=cfg.get("warmup", False),
         particles=particles,
+        courant=cfg.courant,
     )
     field_bytes = run.modules[0].nbytes
     traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
@@ -324,7 +326,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     _log.info("flowkit %s | jax %s | %s × %d (%s)", __version__, jax.__version__, device.platform, len(run.devices), device.device_kind)
     _log.info(
         f"field {type(run.modules[0]).__name__} {_describe(field, run)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
-        f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={cfg.dt} | "
+        f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={run.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} | "
         f"particles {type(run.modules[3]).__name__} | boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
     )
     cache_before = _cache_counts()
@@ -359,6 +361,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "t0": run.t0,
         "t1": run.t1,
         "dt": run.dt,
+        "courant": info.courant,
         "inputs": _inputs(cfg),
         "config": OmegaConf.to_container(cfg, resolve=True),
         "versions": _versions(),
@@ -400,7 +403,8 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [cfg.output.density_bins] * (field.dim - 2)  # square cells on the map
         cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
         plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]), projected=field.dim == 3)
-    _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, counts, ", ".join(files))
+    courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
+    _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, counts, courant, ", ".join(files))
     return traj
 
 

@@ -54,6 +54,9 @@ class RunStats:
     load_wait_s: float = 0.0
     """Streamed fields: time the run waited for later windows (the part of their loading that
     computing the previous chunk did not hide)."""
+    courant: float | None = None
+    """The largest Courant number `max_i |u_i| |dt| / size_i` of the active particles at the
+    saved frames (None for fields without cells: closed-form flows)."""
 
     @property
     def particle_steps_per_s(self) -> float:

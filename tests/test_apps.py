@@ -203,7 +203,7 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
     with dates out, random seeds drawn in the water only."""
     import xarray as xr
 
-    args = ["field=netcdf", "boundary=none", "seeds=random", "seeds.n=500", "seeds.bounds=[[-75,-60],[45,60]]", "t0=2024-01-02", "t1=2024-01-06", "dt=1h", "save_every=12"]
+    args = ["field=netcdf", "boundary=none", "seeds=random", "seeds.n=500", "seeds.bounds=[[-75,-60],[45,60]]", "t0=2024-01-02", "t1=2024-01-06", "dt=auto", "save_every=12h"]
     result = _run([*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false"], cwd=tmp_path)
     assert "field GridField (360, 180), 10 times" in result.stdout
     with xr.open_dataset(tmp_path / "trajectories.nc") as ds:
@@ -213,6 +213,8 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
     assert ashore == 0  # random seeds are drawn in the water
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["inputs"]["field"] == "flowkit.datasets.ocean_field" and summary["config"]["seeds"]["n"] == 500
+    assert 0 < summary["courant"] <= 0.5 and (12 * 3600 / summary["dt"]) % 1 == 0  # dt=auto: Courant 0.5 at the fastest node, whole steps per save
+    assert "dt=auto: " in result.stdout and f"largest Courant number {summary['courant']:.3g}" in result.stdout
 
 
 @pytest.mark.parametrize(

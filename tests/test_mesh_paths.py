@@ -12,7 +12,7 @@ from helpers import advance_without_host_traffic
 
 import flowkit as fk
 from flowkit.fields import cells as _cells
-from flowkit.fields.mesh import _barycentric
+from flowkit.fields.cells import barycentric
 
 
 def _box_hexes(shape=(6, 4, 4), extent=(2.0, 1.0, 1.0)):
@@ -74,7 +74,7 @@ def test_newton_stopping_per_row_equals_a_fixed_count(kind):
         for _ in range(6):  # what the locator did before it stopped rows early
             fixed = _cells.newton_coords(cell_kind, c, x, 1, xi=fixed)[0]
         # warm: started from the cell's linearisation at its centre, as the locator does
-        start = jnp.clip(_barycentric(jnp.asarray(field.affine_map, dtype)[rows], x) + jnp.asarray(cell_kind.centre, dtype), -2.0, 3.0)
+        start = jnp.clip(barycentric(jnp.asarray(field.affine_map, dtype)[rows], x) + jnp.asarray(cell_kind.centre, dtype), -2.0, 3.0)
         warm, ok_warm = eqx.filter_jit(lambda c, x, s: _cells.newton_coords(cell_kind, c, x, 6, xi=s))(c, x, start)
         ok = np.asarray(ok) & np.asarray(ok_warm)
         assert ok.mean() > 0.8  # the rest lie far outside (beyond a pyramid's apex, the map folds)
@@ -134,7 +134,7 @@ def test_newton_starts_at_the_exact_coordinates_in_parallelepipeds():
     kind = _cells.KINDS["hexahedron"]
     corners = np.asarray(field.points)[np.asarray(field.nodes)[rows]]
     x = np.einsum("nk,nka->na", np.asarray(kind.shape(jnp.asarray(local))), corners)
-    guess = _barycentric(field.affine_map[rows], jnp.asarray(x)) + 0.5
+    guess = barycentric(field.affine_map[rows], jnp.asarray(x)) + 0.5
     np.testing.assert_allclose(np.asarray(guess), local, atol=1e-12)
 
 

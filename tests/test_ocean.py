@@ -210,15 +210,25 @@ def test_sampled_temperature_from_daily_files_drives_a_buoyant_particle(tmp_path
         fk.io.read(str(tmp_path / "day*.nc"), sample=["so"])
 
 
-def test_velocity_nan_everywhere_is_named_in_one_line(tmp_path):
+def test_velocity_nan_or_zero_everywhere_in_a_step_is_named_in_one_line(tmp_path, caplog):
     import xarray as xr
 
     lon, lat = np.linspace(0, 10, 11), np.linspace(0, 5, 6)
     meta = {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}
-    nan = np.full((6, 11), np.nan)
-    xr.Dataset(
-        {"uo": (("latitude", "longitude"), nan, meta), "vo": (("latitude", "longitude"), nan, {**meta, "standard_name": "northward_sea_water_velocity"})},
-        coords={"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
-    ).to_netcdf(tmp_path / "empty.nc")
-    with pytest.raises(ValueError, match=r"empty\.nc: velocity \['uo', 'vo'\] is NaN everywhere at its first time step"):
-        fk.io.read(tmp_path / "empty.nc")
+
+    def write(name, u):
+        xr.Dataset(
+            {"uo": (("time", "latitude", "longitude"), u, meta), "vo": (("time", "latitude", "longitude"), 0.5 * u, {**meta, "standard_name": "northward_sea_water_velocity"})},
+            coords={"time": ("time", np.array(["2024-01-01", "2024-01-02", "2024-01-03"], "datetime64[ns]")), "longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+        ).to_netcdf(tmp_path / name)
+
+    u = np.full((3, 6, 11), 0.1)
+    u[1] = np.nan  # the second day: every value a fill
+    write("gap.nc", u)
+    with pytest.raises(ValueError, match=r"gap\.nc: velocity \['uo', 'vo'\] is NaN everywhere at time step 1 \(t = 86400\)"):
+        fk.io.read(tmp_path / "gap.nc")
+    u[1] = 0.0
+    write("calm.nc", u)
+    with caplog.at_level(logging.WARNING, logger="flowkit"):
+        fk.io.read(tmp_path / "calm.nc")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [f"{tmp_path / 'calm.nc'}: velocity ['uo', 'vo'] is zero everywhere at time step 1 (t = 86400)"]

@@ -127,6 +127,17 @@ class AbstractField(eqx.Module):
         (`canonical_batch`; a layered ocean also keeps depths in the water), and their hints."""
         return self.canonical_batch(x), hint
 
+    def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"] | None:
+        """The size along each axis, in position units, of the cell each row of `x` lies in
+        (grid spacing; a mesh cell's shortest edge): what a step is measured against for its
+        Courant number `max_i |u_i| dt / size_i`. None for fields without cells (closed forms)."""
+        return None
+
+    def max_courant_rate(self) -> float | None:
+        """The largest `max_i |u_i| / size_i` (1/s) over the data's nodes and times (host side):
+        `dt="auto"` divides the Courant number asked for by it. None without cells."""
+        return None
+
     def canonical_batch(self, x: Positions) -> Positions:
         """Positions in the field's own range after a step (a sphere's longitudes in one period,
         latitudes folded over the poles); `x` itself by default."""

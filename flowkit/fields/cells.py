@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
+
+from .._custom_types import Positions
 
 # VTK cell type ids (vtkCellType.h)
 VTK_TRIANGLE, VTK_PIXEL, VTK_QUAD = 5, 8, 9
@@ -293,3 +296,26 @@ def merge_cells(blocks: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, n
     cells = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=-1) for _, b in blocks])
     types = np.concatenate([np.full(len(b), t) for t, b in blocks])
     return cells, types
+
+
+def chosen(per_kind: list[list], pick: list) -> list:
+    """Entry by entry, each row's own kind's value from `[values of kind 0, of kind 1, ...]`
+    (`pick[k]`: the rows of kind `k`; `[None]` for a single kind)."""
+    out = per_kind[0]
+    for mask, values in zip(pick[1:], per_kind[1:]):
+        out = [jnp.where(mask[:, None] if v.ndim > 1 else mask, v, o) for v, o in zip(values, out)]
+    return out
+
+
+def barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"]:
+    """`A @ (x - point)` for each row of `x` with its cell's `affine_maps` row (in a simplex the
+    barycentrics of nodes 1..d; elsewhere Newton's starting offset from the centre)."""
+    return linear(maps, x - maps[:, : x.shape[1]])
+
+
+def linear(maps: Float[Array, "n m"], d: Float[Array, "n dim"]) -> Float[Array, "n dim"]:
+    """`A @ d` for each row with its cell's `affine_maps` matrix, written per component: XLA's
+    CPU backend runs the same `einsum` as a batched matrix product, several times slower at a
+    few thousand rows."""
+    dim = d.shape[1]
+    return jnp.stack([sum(maps[:, dim + i * dim + j] * d[:, j] for j in range(dim)) for i in range(dim)], axis=1)

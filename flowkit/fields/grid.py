@@ -217,6 +217,35 @@ class GridField(AbstractField):
         data = slices[0] if times is None else np.stack(slices)
         return cls(data, np_axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
 
+    def cell_sizes(self, x: Positions, hint=None) -> Float[Array, "n dim"]:
+        sizes = []
+        for i in range(self.dim):
+            if self.uniform[i]:
+                sizes.append(jnp.full(x.shape[:1], 1 / self.inv_spacing[i]))
+            else:
+                ax = self.axes[i]
+                k = jnp.clip(jnp.searchsorted(ax, x[:, i], side="right") - 1, 0, self.shape[i] - 2)
+                sizes.append(ax[k + 1] - ax[k])
+        return jnp.stack(sizes, axis=1).astype(x.dtype)
+
+    def max_courant_rate(self) -> float | None:
+        """Per node, each component over the smaller of its two spacings along its axis (on
+        the sphere in metres: longitudes at the node's latitude, within 89.5° of the equator)."""
+        if self.components != self.dim:
+            return None
+        worst = 0.0
+        for i in range(self.dim):
+            ax = np.asarray(self.axes[i], np.float64)
+            step = np.diff(ax) if not self.periodic[i] else np.full(len(ax), 1 / float(self.inv_spacing[i]))
+            size = np.minimum(np.concatenate([step[:1], step]), np.concatenate([step, step[-1:]]))[: len(ax)]
+            size = size.reshape([-1 if a == i else 1 for a in range(self.dim)])
+            if self.spherical and i < 2:
+                lat = np.asarray(self.axes[1], np.float64).reshape([-1 if a == 1 else 1 for a in range(self.dim)])
+                size = size * EARTH_RADIUS * np.pi / 180 * (np.maximum(np.cos(np.deg2rad(lat)), np.cos(np.deg2rad(89.5))) if i == 0 else 1.0)
+            speed = np.abs(np.asarray(self.values[..., i])).max(axis=0)
+            worst = max(worst, float(np.nanmax(speed / size)))
+        return worst
+
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         lo, hi = self.bounds
         inside = jnp.asarray(True)

@@ -11,6 +11,7 @@ from .._time import TimeOrigin
 from .base import SKIP, AbstractField, Hints, node_rows
 from .grid import degrees_per_second
 from .mesh import MeshField
+from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
 class LayeredField(AbstractField):
@@ -177,6 +178,17 @@ class LayeredField(AbstractField):
             return None
         _, _, nodes, weights = self._place(x, self.hints(x.shape[0], x.dtype) if hint is None else hint)
         return jnp.sum(weights * self.land[nodes], axis=-1) >= 0.5
+
+    def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"]:
+        """Horizontal sizes of each row's cell; depth is not counted (infinite size)."""
+        edge = shortest_edges(self.surface.points, self.surface.nodes[jnp.maximum(hint.cell, 0)], self.spherical)
+        sizes = axis_sizes(edge, x[:, :2], self.spherical)
+        return jnp.concatenate([sizes, jnp.full((x.shape[0], self.dim - 2), jnp.inf, sizes.dtype)], axis=1).astype(x.dtype)
+
+    def max_courant_rate(self) -> float:
+        k = self.levels
+        velocity = np.asarray(self.table[..., k : 4 * k]).reshape(self.table.shape[0], -1, k, 3)[..., :2]
+        return mesh_max_rate(self.surface.points, self.surface.nodes, np.abs(velocity).max(axis=2), self.spherical)
 
     def water_depth(self, t: TimeLike, points) -> np.ndarray:
         """The sea floor below the surface at `points` `(n, 2 or 3)` and time `t` (host side:

@@ -12,6 +12,7 @@ from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocit
 from . import cells as _cells
 from .base import SKIP, AbstractField, Hints, node_rows, time_weights
 from .locator import MeshTopology, mesh_topology
+from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 from .slices import as_series
 
 
@@ -176,16 +177,16 @@ class AbstractMeshField(AbstractField):
             own = [self.points[nodes[:, i]] for i in range(width)]
             kinds = [_cells.KINDS[self.kinds[k]] for k in curved]
             pick = [None if kind_of_row is None else kind_of_row == k for k in curved]
-            corners = _chosen([_cells.as_box_corners(kind, own) for kind in kinds], pick)
-            centre = _chosen([[jnp.asarray(c, x.dtype) for c in kind.centre] for kind in kinds], pick)
+            corners = _cells.chosen([_cells.as_box_corners(kind, own) for kind in kinds], pick)
+            centre = _cells.chosen([[jnp.asarray(c, x.dtype) for c in kind.centre] for kind in kinds], pick)
             if len(curved) < len(self.kinds):  # rows of simplices take no iterations
                 simplex = sum(kind_of_row == k for k in range(len(self.kinds)) if k not in curved) > 0
                 done = simplex if done is None else simplex | done
             maps = self.affine_map[cell]
-            start = _barycentric(maps, x) + jnp.stack(jnp.broadcast_arrays(*centre), axis=-1)
+            start = _cells.barycentric(maps, x) + jnp.stack(jnp.broadcast_arrays(*centre), axis=-1)
             if warm is not None:
                 near = (warm.cell == cell) & jnp.isfinite(warm.point[:, 0])
-                moved = warm.coords + _linear(maps, x - jnp.where(near[:, None], warm.point, x))
+                moved = warm.coords + _cells.linear(maps, x - jnp.where(near[:, None], warm.point, x))
                 start = jnp.where(near[:, None], moved, start)
             start = jnp.clip(start, -2.0, 3.0)
             newton = _cells.newton_coords(_cells.BOX[self.dim], jnp.stack(corners, axis=1), x, self.newton_steps, xi=start, done=done)
@@ -193,7 +194,7 @@ class AbstractMeshField(AbstractField):
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                lam = _barycentric(self.affine_map[cell], x)
+                lam = _cells.barycentric(self.affine_map[cell], x)
                 xi, w = lam, _cells.simplex_weights(lam)
                 v = -w
             else:
@@ -217,7 +218,7 @@ class AbstractMeshField(AbstractField):
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                w = _cells.simplex_weights(_barycentric(self.affine_map[cell], x))
+                w = _cells.simplex_weights(_cells.barycentric(self.affine_map[cell], x))
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
@@ -365,6 +366,13 @@ class AbstractMeshField(AbstractField):
         _, cell, found, xi = jax.lax.while_loop(more, body, (~found, cell, found, xi))
         return Hints(jnp.where(skip, SKIP, cell), jnp.where((found & ~skip)[:, None], x, jnp.nan), xi), found
 
+    def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"]:
+        edge = shortest_edges(self.points, self.nodes[jnp.maximum(hint.cell, 0)], self.spherical)
+        return axis_sizes(edge, x, self.spherical).astype(x.dtype)
+
+    def max_courant_rate(self) -> float:
+        return mesh_max_rate(self.points, self.nodes, self.values, self.spherical, self.cell_values)
+
     # -- faces ------------------------------------------------------------------------------
 
     def _face_table(self) -> np.ndarray:
@@ -472,26 +480,3 @@ def _probe(field: AbstractMeshField, t, points):
     hint, found = field.locate(points, field.hints(points.shape[0], points.dtype))
     values = field._interpolate(field.values, t, jnp.maximum(hint.cell, 0), points, hint.coords, field.cell_values)
     return jnp.where(found[:, None], values, 0), found
-
-
-def _chosen(per_kind: list[list], pick: list) -> list:
-    """Entry by entry, each row's own kind's value from `[values of kind 0, of kind 1, ...]`
-    (`pick[k]`: the rows of kind `k`; `[None]` for a single kind)."""
-    out = per_kind[0]
-    for mask, values in zip(pick[1:], per_kind[1:]):
-        out = [jnp.where(mask[:, None] if v.ndim > 1 else mask, v, o) for v, o in zip(values, out)]
-    return out
-
-
-def _barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"]:
-    """`A @ (x - point)` for each row of `x` with its cell's `affine_maps` row (in a simplex the
-    barycentrics of nodes 1..d; elsewhere Newton's starting offset from the centre)."""
-    return _linear(maps, x - maps[:, : x.shape[1]])
-
-
-def _linear(maps: Float[Array, "n m"], d: Float[Array, "n dim"]) -> Float[Array, "n dim"]:
-    """`A @ d` for each row with its cell's `affine_maps` matrix, written per component: XLA's
-    CPU backend runs the same `einsum` as a batched matrix product, several times slower at a
-    few thousand rows."""
-    dim = d.shape[1]
-    return jnp.stack([sum(maps[:, dim + i * dim + j] * d[:, j] for j in range(dim)) for i in range(dim)], axis=1)

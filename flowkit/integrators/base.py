@@ -42,6 +42,8 @@ class AbstractIntegrator(eqx.Module):
     stochastic: ClassVar[bool] = False
     shardable: ClassVar[bool] = True
     """Whether the tracker may shard particles over several devices with this integrator."""
+    courant_limit: ClassVar[float] = 1.0
+    """The Courant number above which a run warns: its steps skip over cells' detail."""
 
     @abc.abstractmethod
     def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:

@@ -91,3 +91,4 @@ class RK4(AbstractRungeKutta):
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.RK4
     order: ClassVar[int] = 4
+    courant_limit: ClassVar[float] = 2.0

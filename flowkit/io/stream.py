@@ -88,6 +88,8 @@ _SHARED = frozenset(
         "on_land",
         "beached_batch",
         "canonical_batch",
+        "cell_sizes",
+        "max_courant_rate",
     }
 )
 """What does not change in time, answered by the template."""

@@ -11,6 +11,7 @@ from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField
 from ..fields.slices import sample_columns
+from .checks import check_velocity
 from .formats import SolverCase, Step, format_of, is_expression
 from .stream import SliceSource
 from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
@@ -204,6 +205,7 @@ class _VtkFiles(SliceSource):
         self.listed_times = [t for _, t in series]
         self._read = read
         self.reference = read(self.files[0], first)
+        check_velocity(self.reference["values"], str(self.files[0]), repr(self.reference["name"]), 0, self.listed_times[0])
         self._read_arrays = read_arrays
         """For meshes: `(file, topology) -> arrays` reading only what changes in time."""
         self.times = None
@@ -214,12 +216,13 @@ class _VtkFiles(SliceSource):
         ref = self.reference
         return dict(dim=ref["points"].shape[1], n_points=ref["n_points"], signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None, remap=ref["remap"])
 
-    def _checked(self, file, piece) -> dict:
+    def _checked(self, file, piece, k: int) -> dict:
         ref, first = self.reference, self.files[0]
         if piece["n_points"] != ref["n_points"]:
             raise ValueError(f"{file}: {piece['n_points']} points, but {first} has {ref['n_points']}; the point count changes between time steps (moving or remeshed meshes are not supported)")
         if piece["signature"] != ref["signature"]:
             raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+        check_velocity(piece["values"], str(file), repr(ref["name"]), k, piece.get("time"))
         return piece
 
     def pieces(self, ks, in_file_order: bool = False) -> Iterator[dict]:
@@ -253,12 +256,13 @@ class _VtkFiles(SliceSource):
         """The arrays of slice `k` (in time order, or file `k` with `in_file_order`), checked."""
         file = self.files[k if in_file_order else int(self._order[k])]
         if self._read_arrays is not None:
-            return self._checked(file, self._read_arrays(file, self._topology()))
+            return self._checked(file, self._read_arrays(file, self._topology()), k)
         piece = self._read(file, read_dataset(file))  # a grid: its axes are cheap to check
         ref, first = self.reference, self.files[0]
         axes = piece["axes"]
         if len(axes) != len(ref["axes"]) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref["axes"], axes)):
             raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref['axes']]}); moving or remeshed grids are not supported")
+        check_velocity(piece["values"], str(file), repr(ref["name"]), k, piece.get("time"))
         return piece
 
     @staticmethod

@@ -28,6 +28,7 @@ from .._time import TimeOrigin
 from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField
 from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
+from .checks import check_velocity
 from .roms import from_roms, is_roms
 from .stream import SliceSource
 from .ugrid import from_ugrid, is_ugrid
@@ -198,10 +199,6 @@ def from_xarray(
     if land_value is not None:
         source.fill = float(land_value)
     first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
-    if not np.isfinite(first_slice).any():
-        raise ValueError(f"{where(first)}: velocity {layout.names} is NaN everywhere at its first time step: no water to track in (a fill value not decoded, or the wrong variable)")
-    if not np.any(np.nan_to_num(first_slice)):
-        _log.warning("from_xarray: %s: velocity %s is zero everywhere at its first time step", where(first), layout.names)
     if land_value is None:
         land = layout.land(first_slice, _land(first, mask, layout) if mask is not None else None)
         source.land = land if land.any() and layout.staggering == "A" else None  # later slices are zeroed as they are read
@@ -356,6 +353,7 @@ class _Slices(SliceSource):
             for axis, t in enumerate(takes):
                 if (t < 0).any():
                     data[(slice(None),) * axis + (t < 0, ..., c)] = np.nan  # nodes that start no cell
+        check_velocity(data, where(ds), self.layout.names, k, float(self.times[k]) if self.times is not None else None)
         if self.scale != 1:
             data *= self.scale
         if self.layout.angle is not None:  # grid-relative components to eastward and northward

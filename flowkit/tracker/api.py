@@ -12,6 +12,7 @@ from ..fields.base import AbstractField
 from ..integrators.base import AbstractIntegrator
 from ..io.stream import refuse_streamed
 from ..trajectory import Trajectory
+from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
 from .plan import check_particle_state, check_particles, check_pieces, check_seeds, is_traced, time_plan
 from .run import TrackRun
@@ -22,7 +23,7 @@ def track(
     seeds,
     t0: float,
     t1: float,
-    dt: float,
+    dt: float | str,
     integrator: AbstractIntegrator | None = None,
     boundary: AbstractBoundary | None = None,
     save_every: int | str = 1,
@@ -41,6 +42,7 @@ def track(
     part: tuple[int, int] | None = None,
     particles=None,
     particle_state: dict | None = None,
+    courant: float = DEFAULT_COURANT,
 ) -> Trajectory:
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -51,7 +53,9 @@ def track(
     - `t0`, `t1`, `dt`: start, end and step; `t1 < t0` with `dt < 0` tracks backward. The last
       step is shortened so the run ends exactly at `t1`. On a field read from dated data
       (`field.time_origin`), `t0`/`t1` may be dates (`"2024-01-05"`, on the data's calendar);
-      `dt` may be a duration (`"1h"`, `"30min"`).
+      `dt` may be a duration (`"1h"`, `"30min"`). `dt="auto"` takes the step whose Courant
+      number (`max_i |u_i| dt / size_i`, the cells a step crosses) is `courant` in the data's
+      fastest cell, shortened to fill the save interval (or the run) with whole steps.
     - `integrator`: default `fk.RK4()`.
     - `boundary`: default none (`fk.Open()`): particles are limited only by the field's domain.
       Inlets (`fk.InletOutlet`, `fk.ContinuousInlet`) restart slots inside the run; the result
@@ -70,6 +74,10 @@ def track(
       your own. Its variables are saved in `Trajectory.variables`.
     - `particle_state`: `{name: (N, ...)}` starting values of the model's variables per seed
       (e.g. an inertial particle's `velocity`); the others start at the model's `initial`.
+    - `courant`: the Courant number `dt="auto"` aims at (default 0.5). Every run on a grid or
+      mesh records its largest Courant number, sampled at the saved frames, in
+      `traj.stats.courant`, and warns once when it exceeds the integrator's limit (1; 2 for
+      RK4), naming a dt that would bring it under.
     - `dtype`: `"float32"` (default) or `"float64"`.
     - `batch_size`: track at most this many particles at once (bounded memory); every batch
       reuses the same compiled program.
@@ -112,6 +120,10 @@ def track(
         given = [name for name, value in host_only.items() if value is not None]
         if given:
             raise ValueError(f"{', '.join(given)}: a traced run (grad, jit, vmap, track_ensemble) is one program on one device with its frames in memory; drop {' and '.join(given)} or call track with concrete inputs")
+        if isinstance(dt, str) and dt == AUTO:
+            if is_traced(field):
+                raise ValueError("dt='auto' reads the field's data on the host; with a traced field (grad, jit, vmap over its parameters) give dt in seconds")
+            dt = auto_dt(field, *(as_seconds(t, name, field.time_origin) for t, name in ((t0, "t0"), (t1, "t1"))), save_every, courant)
         return _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype, particles, particle_state)
     return TrackRun(
         field,
@@ -136,6 +148,7 @@ def track(
         part=part,
         particles=particles,
         particle_state=particle_state,
+        courant=courant,
     ).run()
 
 
@@ -163,7 +176,7 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     times = Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
     if boundary.extra_slots:
         raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
-    state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), field.hints(n, dtype), given, jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32))
+    state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), field.hints(n, dtype), given, jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32), jnp.zeros(1, dtype))
     state, first = locate_seeds((field, integrator, boundary, particles, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
     origins = jnp.asarray(boundary.origins(x0), dtype)
     origin_hints = field.locate_batch(origins, field.hints(n, dtype))[0] if boundary.restarts else field.hints(n, dtype)

@@ -29,6 +29,9 @@ class State(eqx.Module):
     lost: jax.Array
     """Per-block count of releases that found no free slot."""
     step: jax.Array
+    courant: jax.Array
+    """Per-block largest `max_i |u_i| / size_i` (1/s) of the active particles at the saved
+    frames: times `|dt|`, the run's largest Courant number (0 for fields without cells)."""
 
 
 class Slots(eqx.Module):
@@ -162,8 +165,9 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
         return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_last, t_release, times.dt))
 
     def run_block(inputs, first):
-        """One save interval of one block: its steps (skipped if nothing moves), then its frame."""
-        carry, slots, block_id = inputs
+        """One save interval of one block: its steps (skipped if nothing moves), then its frame
+        and its Courant rate."""
+        carry, courant, slots, block_id = inputs
         steps = first + jnp.arange(save_every, dtype=state.step.dtype)
         go = lambda c: jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), c, steps)[0]  # noqa: E731
 
@@ -182,7 +186,8 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
             carry = go(carry)
         x, status, _, hint, variables, generation, _ = carry
         t_end, h = step_times(times, first + save_every - 1)
-        return carry, frame_of(field, args, t_end + h, x, status, hint, variables, generation if boundary.restarts else None, record_velocity)
+        frame, rate = frame_of(field, args, t_end + h, x, status, hint, variables, generation if boundary.restarts else None, record_velocity)
+        return (carry, jnp.maximum(courant, rate)), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
@@ -198,21 +203,21 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
         return jax.lax.cond(occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order))
 
     def one_save(carry, m):
-        rows, lost, slots, order = carry
+        rows, lost, courant, slots, order = carry
         first = state.step + m * save_every
         if skippable and blocks > 1:
             rows, slots, order = compact(rows, slots, order, first)
         blocked = tuple(split(a) for a in rows) + (lost,)
-        blocked, frame = jax.lax.map(lambda inputs: run_block(inputs, first), (blocked, jax.tree.map(split, slots), block_ids))
+        (blocked, courant), frame = jax.lax.map(lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids))
         rows, lost = tuple(merge(a) for a in blocked[:6]), blocked[6]
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
-        return (rows, lost, slots, order), frame
+        return (rows, lost, courant, slots, order), frame
 
     rows = (state.x, state.status, state.exit_time, state.hint, state.variables, state.generation)
     order = jnp.arange(n, dtype=jnp.int32)
-    (rows, lost, _, order), frames = jax.lax.scan(one_save, (rows, state.lost, slots, order), jnp.arange(saves, dtype=state.step.dtype))
+    (rows, lost, courant, _, order), frames = jax.lax.scan(one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype))
     x, status, exit_time, hint, variables, generation = (_in_slot_order(a, order) for a in rows)
-    return State(x, status, exit_time, hint, variables, generation, lost, state.step + saves * save_every), frames
+    return State(x, status, exit_time, hint, variables, generation, lost, state.step + saves * save_every, courant), frames
 
 
 def _in_slot_order(rows, order):
@@ -220,15 +225,21 @@ def _in_slot_order(rows, order):
     return jax.tree.map(lambda a: jnp.zeros_like(a).at[order].set(a, unique_indices=True), rows)
 
 
-def frame_of(field, args, t, x, status, hint, variables, generation, record_velocity):
+def frame_of(field, args, t, x, status, hint, variables, generation, record_velocity, courant: bool = True):
     """What one saved frame holds: positions, status, velocities (if recorded; zero where not
     active), the field's sampled arrays (NaN outside its domain), the particles' variables and,
-    with restarting boundaries, each slot's generation."""
-    v = None
-    if record_velocity:
+    with restarting boundaries, each slot's generation; and (with `courant`) the largest
+    Courant rate `max_i |u_i| / size_i` of its active particles (0 for fields without cells)."""
+    sizes = field.cell_sizes(x, hint) if courant else None
+    v = rate = None
+    active = status == Status.ACTIVE
+    if record_velocity or sizes is not None:
         v, _ = field.velocity_batch(t, x, args, hint)
-        v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
-    return Frame(x, status, v, field.sample_batch(t, x, hint), generation, variables)
+        v = jnp.where(active[:, None], v, jnp.zeros_like(v))
+    if sizes is not None:
+        rate = jnp.max(jnp.where(active[:, None], jnp.abs(v) / sizes, 0), initial=0).astype(x.dtype)
+    frame = Frame(x, status, v if record_velocity else None, field.sample_batch(t, x, hint), generation, variables)
+    return frame, jnp.zeros((), x.dtype) if rate is None else rate
 
 
 def _started(particles, field, args, t, x, variables, hint, mask, given=()):
@@ -264,7 +275,7 @@ def advance(modules, times: Times, state: State, slots: Slots, *, saves: int, sa
     if mesh is None:
         return local(dynamic, times, state, slots)
     p = PartitionSpec("particles")
-    state_spec = State(p, p, p, p, p, p, p, PartitionSpec())
+    state_spec = State(p, p, p, p, p, p, p, PartitionSpec(), p)
     fn = jax.shard_map(
         local,
         mesh=mesh,
@@ -294,8 +305,8 @@ def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: 
     variables = state.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, state.x, args, hint), **variables}
-    state = State(state.x, status, exit_time, hint, variables, state.generation, state.lost, state.step)
-    return state, frame_of(field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity)
+    frame, _ = frame_of(field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity, courant=False)
+    return State(state.x, status, exit_time, hint, variables, state.generation, state.lost, state.step, state.courant), frame
 
 
 def particle_keys(key, start: int, count: int):

@@ -18,6 +18,7 @@ from ..io.sinks import MemorySink, ZarrSink
 from ..io.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
+from .courant import AUTO, DEFAULT_COURANT, auto_dt, has_cells, report
 from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
 from .plan import CHUNK_BYTES, block_size, bucket_size, check_particle_state, check_particles, check_pieces, check_seeds, locate_origins, time_plan
 
@@ -58,15 +59,17 @@ class TrackRun:
         block_policy=None,
         particles=None,
         particle_state=None,
+        courant=DEFAULT_COURANT,
     ):
         self.stream = field if isinstance(field, StreamedField) else None
         if self.stream is not None:
             field = self.stream.template
         integrator, boundary = check_pieces(field, integrator, boundary, key)
         self.dtype = _dtypes.resolve(dtype)
-        particles = check_particles(particles, integrator, field, dt)
         origin = (self.stream or field).time_origin
-        t0, t1, dt = as_seconds(t0, "t0", origin), as_seconds(t1, "t1", origin), as_seconds(dt, "dt", duration=True)
+        t0, t1 = as_seconds(t0, "t0", origin), as_seconds(t1, "t1", origin)
+        dt = auto_dt(self.stream or field, t0, t1, save_every, courant) if isinstance(dt, str) and dt == AUTO else as_seconds(dt, "dt", duration=True)
+        particles = check_particles(particles, integrator, field, dt)
         self.n_steps, self.save_every, self.n_saves, self.times = time_plan(self.stream or field, t0, t1, dt, save_every)
         direction = 1.0 if dt > 0 else -1.0
         self.t0, self.t1, self.dt = t0, t1, dt
@@ -212,6 +215,7 @@ class TrackRun:
             put(np.zeros(count, np.int32)),
             put(np.zeros(len(self.devices) * self.blocks, np.int32)),
             jax.device_put(np.int32(0), self._replicated),
+            put(np.zeros(len(self.devices) * self.blocks, self.dtype)),
         )
         state, frame = locate_seeds(self.modules if modules is None else modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
         slots = Slots(
@@ -258,6 +262,7 @@ class TrackRun:
             sink = MemorySink(n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, Trajectory)
         bar = _progress_bar(self.progress, n * self.n_steps)
         outside = lost = ashore = 0
+        rate = 0.0
         windows = feeder = None
         if self.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
@@ -289,6 +294,7 @@ class TrackRun:
                         bar.update(count * steps_done)
                 sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
                 lost += int(np.sum(np.asarray(state.lost)))
+                rate = max(rate, float(np.max(np.asarray(state.courant))))
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
@@ -302,7 +308,9 @@ class TrackRun:
         if lost:
             logging.getLogger("flowkit").warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
-        stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, **streamed)
+        courant = rate * abs(self.dt) if has_cells(self.modules[0]) else None
+        report(courant, self.dt, self.modules[1])
+        stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, courant=courant, **streamed)
         return sink.finish(stats)
 
 

@@ -1,0 +1,58 @@
+"""Step sizes counted in cells, as VTK's `vtkStreamTracer` counts them (`CELL_LENGTH_UNIT`):
+`dt="auto"` from a Courant number, and the Courant number a run had."""
+
+import logging
+import math
+
+import jax
+import numpy as np
+
+from .._time import as_seconds
+
+_log = logging.getLogger("flowkit")
+
+AUTO = "auto"
+DEFAULT_COURANT = 0.5
+
+
+def auto_dt(field, t0: float, t1: float, save_every, courant: float = DEFAULT_COURANT) -> float:
+    """The step whose Courant number `max_i |u_i| dt / size_i` is at most `courant` in the
+    data's fastest cell (`field.max_courant_rate()`, over all its nodes and times), shortened
+    so that a whole number of steps fills the save interval (a duration `save_every`) or else
+    the run; signed like `t1 - t0`."""
+    if not (isinstance(courant, (int, float)) and math.isfinite(courant) and courant > 0):
+        raise ValueError(f"courant must be a positive number (the cells a step may cross), got {courant!r}")
+    rate = field.max_courant_rate()
+    if rate is None:
+        raise ValueError(f"dt='auto' counts a step in cells, and {type(field).__name__} has none (a closed-form flow): give dt in seconds")
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"dt='auto': the field's velocity is {'zero' if rate == 0 else 'not finite'} everywhere, so no step size follows from it: give dt in seconds")
+    span = abs(t1 - t0)
+    interval = as_seconds(save_every, "save_every", duration=True) if isinstance(save_every, str) else span
+    steps = max(1, math.ceil(min(interval, span) * rate / courant - 1e-9))
+    dt = min(interval, span) / steps
+    _log.info("dt=auto: %g s, Courant number %g in the data's fastest cell (%g cells/s there)%s", dt, dt * rate, rate, f"; {steps} steps per save of {interval:g} s" if interval < span else "")
+    return math.copysign(dt, t1 - t0)
+
+
+def has_cells(field) -> bool:
+    """Whether `field` measures cells (`cell_sizes` is not None), found without computing."""
+    x = jax.ShapeDtypeStruct((1, field.dim), field.bounds[0].dtype)
+    return jax.eval_shape(lambda x: field.cell_sizes(x, field.hints(1, x.dtype)), x) is not None
+
+
+def report(courant: float | None, dt: float, integrator) -> None:
+    """Warn once when the run's largest Courant number exceeds the integrator's limit, naming
+    a dt that brings it to half the limit."""
+    limit = integrator.courant_limit
+    if courant is not None and courant > limit:
+        better = abs(dt) * 0.5 * limit / courant
+        _log.warning(
+            "the largest Courant number of the run is %.3g (over %g for %s): steps of dt=%g jump over cells' detail; dt=%.3g (or dt='auto') would bring it to %g",
+            courant,
+            limit,
+            type(integrator).__name__,
+            abs(dt),
+            float(np.format_float_positional(better, 3, fractional=False)),
+            0.5 * limit,
+        )

@@ -1,0 +1,107 @@
+"""Step sizes in cells: `dt="auto"` from a Courant number, the largest Courant number every run
+records, the warning past the integrator's limit; each checked against a Courant number computed
+here, independently, from the saved positions."""
+
+import logging
+import re
+
+import jax
+import numpy as np
+import pytest
+from meshes import brute_force_locate
+
+import flowkit as fk
+
+R = 6_371_000.0
+
+
+def _steps(traj) -> float:
+    return (traj.times[-1] - traj.times[0]) / traj.stats.n_steps
+
+
+def _active(traj):
+    return traj.status == fk.Status.ACTIVE
+
+
+def test_auto_dt_on_a_grid_keeps_the_courant_number_under_half_and_fills_the_save_interval():
+    field = fk.datasets.double_gyre_grid(nx=101, ny=51, t_end=10.0, nt=11, dtype="float64")
+    seeds = fk.seeding.uniform_grid((12, 6), field.bounds, include_boundaries=False)
+    traj = fk.track(field, seeds, 0.0, 10.0, "auto", save_every="1s", dtype="float64")
+    dt = _steps(traj)
+    assert traj.stats.n_steps % 10 == 0  # whole steps per save of 1 s
+    assert 0.45 < field.max_courant_rate() * dt <= 0.5 + 1e-12  # the fastest node, shortened only to fill the interval
+    # independently: |u_i| dt / h_i at every saved position, h = 0.02 on both axes
+    u = np.stack([np.asarray(jax.vmap(field, in_axes=(None, 0, None))(t, x, None)) for t, x in zip(traj.times, traj.positions)])
+    courant = np.max(np.abs(u) * dt / 0.02, axis=-1)[_active(traj)]
+    assert courant.max() <= 0.5 + 1e-9
+    np.testing.assert_allclose(traj.stats.courant, courant.max(), rtol=1e-9)
+
+
+def test_auto_dt_on_a_graded_tetrahedral_mesh():
+    points, tets = fk.datasets.jittered_tet_box((8, 8, 8), (1.0, 1.0, 1.0), 0.2, 1)
+    points = points**2  # cells shrink toward the corner at the origin (4x finer there than at the far side)
+    velocity = np.stack([-(points[:, 1] - 0.5), points[:, 0] - 0.5, 0.2 + 0 * points[:, 0]], axis=1)  # linear: exact in every tetrahedron
+    field = fk.MeshField(points, tets, velocity, dtype="float64")
+    seeds = fk.seeding.random_inside(300, field, key=jax.random.key(0))
+    traj = fk.track(field, seeds, 0.0, 1.0, "auto", save_every=4, dtype="float64")
+    dt = _steps(traj)
+    x = traj.positions[_active(traj)]
+    corners = points[tets[np.argmax(brute_force_locate(field, x), axis=1)]]  # (n, 4, 3): each point's tetrahedron
+    edges = np.min([np.linalg.norm(corners[:, a] - corners[:, b], axis=1) for a in range(4) for b in range(a + 1, 4)], axis=0)
+    u = np.stack([-(x[:, 1] - 0.5), x[:, 0] - 0.5, np.full(len(x), 0.2)], axis=1)
+    courant = np.max(np.abs(u), axis=1) * dt / edges
+    assert courant.max() <= 0.5 + 1e-9 and courant.max() > 0.05
+    np.testing.assert_allclose(traj.stats.courant, courant.max(), rtol=1e-9)
+
+
+def test_auto_dt_on_the_sphere_counts_the_narrow_cells_at_high_latitude():
+    lon, lat = np.arange(0.0, 41.0), np.arange(50.0, 87.0)
+    values = np.zeros((len(lon), len(lat), 2))
+    values[..., 0], values[..., 1] = 1.0, 0.2  # m/s east and north
+    field = fk.GridField(values, [lon, lat], spherical=True, dtype="float64")
+    seeds = np.stack([np.full(25, 5.0), np.linspace(60.0, 84.0, 25)], axis=1)
+    traj = fk.track(field, seeds, 0.0, 86400.0, "auto", save_every="6h", dtype="float64")
+    dt = _steps(traj)
+    x = traj.positions[_active(traj)]
+    metres = np.deg2rad(1.0) * R  # one degree of latitude; of longitude times cos(latitude)
+    courant = np.maximum(1.0 / (metres * np.cos(np.deg2rad(x[:, 1]))), 0.2 / metres) * dt
+    assert courant.max() <= 0.5 + 1e-9
+    np.testing.assert_allclose(traj.stats.courant, courant.max(), rtol=1e-6)
+    # the narrowest cells, at 86°N, set the step: an equatorial cell would allow 14x more
+    assert dt < 0.5 * metres * np.cos(np.deg2rad(86.0)) / 1.0 * 1.001
+
+
+def test_auto_dt_keeps_rk4_close_to_a_fine_step_reference_on_the_double_gyre():
+    field = fk.datasets.double_gyre_grid(nx=201, ny=101, t_end=10.0, nt=51, dtype="float64")
+    seeds = fk.seeding.uniform_grid((10, 5), field.bounds, include_boundaries=False)
+    auto = fk.track(field, seeds, 0.0, 10.0, "auto", dtype="float64", boundary=fk.Reflective(field.bounds))
+    fine = fk.track(field, seeds, 0.0, 10.0, _steps(auto) / 16, dtype="float64", boundary=fk.Reflective(field.bounds))
+    assert np.max(np.linalg.norm(auto.positions[-1] - fine.positions[-1], axis=1)) < 1e-3
+
+
+def test_a_step_across_many_cells_warns_once_with_a_dt_that_fits(caplog):
+    field = fk.datasets.double_gyre_grid(nx=101, ny=51, t_end=10.0, nt=11, dtype="float64")
+    seeds = fk.seeding.uniform_grid((8, 4), field.bounds, include_boundaries=False)
+    with caplog.at_level(logging.WARNING, logger="flowkit"):
+        big = fk.track(field, seeds, 0.0, 10.0, 0.5, dtype="float64", boundary=fk.Reflective(field.bounds))
+    (message,) = [r.getMessage() for r in caplog.records if "Courant" in r.getMessage()]
+    assert big.stats.courant > 2 and f"{big.stats.courant:.3g} (over 2 for RK4)" in message
+    better = float(re.search(r"dt=([0-9.e-]+) \(or dt='auto'\)", message).group(1))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="flowkit"):
+        fitting = fk.track(field, seeds, 0.0, 10.0, 10.0 / np.ceil(10.0 / better), dtype="float64", boundary=fk.Reflective(field.bounds))
+    assert fitting.stats.courant <= 2 and not [r for r in caplog.records if "Courant" in r.getMessage()]
+    euler = fk.track(field, seeds, 0.0, 10.0, 0.05, fk.Euler(), dtype="float64", boundary=fk.Reflective(field.bounds))
+    assert 1 < euler.stats.courant < 2 and "over 1 for Euler" in caplog.records[-1].getMessage()
+
+
+def test_auto_dt_needs_cells_and_flow():
+    seeds = np.array([[0.5, 0.5]])
+    with pytest.raises(ValueError, match="dt='auto' counts a step in cells, and DoubleGyre has none"):
+        fk.track(fk.fields.DoubleGyre(), seeds, 0.0, 1.0, "auto")
+    assert fk.track(fk.fields.DoubleGyre(), seeds, 0.0, 1.0, 0.1).stats.courant is None
+    still = fk.GridField(np.zeros((5, 3, 2)), [np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
+    with pytest.raises(ValueError, match="velocity is zero everywhere"):
+        fk.track(still, seeds, 0.0, 1.0, "auto")
+    with pytest.raises(ValueError, match="courant must be a positive number"):
+        fk.track(fk.datasets.double_gyre_grid(nx=21, ny=11, nt=3), seeds, 0.0, 1.0, "auto", courant=-1)
