@@ -7,7 +7,8 @@ import hydra
 from omegaconf import DictConfig
 
 import flowkit  # noqa: F401  (before JAX: one CPU device per core)
-from flowkit.config import check_output_folder, check_overrides, run_ftle, user_errors
+from flowkit.app_errors import check_output_folder, check_overrides, user_errors
+from flowkit.config import run_ftle
 
 
 @hydra.main(config_path="../conf", config_name="ftle", version_base="1.3")

@@ -1,4 +1,4 @@
-"""Build a run from a Hydra/OmegaConf config and execute it. The only module importing Hydra.
+"""Build a run from a Hydra/OmegaConf config and execute it (with `app_errors`, the only modules importing Hydra).
 
 Every group in `conf/` names a final flowkit class or function with `_target_`; this module
 instantiates them with `_convert_="all"` (a DictConfig would otherwise become one opaque static
@@ -6,14 +6,11 @@ leaf), fills in what comes from other pieces (a boundary's or seeder's `bounds: 
 field's bounds; random seeders get a key from the integer `seed`), and writes the outputs.
 """
 
-import contextlib
 import dataclasses
 import inspect
 import json
 import logging
-import os
 import platform
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,17 +20,16 @@ import jax
 import numpy as np
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import InstantiationException
 from hydra.experimental.callback import Callback
 from hydra.utils import get_method, instantiate
 from omegaconf import MISSING, DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from . import __version__, tracker
 from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
 from .analysis.ftle import ftle
 from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot, view_box
+from .io.atomic import written
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
 from .trajectory import Trajectory
@@ -55,6 +51,7 @@ class TrackConfig:
     t0: Any = MISSING  # seconds, or a date on a dated field's calendar ("2024-01-05")
     t1: Any = MISSING
     dt: Any = MISSING  # seconds, a duration ("1h"), or "auto" (from the Courant number)
+    overwrite: bool = MISSING
     courant: float = MISSING
     save_every: Any = MISSING  # steps, or a duration ("6h") that is a whole number of steps
     dtype: str = MISSING
@@ -83,90 +80,11 @@ class FtleConfig:
     method: str = MISSING
     dtype: str = MISSING
     compilation_cache: str | None = MISSING
+    overwrite: bool = MISSING
 
 
 ConfigStore.instance().store(name="track_schema", node=TrackConfig)
 ConfigStore.instance().store(name="ftle_schema", node=FtleConfig)
-
-_USER_ERRORS = (ValueError, TypeError, FileNotFoundError, InstantiationException, OmegaConfBaseException)
-
-
-def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve().parents[1] / "conf") -> None:
-    """Before Hydra composes the run: an override naming a key or a group option that does not
-    exist ends the run with one line naming the closest valid one (`seed.n=500` -> `seeds.n`),
-    exit status 2, instead of Hydra's several lines."""
-    import difflib
-
-    groups = {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in conf.iterdir() if d.is_dir()}
-    main = OmegaConf.load(conf / f"{config_name}.yaml")
-    chosen = {k: v for item in main.get("defaults", []) if isinstance(item, DictConfig) for k, v in item.items()}
-    overrides = [a.split("=", 1) for a in argv if "=" in a and not a.startswith(("-", "+", "~", "hydra"))]
-    for key, value in overrides:
-        if key in groups:
-            for option in value.split(","):
-                if option not in groups[key]:
-                    _refuse(f"{key}={option}: no such option; choose one of {', '.join(groups[key])}")
-            chosen[key] = value.split(",")[0]
-    schema = TrackConfig if config_name == "track" else FtleConfig
-    known = {f.name for f in dataclasses.fields(schema) if f.name not in groups}
-    known |= set(_dotted({k: v for k, v in OmegaConf.to_container(main).items() if k != "defaults"}))
-    for group, option in chosen.items():
-        if group in groups and option in groups[group]:
-            known |= {f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))}
-    for key, _ in overrides:
-        if key not in groups and key not in known:
-            near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
-            _refuse(f"{key}: no such key in the {config_name} config" + (f"; did you mean {near[0]}?" if near else "") + " (add a new key with +key=value)")
-
-
-def check_output_folder(argv) -> None:
-    """Before Hydra configures its log file there: the output folder (`hydra.run.dir=` or
-    `hydra.sweep.dir=`; else the folder Hydra makes `outputs/` in, here) can be made and written,
-    or the run ends with one line naming it."""
-    import tempfile
-
-    given = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra.run.dir=", "hydra.sweep.dir="))]
-    folder = Path(given[0]) if given and "${" not in given[0] else Path.cwd()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError as err:
-        _refuse(f"output folder {folder} cannot be written ({err.strerror or err}); give hydra.run.dir= a folder you can write")
-
-
-def _dotted(tree, prefix="") -> list[str]:
-    keys = []
-    for k, v in tree.items():
-        if k.startswith("_"):
-            continue
-        keys.append(prefix + k)
-        if isinstance(v, dict):
-            keys += _dotted(v, prefix + k + ".")
-    return keys
-
-
-def _refuse(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(2)
-
-
-@contextlib.contextmanager
-def user_errors():
-    """Inside an app: a bad value, a missing file or an unknown option ends the run with one
-    line on stderr and exit status 2, not a traceback; `HYDRA_FULL_ERROR=1` shows the traceback.
-    Python warnings (from flowkit's dependencies) go to the run's log like flowkit's own lines."""
-    logging.captureWarnings(True)
-    try:
-        yield
-    except _USER_ERRORS as err:
-        _log.error("%s: %s", type(err).__name__, err)  # the run's log keeps its error
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
-        _refuse(" ".join(str(cause).split()))
-    except BaseException:
-        _log.exception("the run failed")
-        raise
 
 
 def _bounds_lists(field):
@@ -373,11 +291,11 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
     files = summary["files"] = []
     if cfg.output.trajectories:
-        files.append(traj.save(out / "trajectories.npz").name)
+        files.append(traj.save(out / "trajectories.npz", overwrite=cfg.overwrite).name)
         if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
-            files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=field.time_origin).name)
+            files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=field.time_origin, overwrite=cfg.overwrite).name)
     if cfg.output.vtp:
-        files.append(traj.save(out / "trajectories.vtp").name)
+        files.append(traj.save(out / "trajectories.vtp", overwrite=cfg.overwrite).name)
         if counts["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
             write_deposition_vtp(traj, out / "deposition.vtp")
             files.append("deposition.vtp")
@@ -387,11 +305,11 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
                 write_deposition_map_vtp(deposited, out / "deposition_map.vtp")
                 files.append("deposition_map.vtp")
     if cfg.output.get("clouds"):
-        files.append(traj.save(out / "particles.pvd").name)
+        files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
     if cfg.output.plot:
         files += ["trajectories.png", "snapshot.png", "density.png"]
     files.append("summary.json")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    _write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
     if cfg.output.plot:
         at = lambda t: field.near(t) if run.stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
         times = np.asarray(traj.times, dtype=np.float64)
@@ -406,6 +324,11 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
     _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, counts, courant, ", ".join(files))
     return traj
+
+
+def _write_text(path: Path, text: str) -> None:
+    with written(path, overwrite=True) as temporary:
+        temporary.write_text(text)
 
 
 def _inputs(cfg: DictConfig) -> dict:
@@ -450,7 +373,8 @@ def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
     values = ftle(field, points, cfg.t0, cfg.T, cfg.dt, integrator, method=cfg.method, dtype=cfg.dtype).reshape(resolution)
     seconds = time.perf_counter() - start
     axes = [np.linspace(lo, hi, n) for lo, hi, n in zip(bounds[0], bounds[1], resolution)]
-    np.savez(out / "ftle.npz", ftle=values, **{name: ax for name, ax in zip("xyz", axes)}, t0=cfg.t0, T=cfg.T)
+    with written(out / "ftle.npz", overwrite=True) as temporary:
+        np.savez(temporary, ftle=values, **{name: ax for name, ax in zip("xyz", axes)}, t0=cfg.t0, T=cfg.T)
     spacing = [(hi - lo) / max(n - 1, 1) for lo, hi, n in zip(bounds[0], bounds[1], resolution)]
     write_vti(out / "ftle.vti", {"ftle": np.nan_to_num(values, nan=0.0), "valid": np.isfinite(values).astype(np.float64)}, bounds[0], spacing)
     plot_ftle(values, axes, out / "ftle.png", cfg.t0, cfg.T)
@@ -463,7 +387,7 @@ def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
         "invalid_points": int(np.sum(~np.isfinite(values))),
         "versions": {"flowkit": __version__, "jax": jax.__version__},
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    _write_text(out / "summary.json", json.dumps(summary, indent=2))
     print(f"done in {seconds:.2f} s: max FTLE {summary['ftle_max']:.3f}, {summary['invalid_points']} points left the field", flush=True)
     return values
 
@@ -494,7 +418,7 @@ class SweepSummary(Callback):
         if not rows:
             return
         columns = list(dict.fromkeys(k for row in rows for k in row))
-        with open(sweep / "sweep_summary.csv", "w", newline="") as f:
+        with written(sweep / "sweep_summary.csv", overwrite=True) as temporary, open(temporary, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)

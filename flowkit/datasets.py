@@ -152,6 +152,8 @@ def write_vts(path, grid_points, point_arrays: dict) -> Path:
     import vtk
     from vtk.util.numpy_support import numpy_to_vtk
 
+    from .io.vtk import write_xml
+
     path = Path(path)
     ni, nj, nk = grid_points.shape[:3]
     grid = vtk.vtkStructuredGrid()
@@ -165,12 +167,8 @@ def write_vts(path, grid_points, point_arrays: dict) -> Path:
         array.SetName(name)
         grid.GetPointData().AddArray(array)
     writer = vtk.vtkXMLStructuredGridWriter()
-    writer.SetFileName(str(path))
-    writer.SetInputData(grid)
     writer.SetCompressorTypeToZLib()
-    if writer.Write() != 1:
-        raise OSError(f"vtk could not write {path}")
-    return path
+    return write_xml(writer, grid, path)
 
 
 def hex_wedge_box(shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

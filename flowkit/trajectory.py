@@ -55,8 +55,9 @@ class RunStats:
     """Streamed fields: time the run waited for later windows (the part of their loading that
     computing the previous chunk did not hide)."""
     courant: float | None = None
-    """The largest Courant number `max_i |u_i| |dt| / size_i` of the active particles at the
-    saved frames (None for fields without cells: closed-form flows)."""
+    """The largest Courant number `max_i |dx_i| / size_i` (the cells a step crossed) of the
+    active particles' last step before each saved frame (None for fields without cells:
+    closed-form flows)."""
 
     @property
     def particle_steps_per_s(self) -> float:
@@ -122,27 +123,40 @@ class Trajectory(eqx.Module):
         """Number of particles per status at one saved frame (the last by default)."""
         return status_counts(self.status[frame])
 
-    def save(self, path, spherical: bool = False, time_origin=None) -> Path:
+    def save(self, path, spherical: bool = False, time_origin=None, overwrite: bool = False) -> Path:
         """Write `.npz` (arrays `times`, `positions`, `status`, `t_release`, `exit_time`
         [+ `velocities`]), `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`), `.vtp`
-        pathlines or a `.pvd` series of particle clouds for ParaView."""
-        path = Path(path)
-        if path.suffix == ".vtp":
-            from .io.vtk import write_pathlines_vtp
+        pathlines or a `.pvd` series of particle clouds for ParaView.
 
-            return write_pathlines_vtp(self, path)
+        An existing `path` is refused unless `overwrite`. Files are written under a temporary
+        name and renamed when whole, so a failed write (a full disk, a kill) leaves no partial
+        file and any earlier one unchanged; the failure is one `OSError` line naming `path`."""
+        from .io.atomic import written
+
+        path = Path(path)
+        if path.suffix not in (".npz", ".zarr", ".nc", ".vtp", ".pvd"):
+            raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr, .nc, .vtp or .pvd")
         if path.suffix == ".pvd":
             from .io.vtk import write_particle_clouds_pvd
 
-            return write_particle_clouds_pvd(self, path)
-        if path.suffix == ".zarr":
-            self.to_xarray(spherical, time_origin).to_zarr(path, mode="w", consolidated=False)
-            return path
-        if path.suffix == ".nc":
-            self.to_xarray(spherical, time_origin).to_netcdf(path)
-            return path
-        if path.suffix != ".npz":
-            raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr, .nc, .vtp or .pvd")
+            return write_particle_clouds_pvd(self, path, overwrite=overwrite)
+        if path.suffix == ".vtp":
+            from .io.atomic import refuse_existing
+            from .io.vtk import write_pathlines_vtp
+
+            refuse_existing(path, overwrite)
+            return write_pathlines_vtp(self, path)  # written whole or not at all
+        with written(path, overwrite) as temporary:
+            if path.suffix == ".zarr":
+                self.to_xarray(spherical, time_origin).to_zarr(temporary, mode="w", consolidated=False)
+            elif path.suffix == ".nc":  # made in memory, then written as plain bytes: no HDF5 handle is left open on a failed write
+                temporary.write_bytes(self.to_xarray(spherical, time_origin).to_netcdf(engine="h5netcdf"))
+            else:
+                np.savez(temporary, **self._arrays())
+        return path
+
+    def _arrays(self) -> dict:
+        """The `.npz` layout: one array per attribute, samples and variables prefixed."""
         arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release, "exit_time": self.exit_time}
         if self.velocities is not None:
             arrays["velocities"] = self.velocities
@@ -152,8 +166,7 @@ class Trajectory(eqx.Module):
             arrays[f"particle__{name}"] = values
         if self.generation is not None:
             arrays["generation"] = self.generation
-        np.savez(path, **arrays)
-        return path
+        return arrays
 
     @classmethod
     def load(cls, path) -> "Trajectory":

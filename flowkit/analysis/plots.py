@@ -166,9 +166,14 @@ def _aspect(box, field) -> float:
 def _save(fig, path) -> Path:
     import matplotlib.pyplot as plt
 
+    from ..io.atomic import written
+
     path = Path(path)
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        with written(path, overwrite=True) as temporary:
+            fig.savefig(temporary, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path
 
 

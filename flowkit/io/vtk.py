@@ -41,12 +41,25 @@ def write_vti(path, arrays: dict, origin, spacing, time: float | None = None) ->
         stamp.SetName("TimeValue")
         stamp.InsertNextValue(float(time))
         image.GetFieldData().AddArray(stamp)
-    writer = vtk.vtkXMLImageDataWriter()
-    writer.SetFileName(str(path))
-    writer.SetInputData(image)
-    if writer.Write() != 1:
-        raise OSError(f"vtk could not write {path}")
-    return path
+    return write_xml(vtk.vtkXMLImageDataWriter(), image, path)
+
+
+def write_xml(writer, data, path) -> Path:
+    """Write `data` with one of VTK's XML `writer`s, whole or not at all (`atomic.written`),
+    replacing `path`; a failure is one `OSError` naming `path` (a full disk by its errno)."""
+    import errno
+
+    import vtk
+
+    from .atomic import written
+
+    with written(path, overwrite=True) as temporary:
+        writer.SetFileName(str(temporary))
+        writer.SetInputData(data)
+        if writer.Write() != 1:
+            full = writer.GetErrorCode() == vtk.vtkErrorCode.OutOfDiskSpaceError
+            raise OSError(errno.ENOSPC if full else errno.EIO, f"vtk could not write {path}")
+    return Path(path)
 
 
 def read_vti_arrays(path) -> dict:
@@ -104,13 +117,9 @@ def _write_polydata(poly, path: Path) -> Path:
     import vtk
 
     writer = vtk.vtkXMLPolyDataWriter()
-    writer.SetFileName(str(path))
-    writer.SetInputData(poly)
     writer.SetDataModeToAppended()
     writer.SetCompressorTypeToZLib()
-    if writer.Write() != 1:
-        raise OSError(f"vtk could not write {path}")
-    return path
+    return write_xml(writer, poly, path)
 
 
 def write_pathlines_vtp(traj, path) -> Path:
@@ -148,32 +157,43 @@ def write_pathlines_vtp(traj, path) -> Path:
     return _write_polydata(_polydata(points, arrays, lines=(offsets, np.arange(count, dtype=np.int64))), Path(path))
 
 
-def write_particle_clouds_pvd(traj, path) -> Path:
+def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
     """A `.pvd` collection of one `.vtp` particle cloud per saved time (for animation in ParaView).
 
     The clouds go to a folder named like the `.pvd` (ParaView's own layout), each with point
     arrays `particle_id`, `status`, `age` (time since release; 0 before it), `velocity` when
-    recorded, the samples and the particle model's variables.
+    recorded, the samples and the particle model's variables. Folder and collection are
+    written under temporary names and renamed when whole; existing ones are refused unless
+    `overwrite`.
     """
+    from .atomic import refuse_existing, written
+
     path = Path(path)
     folder = path.with_suffix("")
-    folder.mkdir(parents=True, exist_ok=True)
-    files = []
-    for k in range(len(traj.times)):
-        arrays = {"particle_id": np.asarray(traj.particle_id[k]), "status": np.asarray(traj.status[k]).astype(np.int32)}
-        arrays["age"] = np.maximum(np.abs(float(traj.times[k]) - np.asarray(traj.t_release, np.float64)), 0.0) * (np.asarray(traj.status[k]) != Status.NOT_RELEASED)
-        if traj.velocities is not None:
-            arrays["velocity"] = np.asarray(traj.velocities[k])
-        for name, values in (traj.samples or {}).items():
-            arrays[name] = np.asarray(values[k])
-        for name, values in (traj.variables or {}).items():
-            arrays[f"particle_{name}"] = np.asarray(values[k])
-        files.append(_write_polydata(_polydata(np.asarray(traj.positions[k]), arrays), folder / f"{folder.name}_0_{k}.vtp"))
-    return write_pvd(path, files, np.asarray(traj.times, dtype=np.float64))
+    refuse_existing(path, overwrite)
+    refuse_existing(folder, overwrite, f" (the clouds of {path.name})")
+    with written(path, overwrite) as collection, written(folder, overwrite) as clouds:
+        clouds.mkdir()
+        files = []
+        for k in range(len(traj.times)):
+            arrays = {"particle_id": np.asarray(traj.particle_id[k]), "status": np.asarray(traj.status[k]).astype(np.int32)}
+            arrays["age"] = np.maximum(np.abs(float(traj.times[k]) - np.asarray(traj.t_release, np.float64)), 0.0) * (np.asarray(traj.status[k]) != Status.NOT_RELEASED)
+            if traj.velocities is not None:
+                arrays["velocity"] = np.asarray(traj.velocities[k])
+            for name, values in (traj.samples or {}).items():
+                arrays[name] = np.asarray(values[k])
+            for name, values in (traj.variables or {}).items():
+                arrays[f"particle_{name}"] = np.asarray(values[k])
+            name = f"{folder.name}_0_{k}.vtp"
+            _write_polydata(_polydata(np.asarray(traj.positions[k]), arrays), clouds / name)
+            files.append(folder / name)  # where it will be once the folder is renamed
+        write_pvd(collection, files, np.asarray(traj.times, dtype=np.float64), relative_to=path.parent)
+    return path
 
 
-def write_pvd(path, files, times) -> Path:
-    """A ParaView `.pvd` collection listing `files` (paths) at `times`, with paths relative to it."""
+def write_pvd(path, files, times, relative_to=None) -> Path:
+    """A ParaView `.pvd` collection listing `files` (paths) at `times`, with paths relative to
+    its folder (or to `relative_to`, where it will be moved)."""
     import os
     import xml.etree.ElementTree as ET
 
@@ -181,7 +201,7 @@ def write_pvd(path, files, times) -> Path:
     collection = ET.Element("VTKFile", type="Collection", version="1.0", byte_order="LittleEndian")
     datasets = ET.SubElement(collection, "Collection")
     for file, t in zip(files, times):
-        ET.SubElement(datasets, "DataSet", timestep=repr(float(t)), part="0", file=os.path.relpath(file, path.parent))
+        ET.SubElement(datasets, "DataSet", timestep=repr(float(t)), part="0", file=os.path.relpath(file, path.parent if relative_to is None else relative_to))
     ET.ElementTree(collection).write(path, xml_declaration=True)
     return path
 
@@ -224,13 +244,8 @@ def write_vtu(path, points, cells, cell_types, point_arrays: dict | None = None,
     (see `unstructured_grid` for the arguments)."""
     import vtk
 
-    path = Path(path)
     writer = vtk.vtkXMLUnstructuredGridWriter()
-    writer.SetFileName(str(path))
-    writer.SetInputData(unstructured_grid(points, cells, cell_types, point_arrays, time))
     writer.SetDataModeToAppended()
     writer.EncodeAppendedDataOff()
     writer.SetCompressorTypeToZLib()
-    if writer.Write() != 1:
-        raise OSError(f"vtk could not write {path}")
-    return path
+    return write_xml(writer, unstructured_grid(points, cells, cell_types, point_arrays, time), path)

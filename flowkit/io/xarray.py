@@ -30,6 +30,7 @@ from ..fields.grid import GridField
 from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
 from .checks import check_velocity
 from .roms import from_roms, is_roms
+from .series import conformed
 from .stream import SliceSource
 from .ugrid import from_ugrid, is_ugrid
 
@@ -332,6 +333,7 @@ class _Slices(SliceSource):
         self.sample = tuple(sample)
         self.dtype = np.dtype(dtype)
         self.land, self.fill = None, None
+        datasets = [datasets[0]] + [conformed(d, datasets[0], layout.names, layout.dims) for d in datasets[1:]]
         self.steps, self.times, self.origin = time_axis(datasets, time_dim)
 
     def read(self, k: int, out=None) -> dict:

@@ -43,6 +43,7 @@ def track(
     particles=None,
     particle_state: dict | None = None,
     courant: float = DEFAULT_COURANT,
+    overwrite: bool = False,
 ) -> Trajectory:
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -75,8 +76,8 @@ def track(
     - `particle_state`: `{name: (N, ...)}` starting values of the model's variables per seed
       (e.g. an inertial particle's `velocity`); the others start at the model's `initial`.
     - `courant`: the Courant number `dt="auto"` aims at (default 0.5). Every run on a grid or
-      mesh records its largest Courant number, sampled at the saved frames, in
-      `traj.stats.courant`, and warns once when it exceeds the integrator's limit (1; 2 for
+      mesh records its largest Courant number (the cells a step crossed, sampled at the last
+      step before each saved frame) in `traj.stats.courant`, and warns once when it exceeds the integrator's limit (1; 2 for
       RK4), naming a dt that would bring it under.
     - `dtype`: `"float32"` (default) or `"float64"`.
     - `batch_size`: track at most this many particles at once (bounded memory); every batch
@@ -99,7 +100,8 @@ def track(
     - `output`: a `.zarr` path to stream the frames to, chunk by chunk, instead of keeping them
       in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
       returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout, its
-      `attrs["flowkit_stats"]` the run's `RunStats` as JSON.
+      `attrs["flowkit_stats"]` the run's `RunStats` as JSON. An existing store is refused
+      unless `overwrite=True`.
 
     **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames; its
     `stats` (a `flowkit.RunStats`) hold the run's timings, sizes and counters.
@@ -149,6 +151,7 @@ def track(
         particles=particles,
         particle_state=particle_state,
         courant=courant,
+        overwrite=overwrite,
     ).run()
 
 

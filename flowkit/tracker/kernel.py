@@ -30,8 +30,8 @@ class State(eqx.Module):
     """Per-block count of releases that found no free slot."""
     step: jax.Array
     courant: jax.Array
-    """Per-block largest `max_i |u_i| / size_i` (1/s) of the active particles at the saved
-    frames: times `|dt|`, the run's largest Courant number (0 for fields without cells)."""
+    """Per-block largest Courant number `max_i |dx_i| / size_i` of the active particles' last
+    step before each saved frame (0 for fields without cells)."""
 
 
 class Slots(eqx.Module):
@@ -166,10 +166,14 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
 
     def run_block(inputs, first):
         """One save interval of one block: its steps (skipped if nothing moves), then its frame
-        and its Courant rate."""
+        and the Courant number of its last step."""
         carry, courant, slots, block_id = inputs
         steps = first + jnp.arange(save_every, dtype=state.step.dtype)
-        go = lambda c: jax.lax.scan(lambda c, k: one_step(c, k, slots, block_id), c, steps)[0]  # noqa: E731
+
+        def go(carry):
+            """The steps, also returning the positions before the last one."""
+            step = lambda c, k: ((one_step(c[0], k, slots, block_id)[0], c[0][0]), None)  # noqa: E731
+            return jax.lax.scan(step, (carry, carry[0]), steps)[0]
 
         def idle(carry):
             """The save's steps when nothing moves: only the releases due at its end happen."""
@@ -181,13 +185,13 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
             return x, jnp.where(due, code(Status.ACTIVE), status), exit_time, hint, variables, generation, lost
 
         if skippable:
-            carry = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
+            carry, before = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: (idle(c), c[0]), carry)
         else:
-            carry = go(carry)
+            carry, before = go(carry)
         x, status, _, hint, variables, generation, _ = carry
         t_end, h = step_times(times, first + save_every - 1)
-        frame, rate = frame_of(field, args, t_end + h, x, status, hint, variables, generation if boundary.restarts else None, record_velocity)
-        return (carry, jnp.maximum(courant, rate)), frame
+        frame = frame_of(field, args, t_end + h, x, status, hint, variables, generation if boundary.restarts else None, record_velocity)
+        return (carry, jnp.maximum(courant, step_courant(field, before, x, status, hint))), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
@@ -225,21 +229,32 @@ def _in_slot_order(rows, order):
     return jax.tree.map(lambda a: jnp.zeros_like(a).at[order].set(a, unique_indices=True), rows)
 
 
-def frame_of(field, args, t, x, status, hint, variables, generation, record_velocity, courant: bool = True):
+def frame_of(field, args, t, x, status, hint, variables, generation, record_velocity):
     """What one saved frame holds: positions, status, velocities (if recorded; zero where not
     active), the field's sampled arrays (NaN outside its domain), the particles' variables and,
-    with restarting boundaries, each slot's generation; and (with `courant`) the largest
-    Courant rate `max_i |u_i| / size_i` of its active particles (0 for fields without cells)."""
-    sizes = field.cell_sizes(x, hint) if courant else None
-    v = rate = None
-    active = status == Status.ACTIVE
-    if record_velocity or sizes is not None:
+    with restarting boundaries, each slot's generation."""
+    v = None
+    if record_velocity:
         v, _ = field.velocity_batch(t, x, args, hint)
-        v = jnp.where(active[:, None], v, jnp.zeros_like(v))
-    if sizes is not None:
-        rate = jnp.max(jnp.where(active[:, None], jnp.abs(v) / sizes, 0), initial=0).astype(x.dtype)
-    frame = Frame(x, status, v if record_velocity else None, field.sample_batch(t, x, hint), generation, variables)
-    return frame, jnp.zeros((), x.dtype) if rate is None else rate
+        v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
+    return Frame(x, status, v, field.sample_batch(t, x, hint), generation, variables)
+
+
+def step_courant(field, before, x, status, hint):
+    """The largest Courant number `max_i |dx_i| / size_i` of the active rows' step from
+    `before` to `x` (`size_i` of the cell at `x`; a periodic axis's wrap not counted): the
+    cells the step crossed, with no evaluation of the field. 0 for fields without cells."""
+    sizes = field.cell_sizes(x, hint)
+    if sizes is None:
+        return jnp.zeros((), x.dtype)
+    chord = x - before
+    lo, hi = field.bounds
+    for axis, periodic in enumerate(field.periodic):
+        if periodic:
+            period = hi[axis] - lo[axis]
+            chord = chord.at[:, axis].set(chord[:, axis] - period * jnp.round(chord[:, axis] / period))
+    active = (status == Status.ACTIVE)[:, None]
+    return jnp.max(jnp.where(active, jnp.abs(chord) / sizes, 0), initial=0).astype(x.dtype)
 
 
 def _started(particles, field, args, t, x, variables, hint, mask, given=()):
@@ -305,8 +320,8 @@ def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: 
     variables = state.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, state.x, args, hint), **variables}
-    frame, _ = frame_of(field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity, courant=False)
-    return State(state.x, status, exit_time, hint, variables, state.generation, state.lost, state.step, state.courant), frame
+    state = State(state.x, status, exit_time, hint, variables, state.generation, state.lost, state.step, state.courant)
+    return state, frame_of(field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity)
 
 
 def particle_keys(key, start: int, count: int):

@@ -14,6 +14,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .. import _dtypes
 from .._status import Status
 from .._time import as_seconds
+from ..io.atomic import refuse_existing
 from ..io.sinks import MemorySink, ZarrSink
 from ..io.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
@@ -60,6 +61,7 @@ class TrackRun:
         particles=None,
         particle_state=None,
         courant=DEFAULT_COURANT,
+        overwrite=False,
     ):
         self.stream = field if isinstance(field, StreamedField) else None
         if self.stream is not None:
@@ -106,6 +108,8 @@ class TrackRun:
                 raise ValueError(f"particle_state: {type(boundary).__name__} releases particles of its own; their variables start at the model's initial values, so give none")
             t_release = np.concatenate([t_release, np.full(spare, np.inf)])
         n = seeds.shape[0]
+        if output is not None:
+            refuse_existing(output, overwrite, " (a trajectory store)")
         self.output = output
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
         self.origin_hints = field.hints(n, self.dtype, np)
@@ -262,7 +266,7 @@ class TrackRun:
             sink = MemorySink(n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, Trajectory)
         bar = _progress_bar(self.progress, n * self.n_steps)
         outside = lost = ashore = 0
-        rate = 0.0
+        courant = 0.0
         windows = feeder = None
         if self.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
@@ -294,7 +298,7 @@ class TrackRun:
                         bar.update(count * steps_done)
                 sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
                 lost += int(np.sum(np.asarray(state.lost)))
-                rate = max(rate, float(np.max(np.asarray(state.courant))))
+                courant = max(courant, float(np.max(np.asarray(state.courant))))
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
@@ -308,7 +312,7 @@ class TrackRun:
         if lost:
             logging.getLogger("flowkit").warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
-        courant = rate * abs(self.dt) if has_cells(self.modules[0]) else None
+        courant = courant if has_cells(self.modules[0]) else None
         report(courant, self.dt, self.modules[1])
         stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, courant=courant, **streamed)
         return sink.finish(stats)

@@ -1,0 +1,109 @@
+"""What the apps do around Hydra: a config mistake, a bad value, a missing file, an output
+folder that cannot be written or holds another run's results each end the run with one line
+naming it and exit status 2, not a traceback."""
+
+import contextlib
+import dataclasses
+import logging
+import os
+import sys
+from pathlib import Path
+
+from hydra.errors import InstantiationException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from .config import FtleConfig, TrackConfig
+
+_log = logging.getLogger("flowkit")
+
+_USER_ERRORS = (ValueError, TypeError, OSError, InstantiationException, OmegaConfBaseException)  # OSError: missing or existing files, a full disk
+
+
+def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve().parents[1] / "conf") -> None:
+    """Before Hydra composes the run: an override naming a key or a group option that does not
+    exist ends the run with one line naming the closest valid one (`seed.n=500` -> `seeds.n`),
+    exit status 2, instead of Hydra's several lines."""
+    import difflib
+
+    groups = {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in conf.iterdir() if d.is_dir()}
+    main = OmegaConf.load(conf / f"{config_name}.yaml")
+    chosen = {k: v for item in main.get("defaults", []) if isinstance(item, DictConfig) for k, v in item.items()}
+    overrides = [a.split("=", 1) for a in argv if "=" in a and not a.startswith(("-", "+", "~", "hydra"))]
+    for key, value in overrides:
+        if key in groups:
+            for option in value.split(","):
+                if option not in groups[key]:
+                    _refuse(f"{key}={option}: no such option; choose one of {', '.join(groups[key])}")
+            chosen[key] = value.split(",")[0]
+    schema = TrackConfig if config_name == "track" else FtleConfig
+    known = {f.name for f in dataclasses.fields(schema) if f.name not in groups}
+    known |= set(_dotted({k: v for k, v in OmegaConf.to_container(main).items() if k != "defaults"}))
+    for group, option in chosen.items():
+        if group in groups and option in groups[group]:
+            known |= {f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))}
+    for key, _ in overrides:
+        if key not in groups and key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
+            _refuse(f"{key}: no such key in the {config_name} config" + (f"; did you mean {near[0]}?" if near else "") + " (add a new key with +key=value)")
+
+
+RESULTS = ("summary.json", "sweep_summary.csv")
+"""Files that mark a folder as holding a finished run's (or sweep's) results."""
+
+
+def check_output_folder(argv) -> None:
+    """Before Hydra configures its log file there: the output folder (`hydra.run.dir=` or
+    `hydra.sweep.dir=`; else the folder Hydra makes `outputs/` in, here) can be made and written,
+    and holds no other run's results (unless `overwrite=true`), or the run ends with one line
+    naming it. (The default folders are stamped to the microsecond: each run gets its own.)"""
+    import tempfile
+
+    given = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra.run.dir=", "hydra.sweep.dir="))]
+    folder = Path(given[0]) if given and "${" not in given[0] else None
+    overwrite = any(a.lower() in ("overwrite=true", "overwrite=1", "overwrite=yes") for a in argv)
+    if folder is not None and not overwrite:
+        taken = [name for name in RESULTS if (folder / name).exists()] + [str(p.relative_to(folder)) for p in folder.glob("*/summary.json")]
+        if taken:
+            _refuse(f"output folder {folder} holds another run's results ({', '.join(sorted(taken)[:3])}); give a new hydra.run.dir (or hydra.sweep.dir), or overwrite=true to replace them")
+    folder = folder or Path.cwd()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        _refuse(f"output folder {folder} cannot be written ({err.strerror or err}); give hydra.run.dir= a folder you can write")
+
+
+def _dotted(tree, prefix="") -> list[str]:
+    keys = []
+    for k, v in tree.items():
+        if k.startswith("_"):
+            continue
+        keys.append(prefix + k)
+        if isinstance(v, dict):
+            keys += _dotted(v, prefix + k + ".")
+    return keys
+
+
+def _refuse(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Inside an app: a bad value, a missing file or an unknown option ends the run with one
+    line on stderr and exit status 2, not a traceback; `HYDRA_FULL_ERROR=1` shows the traceback.
+    Python warnings (from flowkit's dependencies) go to the run's log like flowkit's own lines."""
+    logging.captureWarnings(True)
+    try:
+        yield
+    except _USER_ERRORS as err:
+        _log.error("%s: %s", type(err).__name__, err)  # the run's log keeps its error
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
+        _refuse(" ".join(str(cause).split()))
+    except BaseException:
+        _log.exception("the run failed")
+        raise
