@@ -169,14 +169,22 @@ class Trajectory(eqx.Module):
         return arrays
 
     @classmethod
-    def load(cls, path) -> "Trajectory":
-        """Read a trajectory written by `save` (.npz, .zarr or .nc)."""
+    def load(cls, path, partial: bool = False) -> "Trajectory":
+        """Read a trajectory written by `save` (.npz, .zarr or .nc) or streamed by `fk.track`
+        (`output=`). A streamed store whose run did not finish is refused, saying how much it
+        holds; `partial=True` returns the particles of its finished batches."""
         path = Path(path)
         if path.suffix in (".zarr", ".nc"):
             import xarray as xr
 
             opened = xr.open_zarr(path, consolidated=False, decode_times=False) if path.suffix == ".zarr" else xr.open_dataset(path, decode_times=False)
             with opened as ds:
+                if ds.attrs.get("flowkit_complete", True) is False:
+                    done, total, size = (int(ds.attrs[k]) for k in ("flowkit_batches_done", "flowkit_batches", "flowkit_batch_size"))
+                    kept = min(done * size, ds.sizes["trajectory"])
+                    if not partial:
+                        raise ValueError(f"{path} is partial: its run stopped with {done} of {total} batches written ({kept} of {ds.sizes['trajectory']} particles); Trajectory.load(path, partial=True) returns those, fk.track(..., output=path, resume=True) finishes the run")
+                    ds = ds.isel(trajectory=slice(0, kept))
                 return cls.from_xarray(ds.load())
         with np.load(path) as data:
             missing = {"times", "positions", "status"} - set(data.files)

@@ -5,6 +5,11 @@ The zarr store has the CF trajectory layout of `Trajectory.to_xarray` (dims `tra
 variables `x`, `y`(, `z`), `status`, `time`, `t_release`, `exit_time`(, `u`, `v`, `w`)), written
 with `zarr` directly so that each chunk of frames goes to its own region of the arrays and is
 never held with the others.
+
+A store says what it holds: until its last batch is written its attribute `flowkit_complete` is
+false and `flowkit_batches_done` counts the batches written (of `flowkit_batches`, each of
+`flowkit_batch_size` particles); frames not written are NaN, with status `NOT_WRITTEN_STATUS`
+(-1). `flowkit_run` identifies the run that made it, so that `resume=True` continues only that run.
 """
 
 import dataclasses
@@ -15,6 +20,9 @@ from typing import Protocol
 import numpy as np
 
 from .._status import Status
+
+NOT_WRITTEN_STATUS = -1
+"""The status of a frame a streamed store has not been written yet (a run killed part-way)."""
 
 
 class TrajectorySink(Protocol):
@@ -27,6 +35,12 @@ class TrajectorySink(Protocol):
 
     def write_exit_time(self, particles: slice, exit_time) -> None:
         """The exit times of particles `particles`, once their batch has finished."""
+
+    batches_done: int
+    """Batches already written (a resumed store's; 0 for a new sink)."""
+
+    def batch_done(self) -> None:
+        """Record that the next batch is whole."""
 
     def finish(self, stats):
         """The run's result, carrying `stats`."""
@@ -47,6 +61,10 @@ class MemorySink:
         self.exit_time = np.empty(n, dtype)
         self.samples = None
         self.variables = None
+        self.batches_done = 0
+
+    def batch_done(self) -> None:
+        self.batches_done += 1
 
     def write_frames(self, frames: slice, particles: slice, frame) -> None:
         self.positions[frames, particles] = frame.positions
@@ -80,17 +98,22 @@ class ZarrSink:
     """Creates the store for `n` particles at `times` and writes regions of it; `finish` opens
     it lazily as an `xarray.Dataset` with the run's stats as JSON in `attrs["flowkit_stats"]`."""
 
-    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, frames_per_chunk: int):
+    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, frames_per_chunk: int, *, run: str = "", batch_size: int | None = None, resume: bool = False):
         import zarr
 
         self.path = Path(path)
+        if resume and self.path.exists() and self._reopen(run):
+            return
         group = zarr.open_group(str(self.path), mode="w")
-        group.attrs.update({"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit"})
+        self.group, self.batches_done = group, 0
+        batch_size = n if batch_size is None else int(batch_size)
+        group.attrs.update({"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", "flowkit_complete": False, "flowkit_batches_done": 0, "flowkit_batches": -(-n // max(batch_size, 1)), "flowkit_batch_size": batch_size, "flowkit_run": run})
         rows = int(min(n, 2**16))
         cols = int(max(1, min(len(times), frames_per_chunk)))
 
         def array(name, shape, chunks, kind, dims, attrs):
-            created = group.create_array(name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=0)
+            fill = np.nan if np.issubdtype(np.dtype(kind), np.floating) else NOT_WRITTEN_STATUS  # never a value posing as data
+            created = group.create_array(name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=fill)
             created.attrs.update(attrs)
             return created
 
@@ -108,6 +131,27 @@ class ZarrSink:
         array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(n)
         array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
         self.exit_time = array("exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"})
+
+    def _reopen(self, run: str) -> bool:
+        """A store this same run began: its arrays and how many batches it holds; False when it
+        holds none yet (it is then made anew)."""
+        import zarr
+
+        group = zarr.open_group(str(self.path), mode="r+")
+        made_by = group.attrs.get("flowkit_run")
+        if made_by != run:
+            raise ValueError(f"{self.path}: made by another run (its field, seeds, times, integrator, particles, key or batch size differ), so resume=True cannot continue it; give output= a new path, or overwrite=True to replace it")
+        self.group, self.batches_done = group, int(group.attrs["flowkit_batches_done"])
+        if self.batches_done == 0:
+            return False
+        self.positions = [group[name] for name in ("x", "y", "z") if name in group]
+        self.status, self.exit_time = group["status"], group["exit_time"]
+        self.generation = group["generation"] if "generation" in group else None
+        self.velocities = [group[name] for name in ("u", "v", "w") if name in group]
+        self.samples = {name: group[name] for name in group.array_keys() if group[name].attrs.get("flowkit_role")}
+        self._array, self._dtype = None, group["x"].dtype
+        self._shape, self._chunks = group["status"].shape, group["status"].chunks
+        return True
 
     def write_frames(self, frames: slice, particles: slice, frame) -> None:
         positions, status, velocities, generation = frame.positions, frame.status, frame.velocities, frame.generation
@@ -132,9 +176,14 @@ class ZarrSink:
     def write_exit_time(self, particles: slice, exit_time) -> None:
         self.exit_time[particles] = np.asarray(exit_time)
 
+    def batch_done(self) -> None:
+        self.batches_done += 1
+        self.group.attrs["flowkit_batches_done"] = self.batches_done
+
     def finish(self, stats):
         import xarray as xr
 
+        self.group.attrs["flowkit_complete"] = True
         opened = xr.open_dataset(self.path, engine="zarr", consolidated=False, chunks=None)
         opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
         return opened

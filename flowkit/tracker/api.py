@@ -44,6 +44,7 @@ def track(
     particle_state: dict | None = None,
     courant: float = DEFAULT_COURANT,
     overwrite: bool = False,
+    resume: bool = False,
 ) -> Trajectory:
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -101,7 +102,14 @@ def track(
       in memory (for 10⁷–10⁸ particles × many saves; combine with `batch_size`). `track` then
       returns the store opened lazily as an `xarray.Dataset` in the CF trajectory layout, its
       `attrs["flowkit_stats"]` the run's `RunStats` as JSON. An existing store is refused
-      unless `overwrite=True`.
+      unless `overwrite=True`. Until its last batch is written the store's
+      `attrs["flowkit_complete"]` is false and `flowkit_batches_done` counts the batches in it
+      (frames not written are NaN, status -1); `Trajectory.load` refuses such a store unless
+      `partial=True`.
+    - `resume`: continue the store at `output` that this same run began and did not finish (a
+      job killed by its time limit, a Ctrl-C): it checks that the field, seeds, times,
+      integrator, particles, key and batch size are the same (a hash the store records) and
+      tracks only the batches missing; the result equals an uninterrupted run's.
 
     **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames; its
     `stats` (a `flowkit.RunStats`) hold the run's timings, sizes and counters.
@@ -118,7 +126,7 @@ def track(
     time range, bad `save_every`/`t_release`/`dtype`.
     """
     if is_traced((seeds, field, args, t_release, particles, particle_state)):
-        host_only = {"batch_size": batch_size, "output": output, "part": part, "devices": devices}
+        host_only = {"batch_size": batch_size, "output": output, "part": part, "devices": devices, "resume": resume or None}
         given = [name for name, value in host_only.items() if value is not None]
         if given:
             raise ValueError(f"{', '.join(given)}: a traced run (grad, jit, vmap, track_ensemble) is one program on one device with its frames in memory; drop {' and '.join(given)} or call track with concrete inputs")
@@ -152,6 +160,7 @@ def track(
         particle_state=particle_state,
         courant=courant,
         overwrite=overwrite,
+        resume=resume,
     ).run()
 
 

@@ -20,8 +20,11 @@ from ..io.stream import StreamedField, WindowFeeder, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
 from .courant import AUTO, DEFAULT_COURANT, auto_dt, has_cells, report
+from .identity import run_identity
 from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
 from .plan import CHUNK_BYTES, block_size, bucket_size, check_particle_state, check_particles, check_pieces, check_seeds, locate_origins, time_plan
+
+_log = logging.getLogger("flowkit")
 
 
 class TrackRun:
@@ -62,6 +65,7 @@ class TrackRun:
         particle_state=None,
         courant=DEFAULT_COURANT,
         overwrite=False,
+        resume=False,
     ):
         self.stream = field if isinstance(field, StreamedField) else None
         if self.stream is not None:
@@ -108,9 +112,12 @@ class TrackRun:
                 raise ValueError(f"particle_state: {type(boundary).__name__} releases particles of its own; their variables start at the model's initial values, so give none")
             t_release = np.concatenate([t_release, np.full(spare, np.inf)])
         n = seeds.shape[0]
-        if output is not None:
-            refuse_existing(output, overwrite, " (a trajectory store)")
+        if resume and output is None:
+            raise ValueError("resume=True continues a streamed store: give output= the store a run began")
+        if output is not None and not resume:
+            refuse_existing(output, overwrite, " (a trajectory store; resume=True continues the run that made it)")
         self.output = output
+        self.resume = bool(resume)
         self.origins = np.asarray(boundary.origins(seeds), np.float64)
         self.origin_hints = field.hints(n, self.dtype, np)
         if boundary.restarts_at_origins:
@@ -171,6 +178,11 @@ class TrackRun:
         self.compile_s = 0.0
         self._compiled = None
         self.warmup = bool(warmup)
+        self.identity = None
+        if output is not None:  # what a store records of the run, for resume
+            settings = dict(t0=t0, t1=t1, dt=dt, save_every=self.save_every, n_saves=self.n_saves, batch_size=self.batch_size, padded=self.padded_batch, dtype=self.dtype.name, record_velocity=self.record_velocity, part=self.first_particle)
+            series = None if self.stream is None else (self.stream.source.description, self.stream.times.tolist())
+            self.identity = run_identity(self.modules, seeds, t_release, settings, key, series)
 
     def _plan_windows(self, chunk_saves: int):
         """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
@@ -261,20 +273,24 @@ class TrackRun:
         n, dim = self.n_particles, self.seeds.shape[1]
         frames = self.n_saves + 1
         if self.output is not None:
-            sink = ZarrSink(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, self.chunk_saves)
+            sink = ZarrSink(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, self.chunk_saves, run=self.identity, batch_size=self.batch_size, resume=self.resume)
         else:
             sink = MemorySink(n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, Trajectory)
         bar = _progress_bar(self.progress, n * self.n_steps)
         outside = lost = ashore = 0
         courant = 0.0
         windows = feeder = None
+        batches = range(sink.batches_done * self.batch_size, n, self.batch_size)  # a resumed store: the batches it lacks
+        if sink.batches_done:
+            _log.info("resume: %s holds %d of %d batches; tracking the other %d", self.output, sink.batches_done, math.ceil(n / self.batch_size), len(batches))
         if self.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
-            windows = feeder.windows(np.tile(self.window_starts, math.ceil(n / self.batch_size)))
+            windows = feeder.windows(np.tile(self.window_starts, len(batches)))
         next_modules = lambda: self.modules if windows is None else self._with_window(*next(windows))  # noqa: E731
         start_time = time.perf_counter()
+        chunk = 0
         try:
-            for start in range(0, n, self.batch_size):
+            for start in batches:
                 stop = min(start + self.batch_size, n)
                 count = stop - start
                 particles = slice(start, stop)
@@ -299,6 +315,11 @@ class TrackRun:
                 sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
                 lost += int(np.sum(np.asarray(state.lost)))
                 courant = max(courant, float(np.max(np.asarray(state.courant))))
+                sink.batch_done()
+        except KeyboardInterrupt:
+            t = self.times[min(chunk * self.chunk_saves, self.n_saves)]
+            kept = f"{sink.batches_done} of {math.ceil(n / self.batch_size)} batches are in {self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run" if self.output is not None else "nothing was kept (with output= a store keeps every finished batch, and resume=True continues it)"
+            raise Interrupted(f"interrupted at t = {t:g}: {kept}") from None
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
@@ -306,16 +327,21 @@ class TrackRun:
         if bar is not None:
             bar.close()
         if outside:
-            logging.getLogger("flowkit").warning("%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside", outside, n)
+            _log.warning("%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside", outside, n)
         if ashore:
-            logging.getLogger("flowkit").warning("%d of %d seeds lie on land: they start BEACHED", ashore, n)
+            _log.warning("%d of %d seeds lie on land: they start BEACHED", ashore, n)
         if lost:
-            logging.getLogger("flowkit").warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
+            _log.warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
         courant = courant if has_cells(self.modules[0]) else None
         report(courant, self.dt, self.modules[1])
         stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, courant=courant, **streamed)
         return sink.finish(stats)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (SIGINT) between or inside chunks: its message says where it
+    stopped and how to go on."""
 
 
 def _progress_bar(progress, total):
