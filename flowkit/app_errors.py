@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -17,7 +18,7 @@ from .config import FtleConfig, TrackConfig
 
 _log = logging.getLogger("flowkit")
 
-_USER_ERRORS = (ValueError, TypeError, OSError, InstantiationException, OmegaConfBaseException)  # OSError: missing or existing files, a full disk
+_USER_ERRORS = (ValueError, TypeError, OSError, MemoryError, InstantiationException, OmegaConfBaseException)  # OSError: missing or existing files, a full disk; MemoryError: a run that would not fit
 
 
 def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve().parents[1] / "conf") -> None:
@@ -104,6 +105,14 @@ def user_errors():
             raise
         cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
         _refuse(" ".join(str(cause).split()))
+    except KeyboardInterrupt as err:  # Ctrl-C, while reading, compiling or tracking
+        message = str(err) or "interrupted before tracking began (reading the data or compiling): nothing was written"
+        if "resume=True" in message:
+            again = [a for a in sys.argv if not a.startswith(("hydra.run.dir=", "resume="))]
+            message += f"; here: python {' '.join(again)} hydra.run.dir={HydraConfig.get().runtime.output_dir} resume=true"
+        _log.error("%s", message)
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
     except BaseException:
         _log.exception("the run failed")
         raise

@@ -32,7 +32,7 @@ from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapsh
 from .io.atomic import written
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
-from .trajectory import Trajectory
+from .trajectory import RunStats, Trajectory
 
 _log = logging.getLogger("flowkit")
 
@@ -52,6 +52,7 @@ class TrackConfig:
     t1: Any = MISSING
     dt: Any = MISSING  # seconds, a duration ("1h"), or "auto" (from the Courant number)
     overwrite: bool = MISSING
+    resume: bool = MISSING
     courant: float = MISSING
     save_every: Any = MISSING  # steps, or a duration ("6h") that is a whole number of steps
     dtype: str = MISSING
@@ -219,6 +220,9 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         out = out / f"process{jax.process_index()}"
     out.mkdir(parents=True, exist_ok=True)
     field, seeds, integrator, boundary, particles = build(cfg)
+    store = out / "trajectories.zarr" if cfg.output.get("store") else None  # frames streamed to disk: bounded memory, kept when interrupted
+    if cfg.resume and store is None:
+        raise ValueError("resume=true continues the frames a run streamed to trajectories.zarr: give output.store=true (the interrupted run had it)")
     run = tracker.TrackRun(
         field,
         seeds,
@@ -237,6 +241,9 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         warmup=cfg.get("warmup", False),
         particles=particles,
         courant=cfg.courant,
+        output=store,
+        overwrite=cfg.overwrite,
+        resume=cfg.resume,
     )
     field_bytes = run.modules[0].nbytes
     traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
@@ -253,7 +260,11 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
             traj = run.run()
     else:
         traj = run.run()
-    info = traj.stats
+    if store is not None:  # the lazily opened store: its stats, then its frames for the other outputs
+        info = RunStats(**json.loads(traj.attrs["flowkit_stats"]))
+        traj = Trajectory.load(store)
+    else:
+        info = traj.stats
     cache = _cache_counts() - cache_before
     counts = traj.status_counts()
     summary = {
@@ -289,7 +300,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     memory = device.memory_stats()  # None on backends without allocator statistics (CPU)
     if memory:
         summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
-    files = summary["files"] = []
+    files = summary["files"] = [] if store is None else [store.name]
     if cfg.output.trajectories:
         files.append(traj.save(out / "trajectories.npz", overwrite=cfg.overwrite).name)
         if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read

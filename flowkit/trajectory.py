@@ -183,7 +183,9 @@ class Trajectory(eqx.Module):
                     done, total, size = (int(ds.attrs[k]) for k in ("flowkit_batches_done", "flowkit_batches", "flowkit_batch_size"))
                     kept = min(done * size, ds.sizes["trajectory"])
                     if not partial:
-                        raise ValueError(f"{path} is partial: its run stopped with {done} of {total} batches written ({kept} of {ds.sizes['trajectory']} particles); Trajectory.load(path, partial=True) returns those, fk.track(..., output=path, resume=True) finishes the run")
+                        raise ValueError(
+                            f"{path} is partial: its run stopped with {done} of {total} batches written ({kept} of {ds.sizes['trajectory']} particles); Trajectory.load(path, partial=True) returns those, fk.track(..., output=path, resume=True) finishes the run"
+                        )
                     ds = ds.isel(trajectory=slice(0, kept))
                 return cls.from_xarray(ds.load())
         with np.load(path) as data:

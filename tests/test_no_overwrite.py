@@ -106,7 +106,7 @@ def test_a_streamed_store_is_not_replaced_unasked(tmp_path):
     store = tmp_path / "tracks.zarr"
     fk.track(field, seeds, 0.0, 1.0, 0.1, output=store)
     before = _contents(store)
-    with pytest.raises(FileExistsError, match=r"tracks\.zarr exists \(a trajectory store\): pass overwrite=True"):
+    with pytest.raises(FileExistsError, match=r"tracks\.zarr exists \(a trajectory store; resume=True continues the run that made it\): pass overwrite=True"):
         fk.track(field, seeds[:3], 0.0, 1.0, 0.1, output=store)
     assert _contents(store) == before
     again = fk.track(field, seeds[:3], 0.0, 1.0, 0.1, output=store, overwrite=True)

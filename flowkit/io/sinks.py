@@ -107,7 +107,9 @@ class ZarrSink:
         group = zarr.open_group(str(self.path), mode="w")
         self.group, self.batches_done = group, 0
         batch_size = n if batch_size is None else int(batch_size)
-        group.attrs.update({"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", "flowkit_complete": False, "flowkit_batches_done": 0, "flowkit_batches": -(-n // max(batch_size, 1)), "flowkit_batch_size": batch_size, "flowkit_run": run})
+        group.attrs.update(
+            {"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", "flowkit_complete": False, "flowkit_batches_done": 0, "flowkit_batches": -(-n // max(batch_size, 1)), "flowkit_batch_size": batch_size, "flowkit_run": run}
+        )
         rows = int(min(n, 2**16))
         cols = int(max(1, min(len(times), frames_per_chunk)))
 

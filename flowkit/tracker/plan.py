@@ -3,6 +3,7 @@ its time grid, and the restart origins' cells."""
 
 import logging
 import math
+import os
 
 import equinox as eqx
 import jax
@@ -210,3 +211,44 @@ def check_particle_state(particle_state, particles, n: int) -> dict[str, np.ndar
             raise ValueError(f"particle_state[{name!r}] must hold one finite value per seed ({n} rows), got shape {values.shape}")
         given[name] = values
     return given
+
+
+def available_memory() -> int:
+    """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it)."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def frames_bytes(n: int, frames: int, dim: int, itemsize: int, record_velocity: bool, restarts: bool) -> int:
+    """Host memory of a run's frames kept in memory: positions (and velocities), status (and
+    generations) per frame and particle, release and exit times per particle."""
+    per_frame = dim * itemsize * (2 if record_velocity else 1) + 1 + (4 if restarts else 0)
+    return n * (frames * per_frame + 2 * itemsize)
+
+
+def check_memory(host: int, device: int, per_particle: int, budget: int, batch: int) -> None:
+    """Refuse, before anything is allocated, a run whose frames (`host` bytes) exceed 80 % of
+    the host memory available, naming the store that takes it to completion; or whose batch
+    (`device` bytes, `per_particle` of them per particle) exceeds the device `budget`, naming
+    the `batch_size` that fits."""
+    available = available_memory()
+    if host > 0.8 * available:  # (a store needs only a chunk of frames at a time)
+        raise MemoryError(
+            f"the run's frames need {_size(host)} of host memory and {_size(available)} are available: stream them to a store (output='tracks.zarr'; output.store=true in the app), which finishes the run in bounded memory, or save fewer frames (a larger save_every)"
+        )
+    if device > budget:
+        fits = int(0.9 * (budget - (device - batch * per_particle)) // max(per_particle, 1))  # 0.9: room for the padding of blocks
+        if fits < 1:
+            raise MemoryError(f"the field needs {_size(device - batch * per_particle)} of the device's {_size(budget)}: read it with stream=True (time windows on the device)")
+        fits = int(float(f"{fits:.2g}")) if fits >= 100 else fits
+        raise MemoryError(f"a batch of {batch} particles needs {_size(device)} of device memory and {_size(budget)} may be used: give batch_size={fits} (or less)")
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"

@@ -16,13 +16,13 @@ from .._status import Status
 from .._time import as_seconds
 from ..io.atomic import refuse_existing
 from ..io.sinks import MemorySink, ZarrSink
-from ..io.stream import StreamedField, WindowFeeder, plan_windows, swap_window
+from ..io.stream import StreamedField, WindowFeeder, device_budget, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
 from .courant import AUTO, DEFAULT_COURANT, auto_dt, has_cells, report
 from .identity import run_identity
 from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
-from .plan import CHUNK_BYTES, block_size, bucket_size, check_particle_state, check_particles, check_pieces, check_seeds, locate_origins, time_plan
+from .plan import CHUNK_BYTES, block_size, bucket_size, check_memory, check_particle_state, check_particles, check_pieces, check_seeds, frames_bytes, locate_origins, time_plan
 
 _log = logging.getLogger("flowkit")
 
@@ -162,6 +162,13 @@ class TrackRun:
             self.chunk_saves, self.window_width, self.window_starts = self._plan_windows(self.chunk_saves)
             self.n_chunks = len(self.window_starts)
             field = self.stream.window_field(self.window_width)
+
+        # memory, estimated before anything is allocated: the frames on the host, a batch on the device
+        copies = len(devices) if devices[0].platform == "cpu" else 1
+        per_particle = self.dtype.itemsize * (4 * field.dim + 8) + 16 + self.chunk_saves * (field.dim * self.dtype.itemsize * (2 if record_velocity else 1) + 1)
+        chunk_bytes = frames_bytes(min(self.padded_batch, n), self.chunk_saves, field.dim, self.dtype.itemsize, self.record_velocity, boundary.restarts)  # one chunk's frames, copied off the device
+        self.host_bytes = chunk_bytes + (0 if output is not None else frames_bytes(n, self.n_saves + 1, field.dim, self.dtype.itemsize, self.record_velocity, boundary.restarts))
+        check_memory(self.host_bytes, field.nbytes * copies + self.padded_batch * per_particle, per_particle, device_budget(), self.padded_batch)
 
         modules = _dtypes.cast_floating((field, integrator, boundary, particles, args), self.dtype)
         dynamic, static = eqx.partition(modules, eqx.is_array)
@@ -318,7 +325,11 @@ class TrackRun:
                 sink.batch_done()
         except KeyboardInterrupt:
             t = self.times[min(chunk * self.chunk_saves, self.n_saves)]
-            kept = f"{sink.batches_done} of {math.ceil(n / self.batch_size)} batches are in {self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run" if self.output is not None else "nothing was kept (with output= a store keeps every finished batch, and resume=True continues it)"
+            kept = (
+                f"{sink.batches_done} of {math.ceil(n / self.batch_size)} batches are in {self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run"
+                if self.output is not None
+                else "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
+            )
             raise Interrupted(f"interrupted at t = {t:g}: {kept}") from None
         finally:
             if windows is not None:
