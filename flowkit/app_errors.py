@@ -86,9 +86,9 @@ def _dotted(tree, prefix="") -> list[str]:
     return keys
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str, status: int = 2) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(2)
+    raise SystemExit(status)
 
 
 @contextlib.contextmanager
@@ -111,8 +111,7 @@ def user_errors():
             again = [a for a in sys.argv if not a.startswith(("hydra.run.dir=", "resume="))]
             message += f"; here: python {' '.join(again)} hydra.run.dir={HydraConfig.get().runtime.output_dir} resume=true"
         _log.error("%s", message)
-        print(f"error: {message}", file=sys.stderr, flush=True)
-        raise SystemExit(130) from None
+        _refuse(message, 130)
     except BaseException:
         _log.exception("the run failed")
         raise

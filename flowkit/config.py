@@ -245,14 +245,14 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         overwrite=cfg.overwrite,
         resume=cfg.resume,
     )
-    field_bytes = run.modules[0].nbytes
+    field_bytes = run.modules.field.nbytes
     traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
     device = run.devices[0]
     _log.info("flowkit %s | jax %s | %s × %d (%s)", __version__, jax.__version__, device.platform, len(run.devices), device.device_kind)
     _log.info(
-        f"field {type(run.modules[0]).__name__} {_describe(field, run)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
+        f"field {type(run.modules.field).__name__} {_describe(field, run)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
         f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={run.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} | "
-        f"particles {type(run.modules[3]).__name__} | boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
+        f"particles {type(run.modules.particles).__name__} | boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
     )
     cache_before = _cache_counts()
     if cfg.get("profile"):
@@ -283,9 +283,9 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "first_window_s": info.first_window_s, "load_wait_s": info.load_wait_s} if run.stream is not None else None,
         "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
         "status_counts": counts,
-        "field": type(run.modules[0]).__name__,
+        "field": type(run.modules.field).__name__,
         "integrator": type(integrator).__name__,
-        "particles": type(run.modules[3]).__name__,
+        "particles": type(run.modules.particles).__name__,
         "boundary": type(boundary).__name__,
         "t0": run.t0,
         "t1": run.t1,

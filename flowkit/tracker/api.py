@@ -13,7 +13,7 @@ from ..integrators.base import AbstractIntegrator
 from ..io.stream import refuse_streamed
 from ..trajectory import Trajectory
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
-from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
+from .kernel import Modules, Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
 from .plan import check_particle_state, check_particles, check_pieces, check_seeds, is_traced, time_plan
 from .run import TrackRun
 
@@ -189,7 +189,7 @@ def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_
     if boundary.extra_slots:
         raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
     state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), field.hints(n, dtype), given, jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32), jnp.zeros(1, dtype))
-    state, first = locate_seeds((field, integrator, boundary, particles, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
+    state, first = locate_seeds(Modules(field, integrator, boundary, particles, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
     origins = jnp.asarray(boundary.origins(x0), dtype)
     origin_hints = field.locate_batch(origins, field.hints(n, dtype))[0] if boundary.restarts else field.hints(n, dtype)
     slots = Slots(t_rel, jnp.asarray(particle_keys(key, 0, n)), origins, origin_hints, jnp.arange(n, dtype=jnp.int32))

@@ -1,6 +1,8 @@
 """The compiled chunk: particles sharded over devices, split into blocks, advanced by `lax.scan`
 over saves and steps; the particle state and per-slot inputs it carries."""
 
+from typing import Any, NamedTuple
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -12,6 +14,16 @@ from ..boundaries.base import Block
 from ..fields.base import Hints, select
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
+
+
+class Modules(NamedTuple):
+    """The pieces a run is made of, as one pytree: what the compiled chunk takes."""
+
+    field: Any
+    integrator: Any
+    boundary: Any
+    particles: Any
+    args: Any
 
 
 class State(eqx.Module):
@@ -278,14 +290,14 @@ def _updated(particles, field, args, t, x, variables, hint, mask):
 
 
 @eqx.filter_jit
-def advance(modules, times: Times, state: State, slots: Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh, given: tuple = ()):
+def advance(modules: Modules, times: Times, state: State, slots: Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh, given: tuple = ()):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
     dynamic, static = eqx.partition(modules, eqx.is_array)
     n_blocks = blocks * (1 if mesh is None else mesh.size)
 
     def local(dynamic, times, state, slots):
-        field, integrator, boundary, particles, args = eqx.combine(dynamic, static)
-        return advance_local(field, integrator, boundary, particles, args, times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity, given=given)
+        m = eqx.combine(dynamic, static)
+        return advance_local(m.field, m.integrator, m.boundary, m.particles, m.args, times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity, given=given)
 
     if mesh is None:
         return local(dynamic, times, state, slots)
@@ -302,12 +314,12 @@ def advance(modules, times: Times, state: State, slots: Slots, *, saves: int, sa
 
 
 @eqx.filter_jit
-def locate_seeds(modules, t0, state: State, *, record_velocity: bool, restarts: bool):
+def locate_seeds(modules: Modules, t0, state: State, *, record_velocity: bool, restarts: bool):
     """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
     box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`.
     A particle model's variables start at its initial values there, but for those `state`
     already holds (given by the run). Returns the state and frame 0."""
-    field, _, _, particles, args = modules
+    field, particles, args = modules.field, modules.particles, modules.args
     x, hint = field.settle_batch(t0, state.x, state.hint)  # seeds below a layered sea floor start on it
     state = eqx.tree_at(lambda s: s.x, state, x)
     hint, inside = field.locate_batch(state.x, hint)

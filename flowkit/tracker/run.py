@@ -21,7 +21,7 @@ from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
 from .courant import AUTO, DEFAULT_COURANT, auto_dt, has_cells, report
 from .identity import run_identity
-from .kernel import Slots, State, Times, is_due, locate_seeds, particle_keys
+from .kernel import Modules, Slots, State, Times, is_due, locate_seeds, particle_keys
 from .plan import CHUNK_BYTES, block_size, bucket_size, check_memory, check_particle_state, check_particles, check_pieces, check_seeds, frames_bytes, locate_origins, time_plan
 
 _log = logging.getLogger("flowkit")
@@ -170,7 +170,7 @@ class TrackRun:
         self.host_bytes = chunk_bytes + (0 if output is not None else frames_bytes(n, self.n_saves + 1, field.dim, self.dtype.itemsize, self.record_velocity, boundary.restarts))
         check_memory(self.host_bytes, field.nbytes * copies + self.padded_batch * per_particle, per_particle, device_budget(), self.padded_batch)
 
-        modules = _dtypes.cast_floating((field, integrator, boundary, particles, args), self.dtype)
+        modules = _dtypes.cast_floating(Modules(field, integrator, boundary, particles, args), self.dtype)
         dynamic, static = eqx.partition(modules, eqx.is_array)
         self.modules = eqx.combine(jax.device_put(dynamic, replicated), static)
         scalar = lambda v: jax.device_put(np.asarray(v, self.dtype), replicated)  # noqa: E731
@@ -233,7 +233,7 @@ class TrackRun:
             put(x.astype(self.dtype)),
             put(status),
             put(np.full(count, self._direction * np.inf, self.dtype)),
-            jax.tree.map(put, self.modules[0].hints(count, self.dtype, np)),
+            jax.tree.map(put, self.modules.field.hints(count, self.dtype, np)),
             {name: put(padded(a, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)) for name, a in self.given.items()},
             put(np.zeros(count, np.int32)),
             put(np.zeros(len(self.devices) * self.blocks, np.int32)),
@@ -252,7 +252,7 @@ class TrackRun:
 
     def _with_window(self, leaves, times):
         """The run's modules with the field's time window replaced (same shapes: no recompile)."""
-        return (swap_window(self.modules[0], leaves, times),) + tuple(self.modules[1:])
+        return self.modules._replace(field=swap_window(self.modules.field, leaves, times))
 
     def compile(self):
         """Compile (or fetch from the cache) the chunk program, once per run; returns it."""
@@ -344,8 +344,8 @@ class TrackRun:
         if lost:
             _log.warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
-        courant = courant if has_cells(self.modules[0]) else None
-        report(courant, self.dt, self.modules[1])
+        courant = courant if has_cells(self.modules.field) else None
+        report(courant, self.dt, self.modules.integrator)
         stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, courant=courant, **streamed)
         return sink.finish(stats)
 
