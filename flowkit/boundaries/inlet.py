@@ -23,6 +23,7 @@ import numpy as np
 
 from .._status import Status
 from ..fields.base import Hints, select
+from ..fields.mesh import AbstractMeshField
 from .base import AbstractBoundary, AbstractBoundaryConfig, Block
 from .box import Open
 from .modes import wall_mode
@@ -51,7 +52,7 @@ def walls_for(field, walls) -> AbstractBoundary:
     walls = "open" if walls is None else wall_mode(walls, ("open", *box), "walls (or a boundary)")
     if walls == "open":
         return Open()
-    if hasattr(field, "boundary_faces"):
+    if isinstance(field, AbstractMeshField):
         return MeshWalls(walls).bind(field)
     return box[walls](field.bounds)
 

@@ -17,6 +17,7 @@ from jaxtyping import Array, Bool
 
 from .._status import Status
 from ..fields.base import select
+from ..fields.mesh import AbstractMeshField
 from .base import AbstractBoundary, AbstractBoundaryConfig, mirrored
 from .modes import wall_mode
 from .regions import Plane, plane_tolerance, region
@@ -116,7 +117,7 @@ class MeshWalls(AbstractBoundaryConfig):
         self.max_bounces = int(max_bounces)
 
     def bind(self, field) -> BoundMeshWalls:
-        if not hasattr(field, "face_planes"):
+        if not isinstance(field, AbstractMeshField):
             raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
         planes = tuple(region(spec, field) for spec in self.open if spec != "outflow")
         return BoundMeshWalls(self.mode, planes, self.max_bounces, outflow_faces(field) if "outflow" in self.open else None)

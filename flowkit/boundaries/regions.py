@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ..fields.mesh import AbstractMeshField
+
 SIDES = {f"{axis}{end}": (i, sign) for i, axis in enumerate("xyz") for end, sign in (("min", -1.0), ("max", 1.0))}
 
 
@@ -142,7 +144,7 @@ class InletSurface(eqx.Module):
 
 def inlet_surface(field, where: Plane, resolution: int = 32, name: str = "inlet") -> InletSurface:
     """Cover `where` inside `field`'s domain with simplices (host side, once)."""
-    if hasattr(field, "boundary_faces"):
+    if isinstance(field, AbstractMeshField):
         return _mesh_surface(field, where, name)
     return _box_surface(field, where, resolution, name)
 
