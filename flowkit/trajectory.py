@@ -177,11 +177,13 @@ class Trajectory(eqx.Module):
         if path.suffix in (".zarr", ".nc"):
             import xarray as xr
 
+            from .io.sinks import unfinished
+
             opened = xr.open_zarr(path, consolidated=False, decode_times=False) if path.suffix == ".zarr" else xr.open_dataset(path, decode_times=False)
             with opened as ds:
-                if ds.attrs.get("flowkit_complete", True) is False:
-                    done, total, size = (int(ds.attrs[k]) for k in ("flowkit_batches_done", "flowkit_batches", "flowkit_batch_size"))
-                    kept = min(done * size, ds.sizes["trajectory"])
+                progress = unfinished(ds.attrs, ds.sizes["trajectory"])
+                if progress is not None:
+                    done, total, kept = progress
                     if not partial:
                         raise ValueError(
                             f"{path} is partial: its run stopped with {done} of {total} batches written ({kept} of {ds.sizes['trajectory']} particles); Trajectory.load(path, partial=True) returns those, fk.track(..., output=path, resume=True) finishes the run"

@@ -50,6 +50,14 @@ class MemorySink:
     """Host arrays for all frames (the default), returned as `result(times, positions, status,
     t_release, exit_time, velocities, samples, generation, stats)`: a `flowkit.Trajectory`."""
 
+    @staticmethod
+    def nbytes(n: int, frames: int, dim: int, dtype, with_velocity: bool, with_generation: bool) -> int:
+        """The bytes `__init__` allocates for `n` particles and `frames` frames (samples and a
+        model's variables, made on first use, aside)."""
+        itemsize = np.dtype(dtype).itemsize
+        per_frame = dim * itemsize * (2 if with_velocity else 1) + 1 + (4 if with_generation else 0)
+        return n * (frames * per_frame + 2 * itemsize)
+
     def __init__(self, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, result):
         frames = len(times)
         self.result = result
@@ -92,6 +100,15 @@ class MemorySink:
 
     def finish(self, stats):
         return self.result(self.times, self.positions, self.status, self.t_release, self.exit_time, self.velocities, self.samples, self.generation, stats, variables=self.variables)
+
+
+def unfinished(attrs, n: int) -> tuple[int, int, int] | None:
+    """For a store's `attrs` (of `n` particles): `(batches done, batches, particles held)` when
+    its run did not finish, else None (finished, or not a streamed store)."""
+    if attrs.get("flowkit_complete", True) is not False:
+        return None
+    done, total, size = (int(attrs[k]) for k in ("flowkit_batches_done", "flowkit_batches", "flowkit_batch_size"))
+    return done, total, min(done * size, n)
 
 
 class ZarrSink:

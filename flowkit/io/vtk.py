@@ -170,7 +170,7 @@ def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
 
     path = Path(path)
     folder = path.with_suffix("")
-    refuse_existing(path, overwrite)
+    refuse_existing(path, overwrite)  # the path asked for is named first, before its folder
     refuse_existing(folder, overwrite, f" (the clouds of {path.name})")
     with written(path, overwrite) as collection, written(folder, overwrite) as clouds:
         clouds.mkdir()

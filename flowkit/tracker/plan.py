@@ -225,13 +225,6 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def frames_bytes(n: int, frames: int, dim: int, itemsize: int, record_velocity: bool, restarts: bool) -> int:
-    """Host memory of a run's frames kept in memory: positions (and velocities), status (and
-    generations) per frame and particle, release and exit times per particle."""
-    per_frame = dim * itemsize * (2 if record_velocity else 1) + 1 + (4 if restarts else 0)
-    return n * (frames * per_frame + 2 * itemsize)
-
-
 def check_memory(host: int, device: int, per_particle: int, budget: int, batch: int) -> None:
     """Refuse, before anything is allocated, a run whose frames (`host` bytes) exceed 80 % of
     the host memory available, naming the store that takes it to completion; or whose batch

@@ -22,7 +22,7 @@ from .cache import compiled_program
 from .courant import AUTO, DEFAULT_COURANT, auto_dt, has_cells, report
 from .identity import run_identity
 from .kernel import Modules, Slots, State, Times, is_due, locate_seeds, particle_keys
-from .plan import CHUNK_BYTES, block_size, bucket_size, check_memory, check_particle_state, check_particles, check_pieces, check_seeds, frames_bytes, locate_origins, time_plan
+from .plan import CHUNK_BYTES, block_size, bucket_size, check_memory, check_particle_state, check_particles, check_pieces, check_seeds, locate_origins, time_plan
 
 _log = logging.getLogger("flowkit")
 
@@ -166,8 +166,8 @@ class TrackRun:
         # memory, estimated before anything is allocated: the frames on the host, a batch on the device
         copies = len(devices) if devices[0].platform == "cpu" else 1
         per_particle = self.dtype.itemsize * (4 * field.dim + 8) + 16 + self.chunk_saves * (field.dim * self.dtype.itemsize * (2 if record_velocity else 1) + 1)
-        chunk_bytes = frames_bytes(min(self.padded_batch, n), self.chunk_saves, field.dim, self.dtype.itemsize, self.record_velocity, boundary.restarts)  # one chunk's frames, copied off the device
-        self.host_bytes = chunk_bytes + (0 if output is not None else frames_bytes(n, self.n_saves + 1, field.dim, self.dtype.itemsize, self.record_velocity, boundary.restarts))
+        frame_memory = lambda count, saves: MemorySink.nbytes(count, saves, field.dim, self.dtype, self.record_velocity, boundary.restarts)  # noqa: E731
+        self.host_bytes = frame_memory(min(self.padded_batch, n), self.chunk_saves) + (0 if output is not None else frame_memory(n, self.n_saves + 1))  # a chunk copied off the device, and the sink
         check_memory(self.host_bytes, field.nbytes * copies + self.padded_batch * per_particle, per_particle, device_budget(), self.padded_batch)
 
         modules = _dtypes.cast_floating(Modules(field, integrator, boundary, particles, args), self.dtype)
