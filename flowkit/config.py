@@ -202,23 +202,45 @@ def join_processes(distributed) -> None:
     jax.distributed.initialize(**{key: distributed[key] for key in keys if distributed.get(key) is not None})
 
 
-def _describe(field, run) -> str:
-    steps = f", {field.times.shape[0]} times" if getattr(field, "times", None) is not None else ""
-    if run.stream is not None:
-        steps += f" streamed in windows of {run.window_width}"
-    if hasattr(field, "n_cells"):
-        return f"{field.points.shape[0]} points, {field.n_cells} cells ({'/'.join(field.kinds)}){steps}"
-    return f"{getattr(field, 'shape', '')}{steps}"
+def _describe(run) -> str:
+    if run.plan.stream is None:
+        return run.plan.pieces.field.describe()
+    return f"{run.plan.pieces.field.describe()}; the series' {run.plan.stream.n_slices} times streamed in windows of {run.window_width}"
 
 
 def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
-    """Run the `track` app: build, print a header, track, write trajectories/summary/plot."""
+    """Run the `track` app: build the run and print its header, track, write the trajectories,
+    summary and pictures."""
     enable_compilation_cache(cfg.get("compilation_cache"))
     join_processes(cfg.get("distributed"))
     out = _output_dir(output_dir)
     if jax.process_count() > 1:  # every process tracks its share of the particles and writes it apart
         out = out / f"process{jax.process_index()}"
     out.mkdir(parents=True, exist_ok=True)
+    run = build_run(cfg, out)
+    cache_before = _cache_counts()
+    if cfg.get("profile"):
+        with jax.profiler.trace(str(out / "profile")):
+            traj = run.run()
+    else:
+        traj = run.run()
+    if run.output is not None:  # the lazily opened store: its stats, then its frames for the other outputs
+        info = RunStats(**json.loads(traj.attrs["flowkit_stats"]))
+        traj = Trajectory.load(run.output)
+    else:
+        info = traj.stats
+    summary = _summary(cfg, run, traj, info, _cache_counts() - cache_before)
+    files = summary["files"] = write_outputs(cfg, run, traj, out, summary)
+    _write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    if cfg.output.plot:
+        _plot(cfg, run, traj, out)
+    courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
+    _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, summary["status_counts"], courant, ", ".join(files))
+    return traj
+
+
+def build_run(cfg: DictConfig, out: Path) -> tracker.TrackRun:
+    """The app's run, planned and laid out (nothing compiled yet), with its header logged."""
     field, seeds, integrator, boundary, particles = build(cfg)
     store = out / "trajectories.zarr" if cfg.output.get("store") else None  # frames streamed to disk: bounded memory, kept when interrupted
     if cfg.resume and store is None:
@@ -233,7 +255,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         boundary,
         cfg.save_every,
         key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None,
-        record_velocity=cfg.record_velocity or "velocity" in getattr(particles, "variable_names", ()),  # a particle's velocity beside the fluid's
+        record_velocity=cfg.record_velocity or (particles is not None and "velocity" in particles.variable_names),  # a particle's velocity beside the fluid's
         dtype=cfg.dtype,
         batch_size=cfg.batch_size,
         progress=cfg.progress,
@@ -245,28 +267,20 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         overwrite=cfg.overwrite,
         resume=cfg.resume,
     )
-    field_bytes = run.modules.field.nbytes
-    traj_bytes = (run.n_saves + 1) * run.n_particles * (field.dim * run.dtype.itemsize + 1)
-    device = run.devices[0]
+    plan, pieces, device = run.plan, run.pieces, run.devices[0]
+    traj_bytes = (plan.n_saves + 1) * run.n_particles * (pieces.field.dim * plan.dtype.itemsize + 1)
     _log.info("flowkit %s | jax %s | %s × %d (%s)", __version__, jax.__version__, device.platform, len(run.devices), device.device_kind)
     _log.info(
-        f"field {type(run.modules.field).__name__} {_describe(field, run)} {field_bytes / 2**20:.1f} MiB | dtype {run.dtype.name} | "
-        f"{run.n_particles} particles × {run.n_steps} steps of {type(integrator).__name__}, dt={run.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} | "
-        f"particles {type(run.modules.particles).__name__} | boundary {type(boundary).__name__} | {run.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
+        f"field {type(pieces.field).__name__} {_describe(run)} {pieces.field.nbytes / 2**20:.1f} MiB | dtype {plan.dtype.name} | "
+        f"{run.n_particles} particles × {plan.n_steps} steps of {type(pieces.integrator).__name__}, dt={plan.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} | "
+        f"particles {type(pieces.particles).__name__} | boundary {type(pieces.boundary).__name__} | {plan.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
     )
-    cache_before = _cache_counts()
-    if cfg.get("profile"):
-        with jax.profiler.trace(str(out / "profile")):
-            traj = run.run()
-    else:
-        traj = run.run()
-    if store is not None:  # the lazily opened store: its stats, then its frames for the other outputs
-        info = RunStats(**json.loads(traj.attrs["flowkit_stats"]))
-        traj = Trajectory.load(store)
-    else:
-        info = traj.stats
-    cache = _cache_counts() - cache_before
-    counts = traj.status_counts()
+    return run
+
+
+def _summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunStats, cache: Counter) -> dict:
+    """What `summary.json` records of a finished run."""
+    plan, pieces, device = run.plan, run.pieces, run.devices[0]
     summary = {
         "n_particles": info.n_particles,
         "n_steps": info.n_steps,
@@ -279,17 +293,17 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         "run_s": info.run_s,
         "particle_steps_per_s": info.particle_steps_per_s,
         "lost_releases": info.lost_releases,
-        "process": {"index": jax.process_index(), "count": jax.process_count(), "first_particle": run.first_particle, "n_particles_total": len(seeds)},
-        "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "first_window_s": info.first_window_s, "load_wait_s": info.load_wait_s} if run.stream is not None else None,
+        "process": {"index": jax.process_index(), "count": jax.process_count(), "first_particle": run.first_particle, "n_particles_total": run.n_particles_total},
+        "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "first_window_s": info.first_window_s, "load_wait_s": info.load_wait_s} if plan.stream is not None else None,
         "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
-        "status_counts": counts,
-        "field": type(run.modules.field).__name__,
-        "integrator": type(integrator).__name__,
-        "particles": type(run.modules.particles).__name__,
-        "boundary": type(boundary).__name__,
-        "t0": run.t0,
-        "t1": run.t1,
-        "dt": run.dt,
+        "status_counts": traj.status_counts(),
+        "field": type(pieces.field).__name__,
+        "integrator": type(pieces.integrator).__name__,
+        "particles": type(pieces.particles).__name__,
+        "boundary": type(pieces.boundary).__name__,
+        "t0": plan.t0,
+        "t1": plan.t1,
+        "dt": plan.dt,
         "courant": info.courant,
         "inputs": _inputs(cfg),
         "config": OmegaConf.to_container(cfg, resolve=True),
@@ -300,14 +314,21 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     memory = device.memory_stats()  # None on backends without allocator statistics (CPU)
     if memory:
         summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
-    files = summary["files"] = [] if store is None else [store.name]
+    return summary
+
+
+def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path, summary: dict) -> list[str]:
+    """Write the trajectories in the formats `cfg.output` asks for, and the deposition on walls;
+    return the names of the files written (and to be written: pictures, summary)."""
+    field = run.plan.stream or run.plan.pieces.field
+    files = [] if run.output is None else [run.output.name]
     if cfg.output.trajectories:
         files.append(traj.save(out / "trajectories.npz", overwrite=cfg.overwrite).name)
         if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
             files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=field.time_origin, overwrite=cfg.overwrite).name)
     if cfg.output.vtp:
         files.append(traj.save(out / "trajectories.vtp", overwrite=cfg.overwrite).name)
-        if counts["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
+        if summary["status_counts"]["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
             write_deposition_vtp(traj, out / "deposition.vtp")
             files.append("deposition.vtp")
             deposited = deposition_map(traj, field)
@@ -319,22 +340,22 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
     if cfg.output.plot:
         files += ["trajectories.png", "snapshot.png", "density.png"]
-    files.append("summary.json")
-    _write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
-    if cfg.output.plot:
-        at = lambda t: field.near(t) if run.stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
-        times = np.asarray(traj.times, dtype=np.float64)
-        plot_pathlines(traj, out / "trajectories.png", field=at(times[0]), max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
-        plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
-        lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
-        lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
-        sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
-        bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [cfg.output.density_bins] * (field.dim - 2)  # square cells on the map
-        cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
-        plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]), projected=field.dim == 3)
-    courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
-    _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, counts, courant, ", ".join(files))
-    return traj
+    return files + ["summary.json"]
+
+
+def _plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) -> None:
+    """Pathlines, the last frame and the particles' density at the end, over the field."""
+    stream, field = run.plan.stream, run.plan.stream or run.plan.pieces.field
+    at = lambda t: stream.near(t) if stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
+    times = np.asarray(traj.times, dtype=np.float64)
+    plot_pathlines(traj, out / "trajectories.png", field=at(times[0]), max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
+    plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
+    lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
+    lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
+    sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
+    bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [cfg.output.density_bins] * (field.dim - 2)  # square cells on the map
+    cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
+    plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]), projected=field.dim == 3)
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -116,7 +116,7 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
 def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_fit_is_refused(tmp_path, monkeypatch):
     import tracemalloc
 
-    from flowkit.tracker import plan
+    from flowkit.tracker import memory
 
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.random_box(100_000, field.bounds, key=__import__("jax").random.key(0))
@@ -127,7 +127,7 @@ def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_f
     tracemalloc.stop()
     assert run.host_bytes > 0 and abs(peak - run.host_bytes) < 0.3 * run.host_bytes, (peak, run.host_bytes)
     # too big for the host: refused before anything is allocated, naming the store that fits
-    monkeypatch.setattr(plan, "available_memory", lambda: run.host_bytes)
+    monkeypatch.setattr(memory, "available_memory", lambda: run.host_bytes)
     with pytest.raises(MemoryError, match=r"need \d+\.\d MiB of host memory and \d+\.\d MiB are available: stream them to a store \(output='tracks\.zarr'"):
         fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, record_velocity=True)
     streamed = fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, record_velocity=True, output=tmp_path / "tracks.zarr")

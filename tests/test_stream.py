@@ -105,7 +105,7 @@ def test_device_memory_is_flat_in_the_number_of_time_steps(tmp_path, getkey):
         probe = fk.io.load_grid_npz(npz, stream=True)
         streamed = fk.io.load_grid_npz(npz, stream=True, max_device_bytes=_budget(probe, 3, 4))
         run = tracker.TrackRun(streamed, fk.seeding.random_box(50, field.bounds, key=getkey()), 0.0, 10.0, 0.01)
-        resident = run.modules.field
+        resident = run.pieces.field
         assert resident.values.shape[0] == resident.times.shape[0] == run.window_width <= 3
         widths.append(run.window_width)
         assert run.run().stats.slices_read == n_slices

@@ -7,6 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._status import Status
+from ..fields.mesh import AbstractMeshField
 
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 
@@ -62,7 +63,7 @@ def deposition_map(traj, field) -> DepositionMap:
     boundary (the closest, found by VTK's cell locator on the boundary surface), or the sides
     of any other field's box. Every deposit is counted on exactly one face."""
     hits = deposits(traj)
-    if hasattr(field, "boundary_faces"):
+    if isinstance(field, AbstractMeshField):
         faces, points = _mesh_faces(field)
         face_of = _closest_faces(points, faces, hits.positions)
     else:

@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 
 from .._status import Status
+from ..fields.curvilinear import CurvilinearField
+from ..fields.grid import GridField
 from ..fields.layered import LayeredField
 
 
@@ -125,7 +127,7 @@ def _speed_background(fig, ax, field, t, box, colourbar: bool = True):
 
 def _land(ax, field) -> None:
     """The field's land (its top level), drawn in sand colour."""
-    land = getattr(field, "land", None)
+    land = field.land if isinstance(field, (GridField, CurvilinearField, LayeredField)) else None
     if land is None:
         return
     land = np.asarray(land) >= 0.5
@@ -137,7 +139,7 @@ def _land(ax, field) -> None:
         points = np.asarray(field.surface.points)
         ax.tricontourf(Triangulation(points[:, 0], points[:, 1], triangles), land.astype(float), levels=[0.5, 1.5], colors=["#b08040"], zorder=3)
         return
-    if hasattr(field, "grid_shape"):  # curvilinear: land per node of the 2-D lon/lat grid
+    if isinstance(field, CurvilinearField):  # curvilinear: land per node of the 2-D lon/lat grid
         points = np.asarray(field.points).reshape(field.grid_shape + (-1,))
         land, lon, lat = (a if a.ndim == 2 else a[:, :, 0] for a in (land.reshape(field.grid_shape), points[..., 0], points[..., 1]))
     else:

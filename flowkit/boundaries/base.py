@@ -109,6 +109,12 @@ class AbstractBoundary(eqx.Module):
         return False
 
     @property
+    def origin_region(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The box `(lo, hi)` that `origins` must lie in for a restart there to be valid (an
+        inlet's region), or None: anywhere in the domain."""
+        return None
+
+    @property
     def parking(self) -> np.ndarray | None:
         """Where the `extra_slots` wait before their release: a point of the domain (None without spare slots)."""
         return None

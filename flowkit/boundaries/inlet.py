@@ -75,6 +75,10 @@ class AbstractInlet(AbstractBoundary):
     def restarts_at_origins(self) -> bool:
         return self.mode == "grid"
 
+    @property
+    def origin_region(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.inlet.lo), np.asarray(self.inlet.hi)
+
     def apply_batch(self, field, x_prev, x_next, status, hint):
         return self.walls.apply_batch(field, x_prev, x_next, status, hint)
 

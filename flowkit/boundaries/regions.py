@@ -63,7 +63,7 @@ class Plane(eqx.Module):
 
 def region(spec, field) -> Plane:
     """`plane(spec, ...)` on `field`: its box's sides and its named regions (`"patch:inlet"`)."""
-    return plane(spec, field.bounds, getattr(field, "regions", None))
+    return plane(spec, field.bounds, field.regions if isinstance(field, AbstractMeshField) else None)
 
 
 def plane(spec, bounds, regions=None) -> Plane:

@@ -138,6 +138,21 @@ class AbstractField(eqx.Module):
         `dt="auto"` divides the Courant number asked for by it. None without cells."""
         return None
 
+    def time_leaves(self) -> dict[str, Array]:
+        """The arrays whose first axis is time (along `times`), by name: what a streamed series
+        replaces window by window (`flowkit.io.stream`). None for fields without time slices."""
+        return {}
+
+    def value_components(self) -> int:
+        """Components of the field's values: `dim` for a velocity field (a gridded or mesh field
+        may hold other arrays, e.g. a scalar, which the tracker refuses)."""
+        return self.dim
+
+    def describe(self) -> str:
+        """What the field's data is, in a few words (sizes, cells, time slices), for a run's
+        header; empty for closed-form flows."""
+        return ""
+
     def canonical_batch(self, x: Positions) -> Positions:
         """Positions in the field's own range after a step (a sphere's longitudes in one period,
         latitudes folded over the poles); `x` itself by default."""

@@ -109,6 +109,16 @@ class GridField(AbstractField):
     sample_tables: dict
     scalar_samples: tuple[str, ...] = eqx.field(static=True)
 
+    def time_leaves(self) -> dict[str, Array]:
+        return {"values": self.values}
+
+    def value_components(self) -> int:
+        return self.components
+
+    def describe(self) -> str:
+        slices = "" if self.times is None else f", {self.times.shape[0]} times"
+        return f"{self.shape}{slices}"
+
     def __init__(
         self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32", *, spherical: bool = False, land=None, time_origin: TimeOrigin | None = None, staggering: str = "A", samples=None, coast: str = "noslip"
     ):

@@ -107,6 +107,13 @@ class LayeredField(AbstractField):
         self.components = self.dim
         self.periodic = (False,) * self.dim
 
+    def value_components(self) -> int:
+        return self.components
+
+    def describe(self) -> str:
+        slices = "" if self.times is None else f", {self.times.shape[0]} times"
+        return f"{self.surface.points.shape[0]} columns of {self.levels} levels, {self.surface.n_cells} cells{slices}"
+
     # -- columns ----------------------------------------------------------------------------
 
     def hints(self, n: int, dtype, xp=jnp) -> Hints:

@@ -151,6 +151,16 @@ class AbstractMeshField(AbstractField):
     def n_cells(self) -> int:
         return int(self.nodes.shape[0])
 
+    def time_leaves(self) -> dict[str, Array]:
+        return {"values": self.values} | ({} if self.sample_values is None else {"sample_values": self.sample_values})
+
+    def value_components(self) -> int:
+        return self.components
+
+    def describe(self) -> str:
+        slices = "" if self.times is None else f", {self.times.shape[0]} times"
+        return f"{self.points.shape[0]} points, {self.n_cells} cells ({'/'.join(self.kinds)}){slices}"
+
     def _tolerance(self):
         """Containment tolerance in parametric units, from the precision the geometry was given
         in (not the query's): a float32 mesh queried in float64 finds the same cells."""

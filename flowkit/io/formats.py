@@ -269,13 +269,17 @@ class SolverCase:
     def keep_arrays(self, names) -> None:
         """Read only the arrays `names` from now on, where the reader can choose (its later steps
         then parse less)."""
-        for kind in ("Cell", "Point"):
-            count = getattr(self._reader, f"GetNumberOf{kind}Arrays", None)
-            if count is None or not hasattr(self._reader, f"Set{kind}ArrayStatus"):
+        reader = self._reader
+        for count, name_of, choose in (
+            ("GetNumberOfCellArrays", "GetCellArrayName", "SetCellArrayStatus"),
+            ("GetNumberOfPointArrays", "GetPointArrayName", "SetPointArrayStatus"),
+        ):
+            # VTK's readers differ in which of these array selections they offer: asked by name
+            if not hasattr(reader, choose):
                 continue
+            count, name_of, choose = (getattr(reader, method) for method in (count, name_of, choose))
             for i in range(count()):
-                name = getattr(self._reader, f"Get{kind}ArrayName")(i)
-                getattr(self._reader, f"Set{kind}ArrayStatus")(name, int(name in names))
+                choose(name_of(i), int(name_of(i) in names))
 
     def regions(self) -> dict:
         """`{"patch:NAME": {point, normal, lo, hi, kind}}`: the planar boundary patches (or

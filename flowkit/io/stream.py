@@ -46,10 +46,6 @@ class SliceSource(abc.ABC):
         """The arrays of slice `k`."""
 
 
-def _time_leaves(field) -> tuple[str, ...]:
-    return ("values",) + (("sample_values",) if getattr(field, "sample_values", None) is not None else ())
-
-
 def device_budget() -> int:
     """Default `max_device_bytes`: half the first device's memory where the backend reports it
     (GPUs), else a quarter of the host's physical memory (the CPU devices share it)."""
@@ -117,7 +113,7 @@ class StreamedField:
         self.template = template
         self.source = source
         self.times = times
-        self.leaves = _time_leaves(template)
+        self.leaves = tuple(template.time_leaves())
         self.max_device_bytes = device_budget() if max_device_bytes is None else int(max_device_bytes)
         if self.max_device_bytes <= 0:
             raise ValueError(f"max_device_bytes must be positive, got {max_device_bytes}")
@@ -131,18 +127,20 @@ class StreamedField:
         return len(self.times)
 
     def __getattr__(self, name):
+        # what does not change in time is the template's: forwarded, since a StreamedField is
+        # not itself a field (it cannot be evaluated or traced)
         if name in _SHARED and "template" in self.__dict__:
             return getattr(self.template, name)
         raise AttributeError(f"StreamedField has no {name!r}: its time series stays on disk (the geometry is in .template; .near(t) gives the field around time t)")
 
     def slice_nbytes(self, itemsize: int) -> int:
         """Bytes of one slice of every time-dependent leaf at `itemsize` bytes per number."""
-        return sum(math.prod(getattr(self.template, name).shape[1:]) for name in self.leaves) * itemsize
+        return sum(math.prod(leaf.shape[1:]) for leaf in self.template.time_leaves().values()) * itemsize
 
     def static_nbytes(self, itemsize: int) -> int:
         """Bytes of the arrays that do not change in time (mesh, locator, axes), one copy, with
         floating-point numbers of `itemsize` bytes."""
-        moving = {id(getattr(self.template, name)) for name in self.leaves + ("times",)}
+        moving = {id(leaf) for leaf in self.template.time_leaves().values()} | {id(self.template.times)}
         fixed = [leaf for leaf in jax.tree.leaves(self.template) if isinstance(leaf, jax.Array) and id(leaf) not in moving]
         return sum(leaf.size * (itemsize if np.issubdtype(leaf.dtype, np.floating) else leaf.dtype.itemsize) for leaf in fixed)
 
@@ -157,13 +155,13 @@ class StreamedField:
         probing and plotting a streamed series; clamped to the series outside its range)."""
         k = int(np.clip(np.searchsorted(self.times, t, side="right") - 1, 0, self.n_slices - 2))
         pair = [self.source.read(k), self.source.read(k + 1)]
-        leaves = {name: jnp.asarray(np.stack([p[name] for p in pair]), getattr(self.template, name).dtype) for name in self.leaves}
+        leaves = {name: jnp.asarray(np.stack([p[name] for p in pair]), leaf.dtype) for name, leaf in self.template.time_leaves().items()}
         return swap_window(self.template, leaves, jnp.asarray(self.times[k : k + 2], self.template.times.dtype))
 
     def window_field(self, width: int) -> AbstractField:
         """The template holding a window of `width` slices (zeros, at times 0..width-1): a
         field of the shapes every window has, to compile against."""
-        zeros = {name: np.zeros((width,) + getattr(self.template, name).shape[1:], getattr(self.template, name).dtype) for name in self.leaves}
+        zeros = {name: np.zeros((width,) + leaf.shape[1:], leaf.dtype) for name, leaf in self.template.time_leaves().items()}
         return swap_window(self.template, zeros, np.arange(width, dtype=self.template.times.dtype))
 
     def __repr__(self) -> str:
@@ -178,14 +176,14 @@ def refuse_streamed(field, what: str, instead: str) -> None:
 
 def swap_window(field: AbstractField, leaves: dict, times) -> AbstractField:
     """`field` with its time-dependent leaves (and `times`) replaced by a window's arrays."""
-    names = tuple(leaves) + ("times",)
+    names = tuple(leaves)
     for name, new in leaves.items():
-        old = getattr(field, name)
-        if old is not None and tuple(new.shape[1:]) != tuple(old.shape[1:]):
+        old = field.time_leaves()[name]
+        if tuple(new.shape[1:]) != tuple(old.shape[1:]):
             raise ValueError(
                 f"streamed field: a window's {name!r} has shape {tuple(new.shape[1:])} per slice, the field {tuple(old.shape[1:])} (a periodic grid given with its end node repeated: drop that node from the files, or read with stream=False)"
             )
-    return eqx.tree_at(lambda f: tuple(getattr(f, n) for n in names), field, tuple(leaves.values()) + (times,))
+    return eqx.tree_at(lambda f: tuple(f.time_leaves()[n] for n in names) + (f.times,), field, tuple(leaves.values()) + (times,))
 
 
 def choose_streaming(stream: bool | None, n_slices: int, slice_bytes: int, max_device_bytes: int | None, description: str) -> bool:
@@ -249,7 +247,7 @@ class WindowFeeder:
         def put(array, like):  # rounded to the field's own precision first, as a resident field is
             return jax.device_put(np.asarray(array, like.dtype).astype(self.dtype), self.sharding)
 
-        leaves = {name: put(np.stack([s[name] for s in slices]), getattr(template, name)) for name in self.streamed.leaves}
+        leaves = {name: put(np.stack([s[name] for s in slices]), leaf) for name, leaf in template.time_leaves().items()}
         window = (leaves, put(self.streamed.times[start : start + self.width], template.times))
         jax.block_until_ready(window)
         self.load_s += time.perf_counter() - began

@@ -303,7 +303,7 @@ def _as_unstructured(path, data):
         append.AddInputData(data)
         append.Update()
         data = append.GetOutput()
-    pieces = getattr(path, "suffix", "").lower() == ".pvtu"
+    pieces = str(path).lower().endswith(".pvtu")
     odd = _nonlinear_types(data)
     if not pieces and not odd:
         return data, None

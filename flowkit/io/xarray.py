@@ -313,6 +313,7 @@ def time_axis(datasets, time_dim):
     var = datasets[0][time_dim]
     encoding = {**var.attrs, **var.encoding}
     first = raw[0]
+    # a NumPy date, or a cftime date (non-standard calendars), which has isoformat and calendar
     date = str(np.datetime_as_string(first, unit="s")) if isinstance(first, np.datetime64) else first.isoformat() if hasattr(first, "isoformat") else None
     origin = None
     if date is not None:

@@ -6,15 +6,13 @@ import jax.numpy as jnp
 
 from .. import _dtypes
 from .._status import Status
-from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField
 from ..integrators.base import AbstractIntegrator
-from ..io.stream import refuse_streamed
 from ..trajectory import Trajectory
-from .courant import AUTO, DEFAULT_COURANT, auto_dt
-from .kernel import Modules, Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
-from .plan import check_particle_state, check_particles, check_pieces, check_seeds, is_traced, time_plan
+from .courant import DEFAULT_COURANT
+from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
+from .plan import RunPlan, prepare
 from .run import TrackRun
 
 
@@ -125,77 +123,54 @@ def track(
     the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
     time range, bad `save_every`/`t_release`/`dtype`.
     """
-    if is_traced((seeds, field, args, t_release, particles, particle_state)):
+    inputs = dict(t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype, particles=particles, particle_state=particle_state, courant=courant)
+    plan = prepare(field, seeds, t0, t1, dt, integrator, boundary, save_every, **inputs)
+    if plan.traced:
         host_only = {"batch_size": batch_size, "output": output, "part": part, "devices": devices, "resume": resume or None}
         given = [name for name, value in host_only.items() if value is not None]
         if given:
             raise ValueError(f"{', '.join(given)}: a traced run (grad, jit, vmap, track_ensemble) is one program on one device with its frames in memory; drop {' and '.join(given)} or call track with concrete inputs")
-        if isinstance(dt, str) and dt == AUTO:
-            if is_traced(field):
-                raise ValueError("dt='auto' reads the field's data on the host; with a traced field (grad, jit, vmap over its parameters) give dt in seconds")
-            dt = auto_dt(field, *(as_seconds(t, name, field.time_origin) for t, name in ((t0, "t0"), (t1, "t1"))), save_every, courant)
-        return _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype, particles, particle_state)
-    return TrackRun(
-        field,
-        seeds,
-        t0,
-        t1,
-        dt,
-        integrator,
-        boundary,
-        save_every,
-        t_release=t_release,
-        args=args,
-        key=key,
-        record_velocity=record_velocity,
-        dtype=dtype,
-        batch_size=batch_size,
-        devices=devices,
-        progress=progress,
-        output=output,
-        bucket=bucket,
-        warmup=warmup,
-        part=part,
-        particles=particles,
-        particle_state=particle_state,
-        courant=courant,
-        overwrite=overwrite,
-        resume=resume,
-    ).run()
+        return _track_traced(plan)
+    layout = dict(batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket, warmup=warmup, part=part, overwrite=overwrite, resume=resume)
+    return TrackRun.from_plan(plan, **layout).run()
 
 
-def _track_traced(field, seeds, t0, t1, dt, integrator, boundary, save_every, t_release, args, key, record_velocity, dtype, particles=None, particle_state=None):
-    """`track` as one pure traced computation, for autodiff and for use inside user `jit`s."""
-    refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
-    integrator, boundary = check_pieces(field, integrator, boundary, key)
-    dtype = _dtypes.resolve(dtype)
-    origin = field.time_origin
-    t0, t1 = (as_seconds(t, name, origin) if isinstance(t, str) else t for t, name in ((t0, "t0"), (t1, "t1")))
-    dt = as_seconds(dt, "dt", duration=True) if isinstance(dt, str) else dt
-    try:
-        t0, t1, dt = float(t0), float(t1), float(dt)
-    except TypeError:
-        raise TypeError("t0, t1 and dt set the number of steps and must be concrete numbers, not traced values") from None
-    n_steps, save_every, n_saves, saved_times = time_plan(field, t0, t1, dt, save_every)
-    seeds, t_release = check_seeds(field, seeds, t0, t1, t_release)
-    particles = check_particles(particles, integrator, field, dt)
-    given = {name: jnp.asarray(values, dtype) for name, values in check_particle_state(particle_state, particles, seeds.shape[0]).items()}
-    x0, t_rel = jnp.asarray(seeds, dtype), jnp.asarray(t_release, dtype)
-    n = x0.shape[0]
-    direction = 1.0 if dt > 0 else -1.0
-    status0 = jnp.where(is_due(t0, t_rel, dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32)
-    field, integrator, boundary, particles, args = _dtypes.cast_floating((field, integrator, boundary, particles, args), dtype)
-    times = Times(jnp.asarray(t0, dtype), jnp.asarray(dt, dtype), jnp.asarray(t1, dtype))
-    if boundary.extra_slots:
-        raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
-    state = State(x0, status0, jnp.full(n, direction * jnp.inf, dtype), field.hints(n, dtype), given, jnp.zeros(n, jnp.int32), jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32), jnp.zeros(1, dtype))
-    state, first = locate_seeds(Modules(field, integrator, boundary, particles, args), times.t0, state, record_velocity=record_velocity, restarts=boundary.restarts)
-    origins = jnp.asarray(boundary.origins(x0), dtype)
-    origin_hints = field.locate_batch(origins, field.hints(n, dtype))[0] if boundary.restarts else field.hints(n, dtype)
-    slots = Slots(t_rel, jnp.asarray(particle_keys(key, 0, n)), origins, origin_hints, jnp.arange(n, dtype=jnp.int32))
-    state, frames = advance_local(field, integrator, boundary, particles, args, times, state, slots, saves=n_saves, save_every=save_every, blocks=1, n_blocks=1, record_velocity=record_velocity, given=tuple(sorted(given)))
+def _track_traced(plan: RunPlan) -> Trajectory:
+    """A planned run as one pure traced computation, for autodiff and for use inside user `jit`s."""
+    pieces, dtype, n = plan.pieces, plan.dtype, plan.seeds.shape[0]
+    x0, t_rel = jnp.asarray(plan.seeds, dtype), jnp.asarray(plan.t_release, dtype)
+    direction = 1.0 if plan.dt > 0 else -1.0
+    times = Times(t0=jnp.asarray(plan.t0, dtype), dt=jnp.asarray(plan.dt, dtype), t1=jnp.asarray(plan.t1, dtype))
+    given = {name: jnp.asarray(values, dtype) for name, values in plan.given.items()}
+    state = State(
+        x=x0,
+        status=jnp.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32),
+        exit_time=jnp.full(n, direction * jnp.inf, dtype),
+        hint=pieces.field.hints(n, dtype),
+        variables=given,
+        generation=jnp.zeros(n, jnp.int32),
+        lost=jnp.zeros(1, jnp.int32),
+        step=jnp.asarray(0, jnp.int32),
+        courant=jnp.zeros(1, dtype),
+    )
+    restarts = pieces.boundary.restarts
+    state, first = locate_seeds(pieces, times.t0, state, record_velocity=plan.record_velocity, restarts=restarts)
+    origins = jnp.asarray(plan.origins, dtype)
+    origin_hints = pieces.field.locate_batch(origins, pieces.field.hints(n, dtype))[0] if restarts else pieces.field.hints(n, dtype)
+    slots = Slots(t_release=t_rel, keys=jnp.asarray(particle_keys(plan.key, 0, n)), origin=origins, origin_hint=origin_hints, index=jnp.arange(n, dtype=jnp.int32))
+    state, frames = advance_local(pieces, times, state, slots, saves=plan.n_saves, save_every=plan.save_every, blocks=1, n_blocks=1, record_velocity=plan.record_velocity, given=tuple(sorted(given)))
     frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
-    return Trajectory(jnp.asarray(saved_times, dtype), frames.positions, frames.status.astype(jnp.int8), t_rel, state.exit_time, frames.velocities, frames.samples or None, frames.generation, variables=frames.variables or None)
+    return Trajectory(
+        times=jnp.asarray(plan.saved_times, dtype),
+        positions=frames.positions,
+        status=frames.status.astype(jnp.int8),
+        t_release=t_rel,
+        exit_time=state.exit_time,
+        velocities=frames.velocities,
+        samples=frames.samples or None,
+        generation=frames.generation,
+        variables=frames.variables or None,
+    )
 
 
 def track_ensemble(
@@ -237,6 +212,7 @@ def track_ensemble(
     def member(p):
         piece = build(p)
         field, member_integrator, member_particles = (tuple(piece) + (integrator, particles)[len(piece) - 1 :]) if isinstance(piece, tuple) else (piece, integrator, particles)
-        return _track_traced(field, seeds, t0, t1, dt, member_integrator, boundary, save_every, t_release, args, key, record_velocity, dtype, member_particles, particle_state)
+        inputs = dict(t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype, particles=member_particles, particle_state=particle_state)
+        return _track_traced(prepare(field, seeds, t0, t1, dt, member_integrator, boundary, save_every, **inputs))
 
     return eqx.filter_jit(jax.vmap(member))(params)

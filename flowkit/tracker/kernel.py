@@ -1,7 +1,7 @@
 """The compiled chunk: particles sharded over devices, split into blocks, advanced by `lax.scan`
 over saves and steps; the particle state and per-slot inputs it carries."""
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -10,19 +10,20 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from .._status import Status
-from ..boundaries.base import Block
-from ..fields.base import Hints, select
-from ..particles.base import initial_batch, is_tracer
+from ..boundaries.base import AbstractBoundary, Block
+from ..fields.base import AbstractField, Hints, select
+from ..integrators.base import AbstractIntegrator
+from ..particles.base import AbstractParticles, initial_batch, is_tracer
 from ..trajectory import Frame
 
 
-class Modules(NamedTuple):
+class RunPieces(eqx.Module):
     """The pieces a run is made of, as one pytree: what the compiled chunk takes."""
 
-    field: Any
-    integrator: Any
-    boundary: Any
-    particles: Any
+    field: AbstractField
+    integrator: AbstractIntegrator
+    boundary: AbstractBoundary
+    particles: AbstractParticles
     args: Any
 
 
@@ -84,7 +85,7 @@ def is_due(t, t_release, dt):
     return dt * (t - t_release) >= -1e-6 * dt * dt
 
 
-def advance_local(field, integrator, boundary, particles, args, times, state: State, slots: Slots, *, saves, save_every, blocks, n_blocks, record_velocity, given=()):
+def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *, saves, save_every, blocks, n_blocks, record_velocity, given=()):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
     saved frames. `n_blocks` is the number of blocks on all devices together.
 
@@ -101,6 +102,7 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
     frames and the final state are put back in slot order: results do not depend on the
     layout. Restarting boundaries (inlets) hand releases to blocks, so with them blocks are
     neither skipped nor compacted."""
+    field, integrator, boundary, particles, args = pieces.field, pieces.integrator, pieces.boundary, pieces.particles, pieces.args
     n = state.x.shape[0]
     block = n // blocks
     code = lambda s: jnp.asarray(s, state.status.dtype)  # noqa: E731
@@ -157,7 +159,22 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
                 variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
         exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
         if boundary.restarts:
-            view = Block(x_next, new_status, hint, generation, x, x_new, moving, slots.origin, slots.origin_hint, slots.t_release, slots.index, slots.keys, block_id, n_blocks)
+            view = Block(
+                x=x_next,
+                status=new_status,
+                hint=hint,
+                generation=generation,
+                x_prev=x,
+                x_step=x_new,
+                moving=moving,
+                origin=slots.origin,
+                origin_hint=slots.origin_hint,
+                t_release=slots.t_release,
+                index=slots.index,
+                keys=slots.keys,
+                block=block_id,
+                n_blocks=n_blocks,
+            )
             x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
             exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
             if carries:
@@ -233,7 +250,7 @@ def advance_local(field, integrator, boundary, particles, args, times, state: St
     order = jnp.arange(n, dtype=jnp.int32)
     (rows, lost, courant, _, order), frames = jax.lax.scan(one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype))
     x, status, exit_time, hint, variables, generation = (_in_slot_order(a, order) for a in rows)
-    return State(x, status, exit_time, hint, variables, generation, lost, state.step + saves * save_every, courant), frames
+    return State(x=x, status=status, exit_time=exit_time, hint=hint, variables=variables, generation=generation, lost=lost, step=state.step + saves * save_every, courant=courant), frames
 
 
 def _in_slot_order(rows, order):
@@ -249,7 +266,7 @@ def frame_of(field, args, t, x, status, hint, variables, generation, record_velo
     if record_velocity:
         v, _ = field.velocity_batch(t, x, args, hint)
         v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
-    return Frame(x, status, v, field.sample_batch(t, x, hint), generation, variables)
+    return Frame(positions=x, status=status, velocities=v, samples=field.sample_batch(t, x, hint), generation=generation, variables=variables)
 
 
 def step_courant(field, before, x, status, hint):
@@ -290,23 +307,22 @@ def _updated(particles, field, args, t, x, variables, hint, mask):
 
 
 @eqx.filter_jit
-def advance(modules: Modules, times: Times, state: State, slots: Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh, given: tuple = ()):
+def advance(pieces: RunPieces, times: Times, state: State, slots: Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh, given: tuple = ()):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
-    dynamic, static = eqx.partition(modules, eqx.is_array)
+    dynamic, static = eqx.partition(pieces, eqx.is_array)
     n_blocks = blocks * (1 if mesh is None else mesh.size)
 
     def local(dynamic, times, state, slots):
-        m = eqx.combine(dynamic, static)
-        return advance_local(m.field, m.integrator, m.boundary, m.particles, m.args, times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity, given=given)
+        return advance_local(eqx.combine(dynamic, static), times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity, given=given)
 
     if mesh is None:
         return local(dynamic, times, state, slots)
     p = PartitionSpec("particles")
-    state_spec = State(p, p, p, p, p, p, p, PartitionSpec(), p)
+    state_spec = State(x=p, status=p, exit_time=p, hint=p, variables=p, generation=p, lost=p, step=PartitionSpec(), courant=p)
     fn = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, Slots(p, p, p, p, p)),
+        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, Slots(t_release=p, keys=p, origin=p, origin_hint=p, index=p)),
         out_specs=(state_spec, PartitionSpec(None, "particles")),
         check_vma=False,
     )
@@ -314,12 +330,12 @@ def advance(modules: Modules, times: Times, state: State, slots: Slots, *, saves
 
 
 @eqx.filter_jit
-def locate_seeds(modules: Modules, t0, state: State, *, record_velocity: bool, restarts: bool):
+def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
     """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
     box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`.
     A particle model's variables start at its initial values there, but for those `state`
     already holds (given by the run). Returns the state and frame 0."""
-    field, particles, args = modules.field, modules.particles, modules.args
+    field, particles, args = pieces.field, pieces.particles, pieces.args
     x, hint = field.settle_batch(t0, state.x, state.hint)  # seeds below a layered sea floor start on it
     state = eqx.tree_at(lambda s: s.x, state, x)
     hint, inside = field.locate_batch(state.x, hint)
@@ -332,7 +348,7 @@ def locate_seeds(modules: Modules, t0, state: State, *, record_velocity: bool, r
     variables = state.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, state.x, args, hint), **variables}
-    state = State(state.x, status, exit_time, hint, variables, state.generation, state.lost, state.step, state.courant)
+    state = State(x=state.x, status=status, exit_time=exit_time, hint=hint, variables=variables, generation=state.generation, lost=state.lost, step=state.step, courant=state.courant)
     return state, frame_of(field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity)
 
 

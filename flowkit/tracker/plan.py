@@ -1,22 +1,28 @@
-"""Host-side planning of a run: block sizes per platform, buckets, the checks of its pieces,
-its time grid, and the restart origins' cells."""
+"""Host-side planning of a run: its inputs checked and resolved once (`prepare` -> `RunPlan`),
+the checks of its pieces, its time grid, block sizes per platform, buckets and the restart
+origins' cells."""
 
 import logging
 import math
-import os
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Float
 
+from .. import _dtypes
 from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
 from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
+from ..io.stream import StreamedField, refuse_streamed
 from ..particles.base import AbstractParticles, Tracer, is_tracer
+from .courant import AUTO, DEFAULT_COURANT, auto_dt
+from .kernel import RunPieces
 
 _log = logging.getLogger("flowkit")
 
@@ -58,8 +64,8 @@ def check_pieces(field, integrator, boundary, key):
         raise TypeError(f"integrator must be a flowkit integrator, got {type(integrator).__name__}")
     if not isinstance(boundary, AbstractBoundary):
         raise TypeError(f"boundary must be a flowkit boundary, got {type(boundary).__name__}")
-    if getattr(field, "components", field.dim) != field.dim:
-        raise ValueError(f"field: a velocity field needs {field.dim} components, this one has {field.components}")
+    if field.value_components() != field.dim:
+        raise ValueError(f"field: a velocity field needs {field.dim} components, this one has {field.value_components()}")
     if integrator.stochastic and key is None:
         raise ValueError(f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)")
     boundary = boundary.bind(field)
@@ -168,10 +174,10 @@ def locate_origins(field, boundary, seeds, origins) -> Hints:
     inside = np.asarray(locate(jnp.asarray(seeds, dtype), unknown)[1])
     hints, lands = locate(jnp.asarray(origins, dtype), unknown)
     hints, lands = jax.tree.map(np.array, hints), np.array(lands)
-    region = getattr(boundary, "inlet", None)
+    region = boundary.origin_region
     if region is not None:
         scale = 1e-9 * np.max(np.asarray(field.bounds[1]) - np.asarray(field.bounds[0]))
-        lands &= np.all((origins >= np.asarray(region.lo) - scale) & (origins <= np.asarray(region.hi) + scale), axis=1)
+        lands &= np.all((origins >= region[0] - scale) & (origins <= region[1] + scale), axis=1)
     bad = inside & ~lands
     if bad.any():
         raise ValueError(
@@ -213,35 +219,121 @@ def check_particle_state(particle_state, particles, n: int) -> dict[str, np.ndar
     return given
 
 
-def available_memory() -> int:
-    """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it)."""
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+class RunPlan(eqx.Module):
+    """A run's inputs, checked and resolved once (`prepare`): what both ways of running it
+    start from, the traced program (`grad`, `jit`, `vmap`) and the chunked host driver
+    (`TrackRun`, which adds only the devices, blocks and chunks)."""
+
+    pieces: RunPieces
+    """Field (a streamed field's template), integrator, bound boundary, resolved particle model
+    and `args`, floating leaves in `dtype`."""
+    stream: StreamedField | None
+    seeds: Float[Any, "N dim"]
+    """Start positions (float64 on the host, or traced), an inlet's spare slots appended at its
+    parking place."""
+    t_release: Float[Any, " N"]
+    """Release times; spare slots wait for the inlet (infinity)."""
+    given: dict
+    """Starting values of the particle model's variables given per seed (`particle_state`)."""
+    origins: Float[Any, "N dim"]
+    """Where a restarting boundary puts each slot back."""
+    origin_hints: Hints | None
+    """Where the `origins` lie, located once on the host where the boundary restarts slots
+    there (`grid` inlets); None otherwise."""
+    saved_times: np.ndarray
+    key: Any
+    t0: float
+    t1: float
+    dt: float
+    n_steps: int
+    save_every: int
+    n_saves: int
+    dtype: np.dtype
+    record_velocity: bool
+    traced: bool
 
 
-def check_memory(host: int, device: int, per_particle: int, budget: int, batch: int) -> None:
-    """Refuse, before anything is allocated, a run whose frames (`host` bytes) exceed 80 % of
-    the host memory available, naming the store that takes it to completion; or whose batch
-    (`device` bytes, `per_particle` of them per particle) exceeds the device `budget`, naming
-    the `batch_size` that fits."""
-    available = available_memory()
-    if host > 0.8 * available:  # (a store needs only a chunk of frames at a time)
-        raise MemoryError(
-            f"the run's frames need {_size(host)} of host memory and {_size(available)} are available: stream them to a store (output='tracks.zarr'; output.store=true in the app), which finishes the run in bounded memory, or save fewer frames (a larger save_every)"
-        )
-    if device > budget:
-        fits = int(0.9 * (budget - (device - batch * per_particle)) // max(per_particle, 1))  # 0.9: room for the padding of blocks
-        if fits < 1:
-            raise MemoryError(f"the field needs {_size(device - batch * per_particle)} of the device's {_size(budget)}: read it with stream=True (time windows on the device)")
-        fits = int(float(f"{fits:.2g}")) if fits >= 100 else fits
-        raise MemoryError(f"a batch of {batch} particles needs {_size(device)} of device memory and {_size(budget)} may be used: give batch_size={fits} (or less)")
+def prepare(
+    field: AbstractField,
+    seeds,
+    t0: float | str,
+    t1: float | str,
+    dt: float | str,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
+    save_every: int | str = 1,
+    *,
+    t_release=None,
+    args=None,
+    key=None,
+    record_velocity: bool = False,
+    dtype="float32",
+    particles: AbstractParticles | None = None,
+    particle_state: dict | None = None,
+    courant: float = DEFAULT_COURANT,
+) -> RunPlan:
+    """Check and resolve a run's inputs (the arguments of `fk.track`), before anything is
+    compiled or placed on a device. Errors name the parameter."""
+    traced = is_traced((seeds, field, args, t_release, particles, particle_state))
+    stream = field if isinstance(field, StreamedField) else None
+    if stream is not None:
+        if traced:
+            refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
+        field = stream.template
+    integrator, boundary = check_pieces(field, integrator, boundary, key)
+    dtype = _dtypes.resolve(dtype)
+    origin = (stream or field).time_origin
+    t0, t1 = _seconds(t0, "t0", origin), _seconds(t1, "t1", origin)
+    if isinstance(dt, str) and dt == AUTO:
+        if is_traced(field):
+            raise ValueError("dt='auto' reads the field's data on the host; with a traced field (grad, jit, vmap over its parameters) give dt in seconds")
+        dt = auto_dt(stream or field, t0, t1, save_every, courant)
+    else:
+        dt = _seconds(dt, "dt", duration=True)
+    particles = check_particles(particles, integrator, field, dt)
+    n_steps, save_every, n_saves, saved_times = time_plan(stream or field, t0, t1, dt, save_every)
+    spare = boundary.extra_slots
+    if spare and traced:
+        raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
+    seeds, t_release = check_seeds(field, seeds, t0, t1, t_release, spare)
+    given = check_particle_state(particle_state, particles, seeds.shape[0])
+    if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
+        if dt < 0:
+            raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
+        if given:
+            raise ValueError(f"particle_state: {type(boundary).__name__} releases particles of its own; their variables start at the model's initial values, so give none")
+        seeds = np.concatenate([seeds, np.repeat(np.asarray(boundary.parking, np.float64)[None], spare, axis=0)])
+        t_release = np.concatenate([t_release, np.full(spare, np.inf)])
+    origins = boundary.origins(seeds)
+    origin_hints = locate_origins(field, boundary, seeds, origins) if boundary.restarts_at_origins and not traced else None
+    pieces = _dtypes.cast_floating(RunPieces(field=field, integrator=integrator, boundary=boundary, particles=particles, args=args), dtype)
+    return RunPlan(
+        pieces=pieces,
+        stream=stream,
+        seeds=seeds,
+        t_release=t_release,
+        given=given,
+        origins=origins,
+        origin_hints=origin_hints,
+        saved_times=saved_times,
+        key=key,
+        t0=t0,
+        t1=t1,
+        dt=dt,
+        n_steps=n_steps,
+        save_every=save_every,
+        n_saves=n_saves,
+        dtype=dtype,
+        record_velocity=bool(record_velocity),
+        traced=traced,
+    )
 
 
-def _size(n: int) -> str:
-    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+def _seconds(value, name: str, origin=None, *, duration: bool = False) -> float:
+    """A time parameter in seconds (`as_seconds`); a traced one is refused, since the times set
+    the number of steps, which shapes the program."""
+    if is_traced(value):
+        raise TypeError("t0, t1 and dt set the number of steps and must be concrete numbers, not traced values")
+    if isinstance(value, jax.Array):
+        value = float(value)
+    return as_seconds(value, name, origin, duration=duration)

@@ -1,10 +1,12 @@
 """`TrackRun`: a planned run and the driver loop that calls the compiled chunk, batch after
 batch and chunk after chunk, writing the frames to memory or a zarr store."""
 
+import dataclasses
 import logging
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -13,16 +15,16 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _dtypes
 from .._status import Status
-from .._time import as_seconds
 from ..io.atomic import refuse_existing
 from ..io.sinks import MemorySink, ZarrSink
-from ..io.stream import StreamedField, WindowFeeder, device_budget, plan_windows, swap_window
+from ..io.stream import WindowFeeder, device_budget, plan_windows, swap_window
 from ..trajectory import RunStats, Trajectory
 from .cache import compiled_program
-from .courant import AUTO, DEFAULT_COURANT, auto_dt, has_cells, report
+from .courant import DEFAULT_COURANT, has_cells, report
 from .identity import run_identity
-from .kernel import Modules, Slots, State, Times, is_due, locate_seeds, particle_keys
-from .plan import CHUNK_BYTES, block_size, bucket_size, check_memory, check_particle_state, check_particles, check_pieces, check_seeds, locate_origins, time_plan
+from .kernel import RunPieces, Slots, State, Times, is_due, locate_seeds, particle_keys
+from .memory import check_memory
+from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare
 
 _log = logging.getLogger("flowkit")
 
@@ -52,6 +54,9 @@ class TrackRun:
         key=None,
         record_velocity=False,
         dtype="float32",
+        particles=None,
+        particle_state=None,
+        courant=DEFAULT_COURANT,
         batch_size=None,
         devices=None,
         chunk_saves=None,
@@ -61,78 +66,70 @@ class TrackRun:
         warmup=False,
         part=None,
         block_policy=None,
-        particles=None,
-        particle_state=None,
-        courant=DEFAULT_COURANT,
         overwrite=False,
         resume=False,
     ):
-        self.stream = field if isinstance(field, StreamedField) else None
-        if self.stream is not None:
-            field = self.stream.template
-        integrator, boundary = check_pieces(field, integrator, boundary, key)
-        self.dtype = _dtypes.resolve(dtype)
-        origin = (self.stream or field).time_origin
-        t0, t1 = as_seconds(t0, "t0", origin), as_seconds(t1, "t1", origin)
-        dt = auto_dt(self.stream or field, t0, t1, save_every, courant) if isinstance(dt, str) and dt == AUTO else as_seconds(dt, "dt", duration=True)
-        particles = check_particles(particles, integrator, field, dt)
-        self.n_steps, self.save_every, self.n_saves, self.times = time_plan(self.stream or field, t0, t1, dt, save_every)
-        direction = 1.0 if dt > 0 else -1.0
-        self.t0, self.t1, self.dt = t0, t1, dt
-        self.record_velocity = bool(record_velocity)
-        self.progress = progress
-        self.key = key
+        inputs = dict(t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype, particles=particles, particle_state=particle_state, courant=courant)
+        plan = prepare(field, seeds, t0, t1, dt, integrator, boundary, save_every, **inputs)
+        self._lay_out(plan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume)
 
-        spare = boundary.extra_slots
-        seeds, t_release = check_seeds(field, seeds, t0, t1, t_release, spare)
-        given = check_particle_state(particle_state, particles, len(seeds))
-        part_index, part_count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
-        if not 0 <= part_index < part_count:
-            raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
-        self.first_particle = 0
-        if part_count > 1:  # this process's contiguous share; keys and slot indices stay global
-            if spare:
-                raise ValueError(f"boundary: {type(boundary).__name__} releases into one shared set of slots; run it in a single process (part=(0, 1))")
-            total = len(seeds)
-            self.first_particle, stop = (total * i // part_count for i in (part_index, part_index + 1))
-            seeds, t_release = seeds[self.first_particle : stop], t_release[self.first_particle : stop]
-            given = {name: a[self.first_particle : stop] for name, a in given.items()}
-            if len(seeds) == 0:
-                raise ValueError(f"part {part_index} of {part_count} holds none of the {total} seeds; use fewer processes")
-            if output is not None:  # one store per share, never two writers on one store
-                output = Path(output).with_name(f"{Path(output).stem}.part{part_index}{Path(output).suffix}")
-        if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
-            if dt < 0:
-                raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
-            if batch_size is not None and int(batch_size) < len(seeds) + spare:
-                raise ValueError(f"batch_size: {type(boundary).__name__} fills slots during the run, so all {len(seeds) + spare} slots must be tracked in one batch")
-            parked = np.asarray(boundary.parking, np.float64)
-            seeds = np.concatenate([seeds, np.repeat(parked[None], spare, axis=0)])
-            if given:
-                raise ValueError(f"particle_state: {type(boundary).__name__} releases particles of its own; their variables start at the model's initial values, so give none")
-            t_release = np.concatenate([t_release, np.full(spare, np.inf)])
-        n = seeds.shape[0]
+    @classmethod
+    def from_plan(cls, plan: RunPlan, *, batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None, block_policy=None, overwrite=False, resume=False) -> "TrackRun":
+        """The run of a `prepare`d plan, laid out on `devices` (the other arguments as for `fk.track`)."""
+        run = cls.__new__(cls)
+        run._lay_out(plan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume)
+        return run
+
+    def _lay_out(self, plan: RunPlan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume):
+        """This process's share of the plan's particles over the devices, in blocks and chunks;
+        the pieces placed on the devices; the memory checked."""
+        self.n_particles_total = plan.seeds.shape[0]
+        plan, output, self.first_particle = _share(plan, part, output)
+        self.plan, self.progress, self.warmup = plan, progress, bool(warmup)
+        n = plan.seeds.shape[0]
+        if batch_size is not None and plan.pieces.boundary.extra_slots and int(batch_size) < n:
+            raise ValueError(f"batch_size: {type(plan.pieces.boundary).__name__} fills slots during the run, so all {n} slots must be tracked in one batch")
         if resume and output is None:
             raise ValueError("resume=True continues a streamed store: give output= the store a run began")
         if output is not None and not resume:
             refuse_existing(output, overwrite, " (a trajectory store; resume=True continues the run that made it)")
-        self.output = output
-        self.resume = bool(resume)
-        self.origins = np.asarray(boundary.origins(seeds), np.float64)
-        self.origin_hints = field.hints(n, self.dtype, np)
-        if boundary.restarts_at_origins:
-            located = locate_origins(field, boundary, seeds, self.origins)
-            self.origin_hints = jax.tree.map(lambda a, like: a.astype(like.dtype), located, self.origin_hints)
+        self.output, self.resume = output, bool(resume)
+        dtype = plan.dtype
+        self.origin_hints = plan.pieces.field.hints(n, dtype, np)
+        if plan.origin_hints is not None:
+            self.origin_hints = jax.tree.map(lambda a, like: a.astype(like.dtype), plan.origin_hints, self.origin_hints)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()
-        if not integrator.shardable:
+        if not plan.pieces.integrator.shardable:
             devices = devices[:1]
         self.devices = devices
         self.mesh = Mesh(np.array(devices), ("particles",)) if len(devices) > 1 else None
         replicated = NamedSharding(self.mesh, PartitionSpec()) if self.mesh else jax.sharding.SingleDeviceSharding(devices[0])
         self._particle_sharding = NamedSharding(self.mesh, PartitionSpec("particles")) if self.mesh else replicated
+        self._replicated = replicated
+        self._lay_out_blocks(batch_size, block_policy, bucket)
+        self._lay_out_chunks(chunk_saves)
 
+        pieces = plan.pieces
+        if plan.stream is not None:
+            pieces = dataclasses.replace(pieces, field=_dtypes.cast_floating(plan.stream.window_field(self.window_width), dtype))
+        self._check_memory(pieces.field)
+        dynamic, static = eqx.partition(pieces, eqx.is_array)
+        self.pieces = eqx.combine(jax.device_put(dynamic, replicated), static)
+        scalar = lambda v: jax.device_put(np.asarray(v, dtype), replicated)  # noqa: E731
+        self.run_times = Times(t0=scalar(plan.t0), dt=scalar(plan.dt), t1=scalar(plan.t1))
+        self.compile_s = 0.0
+        self._compiled = None
+        self.identity = None
+        if output is not None:  # what a store records of the run, for resume
+            settings = dict(t0=plan.t0, t1=plan.t1, dt=plan.dt, save_every=plan.save_every, n_saves=plan.n_saves, batch_size=self.batch_size, padded=self.padded_batch, dtype=dtype.name, record_velocity=plan.record_velocity, part=self.first_particle)
+            series = None if plan.stream is None else (plan.stream.source.description, plan.stream.times.tolist())
+            self.identity = run_identity(self.pieces, plan.seeds, plan.t_release, settings, plan.key, series)
+
+    def _lay_out_blocks(self, batch_size, block_policy, bucket):
+        """Batches of at most `batch_size` particles, each split over the devices into blocks."""
+        n, devices = self.n_particles, self.devices
         batch = n if batch_size is None else min(int(batch_size), n)
         if batch < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -149,59 +146,44 @@ class TrackRun:
         self.blocks = blocks
         self.padded_batch = len(devices) * blocks * block
 
-        frame_bytes = self.padded_batch * field.dim * self.dtype.itemsize * (2 if record_velocity else 1)
+    def _lay_out_chunks(self, chunk_saves):
+        """Saves per chunk: the frames a chunk keeps on the device are bounded (and a progress
+        bar updates ~20 times); a streamed field's chunks follow its time windows."""
+        plan = self.plan
+        frame_bytes = self.padded_batch * plan.pieces.field.dim * plan.dtype.itemsize * (2 if plan.record_velocity else 1)
         max_saves = max(1, CHUNK_BYTES // frame_bytes)
-        if progress:
-            max_saves = min(max_saves, max(1, math.ceil(self.n_saves / 20)))
+        if self.progress:
+            max_saves = min(max_saves, max(1, math.ceil(plan.n_saves / 20)))
         if chunk_saves is not None:
             max_saves = int(chunk_saves)
-        self.n_chunks = math.ceil(self.n_saves / max_saves)
-        self.chunk_saves = math.ceil(self.n_saves / self.n_chunks)
+        self.n_chunks = math.ceil(plan.n_saves / max_saves)
+        self.chunk_saves = math.ceil(plan.n_saves / self.n_chunks)
         self.window_starts = None
-        if self.stream is not None:  # a window of slices per chunk, of one width
+        if plan.stream is not None:  # a window of slices per chunk, of one width
             self.chunk_saves, self.window_width, self.window_starts = self._plan_windows(self.chunk_saves)
             self.n_chunks = len(self.window_starts)
-            field = self.stream.window_field(self.window_width)
 
-        # memory, estimated before anything is allocated: the frames on the host, a batch on the device
-        copies = len(devices) if devices[0].platform == "cpu" else 1
-        per_particle = self.dtype.itemsize * (4 * field.dim + 8) + 16 + self.chunk_saves * (field.dim * self.dtype.itemsize * (2 if record_velocity else 1) + 1)
-        frame_memory = lambda count, saves: MemorySink.nbytes(count, saves, field.dim, self.dtype, self.record_velocity, boundary.restarts)  # noqa: E731
-        self.host_bytes = frame_memory(min(self.padded_batch, n), self.chunk_saves) + (0 if output is not None else frame_memory(n, self.n_saves + 1))  # a chunk copied off the device, and the sink
+    def _check_memory(self, field):
+        """The frames on the host and a batch on the device, estimated before anything is allocated."""
+        plan, dim, itemsize = self.plan, field.dim, self.plan.dtype.itemsize
+        copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
+        per_particle = itemsize * (4 * dim + 8) + 16 + self.chunk_saves * (dim * itemsize * (2 if plan.record_velocity else 1) + 1)
+        frame_memory = lambda count, saves: MemorySink.nbytes(count, saves, dim, plan.dtype, plan.record_velocity, plan.pieces.boundary.restarts)  # noqa: E731
+        self.host_bytes = frame_memory(min(self.padded_batch, self.n_particles), self.chunk_saves) + (0 if self.output is not None else frame_memory(self.n_particles, plan.n_saves + 1))  # a chunk copied off the device, and the sink
         check_memory(self.host_bytes, field.nbytes * copies + self.padded_batch * per_particle, per_particle, device_budget(), self.padded_batch)
-
-        modules = _dtypes.cast_floating(Modules(field, integrator, boundary, particles, args), self.dtype)
-        dynamic, static = eqx.partition(modules, eqx.is_array)
-        self.modules = eqx.combine(jax.device_put(dynamic, replicated), static)
-        scalar = lambda v: jax.device_put(np.asarray(v, self.dtype), replicated)  # noqa: E731
-        self.run_times = Times(scalar(t0), scalar(dt), scalar(t1))
-        self.seeds = seeds
-        self.given = given
-        self.t_release = t_release
-        self.boundary = boundary
-        self.restarts = bool(boundary.restarts)
-        self._direction = direction
-        self._replicated = replicated
-        self.compile_s = 0.0
-        self._compiled = None
-        self.warmup = bool(warmup)
-        self.identity = None
-        if output is not None:  # what a store records of the run, for resume
-            settings = dict(t0=t0, t1=t1, dt=dt, save_every=self.save_every, n_saves=self.n_saves, batch_size=self.batch_size, padded=self.padded_batch, dtype=self.dtype.name, record_velocity=self.record_velocity, part=self.first_particle)
-            series = None if self.stream is None else (self.stream.source.description, self.stream.times.tolist())
-            self.identity = run_identity(self.modules, seeds, t_release, settings, key, series)
 
     def _plan_windows(self, chunk_saves: int):
         """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
         `chunk_saves` saves) whose windows fit `max_device_bytes`, one width for all."""
-        stream, itemsize = self.stream, self.dtype.itemsize
+        plan = self.plan
+        stream, itemsize = plan.stream, plan.dtype.itemsize
         copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
         limit = min(stream.max_window(itemsize, copies), stream.n_slices)
-        tol = 8 * float(np.finfo(self.dtype).eps) * max(abs(self.t0), abs(self.t1), abs(self.t1 - self.t0))
+        tol = 8 * float(np.finfo(plan.dtype).eps) * max(abs(plan.t0), abs(plan.t1), abs(plan.t1 - plan.t0))
         while True:
-            n_chunks = math.ceil(self.n_saves / chunk_saves)
-            chunk_saves = math.ceil(self.n_saves / n_chunks)
-            edges = self.times[np.minimum(np.arange(n_chunks + 1) * chunk_saves, self.n_saves)]  # chunks end at saved times
+            n_chunks = math.ceil(plan.n_saves / chunk_saves)
+            chunk_saves = math.ceil(plan.n_saves / n_chunks)
+            edges = plan.saved_times[np.minimum(np.arange(n_chunks + 1) * chunk_saves, plan.n_saves)]  # chunks end at saved times
             width, starts = plan_windows(stream.times, np.sort(np.stack([edges[:-1], edges[1:]], axis=1), axis=1), tol)
             if width <= limit:
                 return chunk_saves, width, starts
@@ -209,145 +191,198 @@ class TrackRun:
                 raise ValueError(
                     f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays ({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of {limit} "
                     f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, one copy per CPU device), but one save interval "
-                    f"(save_every={self.save_every} steps of dt={self.dt}) spans {width}; "
+                    f"(save_every={plan.save_every} steps of dt={plan.dt}) spans {width}; "
                     "lower save_every or raise max_device_bytes"
                 )
             chunk_saves = max(1, min(chunk_saves - 1, chunk_saves * max(limit - 2, 1) // width))
 
     def _kwargs(self):
-        return dict(saves=self.chunk_saves, save_every=self.save_every, blocks=self.blocks, record_velocity=self.record_velocity, mesh=self.mesh, given=tuple(sorted(self.given)))
+        return dict(saves=self.chunk_saves, save_every=self.plan.save_every, blocks=self.blocks, record_velocity=self.plan.record_velocity, mesh=self.mesh, given=tuple(sorted(self.plan.given)))
 
-    def initial_state(self, start: int = 0, modules=None):
+    def initial_state(self, start: int = 0, pieces: RunPieces | None = None):
         """Device state and per-slot inputs of the batch of particles starting at `start`, and
-        its frame 0 (evaluated with `modules`, default the run's own)."""
+        its frame 0 (evaluated with `pieces`, default the run's own)."""
+        plan, dtype = self.plan, self.plan.dtype
+        direction = 1.0 if plan.dt > 0 else -1.0
         stop = min(start + self.batch_size, self.n_particles)
         pad = self.padded_batch - (stop - start)
         padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start : start + 1], pad)])  # noqa: E731
-        x = padded(self.seeds, lambda first, k: np.repeat(first, k, axis=0))
-        t_rel = padded(self.t_release, lambda _, k: np.full(k, self._direction * np.inf))
-        due = is_due(self.t0, t_rel, self.dt)
-        status = np.where(due, Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)
+        repeated = lambda a: padded(a, lambda first, k: np.repeat(first, k, axis=0))  # noqa: E731
+        t_rel = padded(plan.t_release, lambda _, k: np.full(k, direction * np.inf))
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
-        count = len(x)
+        count, per_block = self.padded_batch, len(self.devices) * self.blocks
         state = State(
-            put(x.astype(self.dtype)),
-            put(status),
-            put(np.full(count, self._direction * np.inf, self.dtype)),
-            jax.tree.map(put, self.modules.field.hints(count, self.dtype, np)),
-            {name: put(padded(a, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)) for name, a in self.given.items()},
-            put(np.zeros(count, np.int32)),
-            put(np.zeros(len(self.devices) * self.blocks, np.int32)),
-            jax.device_put(np.int32(0), self._replicated),
-            put(np.zeros(len(self.devices) * self.blocks, self.dtype)),
+            x=put(repeated(plan.seeds).astype(dtype)),
+            status=put(np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)),
+            exit_time=put(np.full(count, direction * np.inf, dtype)),
+            hint=jax.tree.map(put, self.pieces.field.hints(count, dtype, np)),
+            variables={name: put(repeated(a).astype(dtype)) for name, a in plan.given.items()},
+            generation=put(np.zeros(count, np.int32)),
+            lost=put(np.zeros(per_block, np.int32)),
+            step=jax.device_put(np.int32(0), self._replicated),
+            courant=put(np.zeros(per_block, dtype)),
         )
-        state, frame = locate_seeds(self.modules if modules is None else modules, self.run_times.t0, state, record_velocity=self.record_velocity, restarts=self.restarts)
+        state, frame = locate_seeds(self.pieces if pieces is None else pieces, self.run_times.t0, state, record_velocity=plan.record_velocity, restarts=self.restarts)
         slots = Slots(
-            put(t_rel.astype(self.dtype)),
-            put(particle_keys(self.key, self.first_particle + start, count)),
-            put(padded(self.origins, lambda first, k: np.repeat(first, k, axis=0)).astype(self.dtype)),
-            jax.tree.map(lambda a: put(padded(a, lambda first, k: np.repeat(first, k, axis=0))), self.origin_hints),
-            put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
+            t_release=put(t_rel.astype(dtype)),
+            keys=put(particle_keys(plan.key, self.first_particle + start, count)),
+            origin=put(repeated(np.asarray(plan.origins, np.float64)).astype(dtype)),
+            origin_hint=jax.tree.map(lambda a: put(repeated(a)), self.origin_hints),
+            index=put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
         )
         return state, slots, frame
 
+    @property
+    def restarts(self) -> bool:
+        return bool(self.plan.pieces.boundary.restarts)
+
     def _with_window(self, leaves, times):
-        """The run's modules with the field's time window replaced (same shapes: no recompile)."""
-        return self.modules._replace(field=swap_window(self.modules.field, leaves, times))
+        """The run's pieces with the field's time window replaced (same shapes: no recompile)."""
+        return dataclasses.replace(self.pieces, field=swap_window(self.pieces.field, leaves, times))
 
     def compile(self):
         """Compile (or fetch from the cache) the chunk program, once per run; returns it."""
         if self._compiled is None:
             state, slots, _ = self.initial_state()
-            self._compiled, seconds = compiled_program((self.modules, self.run_times, state, slots), self._kwargs())
+            self._compiled, seconds = compiled_program((self.pieces, self.run_times, state, slots), self._kwargs())
             self.compile_s += seconds
         return self._compiled
 
     def advance(self, state, slots):
         """Run one chunk; returns the new state and the chunk's saved frames (a `Frame`)."""
-        if self.stream is not None:
+        if self.plan.stream is not None:
             raise TypeError("advance: a streamed field needs its time windows swapped in between chunks; use run()")
-        return self.compile()(self.modules, self.run_times, state, slots)
+        return self.compile()(self.pieces, self.run_times, state, slots)
 
     def run(self):
         """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
-        compiled = self.compile()
-        warmup_s = 0.0
-        if self.warmup:  # one chunk of the first batch, results dropped: first-call costs stay out of run_s
-            start_time = time.perf_counter()
-            state, slots, _ = self.initial_state()
-            jax.block_until_ready(compiled(self.modules, self.run_times, state, slots))
-            warmup_s = time.perf_counter() - start_time
-        n, dim = self.n_particles, self.seeds.shape[1]
-        frames = self.n_saves + 1
-        if self.output is not None:
-            sink = ZarrSink(self.output, n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, self.chunk_saves, run=self.identity, batch_size=self.batch_size, resume=self.resume)
-        else:
-            sink = MemorySink(n, self.times, dim, self.dtype, self.t_release, self.record_velocity, self.restarts, Trajectory)
-        bar = _progress_bar(self.progress, n * self.n_steps)
-        outside = lost = ashore = 0
-        courant = 0.0
-        windows = feeder = None
-        batches = range(sink.batches_done * self.batch_size, n, self.batch_size)  # a resumed store: the batches it lacks
+        plan, compiled = self.plan, self.compile()
+        warmup_s = self._warm_up(compiled) if self.warmup else 0.0
+        sink = self._sink()
+        batches = range(sink.batches_done * self.batch_size, self.n_particles, self.batch_size)  # a resumed store: the batches it lacks
         if sink.batches_done:
-            _log.info("resume: %s holds %d of %d batches; tracking the other %d", self.output, sink.batches_done, math.ceil(n / self.batch_size), len(batches))
-        if self.stream is not None:  # windows of the series, read one ahead in a background thread
-            feeder = WindowFeeder(self.stream, self.window_width, self.dtype, self._replicated)
+            _log.info("resume: %s holds %d of %d batches; tracking the other %d", self.output, sink.batches_done, math.ceil(self.n_particles / self.batch_size), len(batches))
+        feeder = windows = None
+        if plan.stream is not None:  # windows of the series, read one ahead in a background thread
+            feeder = WindowFeeder(plan.stream, self.window_width, plan.dtype, self._replicated)
             windows = feeder.windows(np.tile(self.window_starts, len(batches)))
-        next_modules = lambda: self.modules if windows is None else self._with_window(*next(windows))  # noqa: E731
+        tally = _Tally(bar=_progress_bar(self.progress, self.n_particles * plan.n_steps))
         start_time = time.perf_counter()
-        chunk = 0
         try:
             for start in batches:
-                stop = min(start + self.batch_size, n)
-                count = stop - start
-                particles = slice(start, stop)
-                modules = next_modules()
-                state, slots, frame0 = self.initial_state(start, modules)
-                outside += int(np.sum(np.asarray(frame0.status)[:count] == Status.OUT_OF_DOMAIN))
-                ashore += int(np.sum(np.asarray(frame0.status)[:count] == Status.BEACHED))
-                frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
-                given = self.seeds[None, start:stop].astype(self.dtype)
-                settled = np.where(frame0.positions == given, given, frame0.positions)  # as given, but where the field settled a seed (below a sea floor)
-                sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, settled))
-                for chunk in range(self.n_chunks):
-                    if chunk:
-                        modules = next_modules()
-                    state, chunk_frames = compiled(modules, self.run_times, state, slots)
-                    first = 1 + chunk * self.chunk_saves
-                    last = min(first + self.chunk_saves, frames)
-                    sink.write_frames(slice(first, last), particles, jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
-                    if bar is not None:
-                        steps_done = min((chunk + 1) * self.chunk_saves * self.save_every, self.n_steps) - min(chunk * self.chunk_saves * self.save_every, self.n_steps)
-                        bar.update(count * steps_done)
-                sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
-                lost += int(np.sum(np.asarray(state.lost)))
-                courant = max(courant, float(np.max(np.asarray(state.courant))))
-                sink.batch_done()
+                self._track_batch(compiled, start, sink, tally, lambda: self.pieces if windows is None else self._with_window(*next(windows)))
         except KeyboardInterrupt:
-            t = self.times[min(chunk * self.chunk_saves, self.n_saves)]
-            kept = (
-                f"{sink.batches_done} of {math.ceil(n / self.batch_size)} batches are in {self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run"
-                if self.output is not None
-                else "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
-            )
-            raise Interrupted(f"interrupted at t = {t:g}: {kept}") from None
+            raise Interrupted(self._interrupted(sink, tally.chunk)) from None
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
         run_s = time.perf_counter() - start_time
-        if bar is not None:
-            bar.close()
-        if outside:
-            _log.warning("%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside", outside, n)
-        if ashore:
-            _log.warning("%d of %d seeds lie on land: they start BEACHED", ashore, n)
-        if lost:
-            _log.warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", lost, self.boundary.extra_slots)
         streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
-        courant = courant if has_cells(self.modules.field) else None
-        report(courant, self.dt, self.modules.integrator)
-        stats = RunStats(n, self.n_steps, frames, self.dtype.name, self.devices[0].platform, len(self.devices), self.compile_s, run_s, lost, warmup_s, courant=courant, **streamed)
-        return sink.finish(stats)
+        return sink.finish(self._stats(tally, run_s, warmup_s, streamed))
+
+    def _warm_up(self, compiled) -> float:
+        """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""
+        start_time = time.perf_counter()
+        state, slots, _ = self.initial_state()
+        jax.block_until_ready(compiled(self.pieces, self.run_times, state, slots))
+        return time.perf_counter() - start_time
+
+    def _sink(self):
+        plan, n, dim = self.plan, self.n_particles, self.plan.seeds.shape[1]
+        if self.output is not None:
+            return ZarrSink(self.output, n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts, self.chunk_saves, run=self.identity, batch_size=self.batch_size, resume=self.resume)
+        return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts, Trajectory)
+
+    def _track_batch(self, compiled, start: int, sink, tally: "_Tally", next_pieces) -> None:
+        """The batch of particles from `start`: frame 0, then chunk after chunk into `sink`."""
+        plan = self.plan
+        stop = min(start + self.batch_size, self.n_particles)
+        count, particles = stop - start, slice(start, stop)
+        pieces = next_pieces()
+        state, slots, frame0 = self.initial_state(start, pieces)
+        status0 = np.asarray(frame0.status)[:count]
+        tally.outside += int(np.sum(status0 == Status.OUT_OF_DOMAIN))
+        tally.ashore += int(np.sum(status0 == Status.BEACHED))
+        frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
+        given = plan.seeds[None, start:stop].astype(plan.dtype)
+        settled = np.where(frame0.positions == given, given, frame0.positions)  # as given, but where the field settled a seed (below a sea floor)
+        sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, settled))
+        steps_per_chunk = self.chunk_saves * plan.save_every
+        for chunk in range(self.n_chunks):
+            tally.chunk = chunk
+            if chunk:
+                pieces = next_pieces()
+            state, chunk_frames = compiled(pieces, self.run_times, state, slots)
+            first = 1 + chunk * self.chunk_saves
+            last = min(first + self.chunk_saves, plan.n_saves + 1)
+            sink.write_frames(slice(first, last), particles, jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
+            if tally.bar is not None:
+                tally.bar.update(count * (min((chunk + 1) * steps_per_chunk, plan.n_steps) - min(chunk * steps_per_chunk, plan.n_steps)))
+        sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
+        tally.lost += int(np.sum(np.asarray(state.lost)))
+        tally.courant = max(tally.courant, float(np.max(np.asarray(state.courant))))
+        sink.batch_done()
+
+    def _interrupted(self, sink, chunk: int) -> str:
+        """Where a Ctrl-C stopped the run, and what was kept."""
+        t = self.plan.saved_times[min(chunk * self.chunk_saves, self.plan.n_saves)]
+        if self.output is not None:
+            kept = f"{sink.batches_done} of {math.ceil(self.n_particles / self.batch_size)} batches are in {self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run"
+        else:
+            kept = "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
+        return f"interrupted at t = {t:g}: {kept}"
+
+    def _stats(self, tally: "_Tally", run_s: float, warmup_s: float, streamed: dict) -> RunStats:
+        """The run's `RunStats`, after warning of seeds that could not start and releases not made."""
+        plan, n = self.plan, self.n_particles
+        if tally.bar is not None:
+            tally.bar.close()
+        if tally.outside:
+            _log.warning("%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside", tally.outside, n)
+        if tally.ashore:
+            _log.warning("%d of %d seeds lie on land: they start BEACHED", tally.ashore, n)
+        if tally.lost:
+            _log.warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", tally.lost, plan.pieces.boundary.extra_slots)
+        courant = tally.courant if has_cells(self.pieces.field) else None
+        report(courant, plan.dt, self.pieces.integrator)
+        platform = self.devices[0].platform
+        return RunStats(n, plan.n_steps, plan.n_saves + 1, plan.dtype.name, platform, len(self.devices), self.compile_s, run_s, tally.lost, warmup_s, courant=courant, **streamed)
+
+
+@dataclasses.dataclass
+class _Tally:
+    """What a run counts as its batches go by."""
+
+    bar: Any = None
+    outside: int = 0
+    ashore: int = 0
+    lost: int = 0
+    courant: float = 0.0
+    chunk: int = 0
+
+
+def _share(plan: RunPlan, part, output) -> tuple[RunPlan, Any, int]:
+    """This process's contiguous share of the plan's particles (`part = (index, count)`, default
+    this process's in a multi-host run), its store's name and its first particle's global index:
+    noise keys and slot indices stay global, so the shares together equal a one-process run."""
+    index, count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
+    if not 0 <= index < count:
+        raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
+    if count == 1:
+        return plan, output, 0
+    if plan.pieces.boundary.extra_slots:
+        raise ValueError(f"boundary: {type(plan.pieces.boundary).__name__} releases into one shared set of slots; run it in a single process (part=(0, 1))")
+    total = plan.seeds.shape[0]
+    first, stop = (total * i // count for i in (index, index + 1))
+    if first == stop:
+        raise ValueError(f"part {index} of {count} holds none of the {total} seeds; use fewer processes")
+    share = slice(first, stop)
+    plan = dataclasses.replace(
+        plan, seeds=plan.seeds[share], t_release=plan.t_release[share], given={k: a[share] for k, a in plan.given.items()}, origins=np.asarray(plan.origins)[share], origin_hints=None if plan.origin_hints is None else plan.origin_hints.rows(share)
+    )
+    if output is not None:  # one store per share, never two writers on one store
+        output = Path(output).with_name(f"{Path(output).stem}.part{index}{Path(output).suffix}")
+    return plan, output, first
 
 
 class Interrupted(KeyboardInterrupt):
