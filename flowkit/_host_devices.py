@@ -2,8 +2,8 @@
 
 XLA's CPU runtime runs one program's kernels across its threads with a barrier per kernel; for
 the many small kernels of a tracking step that is slower than one thread. One host device per
-core, with particles sharded across them (`flowkit.tracker`), measured ~1.8× faster on 2 cores
-(benchmarks/RESULTS.md). Imported before JAX, flowkit sets `XLA_FLAGS`; imported after
+core, with particles sharded across them (`flowkit.tracker`), is faster (the figures are in
+benchmarks/RESULTS.md). Imported before JAX, flowkit sets `XLA_FLAGS`; imported after
 `import jax` (the usual order), it sets `jax_num_cpu_devices`, which works until JAX's first
 operation starts a backend; after that it warns once, with the fix. Set `FLOWKIT_HOST_DEVICES=1`
 to opt out or to any number to choose the count. An explicit

@@ -177,7 +177,7 @@ class Trajectory(eqx.Module):
         if path.suffix in (".zarr", ".nc"):
             import xarray as xr
 
-            from .io.sinks import unfinished
+            from .io.store import unfinished
 
             opened = xr.open_zarr(path, consolidated=False, decode_times=False) if path.suffix == ".zarr" else xr.open_dataset(path, decode_times=False)
             with opened as ds:

@@ -125,18 +125,18 @@ def _closest_faces(points, faces, positions) -> np.ndarray:
 def write_deposition_vtp(traj, path) -> Path:
     """The deposited particles' impact points for ParaView: point arrays `time`, `particle_id`
     and `velocity` (see `deposits`)."""
-    from ..io.vtk import _polydata, _write_polydata
+    from ..io.vtk import polydata, write_polydata
 
     hits = deposits(traj)
     arrays = {"time": hits.times.astype(np.float64), "particle_id": hits.particle_id.astype(np.int64), "velocity": hits.velocities.astype(np.float64)}
-    return _write_polydata(_polydata(hits.positions.reshape(-1, traj.positions.shape[-1]), arrays), Path(path))
+    return write_polydata(polydata(hits.positions.reshape(-1, traj.positions.shape[-1]), arrays), Path(path))
 
 
 def write_deposition_map_vtp(dmap, path) -> Path:
     """A mesh's boundary surface with the deposits per face as the cell array `deposits`."""
     from vtk.util.numpy_support import numpy_to_vtk
 
-    from ..io.vtk import _write_polydata
+    from ..io.vtk import write_polydata
 
     if dmap.points is None:
         raise ValueError("write_deposition_map_vtp: this map counts the sides of a box (no mesh surface); read dmap.counts per dmap.faces")
@@ -144,4 +144,4 @@ def write_deposition_map_vtp(dmap, path) -> Path:
     counts = numpy_to_vtk(np.ascontiguousarray(dmap.counts, dtype=np.int64), deep=True)
     counts.SetName("deposits")
     poly.GetCellData().AddArray(counts)
-    return _write_polydata(poly, Path(path))
+    return write_polydata(poly, Path(path))

@@ -207,10 +207,10 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=Non
     converged when the map reproduces it to `sqrt(eps)` of the cell's size: an unconverged
     iterate can land inside the unit cell for a point that is not in the cell.
 
-    The arithmetic is written per component, on `(n,)` arrays: measured on XLA's CPU backend,
-    an iteration over `(n, nodes, dim)` arrays ran 2x slower (the small minor axes defeat
-    vectorisation), and iterations unrolled in straight-line code ran 1000x slower (XLA fuses
-    them and recomputes each iterate per use), so the iterations stay in a `while_loop`.
+    The arithmetic is written per component, on `(n,)` arrays: on XLA's CPU backend an
+    iteration over `(n, nodes, dim)` arrays is slower (the small minor axes defeat
+    vectorisation), and iterations unrolled in straight-line code far slower (XLA fuses them
+    and recomputes each iterate per use), so the iterations stay in a `while_loop`.
     """
     import jax
 
@@ -315,7 +315,7 @@ def barycentric(maps: Float[Array, "n m"], x: Positions) -> Float[Array, "n dim"
 
 def linear(maps: Float[Array, "n m"], d: Float[Array, "n dim"]) -> Float[Array, "n dim"]:
     """`A @ d` for each row with its cell's `affine_maps` matrix, written per component: XLA's
-    CPU backend runs the same `einsum` as a batched matrix product, several times slower at a
-    few thousand rows."""
+    CPU backend runs the same `einsum` as a batched matrix product, slower at a few thousand
+    rows."""
     dim = d.shape[1]
     return jnp.stack([sum(maps[:, dim + i * dim + j] * d[:, j] for j in range(dim)) for i in range(dim)], axis=1)

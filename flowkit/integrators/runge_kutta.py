@@ -20,9 +20,9 @@ def explicit_rk_step(vf: Callable, x, t, dt, tableau: _tableau.ButcherTableau, h
     stage to the next, so every stage's point location starts from the previous stage's cell.
 
     The stages run in a `lax.scan` over the rows of the tableau, carrying the stage
-    derivatives stage-major as `K[s, *x.shape]`. Measured on XLA's CPU backend this is several
-    times faster than the same stages written out in straight-line code, which XLA fuses into
-    one kernel that recomputes the earlier stages' lookups per element (benchmarks/RESULTS.md).
+    derivatives stage-major as `K[s, *x.shape]`. On XLA's CPU backend this is faster than the
+    same stages written out in straight-line code, which XLA fuses into one kernel that
+    recomputes the earlier stages' lookups per element (figures in benchmarks/RESULTS.md).
     """
     dtype = jax.tree.leaves(x)[0].dtype
     a = jnp.asarray(tableau.a, dtype)

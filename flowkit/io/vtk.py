@@ -81,7 +81,7 @@ def read_vti_arrays(path) -> dict:
     return out
 
 
-def _polydata(points, point_arrays: dict, lines=None):
+def polydata(points, point_arrays: dict, lines=None):
     import vtk
     from vtk.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
@@ -113,7 +113,7 @@ def _polydata(points, point_arrays: dict, lines=None):
     return poly
 
 
-def _write_polydata(poly, path: Path) -> Path:
+def write_polydata(poly, path: Path) -> Path:
     import vtk
 
     writer = vtk.vtkXMLPolyDataWriter()
@@ -154,7 +154,7 @@ def write_pathlines_vtp(traj, path) -> Path:
     offsets = np.append(starts, count).astype(np.int64)
     points = major(positions)[keep]
     arrays = {name: values[keep] for name, values in arrays.items()}
-    return _write_polydata(_polydata(points, arrays, lines=(offsets, np.arange(count, dtype=np.int64))), Path(path))
+    return write_polydata(polydata(points, arrays, lines=(offsets, np.arange(count, dtype=np.int64))), Path(path))
 
 
 def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
@@ -185,7 +185,7 @@ def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
             for name, values in (traj.variables or {}).items():
                 arrays[f"particle_{name}"] = np.asarray(values[k])
             name = f"{folder.name}_0_{k}.vtp"
-            _write_polydata(_polydata(np.asarray(traj.positions[k]), arrays), clouds / name)
+            write_polydata(polydata(np.asarray(traj.positions[k]), arrays), clouds / name)
             files.append(folder / name)  # where it will be once the folder is renamed
         write_pvd(collection, files, np.asarray(traj.times, dtype=np.float64), relative_to=path.parent)
     return path

@@ -167,7 +167,7 @@ class Inertial(AbstractParticles):
         # exponential: dv/dt = λ0 (W - v) with λ0 frozen at the start and W = v + a/λ0 taken
         # linear in time between its values at the start and at the predicted end. The two
         # evaluations run as stages of a `lax.scan`, as the RK stages do (written out straight,
-        # XLA's CPU backend fused them into their consumers and ran 5x slower on two devices).
+        # XLA's CPU backend fuses them into their consumers, which is slower on two devices).
         def stage(carry, i):
             targets, rate0, hint = carry
             first = i == 0

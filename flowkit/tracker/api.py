@@ -83,8 +83,8 @@ def track(
       reuses the same compiled program.
     - `bucket`: pad the particles (per device) to one of a few sizes, `2^k × (1, 1.25, 1.5, 1.75)`,
       so that runs with new particle counts reuse a compiled program (padded slots are never
-      released). Off by default: on the mesh benchmark a power-of-two block ran ~35 % slower
-      than the 9 % of padding explains; `False` pads to a multiple of 8 only.
+      released). Off by default: on the mesh benchmark a bucketed block ran slower than its
+      padding explains (benchmarks/RESULTS.md); `False` pads to a multiple of 8 only.
     - `progress`: show a tqdm bar with particle-steps per second.
     - `devices`: devices to shard the particles over (default: all local devices).
     - `warmup`: before the timed run, execute one chunk of the first batch and drop it, so

@@ -27,7 +27,8 @@ from .kernel import RunPieces
 _log = logging.getLogger("flowkit")
 
 BLOCK = 8192
-"""Particles per cache block inside one CPU device's share (measured best between ~2 500 and 10 000)."""
+"""Particles per cache block inside one CPU device's share: a block's state stays in cache
+through a save interval (the size chosen by measurement: benchmarks/RESULTS.md)."""
 
 
 def block_size(platform: str) -> int | None:

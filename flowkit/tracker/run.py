@@ -16,15 +16,16 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .. import _dtypes
 from .._status import Status
 from ..io.atomic import refuse_existing
-from ..io.sinks import MemorySink, ZarrSink
-from ..io.stream import WindowFeeder, device_budget, plan_windows, swap_window
-from ..trajectory import RunStats, Trajectory
+from ..io.stream import device_budget, swap_window
+from ..trajectory import RunStats
 from .cache import compiled_program
 from .courant import DEFAULT_COURANT, has_cells, report
 from .identity import run_identity
 from .kernel import RunPieces, Slots, State, Times, is_due, locate_seeds, particle_keys
 from .memory import check_memory
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare
+from .sinks import MemorySink, ZarrSink
+from .windows import WindowFeeder, plan_windows
 
 _log = logging.getLogger("flowkit")
 
@@ -291,7 +292,7 @@ class TrackRun:
         plan, n, dim = self.plan, self.n_particles, self.plan.seeds.shape[1]
         if self.output is not None:
             return ZarrSink(self.output, n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts, self.chunk_saves, run=self.identity, batch_size=self.batch_size, resume=self.resume)
-        return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts, Trajectory)
+        return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts)
 
     def _track_batch(self, compiled, start: int, sink, tally: "_Tally", next_pieces) -> None:
         """The batch of particles from `start`: frame 0, then chunk after chunk into `sink`."""

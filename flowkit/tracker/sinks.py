@@ -6,10 +6,8 @@ variables `x`, `y`(, `z`), `status`, `time`, `t_release`, `exit_time`(, `u`, `v`
 with `zarr` directly so that each chunk of frames goes to its own region of the arrays and is
 never held with the others.
 
-A store says what it holds: until its last batch is written its attribute `flowkit_complete` is
-false and `flowkit_batches_done` counts the batches written (of `flowkit_batches`, each of
-`flowkit_batch_size` particles); frames not written are NaN, with status `NOT_WRITTEN_STATUS`
-(-1). `flowkit_run` identifies the run that made it, so that `resume=True` continues only that run.
+A store says what it holds while the run goes on (`flowkit.io.store`), so that an interrupted
+run can be resumed and a partial store is never taken for a whole one.
 """
 
 import dataclasses
@@ -20,15 +18,13 @@ from typing import Protocol
 import numpy as np
 
 from .._status import Status
-
-NOT_WRITTEN_STATUS = -1
-"""The status of a frame a streamed store has not been written yet (a run killed part-way)."""
+from ..io.store import NOT_WRITTEN_STATUS
+from ..trajectory import Trajectory
 
 
 class TrajectorySink(Protocol):
-    """What the tracker's driver writes a run into. (Frames are `flowkit.trajectory.Frame`s of
-    host arrays, stats a `flowkit.RunStats`: io sits below the result types, so they are
-    taken by their fields here.)"""
+    """What the tracker's driver writes a run into: frames are `flowkit.trajectory.Frame`s of
+    host arrays, stats a `flowkit.RunStats`."""
 
     def write_frames(self, frames: slice, particles: slice, frame) -> None:
         """Frames `frames` of particles `particles` (host arrays with leading axes `(F, P)`)."""
@@ -47,8 +43,7 @@ class TrajectorySink(Protocol):
 
 
 class MemorySink:
-    """Host arrays for all frames (the default), returned as `result(times, positions, status,
-    t_release, exit_time, velocities, samples, generation, stats)`: a `flowkit.Trajectory`."""
+    """Host arrays for all frames (the default), returned as a `flowkit.Trajectory`."""
 
     @staticmethod
     def nbytes(n: int, frames: int, dim: int, dtype, with_velocity: bool, with_generation: bool) -> int:
@@ -58,9 +53,8 @@ class MemorySink:
         per_frame = dim * itemsize * (2 if with_velocity else 1) + 1 + (4 if with_generation else 0)
         return n * (frames * per_frame + 2 * itemsize)
 
-    def __init__(self, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, result):
+    def __init__(self, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool):
         frames = len(times)
-        self.result = result
         self.times, self.t_release = np.asarray(times, dtype), np.asarray(t_release, dtype)
         self.positions = np.empty((frames, n, dim), dtype)
         self.status = np.empty((frames, n), np.int8)
@@ -98,17 +92,19 @@ class MemorySink:
     def write_exit_time(self, particles: slice, exit_time) -> None:
         self.exit_time[particles] = exit_time
 
-    def finish(self, stats):
-        return self.result(self.times, self.positions, self.status, self.t_release, self.exit_time, self.velocities, self.samples, self.generation, stats, variables=self.variables)
-
-
-def unfinished(attrs, n: int) -> tuple[int, int, int] | None:
-    """For a store's `attrs` (of `n` particles): `(batches done, batches, particles held)` when
-    its run did not finish, else None (finished, or not a streamed store)."""
-    if attrs.get("flowkit_complete", True) is not False:
-        return None
-    done, total, size = (int(attrs[k]) for k in ("flowkit_batches_done", "flowkit_batches", "flowkit_batch_size"))
-    return done, total, min(done * size, n)
+    def finish(self, stats) -> Trajectory:
+        return Trajectory(
+            times=self.times,
+            positions=self.positions,
+            status=self.status,
+            t_release=self.t_release,
+            exit_time=self.exit_time,
+            velocities=self.velocities,
+            samples=self.samples,
+            generation=self.generation,
+            stats=stats,
+            variables=self.variables,
+        )
 
 
 class ZarrSink:

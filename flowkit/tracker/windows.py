@@ -1,0 +1,86 @@
+"""The time windows of a streamed series (`flowkit.io.stream.StreamedField`) for a run's
+chunks: which slices each chunk needs, and a background thread that reads and uploads the next
+window while the device computes the current chunk."""
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import jax
+import numpy as np
+
+from ..io.stream import StreamedField
+
+_log = logging.getLogger("flowkit")
+
+
+def plan_windows(times: np.ndarray, spans: np.ndarray, tol: float) -> tuple[int, np.ndarray]:
+    """`(width, starts)`: the fixed number of slices per window and each chunk's first slice,
+    such that the window of chunk `c` holds every slice its times `spans[c] = (a, b)` (widened
+    by `tol` against rounding) interpolate between."""
+    last = len(times) - 1
+    lo = np.clip(np.searchsorted(times, spans[:, 0] - tol, side="right") - 1, 0, last - 1)
+    hi = np.clip(np.searchsorted(times, spans[:, 1] + tol, side="right"), lo + 1, last)
+    width = int(np.max(hi - lo + 1))
+    return width, np.minimum(lo, last + 1 - width)
+
+
+class WindowFeeder:
+    """Reads, stacks and uploads windows in a background thread, one window ahead of use.
+
+    `windows(starts)` yields, for each chunk in order, the window starting at that slice as
+    `(leaves, times)` device arrays; equal consecutive starts reuse the arrays. Host copies of
+    slices are kept only while the next window needs them. `load_s` sums the time spent
+    reading and uploading, `first_s` is the wait for the first window (nothing runs yet to hide
+    it), `wait_s` the time the caller waited for later windows that were not ready.
+    """
+
+    def __init__(self, streamed: StreamedField, width: int, dtype, sharding):
+        self.streamed = streamed
+        self.width = width
+        self.dtype = np.dtype(dtype)
+        self.sharding = sharding
+        self.load_s = 0.0
+        self.first_s = 0.0
+        self.wait_s = 0.0
+        self.loaded = 0
+        self._cache: dict[int, dict] = {}  # slices on the host, touched by the one worker thread only
+
+    def _prepare(self, start: int):
+        began = time.perf_counter()
+        wanted = range(start, start + self.width)
+        for k in list(self._cache):
+            if k not in wanted:
+                del self._cache[k]
+        for k in wanted:
+            if k not in self._cache:
+                self._cache[k] = self.streamed.source.read(k)
+                self.loaded += 1
+        slices = [self._cache[k] for k in wanted]
+        template = self.streamed.template
+
+        def put(array, like):  # rounded to the field's own precision first, as a resident field is
+            return jax.device_put(np.asarray(array, like.dtype).astype(self.dtype), self.sharding)
+
+        leaves = {name: put(np.stack([s[name] for s in slices]), leaf) for name, leaf in template.time_leaves().items()}
+        window = (leaves, put(self.streamed.times[start : start + self.width], template.times))
+        jax.block_until_ready(window)
+        self.load_s += time.perf_counter() - began
+        return window
+
+    def windows(self, starts):
+        starts = [int(s) for s in starts]
+        with ThreadPoolExecutor(1, thread_name_prefix="flowkit-window") as pool:
+            ahead = pool.submit(self._prepare, starts[0])  # always the next distinct window
+            current_start, current = None, None
+            for i, start in enumerate(starts):
+                if start != current_start:
+                    began = time.perf_counter()
+                    current, current_start = ahead.result(), start
+                    if i:
+                        self.wait_s += time.perf_counter() - began
+                    else:
+                        self.first_s = time.perf_counter() - began
+                    following = next((s for s in starts[i + 1 :] if s != start), None)
+                    ahead = pool.submit(self._prepare, following) if following is not None else None
+                yield current
