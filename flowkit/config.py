@@ -217,7 +217,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     if jax.process_count() > 1:  # every process tracks its share of the particles and writes it apart
         out = out / f"process{jax.process_index()}"
     out.mkdir(parents=True, exist_ok=True)
-    run = build_run(cfg, out)
+    run, boundary_name = build_run(cfg, out)
     cache_before = _cache_counts()
     if cfg.get("profile"):
         with jax.profiler.trace(str(out / "profile")):
@@ -230,6 +230,7 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     else:
         info = traj.stats
     summary = _summary(cfg, run, traj, info, _cache_counts() - cache_before)
+    summary["boundary"] = boundary_name
     files = summary["files"] = write_outputs(cfg, run, traj, out, summary)
     _write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
     if cfg.output.plot:
@@ -239,8 +240,9 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
     return traj
 
 
-def build_run(cfg: DictConfig, out: Path) -> tracker.TrackRun:
-    """The app's run, planned and laid out (nothing compiled yet), with its header logged."""
+def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
+    """The app's run, planned and laid out (nothing compiled yet), with its header logged, and
+    the name of the boundary as configured (before it was bound to the field)."""
     field, seeds, integrator, boundary, particles = build(cfg)
     store = out / "trajectories.zarr" if cfg.output.get("store") else None  # frames streamed to disk: bounded memory, kept when interrupted
     if cfg.resume and store is None:
@@ -273,9 +275,9 @@ def build_run(cfg: DictConfig, out: Path) -> tracker.TrackRun:
     _log.info(
         f"field {type(pieces.field).__name__} {_describe(run)} {pieces.field.nbytes / 2**20:.1f} MiB | dtype {plan.dtype.name} | "
         f"{run.n_particles} particles × {plan.n_steps} steps of {type(pieces.integrator).__name__}, dt={plan.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} | "
-        f"particles {type(pieces.particles).__name__} | boundary {type(pieces.boundary).__name__} | {plan.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
+        f"particles {type(pieces.particles).__name__} | boundary {type(boundary).__name__} | {plan.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
     )
-    return run
+    return run, type(boundary).__name__
 
 
 def _summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunStats, cache: Counter) -> dict:
@@ -300,7 +302,6 @@ def _summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: Run
         "field": type(pieces.field).__name__,
         "integrator": type(pieces.integrator).__name__,
         "particles": type(pieces.particles).__name__,
-        "boundary": type(pieces.boundary).__name__,
         "t0": plan.t0,
         "t1": plan.t1,
         "dt": plan.dt,

@@ -85,6 +85,91 @@ def is_due(t, t_release, dt):
     return dt * (t - t_release) >= -1e-6 * dt * dt
 
 
+def one_step(pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, block_id, *, n_blocks: int, given: tuple = ()) -> tuple[tuple, None]:
+    """One step of a block of particles: the integrator (or the particle model) steps the
+    moving ones, the field settles them, the boundary applies, and the domain, land and
+    finiteness checks, restarts and releases set their statuses (all `jnp.where`).
+    `carry` is `(x, status, exit_time, hint, variables, generation, lost)`."""
+    field, integrator, boundary, particles, args = pieces.field, pieces.integrator, pieces.boundary, pieces.particles, pieces.args
+    carries = not is_tracer(particles)
+    x, status, exit_time, hint, variables, generation, lost = carry
+    code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
+    t, h = step_times(times, k)
+    moving = (status == Status.ACTIVE) & (h != 0)
+    step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
+    masked = hint.skip(~moving)  # no location work for particles not moving
+    if carries:
+        result, stepped = particles.step_batch(integrator, field, x, variables, t, h, args, step_keys, masked)
+    else:
+        result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
+    step_hint = masked if result.hint is None else result.hint
+    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # a sphere's longitudes in one period; depths in the water
+    finite = jnp.all(jnp.isfinite(x_new), axis=-1)
+    x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
+    stopped_by_wall = status_b != Status.ACTIVE
+    new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
+    moved = moving & finite & (inside | stopped_by_wall)
+    beached = field.beached_batch(x_b, hint_b)
+    if beached is not None:  # a step ending on land stops at its last wet position
+        ashore = moved & ~stopped_by_wall & beached
+        new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
+        moved = moved & ~ashore
+    x_next = jnp.where(moved[:, None], x_b, x)
+    hint = select(moved, hint_b, hint)
+    t_stop = t + h
+    # a wall's stop is where the step's chord met it: its time is interpolated along the step
+    walled = moving & finite & stopped_by_wall
+    chord = x_new - x
+    crossing = jnp.clip(jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1)
+    t_stop = jnp.where(walled, t + crossing * h, t_stop)
+    kept = moving & finite
+    if result.status is not None:  # the integrator stopped some particles itself (events, failures)
+        stopped = moving & (result.status != Status.ACTIVE)
+        new_status = jnp.where(stopped, result.status.astype(status.dtype), new_status)
+        at_exit = stopped & (result.status == Status.OUT_OF_DOMAIN) & finite
+        x_next = jnp.where(at_exit[:, None], x_new, jnp.where(stopped[:, None], x, x_next))
+        kept = kept & (~stopped | at_exit)
+        if result.t_stop is not None:
+            t_stop = jnp.where(stopped, result.t_stop, t_stop)
+    if carries:  # the variables follow the step (a particle stopped in it keeps its last values)
+        turned = moved & (new_status == Status.ACTIVE) & jnp.any(x_b != x_new, axis=1)
+        stepped = particles.at_wall(boundary, x_new, x_b, stepped, turned)
+        # a particle stopped by a wall carries its values at the crossing, interpolated along the step
+        at_wall = jax.tree.map(lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped)
+        variables = select(kept, select(walled, at_wall, stepped), variables)
+        if particles.updates:
+            variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
+    exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
+    if boundary.restarts:
+        view = Block(
+            x=x_next,
+            status=new_status,
+            hint=hint,
+            generation=generation,
+            x_prev=x,
+            x_step=x_new,
+            moving=moving,
+            origin=slots.origin,
+            origin_hint=slots.origin_hint,
+            t_release=slots.t_release,
+            index=slots.index,
+            keys=slots.keys,
+            block=block_id,
+            n_blocks=n_blocks,
+        )
+        x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
+        exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
+        if carries:
+            variables = _started(particles, field, args, t + h, x_next, variables, hint, restarted != generation)
+        generation, lost = restarted, lost + more
+    # Release whoever is due by the end of this step: they start moving with the next one.
+    due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
+    new_status = jnp.where(due, code(Status.ACTIVE), new_status)
+    if carries:
+        variables = _started(particles, field, args, t + h, x_next, variables, hint, due, given)
+    return (x_next, new_status, exit_time, hint, variables, generation, lost), None
+
+
 def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *, saves, save_every, blocks, n_blocks, record_velocity, given=()):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
     saved frames. `n_blocks` is the number of blocks on all devices together.
@@ -102,90 +187,13 @@ def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *
     frames and the final state are put back in slot order: results do not depend on the
     layout. Restarting boundaries (inlets) hand releases to blocks, so with them blocks are
     neither skipped nor compacted."""
-    field, integrator, boundary, particles, args = pieces.field, pieces.integrator, pieces.boundary, pieces.particles, pieces.args
+    field, boundary, particles, args = pieces.field, pieces.boundary, pieces.particles, pieces.args
     n = state.x.shape[0]
     block = n // blocks
     code = lambda s: jnp.asarray(s, state.status.dtype)  # noqa: E731
     first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
     skippable = not boundary.restarts
     carries = not is_tracer(particles)
-
-    def one_step(carry, k, slots, block_id):
-        x, status, exit_time, hint, variables, generation, lost = carry
-        t, h = step_times(times, k)
-        moving = (status == Status.ACTIVE) & (h != 0)
-        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
-        masked = hint.skip(~moving)  # no location work for particles not moving
-        if carries:
-            result, stepped = particles.step_batch(integrator, field, x, variables, t, h, args, step_keys, masked)
-        else:
-            result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
-        step_hint = masked if result.hint is None else result.hint
-        x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # a sphere's longitudes in one period; depths in the water
-        finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-        x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
-        stopped_by_wall = status_b != Status.ACTIVE
-        new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
-        moved = moving & finite & (inside | stopped_by_wall)
-        beached = field.beached_batch(x_b, hint_b)
-        if beached is not None:  # a step ending on land stops at its last wet position
-            ashore = moved & ~stopped_by_wall & beached
-            new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
-            moved = moved & ~ashore
-        x_next = jnp.where(moved[:, None], x_b, x)
-        hint = select(moved, hint_b, hint)
-        t_stop = t + h
-        # a wall's stop is where the step's chord met it: its time is interpolated along the step
-        walled = moving & finite & stopped_by_wall
-        chord = x_new - x
-        crossing = jnp.clip(jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1)
-        t_stop = jnp.where(walled, t + crossing * h, t_stop)
-        kept = moving & finite
-        if result.status is not None:  # the integrator stopped some particles itself (events, failures)
-            stopped = moving & (result.status != Status.ACTIVE)
-            new_status = jnp.where(stopped, result.status.astype(status.dtype), new_status)
-            at_exit = stopped & (result.status == Status.OUT_OF_DOMAIN) & finite
-            x_next = jnp.where(at_exit[:, None], x_new, jnp.where(stopped[:, None], x, x_next))
-            kept = kept & (~stopped | at_exit)
-            if result.t_stop is not None:
-                t_stop = jnp.where(stopped, result.t_stop, t_stop)
-        if carries:  # the variables follow the step (a particle stopped in it keeps its last values)
-            turned = moved & (new_status == Status.ACTIVE) & jnp.any(x_b != x_new, axis=1)
-            stepped = particles.at_wall(boundary, x_new, x_b, stepped, turned)
-            # a particle stopped by a wall carries its values at the crossing, interpolated along the step
-            at_wall = jax.tree.map(lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped)
-            variables = select(kept, select(walled, at_wall, stepped), variables)
-            if particles.updates:
-                variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
-        exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
-        if boundary.restarts:
-            view = Block(
-                x=x_next,
-                status=new_status,
-                hint=hint,
-                generation=generation,
-                x_prev=x,
-                x_step=x_new,
-                moving=moving,
-                origin=slots.origin,
-                origin_hint=slots.origin_hint,
-                t_release=slots.t_release,
-                index=slots.index,
-                keys=slots.keys,
-                block=block_id,
-                n_blocks=n_blocks,
-            )
-            x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
-            exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
-            if carries:
-                variables = _started(particles, field, args, t + h, x_next, variables, hint, restarted != generation)
-            generation, lost = restarted, lost + more
-        # Release whoever is due by the end of this step: they start moving with the next one.
-        due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
-        new_status = jnp.where(due, code(Status.ACTIVE), new_status)
-        if carries:
-            variables = _started(particles, field, args, t + h, x_next, variables, hint, due, given)
-        return (x_next, new_status, exit_time, hint, variables, generation, lost), None
 
     def busy(status, t_release, first):
         """Rows with work in the save starting at step `first`: moving, or released in time to
@@ -201,7 +209,7 @@ def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *
 
         def go(carry):
             """The steps, also returning the positions before the last one."""
-            step = lambda c, k: ((one_step(c[0], k, slots, block_id)[0], c[0][0]), None)  # noqa: E731
+            step = lambda c, k: ((one_step(pieces, times, c[0], k, slots, block_id, n_blocks=n_blocks, given=given)[0], c[0][0]), None)  # noqa: E731
             return jax.lax.scan(step, (carry, carry[0]), steps)[0]
 
         def idle(carry):
