@@ -31,9 +31,12 @@ _log = logging.getLogger("flowkit")
 
 
 class TrackRun:
-    """A prepared run: validated inputs on the device, the compiled chunk, the chunk plan.
+    """A planned run laid out for the devices: this process's share of the `RunPlan`'s
+    particles, the devices, blocks and chunks, the pieces on the devices, the compiled chunk.
 
-    `track()` is `TrackRun(...).run()`; the pieces are public so tests can run one chunk under
+    `TrackRun(field, seeds, ...)` plans (`prepare`) and lays out; `TrackRun.from_plan(plan, ...)`
+    lays out a plan made before. `track()` is `TrackRun.from_plan(...).run()`; the pieces are
+    public so tests can run one chunk under
     `jax.transfer_guard("disallow")` and benchmarks can separate compilation from running.
     `block_policy` ("cpu", "gpu", ...; default: the devices' platform) chooses the block layout
     (`block_size`), so the accelerator layout can be exercised on a CPU.
