@@ -159,6 +159,11 @@ class AbstractField(eqx.Module):
         return x
 
 
+def time_slices(times) -> str:
+    """`times` in a field's `describe()`: how many slices, or nothing for a steady field."""
+    return "" if times is None else f", {times.shape[0]} times"
+
+
 def time_weights(times, t) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
     """Index of the time slice at or before `t` and the weight of the next one (clamped to the
     series); `(0, None)` for a steady field (`times is None`)."""

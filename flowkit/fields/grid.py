@@ -13,7 +13,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
-from .base import AbstractField, time_weights
+from .base import AbstractField, time_slices, time_weights
 
 _INTERPOLATIONS = ("linear", "nearest")
 _STAGGERINGS = ("A", "C")
@@ -116,8 +116,7 @@ class GridField(AbstractField):
         return self.components
 
     def describe(self) -> str:
-        slices = "" if self.times is None else f", {self.times.shape[0]} times"
-        return f"{self.shape}{slices}"
+        return f"{self.shape}{time_slices(self.times)}"
 
     def __init__(
         self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32", *, spherical: bool = False, land=None, time_origin: TimeOrigin | None = None, staggering: str = "A", samples=None, coast: str = "noslip"

@@ -8,7 +8,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
-from .base import SKIP, AbstractField, Hints, node_rows
+from .base import SKIP, AbstractField, Hints, node_rows, time_slices
 from .grid import degrees_per_second
 from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -111,8 +111,7 @@ class LayeredField(AbstractField):
         return self.components
 
     def describe(self) -> str:
-        slices = "" if self.times is None else f", {self.times.shape[0]} times"
-        return f"{self.surface.points.shape[0]} columns of {self.levels} levels, {self.surface.n_cells} cells{slices}"
+        return f"{self.surface.points.shape[0]} columns of {self.levels} levels, {self.surface.n_cells} cells{time_slices(self.times)}"
 
     # -- columns ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from . import cells as _cells
-from .base import SKIP, AbstractField, Hints, node_rows, time_weights
+from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 from .slices import as_series
@@ -158,8 +158,7 @@ class AbstractMeshField(AbstractField):
         return self.components
 
     def describe(self) -> str:
-        slices = "" if self.times is None else f", {self.times.shape[0]} times"
-        return f"{self.points.shape[0]} points, {self.n_cells} cells ({'/'.join(self.kinds)}){slices}"
+        return f"{self.points.shape[0]} points, {self.n_cells} cells ({'/'.join(self.kinds)}){time_slices(self.times)}"
 
     def _tolerance(self):
         """Containment tolerance in parametric units, from the precision the geometry was given

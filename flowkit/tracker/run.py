@@ -19,7 +19,7 @@ from ..io.atomic import refuse_existing
 from ..io.stream import device_budget, swap_window
 from ..trajectory import RunStats
 from .cache import compiled_program
-from .courant import DEFAULT_COURANT, has_cells, report
+from .courant import has_cells, report
 from .identity import run_identity
 from .kernel import RunPieces, Slots, State, Times, is_due, locate_seeds, particle_keys
 from .memory import check_memory
@@ -42,39 +42,10 @@ class TrackRun:
     (`block_size`), so the accelerator layout can be exercised on a CPU.
     """
 
-    def __init__(
-        self,
-        field,
-        seeds,
-        t0,
-        t1,
-        dt,
-        integrator=None,
-        boundary=None,
-        save_every=1,
-        *,
-        t_release=None,
-        args=None,
-        key=None,
-        record_velocity=False,
-        dtype="float32",
-        particles=None,
-        particle_state=None,
-        courant=DEFAULT_COURANT,
-        batch_size=None,
-        devices=None,
-        chunk_saves=None,
-        progress=False,
-        output=None,
-        bucket=False,
-        warmup=False,
-        part=None,
-        block_policy=None,
-        overwrite=False,
-        resume=False,
-    ):
-        inputs = dict(t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype, particles=particles, particle_state=particle_state, courant=courant)
-        plan = prepare(field, seeds, t0, t1, dt, integrator, boundary, save_every, **inputs)
+    def __init__(self, *inputs, batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None, block_policy=None, overwrite=False, resume=False, **named_inputs):
+        """`inputs`, `named_inputs`: the run's inputs, as `prepare` (and `fk.track`) takes them;
+        the others lay the run out, as for `fk.track`."""
+        plan = prepare(*inputs, **named_inputs)
         self._lay_out(plan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume)
 
     @classmethod
