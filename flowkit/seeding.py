@@ -85,21 +85,21 @@ def off_walls(field: AbstractField, points, fraction: float = 1e-3) -> tuple[np.
     points = np.asarray(points, np.float64)
     if not isinstance(field, AbstractMeshField) or not len(points):
         return points, np.zeros(len(points), bool)
-    on, centre = _on_boundary(field, jnp.asarray(points))
+    on, centre = _on_boundary(field.as_mesh(), jnp.asarray(points))
     on = np.asarray(on)
     return np.where(on[:, None], points + fraction * (np.asarray(centre, np.float64) - points), points), on
 
 
 @eqx.filter_jit
-def _on_boundary(field, x):
+def _on_boundary(mesh, x):
     """Whether each located row has a point outside the mesh within 1e-4 of its cell's radius
     along an axis, and its cell's centre."""
-    hint, found = field.locate(x, field.hints(x.shape[0], x.dtype))
-    centre, radius = field.cell_centres(jnp.maximum(hint.cell, 0))
+    hint, found = mesh.locate(x, mesh.hints(x.shape[0], x.dtype))
+    centre, radius = mesh.cell_centres(jnp.maximum(hint.cell, 0))
     near = jnp.zeros(x.shape[0], bool)
     for axis in range(x.shape[1]):
         for sign in (-1.0, 1.0):
-            _, inside = field.locate(x.at[:, axis].add(sign * 1e-4 * radius), hint)
+            _, inside = mesh.locate(x.at[:, axis].add(sign * 1e-4 * radius), hint)
             near = near | ~inside
     return found & near, centre
 

@@ -170,7 +170,7 @@ def test_curvilinear_depth_levels_and_land(tmp_path):
     uo[:, :, 8:] = np.nan  # the last three columns of xi: land
     ds = ds.assign(u=(ds.u.dims, uo, ds.u.attrs))
     field = fk.io.from_xarray(ds, dtype="float64")
-    assert field.dim == 3 and field.kinds == ("hexahedron",) and field.land is not None
+    assert field.dim == 3 and field.mesh.kinds == ("hexahedron",) and field.land is not None
     seeds = np.array([[11.3, 40.4, 100.0], [10.2, 40.2, 300.0]])
     traj = fk.track(field, seeds, 0.0, 86400.0, 3600.0, dtype="float64")
     assert np.isfinite(traj.positions).all()

@@ -64,7 +64,7 @@ def deposition_map(traj, field) -> DepositionMap:
     of any other field's box. Every deposit is counted on exactly one face."""
     hits = deposits(traj)
     if isinstance(field, AbstractMeshField):
-        faces, points = _mesh_faces(field)
+        faces, points = _mesh_faces(field.as_mesh())
         face_of = _closest_faces(points, faces, hits.positions)
     else:
         lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
@@ -77,13 +77,13 @@ def deposition_map(traj, field) -> DepositionMap:
     return DepositionMap(counts, faces, points, face_of)
 
 
-def _mesh_faces(field):
+def _mesh_faces(mesh):
     """The mesh's boundary faces as `(F, k)` node ids (repeats dropped, padded with -1) and its points."""
-    _, _, nodes = field.boundary_faces()
+    _, _, nodes = mesh.boundary_faces()
     rows = [list(dict.fromkeys(row.tolist())) for row in nodes]
     width = max(len(r) for r in rows)
     faces = np.array([r + [-1] * (width - len(r)) for r in rows], np.int64)
-    return faces, np.asarray(field.points, np.float64)
+    return faces, np.asarray(mesh.points, np.float64)
 
 
 def surface(points, faces):

@@ -140,7 +140,7 @@ def _land(ax, field) -> None:
         ax.tricontourf(Triangulation(points[:, 0], points[:, 1], triangles), land.astype(float), levels=[0.5, 1.5], colors=["#b08040"], zorder=3)
         return
     if isinstance(field, CurvilinearField):  # curvilinear: land per node of the 2-D lon/lat grid
-        points = np.asarray(field.points).reshape(field.grid_shape + (-1,))
+        points = np.asarray(field.mesh.points).reshape(field.grid_shape + (-1,))
         land, lon, lat = (a if a.ndim == 2 else a[:, :, 0] for a in (land.reshape(field.grid_shape), points[..., 0], points[..., 1]))
     else:
         land = land if land.ndim == 2 else land[:, :, 0]

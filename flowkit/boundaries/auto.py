@@ -35,12 +35,13 @@ class Auto(AbstractBoundaryConfig):
         if field.spherical:
             return Open()
         if isinstance(field, AbstractMeshField):
-            typed = {name: region.get("kind") for name, region in field.regions.items() if region.get("kind")}
+            regions = field.as_mesh().regions
+            typed = {name: region.get("kind") for name, region in regions.items() if region.get("kind")}
             if not typed:
                 return MeshWalls(self.mode, open=["outflow"]).bind(field)
             opens = [name for name, kind in typed.items() if kind == "open"]
-            curved = [name for name in opens if "point" not in field.regions[name]]
-            _log.info("boundary: the solver's patch types: open %s, walls %s%s", opens, sorted(set(field.regions) - set(opens)), f"; {curved} curved: their faces open where the flow leaves" if curved else "")
+            curved = [name for name in opens if "point" not in regions[name]]
+            _log.info("boundary: the solver's patch types: open %s, walls %s%s", opens, sorted(set(regions) - set(opens)), f"; {curved} curved: their faces open where the flow leaves" if curved else "")
             planes = [name for name in opens if name not in curved]
             return MeshWalls(self.mode, open=planes + (["outflow"] if curved else [])).bind(field)
         return Reflective(field.bounds).bind(field)

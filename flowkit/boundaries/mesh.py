@@ -38,9 +38,9 @@ class BoundMeshWalls(AbstractBoundary):
     def _wall(self, field, hint, x, outside):
         """For the rows `outside` the mesh: the face their walk stopped at (`hint.cell`), its
         plane, and whether it is a wall (a boundary face on no open region)."""
-        cell = hint.cell
-        face, across = field.exit_face(cell, x, ~outside)
-        centre, normal = field.face_planes(jnp.maximum(cell, 0), face)
+        cell, mesh = hint.cell, field.as_mesh()
+        face, across = mesh.exit_face(cell, x, ~outside)
+        centre, normal = mesh.face_planes(jnp.maximum(cell, 0), face)
         tolerance = plane_tolerance(field.bounds, x.dtype)
         is_open = jnp.zeros(x.shape[0], bool)
         for opening in self.open:
@@ -120,26 +120,26 @@ class MeshWalls(AbstractBoundaryConfig):
         if not isinstance(field, AbstractMeshField):
             raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
         planes = tuple(region(spec, field) for spec in self.open if spec != "outflow")
-        return BoundMeshWalls(self.mode, planes, self.max_bounces, outflow_faces(field) if "outflow" in self.open else None)
+        return BoundMeshWalls(self.mode, planes, self.max_bounces, outflow_faces(field.as_mesh()) if "outflow" in self.open else None)
 
 
-def outflow_faces(field, threshold: float = 0.05) -> Bool[Array, "C F"]:
+def outflow_faces(mesh, threshold: float = 0.05) -> Bool[Array, "C F"]:
     """Per cell and local face, whether it is a boundary face the flow leaves through: the
     velocity's normal component there, averaged over the face's nodes and the data's times,
     exceeds `threshold` times the median speed of the data. Logged with the area of the open
     and the wall faces."""
-    cell, face, nodes = field.boundary_faces()
-    centre, normal = (np.asarray(a, np.float64) for a in field.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32)))
-    values = np.asarray(field.values, np.float64).mean(axis=0)  # (P or C, dim): the data's mean flow
-    at_face = values[cell] if field.cell_values else values[nodes].mean(axis=1)
+    cell, face, nodes = mesh.boundary_faces()
+    centre, normal = (np.asarray(a, np.float64) for a in mesh.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32)))
+    values = np.asarray(mesh.values, np.float64).mean(axis=0)  # (P or C, dim): the data's mean flow
+    at_face = values[cell] if mesh.cell_values else values[nodes].mean(axis=1)
     speed = np.median(np.linalg.norm(values, axis=1))
     leaving = np.sum(at_face * normal, axis=1) > threshold * max(speed, np.finfo(np.float64).tiny)
-    corners = np.asarray(field.points, np.float64)[nodes]
-    if field.dim == 2:
+    corners = np.asarray(mesh.points, np.float64)[nodes]
+    if mesh.dim == 2:
         area = np.linalg.norm(corners[:, 1] - corners[:, 0], axis=1)
     else:
         area = 0.5 * np.linalg.norm(np.cross(corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1]), axis=1)
     _log.info("boundary: %d faces the flow leaves through are open (area %.4g), %d are walls (area %.4g)", leaving.sum(), area[leaving].sum(), (~leaving).sum(), area[~leaving].sum())
-    table = np.zeros(tuple(field.neighbours.shape), bool)
+    table = np.zeros(tuple(mesh.neighbours.shape), bool)
     table[cell, face] = leaving
     return jnp.asarray(table)

@@ -63,7 +63,7 @@ class Plane(eqx.Module):
 
 def region(spec, field) -> Plane:
     """`plane(spec, ...)` on `field`: its box's sides and its named regions (`"patch:inlet"`)."""
-    return plane(spec, field.bounds, field.regions if isinstance(field, AbstractMeshField) else None)
+    return plane(spec, field.bounds, field.as_mesh().regions if isinstance(field, AbstractMeshField) else None)
 
 
 def plane(spec, bounds, regions=None) -> Plane:
@@ -145,7 +145,7 @@ class InletSurface(eqx.Module):
 def inlet_surface(field, where: Plane, resolution: int = 32, name: str = "inlet") -> InletSurface:
     """Cover `where` inside `field`'s domain with simplices (host side, once)."""
     if isinstance(field, AbstractMeshField):
-        return _mesh_surface(field, where, name)
+        return _mesh_surface(field.as_mesh(), where, name)
     return _box_surface(field, where, resolution, name)
 
 
@@ -154,16 +154,16 @@ def plane_tolerance(bounds, dtype):
     return (1e-6 * jnp.max(bounds[1] - bounds[0])).astype(dtype)
 
 
-def _mesh_surface(field, where: Plane, name: str) -> InletSurface:
-    cell, face, nodes = field.boundary_faces()
-    points = np.asarray(field.points, np.float64)
-    centre, normal = eqx.filter_jit(field.face_planes)(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32))
-    keep = np.asarray(where.holds(centre, normal, plane_tolerance(field.bounds, centre.dtype)))
+def _mesh_surface(mesh, where: Plane, name: str) -> InletSurface:
+    cell, face, nodes = mesh.boundary_faces()
+    points = np.asarray(mesh.points, np.float64)
+    centre, normal = eqx.filter_jit(mesh.face_planes)(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32))
+    keep = np.asarray(where.holds(centre, normal, plane_tolerance(mesh.bounds, centre.dtype)))
     if not keep.any():
-        lo, hi = (np.asarray(b).tolist() for b in field.bounds)
+        lo, hi = (np.asarray(b).tolist() for b in mesh.bounds)
         raise ValueError(f"{name}: no boundary face of the mesh lies on the plane through {np.asarray(where.point).tolist()} with normal {np.asarray(where.normal).tolist()} (mesh bounds {lo} to {hi})")
     cell, nodes = cell[keep], nodes[keep]
-    if field.dim == 2:
+    if mesh.dim == 2:
         simplices, owner = nodes[:, :2], cell
     else:
         triangle = nodes[:, 2] == nodes[:, 3]

@@ -1,23 +1,26 @@
 """An ocean model's curvilinear lon/lat grid (ROMS, NEMO, MITgcm regional grids) as a mesh in degrees."""
 
 import math
+from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .._custom_types import Args, Position, Positions, TimeLike, Velocity
+from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
 from .base import Hints
 from .grid import degrees_per_second
-from .mesh import AbstractMeshField
+from .mesh import AbstractMeshField, MeshField
+from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
 class CurvilinearField(AbstractMeshField):
     """Velocity in m/s on a logically rectangular grid whose nodes have 2-D longitudes and
     latitudes, `lon[i, j]`, `lat[i, j]` (degrees), optionally over depth levels (metres,
-    positive down): a `MeshField` of quadrilaterals (hexahedra with depth) in degrees, so a
+    positive down): a `MeshField` of quadrilaterals (hexahedra with depth) in degrees, its
+    `mesh`, so a
     point is found and interpolated exactly as on a `.vts` mesh, bilinear in each cell's own
     parametric coordinates.
 
@@ -39,10 +42,15 @@ class CurvilinearField(AbstractMeshField):
     - `time_origin`, `dtype`: as for `GridField`.
     """
 
+    mesh: MeshField
     land: Float[Array, " P"] | None
-    spherical: bool = eqx.field(static=True)
+    bounds: Bounds
+    dim: int = eqx.field(static=True)
+    time_range: tuple[float, float] = eqx.field(static=True)
+    periodic: tuple[bool, ...] = eqx.field(static=True)
     time_origin: TimeOrigin | None = eqx.field(static=True)
     grid_shape: tuple[int, ...] = eqx.field(static=True)
+    spherical: ClassVar[bool] = True
 
     def __init__(self, lon, lat, values, times=None, *, depth=None, land=None, time_origin: TimeOrigin | None = None, dtype="float32", **mesh_options):
         lon, lat = np.asarray(lon, np.float64), np.asarray(lat, np.float64)
@@ -69,28 +77,59 @@ class CurvilinearField(AbstractMeshField):
                 raise ValueError(f"CurvilinearField: land must have the grid's shape {shape}, got {land.shape}")
             land = land.reshape(-1)
             values = np.where(land[:, None], 0.0, values)
-        super().__init__(points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options)
-        self.land = None if land is None or not land.any() else jnp.asarray(land, self.values.dtype)
-        self.spherical = True
+        self.mesh = MeshField(points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options)
+        self.land = None if land is None or not land.any() else jnp.asarray(land, self.mesh.values.dtype)
+        self.bounds, self.dim, self.time_range, self.periodic = self.mesh.bounds, self.mesh.dim, self.mesh.time_range, self.mesh.periodic
         self.time_origin = time_origin
         self.grid_shape = shape
 
+    def as_mesh(self) -> MeshField:
+        return self.mesh
+
+    @property
+    def times(self) -> Float[Array, " T"] | None:
+        return self.mesh.times
+
+    def time_leaves(self) -> dict[str, Array]:
+        return self.mesh.time_leaves()
+
+    def describe(self) -> str:
+        return self.mesh.describe()
+
+    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+        return self.mesh.hints(n, dtype, xp)
+
+    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+        return self.mesh.locate(x, hint)
+
+    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+        return self.mesh.sample_batch(t, x, hint)
+
+    def in_domain(self, x: Position) -> Bool[Array, ""]:
+        return self.mesh.in_domain(x)
+
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
-        u, hint = super().velocity_batch(t, x, args, hint)
+        u, hint = self.mesh.velocity_batch(t, x, args, hint)
         return degrees_per_second(u, x[:, 1]), hint
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         x = jnp.asarray(x)
-        return degrees_per_second(super().__call__(t, x, args), x[1])
+        return degrees_per_second(self.mesh(t, x, args), x[1])
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:
             return None
         if hint is None:
-            hint, _ = self.locate(x, self.hints(x.shape[0], x.dtype))
-        cell = jnp.maximum(hint.cell, 0)
-        weights = self._weights(cell, x, hint.coords)
-        return jnp.sum(weights * self.land[self.nodes[cell]], axis=-1) >= 0.5
+            hint, _ = self.mesh.locate(x, self.hints(x.shape[0], x.dtype))
+        nodes, weights = self.mesh.node_weights(jnp.maximum(hint.cell, 0), x, hint.coords)
+        return jnp.sum(weights * self.land[nodes], axis=-1) >= 0.5
+
+    def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"]:
+        edge = shortest_edges(self.mesh.points, self.mesh.nodes[jnp.maximum(hint.cell, 0)], spherical=True)
+        return axis_sizes(edge, x, spherical=True).astype(x.dtype)
+
+    def max_courant_rate(self) -> float:
+        return mesh_max_rate(self.mesh.points, self.mesh.nodes, self.mesh.values, spherical=True)
 
 
 def quad_cells(shape: tuple[int, ...]) -> np.ndarray:

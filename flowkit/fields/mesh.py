@@ -1,5 +1,6 @@
 """Velocity data on an unstructured mesh of linear cells, interpolated exactly as VTK does."""
 
+import abc
 from collections.abc import Mapping
 
 import equinox as eqx
@@ -17,6 +18,16 @@ from .slices import as_series
 
 
 class AbstractMeshField(AbstractField):
+    """A field whose points are located in a mesh of linear cells, with hints in its cells:
+    what mesh walls, inlets on a solver's patches, seeding inside cells and deposition maps
+    need of it is that mesh's geometry, `as_mesh()`."""
+
+    @abc.abstractmethod
+    def as_mesh(self) -> "MeshField":
+        """The mesh this field's points are located in (a `MeshField` is its own)."""
+
+
+class MeshField(AbstractMeshField):
     """Point data on a mesh of linear cells (tetrahedra, hexahedra, wedges, pyramids, voxels;
     triangles, quads, pixels in 2-D), steady or a time series on a fixed mesh.
 
@@ -144,6 +155,9 @@ class AbstractMeshField(AbstractField):
         self.regions = dict(regions or {})
         if self.times is not None:
             self.times = jnp.asarray(self.times, dtype)
+
+    def as_mesh(self) -> "MeshField":
+        return self
 
     # -- geometry ---------------------------------------------------------------------------
 
@@ -480,12 +494,8 @@ class AbstractMeshField(AbstractField):
         return np.asarray(values), np.asarray(valid)
 
 
-class MeshField(AbstractMeshField):
-    __doc__ = AbstractMeshField.__doc__
-
-
 @eqx.filter_jit
-def _probe(field: AbstractMeshField, t, points):
+def _probe(field: MeshField, t, points):
     hint, found = field.locate(points, field.hints(points.shape[0], points.dtype))
     values = field._interpolate(field.values, t, jnp.maximum(hint.cell, 0), points, hint.coords, field.cell_values)
     return jnp.where(found[:, None], values, 0), found

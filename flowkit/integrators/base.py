@@ -39,9 +39,17 @@ class AbstractIntegrator(eqx.Module):
     """
 
     order: eqx.AbstractVar[int]
-    stochastic: ClassVar[bool] = False
-    shardable: ClassVar[bool] = True
-    """Whether the tracker may shard particles over several devices with this integrator."""
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether `step` takes noise: the tracker then gives it a PRNG key per particle and step."""
+        return False
+
+    @property
+    def shardable(self) -> bool:
+        """Whether the tracker may shard particles over several devices with this integrator."""
+        return True
+
     courant_limit: ClassVar[float] = 1.0
     """The Courant number above which a run warns: its steps skip over cells' detail."""
 

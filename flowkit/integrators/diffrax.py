@@ -65,11 +65,11 @@ class Diffrax(AbstractIntegrator):
         return int(self.solver.order(diffrax.ODETerm(lambda t, y, args: y)))
 
     @property
-    def stochastic(self) -> bool:  # type: ignore[override]
+    def stochastic(self) -> bool:
         return self.diffusivity is not None
 
     @property
-    def shardable(self) -> bool:  # type: ignore[override]
+    def shardable(self) -> bool:
         # optimistix's closure conversion in the event root finder, and lineax's check of an
         # implicit solver's linear solves, reject shard_map's per-device values: runs with exit
         # events or implicit (stiff) solvers stay on one device.

@@ -25,7 +25,7 @@ class EulerMaruyama(AbstractIntegrator):
 
     diffusivity: AbstractDiffusivity
     order: ClassVar[int] = 1
-    stochastic: ClassVar[bool] = True
+    stochastic = True
 
     def __init__(self, diffusivity):
         self.diffusivity = as_diffusivity(diffusivity)

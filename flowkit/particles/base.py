@@ -8,7 +8,6 @@ sampled where the particle is.
 """
 
 import abc
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -48,19 +47,37 @@ class AbstractParticles(eqx.Module):
     - `update(t, state, samples, args) -> dict`: optional, applied after every step with the
       field's samples at the new position, for variables that are not rates (a maximum).
 
-    Class flags say what the tracker must evaluate for the model, so that a model asking for
-    nothing costs nothing: `needs_samples` (the field's sampled arrays at every evaluation),
+    Flags say what the tracker must evaluate for the model, so that a model asking for nothing
+    costs nothing: `needs_samples` (the field's sampled arrays at every evaluation),
     `needs_acceleration` (Du/Dt, by one forward-mode derivative of the field), `updates`.
-    `variable_names` lists the variables.
+    `variable_names` lists the variables. Each is false (empty) here; a model sets its own as a
+    class attribute (`needs_samples = True`) or, where its options decide, a property.
     """
 
-    variable_names: ClassVar[tuple[str, ...]] = ()
-    """The names of the variables `initial` returns (what `Trajectory.variables` will hold)."""
-    needs_samples: ClassVar[bool] = False
-    needs_acceleration: ClassVar[bool] = False
-    updates: ClassVar[bool] = False
-    moves_in_metres: ClassVar[bool] = False
-    """Whether the model's physics needs positions in metres (it is refused on lon/lat fields)."""
+    @property
+    def variable_names(self) -> tuple[str, ...]:
+        """The names of the variables `initial` returns (what `Trajectory.variables` will hold)."""
+        return ()
+
+    @property
+    def needs_samples(self) -> bool:
+        """Whether `rhs` reads `fluid.samples` (the field's sampled arrays at the particle)."""
+        return False
+
+    @property
+    def needs_acceleration(self) -> bool:
+        """Whether `rhs` reads `fluid.acceleration` (Du/Dt)."""
+        return False
+
+    @property
+    def updates(self) -> bool:
+        """Whether `update` is to be applied after every step."""
+        return False
+
+    @property
+    def moves_in_metres(self) -> bool:
+        """Whether the model's physics needs positions in metres (it is refused on lon/lat fields)."""
+        return False
 
     @abc.abstractmethod
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:

@@ -4,7 +4,6 @@ is much shorter than the step."""
 
 import dataclasses
 import logging
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -54,8 +53,8 @@ class Inertial(AbstractParticles):
     added_mass: bool = eqx.field(static=True)
     pressure_gradient: bool = eqx.field(static=True)
     scheme: str = eqx.field(static=True)
-    variable_names: ClassVar[tuple[str, ...]] = ("velocity",)
-    moves_in_metres: ClassVar[bool] = True
+    variable_names = ("velocity",)
+    moves_in_metres = True
 
     def __init__(self, diameter, density, fluid_density=1.2, viscosity=1.8e-5, gravity=9.81, drag="stokes", lift=False, added_mass=False, pressure_gradient=False, restitution=1.0, scheme="auto"):
         for name, value in (("diameter", diameter), ("density", density), ("fluid_density", fluid_density), ("viscosity", viscosity)):
@@ -71,11 +70,11 @@ class Inertial(AbstractParticles):
         self.drag, self.lift, self.added_mass, self.pressure_gradient, self.scheme = drag, bool(lift), bool(added_mass), bool(pressure_gradient), scheme
 
     @property
-    def needs_acceleration(self) -> bool:  # type: ignore[override]
+    def needs_acceleration(self) -> bool:
         return self.added_mass or self.pressure_gradient
 
     @property
-    def steps_itself(self) -> bool:  # type: ignore[override]
+    def steps_itself(self) -> bool:
         return self.scheme == "exponential" or self.lift
 
     @property

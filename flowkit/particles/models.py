@@ -1,7 +1,6 @@
 """Particles that move with the fluid plus a velocity of their own, and models combined."""
 
 from collections.abc import Callable
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -28,7 +27,7 @@ class Buoyant(AbstractParticles):
         self.axis = int(axis)
 
     @property
-    def needs_samples(self) -> bool:  # type: ignore[override]
+    def needs_samples(self) -> bool:
         return callable(self.w)
 
     def rhs(self, t, state, fluid, args):
@@ -63,23 +62,23 @@ class Combined(AbstractParticles):
         return (self.mover,) + self.riders
 
     @property
-    def variable_names(self) -> tuple[str, ...]:  # type: ignore[override]
+    def variable_names(self) -> tuple[str, ...]:
         return tuple(name for m in self.models for name in m.variable_names)
 
     @property
-    def needs_samples(self) -> bool:  # type: ignore[override]
+    def needs_samples(self) -> bool:
         return any(m.needs_samples for m in self.models)
 
     @property
-    def needs_acceleration(self) -> bool:  # type: ignore[override]
+    def needs_acceleration(self) -> bool:
         return any(m.needs_acceleration for m in self.models)
 
     @property
-    def updates(self) -> bool:  # type: ignore[override]
+    def updates(self) -> bool:
         return any(m.updates for m in self.models)
 
     @property
-    def moves_in_metres(self) -> bool:  # type: ignore[override]
+    def moves_in_metres(self) -> bool:
         return any(m.moves_in_metres for m in self.models)
 
     def _own(self, model, state):
@@ -130,7 +129,7 @@ class Combined(AbstractParticles):
 class Aging(AbstractParticles):
     """The particle's `age`: time since its release (seconds; negative when tracking backward)."""
 
-    variable_names: ClassVar[tuple[str, ...]] = ("age",)
+    variable_names = ("age",)
 
     def initial(self, t, x, fluid, args):
         return {"age": jnp.zeros((), x.dtype)}
@@ -142,7 +141,7 @@ class Aging(AbstractParticles):
 class Distance(AbstractParticles):
     """The `distance` the particle has travelled along its path (in the field's length unit)."""
 
-    variable_names: ClassVar[tuple[str, ...]] = ("distance",)
+    variable_names = ("distance",)
 
     def initial(self, t, x, fluid, args):
         return {"distance": jnp.zeros((), x.dtype)}
@@ -157,7 +156,7 @@ class TimeInBox(AbstractParticles):
 
     lo: jnp.ndarray
     hi: jnp.ndarray
-    variable_names: ClassVar[tuple[str, ...]] = ("time_in_box",)
+    variable_names = ("time_in_box",)
 
     def __init__(self, lo, hi):
         self.lo, self.hi = jnp.asarray(lo, float), jnp.asarray(hi, float)
@@ -176,11 +175,11 @@ class Extremes(AbstractParticles):
     along each particle's path: `{name}_max`, `{name}_mean` (values at the end of each step)."""
 
     name: str = eqx.field(static=True)
-    needs_samples: ClassVar[bool] = True
-    updates: ClassVar[bool] = True
+    needs_samples = True
+    updates = True
 
     @property
-    def variable_names(self) -> tuple[str, ...]:  # type: ignore[override]
+    def variable_names(self) -> tuple[str, ...]:
         return (f"{self.name}_max", f"{self.name}_mean", f"{self.name}_count")
 
     def _sample(self, samples):
