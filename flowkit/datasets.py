@@ -299,7 +299,7 @@ def vtk_field(
     """A field read from VTK files (`flowkit.io.read`: VTK files and every solver format it takes), or when `path` is None from the
     embedded sample `dataset` (`cellular_box`: `sample_vtk`; `pipe`: `sample_pipe`), generated
     on first use."""
-    from .io.vtk_read import read
+    from .io.read import read
 
     if path is None:
         if dataset not in SAMPLES:
@@ -359,7 +359,7 @@ def ocean_field(
     """A field from NetCDF/zarr ocean or atmosphere data (`flowkit.io.read`: a file, a glob of
     daily files, a list; ROMS/CROCO with its `grid` file; TELEMAC `.slf`), or the embedded ocean
     sample (`sample_ocean`) when `path` is None."""
-    from .io.vtk_read import read
+    from .io.read import read
 
     options = {} if mask is None else {"mask": mask}
     if land_value is not None:

@@ -4,6 +4,7 @@ EnSight, IOSS/Exodus, VTKHDF and multi-block writers) or as the plain-text dicti
 same file, and against the flow."""
 
 import logging
+from pathlib import Path
 
 import foam
 import meshes
@@ -368,3 +369,22 @@ def test_each_solver_format_refuses_a_corrupt_file_naming_it(tmp_path, name):
         path.with_suffix(".dat").write_bytes(path.read_bytes())
     with pytest.raises(ValueError, match=name.replace(".", r"\.")):
         fk.io.read(path)
+
+
+def test_one_format_table_dispatches_every_kind_and_refuses_what_a_format_does_not_take(tmp_path):
+    """`fk.io.read` finds each kind by its name's ending in `FORMATS` (a compound `.cas.h5`
+    whole; a glob or list by its first file); an unknown ending, or an option the format does
+    not take, is refused naming the file, the option and what the format takes."""
+    from flowkit.io.formats import FORMATS, format_of
+
+    names = {fmt.name for fmt in FORMATS}
+    assert {"NetCDF/zarr", "TELEMAC Selafin", "VTK", "OpenFOAM", "Fluent", "Fluent CFF", "CGNS"} <= names
+    assert format_of(Path("run/flow.cas.h5")).name == "Fluent CFF" and format_of(Path("run/flow.cas")).name == "Fluent"
+    assert format_of("glo_cur_*.nc").name == "NetCDF/zarr" and format_of([Path("a.vtu"), Path("b.vtu")]).name == "VTK"
+    assert all(fmt.make_reader is not None for fmt in FORMATS if fmt.name not in ("NetCDF/zarr", "TELEMAC Selafin", "VTK"))
+    with pytest.raises(ValueError, match=r"flow\.txt: unsupported suffix '\.txt'; flowkit reads \[.*'\.slf'.*'\.vtu'"):
+        fk.io.read(tmp_path / "flow.txt")
+    grid = fk.datasets.sample_vtk(tmp_path)
+    with pytest.raises(ValueError, match=r"tide\.slf: cell_data do\(es\) not apply to TELEMAC Selafin files; they take \['dtype'\]"):
+        fk.io.read(tmp_path / "tide.slf", cell_data="constant")
+    assert isinstance(fk.io.read(grid), fk.MeshField | fk.GridField)

@@ -12,9 +12,10 @@ from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField
 from ..fields.slices import sample_columns
 from .checks import check_velocity
-from .formats import SolverCase, Step, format_of, is_expression
+from .formats import format_of
+from .solvers import Step
 from .stream import SliceSource
-from .vtk_slices import file_time, grid_slice, is_grid, mesh_slice, read_dataset, series_slice
+from .vtk_slices import Arrays, GridSlice, MeshSlice, file_time, grid_slice, is_expression, is_grid, mesh_slice, read_dataset, series_slice
 
 
 def _series(path, velocity=None, skip_zero_time=True):
@@ -26,9 +27,9 @@ def _series(path, velocity=None, skip_zero_time=True):
     if isinstance(path, (list, tuple)):
         return [(Path(p), None) for p in path]
     path = Path(path)
-    kind = format_of(path) if path.exists() else None
-    if kind is not None:
-        case = SolverCase(path, kind, velocity, skip_zero_time=skip_zero_time)
+    fmt = format_of(path)
+    if fmt.make_reader is not None and path.exists():
+        case = fmt.open_case(path, velocity, skip_zero_time=skip_zero_time)
         return [(Step(case, k), t) for k, t in enumerate(case.times)]
     if path.suffix.lower() == ".pvd":
         if not path.exists():
@@ -68,7 +69,7 @@ def _series_times(path, file_times, times, n: int):
     return times
 
 
-def read(
+def read_series(
     path,
     velocity: str | None = None,
     times=None,
@@ -84,75 +85,13 @@ def read(
     skip_zero_time: bool = True,
     **mesh_options,
 ):
-    """A field from what a CFD solver or ParaView writes, read with the `vtk` package's readers.
-
-    **Arguments:**
-
-    - `path`, one of:
-      - NetCDF (`.nc`, `.nc4`, `.cdf`; NetCDF4/HDF5 or NetCDF3) or zarr data, one file, a glob
-        or a list of files along time: read by its CF metadata into a `GridField` on lon/lat
-        (see `fk.io.from_xarray`, whose options — `mask`, `land_value`, `spherical`, `x`,
-        `y`, `z`, `time` — pass through; `velocity="uo,vo"` names the components);
-      - a VTK file: `.vti`, `.vtr` (structured), `.vtu`, `.pvtu`, `.vts`, `.vtp`, `.vtm`/`.vtmb`
-        (blocks merged into one domain), legacy `.vtk`; a `.pvd` collection (times from its
-        `timestep` attributes, possibly non-uniform); a glob pattern or a list of files (times
-        from each file's `TimeValue` field data, else from `times=`, else an error — never
-        file indices);
-      - a solver's output, its time steps the series (`flowkit.io.formats` lists the readers):
-        an OpenFOAM case directory (reconstructed or `processor*/`), its `*.foam` or
-        `system/controlDict`; EnSight Gold `.case`; Exodus II `.e`/`.exo`/`.ex2`/`.g`;
-        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.selafin`); VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
-        PLOT3D `.xyz` (with its `.q`); Tecplot ASCII `.tec`. Parts, element blocks and zones are
-        merged into one domain, points they share joined; surface parts (boundary patches) are
-        skipped with a log line.
-    - `velocity`: an array's name; or a ParaView Calculator expression over the arrays,
-      evaluated at the nodes (`"Momentum/Density"`: + - * /, numbers, scalar and vector
-      arrays); by default the vector array named like a velocity (`U`, `Velocity`, `vel`, or
-      first word so: `velocity_liq (m/s)`) or the only vector array. Point data wins over cell
-      data. Cell data is converted to points by `vtkCellDataToPointData` (each point gets the
-      mean of the cells around it, as ParaView's "Cell Data to Point Data"); OpenFOAM's reader
-      gives point data interpolated with the boundary patches' values. The choice is logged.
-    - `cell_data`: `"points"` (default, as above) or `"constant"`: the velocity's cell values
-      where it has them (a finite-volume solver's own numbers), piecewise constant per cell.
-    - polyhedra and higher-order cells are decomposed into linear cells on their own nodes
-      (`vtkDataSetTriangleFilter`), with a log line.
-    - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
-      along trajectories and for particle models: `fk.track` then fills `Trajectory.samples[name]`
-      (meshes, and NetCDF/zarr data on regular A-grids held in memory).
-    - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
-    - `stream`: `True` returns a `fk.io.StreamedField` that `fk.track` reads file by file
-      in time windows (a background thread reads the next files while the device computes);
-      `None` (default) does so only when the whole series would exceed `max_device_bytes`.
-    - `max_device_bytes`: device memory the field may use (default: half the GPU's memory, or
-      a quarter of the host's RAM on CPU).
-    - `skip_zero_time`: an OpenFOAM case's `0/` directory (the initial condition, often the
-      flow at rest) is left out of the series, as ParaView does; `False` keeps it when it holds
-      the velocity.
-    - `mesh_options`: passed to `MeshField` (`walk_steps`, `newton_steps`, `bin_scale`).
-
-    **Returns:** a `GridField` for image and rectilinear data (a grid with one point along an
-    axis becomes 2-D; its velocity component along that axis must be zero), a `MeshField` for
-    everything else: unstructured grids (pieces of a `.pvtu` merged, duplicate points on piece
-    boundaries joined), curvilinear grids (as hexahedra or quads) and polygonal data. Steady for
-    one file, a time series on a fixed mesh otherwise; or a `StreamedField` of either.
-
-    **Raises:** `FileNotFoundError` for missing files (also those a `.pvd` lists), `ValueError`
-    naming the file for truncated/corrupt files, empty data, no or ambiguous vector arrays
-    (listing the arrays there are), 2-component velocities in 3-D, non-finite values (how many
-    and where), unsupported cell types (type and count), geometry or point counts that change
-    between steps, and missing times.
-    """
+    """`fk.io.read` for VTK's own files and the solvers' outputs that the `vtk` package reads
+    (see `fk.io.read` for the arguments): a `GridField` for image and rectilinear data, a
+    `MeshField` for everything else, or a `StreamedField` of either."""
     import logging
 
-    from .selafin import is_selafin_path, read_selafin
     from .stream import StreamedField, choose_streaming
-    from .xarray import is_dataset_path, read_cf
 
-    if is_dataset_path(path):  # NetCDF/zarr: ocean and atmosphere data, by its CF metadata
-        options = dict(dtype=dtype, interpolation=interpolation, stream=stream, max_device_bytes=max_device_bytes, sample=sample, **mesh_options)
-        return read_cf(path, velocity, periodic=None if periodic is False else periodic, **options)
-    if is_selafin_path(path):  # TELEMAC results: triangles, or prisms between planes
-        return read_selafin(path, velocity, dtype=dtype, **mesh_options)
     series = _series(path, velocity, skip_zero_time)
     first = read_dataset(series[0][0])
     grid = is_grid(first)
@@ -169,28 +108,28 @@ def read(
     if isinstance(series[0][0], Step):
         case = series[0][0].case
         regions = case.regions()
-        if not is_expression(ref["name"]):  # a name or components: the reader may skip the rest
-            case.keep_arrays({*ref["name"].split(","), *(sample or ())})
-    logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref["name"], len(series), series[0][0])
+        if not is_expression(ref.arrays.name):  # a name or components: the reader may skip the rest
+            case.keep_arrays({*ref.arrays.name.split(","), *(sample or ())})
+    logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref.arrays.name, len(series), series[0][0])
 
     def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
         stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
-        values = stack([p["values"] for p in pieces])
-        if grid:
-            return GridField(values, ref["axes"], times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
-        samples = {name: stack([p["samples"][name] for p in pieces]) for name in ref["samples"]}
-        return MeshField(ref["points"], ref["cells"], values, ref["cell_types"], times=times, samples=samples, dtype=dtype, cell_values=ref["on_cells"], topology=topology, regions=regions, **mesh_options)
+        values = stack([p.values for p in pieces])
+        if isinstance(ref, GridSlice):
+            return GridField(values, ref.axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+        samples = {name: stack([p.samples[name] for p in pieces]) for name in ref.arrays.samples}
+        return MeshField(ref.points, ref.cells, values, ref.cell_types, times=times, samples=samples, dtype=dtype, cell_values=ref.arrays.on_cells, topology=topology, regions=regions, **mesh_options)
 
     if len(series) == 1:
-        return build([ref], None)
-    slice_bytes = sum(a.size for a in files.slice_arrays(ref).values()) * _dtypes.resolve(dtype).itemsize
+        return build([ref.arrays], None)
+    slice_bytes = sum(a.size for a in files.slice_arrays(ref.arrays).values()) * _dtypes.resolve(dtype).itemsize
     if choose_streaming(stream, len(series), slice_bytes, max_device_bytes, str(path)):
         files.resolve_times(times)
         return StreamedField(build([files.piece(0), files.piece(1)], files.times[:2]), files, max_device_bytes)
     later = files.pieces(range(1, len(series)), in_file_order=True)
-    topology = None if grid else mesh_topology(ref["points"], ref["cells"], ref["cell_types"], mesh_options.get("bin_scale", 0.75))  # while the threads read
-    pieces = [ref, *later]
-    order = files.resolve_times(times, [p["time"] for p in pieces])
+    topology = None if isinstance(ref, GridSlice) else mesh_topology(ref.points, ref.cells, ref.cell_types, mesh_options.get("bin_scale", 0.75))  # while the threads read
+    pieces = [ref.arrays, *later]
+    order = files.resolve_times(times, [p.time for p in pieces])
     return build([pieces[i] for i in order], files.times, topology)
 
 
@@ -204,28 +143,14 @@ class _VtkFiles(SliceSource):
         self.files = [file for file, _ in series]
         self.listed_times = [t for _, t in series]
         self._read = read
-        self.reference = read(self.files[0], first)
-        check_velocity(self.reference["values"], str(self.files[0]), repr(self.reference["name"]), 0, self.listed_times[0])
+        self.reference: GridSlice | MeshSlice = read(self.files[0], first)
+        check_velocity(self.reference.arrays.values, str(self.files[0]), repr(self.reference.arrays.name), 0, self.listed_times[0])
         self._read_arrays = read_arrays
-        """For meshes: `(file, topology) -> arrays` reading only what changes in time."""
+        """For meshes: `(file, series) -> Arrays` reading only what changes in time."""
         self.times = None
         self._order = np.arange(len(self.files))
 
-    def _topology(self) -> dict:
-        """What a later file's arrays need of the mesh."""
-        ref = self.reference
-        return dict(dim=ref["points"].shape[1], n_points=ref["n_points"], signature=ref["signature"], cell_order=ref["cell_order"] if ref["on_cells"] else None, remap=ref["remap"])
-
-    def _checked(self, file, piece, k: int) -> dict:
-        ref, first = self.reference, self.files[0]
-        if piece["n_points"] != ref["n_points"]:
-            raise ValueError(f"{file}: {piece['n_points']} points, but {first} has {ref['n_points']}; the point count changes between time steps (moving or remeshed meshes are not supported)")
-        if piece["signature"] != ref["signature"]:
-            raise ValueError(f"{file}: its mesh differs from {first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
-        check_velocity(piece["values"], str(file), repr(ref["name"]), k, piece.get("time"))
-        return piece
-
-    def pieces(self, ks, in_file_order: bool = False) -> Iterator[dict]:
+    def pieces(self, ks, in_file_order: bool = False) -> Iterator[Arrays]:
         """`piece(k)` for every `k`, in order: all are read ahead in threads from the call on
         (VTK's parsers release the GIL), so the caller can do other work meanwhile."""
         import os
@@ -252,29 +177,27 @@ class _VtkFiles(SliceSource):
         self.times = resolved[self._order]
         return self._order
 
-    def piece(self, k: int, in_file_order: bool = False) -> dict:
+    def piece(self, k: int, in_file_order: bool = False) -> Arrays:
         """The arrays of slice `k` (in time order, or file `k` with `in_file_order`), checked."""
         file = self.files[k if in_file_order else int(self._order[k])]
-        if self._read_arrays is not None:
-            return self._checked(file, self._read_arrays(file, self._topology()), k)
-        piece = self._read(file, read_dataset(file))  # a grid: its axes are cheap to check
         ref, first = self.reference, self.files[0]
-        axes = piece["axes"]
-        if len(axes) != len(ref["axes"]) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref["axes"], axes)):
-            raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref['axes']]}); moving or remeshed grids are not supported")
-        check_velocity(piece["values"], str(file), repr(ref["name"]), k, piece.get("time"))
-        return piece
+        if isinstance(ref, MeshSlice):
+            arrays = self._read_arrays(file, ref.series)
+        else:
+            piece = self._read(file, read_dataset(file))  # a grid: its axes are cheap to check
+            axes, arrays = piece.axes, piece.arrays
+            if len(axes) != len(ref.axes) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref.axes, axes)):
+                raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref.axes]}); moving or remeshed grids are not supported")
+        check_velocity(arrays.values, str(file), repr(ref.arrays.name), k, arrays.time)
+        return arrays
 
     @staticmethod
-    def slice_arrays(piece) -> dict:
-        arrays = {"values": piece["values"]}
-        if piece.get("samples"):
-            arrays["sample_values"] = sample_columns(piece["samples"])
-        return arrays
+    def slice_arrays(arrays: Arrays) -> dict:
+        """The field's time leaves of one slice, by name."""
+        out = {"values": arrays.values}
+        if arrays.samples:
+            out["sample_values"] = sample_columns(arrays.samples)
+        return out
 
     def read(self, k: int) -> dict:
         return self.slice_arrays(self.piece(k))
-
-
-read_vtk = read
-"""The same as `read` (its first name, when it read VTK's own formats only)."""

@@ -1,44 +1,97 @@
 """One VTK file, read with the `vtk` package, into one time slice's arrays: a grid's axes and
 values, or a mesh's topology (processed once per series) and point or cell arrays."""
 
+import dataclasses
 import re
 from pathlib import Path
 
 import numpy as np
 
 from ..fields.cells import merge_cells
-from .formats import SOLVER_SUFFIXES, SolverCase, Step, cell_type_ids, cell_type_name, format_of, is_expression, joined, merged, vtk_errors
+from .formats import VTK, format_of
+from .solvers import Step
+from .vtk_blocks import cell_type_ids, cell_type_name, joined, merged, vtk_errors
 
-_XML_SUFFIXES = {".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm"}
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrays:
+    """What changes in time in one file: the velocity `values` (`(n_1, ..., n_d, d)` on a grid,
+    `(P or C, d)` on a mesh), its array's `name`, the file's `time` (None: it has none), the
+    `samples` arrays by name, and whether the values are per cell (`on_cells`)."""
+
+    values: np.ndarray
+    name: str
+    time: float | None
+    samples: dict = dataclasses.field(default_factory=dict)
+    on_cells: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class GridSlice:
+    """One grid file: the axes of its non-singleton dimensions and its arrays."""
+
+    axes: list
+    arrays: Arrays
+
+
+@dataclasses.dataclass(frozen=True)
+class Remap:
+    """How a series' first file became the mesh flowkit reads (`_as_unstructured`): the new
+    `mesh`'s structure and, per new point and cell, the original one's index."""
+
+    mesh: object
+    point_map: np.ndarray
+    cell_map: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesMesh:
+    """What a later file of a mesh series needs of the series' mesh, processed once from its
+    `first` file: the dimension, the original point count and topology `signature` (which a
+    later file must match), the order of the kept cells, and the `remap` (None: none)."""
+
+    first: str
+    dim: int
+    n_points: int
+    signature: str
+    cell_order: np.ndarray
+    remap: Remap | None
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshSlice:
+    """One mesh file: its points, cells (padded node ids in VTK's order) and their VTK types,
+    what later files of its series need of it, and its arrays."""
+
+    points: np.ndarray
+    cells: np.ndarray
+    cell_types: np.ndarray
+    series: SeriesMesh
+    arrays: Arrays
 
 
 def read_dataset(path):
     """One data set, read with the vtk package: a VTK file, a solver's file (its only time step),
-    or a `formats.Step` of a solver's case; composites merged into one domain. VTK's own error
+    or a `solvers.Step` of a solver's case; composites merged into one domain. VTK's own error
     text becomes a ValueError naming the file."""
     import vtk
 
     if isinstance(path, Step):
         return path.read()
+    fmt = format_of(path)
     if not path.exists():
-        raise FileNotFoundError(f"{'VTK file' if format_of(path) is None else 'file'} {path} does not exist")
-    kind = format_of(path)
-    if kind is not None:
-        case = SolverCase(path, kind)
+        raise FileNotFoundError(f"{'file' if fmt.make_reader else fmt.name + ' file'} {path} does not exist")
+    if fmt.make_reader is not None:
+        case = fmt.open_case(path)
         if len(case.times) > 1:
             raise ValueError(f"{path}: holds {len(case.times)} time steps; give it alone (not in a list or pattern) to read them as the series")
         return case.dataset(0)
+    if fmt is not VTK or path.suffix.lower() == ".pvd":
+        raise ValueError(f"{path}: a {fmt.name} file among VTK files; give it alone")
     suffix = path.suffix.lower()
-    if suffix == ".vtk":
-        reader = vtk.vtkGenericDataObjectReader()
-    elif suffix in _XML_SUFFIXES:
-        reader = vtk.vtkXMLGenericDataObjectReader()
-    elif suffix == ".vtmb":
-        reader = vtk.vtkXMLMultiBlockDataReader()
-    else:
-        known = sorted({*_XML_SUFFIXES, ".vtk", ".vtmb", ".pvd", *SOLVER_SUFFIXES, ".cas.h5"})
-        raise ValueError(f"{path}: unsupported suffix {path.suffix!r}; flowkit reads {known}, OpenFOAM case directories and NetCDF/zarr (fk.io.from_xarray)")
+    reader = vtk.vtkGenericDataObjectReader() if suffix == ".vtk" else vtk.vtkXMLMultiBlockDataReader() if suffix == ".vtmb" else vtk.vtkXMLGenericDataObjectReader()
     with vtk_errors(path):
         reader.SetFileName(str(path))
         reader.Update()
@@ -46,6 +99,11 @@ def read_dataset(path):
     if data is None:
         raise ValueError(f"{path}: VTK could not read this file (truncated or corrupt?): no data returned")
     return merged(data, path)
+
+
+def is_expression(velocity: str) -> bool:
+    """Whether a `velocity=` is a Calculator expression (`Momentum/Density`), not array names."""
+    return any(ch in velocity for ch in "+-*/()^")
 
 
 def _words(name: str) -> list[str]:
@@ -210,9 +268,8 @@ def _check_finite(values, name, path: Path, allow_nonfinite: bool, locations) ->
         raise ValueError(f"{path}: velocity {name!r} has {int(bad.sum())} non-finite points ({locations(bad)}); pass allow_nonfinite=True to keep them (particles reaching them get status NONFINITE)")
 
 
-def grid_slice(path: Path, data, velocity, allow_nonfinite) -> dict:
-    """A dict with the axes of the non-singleton dimensions, values `(n_1, ..., n_d, d)`, the
-    velocity's name and the file's time (or None) of one grid file."""
+def grid_slice(path: Path, data, velocity, allow_nonfinite) -> GridSlice:
+    """One grid file's axes and arrays."""
     if data.GetNumberOfPoints() == 0:
         raise ValueError(f"{path}: the data set is empty (0 points)")
     axes = _grid_axes(data, path)
@@ -227,15 +284,15 @@ def grid_slice(path: Path, data, velocity, allow_nonfinite) -> dict:
             raise ValueError(f"{path}: a 2-D grid whose velocity {name!r} has a non-zero component along its flat axis {'xyz'[dropped]}")
     values = values.reshape([dims[i] for i in keep] + [values.shape[-1]])[..., keep] if len(keep) < 3 else values
     _check_finite(values, name, path, allow_nonfinite, lambda bad: f"first grid indices {np.argwhere(bad)[:5].tolist()}")
-    return dict(axes=[axes[i] for i in keep], values=values, name=name, time=file_time(data))
+    return GridSlice([axes[i] for i in keep], Arrays(values, name, file_time(data)))
 
 
 _LOWER_DIMENSIONAL = {1, 2, 3, 4}  # vertex, poly-vertex, line, poly-line: no area or volume
 _SURFACE = {5, 6, 7, 8, 9}  # triangle, strip, polygon, pixel, quad: boundary patches of a volume mesh
 
 
-def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: str = "points"):
-    """A dict with points, cells, cell_types, values, samples, name, time of one mesh file."""
+def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: str = "points") -> MeshSlice:
+    """The first (or only) file of a mesh series: its mesh, processed, and its arrays."""
     import logging
 
     import vtk
@@ -280,8 +337,8 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
             raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
         points = points[:, :2]
     cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
-    topology = dict(points=points, cells=cells, cell_types=cell_types, cell_order=cell_order, signature=signature, n_points=n_points, remap=remap)
-    return dict(topology, **_mesh_arrays(path, data, dict(topology, dim=dim), velocity, allow_nonfinite, sample, cell_data))
+    series = SeriesMesh(str(path), dim, n_points, signature, cell_order, remap)
+    return MeshSlice(points, cells, cell_types, series, _mesh_arrays(path, data, series, velocity, allow_nonfinite, sample, cell_data))
 
 
 _POINT_ID, _CELL_ID = "flowkit original point id", "flowkit original cell id"
@@ -325,15 +382,15 @@ def _as_unstructured(path, data):
     tagged.GetCellData().RemoveArray(_CELL_ID)
     mesh = vtk.vtkUnstructuredGrid()
     mesh.CopyStructure(tagged)
-    return tagged, (mesh, point_map, cell_map)
+    return tagged, Remap(mesh, point_map, cell_map)
 
 
-def remapped(remap, data):
+def remapped(remap: Remap, data):
     """A later file's `data` on the mesh `_as_unstructured` made of the first file: its point and
     cell arrays indexed by the maps, its field data (the time) kept."""
     from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
-    mesh, point_map, cell_map = remap
+    mesh, point_map, cell_map = remap.mesh, remap.point_map, remap.cell_map
     out = mesh.NewInstance()
     out.CopyStructure(mesh)
     for source, target, rows in ((data.GetPointData(), out.GetPointData(), point_map), (data.GetCellData(), out.GetCellData(), cell_map)):
@@ -419,13 +476,12 @@ def _topology_signature(data) -> str:
     return f"{crc:08x}:{':'.join(sizes)}"
 
 
-def _mesh_arrays(path: Path, data, topology: dict, velocity, allow_nonfinite, sample, cell_data: str = "points") -> dict:
-    """The time-dependent arrays of one mesh file (values, samples, name, time, on_cells), laid
-    out on `topology` (the series' mesh, processed once from its first file)."""
-    dim = topology["dim"]
+def _mesh_arrays(path: Path, data, series: SeriesMesh, velocity, allow_nonfinite, sample, cell_data: str = "points") -> Arrays:
+    """The time-dependent arrays of one mesh file, laid out on the `series`' mesh."""
+    dim = series.dim
     values, name, on_cells = _vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
     if on_cells:  # per-cell values of the cells kept, in the order of `cells`
-        values = values[topology["cell_order"]]
+        values = values[series.cell_order]
     values = _check_velocity(values, name, path, dim, "mesh")
     if dim == 2 and values.shape[1] == 3:
         if np.nanmax(np.abs(values[:, 2]), initial=0) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
@@ -436,23 +492,22 @@ def _mesh_arrays(path: Path, data, topology: dict, velocity, allow_nonfinite, sa
     for key in sample or ():
         array, _, _ = _vector_arrays(data, path, key)
         samples[key] = array[:, 0] if array.shape[1] == 1 else array
-    return dict(values=values, samples=samples, name=name, time=file_time(data), on_cells=on_cells)
+    return Arrays(values, name, file_time(data), samples, on_cells)
 
 
-def series_slice(file: Path, topology: dict, velocity=None, allow_nonfinite=False, sample=None, cell_data="points") -> dict:
-    """One later file of a mesh series: its arrays and its topology's signature, the mesh itself
-    not processed again (it must equal the first file's: `_VtkFiles` compares the signatures).
-    Runs in reader threads."""
+def series_slice(file: Path, series: SeriesMesh, velocity=None, allow_nonfinite=False, sample=None, cell_data="points") -> Arrays:
+    """The arrays of a later file of a mesh series, its mesh not processed again: it must equal
+    the first file's (same point count and topology signature). Runs in reader threads."""
     data = read_dataset(file)
     if not is_mesh_data(data):
         raise ValueError(f"{file}: holds a {data.GetClassName()}, not a mesh like the first file of the series")
-    signature = _topology_signature(data)
-    out = dict(signature=signature, n_points=data.GetNumberOfPoints())
-    if signature != topology["signature"] or out["n_points"] != topology["n_points"]:
-        return out
-    if topology["remap"] is not None:
-        data = remapped(topology["remap"], data)
-    return dict(_mesh_arrays(file, data, topology, velocity, allow_nonfinite, sample, cell_data), **out)
+    if data.GetNumberOfPoints() != series.n_points:
+        raise ValueError(f"{file}: {data.GetNumberOfPoints()} points, but {series.first} has {series.n_points}; the point count changes between time steps (moving or remeshed meshes are not supported)")
+    if _topology_signature(data) != series.signature:
+        raise ValueError(f"{file}: its mesh differs from {series.first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+    if series.remap is not None:
+        data = remapped(series.remap, data)
+    return _mesh_arrays(file, data, series, velocity, allow_nonfinite, sample, cell_data)
 
 
 def is_mesh_data(data) -> bool:

@@ -1,0 +1,109 @@
+"""`fk.io.read`: one call for every format flowkit reads, dispatched by `formats.FORMATS`."""
+
+from .formats import format_of
+
+_DEFAULTS = dict(
+    times=None,
+    sample=None,
+    cell_data="points",
+    allow_nonfinite=False,
+    dtype="float32",
+    interpolation="linear",
+    periodic=False,
+    stream=None,
+    max_device_bytes=None,
+    skip_zero_time=True,
+)
+
+
+def read(
+    path,
+    velocity: str | None = None,
+    times=None,
+    *,
+    sample=None,
+    cell_data: str = "points",
+    allow_nonfinite: bool = False,
+    dtype="float32",
+    interpolation: str = "linear",
+    periodic=False,
+    stream: bool | None = None,
+    max_device_bytes: int | None = None,
+    skip_zero_time: bool = True,
+    **options,
+):
+    """A field from a file as a CFD solver, ParaView or an ocean or atmosphere model wrote it,
+    by its format (`flowkit.io.formats.FORMATS`): VTK's own files and the solvers' outputs with
+    the `vtk` package's readers, NetCDF/zarr with xarray, TELEMAC Selafin with xarray-selafin.
+
+    **Arguments:**
+
+    - `path`, one of:
+      - NetCDF (`.nc`, `.nc4`, `.cdf`; NetCDF4/HDF5 or NetCDF3) or zarr data, one file, a glob
+        or a list of files along time: read by its CF metadata into a `GridField` on lon/lat
+        (see `fk.io.from_xarray`, whose options — `mask`, `land_value`, `spherical`, `x`,
+        `y`, `z`, `time` — pass through; `velocity="uo,vo"` names the components);
+      - a VTK file: `.vti`, `.vtr` (structured), `.vtu`, `.pvtu`, `.vts`, `.vtp`, `.vtm`/`.vtmb`
+        (blocks merged into one domain), legacy `.vtk`; a `.pvd` collection (times from its
+        `timestep` attributes, possibly non-uniform); a glob pattern or a list of files (times
+        from each file's `TimeValue` field data, else from `times=`, else an error — never
+        file indices);
+      - a solver's output, its time steps the series (`flowkit.io.formats.FORMATS` lists the readers):
+        an OpenFOAM case directory (reconstructed or `processor*/`), its `*.foam` or
+        `system/controlDict`; EnSight Gold `.case`; Exodus II `.e`/`.exo`/`.ex2`/`.g`;
+        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.selafin`); VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
+        PLOT3D `.xyz` (with its `.q`); Tecplot ASCII `.tec`. Parts, element blocks and zones are
+        merged into one domain, points they share joined; surface parts (boundary patches) are
+        skipped with a log line.
+    - `velocity`: an array's name; or a ParaView Calculator expression over the arrays,
+      evaluated at the nodes (`"Momentum/Density"`: + - * /, numbers, scalar and vector
+      arrays); by default the vector array named like a velocity (`U`, `Velocity`, `vel`, or
+      first word so: `velocity_liq (m/s)`) or the only vector array. Point data wins over cell
+      data. Cell data is converted to points by `vtkCellDataToPointData` (each point gets the
+      mean of the cells around it, as ParaView's "Cell Data to Point Data"); OpenFOAM's reader
+      gives point data interpolated with the boundary patches' values. The choice is logged.
+    - `cell_data`: `"points"` (default, as above) or `"constant"`: the velocity's cell values
+      where it has them (a finite-volume solver's own numbers), piecewise constant per cell.
+    - polyhedra and higher-order cells are decomposed into linear cells on their own nodes
+      (`vtkDataSetTriangleFilter`), with a log line.
+    - `sample`: names of further arrays (pressure, temperature, ...) to load for interpolation
+      along trajectories and for particle models: `fk.track` then fills `Trajectory.samples[name]`
+      (meshes, and NetCDF/zarr data on regular A-grids held in memory).
+    - `allow_nonfinite`: keep NaN/Inf values (otherwise an error says how many and where).
+    - `stream`: `True` returns a `fk.io.StreamedField` that `fk.track` reads file by file
+      in time windows (a background thread reads the next files while the device computes);
+      `None` (default) does so only when the whole series would exceed `max_device_bytes`.
+    - `max_device_bytes`: device memory the field may use (default: half the GPU's memory, or
+      a quarter of the host's RAM on CPU).
+    - `skip_zero_time`: an OpenFOAM case's `0/` directory (the initial condition, often the
+      flow at rest) is left out of the series, as ParaView does; `False` keeps it when it holds
+      the velocity.
+    - `options`: passed to the format's reader: to `MeshField` (`walk_steps`, `newton_steps`,
+      `bin_scale`), to `fk.io.from_xarray` (`grid`, `mask`, ...), to `read_selafin` (`plane`).
+
+    **Returns:** a `GridField` for image and rectilinear data (a grid with one point along an
+    axis becomes 2-D; its velocity component along that axis must be zero), a `MeshField` for
+    everything else: unstructured grids (pieces of a `.pvtu` merged, duplicate points on piece
+    boundaries joined), curvilinear grids (as hexahedra or quads) and polygonal data. Steady for
+    one file, a time series on a fixed mesh otherwise; or a `StreamedField` of either.
+
+    **Raises:** `FileNotFoundError` for missing files (also those a `.pvd` lists), `ValueError`
+    naming the file for truncated/corrupt files, empty data, no or ambiguous vector arrays
+    (listing the arrays there are), 2-component velocities in 3-D, non-finite values (how many
+    and where), unsupported cell types (type and count), geometry or point counts that change
+    between steps, missing times, and options the file's format does not take (naming both).
+    """
+    fmt = format_of(path)
+    given = dict(times=times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, interpolation=interpolation, periodic=periodic, stream=stream, max_device_bytes=max_device_bytes, skip_zero_time=skip_zero_time)
+    refused = sorted(name for name, value in given.items() if name not in fmt.options and not _is_default(value, _DEFAULTS[name]))
+    if refused:
+        raise ValueError(f"{path}: {', '.join(refused)} do(es) not apply to {fmt.name} files; they take {sorted(fmt.options)}")
+    return fmt.read(path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options)
+
+
+def _is_default(value, default) -> bool:
+    return value is None if default is None else type(value) is type(default) and value == default
+
+
+read_vtk = read
+"""The same as `read` (its first name, when it read VTK's own formats only)."""

@@ -1,0 +1,144 @@
+"""VTK data sets as flowkit reads them: VTK's errors as exceptions, cell types by id, and a
+composite output (parts, element blocks, zones, multi-block files) as one domain: `merged`
+joins the volume blocks, points that blocks share joined, and skips surface blocks with a log
+line."""
+
+import contextlib
+import logging
+
+import numpy as np
+
+_log = logging.getLogger("flowkit")
+
+
+@contextlib.contextmanager
+def vtk_errors(where, what: str = "VTK could not read this file (truncated or corrupt?)"):
+    """Run VTK calls with its error output captured; errors become one `ValueError` naming
+    `where` and saying `what` went wrong, with VTK's own words."""
+    import vtk
+
+    messages = vtk.vtkStringOutputWindow()
+    previous = vtk.vtkOutputWindow.GetInstance()
+    vtk.vtkOutputWindow.SetInstance(messages)
+    verbosity = vtk.vtkLogger.GetCurrentVerbosityCutoff()
+    vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_OFF)
+    try:
+        yield
+    finally:
+        vtk.vtkOutputWindow.SetInstance(previous)
+        vtk.vtkLogger.SetStderrVerbosity(verbosity)
+    text = messages.GetOutput()
+    if "ERROR" in text:
+        detail = " ".join(line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line)[:300]
+        raise ValueError(f"{where}: {what}: {detail}")
+
+
+def _leaves(data):
+    """`[(name, data set)]` of a composite data set's non-empty leaves."""
+    import vtk
+
+    out = []
+    it = data.NewIterator()
+    it.InitTraversal()
+    while not it.IsDoneWithTraversal():
+        leaf = it.GetCurrentDataObject()
+        meta = it.GetCurrentMetaData() if it.HasCurrentMetaData() else None
+        name = meta.Get(vtk.vtkCompositeDataSet.NAME()) if meta is not None and meta.Has(vtk.vtkCompositeDataSet.NAME()) else f"block {len(out)}"
+        if isinstance(leaf, vtk.vtkDataSet) and leaf.GetNumberOfCells() > 0:
+            out.append((name, leaf))
+        it.GoToNextItem()
+    return out
+
+
+def _cell_type_utilities():
+    """VTK's cell-type helpers: `vtkCellTypeUtilities` from VTK 9.6, `vtkCellTypes` before."""
+    import vtk
+
+    return vtk.vtkCellTypeUtilities if _vtk_version() >= 906 else vtk.vtkCellTypes
+
+
+def _vtk_version() -> int:
+    import vtk
+
+    return vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
+
+
+def cell_type_ids(data) -> np.ndarray:
+    """`(C,)` VTK type id of each cell of an unstructured grid (the accessor was renamed in VTK 9.6)."""
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    return np.asarray(vtk_to_numpy(data.GetCellTypes() if _vtk_version() >= 906 else data.GetCellTypesArray()), np.int64)
+
+
+def cell_type_name(cell_type: int) -> str:
+    """VTK's class name of a cell type id (`vtkQuadraticTetra`)."""
+    return _cell_type_utilities().GetClassNameFromTypeId(int(cell_type))
+
+
+def cell_dimension(data) -> int:
+    """The largest dimension (0-3) of `data`'s cells."""
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    if isinstance(data, vtk.vtkUnstructuredGrid):
+        types = vtk_to_numpy(data.GetDistinctCellTypesArray())
+    else:
+        types = [data.GetCellType(0)]
+    return max(_cell_type_utilities().GetDimension(int(t)) for t in types)
+
+
+def _array_names(data) -> set[str]:
+    return {data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().GetNumberOfArrays())} | {data.GetCellData().GetArrayName(i) for i in range(data.GetCellData().GetNumberOfArrays())}
+
+
+def joined(data):
+    """`data` with its coincident points (exactly equal coordinates) joined into one."""
+    import vtk
+
+    clean = vtk.vtkStaticCleanUnstructuredGrid()
+    clean.SetInputData(data)
+    clean.SetTolerance(0.0)
+    clean.Update()
+    return clean.GetOutput()
+
+
+def merged(data, where, surfaces: dict | None = None):
+    """`data` as one data set: a composite's volume blocks appended into one unstructured grid
+    with the points they share joined (exactly equal coordinates), so particles cross from block
+    to block. Blocks of lower dimension (boundary patches, surface parts) are skipped with a log
+    line (and put into `surfaces`, by name); blocks with different arrays, or blocks that share
+    no point, are refused."""
+    import vtk
+
+    if not data.IsA("vtkCompositeDataSet"):
+        return data
+    leaves = _leaves(data)
+    if not leaves:
+        raise ValueError(f"{where}: no block holds any cells")
+    dims = [cell_dimension(leaf) for _, leaf in leaves]
+    top = max(dims)
+    for (name, leaf), d in zip(leaves, dims):
+        if d < top:
+            _log.info("%s: skipping %r (%d cells of dimension %d, beside a %d-D domain)", where, name, leaf.GetNumberOfCells(), d, top)
+            if surfaces is not None:
+                surfaces[name] = leaf
+    kept = [(name, leaf) for (name, leaf), d in zip(leaves, dims) if d == top]
+    if len(kept) == 1:
+        return kept[0][1]
+    names = [_array_names(leaf) for _, leaf in kept]
+    every = set.union(*names)
+    for (name, _), own in zip(kept, names):
+        if own != every:
+            raise ValueError(f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(every - own)} (has {sorted(own)}); give every block the same variables")
+    append = vtk.vtkAppendFilter()
+    append.MergePointsOn()
+    append.SetTolerance(0.0)
+    for _, leaf in kept:
+        append.AddInputData(leaf)
+    append.Update()
+    out = append.GetOutput()
+    total = sum(leaf.GetNumberOfPoints() for _, leaf in kept)
+    if out.GetNumberOfPoints() == total:
+        raise ValueError(f"{where}: its {len(kept)} blocks {[n for n, _ in kept]} share no points, so no particle could cross between them; give blocks that meet on common nodes")
+    _log.info("%s: %d blocks merged into one domain (%d cells, %d shared points joined)", where, len(kept), out.GetNumberOfCells(), total - out.GetNumberOfPoints())
+    return out
