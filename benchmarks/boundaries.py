@@ -25,7 +25,9 @@ import flowkit as fk  # before JAX: one CPU device per core
 
 
 def channel():
-    flow = fk.fields.Analytic(lambda t, x, args: jnp.stack([4 * x[1] * (1 - x[1]), 0 * x[0]]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2)
+    flow = fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([4 * x[1] * (1 - x[1]), 0 * x[0]]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2
+    )
     return fk.GridField.from_function(flow, [np.linspace(0, 2, 201), np.linspace(0, 1, 101)])
 
 

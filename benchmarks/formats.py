@@ -77,7 +77,9 @@ def write_all(folder: Path, shape, times):
         writer.SetCompressorTypeToZLib()
         writer.Write()
         entries.append(f'<DataSet timestep="{t}" file="flow_{k}.vtu"/>')
-    (folder / "flow.pvd").write_text('<VTKFile type="Collection"><Collection>' + "".join(entries) + "</Collection></VTKFile>\n")
+    (folder / "flow.pvd").write_text(
+        '<VTKFile type="Collection"><Collection>' + "".join(entries) + "</Collection></VTKFile>\n"
+    )
     written["vtu (.pvd, zlib)"] = (folder / "flow.pvd", time.perf_counter() - start)
 
     start = time.perf_counter()
@@ -85,11 +87,17 @@ def write_all(folder: Path, shape, times):
     written["EnSight Gold"] = (case, time.perf_counter() - start)
 
     start = time.perf_counter()
-    written["OpenFOAM (ASCII)"] = (foam.write_case(folder / "foamCase", flow, times=tuple(times), shape=shape), time.perf_counter() - start)
+    written["OpenFOAM (ASCII)"] = (
+        foam.write_case(folder / "foamCase", flow, times=tuple(times), shape=shape),
+        time.perf_counter() - start,
+    )
 
     start = time.perf_counter()
     hexes = vtk_to_numpy(grid.GetCells().GetConnectivityArray()).reshape(-1, 8)
-    written["CGNS (HDF5)"] = (write_cgns(folder / "flow.cgns", [], [(points, hexes)], lambda x, t: flow(t, x), times), time.perf_counter() - start)
+    written["CGNS (HDF5)"] = (
+        write_cgns(folder / "flow.cgns", [], [(points, hexes)], lambda x, t: flow(t, x), times),
+        time.perf_counter() - start,
+    )
     return written
 
 
@@ -101,11 +109,16 @@ def main():
     times = [0.5 * k for k in range(args.steps)]
     with tempfile.TemporaryDirectory() as tmp:
         written = write_all(Path(tmp), tuple(args.cells), times)
-        print(f"{int(np.prod(args.cells))} hexahedra, {args.steps} time steps; fk.io.read cold in a fresh process (import excluded)")
+        print(
+            f"{int(np.prod(args.cells))} hexahedra, {args.steps} time steps; fk.io.read cold in a "
+            "fresh process (import excluded)"
+        )
         print(f"{'format':22s} {'write s':>8s} {'read s':>8s} {'vs vtu':>7s}")
         baseline = None
         for name, (path, write_s) in written.items():
-            out = subprocess.run([sys.executable, "-c", TIMED, str(path)], capture_output=True, text=True, check=True).stdout.split()
+            out = subprocess.run(
+                [sys.executable, "-c", TIMED, str(path)], capture_output=True, text=True, check=True
+            ).stdout.split()
             read_s = float(out[0])
             baseline = baseline or read_s
             print(f"{name:22s} {write_s:8.1f} {read_s:8.2f} {read_s / baseline:6.2f}×")

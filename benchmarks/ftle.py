@@ -25,7 +25,10 @@ def main():
     field = fk.fields.DoubleGyre()
     points = fk.seeding.uniform_grid((opts.nx, opts.ny), field.bounds)
     steps = int(15.0 / 0.05)
-    print(f"jax {jax.__version__}, {jax.devices()[0].platform} × {len(jax.devices())}; double gyre FTLE on {opts.nx}×{opts.ny} points, T = 15, dt = 0.05 ({steps} RK4 steps), float64")
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0].platform} × {len(jax.devices())}; double gyre "
+        f"FTLE on {opts.nx}×{opts.ny} points, T = 15, dt = 0.05 ({steps} RK4 steps), float64"
+    )
     results = {}
     for method, kwargs in (("autodiff", {}), ("fd", {"delta": 1e-6})):
         start = time.perf_counter()
@@ -40,7 +43,10 @@ def main():
         rate = len(points) * steps / np.median(times) / 1e6
         print(f"{method:>9}: first call {first:6.2f} s, then {np.median(times):6.2f} s ({rate:.2f} M point-steps/s)")
     difference = np.abs(results["autodiff"] - results["fd"])
-    print(f"|autodiff - fd|: median {np.nanmedian(difference):.1e}, 90th percentile {np.nanpercentile(difference, 90):.1e}, max {np.nanmax(difference):.1e} (at ridges)")
+    print(
+        f"|autodiff - fd|: median {np.nanmedian(difference):.1e}, 90th percentile "
+        f"{np.nanpercentile(difference, 90):.1e}, max {np.nanmax(difference):.1e} (at ridges)"
+    )
 
 
 if __name__ == "__main__":

@@ -53,19 +53,28 @@ def main():
     seeds = fk.seeding.uniform_grid((2 * side, side), field.bounds, include_boundaries=False)
     n = len(seeds)
     reference = fk.track(field, seeds, 0.0, T1, 1e-3, fk.RK4(), save_every=10**9, dtype="float64").positions[-1]
-    print(f"jax {jax.__version__}, {jax.devices()[0].platform} × {len(jax.devices())}; double gyre, {n} particles, t = 0 → {T1}, float64, median of {opts.repeat}")
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0].platform} × {len(jax.devices())}; double gyre, "
+        f"{n} particles, t = 0 → {T1}, float64, median of {opts.repeat}"
+    )
     print(f"{'integrator':<34} {'max error':>10} {'wall s':>8} {'steps/particle':>15} {'M particle-steps/s':>19}")
     for dt in (0.1, 0.05, 0.02, 0.01):
         final, seconds = run(field, seeds, dt, fk.RK4(), opts.repeat)
         steps = T1 / dt
-        print(f"{'RK4 dt=' + str(dt):<34} {np.abs(final - reference).max():>10.1e} {seconds:>8.3f} {steps:>15.0f} {n * steps / seconds / 1e6:>19.2f}")
+        print(
+            f"{'RK4 dt=' + str(dt):<34} {np.abs(final - reference).max():>10.1e} {seconds:>8.3f} "
+            f"{steps:>15.0f} {n * steps / seconds / 1e6:>19.2f}"
+        )
     interval = 0.5
     for rtol in (1e-4, 1e-6, 1e-8):
         integrator = fk.Diffrax(rtol=rtol, atol=rtol * 1e-2)
         final, seconds = run(field, seeds, interval, integrator, opts.repeat)
         steps = solver_steps(field, seeds, integrator, interval)
         label = f"Diffrax(Tsit5) rtol={rtol:g} (dt={interval})"
-        print(f"{label:<34} {np.abs(final - reference).max():>10.1e} {seconds:>8.3f} {steps:>15.0f} {n * steps / seconds / 1e6:>19.2f}")
+        print(
+            f"{label:<34} {np.abs(final - reference).max():>10.1e} {seconds:>8.3f} {steps:>15.0f} "
+            f"{n * steps / seconds / 1e6:>19.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -131,7 +131,10 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n, steps = args.particles, args.steps
-    print(f"{jax.device_count()} {jax.devices()[0].platform} device(s); {n} particles x {steps} RK4 steps, frames every 50; VTK: {args.vtk_seeds} seeds, 1 thread")
+    print(
+        f"{jax.device_count()} {jax.devices()[0].platform} device(s); {n} particles x {steps} RK4 "
+        f"steps, frames every 50; VTK: {args.vtk_seeds} seeds, 1 thread"
+    )
     rows = []
     field_of, seeds_of = {}, {}
     folder = tempfile.mkdtemp()
@@ -141,10 +144,20 @@ def main():
             if case == "tets":
                 extent = (4.0, 2.0, 1.6)
                 points, tets = fk.datasets.jittered_tet_box((41, 21, 17), extent, jitter=0.25)
-                mesh = box_case(points, tets, np.full(len(tets), 10), extent, rng, n, {"stay": 0.0, "leave": 1.0, "early": 10.0}[flow])
+                mesh = box_case(
+                    points,
+                    tets,
+                    np.full(len(tets), 10),
+                    extent,
+                    rng,
+                    n,
+                    {"stay": 0.0, "leave": 1.0, "early": 10.0}[flow],
+                )
             elif case == "mixed":
                 extent = (4.0, 2.0, 1.6)
-                mesh = box_case(*fk.datasets.hex_wedge_box((41, 21, 17), extent), extent, rng, n, {"stay": 0.0, "leave": 1.0}[flow])
+                mesh = box_case(
+                    *fk.datasets.hex_wedge_box((41, 21, 17), extent), extent, rng, n, {"stay": 0.0, "leave": 1.0}[flow]
+                )
             elif case == "hexes":
                 mesh = annulus_case(rng, n, {"stay": 0.0, "leave": 1.0}[flow])
             if case == "vts":
@@ -160,24 +173,47 @@ def main():
             if flow == "stay":
                 field_of[case], seeds_of[case] = field, seeds
             left = float(np.mean(traj.status[-1] == fk.Status.OUT_OF_DOMAIN))
-            line = dict(case=case, flow=flow, cells=len(cells), kinds=",".join(field.kinds), rate=info.particle_steps_per_s, run_s=info.run_s, compile_s=info.compile_s, left=left, moving=moving_steps / (n * steps))
+            line = dict(
+                case=case,
+                flow=flow,
+                cells=len(cells),
+                kinds=",".join(field.kinds),
+                rate=info.particle_steps_per_s,
+                run_s=info.run_s,
+                compile_s=info.compile_s,
+                left=left,
+                moving=moving_steps / (n * steps),
+            )
             if flow != "early":
                 speed = float(np.mean(np.linalg.norm(values, axis=1)))
                 line["vtk"] = vtk_rate(points, cells, types, values, seeds[: args.vtk_seeds], steps, speed * t1 / steps)
             results[flow] = line
             rows.append(line)
-            ratio = f"  VTK {line['vtk'] / 1e6:.3f} M/s  flowkit/VTK {line['rate'] / line['vtk']:.1f}x" if "vtk" in line else ""
+            ratio = (
+                f"  VTK {line['vtk'] / 1e6:.3f} M/s  flowkit/VTK {line['rate'] / line['vtk']:.1f}x"
+                if "vtk" in line
+                else ""
+            )
             print(
-                f"{case:6s} {flow:5s} {line['cells']:7d} cells ({line['kinds']}): {line['rate'] / 1e6:6.2f} M particle-steps/s, run {info.run_s:.2f} s, compile {info.compile_s:.2f} s, "
+                f"{case:6s} {flow:5s} {line['cells']:7d} cells ({line['kinds']}): {line['rate'] / 1e6:6.2f} "
+                f"M particle-steps/s, run {info.run_s:.2f} s, compile {info.compile_s:.2f} s, "
                 f"{100 * left:3.0f} % left (moving {100 * line['moving']:.0f} % of particle-steps){ratio}",
                 flush=True,
             )
         stay = results["stay"]
         half, _, _ = flowkit_run(field_of[case], seeds_of[case], 0.8, steps, np.where(np.arange(n) % 2 == 1, 0.8, 0.0))
         cost = (half.run_s - stay["run_s"] / 2) / (stay["run_s"] / 2)
-        print(f"{case:6s} half   every other particle stopped throughout: run {half.run_s:.2f} s against {stay['run_s']:.2f} s all moving; cost of a stopped particle-step / a moving one: {cost:.2f}")
+        print(
+            f"{case:6s} half   every other particle stopped throughout: run {half.run_s:.2f} s "
+            f"against {stay['run_s']:.2f} s all moving; cost of a stopped particle-step / a moving "
+            f"one: {cost:.2f}"
+        )
         if "early" in results:
-            print(f"{case:6s} all leave early ({100 * (1 - results['early']['moving']):.0f} % of particle-steps stopped): {stay['run_s'] / results['early']['run_s']:.1f}x faster than all staying")
+            print(
+                f"{case:6s} all leave early ({100 * (1 - results['early']['moving']):.0f} % of "
+                f"particle-steps stopped): {stay['run_s'] / results['early']['run_s']:.1f}x faster than "
+                "all staying"
+            )
 
 
 if __name__ == "__main__":

@@ -34,20 +34,32 @@ def main():
     pvd = folder / f"{folder.name}.pvd"
     if not pvd.exists():
         made = time.perf_counter()
-        fk.datasets.cellular_flow_vtu_series(folder, args.shape, EXTENT, np.linspace(0.0, 2.0, args.files), jitter=0.25, extra_arrays=False)
-        print(f"wrote the series ({args.files} files) in {time.perf_counter() - made:.1f} s; run again for a cold timing")
+        fk.datasets.cellular_flow_vtu_series(
+            folder, args.shape, EXTENT, np.linspace(0.0, 2.0, args.files), jitter=0.25, extra_arrays=False
+        )
+        print(
+            f"wrote the series ({args.files} files) in {time.perf_counter() - made:.1f} s; run again for a cold timing"
+        )
         return
     imported = time.perf_counter()
     field = fk.io.read_vtk(pvd, stream=False)
     read_s = time.perf_counter() - imported
-    print(f"read {args.files} files: {len(field.points)} points, {field.n_cells} cells, bins {field.bin_shape}: {read_s:.2f} s (import {imported - start:.2f} s)", flush=True)
+    print(
+        f"read {args.files} files: {len(field.points)} points, {field.n_cells} cells, bins "
+        f"{field.bin_shape}: {read_s:.2f} s (import {imported - start:.2f} s)",
+        flush=True,
+    )
     rng = np.random.default_rng(1)
     seeds = rng.uniform(np.array(EXTENT) * 0.02, np.array(EXTENT) * 0.98, (args.particles, 3))
     traj = fk.track(field, seeds, 0.0, 2.0, 2.0 / args.steps, fk.RK4(), None, 50)
     info = traj.stats
     total = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"track {args.particles} x {info.n_steps} RK4: compile {info.compile_s:.2f} s, run {info.run_s:.2f} s ({info.particle_steps_per_s / 1e6:.2f} M particle-steps/s); status {traj.status_counts()}")
+    print(
+        f"track {args.particles} x {info.n_steps} RK4: compile {info.compile_s:.2f} s, run "
+        f"{info.run_s:.2f} s ({info.particle_steps_per_s / 1e6:.2f} M particle-steps/s); status "
+        f"{traj.status_counts()}"
+    )
     print(f"end to end (import, read, build, compile, track): {total:.1f} s; peak RSS {rss:.2f} GB")
 
 

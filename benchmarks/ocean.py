@@ -40,14 +40,17 @@ PARCELS = """
 import json, sys, time
 import numpy as np, xarray as xr, parcels
 from parcels._core.particle import get_default_particle
-glob, seeds, dt, runtime, out, spatial = sys.argv[1], np.load(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+glob, seeds, out, spatial = sys.argv[1], np.load(sys.argv[2]), sys.argv[5], sys.argv[6]
+dt, runtime = float(sys.argv[3]), float(sys.argv[4])
 start = time.perf_counter()
 ds = xr.open_mfdataset(glob).fillna(0.0)
 ds = parcels.convert.copernicusmarine_to_sgrid(fields={"U": ds["uo"], "V": ds["vo"]})
 fieldset = parcels.FieldSet.from_sgrid_conventions(ds, mesh="spherical")
-pset = parcels.ParticleSet(fieldset, get_default_particle(np.dtype(spatial).type), x=seeds[:, 0], y=seeds[:, 1], z=np.zeros(len(seeds)))
+particle = get_default_particle(np.dtype(spatial).type)
+pset = parcels.ParticleSet(fieldset, particle, x=seeds[:, 0], y=seeds[:, 1], z=np.zeros(len(seeds)))
 built = time.perf_counter()
-pset.execute([parcels.kernels.AdvectionRK4], dt=np.timedelta64(int(dt), "s"), runtime=np.timedelta64(int(runtime), "s"), verbose_progress=False)
+seconds = lambda value: np.timedelta64(int(value), "s")  # noqa: E731
+pset.execute([parcels.kernels.AdvectionRK4], dt=seconds(dt), runtime=seconds(runtime), verbose_progress=False)
 done = time.perf_counter()
 np.save(out, np.stack([np.asarray(pset.x, float), np.asarray(pset.y, float)], -1))
 print(json.dumps({"build_s": built - start, "run_s": done - built, "version": parcels.__version__}))
@@ -75,7 +78,12 @@ def main():
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--parcels-python", default=None)
     parser.add_argument("--parcels-particles", type=int, default=10_000)
-    parser.add_argument("--parcels-radius", action="store_true", help="also run both like for like: Parcels with float64 positions, flowkit in float64 with Parcels' Earth radius (1852 m per arcminute)")
+    parser.add_argument(
+        "--parcels-radius",
+        action="store_true",
+        help="also run both like for like: Parcels with float64 positions, flowkit in float64 with "
+        "Parcels' Earth radius (1852 m per arcminute)",
+    )
     parser.add_argument("--agreement-particles", type=int, default=2000)
     parser.add_argument("--folder", default=None, help="where the daily files go (default: a temporary folder)")
     args = parser.parse_args()
@@ -93,20 +101,30 @@ def main():
         start = time.perf_counter()
         field = fk.io.read(glob, dtype=args.dtype)
         read_s = time.perf_counter() - start
-        traj = fk.track(field, seeds, 0.0, steps * args.dt, args.dt, save_every=steps, integrator=fk.RK4(), dtype=args.dtype)
+        traj = fk.track(
+            field, seeds, 0.0, steps * args.dt, args.dt, save_every=steps, integrator=fk.RK4(), dtype=args.dtype
+        )
         total_s = time.perf_counter() - start
         stats = traj.stats
         ours = stats.n_particles * steps / stats.run_s
         kind = type(field).__name__
-        print(f"flowkit {fk.__version__}: {kind}, {args.particles} particles x {steps} steps: read {read_s:.2f} s, compile {stats.compile_s:.2f} s, run {stats.run_s:.2f} s, end to end {total_s:.2f} s; {ours / 1e6:.2f} M particle-steps/s")
-        print(f"   final status: {np.bincount(np.asarray(traj.status[-1]), minlength=8).tolist()} (0 active, 7 beached)")
+        print(
+            f"flowkit {fk.__version__}: {kind}, {args.particles} particles x {steps} steps: read "
+            f"{read_s:.2f} s, compile {stats.compile_s:.2f} s, run {stats.run_s:.2f} s, end to end "
+            f"{total_s:.2f} s; {ours / 1e6:.2f} M particle-steps/s"
+        )
+        print(
+            f"   final status: {np.bincount(np.asarray(traj.status[-1]), minlength=8).tolist()} (0 active, 7 beached)"
+        )
         if args.parcels_python is None:
             print("Parcels: not run (pass --parcels-python)")
             return
         m = min(args.parcels_particles, args.particles)
         np.save(Path(tmp) / "seeds.npy", seeds[:m])
         out = Path(tmp) / "parcels.npy"
-        timing = parcels_run(args.parcels_python, glob, Path(tmp) / "seeds.npy", args.dt, steps * args.dt, out, "float32")
+        timing = parcels_run(
+            args.parcels_python, glob, Path(tmp) / "seeds.npy", args.dt, steps * args.dt, out, "float32"
+        )
         theirs = m * steps / timing["run_s"]
         final = np.load(out)
         mine = np.asarray(traj.positions[-1, :m], np.float64)
@@ -114,9 +132,17 @@ def main():
         gap = np.abs(mine - final)[both]
         gap[:, 0] = np.abs((gap[:, 0] + 180) % 360 - 180)
         distance = np.hypot(gap[:, 0] * np.cos(np.deg2rad(final[both, 1])), gap[:, 1])
-        print(f"Parcels {timing['version']}: {m} particles x {steps} steps: build {timing['build_s']:.2f} s, run {timing['run_s']:.2f} s; {theirs / 1e6:.4f} M particle-steps/s")
+        print(
+            f"Parcels {timing['version']}: {m} particles x {steps} steps: build "
+            f"{timing['build_s']:.2f} s, run {timing['run_s']:.2f} s; {theirs / 1e6:.4f} M "
+            "particle-steps/s"
+        )
         print(f"flowkit / Parcels: {ours / theirs:.0f}x particle-steps/s")
-        print(f"agreement after {args.run_days:g} days ({int(both.sum())} particles): median {np.median(distance):.2e}°, 99th percentile {np.percentile(distance, 99):.2e}°, max {distance.max():.2e}°")
+        print(
+            f"agreement after {args.run_days:g} days ({int(both.sum())} particles): median "
+            f"{np.median(distance):.2e}°, 99th percentile {np.percentile(distance, 99):.2e}°, max "
+            f"{distance.max():.2e}°"
+        )
         if args.parcels_radius:  # like for like: float64 positions in both, Parcels' radius in flowkit
             k = min(args.agreement_particles, m)
             np.save(Path(tmp) / "few.npy", seeds[:k])
@@ -124,17 +150,34 @@ def main():
             final = np.load(out)
             fk.fields.grid.EARTH_RADIUS = 1852.0 * 60 * 180 / np.pi  # read when the step is traced
             fk.clear_caches()
-            same = fk.track(fk.io.read(glob, dtype="float64"), seeds[:k], 0.0, steps * args.dt, args.dt, save_every=24, integrator=fk.RK4(), dtype="float64")  # float64 at 1/12° is streamed: saves within a window
+            same = fk.track(
+                fk.io.read(glob, dtype="float64"),
+                seeds[:k],
+                0.0,
+                steps * args.dt,
+                args.dt,
+                save_every=24,
+                integrator=fk.RK4(),
+                dtype="float64",
+            )  # float64 at 1/12° is streamed: saves within a window
             both = (np.asarray(same.status[-1]) == fk.Status.ACTIVE) & np.isfinite(final).all(axis=1)
             gap = np.asarray(same.positions[-1], np.float64)[both] - final[both]
             gap[:, 0] = (gap[:, 0] + 180) % 360 - 180
             distance = np.hypot(gap[:, 0] * np.cos(np.deg2rad(final[both, 1])), gap[:, 1])
-            print(f"   like for like ({int(both.sum())} particles; Parcels float64 positions, flowkit float64 with Parcels' radius): median {np.median(distance):.2e}°, 99th percentile {np.percentile(distance, 99):.2e}°, max {distance.max():.2e}°")
+            print(
+                f"   like for like ({int(both.sum())} particles; Parcels float64 positions, flowkit "
+                f"float64 with Parcels' radius): median {np.median(distance):.2e}°, 99th percentile "
+                f"{np.percentile(distance, 99):.2e}°, max {distance.max():.2e}°"
+            )
 
 
 def parcels_run(python, glob, seeds, dt, runtime, out, spatial) -> dict:
     """Parcels on `seeds` in its own interpreter, positions in `spatial` precision; its timings."""
-    result = subprocess.run([python, "-c", PARCELS, glob, str(seeds), str(dt), str(runtime), str(out), spatial], capture_output=True, text=True)
+    result = subprocess.run(
+        [python, "-c", PARCELS, glob, str(seeds), str(dt), str(runtime), str(out), spatial],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode:
         raise SystemExit(f"Parcels failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])

@@ -56,7 +56,8 @@ for name, n in (("agreement", None), ("throughput", args["throughput"])):
     rows = np.arange(len(lons))
     final_lon, final_lat = lons[rows, last], lats[rows, last]
     active = np.isfinite(lons[:, -1])
-    out[name] = dict(lon=final_lon.tolist(), lat=final_lat.tolist(), active=active.tolist(), seconds=elapsed, n=len(lon))
+    final = dict(lon=final_lon.tolist(), lat=final_lat.tolist(), active=active.tolist())
+    out[name] = dict(final, seconds=elapsed, n=len(lon))
 import opendrift
 out["version"] = opendrift.__version__
 json.dump(out, open(sys.argv[2], "w"))
@@ -75,7 +76,15 @@ def seeds_in_water(path: Path, n: int, seed: int = 0) -> np.ndarray:
     a, b = rng.uniform(0.1, 0.9, (2, n))
     lon, lat = ds.lon_rho.values, ds.lat_rho.values
     j, i = pick[:, 0], pick[:, 1]
-    corner = lambda f: (1 - a) * (1 - b) * f[j, i] + a * (1 - b) * f[j, i + 1] + a * b * f[j + 1, i + 1] + (1 - a) * b * f[j + 1, i]  # noqa: E731
+
+    def corner(f):
+        return (
+            (1 - a) * (1 - b) * f[j, i]
+            + a * (1 - b) * f[j, i + 1]
+            + a * b * f[j + 1, i + 1]
+            + (1 - a) * b * f[j + 1, i]
+        )
+
     return np.column_stack([corner(lon), corner(lat), np.zeros(n)])
 
 
@@ -96,12 +105,20 @@ def distance_m(lon1, lat1, lon2, lat2) -> np.ndarray:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "ocean-real" / "Nordic_subset.nc")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "shared" / "data" / "ocean-real" / "Nordic_subset.nc",
+    )
     parser.add_argument("--particles", type=int, default=1000)
     parser.add_argument("--throughput-particles", type=int, default=10_000)
     parser.add_argument("--hours", type=int, default=40)
     parser.add_argument("--opendrift-python", type=str, default=None)
-    parser.add_argument("--opendrift-convention", action="store_true", help="read u and v index-aligned with the rho points, as OpenDrift does")
+    parser.add_argument(
+        "--opendrift-convention",
+        action="store_true",
+        help="read u and v index-aligned with the rho points, as OpenDrift does",
+    )
     args = parser.parse_args()
     if args.opendrift_convention:
         import flowkit.io.roms
@@ -117,23 +134,62 @@ def main():
     fk.track(field, many, 0.0, t1, 3600.0, save_every=args.hours)  # compiled for this shape
     best = min(fk.track(field, many, 0.0, t1, 3600.0, save_every=args.hours).stats.run_s for _ in range(3))
     rate = args.throughput_particles * args.hours / best
-    report = {"file": str(args.file), "flowkit": {"read_s": round(read_s, 3), "particle_steps_per_s": rate, "active": int(np.sum(traj.status[-1] == fk.Status.ACTIVE))}}
-    print(f"flowkit: read {read_s:.2f} s; {args.throughput_particles} particles x {args.hours} steps: {rate / 1e6:.2f} M particle-steps/s")
+    report = {
+        "file": str(args.file),
+        "flowkit": {
+            "read_s": round(read_s, 3),
+            "particle_steps_per_s": rate,
+            "active": int(np.sum(traj.status[-1] == fk.Status.ACTIVE)),
+        },
+    }
+    print(
+        f"flowkit: read {read_s:.2f} s; {args.throughput_particles} particles x {args.hours} "
+        f"steps: {rate / 1e6:.2f} M particle-steps/s"
+    )
     if args.opendrift_python:
         with tempfile.TemporaryDirectory() as tmp:
             script, given, result = Path(tmp) / "od.py", Path(tmp) / "in.json", Path(tmp) / "out.json"
             script.write_text(OPENDRIFT)
-            given.write_text(json.dumps({"file": str(args.file), "lon": seeds[:, 0].tolist(), "lat": seeds[:, 1].tolist(), "hours": args.hours, "throughput": args.throughput_particles}))
+            given.write_text(
+                json.dumps(
+                    {
+                        "file": str(args.file),
+                        "lon": seeds[:, 0].tolist(),
+                        "lat": seeds[:, 1].tolist(),
+                        "hours": args.hours,
+                        "throughput": args.throughput_particles,
+                    }
+                )
+            )
             subprocess.run([args.opendrift_python, str(script), str(given), str(result)], check=True)
             od = json.loads(result.read_text())
         agree = od["agreement"]
         both = np.asarray(agree["active"]) & (traj.status[-1] == fk.Status.ACTIVE)
-        gap = distance_m(traj.positions[-1, both, 0], traj.positions[-1, both, 1], np.asarray(agree["lon"])[both], np.asarray(agree["lat"])[both])
+        gap = distance_m(
+            traj.positions[-1, both, 0],
+            traj.positions[-1, both, 1],
+            np.asarray(agree["lon"])[both],
+            np.asarray(agree["lat"])[both],
+        )
         od_rate = od["throughput"]["n"] * args.hours / od["throughput"]["seconds"]
-        report["opendrift"] = {"version": od["version"], "particle_steps_per_s": od_rate, "active": int(np.sum(agree["active"]))}
-        report["agreement_m"] = {"both_active": int(both.sum()), "median": float(np.median(gap)), "p90": float(np.percentile(gap, 90))}
-        print(f"OpenDrift {od['version']}: {od['throughput']['n']} particles x {args.hours} steps: {od_rate / 1e6:.4f} M particle-steps/s -> flowkit {rate / od_rate:.0f}x")
-        print(f"final positions of the {both.sum()} particles active in both: median {np.median(gap):.0f} m, 90th percentile {np.percentile(gap, 90):.0f} m (grid 4 km)")
+        report["opendrift"] = {
+            "version": od["version"],
+            "particle_steps_per_s": od_rate,
+            "active": int(np.sum(agree["active"])),
+        }
+        report["agreement_m"] = {
+            "both_active": int(both.sum()),
+            "median": float(np.median(gap)),
+            "p90": float(np.percentile(gap, 90)),
+        }
+        print(
+            f"OpenDrift {od['version']}: {od['throughput']['n']} particles x {args.hours} steps: "
+            f"{od_rate / 1e6:.4f} M particle-steps/s -> flowkit {rate / od_rate:.0f}x"
+        )
+        print(
+            f"final positions of the {both.sum()} particles active in both: median "
+            f"{np.median(gap):.0f} m, 90th percentile {np.percentile(gap, 90):.0f} m (grid 4 km)"
+        )
     print(json.dumps(report))
 
 

@@ -10,7 +10,8 @@ age and distance (`Combined`). It prints particle-steps/s (median of --repeat ti
 compilation apart) and each model's cost relative to tracers (the issue asks for ≤ 2x for
 inertial particles).
 
-    python benchmarks/particles.py [--n 100000] [--steps 200] [--mesh-n 20000] [--mesh-steps 200] [--repeat 3] [--cases grid mesh]
+    python benchmarks/particles.py [--n 100000] [--steps 200] [--mesh-n 20000] [--mesh-steps 200]
+        [--repeat 3] [--cases grid mesh]
 """
 
 import argparse
@@ -43,7 +44,9 @@ def models(dt: float) -> dict:
 def measure(field, seeds, dt, steps, particles, boundary, repeat):
     rates, compile_s = [], 0.0
     for _ in range(repeat):
-        run = fk.tracker.TrackRun(field, seeds, 0.0, steps * dt, dt, fk.RK4(), boundary, steps, particles=particles, warmup=True)
+        run = fk.tracker.TrackRun(
+            field, seeds, 0.0, steps * dt, dt, fk.RK4(), boundary, steps, particles=particles, warmup=True
+        )
         traj = run.run()
         rates.append(traj.stats.particle_steps_per_s)
         compile_s = max(compile_s, traj.stats.compile_s)
@@ -85,7 +88,15 @@ def main():
         values = np.asarray(jax.jit(jax.vmap(lambda x: flow(0.0, x)))(jnp.asarray(points)))
         field = fk.MeshField(points, tets, values, dtype="float32")
         seeds = rng.uniform(0.05, 0.95, (args.mesh_n, 3)) * np.asarray(EXTENT)
-        report(f"brief-sized mesh ({len(tets)} tets, steady CellularFlow)", field, seeds, 0.005, args.mesh_steps, fk.MeshWalls("reflect"), args.repeat)
+        report(
+            f"brief-sized mesh ({len(tets)} tets, steady CellularFlow)",
+            field,
+            seeds,
+            0.005,
+            args.mesh_steps,
+            fk.MeshWalls("reflect"),
+            args.repeat,
+        )
 
 
 if __name__ == "__main__":

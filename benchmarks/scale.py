@@ -26,7 +26,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000, 10_000_000])
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--budget", type=float, default=2e8, help="particle-steps per size (steps = budget / N, 20..1000)")
+    parser.add_argument(
+        "--budget", type=float, default=2e8, help="particle-steps per size (steps = budget / N, 20..1000)"
+    )
     args = parser.parse_args()
     device = jax.devices()[0]
     print(f"jax {jax.__version__} on {device.platform} {device.device_kind} × {len(jax.devices())}")
@@ -41,7 +43,9 @@ def main():
             info = fk.track(field, seeds, 0.0, steps * DT, DT, fk.RK4(), save_every=steps, warmup=True).stats
             compile_s += info.compile_s  # the first run of a size compiles; later ones reuse it
             best = info if best is None or info.run_s < best.run_s else best
-        print(f"{n:>10}{steps:>7}{best.particle_steps_per_s / 1e6:>20.1f}{compile_s:>11.2f}{best.run_s:>8.2f}", flush=True)
+        print(
+            f"{n:>10}{steps:>7}{best.particle_steps_per_s / 1e6:>20.1f}{compile_s:>11.2f}{best.run_s:>8.2f}", flush=True
+        )
 
 
 if __name__ == "__main__":

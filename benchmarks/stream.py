@@ -85,22 +85,46 @@ def main():
         return
     began = time.perf_counter()
     series = write_series(args.data, args.shape)
-    print(f"series of {SLICES[-1]} files on a {args.shape}³-point tet mesh in {args.data} ({time.perf_counter() - began:.0f} s)")
+    print(
+        f"series of {SLICES[-1]} files on a {args.shape}³-point tet mesh in {args.data} "
+        f"({time.perf_counter() - began:.0f} s)"
+    )
     rows = {}
     for stream in (True, False):
         for n in SLICES:
-            command = [sys.executable, __file__, "--child", str(series[n]), str(int(stream)), "--particles", str(args.particles), "--steps", str(args.steps), "--budget-mib", str(args.budget_mib)]
+            command = [
+                sys.executable,
+                __file__,
+                "--child",
+                str(series[n]),
+                str(int(stream)),
+                "--particles",
+                str(args.particles),
+                "--steps",
+                str(args.steps),
+                "--budget-mib",
+                str(args.budget_mib),
+            ]
             out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             rows[stream, n] = row = json.loads(out.strip().splitlines()[-1])
-            hidden = 1 - row["wait_s"] / (row["load_s"] - row["first_window_s"]) if stream and row["load_s"] > row["first_window_s"] else float("nan")
+            hidden = (
+                1 - row["wait_s"] / (row["load_s"] - row["first_window_s"])
+                if stream and row["load_s"] > row["first_window_s"]
+                else float("nan")
+            )
             compute = row["run_s"] / max(row["windows"], 1)
             load = row["load_s"] / max(row["windows"], 1)
             print(
-                f"{'streamed' if stream else 'in memory':>10} {n:>4} slices: peak RSS {row['peak_rss_mib']:7.0f} MiB | read {row['read_s']:5.1f} s | "
+                f"{'streamed' if stream else 'in memory':>10} {n:>4} slices: peak RSS "
+                f"{row['peak_rss_mib']:7.0f} MiB | read {row['read_s']:5.1f} s | "
                 f"{row['mps']:5.2f} M particle-steps/s, run {row['run_s']:5.1f} s, compile {row['compile_s']:4.1f} s"
                 + (
-                    f" | windows of {row['window_slices']} slices: {row['windows']} windows in {row['chunks']} chunks, load {load * 1e3:.0f} ms vs compute {compute * 1e3:.0f} ms per window, "
-                    f"first {row['first_window_s']:.2f} s, waited {row['wait_s']:.2f} s of {row['load_s'] - row['first_window_s']:.2f} s: {100 * hidden:.0f} % hidden"
+                    f" | windows of {row['window_slices']} slices: {row['windows']} windows in "
+                    f"{row['chunks']} chunks, load {load * 1e3:.0f} ms vs compute {compute * 1e3:.0f} ms per "
+                    "window, "
+                    f"first {row['first_window_s']:.2f} s, waited {row['wait_s']:.2f} s of "
+                    f"{row['load_s'] - row['first_window_s']:.2f} "
+                    f"s: {100 * hidden:.0f} % hidden"
                     if stream
                     else ""
                 ),

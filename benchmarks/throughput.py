@@ -123,15 +123,24 @@ def main():
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--numpy-budget", type=float, default=2e7, help="max particle-steps for the NumPy baseline per N")
+    parser.add_argument(
+        "--numpy-budget", type=float, default=2e7, help="max particle-steps for the NumPy baseline per N"
+    )
     opts = parser.parse_args()
 
     grid = abc_grid()
     table32 = jnp.asarray(grid.values[0].reshape(-1, 3))
     table64 = np.asarray(grid.values[0], dtype=np.float64).reshape(-1, 3)
     devices = jax.devices()
-    print(f"jax {jax.__version__}, {devices[0].platform} × {len(devices)} devices ({devices[0].device_kind}); W1: ABC on a {N_GRID}³ periodic grid, RK4, dt={DT}, {opts.steps} steps, float32; median of {opts.repeat}")
-    header = f"{'N':>8} {'flowkit M/s':>12} {'plain JAX M/s':>14} {'NumPy M/s':>10} {'fk/JAX':>7} {'fk/NumPy':>9} {'fk compile s':>13} {'JAX compile s':>14} {'RMS fk-JAX':>11} {'RMS fk-NumPy':>13}"
+    print(
+        f"jax {jax.__version__}, {devices[0].platform} × {len(devices)} devices "
+        f"({devices[0].device_kind}); W1: ABC on a {N_GRID}³ periodic grid, RK4, dt={DT}, "
+        f"{opts.steps} steps, float32; median of {opts.repeat}"
+    )
+    header = (
+        f"{'N':>8} {'flowkit M/s':>12} {'plain JAX M/s':>14} {'NumPy M/s':>10} {'fk/JAX':>7} "
+        f"{'fk/NumPy':>9} {'fk compile s':>13} {'JAX compile s':>14} {'RMS fk-JAX':>11} {'RMS fk-NumPy':>13}"
+    )
     print(header)
     for n in opts.n:
         seeds = np.asarray(fk.seeding.random_box(n, grid.bounds, key=jax.random.key(0)), np.float32)
@@ -157,8 +166,10 @@ def main():
         wrap = lambda a: np.mod(np.asarray(a, np.float64), L)  # noqa: E731
         fk_rate, jax_rate, np_rate = n * opts.steps / fk_s, n * opts.steps / jax_s, n * np_steps / np_s
         print(
-            f"{n:>8} {fk_rate / 1e6:>12.2f} {jax_rate / 1e6:>14.2f} {np_rate / 1e6:>10.2f} {fk_rate / jax_rate:>7.2f} {fk_rate / np_rate:>9.1f} "
-            f"{fk_compile:>13.2f} {jax_compile:>14.2f} {rms(wrap(fk_final), wrap(jax_final)):>11.1e} {rms(wrap(short), wrap(np_final)):>13.1e}",
+            f"{n:>8} {fk_rate / 1e6:>12.2f} {jax_rate / 1e6:>14.2f} {np_rate / 1e6:>10.2f} {fk_rate / jax_rate:>7.2f} "
+            f"{fk_rate / np_rate:>9.1f} "
+            f"{fk_compile:>13.2f} {jax_compile:>14.2f} {rms(wrap(fk_final), wrap(jax_final)):>11.1e} "
+            f"{rms(wrap(short), wrap(np_final)):>13.1e}",
             flush=True,
         )
 

@@ -28,7 +28,14 @@ from .boundaries import (
     Sphere as Sphere,
 )
 from .fields import GridField as GridField, MeshField as MeshField
-from .integrators import RK4 as RK4, Diffrax as Diffrax, Euler as Euler, EulerMaruyama as EulerMaruyama, Heun as Heun, Midpoint as Midpoint
+from .integrators import (
+    RK4 as RK4,
+    Diffrax as Diffrax,
+    Euler as Euler,
+    EulerMaruyama as EulerMaruyama,
+    Heun as Heun,
+    Midpoint as Midpoint,
+)
 from .tracker import clear_caches as clear_caches, track as track, track_ensemble as track_ensemble
 from .trajectory import RunStats as RunStats, Trajectory as Trajectory
 

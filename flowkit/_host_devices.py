@@ -50,7 +50,8 @@ def _configure() -> None:
         import warnings
 
         warnings.warn(
-            f"flowkit was imported after JAX had started, so it runs on 1 CPU device instead of {count} (about half the throughput on {count} cores): "
+            "flowkit was imported after JAX had started, so it runs on 1 CPU device instead of "
+            f"{count} (about half the throughput on {count} cores): "
             "import flowkit before the first JAX operation, or set XLA_FLAGS=--xla_force_host_platform_device_count=N",
             stacklevel=3,
         )

@@ -33,14 +33,18 @@ class TimeOrigin(NamedTuple):
             date = str(np.datetime_as_string(date, unit="s"))
         if isinstance(date, str):
             parts = np.datetime64(date, "s").astype(object)  # parses ISO dates; the calendar's fields stay as written
-            date = cftime.datetime(parts.year, parts.month, parts.day, parts.hour, parts.minute, parts.second, calendar=self.calendar)
+            date = cftime.datetime(
+                parts.year, parts.month, parts.day, parts.hour, parts.minute, parts.second, calendar=self.calendar
+            )
         return float(cftime.date2num(date, self.seconds_units, calendar=self.calendar))
 
     def dates(self, seconds) -> np.ndarray:
         """The calendar dates of `seconds` since this origin (`cftime` objects)."""
         import cftime
 
-        return np.asarray(cftime.num2date(np.asarray(seconds, dtype=np.float64), self.seconds_units, calendar=self.calendar))
+        return np.asarray(
+            cftime.num2date(np.asarray(seconds, dtype=np.float64), self.seconds_units, calendar=self.calendar)
+        )
 
     def from_units(self, values) -> np.ndarray:
         """Numbers in the input's own units and calendar (as `in_units` writes them; NaN kept)
@@ -69,7 +73,9 @@ def as_seconds(value, name: str, origin: TimeOrigin | None = None, *, duration: 
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, str):
-        raise ValueError(f"{name} must be a number of seconds{' or a duration like 1h' if duration else ' or a date'}, got {value!r}")
+        raise ValueError(
+            f"{name} must be a number of seconds{' or a duration like 1h' if duration else ' or a date'}, got {value!r}"
+        )
     text = value.strip()
     try:
         return float(text)
@@ -81,11 +87,18 @@ def as_seconds(value, name: str, origin: TimeOrigin | None = None, *, duration: 
         try:
             return float(pd.Timedelta(text).total_seconds())
         except ValueError:
-            raise ValueError(f"{name}: {value!r} is neither a number of seconds nor a duration like '1h', '30min', '2 days'") from None
+            raise ValueError(
+                f"{name}: {value!r} is neither a number of seconds nor a duration like '1h', '30min', '2 days'"
+            ) from None
     try:
         np.datetime64(text, "s")
     except ValueError:
-        raise ValueError(f"{name}: {value!r} is neither a number of seconds nor an ISO date like '2024-01-05'") from None
+        raise ValueError(
+            f"{name}: {value!r} is neither a number of seconds nor an ISO date like '2024-01-05'"
+        ) from None
     if origin is None:
-        raise ValueError(f"{name}: {value!r} is a date, but this field has no time origin (only fields read from dated data, e.g. NetCDF, have one); give seconds")
+        raise ValueError(
+            f"{name}: {value!r} is a date, but this field has no time origin (only fields read from "
+            "dated data, e.g. NetCDF, have one); give seconds"
+        )
     return origin.seconds(text)

@@ -18,7 +18,14 @@ from .config import FtleConfig, TrackConfig
 
 _log = logging.getLogger("flowkit")
 
-_USER_ERRORS = (ValueError, TypeError, OSError, MemoryError, InstantiationException, OmegaConfBaseException)  # OSError: missing or existing files, a full disk; MemoryError: a run that would not fit
+_USER_ERRORS = (
+    ValueError,
+    TypeError,
+    OSError,
+    MemoryError,
+    InstantiationException,
+    OmegaConfBaseException,
+)  # OSError: missing or existing files, a full disk; MemoryError: a run that would not fit
 
 
 def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve().parents[1] / "conf") -> None:
@@ -42,11 +49,17 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
     known |= set(_dotted({k: v for k, v in OmegaConf.to_container(main).items() if k != "defaults"}))
     for group, option in chosen.items():
         if group in groups and option in groups[group]:
-            known |= {f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))}
+            known |= {
+                f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))
+            }
     for key, _ in overrides:
         if key not in groups and key not in known:
             near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
-            _refuse(f"{key}: no such key in the {config_name} config" + (f"; did you mean {near[0]}?" if near else "") + " (add a new key with +key=value)")
+            _refuse(
+                f"{key}: no such key in the {config_name} config"
+                + (f"; did you mean {near[0]}?" if near else "")
+                + " (add a new key with +key=value)"
+            )
 
 
 RESULTS = ("summary.json", "sweep_summary.csv")
@@ -64,15 +77,23 @@ def check_output_folder(argv) -> None:
     folder = Path(given[0]) if given and "${" not in given[0] else None
     overwrite = any(a.lower() in ("overwrite=true", "overwrite=1", "overwrite=yes") for a in argv)
     if folder is not None and not overwrite:
-        taken = [name for name in RESULTS if (folder / name).exists()] + [str(p.relative_to(folder)) for p in folder.glob("*/summary.json")]
+        taken = [name for name in RESULTS if (folder / name).exists()] + [
+            str(p.relative_to(folder)) for p in folder.glob("*/summary.json")
+        ]
         if taken:
-            _refuse(f"output folder {folder} holds another run's results ({', '.join(sorted(taken)[:3])}); give a new hydra.run.dir (or hydra.sweep.dir), or overwrite=true to replace them")
+            _refuse(
+                f"output folder {folder} holds another run's results ({', '.join(sorted(taken)[:3])}); "
+                "give a new hydra.run.dir (or hydra.sweep.dir), or overwrite=true to replace them"
+            )
     folder = folder or Path.cwd()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as err:
-        _refuse(f"output folder {folder} cannot be written ({err.strerror or err}); give hydra.run.dir= a folder you can write")
+        _refuse(
+            f"output folder {folder} cannot be written ({err.strerror or err}); give hydra.run.dir= a "
+            "folder you can write"
+        )
 
 
 def _dotted(tree, prefix="") -> list[str]:
@@ -109,7 +130,9 @@ def user_errors():
         message = str(err) or "interrupted before tracking began (reading the data or compiling): nothing was written"
         if "resume=True" in message:
             again = [a for a in sys.argv if not a.startswith(("hydra.run.dir=", "resume="))]
-            message += f"; here: python {' '.join(again)} hydra.run.dir={HydraConfig.get().runtime.output_dir} resume=true"
+            message += (
+                f"; here: python {' '.join(again)} hydra.run.dir={HydraConfig.get().runtime.output_dir} resume=true"
+            )
         _log.error("%s", message)
         _refuse(message, 130)
     except BaseException:

@@ -10,7 +10,6 @@ import dataclasses
 import inspect
 import json
 import logging
-import platform
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,11 +23,9 @@ from hydra.experimental.callback import Callback
 from hydra.utils import get_method, instantiate
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from . import __version__, tracker
-from .analysis.density import histogram
-from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
+from . import __version__, app_outputs as outputs, tracker
 from .analysis.ftle import ftle
-from .analysis.plots import plot_density, plot_ftle, plot_pathlines, plot_snapshot, view_box
+from .analysis.plots import plot_ftle
 from .io.atomic import written
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
@@ -138,15 +135,35 @@ def build_seeds(cfg: DictConfig, field):
         seeds_cfg["field"] = field
     seeds = np.asarray(target(**seeds_cfg))
     if target is uniform_grid:  # a lattice over the box: only its points in the flow (in the mesh, in the water)
-        made, seeds = len(seeds), seeds[in_flow(field, seeds, float(cfg.t0) if isinstance(cfg.t0, (int, float)) else None)]
+        made, seeds = (
+            len(seeds),
+            seeds[in_flow(field, seeds, float(cfg.t0) if isinstance(cfg.t0, (int, float)) else None)],
+        )
         if len(seeds) < made:
-            _log.info("seeds: %d of the lattice's %d points lie outside the flow (outside the mesh, on land, below the sea floor): left out", made - len(seeds), made)
+            _log.info(
+                "seeds: %d of the lattice's %d points lie outside the flow (outside the mesh, on land, "
+                "below the sea floor): left out",
+                made - len(seeds),
+                made,
+            )
         if not len(seeds):
-            raise ValueError(f"seeds: none of the lattice's {made} points lies inside the field's domain; give seeds.bounds inside it")
+            raise ValueError(
+                f"seeds: none of the lattice's {made} points lies inside the field's domain; give "
+                "seeds.bounds inside it"
+            )
     seeds, moved = off_walls(field, seeds)
     if moved.any():
-        _log.info("seeds: %d lie on the mesh boundary (a wall would hold them): moved into their cells by 1/1000 of the way to the centre", int(moved.sum()))
-    how = f"a {'×'.join(map(str, seeds_cfg['resolution']))} lattice over the box" + (f" (n={asked} asked: whole points per axis in proportion to the sides)" if asked else "") if "resolution" in seeds_cfg else target.__name__
+        _log.info(
+            "seeds: %d lie on the mesh boundary (a wall would hold them): moved into their cells by "
+            "1/1000 of the way to the centre",
+            int(moved.sum()),
+        )
+    how = (
+        f"a {'×'.join(map(str, seeds_cfg['resolution']))} lattice over the box"
+        + (f" (n={asked} asked: whole points per axis in proportion to the sides)" if asked else "")
+        if "resolution" in seeds_cfg
+        else target.__name__
+    )
     _log.info("seeds: %d from %s", len(seeds), how)
     return seeds
 
@@ -155,7 +172,13 @@ def build(cfg: DictConfig):
     """Instantiate `(field, seeds, integrator, boundary, particles)` from a composed `track` config."""
     field = build_field(cfg)
     particles = instantiate(cfg.particles, _convert_="all") if cfg.get("particles") is not None else None
-    return field, build_seeds(cfg, field), instantiate(cfg.integrator, _convert_="all"), build_boundary(cfg, field), particles
+    return (
+        field,
+        build_seeds(cfg, field),
+        instantiate(cfg.integrator, _convert_="all"),
+        build_boundary(cfg, field),
+        particles,
+    )
 
 
 def _output_dir(output_dir) -> Path:
@@ -176,7 +199,9 @@ def _cache_counts() -> Counter:
     registered once): a rerun of an unchanged job reports misses 0."""
     global _listening
     if not _listening:
-        jax.monitoring.register_event_listener(lambda event, **_: _cache_events.update([_CACHE_EVENTS[event]]) if event in _CACHE_EVENTS else None)
+        jax.monitoring.register_event_listener(
+            lambda event, **_: _cache_events.update([_CACHE_EVENTS[event]]) if event in _CACHE_EVENTS else None
+        )
         _listening = True
     return Counter(_cache_events)
 
@@ -205,7 +230,10 @@ def join_processes(distributed) -> None:
 def _describe(run) -> str:
     if run.plan.stream is None:
         return run.plan.pieces.field.describe()
-    return f"{run.plan.pieces.field.describe()}; the series' {run.plan.stream.n_slices} times streamed in windows of {run.window_width}"
+    return (
+        f"{run.plan.pieces.field.describe()}; the series' {run.plan.stream.n_slices} times "
+        f"streamed in windows of {run.window_width}"
+    )
 
 
 def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
@@ -229,14 +257,22 @@ def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
         traj = Trajectory.load(run.output)
     else:
         info = traj.stats
-    summary = _summary(cfg, run, traj, info, _cache_counts() - cache_before)
+    summary = outputs.summary(cfg, run, traj, info, _cache_counts() - cache_before)
     summary["boundary"] = boundary_name
-    files = summary["files"] = write_outputs(cfg, run, traj, out, summary)
-    _write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    files = summary["files"] = outputs.write_outputs(cfg, run, traj, out, summary)
+    outputs.write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
     if cfg.output.plot:
-        _plot(cfg, run, traj, out)
+        outputs.plot(cfg, run, traj, out)
     courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
-    _log.info("done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s", info.particle_steps_per_s / 1e6, info.compile_s, info.run_s, summary["status_counts"], courant, ", ".join(files))
+    _log.info(
+        "done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s",
+        info.particle_steps_per_s / 1e6,
+        info.compile_s,
+        info.run_s,
+        summary["status_counts"],
+        courant,
+        ", ".join(files),
+    )
     return traj
 
 
@@ -244,9 +280,13 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
     """The app's run, planned and laid out (nothing compiled yet), with its header logged, and
     the name of the boundary as configured (before it was bound to the field)."""
     field, seeds, integrator, boundary, particles = build(cfg)
-    store = out / "trajectories.zarr" if cfg.output.get("store") else None  # frames streamed to disk: bounded memory, kept when interrupted
+    # frames streamed to disk: bounded memory, kept when interrupted
+    store = out / "trajectories.zarr" if cfg.output.get("store") else None
     if cfg.resume and store is None:
-        raise ValueError("resume=true continues the frames a run streamed to trajectories.zarr: give output.store=true (the interrupted run had it)")
+        raise ValueError(
+            "resume=true continues the frames a run streamed to trajectories.zarr: give "
+            "output.store=true (the interrupted run had it)"
+        )
     run = tracker.TrackRun(
         field,
         seeds,
@@ -257,7 +297,10 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
         boundary,
         cfg.save_every,
         key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None,
-        record_velocity=cfg.record_velocity or (particles is not None and "velocity" in particles.variable_names),  # a particle's velocity beside the fluid's
+        record_velocity=cfg.record_velocity
+        or (
+            particles is not None and "velocity" in particles.variable_names
+        ),  # a particle's velocity beside the fluid's
         dtype=cfg.dtype,
         batch_size=cfg.batch_size,
         progress=cfg.progress,
@@ -271,122 +314,24 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
     )
     plan, pieces, device = run.plan, run.pieces, run.devices[0]
     traj_bytes = (plan.n_saves + 1) * run.n_particles * (pieces.field.dim * plan.dtype.itemsize + 1)
-    _log.info("flowkit %s | jax %s | %s × %d (%s)", __version__, jax.__version__, device.platform, len(run.devices), device.device_kind)
     _log.info(
-        f"field {type(pieces.field).__name__} {_describe(run)} {pieces.field.nbytes / 2**20:.1f} MiB | dtype {plan.dtype.name} | "
-        f"{run.n_particles} particles × {plan.n_steps} steps of {type(pieces.integrator).__name__}, dt={plan.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} | "
-        f"particles {type(pieces.particles).__name__} | boundary {type(boundary).__name__} | {plan.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
+        "flowkit %s | jax %s | %s × %d (%s)",
+        __version__,
+        jax.__version__,
+        device.platform,
+        len(run.devices),
+        device.device_kind,
+    )
+    _log.info(
+        f"field {type(pieces.field).__name__} {_describe(run)} {pieces.field.nbytes / 2**20:.1f} "
+        f"MiB | dtype {plan.dtype.name} | "
+        f"{run.n_particles} particles × {plan.n_steps} steps of "
+        f"{type(pieces.integrator).__name__}, dt={plan.dt:g}{' (auto)' if cfg.dt == 'auto' else ''} "
+        "| "
+        f"particles {type(pieces.particles).__name__} | boundary {type(boundary).__name__} | "
+        f"{plan.n_saves + 1} frames, {traj_bytes / 2**20:.1f} MiB | output {out}"
     )
     return run, type(boundary).__name__
-
-
-def _summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunStats, cache: Counter) -> dict:
-    """What `summary.json` records of a finished run."""
-    plan, pieces, device = run.plan, run.pieces, run.devices[0]
-    summary = {
-        "n_particles": info.n_particles,
-        "n_steps": info.n_steps,
-        "n_saves": info.n_saves,
-        "dtype": info.dtype,
-        "device": info.device,
-        "n_devices": info.n_devices,
-        "compile_s": info.compile_s,
-        "compilation_cache": {"hits": cache["hits"], "misses": cache["misses"]},
-        "run_s": info.run_s,
-        "particle_steps_per_s": info.particle_steps_per_s,
-        "lost_releases": info.lost_releases,
-        "process": {"index": jax.process_index(), "count": jax.process_count(), "first_particle": run.first_particle, "n_particles_total": run.n_particles_total},
-        "stream": {"window_slices": info.window_slices, "slices_read": info.slices_read, "load_s": info.load_s, "first_window_s": info.first_window_s, "load_wait_s": info.load_wait_s} if plan.stream is not None else None,
-        "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
-        "status_counts": traj.status_counts(),
-        "field": type(pieces.field).__name__,
-        "integrator": type(pieces.integrator).__name__,
-        "particles": type(pieces.particles).__name__,
-        "t0": plan.t0,
-        "t1": plan.t1,
-        "dt": plan.dt,
-        "courant": info.courant,
-        "inputs": _inputs(cfg),
-        "config": OmegaConf.to_container(cfg, resolve=True),
-        "versions": _versions(),
-        "device_kind": device.device_kind,
-        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
-    memory = device.memory_stats()  # None on backends without allocator statistics (CPU)
-    if memory:
-        summary["device_memory"] = {k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")}
-    return summary
-
-
-def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path, summary: dict) -> list[str]:
-    """Write the trajectories in the formats `cfg.output` asks for, and the deposition on walls;
-    return the names of the files written (and to be written: pictures, summary)."""
-    field = run.plan.stream or run.plan.pieces.field
-    files = [] if run.output is None else [run.output.name]
-    if cfg.output.trajectories:
-        files.append(traj.save(out / "trajectories.npz", overwrite=cfg.overwrite).name)
-        if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
-            files.append(traj.save(out / "trajectories.nc", spherical=True, time_origin=field.time_origin, overwrite=cfg.overwrite).name)
-    if cfg.output.vtp:
-        files.append(traj.save(out / "trajectories.vtp", overwrite=cfg.overwrite).name)
-        if summary["status_counts"]["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
-            write_deposition_vtp(traj, out / "deposition.vtp")
-            files.append("deposition.vtp")
-            deposited = deposition_map(traj, field)
-            summary["deposition"] = {"deposits": int(deposited.counts.sum()), "faces_hit": int(np.sum(deposited.counts > 0))}
-            if deposited.points is not None:
-                write_deposition_map_vtp(deposited, out / "deposition_map.vtp")
-                files.append("deposition_map.vtp")
-    if cfg.output.get("clouds"):
-        files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
-    if cfg.output.plot:
-        files += ["trajectories.png", "snapshot.png", "density.png"]
-    return files + ["summary.json"]
-
-
-def _plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) -> None:
-    """Pathlines, the last frame and the particles' density at the end, over the field."""
-    stream, field = run.plan.stream, run.plan.stream or run.plan.pieces.field
-    at = lambda t: stream.near(t) if stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
-    times = np.asarray(traj.times, dtype=np.float64)
-    plot_pathlines(traj, out / "trajectories.png", field=at(times[0]), max_lines=cfg.output.max_plot_lines, color_by=cfg.output.color_by)
-    plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
-    lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
-    lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
-    sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
-    bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [cfg.output.density_bins] * (field.dim - 2)  # square cells on the map
-    cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
-    plot_density(cells if field.dim == 2 else cells.sum(axis=2), (lo[:2], hi[:2]), out / "density.png", time=float(traj.times[-1]), field=at(times[-1]), projected=field.dim == 3)
-
-
-def _write_text(path: Path, text: str) -> None:
-    with written(path, overwrite=True) as temporary:
-        temporary.write_text(text)
-
-
-def _inputs(cfg: DictConfig) -> dict:
-    """What the run read: the field's builder and every path it or the seeds were given (a
-    builder with no path reads the sample `flowkit.datasets` writes)."""
-    found = {"field": cfg.field._target_}
-    for group in ("field", "seeds"):
-        for key, value in OmegaConf.to_container(cfg[group], resolve=True).items():
-            if key in ("path", "grid", "file", "dataset") and value is not None:
-                found[f"{group}.{key}"] = str(value) if key == "dataset" or any(ch in str(value) for ch in "*?[") else str(Path(value).resolve())
-    return found
-
-
-def _versions() -> dict:
-    """The versions of what computed the run."""
-    import importlib.metadata
-
-    names = ("jax", "jaxlib", "equinox", "diffrax", "vtk", "numpy", "xarray", "hydra-core")
-    versions = {"flowkit": __version__, "python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
 
 
 def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
@@ -401,15 +346,26 @@ def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
     if len(resolution) != field.dim:
         raise ValueError(f"resolution needs one count per axis of the {field.dim}-D field, got {list(resolution)}")
     points = uniform_grid(resolution, bounds, include_boundaries=True)
-    print(f"flowkit {__version__} | FTLE of {type(field).__name__} on {'×'.join(map(str, resolution))} points, t0={cfg.t0}, T={cfg.T}, dt={cfg.dt}, {cfg.method}, {cfg.dtype} | output {out}", flush=True)
+    print(
+        f"flowkit {__version__} | FTLE of {type(field).__name__} on {'×'.join(map(str, resolution))} "
+        f"points, t0={cfg.t0}, T={cfg.T}, dt={cfg.dt}, {cfg.method}, {cfg.dtype} | output {out}",
+        flush=True,
+    )
     start = time.perf_counter()
-    values = ftle(field, points, cfg.t0, cfg.T, cfg.dt, integrator, method=cfg.method, dtype=cfg.dtype).reshape(resolution)
+    values = ftle(field, points, cfg.t0, cfg.T, cfg.dt, integrator, method=cfg.method, dtype=cfg.dtype).reshape(
+        resolution
+    )
     seconds = time.perf_counter() - start
     axes = [np.linspace(lo, hi, n) for lo, hi, n in zip(bounds[0], bounds[1], resolution)]
     with written(out / "ftle.npz", overwrite=True) as temporary:
         np.savez(temporary, ftle=values, **{name: ax for name, ax in zip("xyz", axes)}, t0=cfg.t0, T=cfg.T)
     spacing = [(hi - lo) / max(n - 1, 1) for lo, hi, n in zip(bounds[0], bounds[1], resolution)]
-    write_vti(out / "ftle.vti", {"ftle": np.nan_to_num(values, nan=0.0), "valid": np.isfinite(values).astype(np.float64)}, bounds[0], spacing)
+    write_vti(
+        out / "ftle.vti",
+        {"ftle": np.nan_to_num(values, nan=0.0), "valid": np.isfinite(values).astype(np.float64)},
+        bounds[0],
+        spacing,
+    )
     plot_ftle(values, axes, out / "ftle.png", cfg.t0, cfg.T)
     summary = {
         "points": int(points.shape[0]),
@@ -420,8 +376,12 @@ def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
         "invalid_points": int(np.sum(~np.isfinite(values))),
         "versions": {"flowkit": __version__, "jax": jax.__version__},
     }
-    _write_text(out / "summary.json", json.dumps(summary, indent=2))
-    print(f"done in {seconds:.2f} s: max FTLE {summary['ftle_max']:.3f}, {summary['invalid_points']} points left the field", flush=True)
+    outputs.write_text(out / "summary.json", json.dumps(summary, indent=2))
+    print(
+        f"done in {seconds:.2f} s: max FTLE {summary['ftle_max']:.3f}, "
+        f"{summary['invalid_points']} points left the field",
+        flush=True,
+    )
     return values
 
 
@@ -434,7 +394,9 @@ class SweepSummary(Callback):
 
         sweep = Path(config.hydra.sweep.dir)
         rows = []
-        for summary_path in sorted(sweep.glob("*/summary.json"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else p.parent.name):
+        for summary_path in sorted(
+            sweep.glob("*/summary.json"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else p.parent.name
+        ):
             summary = json.loads(summary_path.read_text())
             row = {"job": summary_path.parent.name}
             overrides = summary_path.parent / ".hydra" / "overrides.yaml"

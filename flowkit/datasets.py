@@ -15,7 +15,9 @@ def double_gyre_grid(nx: int = 201, ny: int = 101, t_end: float = 20.0, nt: int 
     return GridField.from_function(DoubleGyre(), axes, times=np.linspace(0.0, t_end, nt), dtype=dtype)
 
 
-def grid_field(path=None, dtype="float32", interpolation="linear", stream: bool | None = None, max_device_bytes: int | None = None):
+def grid_field(
+    path=None, dtype="float32", interpolation="linear", stream: bool | None = None, max_device_bytes: int | None = None
+):
     """A gridded field from an `.npz` file (`flowkit.io.load_grid_npz`, which may stream it in
     time windows), or the double-gyre sample (`double_gyre_grid`) when `path` is None (with
     `stream=True` written once into the cache directory and streamed from there)."""
@@ -24,9 +26,16 @@ def grid_field(path=None, dtype="float32", interpolation="linear", stream: bool 
     if path is None:
         if not stream:
             return double_gyre_grid(dtype=dtype)
-        folder = _generated(_cache_root(None) / "double_gyre_v1", lambda f: f.mkdir(parents=True) or save_grid_npz(f / "double_gyre_v1.npz", double_gyre_grid(dtype="float64")))
+        folder = _generated(
+            _cache_root(None) / "double_gyre_v1",
+            lambda f: (
+                f.mkdir(parents=True) or save_grid_npz(f / "double_gyre_v1.npz", double_gyre_grid(dtype="float64"))
+            ),
+        )
         path = folder / "double_gyre_v1.npz"
-    return load_grid_npz(path, dtype=dtype, interpolation=interpolation, stream=stream, max_device_bytes=max_device_bytes)
+    return load_grid_npz(
+        path, dtype=dtype, interpolation=interpolation, stream=stream, max_device_bytes=max_device_bytes
+    )
 
 
 def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> Path:
@@ -44,12 +53,22 @@ def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> P
     mesh = np.stack(np.meshgrid(np.linspace(0.0, 2.0, nx), np.linspace(0.0, 1.0, ny), indexing="ij"), axis=-1)
     with jax.enable_x64(True):  # float64 (parameters too) here only, without switching the process
         flow = jax.jit(jax.vmap(DoubleGyre(), in_axes=(None, 0)))
-        velocities = [np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(mesh.reshape(-1, 2), jnp.float64))) for t in times]
+        velocities = [
+            np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(mesh.reshape(-1, 2), jnp.float64))) for t in times
+        ]
     files = []
     for k, t in enumerate(times):
         uv = velocities[k].reshape(nx, ny, 2)
         velocity = np.concatenate([uv, np.zeros((nx, ny, 1))], axis=-1)
-        files.append(write_vti(folder / "double_gyre" / f"double_gyre_0_{k}.vti", {"velocity": velocity}, (0.0, 0.0), (2.0 / (nx - 1), 1.0 / (ny - 1)), time=t))
+        files.append(
+            write_vti(
+                folder / "double_gyre" / f"double_gyre_0_{k}.vti",
+                {"velocity": velocity},
+                (0.0, 0.0),
+                (2.0 / (nx - 1), 1.0 / (ny - 1)),
+                time=t,
+            )
+        )
     return write_pvd(folder / "double_gyre.pvd", files, times)
 
 
@@ -59,7 +78,10 @@ def jittered_lattice(shape, extent, jitter: float = 0.25, seed: int = 0) -> np.n
     faces move only within them, so the box keeps its planar walls."""
     shape = tuple(int(n) for n in shape)
     if min(shape) < 2 or len(extent) != len(shape):
-        raise ValueError(f"jittered_lattice: need >= 2 points per axis and one extent per axis, got shape {shape} and extent {extent}")
+        raise ValueError(
+            f"jittered_lattice: need >= 2 points per axis and one extent per axis, got shape {shape} "
+            f"and extent {extent}"
+        )
     if not 0 <= jitter < 0.5:
         raise ValueError(f"jittered_lattice: jitter must lie in [0, 0.5) (a fraction of the spacing), got {jitter}")
     rng = np.random.default_rng(seed)
@@ -69,7 +91,9 @@ def jittered_lattice(shape, extent, jitter: float = 0.25, seed: int = 0) -> np.n
     return (index + offsets) * (np.asarray(extent, dtype=np.float64) / (np.asarray(shape) - 1))
 
 
-def jittered_tet_box(shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), jitter: float = 0.25, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def jittered_tet_box(
+    shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), jitter: float = 0.25, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """A genuinely unstructured tetrahedral mesh of the box `[0, extent]`: `(points (P, 3), tets (C, 4))`.
 
     A lattice of `shape` points is jittered by up to `jitter` of the spacing per axis (points on
@@ -112,12 +136,16 @@ def lattice_hexahedra(shape, wrap_first: bool = False) -> np.ndarray:
     ids = np.arange(ni * nj * nk).reshape(ni, nj, nk)
     if wrap_first:
         ids = np.concatenate([ids, ids[:1]], axis=0)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(ids.shape[0] - 1), np.arange(nj - 1), np.arange(nk - 1), indexing="ij"))
+    i, j, k = (
+        a.ravel() for a in np.meshgrid(np.arange(ids.shape[0] - 1), np.arange(nj - 1), np.arange(nk - 1), indexing="ij")
+    )
     corners = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]
     return np.stack([ids[i + a, j + b, k + c] for a, b, c in corners], axis=1)
 
 
-def twisted_annulus(n_theta: int = 96, n_r: int = 12, n_z: int = 16, radii=(1.0, 2.0), height: float = 1.0, twist: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def twisted_annulus(
+    n_theta: int = 96, n_r: int = 12, n_z: int = 16, radii=(1.0, 2.0), height: float = 1.0, twist: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
     """A hexahedral O-grid of an annulus around the z axis whose layers twist by `twist`
     radians over the height: `(points (P, 3), hexes (H, 8))`. The cells are curved (their side
     faces are not planar), as in a turbomachinery or rotating-disk CFD mesh, so locating a point
@@ -158,7 +186,10 @@ def write_vts(path, grid_points, point_arrays: dict) -> Path:
     ni, nj, nk = grid_points.shape[:3]
     grid = vtk.vtkStructuredGrid()
     grid.SetDimensions(ni, nj, nk)
-    flat = lambda a: np.ascontiguousarray(np.asarray(a).transpose(2, 1, 0, *range(3, np.ndim(a))).reshape(ni * nj * nk, -1))  # noqa: E731  (VTK: i fastest)
+
+    def flat(a):  # VTK: i fastest
+        return np.ascontiguousarray(np.asarray(a).transpose(2, 1, 0, *range(3, np.ndim(a))).reshape(ni * nj * nk, -1))
+
     vtk_points = vtk.vtkPoints()
     vtk_points.SetData(numpy_to_vtk(flat(grid_points), deep=True))
     grid.SetPoints(vtk_points)
@@ -171,14 +202,21 @@ def write_vts(path, grid_points, point_arrays: dict) -> Path:
     return write_xml(writer, grid, path)
 
 
-def hex_wedge_box(shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def hex_wedge_box(
+    shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A conforming mixed mesh of the box: jittered hexahedra, with every other column of cells
     (along z) split into two wedges. `(points, cells (-1 padded), VTK cell types)`."""
     from .fields.cells import merge_cells
 
     points = jittered_lattice(shape, extent, jitter, seed)
     hexes = lattice_hexahedra(shape)
-    i, j = (a.ravel() for a in np.meshgrid(np.arange(shape[0] - 1), np.arange(shape[1] - 1), np.arange(shape[2] - 1), indexing="ij")[:2])
+    i, j = (
+        a.ravel()
+        for a in np.meshgrid(np.arange(shape[0] - 1), np.arange(shape[1] - 1), np.arange(shape[2] - 1), indexing="ij")[
+            :2
+        ]
+    )
     column = (i + j) % 2 == 1
     w = hexes[column]
     # VTK's wedge: the right-hand normal of (0, 1, 2) points away from (3, 4, 5)
@@ -186,7 +224,15 @@ def hex_wedge_box(shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.
     return (points, *merge_cells([(12, hexes[~column]), (13, wedges)]))
 
 
-def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), times=None, jitter: float = 0.25, seed: int = 0, extra_arrays: bool = True) -> Path:
+def cellular_flow_vtu_series(
+    folder,
+    shape=(25, 25, 25),
+    extent=(1.0, 1.0, 1.0),
+    times=None,
+    jitter: float = 0.25,
+    seed: int = 0,
+    extra_arrays: bool = True,
+) -> Path:
     """Write `fk.fields.CellularFlow` on a `jittered_tet_box` mesh as ParaView writes a CFD time
     series: a `.pvd` collection of zlib-compressed `.vtu` files (`name/name_0_K.vtu`, VTK's own
     writer, `TimeValue` field data), point data `velocity` (float32) and, with `extra_arrays`,
@@ -211,11 +257,15 @@ def cellular_flow_vtu_series(folder, shape=(25, 25, 25), extent=(1.0, 1.0, 1.0),
         arrays = {"velocity": velocity.astype(np.float32)}
         if extra_arrays:
             arrays["p"] = (0.5 * np.sum(velocity**2, axis=1)).astype(np.float32)
-        files.append(write_vtu(folder / name / f"{name}_0_{k}.vtu", points, tets, np.full(len(tets), 10), arrays, time=t))
+        files.append(
+            write_vtu(folder / name / f"{name}_0_{k}.vtu", points, tets, np.full(len(tets), 10), arrays, time=t)
+        )
     return write_pvd(folder / f"{name}.pvd", files, times)
 
 
-def pipe_mesh(n_axial: int = 41, n_across: int = 13, length: float = 4.0, radius: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def pipe_mesh(
+    n_axial: int = 41, n_across: int = 13, length: float = 4.0, radius: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
     """A tetrahedral mesh of a circular pipe along x, `[0, length] × disc(radius)`: `(points, tets)`.
 
     A `jittered_tet_box` lattice (no jitter) of the square `[-1, 1]²` cross-section is mapped
@@ -240,7 +290,9 @@ def poiseuille(points, radius: float = 0.5, speed: float = 1.0) -> np.ndarray:
 def _cache_root(cache_dir) -> Path:
     import os
 
-    return Path(cache_dir or os.environ.get("FLOWKIT_DATA") or Path.home() / ".cache" / "flowkit" / "datasets").expanduser()
+    return Path(
+        cache_dir or os.environ.get("FLOWKIT_DATA") or Path.home() / ".cache" / "flowkit" / "datasets"
+    ).expanduser()
 
 
 def _generated(folder: Path, write) -> Path:
@@ -271,7 +323,10 @@ def sample_vtk(cache_dir=None) -> Path:
     (`$FLOWKIT_DATA`, else `~/.cache/flowkit/datasets`): `CellularFlow` on a 21×21×21-point
     jittered tetrahedral mesh (40 000 tetrahedra) at 21 times over one period, `t ∈ [0, 2]`,
     as a `.pvd` of compressed `.vtu` files. Returns the `.pvd` path."""
-    folder = _generated(_cache_root(cache_dir) / "cellular_box_v1", lambda f: cellular_flow_vtu_series(f, shape=(21, 21, 21), times=np.linspace(0.0, 2.0, 21)))
+    folder = _generated(
+        _cache_root(cache_dir) / "cellular_box_v1",
+        lambda f: cellular_flow_vtu_series(f, shape=(21, 21, 21), times=np.linspace(0.0, 2.0, 21)),
+    )
     return folder / "cellular_box_v1.pvd"
 
 
@@ -285,7 +340,13 @@ def sample_pipe(cache_dir=None) -> Path:
     def write(folder):
         folder.mkdir(parents=True)
         points, tets = pipe_mesh()
-        write_vtu(folder / "pipe_v1.vtu", points, tets, np.full(len(tets), 10), {"velocity": poiseuille(points).astype(np.float32)})
+        write_vtu(
+            folder / "pipe_v1.vtu",
+            points,
+            tets,
+            np.full(len(tets), 10),
+            {"velocity": poiseuille(points).astype(np.float32)},
+        )
 
     return _generated(_cache_root(cache_dir) / "pipe_v1", write) / "pipe_v1.vtu"
 
@@ -294,18 +355,38 @@ SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
 
 
 def vtk_field(
-    path=None, velocity: str | None = None, times=None, *, dataset: str = "cellular_box", sample=None, cell_data: str = "points", allow_nonfinite: bool = False, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None
+    path=None,
+    velocity: str | None = None,
+    times=None,
+    *,
+    dataset: str = "cellular_box",
+    sample=None,
+    cell_data: str = "points",
+    allow_nonfinite: bool = False,
+    dtype="float32",
+    stream: bool | None = None,
+    max_device_bytes: int | None = None,
 ):
-    """A field read from VTK files (`flowkit.io.read`: VTK files and every solver format it takes), or when `path` is None from the
-    embedded sample `dataset` (`cellular_box`: `sample_vtk`; `pipe`: `sample_pipe`), generated
-    on first use."""
+    """A field read from VTK files (`flowkit.io.read`: VTK files and every solver format it
+    takes), or when `path` is None from the embedded sample `dataset` (`cellular_box`:
+    `sample_vtk`; `pipe`: `sample_pipe`), generated on first use."""
     from .io.read import read
 
     if path is None:
         if dataset not in SAMPLES:
             raise ValueError(f"dataset must be one of {sorted(SAMPLES)}, got {dataset!r}")
         path = SAMPLES[dataset]()
-    return read(path, velocity, times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes)
+    return read(
+        path,
+        velocity,
+        times,
+        sample=sample,
+        cell_data=cell_data,
+        allow_nonfinite=allow_nonfinite,
+        dtype=dtype,
+        stream=stream,
+        max_device_bytes=max_device_bytes,
+    )
 
 
 def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01", resolution: float = 1.0) -> Path:
@@ -334,9 +415,20 @@ def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01", resolu
         u, v = (np.where(land, np.nan, a)[None].astype(np.float32) for a in (u, v))
         attrs = lambda name, long: {"standard_name": name, "long_name": long, "units": "m s-1"}  # noqa: E731
         ds = xr.Dataset(
-            {"uo": (("time", "latitude", "longitude"), u, attrs("eastward_sea_water_velocity", "Eastward velocity")), "vo": (("time", "latitude", "longitude"), v, attrs("northward_sea_water_velocity", "Northward velocity"))},
+            {
+                "uo": (("time", "latitude", "longitude"), u, attrs("eastward_sea_water_velocity", "Eastward velocity")),
+                "vo": (
+                    ("time", "latitude", "longitude"),
+                    v,
+                    attrs("northward_sea_water_velocity", "Northward velocity"),
+                ),
+            },
             coords={
-                "time": ("time", [float(day)], {"standard_name": "time", "units": f"days since {start}", "calendar": "standard", "axis": "T"}),
+                "time": (
+                    "time",
+                    [float(day)],
+                    {"standard_name": "time", "units": f"days since {start}", "calendar": "standard", "axis": "T"},
+                ),
                 "latitude": ("latitude", lat, {"standard_name": "latitude", "units": "degrees_north", "axis": "Y"}),
                 "longitude": ("longitude", lon, {"standard_name": "longitude", "units": "degrees_east", "axis": "X"}),
             },
@@ -354,7 +446,17 @@ def sample_ocean(cache_dir=None) -> str:
 
 
 def ocean_field(
-    path=None, velocity: str | None = None, *, mask: str | None = None, land_value: float | None = None, sample=None, coast: str = "noslip", grid: str | None = None, dtype="float32", stream: bool | None = None, max_device_bytes: int | None = None
+    path=None,
+    velocity: str | None = None,
+    *,
+    mask: str | None = None,
+    land_value: float | None = None,
+    sample=None,
+    coast: str = "noslip",
+    grid: str | None = None,
+    dtype="float32",
+    stream: bool | None = None,
+    max_device_bytes: int | None = None,
 ):
     """A field from NetCDF/zarr ocean or atmosphere data (`flowkit.io.read`: a file, a glob of
     daily files, a list; ROMS/CROCO with its `grid` file; TELEMAC `.slf`), or the embedded ocean
@@ -368,4 +470,12 @@ def ocean_field(
         options["coast"] = coast
     if grid is not None:
         options["grid"] = grid
-    return read(sample_ocean() if path is None else path, velocity, sample=sample, dtype=dtype, stream=stream, max_device_bytes=max_device_bytes, **options)
+    return read(
+        sample_ocean() if path is None else path,
+        velocity,
+        sample=sample,
+        dtype=dtype,
+        stream=stream,
+        max_device_bytes=max_device_bytes,
+        **options,
+    )

@@ -24,7 +24,9 @@ def uniform_grid(resolution, bounds, include_boundaries: bool = True) -> np.ndar
     lo, hi = (np.asarray(b, dtype=np.float64) for b in as_bounds(bounds))
     resolution = tuple(int(r) for r in np.atleast_1d(resolution))
     if len(resolution) != lo.shape[0] or min(resolution) < 1:
-        raise ValueError(f"uniform_grid: resolution needs one positive count per axis ({lo.shape[0]}), got {resolution}")
+        raise ValueError(
+            f"uniform_grid: resolution needs one positive count per axis ({lo.shape[0]}), got {resolution}"
+        )
     axes = []
     for n, a, b in zip(resolution, lo, hi):
         if include_boundaries:
@@ -68,7 +70,10 @@ def random_inside(n: int, field: AbstractField, bounds=None, *, key, t: float | 
         found += int(inside.sum())
         drawn += batch
         if found == 0 and drawn >= 64 * batch:
-            raise ValueError(f"random_inside: none of {drawn} points drawn in the box {lo.tolist()} - {hi.tolist()} lies inside the field's domain")
+            raise ValueError(
+                f"random_inside: none of {drawn} points drawn in the box {lo.tolist()} - {hi.tolist()} "
+                "lies inside the field's domain"
+            )
     return np.concatenate(kept)[:n]
 
 
@@ -181,7 +186,9 @@ def from_file(path, with_release: bool = False):
         with np.load(path) as data:
             key = next((k for k in ("positions", "seeds") if k in data), None)
             if key is None:
-                raise ValueError(f"seeds file {path}: expected an array named 'positions' or 'seeds', found {sorted(data.files)}")
+                raise ValueError(
+                    f"seeds file {path}: expected an array named 'positions' or 'seeds', found {sorted(data.files)}"
+                )
             positions = np.asarray(data[key], dtype=np.float64)
             if "t_release" in data:
                 t_release = np.asarray(data["t_release"], dtype=np.float64)

@@ -149,7 +149,9 @@ class Trajectory(eqx.Module):
         with written(path, overwrite) as temporary:
             if path.suffix == ".zarr":
                 self.to_xarray(spherical, time_origin).to_zarr(temporary, mode="w", consolidated=False)
-            elif path.suffix == ".nc":  # made in memory, then written as plain bytes: no HDF5 handle is left open on a failed write
+            elif (
+                path.suffix == ".nc"
+            ):  # made in memory, then written as plain bytes: no HDF5 handle is left open on a failed write
                 temporary.write_bytes(self.to_xarray(spherical, time_origin).to_netcdf(engine="h5netcdf"))
             else:
                 np.savez(temporary, **self._arrays())
@@ -157,7 +159,13 @@ class Trajectory(eqx.Module):
 
     def _arrays(self) -> dict:
         """The `.npz` layout: one array per attribute, samples and variables prefixed."""
-        arrays = {"times": self.times, "positions": self.positions, "status": self.status, "t_release": self.t_release, "exit_time": self.exit_time}
+        arrays = {
+            "times": self.times,
+            "positions": self.positions,
+            "status": self.status,
+            "t_release": self.t_release,
+            "exit_time": self.exit_time,
+        }
         if self.velocities is not None:
             arrays["velocities"] = self.velocities
         for name, values in (self.samples or {}).items():
@@ -179,14 +187,20 @@ class Trajectory(eqx.Module):
 
             from .io.store import unfinished
 
-            opened = xr.open_zarr(path, consolidated=False, decode_times=False) if path.suffix == ".zarr" else xr.open_dataset(path, decode_times=False)
+            opened = (
+                xr.open_zarr(path, consolidated=False, decode_times=False)
+                if path.suffix == ".zarr"
+                else xr.open_dataset(path, decode_times=False)
+            )
             with opened as ds:
                 progress = unfinished(ds.attrs, ds.sizes["trajectory"])
                 if progress is not None:
                     done, total, kept = progress
                     if not partial:
                         raise ValueError(
-                            f"{path} is partial: its run stopped with {done} of {total} batches written ({kept} of {ds.sizes['trajectory']} particles); Trajectory.load(path, partial=True) returns those, fk.track(..., output=path, resume=True) finishes the run"
+                            f"{path} is partial: its run stopped with {done} of {total} batches written ({kept} of "
+                            f"{ds.sizes['trajectory']} particles); Trajectory.load(path, partial=True) returns those, "
+                            "fk.track(..., output=path, resume=True) finishes the run"
                         )
                     ds = ds.isel(trajectory=slice(0, kept))
                 return cls.from_xarray(ds.load())
@@ -201,7 +215,17 @@ class Trajectory(eqx.Module):
             samples = {key[len("sample__") :]: data[key] for key in data.files if key.startswith("sample__")}
             generation = data["generation"] if "generation" in data else None
             variables = {key[len("particle__") :]: data[key] for key in data.files if key.startswith("particle__")}
-            return cls(data["times"], data["positions"], data["status"], t_release, exit_time, velocities, samples or None, generation, variables=variables or None)
+            return cls(
+                data["times"],
+                data["positions"],
+                data["status"],
+                t_release,
+                exit_time,
+                velocities,
+                samples or None,
+                generation,
+                variables=variables or None,
+            )
 
     @classmethod
     def from_xarray(cls, ds) -> "Trajectory":
@@ -210,13 +234,30 @@ class Trajectory(eqx.Module):
         names = [n for n in (("lon", "lat", "z") if "lon" in ds else ("x", "y", "z")) if n in ds]
         positions = np.stack([ds[n].values.T for n in names], axis=-1)
         velocities = np.stack([ds[n].values.T for n in ("u", "v", "w")[: len(names)]], axis=-1) if "u" in ds else None
-        role = lambda kind: {name: np.swapaxes(ds[name].values, 0, 1) for name in ds.data_vars if ds[name].attrs.get("flowkit_role") == kind}  # noqa: E731
+
+        def role(kind):
+            return {
+                name: np.swapaxes(ds[name].values, 0, 1)
+                for name in ds.data_vars
+                if ds[name].attrs.get("flowkit_role") == kind
+            }
+
         samples, variables = role("sample"), {name.removeprefix("particle_"): a for name, a in role("particle").items()}
         generation = ds["generation"].values.T if "generation" in ds else None
         seconds = _seconds_of(ds)
         exit_time = seconds(ds["exit_time"].values)
         exit_time = np.where(np.isnan(exit_time), np.inf, exit_time) if "flowkit_time_origin" in ds.attrs else exit_time
-        return cls(seconds(ds["time"].values), positions, ds["status"].values.T, seconds(ds["t_release"].values), exit_time, velocities, samples or None, generation, variables=variables or None)
+        return cls(
+            seconds(ds["time"].values),
+            positions,
+            ds["status"].values.T,
+            seconds(ds["t_release"].values),
+            exit_time,
+            velocities,
+            samples or None,
+            generation,
+            variables=variables or None,
+        )
 
     def to_xarray(self, spherical: bool = False, time_origin=None):
         """An `xarray.Dataset` in the CF trajectory layout (dims `trajectory`, `obs`).
@@ -230,30 +271,61 @@ class Trajectory(eqx.Module):
 
         if spherical:
             names = ["lon", "lat", "z"][: self.positions.shape[-1]]
-            attrs = [{"standard_name": "longitude", "units": "degrees_east"}, {"standard_name": "latitude", "units": "degrees_north"}, {"standard_name": "depth", "units": "m", "positive": "down"}]
+            attrs = [
+                {"standard_name": "longitude", "units": "degrees_east"},
+                {"standard_name": "latitude", "units": "degrees_north"},
+                {"standard_name": "depth", "units": "m", "positive": "down"},
+            ]
         else:
             names = ["x", "y", "z"][: self.positions.shape[-1]]
-            attrs = [{"standard_name": "projection_x_coordinate", "units": "1"}, {"standard_name": "projection_y_coordinate", "units": "1"}, {"standard_name": "height", "units": "1"}]
+            attrs = [
+                {"standard_name": "projection_x_coordinate", "units": "1"},
+                {"standard_name": "projection_y_coordinate", "units": "1"},
+                {"standard_name": "height", "units": "1"},
+            ]
         data_vars = {name: (("trajectory", "obs"), self.positions[..., i].T, attrs[i]) for i, name in enumerate(names)}
         data_vars["status"] = (
             ("trajectory", "obs"),
             self.status.T,
-            {"flag_values": np.array([s.value for s in Status], np.int8), "flag_meanings": " ".join(s.name.lower() for s in Status)},
+            {
+                "flag_values": np.array([s.value for s in Status], np.int8),
+                "flag_meanings": " ".join(s.name.lower() for s in Status),
+            },
         )
         data_vars["t_release"] = (("trajectory",), self.t_release, {"units": "1"})
-        data_vars["exit_time"] = (("trajectory",), self.exit_time, {"units": "1", "comment": "inf: still active at the end"})
+        data_vars["exit_time"] = (
+            ("trajectory",),
+            self.exit_time,
+            {"units": "1", "comment": "inf: still active at the end"},
+        )
         if self.velocities is not None:
             for i, name in enumerate(["u", "v", "w"][: len(names)]):
                 data_vars[name] = (("trajectory", "obs"), self.velocities[..., i].T, {"units": "1"})
         for name, values in (self.samples or {}).items():
             dims = ("trajectory", "obs") + (f"{name}_component",) * (values.ndim - 2)
-            data_vars[name] = (dims, np.swapaxes(values, 0, 1), {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"})
+            data_vars[name] = (
+                dims,
+                np.swapaxes(values, 0, 1),
+                {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"},
+            )
         for name, values in (self.variables or {}).items():
             dims = ("trajectory", "obs") + (f"particle_{name}_component",) * (values.ndim - 2)
-            data_vars[f"particle_{name}"] = (dims, np.swapaxes(values, 0, 1), {"flowkit_role": "particle", "comment": "carried by the particle model"})
+            data_vars[f"particle_{name}"] = (
+                dims,
+                np.swapaxes(values, 0, 1),
+                {"flowkit_role": "particle", "comment": "carried by the particle model"},
+            )
         if self.generation is not None:
-            data_vars["generation"] = (("trajectory", "obs"), np.asarray(self.generation).T, {"comment": "restarts of the slot by an inlet; each generation is a separate path"})
-            data_vars["particle_id"] = (("trajectory", "obs"), self.particle_id.T, {"comment": "id of the path: slot + generation * n_slots"})
+            data_vars["generation"] = (
+                ("trajectory", "obs"),
+                np.asarray(self.generation).T,
+                {"comment": "restarts of the slot by an inlet; each generation is a separate path"},
+            )
+            data_vars["particle_id"] = (
+                ("trajectory", "obs"),
+                self.particle_id.T,
+                {"comment": "id of the path: slot + generation * n_slots"},
+            )
         time = (("obs",), self.times, {"standard_name": "time", "units": "1"})
         attrs = {}
         if time_origin is not None:
@@ -261,13 +333,21 @@ class Trajectory(eqx.Module):
             time = (("obs",), time_origin.in_units(self.times), {"standard_name": "time", **dated})
             data_vars["t_release"] = (("trajectory",), time_origin.in_units(self.t_release), dated)
             finite = np.isfinite(self.exit_time)
-            data_vars["exit_time"] = (("trajectory",), np.where(finite, time_origin.in_units(np.where(finite, self.exit_time, 0.0)), np.nan), {**dated, "comment": "NaN: still active at the end"})
+            data_vars["exit_time"] = (
+                ("trajectory",),
+                np.where(finite, time_origin.in_units(np.where(finite, self.exit_time, 0.0)), np.nan),
+                {**dated, "comment": "NaN: still active at the end"},
+            )
             attrs = {"flowkit_time_origin": time_origin.date}
         coords = {
             "time": time,
             "trajectory": (("trajectory",), np.arange(self.n_particles), {"cf_role": "trajectory_id"}),
         }
-        return xr.Dataset(data_vars, coords=coords, attrs={"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", **attrs})
+        return xr.Dataset(
+            data_vars,
+            coords=coords,
+            attrs={"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", **attrs},
+        )
 
 
 def _seconds_of(ds):

@@ -18,7 +18,9 @@ def _node(parent, name: str, label: str, kind: str = "MT", data=None):
     group.attrs.create("type", np.array(kind.encode(), "S3"))
     group.attrs.create("flags", np.array([1], np.int32))
     if data is not None:
-        group.create_dataset(" data", data=np.frombuffer(data.encode(), np.int8) if isinstance(data, str) else np.ascontiguousarray(data))
+        group.create_dataset(
+            " data", data=np.frombuffer(data.encode(), np.int8) if isinstance(data, str) else np.ascontiguousarray(data)
+        )
     return group
 
 
@@ -26,8 +28,12 @@ def _solutions(zone, points: np.ndarray, velocity, times) -> None:
     """A FlowSolution per time (`VelocityX/Y/Z` at the vertices), named by the zone's pointers."""
     names = [f"FlowSolution{k}" for k in range(len(times))]
     if len(times) > 1:
-        pointers = _node(_node(zone, "ZoneIterativeData", "ZoneIterativeData_t"), "FlowSolutionPointers", "DataArray_t", "C1")
-        pointers.create_dataset(" data", data=np.frombuffer(b"".join(n.encode().ljust(32) for n in names), np.int8).reshape(len(times), 32))
+        pointers = _node(
+            _node(zone, "ZoneIterativeData", "ZoneIterativeData_t"), "FlowSolutionPointers", "DataArray_t", "C1"
+        )
+        pointers.create_dataset(
+            " data", data=np.frombuffer(b"".join(n.encode().ljust(32) for n in names), np.int8).reshape(len(times), 32)
+        )
     for name, t in zip(names, times):
         solution = _node(zone, name, "FlowSolution_t")
         _node(solution, "GridLocation", "GridLocation_t", "C1", "Vertex")
@@ -46,7 +52,10 @@ def write_cgns(path, structured: list, unstructured: list, velocity, times=(0.0,
         f.attrs.create("label", np.array(b"Root Node of HDF5 File", "S33"))
         f.attrs.create("type", np.array(b"MT", "S3"))
         f.create_dataset(" format", data=np.frombuffer(b"IEEE_LITTLE_64\0", np.int8))
-        f.create_dataset(" hdf5version", data=np.frombuffer(f"HDF5 Version {h5py.version.hdf5_version}".encode().ljust(33, b"\0"), np.int8))
+        f.create_dataset(
+            " hdf5version",
+            data=np.frombuffer(f"HDF5 Version {h5py.version.hdf5_version}".encode().ljust(33, b"\0"), np.int8),
+        )
         _node(f, "CGNSLibraryVersion", "CGNSLibraryVersion_t", "R4", np.array([4.2], np.float32))
         base = _node(f, "Base", "CGNSBase_t", "I4", np.array([3, 3], np.int32))
         if len(times) > 1:
@@ -69,6 +78,8 @@ def write_cgns(path, structured: list, unstructured: list, velocity, times=(0.0,
                 _node(coordinates, f"Coordinate{letter}", "DataArray_t", "R8", points[:, axis])
             elements = _node(zone, "Hexa", "Elements_t", "I4", np.array([HEXA_8, 0], np.int32))
             _node(elements, "ElementRange", "IndexRange_t", "I4", np.array([1, len(hexes)], np.int32))
-            _node(elements, "ElementConnectivity", "DataArray_t", "I4", (np.asarray(hexes) + 1).astype(np.int32).ravel())
+            _node(
+                elements, "ElementConnectivity", "DataArray_t", "I4", (np.asarray(hexes) + 1).astype(np.int32).ravel()
+            )
             _solutions(zone, points, velocity, times)
     return path

@@ -32,7 +32,14 @@ def hex_faces(hexes: np.ndarray):
     return faces[order], c0[order], c1[order]
 
 
-def write_fluent(path, points: np.ndarray, hexes: np.ndarray, velocity: np.ndarray, zones: np.ndarray | None = None, pressure: np.ndarray | None = None) -> Path:
+def write_fluent(
+    path,
+    points: np.ndarray,
+    hexes: np.ndarray,
+    velocity: np.ndarray,
+    zones: np.ndarray | None = None,
+    pressure: np.ndarray | None = None,
+) -> Path:
     """`path` (`.cas`) and the `.dat` beside it: hexahedra on `points`, `velocity` `(C, 3)` per
     cell as Fluent's X/Y/Z_VELOCITY, cells in the cell zones `zones` (`(C,)` of 0, 1, ...;
     cells must be sorted by zone). Returns the case path."""

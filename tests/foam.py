@@ -22,7 +22,11 @@ def _write(path: Path, cls: str, body: str) -> None:
 
 
 def _vectors(rows) -> str:
-    return f"{len(rows)}\n(\n" + "\n".join(f"({a:.17g} {b:.17g} {c:.17g})" for a, b, c in np.asarray(rows, np.float64)) + "\n)\n"
+    return (
+        f"{len(rows)}\n(\n"
+        + "\n".join(f"({a:.17g} {b:.17g} {c:.17g})" for a, b, c in np.asarray(rows, np.float64))
+        + "\n)\n"
+    )
 
 
 def _scalars(values) -> str:
@@ -82,8 +86,16 @@ def box_mesh(shape=(6, 5, 4), lo=(0.0, 0.0, 0.0), hi=(1.0, 1.0, 1.0), processor=
                     internal.append((c(i, j, k - 1), c(i, j, k), face))
     internal.sort(key=lambda f: (f[0], f[1]))
     if split:
-        internal = [piece for k, (o, n_, f) in enumerate(internal) for piece in ([(o, n_, f[:3]), (o, n_, [f[0], f[2], f[3]])] if k % split == 0 else [(o, n_, f)])]
-    groups = {"inlet": sides["xmin"] if rank == 0 else [], "outlet": sides["xmax"] if rank == n - 1 else [], "walls": sum((sides[s] for s in ("ymin", "ymax", "zmin", "zmax")), [])}
+        internal = [
+            piece
+            for k, (o, n_, f) in enumerate(internal)
+            for piece in ([(o, n_, f[:3]), (o, n_, [f[0], f[2], f[3]])] if k % split == 0 else [(o, n_, f)])
+        ]
+    groups = {
+        "inlet": sides["xmin"] if rank == 0 else [],
+        "outlet": sides["xmax"] if rank == n - 1 else [],
+        "walls": sum((sides[s] for s in ("ymin", "ymax", "zmin", "zmax")), []),
+    }
     if rank > 0:
         groups[f"procBoundary{rank}to{rank - 1}"] = sides["xmin"]
     if rank < n - 1:
@@ -96,21 +108,40 @@ def box_mesh(shape=(6, 5, 4), lo=(0.0, 0.0, 0.0), hi=(1.0, 1.0, 1.0), processor=
         patches[name] = (len(faces), len(group))
         faces += [f for _, f in group]
         owner += [o for o, _ in group]
-    centres = np.stack(np.meshgrid(*[(a[1:] + a[:-1]) / 2 for a in axes], indexing="ij"), -1).transpose(2, 1, 0, 3).reshape(-1, 3)
-    return points, faces, np.asarray(owner), np.asarray(neighbour), patches, centres, np.array([points[f].mean(axis=0) for f in faces])
+    centres = (
+        np.stack(np.meshgrid(*[(a[1:] + a[:-1]) / 2 for a in axes], indexing="ij"), -1)
+        .transpose(2, 1, 0, 3)
+        .reshape(-1, 3)
+    )
+    return (
+        points,
+        faces,
+        np.asarray(owner),
+        np.asarray(neighbour),
+        patches,
+        centres,
+        np.array([points[f].mean(axis=0) for f in faces]),
+    )
 
 
 def _write_mesh(folder: Path, mesh, processor=None) -> None:
     points, faces, owner, neighbour, patches = mesh[:5]
     _write(folder / "points", "vectorField", _vectors(points))
-    _write(folder / "faces", "faceList", f"{len(faces)}\n(\n" + "\n".join(f"{len(f)}(" + " ".join(map(str, f)) + ")" for f in faces) + "\n)\n")
+    _write(
+        folder / "faces",
+        "faceList",
+        f"{len(faces)}\n(\n" + "\n".join(f"{len(f)}(" + " ".join(map(str, f)) + ")" for f in faces) + "\n)\n",
+    )
     _write(folder / "owner", "labelList", f"{len(owner)}\n(\n" + "\n".join(map(str, owner)) + "\n)\n")
     _write(folder / "neighbour", "labelList", f"{len(neighbour)}\n(\n" + "\n".join(map(str, neighbour)) + "\n)\n")
 
     def entry(name, start, count):
         if name.startswith("procBoundary"):
             mine, theirs = name.removeprefix("procBoundary").split("to")
-            kind = f"processor;\n    matchTolerance 0.0001;\n    transform unknown;\n    myProcNo {mine};\n    neighbProcNo {theirs}"
+            kind = (
+                f"processor;\n    matchTolerance 0.0001;\n    transform unknown;\n    myProcNo {mine};\n  "
+                f"  neighbProcNo {theirs}"
+            )
         else:
             kind = "wall" if name == "walls" else "patch"
         return f"{name}\n{{\n    type {kind};\n    nFaces {count};\n    startFace {start};\n}}\n"
@@ -129,18 +160,33 @@ def _write_fields(folder: Path, mesh, velocity, t, name_u="U") -> None:
 
         def entry(patch, start, count):
             rule = "processor" if patch.startswith("procBoundary") else "calculated"
-            return f"    {patch}\n    {{\n        type {rule};\n        value nonuniform List<{kind}> {text(values(face_centres[start : start + count]))};\n    }}\n"
+            return (
+                f"    {patch}\n    {{\n        type {rule};\n        value nonuniform List<{kind}> "
+                f"{text(values(face_centres[start : start + count]))};\n    }}\n"
+            )
 
         patch_text = "".join(entry(patch, start, count) for patch, (start, count) in patches.items())
-        _write(folder / name, cls, f"dimensions {dims};\ninternalField nonuniform List<{kind}> {text(values(centres))};\nboundaryField\n{{\n{patch_text}}}\n")
+        _write(
+            folder / name,
+            cls,
+            f"dimensions {dims};\ninternalField nonuniform List<{kind}> "
+            f"{text(values(centres))};\nboundaryField\n{{\n{patch_text}}}\n",
+        )
 
 
-def write_case(root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_holds_u=True, processors=1, split=0, name="U"):
+def write_case(
+    root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_holds_u=True, processors=1, split=0, name="U"
+):
     """An OpenFOAM case at `root` whose `U` at time `t` is `velocity(t, x)` at the cell centres
     (and the boundary faces' centres); `p` is `|x|`. With `processors > 1` it is decomposed
     along x into `processor*/` directories, as `decomposePar` leaves it. Returns the root."""
     root = Path(root)
-    _write(root / "system" / "controlDict", "dictionary", "application icoFoam;\nstartFrom startTime;\nstartTime 0;\nstopAt endTime;\nendTime 1;\ndeltaT 0.1;\nwriteControl timeStep;\nwriteInterval 1;\nwriteFormat ascii;\n")
+    _write(
+        root / "system" / "controlDict",
+        "dictionary",
+        "application icoFoam;\nstartFrom startTime;\nstartTime 0;\nstopAt endTime;\nendTime "
+        "1;\ndeltaT 0.1;\nwriteControl timeStep;\nwriteInterval 1;\nwriteFormat ascii;\n",
+    )
     shares = [(root, box_mesh(shape, split=split))]
     if processors > 1:
         shares = [(root / f"processor{k}", box_mesh(shape, processor=(k, processors))) for k in range(processors)]
@@ -148,7 +194,14 @@ def write_case(root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_hold
         _write_mesh(folder / "constant" / "polyMesh", mesh)
         for t in times:
             if t == times[0] and not zero_holds_u:
-                _write(folder / f"{t:g}" / "p", "volScalarField", 'dimensions [0 2 -2 0 0 0 0];\ninternalField uniform 0;\nboundaryField\n{\n    ".*" { type zeroGradient; }\n}\n')
+                _write(
+                    folder / f"{t:g}" / "p",
+                    "volScalarField",
+                    (
+                        "dimensions [0 2 -2 0 0 0 0];\ninternalField uniform 0;\n"
+                        'boundaryField\n{\n    ".*" { type zeroGradient; }\n}\n'
+                    ),
+                )
                 continue
             _write_fields(folder / f"{t:g}", mesh, velocity, t, name)
     return root

@@ -11,7 +11,8 @@ ALL_INTEGRATORS = [fk.Euler(), fk.Midpoint(), fk.Heun(), fk.RK4()]
 
 
 def exp_sin_field():
-    """$\\dot x = x \\cos t$ per component: exact $x(t) = x_0 e^{\\sin t - \\sin t_0}$ (time-dependent, nonlinear in t)."""
+    """$\\dot x = x \\cos t$ per component: exact $x(t) = x_0 e^{\\sin t - \\sin t_0}$
+    (time-dependent, nonlinear in t)."""
     import jax.numpy as jnp
 
     return fk.fields.Analytic(lambda t, x, args: x * jnp.cos(t), bounds=((-10.0, -10.0), (10.0, 10.0)), dim=2)
@@ -35,7 +36,9 @@ def vtk_probe(reader, x, name, t=None):
     else:
         probe.UpdateTimeStep(t)
     out = probe.GetOutput().GetPointData()
-    return vtk_to_numpy(out.GetArray(name)).reshape(len(x), -1).astype(np.float64), vtk_to_numpy(out.GetArray("vtkValidPointMask")).astype(bool)
+    return vtk_to_numpy(out.GetArray(name)).reshape(len(x), -1).astype(np.float64), vtk_to_numpy(
+        out.GetArray("vtkValidPointMask")
+    ).astype(bool)
 
 
 def agrees_with_vtk(field, reader, name, t=None, seed=0, lo=(0.0, 0.0, 0.0), hi=(2.0, 1.0, 1.0)):

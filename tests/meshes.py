@@ -10,7 +10,16 @@ from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 import flowkit as fk
 
 TETRA, HEX, WEDGE, PYRAMID, VOXEL, TRIANGLE, QUAD = 10, 12, 13, 14, 11, 5, 9
-CORNERS = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]  # VTK hexahedron order
+CORNERS = [
+    (0, 0, 0),
+    (1, 0, 0),
+    (1, 1, 0),
+    (0, 1, 0),
+    (0, 0, 1),
+    (1, 0, 1),
+    (1, 1, 1),
+    (0, 1, 1),
+]  # VTK hexahedron order
 HEX_FACES = [(0, 3, 7, 4), (1, 2, 6, 5), (0, 1, 5, 4), (3, 2, 6, 7), (0, 1, 2, 3), (4, 5, 6, 7)]
 
 
@@ -42,8 +51,16 @@ def mesh(kind: str, shape=(5, 4, 4), jitter=0.2, seed=3):
         return points, hexes, np.full(len(hexes), HEX)
     if kind == "voxel":
         return points, hexes[:, [0, 1, 3, 2, 4, 5, 7, 6]], np.full(len(hexes), VOXEL)
-    wedge_column = {"wedge": np.ones(len(hexes), bool), "pyramid": np.zeros(len(hexes), bool), "mixed": (ijk[:, 0] + 2 * ijk[:, 1]) % 4 == 1}[kind]
-    split = {"wedge": np.zeros(len(hexes), bool), "pyramid": np.ones(len(hexes), bool), "mixed": ~wedge_column & (ijk.sum(axis=1) % 3 == 0)}[kind]
+    wedge_column = {
+        "wedge": np.ones(len(hexes), bool),
+        "pyramid": np.zeros(len(hexes), bool),
+        "mixed": (ijk[:, 0] + 2 * ijk[:, 1]) % 4 == 1,
+    }[kind]
+    split = {
+        "wedge": np.zeros(len(hexes), bool),
+        "pyramid": np.ones(len(hexes), bool),
+        "mixed": ~wedge_column & (ijk.sum(axis=1) % 3 == 0),
+    }[kind]
     blocks = [(HEX, hexes[~wedge_column & ~split])]
     w = hexes[wedge_column]
     # VTK's wedge: the right-hand normal of (0, 1, 2) points away from (3, 4, 5)
@@ -78,8 +95,15 @@ def _mesh_2d(kind, shape, jitter, seed):
     ids = np.arange(len(points)).reshape(shape)
     ij = np.stack(np.meshgrid(*[np.arange(n - 1) for n in shape], indexing="ij"), axis=-1).reshape(-1, 2)
     quads = np.stack([ids[ij[:, 0] + a, ij[:, 1] + b] for a, b in [(0, 0), (1, 0), (1, 1), (0, 1)]], axis=1)
-    split = {"triangle": np.ones(len(quads), bool), "quad": np.zeros(len(quads), bool), "mixed2d": ij.sum(axis=1) % 2 == 0}[kind]
-    blocks = [(QUAD, quads[~split]), (TRIANGLE, np.concatenate([quads[split][:, [0, 1, 2]], quads[split][:, [0, 2, 3]]]))]
+    split = {
+        "triangle": np.ones(len(quads), bool),
+        "quad": np.zeros(len(quads), bool),
+        "mixed2d": ij.sum(axis=1) % 2 == 0,
+    }[kind]
+    blocks = [
+        (QUAD, quads[~split]),
+        (TRIANGLE, np.concatenate([quads[split][:, [0, 1, 2]], quads[split][:, [0, 2, 3]]])),
+    ]
     cells, types = fk.fields.cells.merge_cells([(t, b) for t, b in blocks if len(b)])
     return points, cells, types
 

@@ -18,7 +18,12 @@ def box_elements(shape=(3, 2, 2), size=(2.0, 1.0, 1.0)) -> np.ndarray:
     for k in range(shape[2]):
         for j in range(shape[1]):
             for i in range(shape[0]):
-                z, y, x = np.meshgrid((k + r) / shape[2] * size[2], (j + r) / shape[1] * size[1], (i + r) / shape[0] * size[0], indexing="ij")
+                z, y, x = np.meshgrid(
+                    (k + r) / shape[2] * size[2],
+                    (j + r) / shape[1] * size[1],
+                    (i + r) / shape[0] * size[0],
+                    indexing="ij",
+                )
                 elements.append(np.stack([x, y, z]))
     return np.array(elements)
 

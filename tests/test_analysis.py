@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _strain(rate):
-    return fk.fields.Analytic(lambda t, x, args: rate * jnp.stack([x[0], -x[1]]), bounds=((-1.0, -1.0), (1.0, 1.0)), dim=2)
+    return fk.fields.Analytic(
+        lambda t, x, args: rate * jnp.stack([x[0], -x[1]]), bounds=((-1.0, -1.0), (1.0, 1.0)), dim=2
+    )
 
 
 @pytest.mark.parametrize("T", [2.0, -2.0])
@@ -29,7 +31,9 @@ def test_ftle_of_linear_strain_is_the_strain_rate(T):
 
 
 def test_ftle_3d_saddle():
-    field = fk.fields.Analytic(lambda t, x, args: jnp.stack([0.5 * x[0], 0.2 * x[1], -0.7 * x[2]]), bounds=((-1.0,) * 3, (1.0,) * 3), dim=3)
+    field = fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([0.5 * x[0], 0.2 * x[1], -0.7 * x[2]]), bounds=((-1.0,) * 3, (1.0,) * 3), dim=3
+    )
     points = np.random.default_rng(1).uniform(-0.05, 0.05, (10, 3))
     np.testing.assert_allclose(ftle(field, points, 0.0, 1.5, 0.01), 0.5, atol=1e-6)
     np.testing.assert_allclose(ftle(field, points, 0.0, -1.5, 0.01), 0.7, atol=1e-6)
@@ -64,7 +68,9 @@ def test_double_gyre_ridge_where_the_literature_puts_it():
 
 
 def test_ftle_marks_points_that_leave_a_grid():
-    grid = fk.GridField.from_function(fk.fields.Uniform((1.0, 0.0)), [np.linspace(0, 1, 5), np.linspace(0, 1, 5)], dtype="float64")
+    grid = fk.GridField.from_function(
+        fk.fields.Uniform((1.0, 0.0)), [np.linspace(0, 1, 5), np.linspace(0, 1, 5)], dtype="float64"
+    )
     values = ftle(grid, np.array([[0.1, 0.5], [0.9, 0.5]]), 0.0, 0.5, 0.05)
     assert np.isfinite(values[0]) and abs(values[0]) < 1e-9 and np.isnan(values[1])
 
@@ -80,13 +86,24 @@ def test_kde_matches_scipy_and_integrates_to_one():
     cell = (10 / 160) * (8 / 128)
     assert abs(ours.sum() * cell - 1.0) < 1e-3
     points3 = np.random.default_rng(3).normal(size=(300, 3))
-    np.testing.assert_allclose(fk.analysis.kde(points3, points3[:50]), stats.gaussian_kde(points3.T)(points3[:50].T), rtol=1e-9)
+    np.testing.assert_allclose(
+        fk.analysis.kde(points3, points3[:50]), stats.gaussian_kde(points3.T)(points3[:50].T), rtol=1e-9
+    )
 
 
 def test_histogram_counts_active_particles():
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.uniform_grid((20, 10), field.bounds, include_boundaries=False)
-    traj = fk.track(field, seeds, 0.0, 2.0, 0.05, save_every=10, t_release=np.where(np.arange(200) < 50, 1.0, 0.0), boundary=fk.Reflective(field.bounds))
+    traj = fk.track(
+        field,
+        seeds,
+        0.0,
+        2.0,
+        0.05,
+        save_every=10,
+        t_release=np.where(np.arange(200) < 50, 1.0, 0.0),
+        boundary=fk.Reflective(field.bounds),
+    )
     counts = fk.analysis.histogram(traj, (8, 4), field.bounds)
     assert counts.shape == (len(traj.times), 8, 4)
     np.testing.assert_array_equal(counts.sum(axis=(1, 2)), traj.active.sum(axis=1))
@@ -112,7 +129,9 @@ def test_residence_arrival_and_exit_times_exact_for_uniform_flow():
 
 def test_dispersion():
     still = fk.fields.Uniform((0.0, 0.0), bounds=((-10.0, -10.0), (10.0, 10.0)))
-    traj = fk.track(still, np.zeros((20000, 2)), 0.0, 1.0, 0.05, fk.EulerMaruyama(0.01), key=jax.random.key(4), save_every=4)
+    traj = fk.track(
+        still, np.zeros((20000, 2)), 0.0, 1.0, 0.05, fk.EulerMaruyama(0.01), key=jax.random.key(4), save_every=4
+    )
     np.testing.assert_allclose(fk.analysis.absolute_dispersion(traj)[1:], 4 * 0.01 * traj.times[1:], rtol=0.05)
     pairs = np.stack([np.arange(0, 20000, 2), np.arange(1, 20000, 2)], axis=-1)
     np.testing.assert_allclose(fk.analysis.relative_dispersion(traj, pairs)[1:], 8 * 0.01 * traj.times[1:], rtol=0.05)
@@ -123,7 +142,15 @@ def test_sampling_any_field_along_trajectories():
     axes = [np.linspace(0, 2, 41), np.linspace(0, 1, 21)]
     mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
     pressure = fk.GridField(mesh[..., :1] + 2 * mesh[..., 1:], axes, dtype="float64")  # p = x + 2y, one component
-    traj = fk.track(field, fk.seeding.uniform_grid((5, 5), field.bounds, include_boundaries=False), 0.0, 1.0, 0.05, save_every=5, dtype="float64")
+    traj = fk.track(
+        field,
+        fk.seeding.uniform_grid((5, 5), field.bounds, include_boundaries=False),
+        0.0,
+        1.0,
+        0.05,
+        save_every=5,
+        dtype="float64",
+    )
     sampled = fk.analysis.sample(pressure, traj)
     assert sampled.shape == traj.positions.shape[:2] + (1,)
     np.testing.assert_allclose(sampled[..., 0], traj.positions[..., 0] + 2 * traj.positions[..., 1], atol=1e-12)
@@ -133,12 +160,24 @@ def test_sampling_any_field_along_trajectories():
 
 def test_plots_are_written(tmp_path):
     field = fk.fields.DoubleGyre()
-    traj = fk.track(field, fk.seeding.uniform_grid((10, 5), field.bounds), 0.0, 2.0, 0.05, save_every=4, boundary=fk.Reflective(field.bounds))
+    traj = fk.track(
+        field,
+        fk.seeding.uniform_grid((10, 5), field.bounds),
+        0.0,
+        2.0,
+        0.05,
+        save_every=4,
+        boundary=fk.Reflective(field.bounds),
+    )
     paths = [
         fk.analysis.plot_pathlines(traj, tmp_path / "speed.png", field, color_by="speed"),
         fk.analysis.plot_snapshot(traj, -1, tmp_path / "snap.png", field),
-        fk.analysis.plot_density(fk.analysis.histogram(traj, (20, 10), field.bounds)[-1], field.bounds, tmp_path / "density.png", time=2.0),
-        fk.analysis.plot_ftle(np.random.rand(20, 10), [np.linspace(0, 2, 20), np.linspace(0, 1, 10)], tmp_path / "ftle.png", 0.0, -5.0),
+        fk.analysis.plot_density(
+            fk.analysis.histogram(traj, (20, 10), field.bounds)[-1], field.bounds, tmp_path / "density.png", time=2.0
+        ),
+        fk.analysis.plot_ftle(
+            np.random.rand(20, 10), [np.linspace(0, 2, 20), np.linspace(0, 1, 10)], tmp_path / "ftle.png", 0.0, -5.0
+        ),
     ]
     assert all(p.stat().st_size > 10_000 for p in paths)
 
@@ -156,11 +195,15 @@ def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
     index = np.arange(12).reshape(4, 3)
     quads = np.stack([index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]], axis=-1).reshape(-1, 4)
     land = points[:, 0] <= 1.0  # the western two node columns: land up to x = 1.5, where the mask is 1/2
-    field = fk.fields.LayeredField(points, quads, np.full((1, 12, 1), 1.0), np.ones((1, 12, 1, 2)), np.full((1, 12), 10.0), land=land)
+    field = fk.fields.LayeredField(
+        points, quads, np.full((1, 12, 1), 1.0), np.ones((1, 12, 1, 2)), np.full((1, 12), 10.0), land=land
+    )
     fig, ax = plt.subplots()
     _land(ax, field)
     drawn = np.concatenate([p.vertices for c in ax.collections for p in c.get_paths()])
-    np.testing.assert_allclose([drawn[:, 0].min(), drawn[:, 0].max(), drawn[:, 1].min(), drawn[:, 1].max()], [0.0, 1.5, 60.0, 62.0])
+    np.testing.assert_allclose(
+        [drawn[:, 0].min(), drawn[:, 0].max(), drawn[:, 1].min(), drawn[:, 1].max()], [0.0, 1.5, 60.0, 62.0]
+    )
     beached = np.asarray(field.beached_batch(jnp.asarray([[1.45, 61.0], [1.55, 61.0]])))
     np.testing.assert_array_equal(beached, [True, False])  # the line drawn is where particles beach
     plt.close(fig)
@@ -169,7 +212,15 @@ def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
 @pytest.mark.parametrize("suffix", [".zarr", ".nc"])
 def test_cf_trajectory_round_trip(tmp_path, suffix):
     field = fk.fields.ABCFlow()
-    traj = fk.track(field, fk.seeding.random_box(9, field.bounds, key=jax.random.key(0)), 0.0, 0.5, 0.05, boundary=fk.Periodic(field.bounds), record_velocity=True)
+    traj = fk.track(
+        field,
+        fk.seeding.random_box(9, field.bounds, key=jax.random.key(0)),
+        0.0,
+        0.5,
+        0.05,
+        boundary=fk.Periodic(field.bounds),
+        record_velocity=True,
+    )
     path = traj.save(tmp_path / f"t{suffix}")
     ds = xr.open_zarr(path, consolidated=False) if suffix == ".zarr" else xr.open_dataset(path)
     with ds:
@@ -189,8 +240,15 @@ def test_from_xarray_reproduces_a_direct_grid_field():
     values = np.asarray(field.values)
     start = np.datetime64("2026-01-01T00:00:00")
     ds = xr.Dataset(
-        {"u": (("time", "y", "x"), np.swapaxes(values[..., 0], 1, 2)), "v": (("time", "y", "x"), np.swapaxes(values[..., 1], 1, 2))},
-        coords={"x": np.asarray(field.axes[0]), "y": np.asarray(field.axes[1]), "time": start + (np.asarray(field.times) * 1e9).astype("timedelta64[ns]")},
+        {
+            "u": (("time", "y", "x"), np.swapaxes(values[..., 0], 1, 2)),
+            "v": (("time", "y", "x"), np.swapaxes(values[..., 1], 1, 2)),
+        },
+        coords={
+            "x": np.asarray(field.axes[0]),
+            "y": np.asarray(field.axes[1]),
+            "time": start + (np.asarray(field.times) * 1e9).astype("timedelta64[ns]"),
+        },
     )
     again = fk.io.from_xarray(ds, dtype="float64")
     np.testing.assert_array_equal(np.asarray(again.values), values)
@@ -203,7 +261,10 @@ def test_from_xarray_reproduces_a_direct_grid_field():
 
 def test_from_xarray_lon_lat_converts_to_degrees_per_second():
     lon, lat = np.linspace(0, 10, 11), np.linspace(40, 50, 11)
-    ds = xr.Dataset({"uo": (("lat", "lon"), np.ones((11, 11))), "vo": (("lat", "lon"), np.full((11, 11), np.nan))}, coords={"lon": lon, "lat": lat})
+    ds = xr.Dataset(
+        {"uo": (("lat", "lon"), np.ones((11, 11))), "vo": (("lat", "lon"), np.full((11, 11), np.nan))},
+        coords={"lon": lon, "lat": lat},
+    )
     field = fk.io.from_xarray(ds, u="uo", v="vo", land_value=0.0, dtype="float64")
     assert field.spherical and field.land is None
     for phi in (40.0, 43.7, 50.0):  # converted at the point's own latitude, not interpolated from the nodes'
@@ -217,7 +278,19 @@ def test_from_xarray_lon_lat_converts_to_degrees_per_second():
 
 @pytest.mark.slow
 def test_ftle_app(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / "apps" / "ftle.py"), "resolution=[41,21]", "T=-5", "compilation_cache=null", f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "apps" / "ftle.py"),
+            "resolution=[41,21]",
+            "T=-5",
+            "compilation_cache=null",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("ftle.npz", "ftle.vti", "ftle.png", "summary.json"):
         assert (tmp_path / name).stat().st_size > 0

@@ -19,7 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _run(args, cwd):
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "apps" / "track.py"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
@@ -28,7 +35,14 @@ def _run(args, cwd):
 def test_default_job(tmp_path):
     result = _run([f"hydra.run.dir={tmp_path}", f"compilation_cache={tmp_path / 'cache'}"], cwd=tmp_path)
     assert "field MeshField 9261 points, 40000 cells (tetra), 21 times" in result.stdout
-    for name in ("trajectories.npz", "trajectories.vtp", "summary.json", "trajectories.png", "snapshot.png", "density.png"):
+    for name in (
+        "trajectories.npz",
+        "trajectories.vtp",
+        "summary.json",
+        "trajectories.png",
+        "snapshot.png",
+        "density.png",
+    ):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["n_particles"] == 17**3 and summary["n_steps"] == 400 and summary["status_counts"]["active"] == 17**3
@@ -40,12 +54,16 @@ def test_default_job(tmp_path):
     import xml.etree.ElementTree as ET  # the particle clouds, as ParaView animates them: a collection of .vtp
 
     entries = ET.parse(tmp_path / "particles.pvd").getroot().findall("./Collection/DataSet")
-    np.testing.assert_allclose([float(e.get("timestep")) for e in entries], np.load(tmp_path / "trajectories.npz")["times"])
+    np.testing.assert_allclose(
+        [float(e.get("timestep")) for e in entries], np.load(tmp_path / "trajectories.npz")["times"]
+    )
     last = vtk.vtkXMLPolyDataReader()
     last.SetFileName(str(tmp_path / entries[-1].get("file")))
     last.Update()
     cloud = last.GetOutput()
-    assert cloud.GetNumberOfPoints() == 17**3 and all(cloud.GetPointData().GetArray(name) is not None for name in ("particle_id", "status", "age", "velocity"))
+    assert cloud.GetNumberOfPoints() == 17**3 and all(
+        cloud.GetPointData().GetArray(name) is not None for name in ("particle_id", "status", "age", "velocity")
+    )
     log = (tmp_path / "track.log").read_text()
     assert "field MeshField 9261 points" in log and "done: " in log and "seeds: 4913 from a 17×17×17 lattice" in log
 
@@ -83,8 +101,18 @@ def test_inlet_outlet_on_the_pipe_sample(tmp_path):
 @pytest.mark.slow
 def test_inertial_droplets_deposit_in_the_pipe(tmp_path):
     """The issue's command: droplets settle onto the pipe wall; the app writes where they landed."""
-    args = ["field=vtk", "field.dataset=pipe", "particles=inertial", "particles.diameter=10e-6", "particles.density=1000", "boundary=mesh_absorb"]
-    result = _run([*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false", "seeds=random", "seeds.n=500"], cwd=tmp_path)
+    args = [
+        "field=vtk",
+        "field.dataset=pipe",
+        "particles=inertial",
+        "particles.diameter=10e-6",
+        "particles.density=1000",
+        "boundary=mesh_absorb",
+    ]
+    result = _run(
+        [*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false", "seeds=random", "seeds.n=500"],
+        cwd=tmp_path,
+    )
     assert "exponential drag update" in result.stdout + result.stderr and "particles Inertial" in result.stdout
     summary = json.loads((tmp_path / "summary.json").read_text())
     deposits = summary["status_counts"]["absorbed"]
@@ -95,13 +123,20 @@ def test_inertial_droplets_deposit_in_the_pipe(tmp_path):
     assert reader.GetOutput().GetNumberOfPoints() == deposits
     reader.SetFileName(str(tmp_path / "trajectories.vtp"))
     reader.Update()
-    arrays = {reader.GetOutput().GetPointData().GetArrayName(i) for i in range(reader.GetOutput().GetPointData().GetNumberOfArrays())}
+    arrays = {
+        reader.GetOutput().GetPointData().GetArrayName(i)
+        for i in range(reader.GetOutput().GetPointData().GetNumberOfArrays())
+    }
     assert {"velocity", "particle_velocity"} <= arrays  # the droplet's velocity beside the fluid's
 
 
 def test_openfoam_case_with_patch_named_inlet_and_outlet(tmp_path):
     """A user's OpenFOAM case directory runs through the app, its inlet and outlet named by patch."""
-    case = write_case(tmp_path / "case", lambda t, x: np.stack([1.0 + 0 * x[:, 0], 0.1 * np.sin(3 * x[:, 0]), 0 * x[:, 0]], axis=1), times=(0.0, 1.0))
+    case = write_case(
+        tmp_path / "case",
+        lambda t, x: np.stack([1.0 + 0 * x[:, 0], 0.1 * np.sin(3 * x[:, 0]), 0 * x[:, 0]], axis=1),
+        times=(0.0, 1.0),
+    )
     result = _run(
         [
             f"hydra.run.dir={tmp_path / 'run'}",
@@ -126,20 +161,51 @@ def test_openfoam_case_with_patch_named_inlet_and_outlet(tmp_path):
 
 @pytest.mark.slow
 def test_two_job_sweep(tmp_path):
-    _run(["-m", "integrator=euler,rk4", f"compilation_cache={tmp_path / 'cache'}", "field=abc", "boundary=periodic", "seeds=random", "seeds.n=200", "t1=0.5", "progress=false", f"hydra.sweep.dir={tmp_path}"], cwd=tmp_path)
+    _run(
+        [
+            "-m",
+            "integrator=euler,rk4",
+            f"compilation_cache={tmp_path / 'cache'}",
+            "field=abc",
+            "boundary=periodic",
+            "seeds=random",
+            "seeds.n=200",
+            "t1=0.5",
+            "progress=false",
+            f"hydra.sweep.dir={tmp_path}",
+        ],
+        cwd=tmp_path,
+    )
     summaries = [json.loads((tmp_path / str(i) / "summary.json").read_text()) for i in range(2)]
     assert any((tmp_path / "cache").iterdir()), "the compiled programs were not written to the persistent cache"
     assert [s["integrator"] for s in summaries] == ["Euler", "RK4"]
     with open(tmp_path / "sweep_summary.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["override:integrator"] for r in rows] == ["euler", "rk4"]
-    assert [r["integrator"] for r in rows] == ["Euler", "RK4"] and all(float(r["particle_steps_per_s"]) > 0 for r in rows)
+    assert [r["integrator"] for r in rows] == ["Euler", "RK4"] and all(
+        float(r["particle_steps_per_s"]) > 0 for r in rows
+    )
     assert all(s["n_particles"] == 200 for s in summaries)
 
 
 @pytest.mark.slow
 def test_joblib_parallel_sweep(tmp_path):
-    _run(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "integrator=heun,rk4", "field=double_gyre", "seeds=random", "seeds.n=100", "t1=0.3", "progress=false", "compilation_cache=null", f"hydra.sweep.dir={tmp_path}"], cwd=tmp_path)
+    _run(
+        [
+            "-m",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            "integrator=heun,rk4",
+            "field=double_gyre",
+            "seeds=random",
+            "seeds.n=100",
+            "t1=0.3",
+            "progress=false",
+            "compilation_cache=null",
+            f"hydra.sweep.dir={tmp_path}",
+        ],
+        cwd=tmp_path,
+    )
     with open(tmp_path / "sweep_summary.csv") as f:
         rows = list(csv.DictReader(f))
     assert sorted(r["integrator"] for r in rows) == ["Heun", "RK4"]
@@ -147,7 +213,15 @@ def test_joblib_parallel_sweep(tmp_path):
 
 @pytest.mark.slow
 def test_second_run_of_a_job_compiles_from_the_persistent_cache(tmp_path):
-    job = ["field=double_gyre", "seeds=random", "seeds.n=100", "t1=0.3", "progress=false", f"compilation_cache={tmp_path / 'cache'}", "output=minimal"]
+    job = [
+        "field=double_gyre",
+        "seeds=random",
+        "seeds.n=100",
+        "t1=0.3",
+        "progress=false",
+        f"compilation_cache={tmp_path / 'cache'}",
+        "output=minimal",
+    ]
     summaries = []
     for run in ("first", "second"):
         _run([*job, f"hydra.run.dir={tmp_path / run}"], cwd=tmp_path)
@@ -170,12 +244,30 @@ def test_multi_host_processes_split_the_particles(tmp_path):
     they equal a one-process run, noise included (keys are global)."""
     import numpy as np
 
-    job = ["field=double_gyre", "integrator=euler_maruyama", "seeds=random", "seeds.n=301", "t1=0.5", "progress=false", "compilation_cache=null", "output=minimal"]
+    job = [
+        "field=double_gyre",
+        "integrator=euler_maruyama",
+        "seeds=random",
+        "seeds.n=301",
+        "t1=0.5",
+        "progress=false",
+        "compilation_cache=null",
+        "output=minimal",
+    ]
     env = dict(os.environ, PYTHONWARNINGS="ignore", FLOWKIT_HOST_DEVICES="1")
     address = f"localhost:{_free_port()}"
     processes = [
         subprocess.Popen(
-            [sys.executable, str(ROOT / "apps" / "track.py"), *job, f"hydra.run.dir={tmp_path / 'multi'}", "distributed.enabled=true", f"distributed.coordinator_address={address}", "distributed.num_processes=2", f"distributed.process_id={i}"],
+            [
+                sys.executable,
+                str(ROOT / "apps" / "track.py"),
+                *job,
+                f"hydra.run.dir={tmp_path / 'multi'}",
+                "distributed.enabled=true",
+                f"distributed.coordinator_address={address}",
+                "distributed.num_processes=2",
+                f"distributed.process_id={i}",
+            ],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -191,7 +283,9 @@ def test_multi_host_processes_split_the_particles(tmp_path):
     single = np.load(tmp_path / "single" / "trajectories.npz")
     parts = [np.load(tmp_path / "multi" / f"process{i}" / "trajectories.npz") for i in range(2)]
     summaries = [json.loads((tmp_path / "multi" / f"process{i}" / "summary.json").read_text()) for i in range(2)]
-    assert [s["process"]["first_particle"] for s in summaries] == [0, 150] and [s["n_particles"] for s in summaries] == [150, 151]
+    assert [s["process"]["first_particle"] for s in summaries] == [0, 150] and [
+        s["n_particles"] for s in summaries
+    ] == [150, 151]
     assert all(s["process"]["count"] == 2 and s["process"]["n_particles_total"] == 301 for s in summaries)
     np.testing.assert_array_equal(np.concatenate([p["positions"] for p in parts], axis=1), single["positions"])
     np.testing.assert_array_equal(np.concatenate([p["status"] for p in parts], axis=1), single["status"])
@@ -203,28 +297,65 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
     with dates out, random seeds drawn in the water only."""
     import xarray as xr
 
-    args = ["field=netcdf", "boundary=none", "seeds=random", "seeds.n=500", "seeds.bounds=[[-75,-60],[45,60]]", "t0=2024-01-02", "t1=2024-01-06", "dt=auto", "save_every=12h"]
+    args = [
+        "field=netcdf",
+        "boundary=none",
+        "seeds=random",
+        "seeds.n=500",
+        "seeds.bounds=[[-75,-60],[45,60]]",
+        "t0=2024-01-02",
+        "t1=2024-01-06",
+        "dt=auto",
+        "save_every=12h",
+    ]
     result = _run([*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false"], cwd=tmp_path)
     assert "field GridField (360, 180), 10 times" in result.stdout
     with xr.open_dataset(tmp_path / "trajectories.nc") as ds:
-        assert ds["time"].values[0] == np.datetime64("2024-01-02") and ds["time"].values[-1] == np.datetime64("2024-01-06")
+        assert ds["time"].values[0] == np.datetime64("2024-01-02") and ds["time"].values[-1] == np.datetime64(
+            "2024-01-06"
+        )
         assert ds["lon"].attrs["units"] == "degrees_east" and ds.sizes["trajectory"] == 500
         ashore = int((ds["status"].isel(obs=0) == fk.Status.BEACHED).sum())
     assert ashore == 0  # random seeds are drawn in the water
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["inputs"]["field"] == "flowkit.datasets.ocean_field" and summary["config"]["seeds"]["n"] == 500
-    assert 0 < summary["courant"] <= 0.5 and (12 * 3600 / summary["dt"]) % 1 == 0  # dt=auto: Courant 0.5 at the fastest node, whole steps per save
+    assert (
+        0 < summary["courant"] <= 0.5 and (12 * 3600 / summary["dt"]) % 1 == 0
+    )  # dt=auto: Courant 0.5 at the fastest node, whole steps per save
     assert "dt=auto: " in result.stdout and f"largest Courant number {summary['courant']:.3g}" in result.stdout
 
 
 @pytest.mark.parametrize(
     "args, code, names",
     [
-        (["t1=abc"], 2, "error: t1: 'abc' is neither a number of seconds nor an ISO date like '2024-01-05'"),  # seconds or a date: checked before compiling
-        (["save_every=1.5"], 2, "error: save_every must be a positive integer (steps) or a duration like '6h', got 1.5"),
-        (["seedz.n=5"], 2, "error: seedz.n: no such key in the track config; did you mean seeds.n? (add a new key with +key=value)"),  # a misspelt key
-        (["seed.n=500"], 2, "error: seed.n: no such key in the track config; did you mean seeds.n? (add a new key with +key=value)"),
-        (["integrator=rk5"], 2, "error: integrator=rk5: no such option; choose one of dopri5, dopri8, euler, euler_maruyama, heun, horizontal_diffusion, midpoint, rk4, tsit5"),
+        (
+            ["t1=abc"],
+            2,
+            "error: t1: 'abc' is neither a number of seconds nor an ISO date like '2024-01-05'",
+        ),  # seconds or a date: checked before compiling
+        (
+            ["save_every=1.5"],
+            2,
+            "error: save_every must be a positive integer (steps) or a duration like '6h', got 1.5",
+        ),
+        (
+            ["seedz.n=5"],
+            2,
+            "error: seedz.n: no such key in the track config; did you mean seeds.n? (add a new key with +key=value)",
+        ),  # a misspelt key
+        (
+            ["seed.n=500"],
+            2,
+            "error: seed.n: no such key in the track config; did you mean seeds.n? (add a new key with +key=value)",
+        ),
+        (
+            ["integrator=rk5"],
+            2,
+            (
+                "error: integrator=rk5: no such option; choose one of dopri5, dopri8, euler, "
+                "euler_maruyama, heun, horizontal_diffusion, midpoint, rk4, tsit5"
+            ),
+        ),
         (["seeds.n=-5"], 2, "error: seeds.n must be a positive integer, got -5"),  # at build time: one line
         (["dt=0"], 2, "error: dt must be non-zero"),
         (["field=vtk", "field.path=missing.vtu"], 2, "error: VTK file missing.vtu does not exist"),
@@ -232,7 +363,21 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
 )
 def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"} | {"PYTHONWARNINGS": "ignore"}
-    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), *args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "apps" / "track.py"),
+            *args,
+            f"hydra.run.dir={tmp_path}",
+            "compilation_cache=null",
+            "progress=false",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == code, result.stderr
     assert names in result.stderr and "Traceback" not in result.stderr
     if code == 2:
@@ -243,7 +388,14 @@ def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
 
 def test_full_error_shows_the_traceback(tmp_path):
     env = dict(os.environ, HYDRA_FULL_ERROR="1", PYTHONWARNINGS="ignore")
-    result = subprocess.run([sys.executable, str(ROOT / "apps" / "ftle.py"), "dt=0", f"hydra.run.dir={tmp_path}", "compilation_cache=null"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "apps" / "ftle.py"), "dt=0", f"hydra.run.dir={tmp_path}", "compilation_cache=null"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode != 0 and "Traceback" in result.stderr
 
 
@@ -253,7 +405,11 @@ def test_the_readmes_ocean_commands_run_as_printed(tmp_path):
     word (the embedded sample's nine days cover its t1)."""
     import shlex
 
-    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("python apps/track.py field=netcdf") and "field.path" not in line]
+    lines = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("python apps/track.py field=netcdf") and "field.path" not in line
+    ]
     assert lines, "the README lost its ocean command"
     for k, line in enumerate(lines):
         run_dir = tmp_path / str(k)
@@ -275,7 +431,9 @@ def test_solver_files_run_through_the_app_with_every_output(tmp_path, kind):
     from flowkit.io.vtk import unstructured_grid
 
     points, cells, types = meshes.mesh("hexahedron", shape=(6, 4, 4))
-    flow = np.column_stack([1.0 + 0 * points[:, 0], 0.1 * np.sin(3 * points[:, 0]) * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 0]])
+    flow = np.column_stack(
+        [1.0 + 0 * points[:, 0], 0.1 * np.sin(3 * points[:, 0]) * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 0]]
+    )
     grid = unstructured_grid(points, cells, types, {"velocity": flow})
     if kind == "exodus":
         path = tmp_path / "flow.exo"
@@ -286,19 +444,50 @@ def test_solver_files_run_through_the_app_with_every_output(tmp_path, kind):
     else:
         path = write_ensight(tmp_path, "flow", [grid])
     run = tmp_path / "run"
-    result = _run([f"hydra.run.dir={run}", "compilation_cache=null", "field=vtk", f"field.path={path}", "seeds=random", "seeds.n=300", "t1=3.0", "dt=0.02", "progress=false"], cwd=tmp_path)
+    result = _run(
+        [
+            f"hydra.run.dir={run}",
+            "compilation_cache=null",
+            "field=vtk",
+            f"field.path={path}",
+            "seeds=random",
+            "seeds.n=300",
+            "t1=3.0",
+            "dt=0.02",
+            "progress=false",
+        ],
+        cwd=tmp_path,
+    )
     assert "faces the flow leaves through are open" in result.stdout
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status_counts"]["out_of_domain"] > 250 and summary["inputs"]["field.path"] == str(path)
     for name in summary["files"] + ["track.log"]:
         assert (run / name).stat().st_size > 0
-    assert {"trajectories.npz", "trajectories.vtp", "particles.pvd", "trajectories.png", "snapshot.png", "density.png", "summary.json"} <= set(summary["files"])
+    assert {
+        "trajectories.npz",
+        "trajectories.vtp",
+        "particles.pvd",
+        "trajectories.png",
+        "snapshot.png",
+        "density.png",
+        "summary.json",
+    } <= set(summary["files"])
 
 
 def test_an_output_folder_that_cannot_be_written_is_named_in_one_line(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    result = subprocess.run([sys.executable, str(ROOT / "apps" / "track.py"), f"hydra.run.dir={blocked / 'run'}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "apps" / "track.py"), f"hydra.run.dir={blocked / 'run'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [f"error: output folder {blocked / 'run'} cannot be written (Not a directory); give hydra.run.dir= a folder you can write"]
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: output folder {blocked / 'run'} cannot be written (Not a directory); "
+        "give hydra.run.dir= a folder you can write"
+    ]

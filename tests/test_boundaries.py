@@ -74,7 +74,12 @@ def test_one_vocabulary_of_wall_modes_everywhere():
             np.testing.assert_array_equal(a, b)
     assert fk.Sphere([0.0, 0.0], 1.0, mode="absorbing").mode == "absorb"
     assert fk.MeshWalls("reflective").mode == "reflect"
-    for make in (lambda m: fk.Mixed(BOX, (m, m)), lambda m: fk.Sphere([0.0, 0.0], 1.0, mode=m), fk.MeshWalls, lambda m: fk.InletOutlet(walls=m).bind(fk.fields.DoubleGyre())):
+    for make in (
+        lambda m: fk.Mixed(BOX, (m, m)),
+        lambda m: fk.Sphere([0.0, 0.0], 1.0, mode=m),
+        fk.MeshWalls,
+        lambda m: fk.InletOutlet(walls=m).bind(fk.fields.DoubleGyre()),
+    ):
         with pytest.raises(ValueError, match=r"must name one of \[.*'reflect'"):
             make("bouncy")
 
@@ -98,8 +103,12 @@ def test_tracked_exit_time_through_absorbing_wall():
         absorbed = traj.status[:, i] == fk.Status.ABSORBED
         first = np.argmax(absorbed)
         assert absorbed[first:].all() and not absorbed[:first].any()
-        assert traj.times[first] - 0.1 - 1e-9 <= t_exit <= traj.times[first] + 1e-9  # absorbed within a step of the exit
-        np.testing.assert_allclose(traj.positions[first:, i], np.broadcast_to([1.0, seeds[i, 1]], (len(traj.times) - first, 2)), atol=1e-12)
+        assert (
+            traj.times[first] - 0.1 - 1e-9 <= t_exit <= traj.times[first] + 1e-9
+        )  # absorbed within a step of the exit
+        np.testing.assert_allclose(
+            traj.positions[first:, i], np.broadcast_to([1.0, seeds[i, 1]], (len(traj.times) - first, 2)), atol=1e-12
+        )
 
 
 def test_reflective_run_keeps_speed_and_box():
@@ -124,9 +133,19 @@ def test_a_config_binds_into_a_bound_boundary_and_refuses_to_act_unbound():
         (fk.ContinuousInlet("xmin", rate=10.0, slots=4), fk.boundaries.BoundContinuousInlet),
     ):
         bound = config.bind(field)
-        assert type(bound) is bound_type and isinstance(bound.inlet, fk.boundaries.Plane) and isinstance(bound.walls, fk.Reflective if bound_type is fk.boundaries.BoundInletOutlet else fk.Open)
-        assert bound.bind(field) is bound and bound.extra_slots == config.extra_slots and bound.stochastic == config.stochastic
+        assert (
+            type(bound) is bound_type
+            and isinstance(bound.inlet, fk.boundaries.Plane)
+            and isinstance(bound.walls, fk.Reflective if bound_type is fk.boundaries.BoundInletOutlet else fk.Open)
+        )
+        assert (
+            bound.bind(field) is bound
+            and bound.extra_slots == config.extra_slots
+            and bound.stochastic == config.stochastic
+        )
         with pytest.raises(TypeError, match=f"{type(config).__name__} is a boundary config: bind it"):
             config.apply_batch(field, x, x, jnp.zeros(2, jnp.int32), field.hints(2, jnp.float32))
-    composed = fk.boundaries.compose(fk.Reflective(field.bounds), fk.ContinuousInlet("xmin", rate=10.0, slots=4)).bind(field)
+    composed = fk.boundaries.compose(fk.Reflective(field.bounds), fk.ContinuousInlet("xmin", rate=10.0, slots=4)).bind(
+        field
+    )
     assert isinstance(composed.parts[1], fk.boundaries.BoundContinuousInlet) and composed.parking is not None

@@ -13,7 +13,10 @@ import flowkit as fk
 from flowkit.config import build, run_track
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("field", "boundary", "integrator", "seeds", "output")}
+GROUPS = {
+    group: sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    for group in ("field", "boundary", "integrator", "seeds", "output")
+}
 FIELD_DIM = {"grid": 2, "double_gyre": 2, "rotation": 2, "taylor_green": 2, "abc": 3, "vtk": 2, "netcdf": 2}
 
 
@@ -30,7 +33,17 @@ def _compose(overrides):
 def test_groups_are_complete():
     assert set(GROUPS["field"]) >= {"double_gyre", "abc", "rotation", "taylor_green", "grid", "vtk", "netcdf"}
     assert set(GROUPS["boundary"]) >= {"none", "periodic", "reflective", "clamp", "absorbing"}
-    assert set(GROUPS["integrator"]) == {"euler", "midpoint", "heun", "rk4", "tsit5", "dopri5", "dopri8", "euler_maruyama", "horizontal_diffusion"}
+    assert set(GROUPS["integrator"]) == {
+        "euler",
+        "midpoint",
+        "heun",
+        "rk4",
+        "tsit5",
+        "dopri5",
+        "dopri8",
+        "euler_maruyama",
+        "horizontal_diffusion",
+    }
     assert set(GROUPS["seeds"]) >= {"grid", "random", "line", "file"}
 
 
@@ -83,16 +96,33 @@ def test_run_track_writes_outputs(tmp_path, caplog):
     cfg = _compose(["field=double_gyre", "seeds.resolution=[10,5]", "t1=1.0", "dt=0.01", "progress=false"])
     with caplog.at_level(logging.INFO, logger="flowkit"):
         traj = run_track(cfg, output_dir=tmp_path)
-    assert "cpu" in caplog.text and "float32" in caplog.text and "50 particles" in caplog.text and "seeds: 50 from a 10×5 lattice" in caplog.text
+    assert (
+        "cpu" in caplog.text
+        and "float32" in caplog.text
+        and "50 particles" in caplog.text
+        and "seeds: 50 from a 10×5 lattice" in caplog.text
+    )
     assert "done: " in caplog.text and "wrote trajectories.npz, trajectories.vtp, particles.pvd" in caplog.text
-    written = ("trajectories.npz", "trajectories.vtp", "particles.pvd", "trajectories.png", "snapshot.png", "density.png", "summary.json")
+    written = (
+        "trajectories.npz",
+        "trajectories.vtp",
+        "particles.pvd",
+        "trajectories.png",
+        "snapshot.png",
+        "density.png",
+        "summary.json",
+    )
     for name in written:
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["n_particles"] == 50 and summary["n_steps"] == 100 and summary["status_counts"]["active"] == 50
     assert summary["particle_steps_per_s"] > 0 and summary["versions"]["flowkit"] == fk.__version__
     assert {"jax", "jaxlib", "equinox", "vtk", "numpy"} <= {k for k, v in summary["versions"].items() if v}
-    assert sorted(summary["files"]) == sorted(written) and summary["config"]["seeds"]["resolution"] == [10, 5] and summary["config"]["dt"] == 0.01
+    assert (
+        sorted(summary["files"]) == sorted(written)
+        and summary["config"]["seeds"]["resolution"] == [10, 5]
+        and summary["config"]["dt"] == 0.01
+    )
     with np.load(tmp_path / "trajectories.npz") as saved:
         np.testing.assert_array_equal(saved["positions"], traj.positions)
         assert {"times", "positions", "status"} <= set(saved.files)
@@ -100,7 +130,16 @@ def test_run_track_writes_outputs(tmp_path, caplog):
 
 @pytest.mark.parametrize("integrator", ["tsit5", "euler_maruyama"])
 def test_adaptive_and_stochastic_runs_from_config(integrator, tmp_path):
-    overrides = ["field=double_gyre", f"integrator={integrator}", "seeds.resolution=[6,3]", "t1=1.0", "dt=0.1", "save_every=1", "progress=false", "output=minimal"]
+    overrides = [
+        "field=double_gyre",
+        f"integrator={integrator}",
+        "seeds.resolution=[6,3]",
+        "t1=1.0",
+        "dt=0.1",
+        "save_every=1",
+        "progress=false",
+        "output=minimal",
+    ]
     if integrator == "tsit5":
         overrides += ["integrator.rtol=1e-8", "integrator.exit_event=true"]
     traj = run_track(_compose(overrides), output_dir=tmp_path)
@@ -110,13 +149,26 @@ def test_adaptive_and_stochastic_runs_from_config(integrator, tmp_path):
 
 
 def test_ocean_diffusion_composes_kh_in_m2_per_s():
-    _, _, integrator, _, _ = build(_compose(["field=netcdf", "integrator=horizontal_diffusion", "integrator.diffusivity.Kh=25", "seeds=random", "seeds.n=4", "seeds.bounds=[[-75,30],[-40,45]]"]))
+    _, _, integrator, _, _ = build(
+        _compose(
+            [
+                "field=netcdf",
+                "integrator=horizontal_diffusion",
+                "integrator.diffusivity.Kh=25",
+                "seeds=random",
+                "seeds.n=4",
+                "seeds.bounds=[[-75,30],[-40,45]]",
+            ]
+        )
+    )
     assert isinstance(integrator, fk.EulerMaruyama) and isinstance(integrator.diffusivity, fk.diffusion.Horizontal)
     assert float(integrator.diffusivity.Kh) == 25.0
 
 
 def test_profile_trace_is_written(tmp_path):
-    cfg = _compose(["field=double_gyre", "seeds.resolution=[4,2]", "t1=0.5", "progress=false", "output=minimal", "profile=true"])
+    cfg = _compose(
+        ["field=double_gyre", "seeds.resolution=[4,2]", "t1=0.5", "progress=false", "output=minimal", "profile=true"]
+    )
     run_track(cfg, output_dir=tmp_path)
     assert any(p.is_file() for p in (tmp_path / "profile").rglob("*"))
 
@@ -124,7 +176,17 @@ def test_profile_trace_is_written(tmp_path):
 @pytest.mark.parametrize("boundary", ["inlet_outlet", "continuous_inlet", "mesh_reflect", "mesh_absorb"])
 def test_flow_through_boundaries_run_on_the_pipe_sample(boundary, tmp_path, monkeypatch):
     monkeypatch.setenv("FLOWKIT_DATA", str(tmp_path / "data"))
-    overrides = ["field=vtk", "field.dataset=pipe", f"boundary={boundary}", "seeds=random", "seeds.n=100", "t1=1.0", "dt=0.02", "progress=false", "output=minimal"]
+    overrides = [
+        "field=vtk",
+        "field.dataset=pipe",
+        f"boundary={boundary}",
+        "seeds=random",
+        "seeds.n=100",
+        "t1=1.0",
+        "dt=0.02",
+        "progress=false",
+        "output=minimal",
+    ]
     if boundary == "continuous_inlet":
         overrides += ["boundary.rate=100", "boundary.slots=200"]
     traj = run_track(_compose(overrides), output_dir=tmp_path)
@@ -143,7 +205,9 @@ def test_flow_through_boundaries_run_on_the_pipe_sample(boundary, tmp_path, monk
 
 @pytest.mark.parametrize("name", ["tracer", "inertial", "buoyant"])
 def test_particle_models_compose(name):
-    overrides = [f"particles={name}"] + (["particles.diameter=2e-5", "particles.drag=schiller_naumann"] if name == "inertial" else [])
+    overrides = [f"particles={name}"] + (
+        ["particles.diameter=2e-5", "particles.drag=schiller_naumann"] if name == "inertial" else []
+    )
     *_, particles = build(_compose(overrides))
     assert type(particles).__name__ == name.capitalize()
     if name == "inertial":

@@ -35,7 +35,9 @@ def test_auto_dt_on_a_grid_keeps_the_courant_number_under_half_and_fills_the_sav
     seeds = fk.seeding.uniform_grid((12, 6), field.bounds, include_boundaries=False)
     saved = fk.track(field, seeds, 0.0, 10.0, "auto", save_every="1s", dtype="float64")
     assert saved.stats.n_steps % 10 == 0  # whole steps per save of 1 s
-    assert 0.45 < field.max_courant_rate() * _steps(saved) <= 0.5 + 1e-12  # the fastest node, shortened only to fill the interval
+    assert (
+        0.45 < field.max_courant_rate() * _steps(saved) <= 0.5 + 1e-12
+    )  # the fastest node, shortened only to fill the interval
     traj = fk.track(field, seeds, 0.0, 10.0, "auto", save_every=1, dtype="float64")
     chords, _ = _chords(traj)
     courant = np.max(np.abs(chords) / 0.02, axis=1)  # independently: the cells each step crossed, h = 0.02 on both axes
@@ -46,13 +48,17 @@ def test_auto_dt_on_a_grid_keeps_the_courant_number_under_half_and_fills_the_sav
 def test_auto_dt_on_a_graded_tetrahedral_mesh():
     points, tets = fk.datasets.jittered_tet_box((8, 8, 8), (1.0, 1.0, 1.0), 0.2, 1)
     points = points**2  # cells shrink toward the corner at the origin (4x finer there than at the far side)
-    velocity = np.stack([-(points[:, 1] - 0.5), points[:, 0] - 0.5, 0.2 + 0 * points[:, 0]], axis=1)  # linear: exact in every tetrahedron
+    velocity = np.stack(
+        [-(points[:, 1] - 0.5), points[:, 0] - 0.5, 0.2 + 0 * points[:, 0]], axis=1
+    )  # linear: exact in every tetrahedron
     field = fk.MeshField(points, tets, velocity, dtype="float64")
     seeds = fk.seeding.random_inside(300, field, key=jax.random.key(0))
     traj = fk.track(field, seeds, 0.0, 1.0, "auto", save_every=1, dtype="float64")
     chords, x = _chords(traj)
     corners = points[tets[np.argmax(brute_force_locate(field, x), axis=1)]]  # (n, 4, 3): each end point's tetrahedron
-    edges = np.min([np.linalg.norm(corners[:, a] - corners[:, b], axis=1) for a in range(4) for b in range(a + 1, 4)], axis=0)
+    edges = np.min(
+        [np.linalg.norm(corners[:, a] - corners[:, b], axis=1) for a in range(4) for b in range(a + 1, 4)], axis=0
+    )
     courant = np.max(np.abs(chords), axis=1) / edges
     assert 0.05 < courant.max() <= 0.5 + 1e-9
     np.testing.assert_allclose(traj.stats.courant, courant.max(), rtol=1e-9)
@@ -92,7 +98,15 @@ def test_a_step_across_many_cells_warns_once_with_a_dt_that_fits(caplog):
     better = float(re.search(r"dt=([0-9.e-]+) \(or dt='auto'\)", message).group(1))
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="flowkit"):
-        fitting = fk.track(field, seeds, 0.0, 10.0, 10.0 / np.ceil(10.0 / better), dtype="float64", boundary=fk.Reflective(field.bounds))
+        fitting = fk.track(
+            field,
+            seeds,
+            0.0,
+            10.0,
+            10.0 / np.ceil(10.0 / better),
+            dtype="float64",
+            boundary=fk.Reflective(field.bounds),
+        )
     assert fitting.stats.courant <= 2 and not [r for r in caplog.records if "Courant" in r.getMessage()]
     euler = fk.track(field, seeds, 0.0, 10.0, 0.05, fk.Euler(), dtype="float64", boundary=fk.Reflective(field.bounds))
     assert 1 < euler.stats.courant < 2 and "over 1 for Euler" in caplog.records[-1].getMessage()

@@ -63,7 +63,9 @@ def test_settling_droplets_land_on_the_floor_at_the_closed_form_time():
     vt = (1 - 1.2e-3) * 9.81 * tau
     heights = np.array([0.001, 0.002, 0.004])
     seeds = np.stack([np.zeros(3), np.zeros(3), heights], axis=1)
-    traj = fk.track(still, seeds, 0.0, 0.1, tau / 5, particles=model, boundary=fk.Absorbing(still.bounds), dtype="float64")
+    traj = fk.track(
+        still, seeds, 0.0, 0.1, tau / 5, particles=model, boundary=fk.Absorbing(still.bounds), dtype="float64"
+    )
     hits = fk.analysis.deposits(traj)
     assert np.all(traj.status[-1] == fk.Status.ABSORBED)
     # time to fall h from rest: solve h = vt (t - τ(1 - e^{-t/τ})) by Newton
@@ -77,8 +79,19 @@ def test_settling_droplets_land_on_the_floor_at_the_closed_form_time():
 @pytest.mark.parametrize("restitution", [1.0, 0.5])
 def test_a_bouncing_droplet_leaves_the_floor_with_restitution_times_its_impact_speed(restitution):
     still = fk.fields.Uniform((0.0, 0.0), bounds=((-1.0, 0.0), (1.0, 1.0)))
-    model = Inertial(2e-3, 1000.0, fluid_density=1e-3, viscosity=1e-8, gravity=(0.0, -9.81), restitution=restitution)  # heavy: τ ≈ 2e4 s, a ballistic fall
-    traj = fk.track(still, np.array([[0.0, 0.5]]), 0.0, 0.6, 1e-3, particles=model, boundary=fk.Reflective(still.bounds), dtype="float64")
+    model = Inertial(
+        2e-3, 1000.0, fluid_density=1e-3, viscosity=1e-8, gravity=(0.0, -9.81), restitution=restitution
+    )  # heavy: τ ≈ 2e4 s, a ballistic fall
+    traj = fk.track(
+        still,
+        np.array([[0.0, 0.5]]),
+        0.0,
+        0.6,
+        1e-3,
+        particles=model,
+        boundary=fk.Reflective(still.bounds),
+        dtype="float64",
+    )
     vy = traj.variables["velocity"][:, 0, 1]
     bounce = int(np.argmax(vy > 0))
     impact = np.sqrt(2 * 9.81 * 0.5)

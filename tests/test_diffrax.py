@@ -27,7 +27,11 @@ def test_adaptive_agrees_with_small_step_rk4(solver, gyre_seeds):
 
 def _pulse_field():
     """u = 1 + 20 exp(-((t - 1)/0.02)^2): a sharp burst at t = 1, exact trajectory by erf."""
-    return fk.fields.Analytic(lambda t, x, args: jnp.stack([1 + 20 * jnp.exp(-(((t - 1) / 0.02) ** 2)), 0 * t]), bounds=((0.0, 0.0), (10.0, 1.0)), dim=2)
+    return fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([1 + 20 * jnp.exp(-(((t - 1) / 0.02) ** 2)), 0 * t]),
+        bounds=((0.0, 0.0), (10.0, 1.0)),
+        dim=2,
+    )
 
 
 def _pulse_exact(x0, t):
@@ -50,7 +54,10 @@ def test_adaptive_needs_fewer_steps_than_fixed_rk4_for_same_error():
         if abs(traj.positions[-1, 0, 0] - _pulse_exact(0.1, 2.0)) <= adaptive_error:
             rk4_steps = n
             break
-    print(f"same error {adaptive_error:.1e}: adaptive Tsit5 {adaptive_steps} steps (6 evaluations each), fixed RK4 {rk4_steps} steps (4 each)")
+    print(
+        f"same error {adaptive_error:.1e}: adaptive Tsit5 {adaptive_steps} steps (6 evaluations "
+        f"each), fixed RK4 {rk4_steps} steps (4 each)"
+    )
     assert rk4_steps is not None and 4 * rk4_steps > 6 * adaptive_steps
 
 
@@ -68,7 +75,15 @@ def test_exit_event_times_are_exact():
 
 
 def test_max_steps_sets_status_not_exception(gyre_seeds):
-    traj = fk.track(fk.fields.DoubleGyre(), gyre_seeds[:5], 0.0, 2.0, 1.0, fk.Diffrax(rtol=1e-12, atol=1e-14, max_steps=3), dtype="float64")
+    traj = fk.track(
+        fk.fields.DoubleGyre(),
+        gyre_seeds[:5],
+        0.0,
+        2.0,
+        1.0,
+        fk.Diffrax(rtol=1e-12, atol=1e-14, max_steps=3),
+        dtype="float64",
+    )
     assert np.all(traj.status[-1] == fk.Status.MAX_STEPS)
     np.testing.assert_array_equal(traj.positions[-1], gyre_seeds[:5])
     np.testing.assert_allclose(traj.exit_time, 0.0)  # stopped where the failed step began
@@ -78,7 +93,9 @@ def _central_difference(fn, value, eps=1e-6):
     return (fn(value + eps) - fn(value - eps)) / (2 * eps)
 
 
-@pytest.mark.parametrize("integrator", [fk.RK4(), fk.Heun(), fk.Diffrax(rtol=1e-12, atol=1e-12)], ids=["RK4", "Heun", "Tsit5"])
+@pytest.mark.parametrize(
+    "integrator", [fk.RK4(), fk.Heun(), fk.Diffrax(rtol=1e-12, atol=1e-12)], ids=["RK4", "Heun", "Tsit5"]
+)
 def test_gradient_wrt_field_parameter_matches_finite_differences(integrator, gyre_seeds):
     dt = 0.5 if isinstance(integrator, fk.Diffrax) else 0.01
 

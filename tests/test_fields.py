@@ -18,19 +18,34 @@ def _eval(field, t, points):
 def test_analytic_formulas(getkey):
     x = np.asarray(jax.random.uniform(getkey(), (50, 3), minval=0, maxval=2 * math.pi))
     A, B, C = math.sqrt(3), math.sqrt(2), 1.0
-    expected = np.stack([A * np.sin(x[:, 2]) + C * np.cos(x[:, 1]), B * np.sin(x[:, 0]) + A * np.cos(x[:, 2]), C * np.sin(x[:, 1]) + B * np.cos(x[:, 0])], -1)
+    expected = np.stack(
+        [
+            A * np.sin(x[:, 2]) + C * np.cos(x[:, 1]),
+            B * np.sin(x[:, 0]) + A * np.cos(x[:, 2]),
+            C * np.sin(x[:, 1]) + B * np.cos(x[:, 0]),
+        ],
+        -1,
+    )
     np.testing.assert_allclose(_eval(fk.fields.ABCFlow(), 0.0, x), expected, rtol=1e-12)
 
     p, t = x[:, :2] / math.pi, 1.7
     eps, omega, amp = 0.25, 2 * math.pi / 10, 0.1
     a, b = eps * np.sin(omega * t), 1 - 2 * eps * np.sin(omega * t)
     f = a * p[:, 0] ** 2 + b * p[:, 0]
-    dg = np.stack([-np.pi * amp * np.sin(np.pi * f) * np.cos(np.pi * p[:, 1]), np.pi * amp * np.cos(np.pi * f) * np.sin(np.pi * p[:, 1]) * (2 * a * p[:, 0] + b)], -1)
+    dg = np.stack(
+        [
+            -np.pi * amp * np.sin(np.pi * f) * np.cos(np.pi * p[:, 1]),
+            np.pi * amp * np.cos(np.pi * f) * np.sin(np.pi * p[:, 1]) * (2 * a * p[:, 0] + b),
+        ],
+        -1,
+    )
     np.testing.assert_allclose(_eval(fk.fields.DoubleGyre(), t, p), dg, rtol=1e-12, atol=1e-15)
 
     tg = fk.fields.TaylorGreen(U=2.0, k=1.0, nu=0.1)
     decay = np.exp(-2 * 0.1 * t)
-    expected = np.stack([2 * np.sin(x[:, 0]) * np.cos(x[:, 1]) * decay, -2 * np.cos(x[:, 0]) * np.sin(x[:, 1]) * decay], -1)
+    expected = np.stack(
+        [2 * np.sin(x[:, 0]) * np.cos(x[:, 1]) * decay, -2 * np.cos(x[:, 0]) * np.sin(x[:, 1]) * decay], -1
+    )
     np.testing.assert_allclose(_eval(tg, t, x[:, :2]), expected, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(_eval(fk.fields.Uniform((1.0, -2.0, 0.5)), t, x), np.tile([1.0, -2.0, 0.5], (50, 1)))
 
@@ -39,7 +54,15 @@ def test_field_works_as_diffrax_term():
     import diffrax
 
     field = fk.fields.SolidBodyRotation()
-    sol = diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Tsit5(), 0.0, math.pi, 0.01, jnp.array([1.0, 0.0]), stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12))
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(field),
+        diffrax.Tsit5(),
+        0.0,
+        math.pi,
+        0.01,
+        jnp.array([1.0, 0.0]),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+    )
     np.testing.assert_allclose(sol.ys[-1], [-1.0, 0.0], atol=1e-8)
 
 
@@ -80,16 +103,22 @@ def test_periodic_axis_with_its_end_node_repeated_gets_the_right_period(caplog):
     dropped (logged), so the field and its trajectories equal those of the 24 distinct nodes.
     Decided from the coordinates: `periodic=True` means the 25 nodes span 25 steps."""
     field = fk.fields.ABCFlow()
-    distinct = fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 24, endpoint=False)] * 3, periodic=True, dtype="float64")
+    distinct = fk.GridField.from_function(
+        field, [np.linspace(0, 2 * np.pi, 24, endpoint=False)] * 3, periodic=True, dtype="float64"
+    )
     with caplog.at_level("INFO", logger="flowkit"):
-        repeated = fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=2 * np.pi, dtype="float64")
+        repeated = fk.GridField.from_function(
+            field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=2 * np.pi, dtype="float64"
+        )
     assert repeated.shape == (24, 24, 24) and caplog.text.count("repeats the first") == 3
     np.testing.assert_allclose(np.asarray(repeated.bounds[1]), [2 * np.pi] * 3)
     seeds = np.random.default_rng(4).uniform(0, 2 * np.pi, (50, 3))
     a = fk.track(distinct, seeds, 0.0, 3.0, 0.01, save_every=100, dtype="float64")
     b = fk.track(repeated, seeds, 0.0, 3.0, 0.01, save_every=100, dtype="float64")
     np.testing.assert_allclose(b.positions, a.positions, atol=1e-12)
-    assert fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64").shape == (25, 25, 25)
+    assert fk.GridField.from_function(
+        field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64"
+    ).shape == (25, 25, 25)
     uniform_in_z = fk.GridField(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(4.0, False))
     assert uniform_in_z.shape == (4, 3)  # equal end planes, but the stated period says distinct nodes
     with pytest.raises(ValueError, match="periodic axis 0 spans 3 with spacing 1: neither one period of 5"):
@@ -133,12 +162,30 @@ def test_grid_keeps_only_jax_arrays():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(data=np.zeros((4, 3, 2)), axes=[np.array([0, 1, 0.5, 2]), np.arange(3.0)]), "axes\\[0\\] must be strictly increasing"),
-        (dict(data=np.zeros((4, 3, 2)), axes=[np.arange(4.0), np.arange(4.0)]), "steady data must have shape \\(4, 4, 2\\)"),
-        (dict(data=np.zeros((2, 4, 3, 2)), axes=[np.arange(4.0), np.arange(3.0)], times=[1.0, 0.0]), "times must be a strictly increasing"),
-        (dict(data=np.zeros((3, 4, 3, 2)), axes=[np.arange(4.0), np.arange(3.0)], times=[0.0, 1.0]), "time-series data must have shape \\(2, 4, 3, 2\\)"),
-        (dict(data=np.zeros((4, 3, 2)), axes=[np.arange(4.0), np.array([0, 1, 3.0])], periodic=True), "periodic axis 1 must be uniformly spaced"),
-        (dict(data=np.zeros((4, 3, 2)), axes=[np.arange(4.0), np.arange(3.0)], interpolation="cubic"), "interpolation must be one of"),
+        (
+            dict(data=np.zeros((4, 3, 2)), axes=[np.array([0, 1, 0.5, 2]), np.arange(3.0)]),
+            "axes\\[0\\] must be strictly increasing",
+        ),
+        (
+            dict(data=np.zeros((4, 3, 2)), axes=[np.arange(4.0), np.arange(4.0)]),
+            "steady data must have shape \\(4, 4, 2\\)",
+        ),
+        (
+            dict(data=np.zeros((2, 4, 3, 2)), axes=[np.arange(4.0), np.arange(3.0)], times=[1.0, 0.0]),
+            "times must be a strictly increasing",
+        ),
+        (
+            dict(data=np.zeros((3, 4, 3, 2)), axes=[np.arange(4.0), np.arange(3.0)], times=[0.0, 1.0]),
+            "time-series data must have shape \\(2, 4, 3, 2\\)",
+        ),
+        (
+            dict(data=np.zeros((4, 3, 2)), axes=[np.arange(4.0), np.array([0, 1, 3.0])], periodic=True),
+            "periodic axis 1 must be uniformly spaced",
+        ),
+        (
+            dict(data=np.zeros((4, 3, 2)), axes=[np.arange(4.0), np.arange(3.0)], interpolation="cubic"),
+            "interpolation must be one of",
+        ),
     ],
 )
 def test_grid_bad_input(kwargs, message):

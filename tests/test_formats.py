@@ -66,7 +66,11 @@ def test_exodus_ensight_vtkhdf_and_multiblock_read_like_vtk(tmp_path):
     for path, reader in readers.items():
         (reader.SetCaseFileName if path == case else reader.SetFileName)(str(path))
         field = fk.io.read(path, dtype="float64")
-        assert isinstance(field, fk.MeshField) and field.n_cells == grid.GetNumberOfCells() and field.kinds == ("hexahedron",)
+        assert (
+            isinstance(field, fk.MeshField)
+            and field.n_cells == grid.GetNumberOfCells()
+            and field.kinds == ("hexahedron",)
+        )
         agrees_with_vtk(field, reader, "velocity_n" if path == case else "velocity")
 
 
@@ -74,7 +78,12 @@ def test_multiblock_blocks_are_one_domain_that_particles_cross(tmp_path):
     """A .vtm of three blocks cut from one mesh reads as that mesh (shared points joined), and a
     particle crosses both interfaces without being stopped."""
     grid, points = _hexes(arrays=lambda p: {"velocity": np.tile([1.0, 0.0, 0.0], (len(p), 1))})
-    centres = np.array([np.mean([grid.GetPoint(grid.GetCell(c).GetPointId(k)) for k in range(8)], axis=0) for c in range(grid.GetNumberOfCells())])
+    centres = np.array(
+        [
+            np.mean([grid.GetPoint(grid.GetCell(c).GetPointId(k)) for k in range(8)], axis=0)
+            for c in range(grid.GetNumberOfCells())
+        ]
+    )
     blocks = vtk.vtkMultiBlockDataSet()
     for b, (lo, hi) in enumerate(((0.0, 0.7), (0.7, 1.3), (1.3, 2.0))):
         ids = vtk.vtkIdList()
@@ -106,9 +115,15 @@ def test_openfoam_case_series_patches_skipped_and_cell_values(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="flowkit"):
         field = fk.io.read(root, dtype="float64")
     assert "time directory 0 holds no U" in caplog.text and "'U'" in caplog.text
-    assert "skipping 'walls' (108 cells of dimension 2" in caplog.text and sorted(field.regions) == ["patch:inlet", "patch:outlet", "patch:walls"]
+    assert "skipping 'walls' (108 cells of dimension 2" in caplog.text and sorted(field.regions) == [
+        "patch:inlet",
+        "patch:outlet",
+        "patch:walls",
+    ]
     np.testing.assert_allclose(field.regions["patch:outlet"]["normal"], [1.0, 0.0, 0.0], atol=1e-12)
-    with pytest.raises(ValueError, match=r"'patch:walls' is a curved patch.*planar patches are \['patch:inlet', 'patch:outlet'\]"):
+    with pytest.raises(
+        ValueError, match=r"'patch:walls' is a curved patch.*planar patches are \['patch:inlet', 'patch:outlet'\]"
+    ):
         fk.InletOutlet("patch:walls", "patch:outlet").bind(field)
     np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0, 1.5])
     reader = vtk.vtkOpenFOAMReader()
@@ -144,7 +159,9 @@ def test_openfoam_time_zero_is_skipped_unless_asked_for_and_holding_the_velocity
     with caplog.at_level(logging.INFO, logger="flowkit"):
         field = fk.io.read(root, dtype="float64")
     np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0])
-    assert ("initial condition, skipped as ParaView does" in caplog.text) == zero_holds_u and "2 time step(s) read: 0.5, 1" in caplog.text
+    assert (
+        "initial condition, skipped as ParaView does" in caplog.text
+    ) == zero_holds_u and "2 time step(s) read: 0.5, 1" in caplog.text
     expected = [0.0, 0.5, 1.0] if zero_holds_u else [0.5, 1.0]
     for velocity in (None, "U.air"):
         caplog.clear()
@@ -152,7 +169,9 @@ def test_openfoam_time_zero_is_skipped_unless_asked_for_and_holding_the_velocity
             field = fk.io.read(root, velocity, dtype="float64", skip_zero_time=False)
         np.testing.assert_array_equal(np.asarray(field.times), expected)
         assert ("time directory 0 holds no U.air" in caplog.text) != zero_holds_u
-        np.testing.assert_allclose(field.probe(np.array([[0.5, 0.5, 0.5]]), expected[-1])[0], [[2.0, 0.2, 0.0]], rtol=1e-6)
+        np.testing.assert_allclose(
+            field.probe(np.array([[0.5, 0.5, 0.5]]), expected[-1])[0], [[2.0, 0.2, 0.0]], rtol=1e-6
+        )
 
 
 def test_openfoam_case_with_polyhedral_cells(tmp_path, caplog):
@@ -187,7 +206,12 @@ def test_openfoam_case_with_polyhedral_cells(tmp_path, caplog):
 def test_polyhedra_and_quadratic_cells_are_decomposed_exactly(tmp_path, caplog):
     """Polyhedral and quadratic cells become linear cells on their own nodes, logged; a linear
     flow is interpolated exactly on them."""
-    grid, points = _hexes(shape=(4, 3, 3), arrays=lambda p: {"velocity": p @ np.array([[0.5, 0.1, 0.0], [-0.2, 0.3, 0.4], [0.0, 0.1, -0.6]]).T + [1.0, 0.0, 0.5]})
+    grid, points = _hexes(
+        shape=(4, 3, 3),
+        arrays=lambda p: {
+            "velocity": p @ np.array([[0.5, 0.1, 0.0], [-0.2, 0.3, 0.4], [0.0, 0.1, -0.6]]).T + [1.0, 0.0, 0.5]
+        },
+    )
     poly = vtk.vtkUnstructuredGrid()
     poly.SetPoints(grid.GetPoints())
     poly.GetPointData().ShallowCopy(grid.GetPointData())
@@ -208,24 +232,36 @@ def test_polyhedra_and_quadratic_cells_are_decomposed_exactly(tmp_path, caplog):
     x = np.random.default_rng(1).uniform([0.1, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
     values, inside = field.probe(x)
     assert inside.all()
-    np.testing.assert_allclose(values, x @ np.array([[0.5, 0.1, 0.0], [-0.2, 0.3, 0.4], [0.0, 0.1, -0.6]]).T + [1.0, 0.0, 0.5], atol=1e-12)
+    np.testing.assert_allclose(
+        values, x @ np.array([[0.5, 0.1, 0.0], [-0.2, 0.3, 0.4], [0.0, 0.1, -0.6]]).T + [1.0, 0.0, 0.5], atol=1e-12
+    )
 
 
 def test_velocity_by_expression_by_first_word_or_refused_when_ambiguous(tmp_path, caplog):
     """`velocity="Momentum/Density"` divides at the nodes; `velocity_liq (m/s)` is recognised
     and the choice logged; two velocity-like arrays are refused with their names."""
-    grid, points = _hexes(shape=(4, 3, 3), arrays=lambda p: {"Momentum": 2.0 * meshes.velocity(p) * (1 + p[:, :1]), "Density": 2.0 * (1 + p[:, 0])})
+    grid, points = _hexes(
+        shape=(4, 3, 3),
+        arrays=lambda p: {"Momentum": 2.0 * meshes.velocity(p) * (1 + p[:, :1]), "Density": 2.0 * (1 + p[:, 0])},
+    )
     path = _write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "conserved.vtu", grid)
     field = fk.io.read(path, velocity="Momentum/Density", dtype="float64")
     np.testing.assert_allclose(np.asarray(field.values)[0], meshes.velocity(points), rtol=1e-12)
     with pytest.raises(ValueError, match=r"conserved.vtu.*velocity expression 'Momentum/Densty' does not evaluate"):
         fk.io.read(path, velocity="Momentum/Densty")
-    named, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"velocity_liq (m/s)": meshes.velocity(p), "grad": meshes.velocity(p)})
+    named, _ = _hexes(
+        shape=(4, 3, 3), arrays=lambda p: {"velocity_liq (m/s)": meshes.velocity(p), "grad": meshes.velocity(p)}
+    )
     with caplog.at_level(logging.INFO, logger="flowkit"):
         fk.io.read(_write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "named.vtu", named))
     assert "velocity array 'velocity_liq (m/s)'" in caplog.text
-    two, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"velocity_liq": meshes.velocity(p), "velocity_gas": meshes.velocity(p)})
-    with pytest.raises(ValueError, match=r"two.vtu: several vector arrays are named like a velocity: \['velocity_liq', 'velocity_gas'\]"):
+    two, _ = _hexes(
+        shape=(4, 3, 3), arrays=lambda p: {"velocity_liq": meshes.velocity(p), "velocity_gas": meshes.velocity(p)}
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"two.vtu: several vector arrays are named like a velocity: \['velocity_liq', 'velocity_gas'\]",
+    ):
         fk.io.read(_write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "two.vtu", two))
 
 
@@ -280,7 +316,11 @@ def test_decomposed_openfoam_case_equals_the_reconstructed_one(tmp_path):
 
     whole = fk.io.read(foam.write_case(tmp_path / "whole", flow, times=(0.0, 1.0)), dtype="float64")
     shares = fk.io.read(foam.write_case(tmp_path / "shares", flow, times=(0.0, 1.0), processors=3), dtype="float64")
-    assert (shares.n_cells, len(shares.points)) == (whole.n_cells, len(whole.points)) and sorted(shares.regions) == ["patch:inlet", "patch:outlet", "patch:walls"]
+    assert (shares.n_cells, len(shares.points)) == (whole.n_cells, len(whole.points)) and sorted(shares.regions) == [
+        "patch:inlet",
+        "patch:outlet",
+        "patch:walls",
+    ]
     np.testing.assert_array_equal(np.asarray(shares.times), np.asarray(whole.times))
     for cell_data in ("constant", "points"):
         a, b = (fk.io.read(tmp_path / name, cell_data=cell_data, dtype="float64") for name in ("whole", "shares"))
@@ -300,7 +340,9 @@ def test_transient_vtkhdf_ensight_and_exodus_time_steps_are_the_series(tmp_path)
     at their own (non-uniform) times, each step's values those written."""
     points, cells, types = meshes.mesh("hexahedron", shape=(4, 3, 3))
     times = [0.0, 0.5, 2.0]
-    source = _Temporal(lambda t: unstructured_grid(points, cells, types, {"velocity": meshes.velocity(points) * (1 + t)}), times)
+    source = _Temporal(
+        lambda t: unstructured_grid(points, cells, types, {"velocity": meshes.velocity(points) * (1 + t)}), times
+    )
     hdf = vtk.vtkHDFWriter()
     hdf.SetFileName(str(tmp_path / "flow.vtkhdf"))
     hdf.SetInputConnection(source.GetOutputPort())
@@ -323,14 +365,18 @@ def test_transient_vtkhdf_ensight_and_exodus_time_steps_are_the_series(tmp_path)
         field = fk.io.read(path, dtype="float64")
         np.testing.assert_array_equal(np.asarray(field.times), times)
         for k, t in enumerate(times):
-            np.testing.assert_allclose(np.asarray(field.values)[k], meshes.velocity(points) * (1 + t), rtol=1e-6, err_msg=str(path))
+            np.testing.assert_allclose(
+                np.asarray(field.values)[k], meshes.velocity(points) * (1 + t), rtol=1e-6, err_msg=str(path)
+            )
 
 
 def test_plot3d_and_tecplot_with_velocity_from_their_variables(tmp_path):
     """PLOT3D (`.xyz` + `.q`: the reader's Velocity from momentum and density) and a Tecplot
     ASCII brick zone (velocity as the scalar variables U, V, W) read into the flow written."""
     shape = (5, 4, 3)
-    axes = np.meshgrid(np.linspace(0, 2, shape[0]), np.linspace(0, 1, shape[1]), np.linspace(0, 1, shape[2]), indexing="ij")
+    axes = np.meshgrid(
+        np.linspace(0, 2, shape[0]), np.linspace(0, 1, shape[1]), np.linspace(0, 1, shape[2]), indexing="ij"
+    )
     xyz = np.stack([a.ravel(order="F") for a in axes])  # PLOT3D: i fastest
     density = 1 + xyz[0]
 
@@ -343,14 +389,20 @@ def test_plot3d_and_tecplot_with_velocity_from_their_variables(tmp_path):
     with open(tmp_path / "wing.q", "wb") as f:
         np.array(shape, np.int32).tofile(f)
         np.array([0.5, 0.0, 1e6, 0.0], np.float32).tofile(f)  # Mach, alpha, Reynolds, time
-        np.concatenate([density[None], (density[:, None] * linear(xyz.T)).T, np.full((1, xyz.shape[1]), 2.5)]).astype(np.float32).tofile(f)
+        np.concatenate([density[None], (density[:, None] * linear(xyz.T)).T, np.full((1, xyz.shape[1]), 2.5)]).astype(
+            np.float32
+        ).tofile(f)
     field = fk.io.read(tmp_path / "wing.xyz", dtype="float64")
     x = np.random.default_rng(3).uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (200, 3))
     np.testing.assert_allclose(field.probe(x)[0], linear(x), rtol=1e-6)
 
     points, cells, types = meshes.mesh("hexahedron", shape=(4, 3, 3))
     values = meshes.velocity(points)
-    lines = ['TITLE = "room"', 'VARIABLES = "X", "Y", "Z", "U", "V", "W"', f'ZONE T="fluid", N={len(points)}, E={len(cells)}, DATAPACKING=POINT, ZONETYPE=FEBRICK']
+    lines = [
+        'TITLE = "room"',
+        'VARIABLES = "X", "Y", "Z", "U", "V", "W"',
+        f'ZONE T="fluid", N={len(points)}, E={len(cells)}, DATAPACKING=POINT, ZONETYPE=FEBRICK',
+    ]
     lines += [" ".join(f"{v:.17g}" for v in row) for row in np.concatenate([points, values], axis=1)]
     lines += [" ".join(str(i + 1) for i in cell) for cell in cells]
     (tmp_path / "room.tec").write_text("\n".join(lines) + "\n")
@@ -358,10 +410,14 @@ def test_plot3d_and_tecplot_with_velocity_from_their_variables(tmp_path):
     x = np.random.default_rng(4).uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (200, 3))
     ours, inside = field.probe(x)
     assert inside.all()  # the reader stores float32: compare to float32 rounding
-    np.testing.assert_allclose(ours, fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        ours, fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], rtol=1e-5, atol=1e-6
+    )
 
 
-@pytest.mark.parametrize("name", ["broken.cgns", "broken.cas", "broken.nek5000", "broken.exo", "broken.vtkhdf", "broken.case"])
+@pytest.mark.parametrize(
+    "name", ["broken.cgns", "broken.cas", "broken.nek5000", "broken.exo", "broken.vtkhdf", "broken.case"]
+)
 def test_each_solver_format_refuses_a_corrupt_file_naming_it(tmp_path, name):
     path = tmp_path / name
     path.write_bytes(b"\x00\x01 not what the reader expects \xff" * 20)
@@ -381,10 +437,14 @@ def test_one_format_table_dispatches_every_kind_and_refuses_what_a_format_does_n
     assert {"NetCDF/zarr", "TELEMAC Selafin", "VTK", "OpenFOAM", "Fluent", "Fluent CFF", "CGNS"} <= names
     assert format_of(Path("run/flow.cas.h5")).name == "Fluent CFF" and format_of(Path("run/flow.cas")).name == "Fluent"
     assert format_of("glo_cur_*.nc").name == "NetCDF/zarr" and format_of([Path("a.vtu"), Path("b.vtu")]).name == "VTK"
-    assert all(fmt.make_reader is not None for fmt in FORMATS if fmt.name not in ("NetCDF/zarr", "TELEMAC Selafin", "VTK"))
+    assert all(
+        fmt.make_reader is not None for fmt in FORMATS if fmt.name not in ("NetCDF/zarr", "TELEMAC Selafin", "VTK")
+    )
     with pytest.raises(ValueError, match=r"flow\.txt: unsupported suffix '\.txt'; flowkit reads \[.*'\.slf'.*'\.vtu'"):
         fk.io.read(tmp_path / "flow.txt")
     grid = fk.datasets.sample_vtk(tmp_path)
-    with pytest.raises(ValueError, match=r"tide\.slf: cell_data do\(es\) not apply to TELEMAC Selafin files; they take \['dtype'\]"):
+    with pytest.raises(
+        ValueError, match=r"tide\.slf: cell_data do\(es\) not apply to TELEMAC Selafin files; they take \['dtype'\]"
+    ):
         fk.io.read(tmp_path / "tide.slf", cell_data="constant")
     assert isinstance(fk.io.read(grid), fk.MeshField | fk.GridField)

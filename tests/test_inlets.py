@@ -23,7 +23,9 @@ def pipe():
 @pytest.fixture(scope="module")
 def channel():
     """2-D plane Poiseuille flow on a grid over [0, 2] × [0, 1]."""
-    flow = fk.fields.Analytic(lambda t, x, args: jnp.stack([4 * x[1] * (1 - x[1]), 0 * x[0]]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2)
+    flow = fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([4 * x[1] * (1 - x[1]), 0 * x[0]]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2
+    )
     return fk.GridField.from_function(flow, [np.linspace(0, 2, 41), np.linspace(0, 1, 21)])
 
 
@@ -51,7 +53,16 @@ def _ks_distance(samples, cdf):
 @pytest.mark.parametrize("mode", ["grid", "random", "flux"])
 def test_inlet_outlet_on_a_pipe_keeps_every_slot(pipe, mode):
     seeds = _pipe_seeds(600)
-    traj = fk.track(pipe, seeds, 0.0, 12.0, 0.05, boundary=fk.InletOutlet("xmin", "xmax", mode=mode, walls="reflect"), key=jax.random.key(0), dtype="float64")
+    traj = fk.track(
+        pipe,
+        seeds,
+        0.0,
+        12.0,
+        0.05,
+        boundary=fk.InletOutlet("xmin", "xmax", mode=mode, walls="reflect"),
+        key=jax.random.key(0),
+        dtype="float64",
+    )
     assert traj.positions.shape == (241, 600, 3) and traj.generation.shape == (241, 600)
     assert np.all(traj.status == fk.Status.ACTIVE)  # nobody lost: walls reflect, the outlet restarts
     assert np.all(np.diff(traj.generation, axis=0) >= 0)
@@ -65,7 +76,17 @@ def test_inlet_outlet_on_a_pipe_keeps_every_slot(pipe, mode):
 
 def test_restarts_are_placed_exactly_on_the_inlet(pipe):
     seeds = _pipe_seeds(400, seed=1)
-    traj = fk.track(pipe, seeds, 0.0, 8.0, 0.05, save_every=1, boundary=fk.InletOutlet("xmin", "xmax", mode="random", walls="reflect"), key=jax.random.key(1), dtype="float64")
+    traj = fk.track(
+        pipe,
+        seeds,
+        0.0,
+        8.0,
+        0.05,
+        save_every=1,
+        boundary=fk.InletOutlet("xmin", "xmax", mode="random", walls="reflect"),
+        key=jax.random.key(1),
+        dtype="float64",
+    )
     steps_x = traj.positions[1:, :, 0] - traj.positions[:-1, :, 0]
     frame, slot, where = _restarts(traj)
     # a restarted particle is put on the inlet at the end of its step: the frame shows x = 0 exactly
@@ -95,7 +116,10 @@ def test_flux_sampler_follows_the_poiseuille_profile(pipe):
     n = 10_000
     u = jax.random.uniform(jax.random.key(7), (n, 6), dtype=jnp.float64)
     critical = 1.63 / np.sqrt(n)  # Kolmogorov, alpha = 0.01
-    for inflow, cdf, other in [(None, lambda r: r**2, lambda r: 2 * r**2 - r**4), (surface.normal_speed(pipe, None, 0.0), lambda r: 2 * r**2 - r**4, lambda r: r**2)]:
+    for inflow, cdf, other in [
+        (None, lambda r: r**2, lambda r: 2 * r**2 - r**4),
+        (surface.normal_speed(pipe, None, 0.0), lambda r: 2 * r**2 - r**4, lambda r: r**2),
+    ]:
         x, cell = surface.draw(u, inflow)
         x = np.asarray(x)
         rho = np.hypot(x[:, 1], x[:, 2]) / RADIUS
@@ -108,7 +132,17 @@ def test_flux_sampler_follows_the_poiseuille_profile(pipe):
 
 def test_flux_mode_injections_in_a_run_follow_the_profile(pipe):
     seeds = _pipe_seeds(3000, seed=2)
-    traj = fk.track(pipe, seeds, 0.0, 4.0, 0.05, save_every=1, boundary=fk.InletOutlet("xmin", "xmax", mode="flux", walls="reflect"), key=jax.random.key(2), dtype="float64")
+    traj = fk.track(
+        pipe,
+        seeds,
+        0.0,
+        4.0,
+        0.05,
+        save_every=1,
+        boundary=fk.InletOutlet("xmin", "xmax", mode="flux", walls="reflect"),
+        key=jax.random.key(2),
+        dtype="float64",
+    )
     _, _, where = _restarts(traj)
     rho = np.hypot(where[:, 1], where[:, 2]) / RADIUS
     assert len(rho) > 800
@@ -117,7 +151,9 @@ def test_flux_mode_injections_in_a_run_follow_the_profile(pipe):
 
 def test_inlet_outlet_compiles_once_and_runs_without_host_transfers(pipe):
     boundary = fk.InletOutlet("xmin", "xmax", mode="flux", walls="reflect")
-    run = fk.tracker.TrackRun(pipe, _pipe_seeds(300), 0.0, 4.0, 0.05, fk.RK4(), boundary, 4, key=jax.random.key(3), chunk_saves=5)
+    run = fk.tracker.TrackRun(
+        pipe, _pipe_seeds(300), 0.0, 4.0, 0.05, fk.RK4(), boundary, 4, key=jax.random.key(3), chunk_saves=5
+    )
     run.compile()
     before = fk.tracker.compile_count()
     state, slots, _ = run.initial_state()
@@ -126,7 +162,9 @@ def test_inlet_outlet_compiles_once_and_runs_without_host_transfers(pipe):
             state, frames = run.advance(state, slots)
         jax.block_until_ready(state)
     assert int(np.asarray(state.generation).sum()) > 0 and frames.generation.shape == (5, run.padded_batch)
-    fk.tracker.TrackRun(pipe, _pipe_seeds(300, seed=5), 0.0, 4.0, 0.05, fk.RK4(), boundary, 4, key=jax.random.key(4), chunk_saves=5).run()
+    fk.tracker.TrackRun(
+        pipe, _pipe_seeds(300, seed=5), 0.0, 4.0, 0.05, fk.RK4(), boundary, 4, key=jax.random.key(4), chunk_saves=5
+    ).run()
     assert fk.tracker.compile_count() == before
 
 
@@ -168,7 +206,9 @@ def test_continuous_inlet_reuses_slots_and_reports_lost_releases(channel, caplog
 
 def test_pulses_release_per_pulse(channel):
     inlet = fk.ContinuousInlet("xmin", pulses=[0.5, 1.0, 1.5], per_pulse=40, slots=200, mode="random")
-    traj = fk.track(channel, np.array([[1.0, 0.5]]), 0.0, 2.0, 0.01, save_every=1, boundary=inlet, key=jax.random.key(8))
+    traj = fk.track(
+        channel, np.array([[1.0, 0.5]]), 0.0, 2.0, 0.01, save_every=1, boundary=inlet, key=jax.random.key(8)
+    )
     assert traj.n_particles == 201
     count = traj.generation.sum(axis=1)
     t = traj.times
@@ -181,7 +221,15 @@ def test_outputs_keep_restarted_paths_apart(pipe, tmp_path):
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
 
-    traj = fk.track(pipe, _pipe_seeds(50), 0.0, 10.0, 0.05, save_every=2, boundary=fk.InletOutlet("xmin", "xmax", mode="grid", walls="reflect"))
+    traj = fk.track(
+        pipe,
+        _pipe_seeds(50),
+        0.0,
+        10.0,
+        0.05,
+        save_every=2,
+        boundary=fk.InletOutlet("xmin", "xmax", mode="grid", walls="reflect"),
+    )
     path = traj.save(tmp_path / "paths.vtp")
     reader = vtk.vtkXMLPolyDataReader()
     reader.SetFileName(str(path))
@@ -197,7 +245,16 @@ def test_outputs_keep_restarted_paths_apart(pipe, tmp_path):
     assert "particle_id" in ds and fk.Trajectory.from_xarray(ds).generation.tolist() == traj.generation.tolist()
     traj.save(tmp_path / "t.npz")
     np.testing.assert_array_equal(fk.Trajectory.load(tmp_path / "t.npz").generation, traj.generation)
-    streamed = fk.track(pipe, _pipe_seeds(50), 0.0, 10.0, 0.05, save_every=2, boundary=fk.InletOutlet("xmin", "xmax", mode="grid", walls="reflect"), output=tmp_path / "s.zarr")
+    streamed = fk.track(
+        pipe,
+        _pipe_seeds(50),
+        0.0,
+        10.0,
+        0.05,
+        save_every=2,
+        boundary=fk.InletOutlet("xmin", "xmax", mode="grid", walls="reflect"),
+        output=tmp_path / "s.zarr",
+    )
     np.testing.assert_array_equal(streamed["generation"].values.T, traj.generation)
 
 
@@ -205,7 +262,14 @@ def test_bad_inlets_are_refused(pipe, channel):
     with pytest.raises(ValueError, match="unknown side 'left'"):
         fk.track(channel, [[0.5, 0.5]], 0, 1, 0.1, boundary=fk.InletOutlet("left", "xmax"))
     with pytest.raises(ValueError, match="no boundary face of the mesh lies on the plane"):
-        fk.track(pipe, [[1.0, 0, 0]], 0, 1, 0.1, boundary=fk.InletOutlet({"point": [2.0, 0, 0], "normal": [-1, 0, 0]}, "xmax"))
+        fk.track(
+            pipe,
+            [[1.0, 0, 0]],
+            0,
+            1,
+            0.1,
+            boundary=fk.InletOutlet({"point": [2.0, 0, 0], "normal": [-1, 0, 0]}, "xmax"),
+        )
     with pytest.raises(ValueError, match="needs a PRNG key"):
         fk.track(pipe, [[1.0, 0, 0]], 0, 1, 0.1, boundary=fk.InletOutlet(mode="flux"))
     small = {"point": [0, 0, 0], "normal": [-1, 0, 0], "lo": [0, -0.2, -0.2], "hi": [0, 0.2, 0.2]}
@@ -223,11 +287,17 @@ def test_bad_inlets_are_refused(pipe, channel):
 
 def test_ensemble_with_an_inlet_equals_separate_runs():
     def channel_of(speed):
-        return fk.fields.Analytic(lambda t, x, args: jnp.stack([speed * 4 * x[1] * (1 - x[1]), 0 * x[0]]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2)
+        return fk.fields.Analytic(
+            lambda t, x, args: jnp.stack([speed * 4 * x[1] * (1 - x[1]), 0 * x[0]]),
+            bounds=((0.0, 0.0), (2.0, 1.0)),
+            dim=2,
+        )
 
     seeds = np.random.default_rng(4).uniform((0, 0.1), (2, 0.9), (50, 2))
     boundary = fk.InletOutlet("xmin", "xmax", "grid")
-    ensemble = fk.track_ensemble(channel_of, jnp.array([0.5, 2.0]), seeds, 0.0, 3.0, 0.01, boundary=boundary, save_every=10)
+    ensemble = fk.track_ensemble(
+        channel_of, jnp.array([0.5, 2.0]), seeds, 0.0, 3.0, 0.01, boundary=boundary, save_every=10
+    )
     for member, speed in enumerate([0.5, 2.0]):
         alone = fk.track(channel_of(speed), seeds, 0.0, 3.0, 0.01, boundary=boundary, save_every=10)
         np.testing.assert_array_equal(np.asarray(ensemble.generation[member]), alone.generation)

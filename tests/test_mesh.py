@@ -27,7 +27,10 @@ def _distance_outside_box(x, lo, hi):
     return np.linalg.norm(np.maximum(np.maximum(lo - x, x - hi), 0), axis=1)
 
 
-@pytest.mark.parametrize("kind, dtype", [(k, "float64") for k in KINDS_3D + KINDS_2D] + [("mixed", "float32"), ("tetra", "float32"), ("quad", "float32")])
+@pytest.mark.parametrize(
+    "kind, dtype",
+    [(k, "float64") for k in KINDS_3D + KINDS_2D] + [("mixed", "float32"), ("tetra", "float32"), ("quad", "float32")],
+)
 def test_probe_matches_vtk(kind, dtype):
     """Values and inside/outside flags as `vtkProbeFilter` gives them, at random points, vertices,
     edges, faces, centres, on the walls and just outside them.
@@ -70,7 +73,9 @@ def test_probe_matches_vtk(kind, dtype):
     # Against the probe filter itself: equal except where VTK extrapolated (a few per cent).
     both = valid & vtk_valid
     error = np.max(np.abs(ours[both] - theirs[both]), axis=1) / scale
-    assert np.mean(error <= tolerance) >= 0.95, f"{np.sum(error > tolerance)} of {both.sum()} points differ from vtkProbeFilter"
+    assert np.mean(error <= tolerance) >= 0.95, (
+        f"{np.sum(error > tolerance)} of {both.sum()} points differ from vtkProbeFilter"
+    )
     assert np.all(ours[~valid] == 0)
 
 
@@ -82,7 +87,13 @@ def test_bin_locator_is_complete(kind):
     field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
     x = meshes.probe_points(points, cells, types, n_random=300)
     contains = meshes.brute_force_locate(field, x)
-    grid = fk.fields.locator.BinGrid(np.asarray(field.bin_origin), 1 / np.asarray(field.bin_inv_size), field.bin_shape, np.asarray(field.bin_start), np.asarray(field.bin_cells))
+    grid = fk.fields.locator.BinGrid(
+        np.asarray(field.bin_origin),
+        1 / np.asarray(field.bin_inv_size),
+        field.bin_shape,
+        np.asarray(field.bin_start),
+        np.asarray(field.bin_cells),
+    )
     bins = bin_of(grid, x)
     for row, b in enumerate(bins):
         registered = set(grid.cells[grid.start[b] : grid.start[b + 1]].tolist())
@@ -100,7 +111,9 @@ def test_walk_from_a_far_hint_and_from_none_agree():
     v_cold, cold = velocity(field, x, field.hints(200, x.dtype))
     v_warm, warm = velocity(field, x, jnp.zeros(200, jnp.int32))  # every walk starts in cell 0
     v_again, again = velocity(field, x, warm)  # the found cells as hints: found at once
-    v_near, near = velocity(field, x, fk.fields.base.Hints.of_cells(warm.cell, 3, x.dtype))  # cells only: Newton from the centre
+    v_near, near = velocity(
+        field, x, fk.fields.base.Hints.of_cells(warm.cell, 3, x.dtype)
+    )  # cells only: Newton from the centre
     np.testing.assert_array_equal(again.cell, warm.cell)
     np.testing.assert_array_equal(again.coords, warm.coords)  # located there already: reused as they are
     np.testing.assert_array_equal(near.cell, warm.cell)

@@ -48,7 +48,9 @@ def test_direct_evaluation_outside_the_mesh_is_nan(kind):
     field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
     far = jnp.asarray([[-0.18, 1.12, 0.1], [2.5, 0.5, 0.5], [1.0, 0.5, -0.01]])
     inside = jnp.asarray([[1.0, 0.5, 0.5], [0.3, 0.2, 0.7]])
-    values = np.asarray(eqx.filter_jit(lambda f, x: jax.vmap(f, in_axes=(None, 0))(0.0, x))(field, jnp.concatenate([far, inside])))
+    values = np.asarray(
+        eqx.filter_jit(lambda f, x: jax.vmap(f, in_axes=(None, 0))(0.0, x))(field, jnp.concatenate([far, inside]))
+    )
     assert np.isnan(values[: len(far)]).all()
     np.testing.assert_allclose(values[len(far) :], field.probe(np.asarray(inside))[0], atol=1e-12)
 
@@ -74,7 +76,9 @@ def test_newton_stopping_per_row_equals_a_fixed_count(kind):
         for _ in range(6):  # what the locator did before it stopped rows early
             fixed = _cells.newton_coords(cell_kind, c, x, 1, xi=fixed)[0]
         # warm: started from the cell's linearisation at its centre, as the locator does
-        start = jnp.clip(barycentric(jnp.asarray(field.affine_map, dtype)[rows], x) + jnp.asarray(cell_kind.centre, dtype), -2.0, 3.0)
+        start = jnp.clip(
+            barycentric(jnp.asarray(field.affine_map, dtype)[rows], x) + jnp.asarray(cell_kind.centre, dtype), -2.0, 3.0
+        )
         warm, ok_warm = eqx.filter_jit(lambda c, x, s: _cells.newton_coords(cell_kind, c, x, 6, xi=s))(c, x, start)
         ok = np.asarray(ok) & np.asarray(ok_warm)
         assert ok.mean() > 0.8  # the rest lie far outside (beyond a pyramid's apex, the map folds)
@@ -116,7 +120,9 @@ def test_newton_started_from_the_previous_point_equals_a_cold_start(kind):
         assert same.sum() > 0.9 * found.sum()  # the rest sit on faces shared by two cells
         scale = np.abs(np.asarray(v_cold)).max()
         np.testing.assert_allclose(np.asarray(warm.coords)[same], np.asarray(cold.coords)[same], rtol=0, atol=tolerance)
-        np.testing.assert_allclose(np.asarray(v_warm)[found], np.asarray(v_cold)[found], rtol=0, atol=tolerance * scale)  # continuous across faces
+        np.testing.assert_allclose(
+            np.asarray(v_warm)[found], np.asarray(v_cold)[found], rtol=0, atol=tolerance * scale
+        )  # continuous across faces
 
 
 def test_newton_starts_at_the_exact_coordinates_in_parallelepipeds():
@@ -162,7 +168,9 @@ def _leaving_run(n=300, **kwargs):
     rng = np.random.default_rng(3)
     seeds = rng.uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (n, 3))
     t_release = rng.choice([0.0, 0.2, 0.4], n)
-    return fk.tracker.TrackRun(field, seeds, 0.0, 1.2, 0.01, fk.RK4(), None, 10, t_release=t_release, dtype="float64", **kwargs)
+    return fk.tracker.TrackRun(
+        field, seeds, 0.0, 1.2, 0.01, fk.RK4(), None, 10, t_release=t_release, dtype="float64", **kwargs
+    )
 
 
 def test_stopped_particles_never_move_and_never_change_status():
@@ -211,7 +219,12 @@ def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
     points, tets = fk.datasets.jittered_tet_box((7, 4, 4), (2.0, 1.0, 1.0), jitter=0.2)
     field = fk.MeshField(points, tets, np.tile([2.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
     seeds = np.random.default_rng(0).uniform([0.05, 0.2, 0.2], [1.9, 0.8, 0.8], (200, 3))
-    run = lambda: fk.track(field, seeds, 0.0, 1.0, 0.01, fk.EulerMaruyama(1e-4), save_every=5, key=jax.random.key(7), dtype="float64")  # noqa: E731
+
+    def run():
+        return fk.track(
+            field, seeds, 0.0, 1.0, 0.01, fk.EulerMaruyama(1e-4), save_every=5, key=jax.random.key(7), dtype="float64"
+        )
+
     whole = run()
     monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
     blocked = run()

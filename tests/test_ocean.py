@@ -13,12 +13,31 @@ import flowkit as fk
 R = 6_371_000.0
 
 
-def _cf(u, v, lon, lat, times=None, *, units="days since 2024-01-01", calendar="standard", names=("uo", "vo"), standard=True, extra=None):
+def _cf(
+    u,
+    v,
+    lon,
+    lat,
+    times=None,
+    *,
+    units="days since 2024-01-01",
+    calendar="standard",
+    names=("uo", "vo"),
+    standard=True,
+    extra=None,
+):
     """A CF dataset of `u`, `v` (`(time, lat, lon)`, or `(lat, lon)` without `times`) in m/s."""
     dims = ("time", "latitude", "longitude") if times is not None else ("latitude", "longitude")
     meta = lambda name: {"standard_name": name, "units": "m s-1"} if standard else {"units": "m/s"}  # noqa: E731
-    data = {names[0]: (dims, u, meta("eastward_sea_water_velocity")), names[1]: (dims, v, meta("northward_sea_water_velocity")), **(extra or {})}
-    coords = {"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})}
+    data = {
+        names[0]: (dims, u, meta("eastward_sea_water_velocity")),
+        names[1]: (dims, v, meta("northward_sea_water_velocity")),
+        **(extra or {}),
+    }
+    coords = {
+        "longitude": ("longitude", lon, {"units": "degrees_east"}),
+        "latitude": ("latitude", lat, {"units": "degrees_north"}),
+    }
     if times is not None:
         coords["time"] = ("time", np.asarray(times, np.float64), {"units": units, "calendar": calendar})
     return xr.Dataset(data, coords=coords)
@@ -55,7 +74,17 @@ def test_netcdf3_daily_files_on_a_noleap_calendar_with_descending_latitude(tmp_p
         u = np.sin(np.deg2rad(lat))[:, None] * np.ones((1, len(lon))) * (1 + day)
         v = 0.01 * lon[None, :] * np.ones((len(lat), 1))
         path = tmp_path / f"day_{day}.nc"
-        _cf(u[None], v[None], lon, lat, [59.0 + day], units="days since 2023-01-01", calendar="noleap", names=("u", "v"), standard=False).to_netcdf(path, engine="scipy", format="NETCDF3_64BIT")
+        _cf(
+            u[None],
+            v[None],
+            lon,
+            lat,
+            [59.0 + day],
+            units="days since 2023-01-01",
+            calendar="noleap",
+            names=("u", "v"),
+            standard=False,
+        ).to_netcdf(path, engine="scipy", format="NETCDF3_64BIT")
         files.append(path)
     field = fk.io.read(str(tmp_path / "day_*.nc"), dtype="float64")
     assert field.time_origin.calendar == "noleap" and field.time_origin.date == "2023-03-01T00:00:00"
@@ -63,7 +92,11 @@ def test_netcdf3_daily_files_on_a_noleap_calendar_with_descending_latitude(tmp_p
     np.testing.assert_array_equal(np.asarray(field.axes[1]), lat[::-1])
     at = jnp.array([10.0, 30.0])
     cos = np.cos(np.deg2rad(30.0))
-    np.testing.assert_allclose(np.asarray(field(43200.0, at)), [1.5 * np.sin(np.deg2rad(30.0)) / (R * cos) * 180 / np.pi, 0.1 / R * 180 / np.pi], rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(field(43200.0, at)),
+        [1.5 * np.sin(np.deg2rad(30.0)) / (R * cos) * 180 / np.pi, 0.1 / R * 180 / np.pi],
+        rtol=1e-12,
+    )
     origin = field.time_origin
     assert origin.seconds("2024-03-01") - origin.seconds("2024-02-28") == 86400.0  # no 29 February on this calendar
     assert fk.io.read(files, dtype="float64").time_origin == origin  # a list of files as the glob
@@ -87,7 +120,9 @@ def test_particles_beach_on_the_coast_and_no_nan_enters_a_step(tmp_path, caplog)
     assert np.isfinite(traj.positions).all() and np.all(traj.exit_time[3:] == 0.0)
     np.testing.assert_array_equal(traj.positions[-1, 3:], seeds[3:])
     final = traj.positions[-1, :3]
-    assert np.all((final[:, 0] < 7.5) & (final[:, 0] > 7.4)) and np.all(final[:, 1] == seeds[:3, 1])  # the coast: mask 1/2 at 7.5°E
+    assert np.all((final[:, 0] < 7.5) & (final[:, 0] > 7.4)) and np.all(
+        final[:, 1] == seeds[:3, 1]
+    )  # the coast: mask 1/2 at 7.5°E
     assert np.all(np.diff(traj.exit_time[:3]) < 0)  # the nearer the coast, the earlier
 
 
@@ -96,11 +131,27 @@ def test_depth_is_positive_down_and_an_upward_velocity_raises_particles(tmp_path
     shape = (len(depth), len(lat), len(lon))
     ds = xr.Dataset(
         {
-            "uo": (("depth", "latitude", "longitude"), np.zeros(shape), {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
-            "vo": (("depth", "latitude", "longitude"), np.zeros(shape), {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
-            "wo": (("depth", "latitude", "longitude"), np.full(shape, 1e-3), {"standard_name": "upward_sea_water_velocity", "units": "m s-1"}),
+            "uo": (
+                ("depth", "latitude", "longitude"),
+                np.zeros(shape),
+                {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"},
+            ),
+            "vo": (
+                ("depth", "latitude", "longitude"),
+                np.zeros(shape),
+                {"standard_name": "northward_sea_water_velocity", "units": "m s-1"},
+            ),
+            "wo": (
+                ("depth", "latitude", "longitude"),
+                np.full(shape, 1e-3),
+                {"standard_name": "upward_sea_water_velocity", "units": "m s-1"},
+            ),
         },
-        coords={"depth": ("depth", depth, {"positive": "down", "units": "m"}), "longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+        coords={
+            "depth": ("depth", depth, {"positive": "down", "units": "m"}),
+            "longitude": ("longitude", lon, {"units": "degrees_east"}),
+            "latitude": ("latitude", lat, {"units": "degrees_north"}),
+        },
     )
     ds.to_netcdf(tmp_path / "column.nc")
     field = fk.io.read(tmp_path / "column.nc", dtype="float64")
@@ -111,7 +162,9 @@ def test_depth_is_positive_down_and_an_upward_velocity_raises_particles(tmp_path
 
 def test_poles_divide_by_no_zero_and_a_step_over_a_pole_comes_down_the_other_side():
     lon, lat = np.arange(-180.0, 180.0, 2.0), np.arange(-90.0, 91.0, 2.0)
-    field = fk.io.from_xarray(_cf(np.ones((len(lat), len(lon))), np.ones((len(lat), len(lon))), lon, lat), dtype="float64")
+    field = fk.io.from_xarray(
+        _cf(np.ones((len(lat), len(lon))), np.ones((len(lat), len(lon))), lon, lat), dtype="float64"
+    )
     assert np.isfinite(np.asarray(field(0.0, jnp.array([10.0, 90.0])))).all()
     over = np.asarray(field.canonical_batch(jnp.array([[10.0, 91.0], [-170.0, -92.5], [179.0, 45.0]])))
     np.testing.assert_allclose(over, [[-170.0, 89.0], [10.0, -87.5], [179.0, 45.0]])
@@ -132,7 +185,9 @@ def test_dates_and_durations_are_seconds_and_bad_ones_are_named(tmp_path):
     np.testing.assert_allclose(back.times, by_date.times, atol=1e-6)  # seconds since the data's first time, not dates
     np.testing.assert_allclose(back.t_release, by_date.t_release, atol=1e-6)
     assert np.all(np.isinf(back.exit_time))  # still active at the end
-    np.testing.assert_allclose(fk.Trajectory.from_xarray(xr.decode_cf(ds)).times, by_date.times, atol=1e-6)  # decoded dates too
+    np.testing.assert_allclose(
+        fk.Trajectory.from_xarray(xr.decode_cf(ds)).times, by_date.times, atol=1e-6
+    )  # decoded dates too
     with pytest.raises(ValueError, match="t1: 'tomorrow' is neither a number of seconds nor an ISO date"):
         fk.track(field, seeds, 0.0, "tomorrow", 600.0)
     with pytest.raises(ValueError, match="dt: '1 fortnight' is neither a number of seconds nor a duration"):
@@ -147,7 +202,9 @@ def test_bad_ocean_files_are_named(tmp_path):
     with pytest.raises(ValueError, match="broken.nc: cannot be opened as NetCDF/zarr"):
         fk.io.read(bad)
     lon, lat = np.arange(0.0, 5.0), np.arange(0.0, 5.0)
-    _cf(np.zeros((5, 5)), np.zeros((5, 5)), lon, lat, names=("temp", "salt"), standard=False).to_netcdf(tmp_path / "t.nc")
+    _cf(np.zeros((5, 5)), np.zeros((5, 5)), lon, lat, names=("temp", "salt"), standard=False).to_netcdf(
+        tmp_path / "t.nc"
+    )
     with pytest.raises(ValueError, match="t.nc: no eastward velocity found .* pass u= and v="):
         fk.io.read(tmp_path / "t.nc")
     with pytest.raises(FileNotFoundError, match="no files match"):
@@ -159,10 +216,22 @@ def test_daily_files_streamed_equal_the_series_in_memory(tmp_path):
     track bit for bit as the whole series in memory: land, beaching and the periodic seam
     included."""
     folder = fk.datasets.write_ocean_sample(tmp_path / "sample", days=4)
-    coast = np.column_stack([np.linspace(-30.0, -20.6, 30), np.linspace(-20.0, 20.0, 30)])  # the continent's west coast at -20.5°
+    coast = np.column_stack(
+        [np.linspace(-30.0, -20.6, 30), np.linspace(-20.0, 20.0, 30)]
+    )  # the continent's west coast at -20.5°
     seam = np.column_stack([np.linspace(179.6, 179.95, 10), np.linspace(40.0, 50.0, 10)])  # cross the dateline eastward
     seeds = np.concatenate([coast, seam])
-    runs = [fk.track(fk.io.read(str(folder / "glo_cur_*.nc"), stream=stream), seeds, "2024-01-01", "2024-01-04", "2h", save_every=6) for stream in (False, True)]
+    runs = [
+        fk.track(
+            fk.io.read(str(folder / "glo_cur_*.nc"), stream=stream),
+            seeds,
+            "2024-01-01",
+            "2024-01-04",
+            "2h",
+            save_every=6,
+        )
+        for stream in (False, True)
+    ]
     assert isinstance(fk.io.read(str(folder / "glo_cur_*.nc"), stream=True), fk.io.StreamedField)
     np.testing.assert_array_equal(runs[1].positions, runs[0].positions)
     np.testing.assert_array_equal(runs[1].status, runs[0].status)
@@ -177,14 +246,28 @@ def test_sampled_temperature_from_daily_files_drives_a_buoyant_particle(tmp_path
     depth = np.array([0.0, 50.0, 100.0, 200.0])
     shape = (len(depth), len(lat), len(lon))
     for day in range(3):
-        theta = np.broadcast_to((20.0 + day - 0.05 * depth)[:, None, None], shape).copy()  # warmer each day, colder below
+        theta = np.broadcast_to(
+            (20.0 + day - 0.05 * depth)[:, None, None], shape
+        ).copy()  # warmer each day, colder below
         theta[:, :, -1] = np.nan  # a land column at the eastern edge
         zero = np.zeros((1,) + shape, np.float32)
         ds = xr.Dataset(
             {
-                "uo": (("time", "depth", "latitude", "longitude"), zero, {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
-                "vo": (("time", "depth", "latitude", "longitude"), zero, {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
-                "thetao": (("time", "depth", "latitude", "longitude"), theta[None].astype(np.float32), {"standard_name": "sea_water_potential_temperature", "units": "degC"}),
+                "uo": (
+                    ("time", "depth", "latitude", "longitude"),
+                    zero,
+                    {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"},
+                ),
+                "vo": (
+                    ("time", "depth", "latitude", "longitude"),
+                    zero,
+                    {"standard_name": "northward_sea_water_velocity", "units": "m s-1"},
+                ),
+                "thetao": (
+                    ("time", "depth", "latitude", "longitude"),
+                    theta[None].astype(np.float32),
+                    {"standard_name": "sea_water_potential_temperature", "units": "degC"},
+                ),
             },
             coords={
                 "time": ("time", [float(day)], {"units": "days since 2024-01-01", "calendar": "standard"}),
@@ -204,7 +287,9 @@ def test_sampled_temperature_from_daily_files_drives_a_buoyant_particle(tmp_path
     traj = fk.track(field, x[:1], 0.0, 86400.0, 600.0, particles=model, dtype="float64", save_every=144)
     t = 86400.0
     k = 5e-6  # 1e-4 * 0.05
-    expected = 60.0 * np.exp(-k * t) + (1e-4 / k) * (20.0 * (1 - np.exp(-k * t)) + (1 / 86400.0) * (t - (1 - np.exp(-k * t)) / k))
+    expected = 60.0 * np.exp(-k * t) + (1e-4 / k) * (
+        20.0 * (1 - np.exp(-k * t)) + (1 / 86400.0) * (t - (1 - np.exp(-k * t)) / k)
+    )
     np.testing.assert_allclose(traj.positions[-1, 0, 2], expected, rtol=1e-6)
     with pytest.raises(ValueError, match="sample variable 'so' not in the dataset"):
         fk.io.read(str(tmp_path / "day*.nc"), sample=["so"])
@@ -218,17 +303,32 @@ def test_velocity_nan_or_zero_everywhere_in_a_step_is_named_in_one_line(tmp_path
 
     def write(name, u):
         xr.Dataset(
-            {"uo": (("time", "latitude", "longitude"), u, meta), "vo": (("time", "latitude", "longitude"), 0.5 * u, {**meta, "standard_name": "northward_sea_water_velocity"})},
-            coords={"time": ("time", np.array(["2024-01-01", "2024-01-02", "2024-01-03"], "datetime64[ns]")), "longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+            {
+                "uo": (("time", "latitude", "longitude"), u, meta),
+                "vo": (
+                    ("time", "latitude", "longitude"),
+                    0.5 * u,
+                    {**meta, "standard_name": "northward_sea_water_velocity"},
+                ),
+            },
+            coords={
+                "time": ("time", np.array(["2024-01-01", "2024-01-02", "2024-01-03"], "datetime64[ns]")),
+                "longitude": ("longitude", lon, {"units": "degrees_east"}),
+                "latitude": ("latitude", lat, {"units": "degrees_north"}),
+            },
         ).to_netcdf(tmp_path / name)
 
     u = np.full((3, 6, 11), 0.1)
     u[1] = np.nan  # the second day: every value a fill
     write("gap.nc", u)
-    with pytest.raises(ValueError, match=r"gap\.nc: velocity \['uo', 'vo'\] is NaN everywhere at time step 1 \(t = 86400\)"):
+    with pytest.raises(
+        ValueError, match=r"gap\.nc: velocity \['uo', 'vo'\] is NaN everywhere at time step 1 \(t = 86400\)"
+    ):
         fk.io.read(tmp_path / "gap.nc")
     u[1] = 0.0
     write("calm.nc", u)
     with caplog.at_level(logging.WARNING, logger="flowkit"):
         fk.io.read(tmp_path / "calm.nc")
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [f"{tmp_path / 'calm.nc'}: velocity ['uo', 'vo'] is zero everywhere at time step 1 (t = 86400)"]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"{tmp_path / 'calm.nc'}: velocity ['uo', 'vo'] is zero everywhere at time step 1 (t = 86400)"
+    ]

@@ -18,8 +18,16 @@ def _copernicus_like(path, lon, u=0.3):
     shape = (2, len(lat), len(lon))
     ds = xr.Dataset(
         {
-            "uo": (("time", "latitude", "longitude"), np.full(shape, u, np.float32), {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
-            "vo": (("time", "latitude", "longitude"), np.zeros(shape, np.float32), {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
+            "uo": (
+                ("time", "latitude", "longitude"),
+                np.full(shape, u, np.float32),
+                {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"},
+            ),
+            "vo": (
+                ("time", "latitude", "longitude"),
+                np.zeros(shape, np.float32),
+                {"standard_name": "northward_sea_water_velocity", "units": "m s-1"},
+            ),
         },
         coords={
             "time": ("time", time),
@@ -46,7 +54,9 @@ def test_float32_longitudes_with_round_off_steps_read_as_a_periodic_global_grid(
     assert lon_out.min() >= -180.0 and lon_out.max() < 180.0
     np.testing.assert_allclose(traj.positions[0, 2], [-170.0, 0.0])  # wrapped by a whole period
     # 0.3 m/s eastward for a day at the particle's latitude, across the dateline
-    expected = (seeds[:, 0] + 0.3 * 86400 / (6_371_000 * np.cos(np.deg2rad(seeds[:, 1]))) * 180 / np.pi + 180) % 360 - 180
+    expected = (
+        seeds[:, 0] + 0.3 * 86400 / (6_371_000 * np.cos(np.deg2rad(seeds[:, 1]))) * 180 / np.pi + 180
+    ) % 360 - 180
     np.testing.assert_allclose(lon_out[-1], expected, atol=1e-6)
 
 
@@ -70,7 +80,9 @@ def test_parcels_zonal_periodic_advection_returns_particles_where_they_started()
     assert field.shape == (20, 5)
     np.testing.assert_allclose(np.asarray(field.bounds[1])[0], 2.0)
     seeds = np.array([[0.05, 0.5], [1.0, 0.5], [1.95, 0.2]])
-    traj = fk.track(field, seeds, 0.0, 40.0, 1.0, integrator=fk.Euler(), boundary=fk.Periodic(field.bounds), dtype="float64")
+    traj = fk.track(
+        field, seeds, 0.0, 40.0, 1.0, integrator=fk.Euler(), boundary=fk.Periodic(field.bounds), dtype="float64"
+    )
     np.testing.assert_allclose(traj.positions[-1], seeds, atol=1e-9)
 
 

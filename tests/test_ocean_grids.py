@@ -37,11 +37,17 @@ def test_a_c_grid_is_exact_for_a_uniform_flow_and_at_its_faces(tmp_path):
     """Cartesian C-grid: a uniform flow is reproduced everywhere; every face value is returned at
     its face centre; inside a cell u is linear in x and constant in y, as Parcels does."""
     xg, yg = np.linspace(0.0, 10.0, 11), np.linspace(0.0, 5.0, 6)
-    _mitgcm(lambda x, y: 0.3 + 0 * x, lambda x, y: -0.2 + 0 * y, xg, yg, spherical=False).to_netcdf(tmp_path / "uniform.nc")
+    _mitgcm(lambda x, y: 0.3 + 0 * x, lambda x, y: -0.2 + 0 * y, xg, yg, spherical=False).to_netcdf(
+        tmp_path / "uniform.nc"
+    )
     field = fk.io.read(tmp_path / "uniform.nc", velocity="UVEL,VVEL", dtype="float64")
     assert field.staggering == "C" and not field.spherical
     points = np.random.default_rng(0).uniform([0.0, 0.25], [9.6, 5.0], (200, 2))
-    np.testing.assert_allclose(np.asarray(fk.track(field, points, 0.0, 1.0, 0.5, dtype="float64").positions[-1]), points + [0.3, -0.2], atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(fk.track(field, points, 0.0, 1.0, 0.5, dtype="float64").positions[-1]),
+        points + [0.3, -0.2],
+        atol=1e-12,
+    )
 
     ds = _mitgcm(lambda x, y: x * x + y, lambda x, y: np.sin(x) * y, xg, yg, spherical=False)
     ds.to_netcdf(tmp_path / "shear.nc")
@@ -57,7 +63,9 @@ def test_solid_body_rotation_on_a_c_grid_stays_on_its_discrete_streamline():
     """u = -y, v = x sampled on the faces: the interpolated field is exactly divergence-free, so a
     particle circles on a closed curve within half a cell of its circle, and comes back."""
     xg = yg = np.linspace(-1.0, 1.0, 41)
-    field = fk.io.from_xarray(_mitgcm(lambda x, y: -y + 0 * x, lambda x, y: x + 0 * y, xg, yg, spherical=False), dtype="float64")
+    field = fk.io.from_xarray(
+        _mitgcm(lambda x, y: -y + 0 * x, lambda x, y: x + 0 * y, xg, yg, spherical=False), dtype="float64"
+    )
     seeds = np.array([[0.5, 0.0], [0.0, -0.73], [0.61, 0.3]])
     traj = fk.track(field, seeds, 0.0, 2 * np.pi, 0.005, save_every=20, dtype="float64")
     radius = np.linalg.norm(traj.positions, axis=-1)
@@ -93,7 +101,13 @@ def test_c_grid_land_cells_carry_no_flux_and_seeds_there_start_beached(tmp_path)
     driven at the coast slows (u linear from 1 to 0 across the last wet cell: 8 - x = e^-(t - t_7))
     and never crosses it; no NaN enters a step; a seed in a land cell starts BEACHED."""
     xg, yg = np.linspace(0.0, 10.0, 11), np.linspace(0.0, 4.0, 5)
-    ds = _mitgcm(lambda x, y: np.where(x > 7, np.nan, 1.0) + 0 * y, lambda x, y: np.where(x > 7, np.nan, 0.0) + 0 * y, xg, yg, spherical=False)
+    ds = _mitgcm(
+        lambda x, y: np.where(x > 7, np.nan, 1.0) + 0 * y,
+        lambda x, y: np.where(x > 7, np.nan, 0.0) + 0 * y,
+        xg,
+        yg,
+        spherical=False,
+    )
     ds.to_netcdf(tmp_path / "coast.nc")
     field = fk.io.read(tmp_path / "coast.nc", dtype="float64")
     assert field.land is not None and np.asarray(field.land)[8:10, :4].all() and not np.asarray(field.land)[:8].any()
@@ -130,8 +144,15 @@ def _rotated(theta_deg: float, n: int = 31, h: float = 0.2, depth=None):
     if depth is not None:
         u, v = np.repeat(u[None], len(depth), 0), np.repeat(v[None], len(depth), 0)
         dims = ("zt",) + dims
-    data = {"u": (dims, u, {"units": "m s-1"}), "v": (dims, v, {"units": "m s-1"}), "angle": (dims[-2:], np.full(lon.shape, theta), {"units": "radians"})}
-    coords = {"lon_rho": (dims[-2:], lon, {"units": "degrees_east"}), "lat_rho": (dims[-2:], lat, {"units": "degrees_north"})}
+    data = {
+        "u": (dims, u, {"units": "m s-1"}),
+        "v": (dims, v, {"units": "m s-1"}),
+        "angle": (dims[-2:], np.full(lon.shape, theta), {"units": "radians"}),
+    }
+    coords = {
+        "lon_rho": (dims[-2:], lon, {"units": "degrees_east"}),
+        "lat_rho": (dims[-2:], lat, {"units": "degrees_north"}),
+    }
     if depth is not None:
         data["w"] = (dims, np.full(u.shape, 1e-3), {"units": "m s-1"})
         coords["zt"] = ("zt", np.asarray(depth, float), {"positive": "down", "units": "m"})
@@ -157,7 +178,9 @@ def test_a_rotated_curvilinear_grid_equals_the_same_flow_on_a_regular_grid(tmp_p
     theirs = fk.track(regular, seeds, 0.0, 2 * 86400.0, "1h", dtype="float64")
     assert np.all(ours.status == fk.Status.ACTIVE) and np.ptp(ours.positions[:, :, 1]) > 0.3
     np.testing.assert_allclose(ours.positions, theirs.positions, atol=1e-9)
-    leaving = fk.track(field, np.array([[10.05, 40.3]]), 0.0, 86400.0, 3600.0, dtype="float64")  # carried over the grid's edge j = 0
+    leaving = fk.track(
+        field, np.array([[10.05, 40.3]]), 0.0, 86400.0, 3600.0, dtype="float64"
+    )  # carried over the grid's edge j = 0
     assert leaving.status[-1, 0] == fk.Status.OUT_OF_DOMAIN and 0 < leaving.exit_time[0] < 86400.0
 
 
@@ -184,7 +207,13 @@ def test_density_per_area_is_flat_for_particles_uniform_on_the_sphere(tmp_path):
     rng = np.random.default_rng(4)
     n = 200_000
     positions = np.stack([rng.uniform(-180, 180, n), np.rad2deg(np.arcsin(rng.uniform(-1, 1, n)))], -1)
-    traj = fk.Trajectory(times=np.zeros(1), positions=positions[None], status=np.zeros((1, n), np.int8), t_release=np.zeros(n), exit_time=np.full(n, np.inf))
+    traj = fk.Trajectory(
+        times=np.zeros(1),
+        positions=positions[None],
+        status=np.zeros((1, n), np.int8),
+        t_release=np.zeros(n),
+        exit_time=np.full(n, np.inf),
+    )
     bounds = ([-180.0, -90.0], [180.0, 90.0])
     counts = fk.analysis.histogram(traj, (36, 18), bounds, frames=[0])[0]
     assert counts[:, 0].mean() < 0.2 * counts[:, 9].mean()
@@ -195,7 +224,13 @@ def test_density_per_area_is_flat_for_particles_uniform_on_the_sphere(tmp_path):
     assert abs(density.mean() / expected - 1) < 0.01
     land = np.zeros((36, 18), bool)
     land[18:22, 8:11] = True
-    field = fk.GridField(np.where(land[..., None], np.nan, 0.1) * np.ones((36, 18, 2)), [np.arange(-175.0, 180.0, 10.0), np.arange(-85.0, 90.0, 10.0)], periodic=(360.0, False), spherical=True, land=land)
+    field = fk.GridField(
+        np.where(land[..., None], np.nan, 0.1) * np.ones((36, 18, 2)),
+        [np.arange(-175.0, 180.0, 10.0), np.arange(-85.0, 90.0, 10.0)],
+        periodic=(360.0, False),
+        spherical=True,
+        land=land,
+    )
     assert fk.analysis.plot_density(counts, bounds, tmp_path / "density.png", field=field).stat().st_size > 10_000
 
 
@@ -204,7 +239,11 @@ def test_a_curvilinear_series_streamed_equals_it_in_memory(tmp_path):
     time: the same paths, bit for bit."""
     ds, _, _ = _rotated(15.0, n=21)
     days = [ds[["u", "v"]] * (1 + k) for k in range(3)]
-    series = xr.concat(days, dim="time").assign(angle=ds.angle).assign_coords(time=("time", [0.0, 1.0, 2.0], {"units": "days since 2024-03-01"}))
+    series = (
+        xr.concat(days, dim="time")
+        .assign(angle=ds.angle)
+        .assign_coords(time=("time", [0.0, 1.0, 2.0], {"units": "days since 2024-03-01"}))
+    )
     series.to_netcdf(tmp_path / "series.nc")
     seeds = np.array([[10.6, 41.5], [11.0, 42.0]])
     whole = fk.io.read(tmp_path / "series.nc", dtype="float64", stream=False)
@@ -231,7 +270,9 @@ def test_free_and_partial_slip_along_a_coast(coast, factor):
     near = np.array([[2.0, 0.75], [2.0, 3.25], [2.0, 2.0]])  # a quarter cell from each coast, and mid-channel
     velocity = np.asarray(jax.vmap(lambda p: field(0.0, p))(near))
     np.testing.assert_allclose(velocity[:, 0], [factor, factor, 1.0], atol=1e-12)
-    np.testing.assert_allclose(velocity[0, 1], 0.75 * 0.0 + 0.0, atol=1e-12)  # v is 0 on the coast row and the first water row
+    np.testing.assert_allclose(
+        velocity[0, 1], 0.75 * 0.0 + 0.0, atol=1e-12
+    )  # v is 0 on the coast row and the first water row
     traj = fk.track(field, near[:2], 0.0, 4.0, 0.1, dtype="float64")
     np.testing.assert_allclose(traj.positions[-1, :, 0], 2.0 + 4.0 * factor, atol=1e-9)
     assert np.all(traj.status[-1] == fk.Status.ACTIVE)

@@ -16,7 +16,9 @@ import flowkit as fk
 from flowkit.io.roms import level_heights
 
 OCEAN = SHARED / "ocean-real"
-needs_ocean = pytest.mark.skipif(not (OCEAN / "Nordic_subset.nc").exists(), reason="../shared/data/ocean-real is not beside this checkout")
+needs_ocean = pytest.mark.skipif(
+    not (OCEAN / "Nordic_subset.nc").exists(), reason="../shared/data/ocean-real is not beside this checkout"
+)
 R = 6_371_000.0
 
 
@@ -71,7 +73,9 @@ def test_c_grid_s_levels_equal_values_computed_by_hand(case):
             if len(depths) > 1:  # between two levels: linear in depth
                 mid = 0.25 * depths[0] + 0.75 * depths[1]
                 got = _metres_per_second(field, t, x0 + [mid])
-                np.testing.assert_allclose(got[:2], [0.25 * east[0] + 0.75 * east[1], 0.25 * north[0] + 0.75 * north[1]], rtol=1e-9, atol=1e-12)
+                np.testing.assert_allclose(
+                    got[:2], [0.25 * east[0] + 0.75 * east[1], 0.25 * north[0] + 0.75 * north[1]], rtol=1e-9, atol=1e-12
+                )
             got = _metres_per_second(field, t, x0 + [bottom + 50.0])  # below the floor: the deepest level's value
             np.testing.assert_allclose(got[:2], [east[-1], north[-1]], rtol=1e-9, atol=1e-12)
     # a land point (mask_rho = 0) beaches a seed placed there
@@ -98,7 +102,9 @@ def test_particles_track_at_the_surface_and_at_depth_and_stay_in_the_water():
     moved = np.hypot(*(traj.positions[-1, :, :2] - traj.positions[0, :, :2]).T)
     surface, deep = wet & (seeds[:, 2] == 0), wet & (seeds[:, 2] == 30)
     assert np.median(moved[surface]) > 0.02 and np.median(moved[deep]) > 0.005
-    assert not np.allclose(traj.positions[-1, surface][:50, :2], traj.positions[-1, deep][:50, :2])  # sheared: depth matters
+    assert not np.allclose(
+        traj.positions[-1, surface][:50, :2], traj.positions[-1, deep][:50, :2]
+    )  # sheared: depth matters
     # no w: depths are kept, but where the sea floor rises above a particle (then it follows the floor)
     assert np.all(traj.positions[:, surface, 2] == 0)
     kept = traj.positions[:, deep, 2]
@@ -131,12 +137,20 @@ def test_daily_files_equal_the_single_file():
 def test_croco_grid_file_given_found_from_grd_file_or_named_when_missing(tmp_path):
     given = fk.io.read(OCEAN / "croco_his.nc", grid=OCEAN / "croco_grd.nc", dtype="float64")
     # a history file without the grid, naming its grid file as CROCO writes it (CROCO_FILES/croco_grd.nc)
-    his = xr.open_dataset(OCEAN / "croco_his.nc").drop_vars(["h", "lon_rho", "lat_rho", "angle", "mask_rho", "lon_u", "lat_u", "lon_v", "lat_v"], errors="ignore")
+    his = xr.open_dataset(OCEAN / "croco_his.nc").drop_vars(
+        ["h", "lon_rho", "lat_rho", "angle", "mask_rho", "lon_u", "lat_u", "lon_v", "lat_v"], errors="ignore"
+    )
     his.to_netcdf(tmp_path / "croco_his.nc")
-    with pytest.raises(FileNotFoundError, match=r"croco_his.nc: the grid is in 'CROCO_FILES/croco_grd.nc' \(its grd_file attribute\), not found as .*; pass grid="):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"croco_his.nc: the grid is in 'CROCO_FILES/croco_grd.nc' \(its grd_file attribute\), not "
+        r"found as .*; pass grid=",
+    ):
         fk.io.read(tmp_path / "croco_his.nc")
     shutil.copy(OCEAN / "croco_grd.nc", tmp_path / "croco_grd.nc")
     found = fk.io.read(tmp_path / "croco_his.nc", dtype="float64")
-    np.testing.assert_allclose(np.asarray(found.table), np.asarray(given.table), rtol=1e-6, atol=1e-9)  # float32 lon/lat in the history, float64 in the grid file
+    np.testing.assert_allclose(
+        np.asarray(found.table), np.asarray(given.table), rtol=1e-6, atol=1e-9
+    )  # float32 lon/lat in the history, float64 in the grid file
     with pytest.raises(ValueError, match="grid= is for ROMS/CROCO output"):
         fk.io.read(tmp_path / "croco_grd.nc", grid=tmp_path / "croco_grd.nc")

@@ -29,11 +29,15 @@ def test_settling_from_rest_follows_the_closed_form(ratio, caplog):
     tau = float(model.response_time)
     vt = (1 - 1.2 / 1000) * 9.81 * tau
     with caplog.at_level(logging.INFO, logger="flowkit"):
-        traj = fk.track(STILL, np.zeros((2, 3)), 0.0, max(20.0, ratio) * tau, ratio * tau, particles=model, dtype="float64")  # a step may not outrun the run
+        traj = fk.track(
+            STILL, np.zeros((2, 3)), 0.0, max(20.0, ratio) * tau, ratio * tau, particles=model, dtype="float64"
+        )  # a step may not outrun the run
     assert ("exponential" in caplog.text) == (ratio > 0.5)  # the automatic choice is logged
     z = settling(traj.times, tau, vt)
     np.testing.assert_allclose(traj.positions[:, 0, 2], z, rtol=1e-6, atol=1e-6 * vt * tau)
-    np.testing.assert_allclose(traj.variables["velocity"][:, 1, 2], -vt * (1 - np.exp(-traj.times / tau)), rtol=1e-6, atol=1e-9 * vt)
+    np.testing.assert_allclose(
+        traj.variables["velocity"][:, 1, 2], -vt * (1 - np.exp(-traj.times / tau)), rtol=1e-6, atol=1e-9 * vt
+    )
     assert np.all(traj.positions[:, :, :2] == 0)
 
 
@@ -50,7 +54,15 @@ def test_schiller_naumann_settling_matches_a_numerical_reference():
     traj = fk.track(STILL, np.zeros((1, 3)), 0.0, t1, tau / 50, particles=model, dtype="float64", save_every=25)
     reference = solve_ivp(rhs, (0, t1), [0.0, 0.0], t_eval=traj.times, rtol=1e-12, atol=1e-15, method="DOP853")
     np.testing.assert_allclose(traj.positions[:, 0, 2], reference.y[0], rtol=1e-6, atol=1e-12)
-    stokes = fk.track(STILL, np.zeros((1, 3)), 0.0, t1, tau / 50, particles=Inertial(**{**DROPLET, "diameter": 200e-6}), dtype="float64")
+    stokes = fk.track(
+        STILL,
+        np.zeros((1, 3)),
+        0.0,
+        t1,
+        tau / 50,
+        particles=Inertial(**{**DROPLET, "diameter": 200e-6}),
+        dtype="float64",
+    )
     assert abs(stokes.positions[-1, 0, 2]) > 1.2 * abs(traj.positions[-1, 0, 2])  # the correction matters here
 
 
@@ -64,7 +76,9 @@ def test_tracer_limit_and_stability_with_steps_far_longer_than_tau():
     assert 0.01 / float(model.response_time) > 1e5
     np.testing.assert_allclose(inertial.positions, tracer.positions, atol=1e-6)
     fluid = jax.vmap(lambda x: rotation(0.0, x))(inertial.positions[-1])
-    np.testing.assert_allclose(inertial.variables["velocity"][-1], fluid, atol=1e-4)  # the fluid's, at the step's predicted end (O(dt²) away)
+    np.testing.assert_allclose(
+        inertial.variables["velocity"][-1], fluid, atol=1e-4
+    )  # the fluid's, at the step's predicted end (O(dt²) away)
 
 
 @pytest.mark.parametrize("tau_omega", [0.01, 0.05])
@@ -72,11 +86,15 @@ def test_heavy_particles_spiral_out_of_a_rotating_fluid_at_tau_omega_squared(tau
     omega = 2.0
     rotation = fk.fields.SolidBodyRotation(omega, bounds=((-50, -50), (50, 50)))
     model = Inertial(1e-4, 1000.0, fluid_density=1.0, viscosity=1.0, gravity=(0.0, 0.0))
-    model = Inertial(1e-4, 1000.0, fluid_density=1.0, viscosity=1000.0 * 1e-8 / (18 * tau_omega / omega), gravity=(0.0, 0.0))
+    model = Inertial(
+        1e-4, 1000.0, fluid_density=1.0, viscosity=1000.0 * 1e-8 / (18 * tau_omega / omega), gravity=(0.0, 0.0)
+    )
     tau = float(model.response_time)
     np.testing.assert_allclose(tau * omega, tau_omega)
     t1 = 2 / (tau * omega**2) * 0.1  # r grows by ~10 %
-    traj = fk.track(rotation, np.array([[1.0, 0.0]]), 0.0, t1, tau / 10, particles=model, dtype="float64", save_every=200)
+    traj = fk.track(
+        rotation, np.array([[1.0, 0.0]]), 0.0, t1, tau / 10, particles=model, dtype="float64", save_every=200
+    )
     r = np.linalg.norm(traj.positions[:, 0], axis=1)
     late = traj.times > 5 * tau  # past the initial transient
     rate = np.polyfit(traj.times[late], np.log(r[late]), 1)[0]
@@ -107,9 +125,21 @@ def test_stiff_drag_with_a_diffrax_stiff_solver_and_with_euler_maruyama():
     tau = float(model.response_time)
     vt = (1 - 1.2 / 1000) * 9.81 * tau
     solver = fk.Diffrax(diffrax.Kvaerno5(), rtol=1e-10, atol=1e-14)
-    traj = fk.track(STILL, np.zeros((1, 3)), 0.0, 20 * tau, 4 * tau, integrator=solver, particles=model, dtype="float64")
+    traj = fk.track(
+        STILL, np.zeros((1, 3)), 0.0, 20 * tau, 4 * tau, integrator=solver, particles=model, dtype="float64"
+    )
     np.testing.assert_allclose(traj.positions[:, 0, 2], settling(traj.times, tau, vt), rtol=1e-6, atol=1e-9 * vt * tau)
-    noisy = fk.track(STILL, np.zeros((200, 3)), 0.0, 20 * tau, tau / 20, integrator=fk.EulerMaruyama(1e-8), particles=model, dtype="float64", key=jax.random.key(0))
+    noisy = fk.track(
+        STILL,
+        np.zeros((200, 3)),
+        0.0,
+        20 * tau,
+        tau / 20,
+        integrator=fk.EulerMaruyama(1e-8),
+        particles=model,
+        dtype="float64",
+        key=jax.random.key(0),
+    )
     np.testing.assert_allclose(noisy.positions[-1, :, 2].mean(), settling(20 * tau, tau, vt), rtol=0.03)
 
 
@@ -131,7 +161,9 @@ def test_pressure_gradient_and_added_mass_of_a_bubble_in_a_rotating_fluid():
 
 
 def test_saffman_lift_matches_its_formula_in_a_shear_flow():
-    shear = fk.fields.Analytic(lambda t, x, args: jnp.stack([2.0 * x[1], 0.0 * x[0], 0.0 * x[2]]), ((-1, -1, -1), (1, 1, 1)), 3)
+    shear = fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([2.0 * x[1], 0.0 * x[0], 0.0 * x[2]]), ((-1, -1, -1), (1, 1, 1)), 3
+    )
     model = Inertial(1e-4, 2000.0, fluid_density=1000.0, viscosity=1e-3, gravity=(0.0, 0.0, 0.0), lift=True)
     x = jnp.array([[0.0, 0.1, 0.0]])
     v = jnp.array([[0.0, 0.0, 0.0]])
@@ -156,7 +188,9 @@ def test_buoyant_particles_rise_and_may_depend_on_sampled_values():
     velocity = np.zeros(xs.shape + (3,))
     temperature = 10 + 2 * zs  # warmer above
     field = fk.GridField(velocity, [grid, grid, grid], samples={"temperature": temperature}, dtype="float64")
-    model = Buoyant(lambda fluid: 0.01 * fluid.samples["temperature"])  # rises faster where warm: dz/dt = 0.01 (10 + 2 z)
+    model = Buoyant(
+        lambda fluid: 0.01 * fluid.samples["temperature"]
+    )  # rises faster where warm: dz/dt = 0.01 (10 + 2 z)
     traj = fk.track(field, np.zeros((1, 3)), 0.0, 10.0, 0.05, particles=model, dtype="float64")
     z = (10 + 0) * (np.exp(0.02 * traj.times) - 1) / 2
     np.testing.assert_allclose(traj.positions[:, 0, 2], z, rtol=1e-8)
@@ -208,7 +242,9 @@ def test_tracer_model_equals_no_model_and_variables_round_trip(tmp_path):
     for suffix in (".npz", ".nc"):
         back = fk.Trajectory.load(traj.save(tmp_path / f"t{suffix}"))
         np.testing.assert_array_equal(back.variables["age"], traj.variables["age"])
-    stored = fk.track(rotation, seeds, 0.0, 1.0, 0.05, particles=Combined(Tracer(), Aging()), save_every=5, output=tmp_path / "s.zarr")
+    stored = fk.track(
+        rotation, seeds, 0.0, 1.0, 0.05, particles=Combined(Tracer(), Aging()), save_every=5, output=tmp_path / "s.zarr"
+    )
     np.testing.assert_array_equal(stored["particle_age"].values.T, traj.variables["age"])
 
 
@@ -216,7 +252,16 @@ def test_given_initial_velocity_and_bad_models_are_refused_clearly():
     model = Inertial(**DROPLET)
     tau = float(model.response_time)
     start = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    traj = fk.track(STILL, np.zeros((2, 3)), 0.0, 30 * tau, tau / 20, particles=model, particle_state={"velocity": start}, dtype="float64")
+    traj = fk.track(
+        STILL,
+        np.zeros((2, 3)),
+        0.0,
+        30 * tau,
+        tau / 20,
+        particles=model,
+        particle_state={"velocity": start},
+        dtype="float64",
+    )
     np.testing.assert_allclose(traj.positions[-1, 0, 0], tau * (1 - np.exp(-30)), rtol=1e-6)  # coasts τ·v0
     with pytest.raises(ValueError, match="no variable 'speed'"):
         fk.track(STILL, np.zeros((2, 3)), 0.0, 1.0, 0.1, particles=model, particle_state={"speed": start})
@@ -239,7 +284,12 @@ def test_parcels_decaying_moving_eddy_and_radial_rotation_with_the_tracer_model(
 
     def eddy(t, x, args):
         decay = jnp.exp(-gamma * t)
-        return jnp.stack([ug * jnp.exp(-gamma_g * t) + (u0 - ug) * decay * jnp.cos(f * t), -(u0 - ug) * decay * jnp.sin(f * t)]) + 0 * x
+        return (
+            jnp.stack(
+                [ug * jnp.exp(-gamma_g * t) + (u0 - ug) * decay * jnp.cos(f * t), -(u0 - ug) * decay * jnp.sin(f * t)]
+            )
+            + 0 * x
+        )
 
     field = fk.fields.Analytic(eddy, ((-1e7, -1e7), (1e7, 1e7)), 2)
     seeds = np.array([[1e4, 2e4]])
@@ -249,7 +299,11 @@ def test_parcels_decaying_moving_eddy_and_radial_rotation_with_the_tracer_model(
     np.testing.assert_array_equal(plain.positions, traced.positions)
     t = traced.times
     k = (u0 - ug) * f / (f**2 + gamma**2)
-    x = 1e4 + ug / gamma_g * (1 - np.exp(-gamma_g * t)) + k * (gamma / f + np.exp(-gamma * t) * (np.sin(f * t) - gamma / f * np.cos(f * t)))
+    x = (
+        1e4
+        + ug / gamma_g * (1 - np.exp(-gamma_g * t))
+        + k * (gamma / f + np.exp(-gamma * t) * (np.sin(f * t) - gamma / f * np.cos(f * t)))
+    )
     y = 2e4 - k * (1 - np.exp(-gamma * t) * (np.cos(f * t) + gamma / f * np.sin(f * t)))
     np.testing.assert_allclose(traced.positions[:, 0], np.stack([x, y], axis=1), atol=1e-3)  # metres
     day = 86400.0
@@ -267,4 +321,6 @@ def test_records_ride_along_an_inertial_particle_stepped_exponentially():
     traj = fk.track(STILL, np.zeros((1, 3)), 0.0, 20 * tau, 5 * tau, particles=model, dtype="float64")
     assert traj.variables["velocity"].shape == (5, 1, 3)
     np.testing.assert_allclose(traj.variables["age"][:, 0], traj.times, rtol=1e-12)
-    np.testing.assert_allclose(traj.variables["distance"][:, 0], -traj.positions[:, 0, 2], rtol=1e-12)  # a straight fall: the chords add up
+    np.testing.assert_allclose(
+        traj.variables["distance"][:, 0], -traj.positions[:, 0, 2], rtol=1e-12
+    )  # a straight fall: the chords add up

@@ -11,7 +11,9 @@ from helpers import advance_without_host_traffic
 import flowkit as fk
 from flowkit.particles import Aging, Combined, Inertial, Tracer
 
-WIND = fk.fields.Analytic(lambda t, x, args: jnp.stack([1.0 + 0.5 * jnp.sin(t) + 0 * x[0], 0.2 * jnp.cos(x[0])]), ((0.0, -5.0), (4.0, 5.0)), 2)
+WIND = fk.fields.Analytic(
+    lambda t, x, args: jnp.stack([1.0 + 0.5 * jnp.sin(t) + 0 * x[0], 0.2 * jnp.cos(x[0])]), ((0.0, -5.0), (4.0, 5.0)), 2
+)
 HEAVY = dict(fluid_density=1.0, viscosity=1.0, gravity=(0.0, 0.0))
 
 
@@ -23,12 +25,24 @@ def droplet(tau: float) -> Inertial:
 def test_late_releases_start_at_the_fluid_velocity_and_inlets_restart_the_variables():
     seeds = np.array([[0.5, 0.0], [0.5, 1.0]])
     model = Combined(Inertial(np.sqrt(18 * 0.05 / 1000.0), 1000.0, **HEAVY, scheme="rk"), Aging())
-    traj = fk.track(WIND, seeds, 0.0, 3.0, 0.01, particles=model, t_release=np.array([0.0, 1.0]), dtype="float64", save_every=100)
+    traj = fk.track(
+        WIND, seeds, 0.0, 3.0, 0.01, particles=model, t_release=np.array([0.0, 1.0]), dtype="float64", save_every=100
+    )
     released = traj.variables["velocity"][1, 1]  # saved at t = 1, the step it was released in
     np.testing.assert_allclose(released, np.asarray(WIND(1.0, jnp.asarray(seeds[1]))), atol=1e-12)
     np.testing.assert_allclose(traj.variables["age"][-1], [3.0, 2.0], atol=1e-9)
     inlet = fk.InletOutlet("xmin", "xmax", mode="grid")
-    traj = fk.track(WIND, np.array([[0.1, 0.0], [0.1, 2.0]]), 0.0, 12.0, 0.01, particles=model, boundary=inlet, dtype="float64", save_every=10)
+    traj = fk.track(
+        WIND,
+        np.array([[0.1, 0.0], [0.1, 2.0]]),
+        0.0,
+        12.0,
+        0.01,
+        particles=model,
+        boundary=inlet,
+        dtype="float64",
+        save_every=10,
+    )
     assert traj.generation[-1].min() >= 2  # every slot went round several times
     restarted = np.nonzero(np.diff(traj.generation[:, 0]))[0] + 1
     age = traj.variables["age"][:, 0]
@@ -55,7 +69,15 @@ def test_ensemble_over_droplet_sizes_equals_separate_runs():
     build = lambda tau: (WIND, fk.RK4(), Inertial(jnp.sqrt(18 * tau / 1000.0), 1000.0, **HEAVY, scheme="exponential"))  # noqa: E731
     ensemble = fk.track_ensemble(build, taus, seeds, 0.0, 2.0, 0.02, dtype="float64")
     for i, tau in enumerate(np.asarray(taus)):
-        alone = fk.track(WIND, seeds, 0.0, 2.0, 0.02, particles=Inertial(np.sqrt(18 * tau / 1000.0), 1000.0, **HEAVY, scheme="exponential"), dtype="float64")
+        alone = fk.track(
+            WIND,
+            seeds,
+            0.0,
+            2.0,
+            0.02,
+            particles=Inertial(np.sqrt(18 * tau / 1000.0), 1000.0, **HEAVY, scheme="exponential"),
+            dtype="float64",
+        )
         np.testing.assert_allclose(ensemble.positions[i], alone.positions, atol=1e-12)
     spread = np.linalg.norm(ensemble.positions[:, -1] - ensemble.positions[0, -1], axis=-1)
     assert spread[2].min() > spread[1].max() > 0  # heavier droplets lag the gusts more
@@ -66,19 +88,27 @@ def test_one_compile_per_shape_and_no_host_traffic_inside_a_chunk():
     run = fk.tracker.TrackRun(WIND, seeds, 0.0, 1.0, 0.01, particles=droplet(0.05), chunk_saves=2, save_every=5)
     before, frames = advance_without_host_traffic(run)
     assert frames.variables["velocity"].shape == (2, run.padded_batch, 2)
-    fk.tracker.TrackRun(WIND, seeds, 0.0, 1.0, 0.01, particles=droplet(0.2), chunk_saves=2, save_every=5).run()  # a new size: same program
+    fk.tracker.TrackRun(
+        WIND, seeds, 0.0, 1.0, 0.01, particles=droplet(0.2), chunk_saves=2, save_every=5
+    ).run()  # a new size: same program
     assert fk.tracker.compile_count() == before
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_inertial_particles_on_a_streamed_mesh_series(tmp_path_factory, stream):
-    series = fk.datasets.cellular_flow_vtu_series(tmp_path_factory.mktemp("inertial") / "cell", shape=(6, 6, 6), times=np.linspace(0.0, 1.0, 11))
+    series = fk.datasets.cellular_flow_vtu_series(
+        tmp_path_factory.mktemp("inertial") / "cell", shape=(6, 6, 6), times=np.linspace(0.0, 1.0, 11)
+    )
     memory = fk.io.read_vtk(series, stream=False)
     seeds = np.random.default_rng(2).uniform(0.2, 0.8, (50, 3))
     model = Inertial(0.03, 1000.0, fluid_density=1.0, viscosity=1.0, gravity=20.0)  # τ = 0.05, falling ~1 per unit time
-    expected = fk.track(memory, seeds, 0.0, 1.0, 0.01, particles=model, dtype="float64", save_every=10, boundary=fk.MeshWalls("stick"))
+    expected = fk.track(
+        memory, seeds, 0.0, 1.0, 0.01, particles=model, dtype="float64", save_every=10, boundary=fk.MeshWalls("stick")
+    )
     field = fk.io.read_vtk(series, stream=True, max_device_bytes=10**6) if stream else memory
-    got = fk.track(field, seeds, 0.0, 1.0, 0.01, particles=model, dtype="float64", save_every=10, boundary=fk.MeshWalls("stick"))
+    got = fk.track(
+        field, seeds, 0.0, 1.0, 0.01, particles=model, dtype="float64", save_every=10, boundary=fk.MeshWalls("stick")
+    )
     np.testing.assert_array_equal(expected.positions, got.positions)
     np.testing.assert_array_equal(expected.variables["velocity"], got.variables["velocity"])
     assert (got.status[-1] == fk.Status.ABSORBED).any()  # gravity brings some onto the floor

@@ -10,7 +10,13 @@ import xarray as xr
 import flowkit as fk
 
 R = 6_371_000.0
-LAMBERT = {"grid_mapping_name": "lambert_conformal_conic", "standard_parallel": [63.0, 63.0], "longitude_of_central_meridian": 15.0, "latitude_of_projection_origin": 63.0, "earth_radius": R}
+LAMBERT = {
+    "grid_mapping_name": "lambert_conformal_conic",
+    "standard_parallel": [63.0, 63.0],
+    "longitude_of_central_meridian": 15.0,
+    "latitude_of_projection_origin": 63.0,
+    "earth_radius": R,
+}
 
 
 def _lambert_winds(path, east=10.0, north=0.0, mapping=True):
@@ -65,7 +71,15 @@ def test_grid_relative_winds_on_a_lambert_grid_are_turned_to_east_and_north(tmp_
 def _arctic_like(path):
     """A polar-stereographic ocean file on z-levels (as met.no's Arctic20): X/Y in km, 2-D
     float32 lon/lat, `x_sea_water_velocity` on (time, depth, Y, X), land NaN at some columns."""
-    crs = pyproj.CRS.from_cf({"grid_mapping_name": "polar_stereographic", "straight_vertical_longitude_from_pole": 58.0, "latitude_of_projection_origin": 90.0, "standard_parallel": 60.0, "earth_radius": R})
+    crs = pyproj.CRS.from_cf(
+        {
+            "grid_mapping_name": "polar_stereographic",
+            "straight_vertical_longitude_from_pole": 58.0,
+            "latitude_of_projection_origin": 90.0,
+            "standard_parallel": 60.0,
+            "earth_radius": R,
+        }
+    )
     x = np.arange(-1971.0, -171.0, 20.0, dtype=np.float32)
     y = np.arange(-1757.0, -750.0, 20.0, dtype=np.float32)
     xx, yy = np.meshgrid(x.astype(float) * 1000, y.astype(float) * 1000)
@@ -77,8 +91,22 @@ def _arctic_like(path):
     ds = xr.Dataset(
         {
             "u": (("time", "depth", "Y", "X"), u, {"standard_name": "x_sea_water_velocity", **mapping}),
-            "v": (("time", "depth", "Y", "X"), np.where(np.isnan(u), np.nan, 0).astype(np.float32), {"standard_name": "y_sea_water_velocity", **mapping}),
-            "polar_stereographic": ((), np.int8(0), {"grid_mapping_name": "polar_stereographic", "straight_vertical_longitude_from_pole": 58.0, "latitude_of_projection_origin": 90.0, "standard_parallel": 60.0, "earth_radius": R}),
+            "v": (
+                ("time", "depth", "Y", "X"),
+                np.where(np.isnan(u), np.nan, 0).astype(np.float32),
+                {"standard_name": "y_sea_water_velocity", **mapping},
+            ),
+            "polar_stereographic": (
+                (),
+                np.int8(0),
+                {
+                    "grid_mapping_name": "polar_stereographic",
+                    "straight_vertical_longitude_from_pole": 58.0,
+                    "latitude_of_projection_origin": 90.0,
+                    "standard_parallel": 60.0,
+                    "earth_radius": R,
+                },
+            ),
         },
         coords={
             "time": np.array(["2016-02-01T12", "2016-02-02T12"], dtype="datetime64[ns]"),
@@ -104,5 +132,13 @@ def test_z_levels_on_a_projected_grid_with_land_open_and_track(tmp_path):
     traj = fk.track(field, seeds, 0.0, 86400.0, 3600.0, dtype="float64")
     assert traj.status[0, 1] == fk.Status.BEACHED and traj.status[-1, 0] == fk.Status.ACTIVE
     # 0.1 m/s along grid x for a day: 8.64 km, whichever way x points there
-    moved = np.hypot((traj.positions[-1, 0, 0] - seeds[0, 0]) * np.cos(np.deg2rad(seeds[0, 1])), traj.positions[-1, 0, 1] - seeds[0, 1]) * np.pi / 180 * R
+    moved = (
+        np.hypot(
+            (traj.positions[-1, 0, 0] - seeds[0, 0]) * np.cos(np.deg2rad(seeds[0, 1])),
+            traj.positions[-1, 0, 1] - seeds[0, 1],
+        )
+        * np.pi
+        / 180
+        * R
+    )
     np.testing.assert_allclose(moved, 8640.0, rtol=2e-3)

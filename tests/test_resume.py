@@ -40,7 +40,9 @@ def _batches_done(store: Path) -> int:
 
 def test_a_killed_streamed_run_is_refused_read_in_part_and_resumed_exactly(tmp_path):
     store = tmp_path / "tracks.zarr"
-    process = subprocess.Popen([sys.executable, "-c", SCRIPT, str(store)], env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(store)], env=dict(os.environ, PYTHONWARNINGS="ignore")
+    )
     deadline = time.monotonic() + 240
     while _batches_done(store) < 2 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -50,10 +52,17 @@ def test_a_killed_streamed_run_is_refused_read_in_part_and_resumed_exactly(tmp_p
     assert 2 <= done < 6, f"the run was not killed part-way ({done} of 6 batches)"
     with xr.open_zarr(store, consolidated=False) as ds:  # what xarray users see
         assert ds.attrs["flowkit_complete"] is False and ds.attrs["flowkit_batches_done"] == done
-        unwritten = ds["x"].values[(done + 1) * 300 :], ds["status"].values[(done + 1) * 300 :]  # batches not begun (the one under way may hold its first frames)
+        unwritten = (
+            ds["x"].values[(done + 1) * 300 :],
+            ds["status"].values[(done + 1) * 300 :],
+        )  # batches not begun (the one under way may hold its first frames)
         assert np.isnan(unwritten[0]).all() and (unwritten[1] == -1).all()  # never 0: no particle poses at the origin
         assert np.isnan(ds["x"].values[done * 300 :, -1]).all()
-    with pytest.raises(ValueError, match=rf"tracks\.zarr is partial: its run stopped with {done} of 6 batches written \({done * 300} of 1800 particles\); Trajectory\.load\(path, partial=True\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"tracks\.zarr is partial: its run stopped with {done} of 6 batches written \({done * 300} "
+        r"of 1800 particles\); Trajectory\.load\(path, partial=True\)",
+    ):
         fk.Trajectory.load(store)
     reference = _run()
     part = fk.Trajectory.load(store, partial=True)
@@ -72,10 +81,28 @@ def test_a_killed_streamed_run_is_refused_read_in_part_and_resumed_exactly(tmp_p
 
 def _app(args, cwd):
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.Popen([sys.executable, str(ROOT / "apps" / "track.py"), *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "apps" / "track.py"), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-JOB = ["field=double_gyre", "seeds.resolution=[60,30]", "t1=20", "dt=0.00025", "save_every=8000", "batch_size=300", "progress=false", "compilation_cache=null", "output=minimal", "output.store=true"]
+JOB = [
+    "field=double_gyre",
+    "seeds.resolution=[60,30]",
+    "t1=20",
+    "dt=0.00025",
+    "save_every=8000",
+    "batch_size=300",
+    "progress=false",
+    "compilation_cache=null",
+    "output=minimal",
+    "output.store=true",
+]
 
 
 @pytest.mark.slow
@@ -87,7 +114,11 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
             early.send_signal(signal.SIGINT)
             break
     _, err = early.communicate(timeout=240)
-    assert early.returncode == 130 and err.strip().splitlines()[-1].startswith("error: interrupted") and "Traceback" not in err
+    assert (
+        early.returncode == 130
+        and err.strip().splitlines()[-1].startswith("error: interrupted")
+        and "Traceback" not in err
+    )
     assert "interrupted" in (tmp_path / "early" / "track.log").read_text()
     # during tracking: once the store holds two batches
     run = tmp_path / "run"
@@ -99,7 +130,11 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
     _, err = late.communicate(timeout=240)
     (line,) = err.strip().splitlines()[-1:]
     assert late.returncode == 130 and "Traceback" not in err, err
-    assert line.startswith("error: interrupted at t = ") and "batches are in" in line and f"hydra.run.dir={run} resume=true" in line
+    assert (
+        line.startswith("error: interrupted at t = ")
+        and "batches are in" in line
+        and f"hydra.run.dir={run} resume=true" in line
+    )
     assert line[len("error: ") :] in (run / "track.log").read_text() and not (run / "summary.json").exists()
     done = _batches_done(run / "trajectories.zarr")
     assert done < 6
@@ -108,7 +143,10 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
     out, err = resumed.communicate(timeout=240)
     assert resumed.returncode == 0, out + err
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["status_counts"]["active"] + summary["status_counts"]["out_of_domain"] == 1800 and "trajectories.zarr" in summary["files"]
+    assert (
+        summary["status_counts"]["active"] + summary["status_counts"]["out_of_domain"] == 1800
+        and "trajectories.zarr" in summary["files"]
+    )
     assert f"resume: {run / 'trajectories.zarr'} holds {done} of 6 batches" in (run / "track.log").read_text()
     np.testing.assert_array_equal(fk.Trajectory.load(run / "trajectories.zarr").positions, _run().positions)
 
@@ -128,14 +166,29 @@ def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_f
     assert run.host_bytes > 0 and abs(peak - run.host_bytes) < 0.3 * run.host_bytes, (peak, run.host_bytes)
     # too big for the host: refused before anything is allocated, naming the store that fits
     monkeypatch.setattr(memory, "available_memory", lambda: run.host_bytes)
-    with pytest.raises(MemoryError, match=r"need \d+\.\d MiB of host memory and \d+\.\d MiB are available: stream them to a store \(output='tracks\.zarr'"):
+    with pytest.raises(
+        MemoryError,
+        match=r"need \d+\.\d MiB of host memory and \d+\.\d MiB are available: stream them to a store "
+        r"\(output='tracks\.zarr'",
+    ):
         fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, record_velocity=True)
-    streamed = fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, record_velocity=True, output=tmp_path / "tracks.zarr")
+    streamed = fk.track(
+        field, seeds, 0.0, 1.0, 0.01, save_every=2, record_velocity=True, output=tmp_path / "tracks.zarr"
+    )
     assert streamed.sizes["trajectory"] == 100_000
     # a batch too big for the device: refused naming a batch_size, which then runs
     monkeypatch.setattr(fk.tracker.run, "device_budget", lambda: 4 * 2**20)
-    with pytest.raises(MemoryError, match=r"a batch of \d+ particles needs .* MiB of device memory and 4\.0 MiB may be used: give batch_size=(\d+) \(or less\)") as refused:
+    with pytest.raises(
+        MemoryError,
+        match=r"a batch of \d+ particles needs .* MiB of device memory and 4\.0 MiB may be used: give "
+        r"batch_size=(\d+) \(or less\)",
+    ) as refused:
         fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, output=tmp_path / "b.zarr")
     fits = int(__import__("re").search(r"batch_size=(\d+)", str(refused.value)).group(1))
     assert 1000 < fits < 100_000
-    assert fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, output=tmp_path / "b.zarr", batch_size=fits).sizes["trajectory"] == 100_000
+    assert (
+        fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=2, output=tmp_path / "b.zarr", batch_size=fits).sizes[
+            "trajectory"
+        ]
+        == 100_000
+    )

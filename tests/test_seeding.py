@@ -74,7 +74,9 @@ def test_random_inside_fills_a_mesh_with_a_hole_exactly_and_uniformly():
     seeds = fk.seeding.random_inside(2000, field, key=jax.random.key(3))
     assert seeds.shape == (2000, 2)
     assert np.all(fk.seeding.in_flow(field, seeds))
-    assert np.all(np.linalg.norm(seeds - [1.0, 0.5], axis=1) > 0.25 - 0.05 * np.sqrt(2))  # none in the cylinder (its cells are 0.05 wide)
+    assert np.all(
+        np.linalg.norm(seeds - [1.0, 0.5], axis=1) > 0.25 - 0.05 * np.sqrt(2)
+    )  # none in the cylinder (its cells are 0.05 wide)
     # uniform by area: the left half, which holds the hole, gets its share of the water's area
     left = area[corners.mean(axis=1)[:, 0] < 2.0].sum() / area.sum()
     share = np.mean(seeds[:, 0] < 2.0)
@@ -100,14 +102,22 @@ def _dataset(lon, lat, values):
 
     meta = lambda name: {"standard_name": name, "units": "m s-1"}  # noqa: E731
     return xr.Dataset(
-        {"uo": (("latitude", "longitude"), values[..., 0].T, meta("eastward_sea_water_velocity")), "vo": (("latitude", "longitude"), values[..., 1].T, meta("northward_sea_water_velocity"))},
-        coords={"longitude": ("longitude", lon, {"units": "degrees_east"}), "latitude": ("latitude", lat, {"units": "degrees_north"})},
+        {
+            "uo": (("latitude", "longitude"), values[..., 0].T, meta("eastward_sea_water_velocity")),
+            "vo": (("latitude", "longitude"), values[..., 1].T, meta("northward_sea_water_velocity")),
+        },
+        coords={
+            "longitude": ("longitude", lon, {"units": "degrees_east"}),
+            "latitude": ("latitude", lat, {"units": "degrees_north"}),
+        },
     )
 
 
 def test_seeds_on_walls_are_moved_inside_and_then_move():
     points, cells = channel_with_cylinder()
-    field = fk.MeshField(points, cells, np.stack([4 * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 1]], axis=1), dtype="float64")  # no slip at floor and ceiling
+    field = fk.MeshField(
+        points, cells, np.stack([4 * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 1]], axis=1), dtype="float64"
+    )  # no slip at floor and ceiling
     _, _, faces = field.boundary_faces()
     ends = points[faces[:, :2]].mean(axis=1)
     cylinder = ends[np.linalg.norm(ends - [1.0, 0.5], axis=1) < 0.4][0]  # the middle of a face of the hole

@@ -26,9 +26,22 @@ def _write(path, variables, planes=None, steps=4, dt=600.0):
     dims = ("time", "plan", "node") if planes else ("time", "node")
     ds = xr.Dataset(
         {name: (dims, np.asarray(value, np.float32)) for name, value in variables.items()},
-        coords={"x": ("node", x.astype(np.float32)), "y": ("node", y.astype(np.float32)), "time": np.datetime64("2024-03-01T00:00") + (np.arange(steps) * dt).astype("timedelta64[s]")},
+        coords={
+            "x": ("node", x.astype(np.float32)),
+            "y": ("node", y.astype(np.float32)),
+            "time": np.datetime64("2024-03-01T00:00") + (np.arange(steps) * dt).astype("timedelta64[s]"),
+        },
     )
-    ds.attrs.update(ikle2=ikle, variables={"U": ("VELOCITY U", "M/S"), "V": ("VELOCITY V", "M/S"), "W": ("VELOCITY W", "M/S"), "Z": ("ELEVATION Z", "M")}, date_start=(2024, 3, 1, 0, 0, 0))
+    ds.attrs.update(
+        ikle2=ikle,
+        variables={
+            "U": ("VELOCITY U", "M/S"),
+            "V": ("VELOCITY V", "M/S"),
+            "W": ("VELOCITY W", "M/S"),
+            "Z": ("ELEVATION Z", "M"),
+        },
+        date_start=(2024, 3, 1, 0, 0, 0),
+    )
     ds.selafin.write(str(path))
     return path
 
@@ -56,7 +69,9 @@ def test_telemac_3d_planes_with_elevations_are_layers_below_the_moving_surface(t
     field = fk.io.read(path, dtype="float64")
     assert isinstance(field, fk.fields.LayeredField) and not field.spherical
     assert field.time_origin is not None and field.time_origin.date == "2024-03-01T00:00:00"
-    np.testing.assert_allclose(field.water_depth(600.0, np.array([[0.0, 500.0], [1000.0, 500.0]])), [10.1, 20.1], rtol=1e-6)
+    np.testing.assert_allclose(
+        field.water_depth(600.0, np.array([[0.0, 500.0], [1000.0, 500.0]])), [10.1, 20.1], rtol=1e-6
+    )
     seeds = np.array([[100.0, 500.0, 4.0], [100.0, 300.0, 1.0], [100.0, 200.0, 15.0]])
     traj = fk.track(field, seeds, 0.0, 1800.0, 60.0, save_every=5, dtype="float64")
     assert (traj.status == fk.Status.ACTIVE).all()
@@ -78,7 +93,9 @@ def test_real_telemac_3d_file_without_elevations_tracks_its_surface_plane(caplog
     node = 100
     probe, valid = field.probe(np.array([[float(ds.x[node]), float(ds.y[node])]]), t=900.0)
     assert valid.all()
-    np.testing.assert_allclose(probe[0], [float(ds.U.values[1, -1, node]), float(ds.V.values[1, -1, node])], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        probe[0], [float(ds.U.values[1, -1, node]), float(ds.V.values[1, -1, node])], rtol=1e-5, atol=1e-6
+    )
     inside = np.column_stack([ds.x.values[::25], ds.y.values[::25]]).astype(float)
     traj = fk.track(field, inside, 0.0, 4500.0, 60.0, save_every=15)
     assert np.mean(np.hypot(*(traj.positions[-1] - traj.positions[0]).T)) > 100.0  # tides move them

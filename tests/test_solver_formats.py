@@ -70,7 +70,11 @@ def _fluent_case(tmp_path, velocity=flow):
     hexes = np.concatenate([hexes[~right], hexes[right]])
     centres = points[hexes].mean(axis=1)
     zones = np.repeat([0, 1], [np.sum(~right), np.sum(right)])
-    return write_fluent(tmp_path / "duct.cas", points, hexes, velocity(centres), zones, pressure=centres[:, 0]), points, hexes
+    return (
+        write_fluent(tmp_path / "duct.cas", points, hexes, velocity(centres), zones, pressure=centres[:, 0]),
+        points,
+        hexes,
+    )
 
 
 def _fluent_reader(path):

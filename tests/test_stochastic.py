@@ -15,7 +15,11 @@ STILL = fk.fields.Uniform((0.0, 0.0), bounds=((-10.0, -10.0), (10.0, 10.0)))
 
 @pytest.mark.parametrize(
     "integrator, dt",
-    [(fk.EulerMaruyama(K), 0.05), (fk.EulerMaruyama([K, 2 * K]), 0.05), (fk.Diffrax(diffrax.Euler(), diffusivity=K, substeps=5), 0.25)],
+    [
+        (fk.EulerMaruyama(K), 0.05),
+        (fk.EulerMaruyama([K, 2 * K]), 0.05),
+        (fk.Diffrax(diffrax.Euler(), diffusivity=K, substeps=5), 0.25),
+    ],
     ids=["native", "native-per-axis", "diffrax-sde"],
 )
 def test_pure_diffusion_variance_grows_as_2Kt(integrator, dt):
@@ -41,7 +45,9 @@ def test_well_mixed_condition_with_variable_diffusivity():
     mixed = stats.kstest(traj.positions[-1, :, 1], "uniform")
     # Control: cancel the drift correction with an opposite velocity; particles must then
     # drift towards low K (the spurious accumulation the correction prevents).
-    anti = fk.fields.Analytic(lambda t, x, args: -jnp.stack([0 * x[0], -0.9 * K * jnp.pi * jnp.sin(jnp.pi * x[1])]), bounds=box, dim=2)
+    anti = fk.fields.Analytic(
+        lambda t, x, args: -jnp.stack([0 * x[0], -0.9 * K * jnp.pi * jnp.sin(jnp.pi * x[1])]), bounds=box, dim=2
+    )
     biased = fk.track(anti, seeds, integrator=fk.EulerMaruyama(fk.diffusion.Analytic(_profile)), **run)
     unmixed = stats.kstest(biased.positions[-1, :, 1], "uniform")
     assert mixed.pvalue > 1e-3, mixed
@@ -75,7 +81,16 @@ def test_horizontal_diffusion_in_m2_per_s_spreads_2_Kh_t_in_metres_at_any_latitu
     and north both have variance 2 Kh t."""
     n, kh, t1 = 20000, 100.0, 5 * 86400.0
     seeds = np.tile([[180.0, 60.0]], (n, 1))
-    traj = fk.track(_still_globe(), seeds, 0.0, t1, 3600.0, integrator=fk.EulerMaruyama(fk.diffusion.Horizontal(kh)), key=jax.random.key(3), dtype="float64")
+    traj = fk.track(
+        _still_globe(),
+        seeds,
+        0.0,
+        t1,
+        3600.0,
+        integrator=fk.EulerMaruyama(fk.diffusion.Horizontal(kh)),
+        key=jax.random.key(3),
+        dtype="float64",
+    )
     metres = np.deg2rad(traj.positions[-1] - seeds) * 6_371_000.0
     metres[:, 0] *= np.cos(np.deg2rad(traj.positions[-1, :, 1]))
     np.testing.assert_allclose(metres.var(axis=0), 2 * kh * t1, rtol=0.04)
@@ -90,7 +105,17 @@ def test_horizontal_diffusion_keeps_particles_uniform_per_area_on_the_sphere():
     seeds = np.stack([rng.uniform(0, 360, n), np.rad2deg(np.arcsin(rng.uniform(-1, 1, n)))], -1)
 
     def bands(diffusivity):
-        traj = fk.track(_still_globe(), seeds, 0.0, 60 * 86400.0, 4 * 3600.0, save_every=360, integrator=fk.EulerMaruyama(diffusivity), key=jax.random.key(0), dtype="float64")
+        traj = fk.track(
+            _still_globe(),
+            seeds,
+            0.0,
+            60 * 86400.0,
+            4 * 3600.0,
+            save_every=360,
+            integrator=fk.EulerMaruyama(diffusivity),
+            key=jax.random.key(0),
+            dtype="float64",
+        )
         assert np.all(traj.status[-1] == fk.Status.ACTIVE)
         counts, _ = np.histogram(np.sin(np.deg2rad(traj.positions[-1, :, 1])), bins=10, range=(-1, 1))
         return counts / (n / 10)

@@ -19,7 +19,9 @@ DT, SAVE_EVERY = 0.01, 5
 @pytest.fixture(scope="module")
 def cell_series(tmp_path_factory):
     """A 21-file cellular-flow .pvd (VTK's writer) with a sampled scalar `p`."""
-    return fk.datasets.cellular_flow_vtu_series(tmp_path_factory.mktemp("stream") / "cell", shape=(7, 7, 7), times=np.linspace(0.0, 2.0, 21))
+    return fk.datasets.cellular_flow_vtu_series(
+        tmp_path_factory.mktemp("stream") / "cell", shape=(7, 7, 7), times=np.linspace(0.0, 2.0, 21)
+    )
 
 
 def _budget(streamed, slices: int, itemsize: int = 8) -> int:
@@ -55,7 +57,10 @@ def _assert_identical(a, b):
 def test_streamed_mesh_series_equals_in_memory(cell_series, getkey, times, options):
     dtype = options.pop("dtype", "float64")
     memory = fk.io.read_vtk(cell_series, sample=["p"], stream=False)
-    streamed = _streamed(lambda budget: fk.io.read_vtk(cell_series, sample=["p"], stream=True, max_device_bytes=budget), itemsize=np.dtype(dtype).itemsize)
+    streamed = _streamed(
+        lambda budget: fk.io.read_vtk(cell_series, sample=["p"], stream=True, max_device_bytes=budget),
+        itemsize=np.dtype(dtype).itemsize,
+    )
     assert isinstance(streamed, StreamedField) and streamed.n_slices == 21
     seeds = fk.seeding.random_box(300, memory.bounds, key=getkey())
     expected = fk.track(memory, seeds, *times, save_every=SAVE_EVERY, dtype=dtype, **options)
@@ -71,7 +76,12 @@ def test_streamed_mesh_series_equals_in_memory(cell_series, getkey, times, optio
 
 def test_streamed_grid_inputs_equal_in_memory(tmp_path, getkey):
     """.vti file series (VTK), stored and compressed .npz, and a lazily opened zarr (xarray)."""
-    gyre = fk.GridField.from_function(fk.fields.DoubleGyre(), [np.linspace(0, 2, 41), np.linspace(0, 1, 21)], times=np.linspace(0, 10, 41), dtype="float64")
+    gyre = fk.GridField.from_function(
+        fk.fields.DoubleGyre(),
+        [np.linspace(0, 2, 41), np.linspace(0, 1, 21)],
+        times=np.linspace(0, 10, 41),
+        dtype="float64",
+    )
     npz = fk.io.save_grid_npz(tmp_path / "gyre.npz", gyre)
     np.savez_compressed(tmp_path / "packed.npz", **dict(np.load(npz)))
     pvd = fk.datasets.double_gyre_vti_series(tmp_path / "vti", nx=41, ny=21, times=np.linspace(0, 10, 41))
@@ -101,7 +111,9 @@ def test_device_memory_is_flat_in_the_number_of_time_steps(tmp_path, getkey):
     """Ten times the slices, same window: what lives on the device does not grow with T."""
     widths = []
     for n_slices in (11, 101):
-        field = fk.GridField.from_function(fk.fields.DoubleGyre(), [np.linspace(0, 2, 21), np.linspace(0, 1, 11)], times=np.linspace(0, 10, n_slices))
+        field = fk.GridField.from_function(
+            fk.fields.DoubleGyre(), [np.linspace(0, 2, 21), np.linspace(0, 1, 11)], times=np.linspace(0, 10, n_slices)
+        )
         npz = fk.io.save_grid_npz(tmp_path / f"g{n_slices}.npz", field)
         probe = fk.io.load_grid_npz(npz, stream=True)
         streamed = fk.io.load_grid_npz(npz, stream=True, max_device_bytes=_budget(probe, 3, 4))
@@ -118,7 +130,9 @@ def test_windows_are_read_in_a_background_thread(cell_series, getkey):
     readers = set()
     read = streamed.source.read
     streamed.source.read = lambda k: readers.add(threading.current_thread().name) or read(k)
-    stats = fk.track(streamed, fk.seeding.random_box(100, streamed.bounds, key=getkey()), 0.0, 2.0, DT, save_every=SAVE_EVERY).stats
+    stats = fk.track(
+        streamed, fk.seeding.random_box(100, streamed.bounds, key=getkey()), 0.0, 2.0, DT, save_every=SAVE_EVERY
+    ).stats
     assert readers and all(name.startswith("flowkit-window") for name in readers)
     assert stats.load_s > 0 and stats.load_wait_s <= stats.load_s
 
@@ -156,7 +170,9 @@ def test_streaming_is_chosen_by_the_budget_and_errors_are_clear(cell_series, get
     assert isinstance(fk.io.read_vtk(cell_series, max_device_bytes=whole * 4), fk.MeshField)
     seeds = fk.seeding.random_box(10, probe.bounds, key=getkey())
     tiny = fk.io.read_vtk(cell_series, stream=True, max_device_bytes=_budget(probe, 1))
-    with pytest.raises(ValueError, match="max_device_bytes=.*room for windows of 1 time slices.*spans [2-4]; lower save_every"):
+    with pytest.raises(
+        ValueError, match="max_device_bytes=.*room for windows of 1 time slices.*spans [2-4]; lower save_every"
+    ):
         fk.track(tiny, seeds, 0.0, 2.0, 0.1, save_every=1, dtype="float64")
     with pytest.raises(TypeError, match="StreamedField is read window by window; read it with stream=False"):
         jax.grad(lambda s: fk.track(probe, s, 0.0, 1.0, 0.1).positions[-1].sum())(jax.numpy.asarray(seeds))
@@ -166,10 +182,14 @@ def test_streaming_is_chosen_by_the_budget_and_errors_are_clear(cell_series, get
         fk.io.read_vtk(cell_series, stream=True, max_device_bytes=0)
 
 
-@pytest.mark.skipif(not (SHARED / "tet_box").exists(), reason="../shared/data (VTK oracles) is not beside this checkout")
+@pytest.mark.skipif(
+    not (SHARED / "tet_box").exists(), reason="../shared/data (VTK oracles) is not beside this checkout"
+)
 def test_streamed_pathlines_match_vtk_particle_path_filter():
     probe = fk.io.read_vtk(SHARED / "tet_box" / "tet_box.pvd", stream=True, dtype="float64")
-    field = fk.io.read_vtk(SHARED / "tet_box" / "tet_box.pvd", stream=True, dtype="float64", max_device_bytes=_budget(probe, 4))
+    field = fk.io.read_vtk(
+        SHARED / "tet_box" / "tet_box.pvd", stream=True, dtype="float64", max_device_bytes=_budget(probe, 4)
+    )
     oracle = np.load(SHARED / "tet_box" / "oracle_pathlines.npz")
     traj = fk.track(field, oracle["seeds"], 0.0, 1.0, 0.05, fk.RK4(), save_every=2, dtype="float64")
     assert traj.stats.window_slices <= 4 < field.n_slices
@@ -180,9 +200,13 @@ def test_streamed_pathlines_match_vtk_particle_path_filter():
 def test_streamed_periodic_grid_with_a_repeated_end_node_is_refused_clearly(tmp_path):
     """In memory the repeated node is dropped; streamed windows would still hold it, so the
     run stops with the reason instead of indexing a grid of the wrong size."""
-    field = fk.GridField.from_function(fk.fields.DoubleGyre(), [np.linspace(0, 2, 21), np.linspace(0, 1, 11)], times=np.linspace(0, 10, 11))
+    field = fk.GridField.from_function(
+        fk.fields.DoubleGyre(), [np.linspace(0, 2, 21), np.linspace(0, 1, 11)], times=np.linspace(0, 10, 11)
+    )
     npz = fk.io.save_grid_npz(tmp_path / "g.npz", field)
     assert fk.io.load_grid_npz(npz, stream=False, periodic=(2.0, False)).shape == (20, 11)
     streamed = fk.io.load_grid_npz(npz, stream=True, periodic=(2.0, False))
-    with pytest.raises(ValueError, match=r"window's 'values' has shape \(21, 11, 2\) per slice, the field \(20, 11, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"window's 'values' has shape \(21, 11, 2\) per slice, the field \(20, 11, 2\)"
+    ):
         fk.track(streamed, np.array([[0.5, 0.5]]), 0.0, 10.0, 0.1)

@@ -23,7 +23,9 @@ def test_abstract_or_final():
     for cls in classes:
         subclassed = any(issubclass(other, cls) and other is not cls for other in classes)
         if subclassed:
-            assert cls.__name__.startswith("Abstract"), f"{cls.__name__} is subclassed, so it must be an Abstract* class"
+            assert cls.__name__.startswith("Abstract"), (
+                f"{cls.__name__} is subclassed, so it must be an Abstract* class"
+            )
         else:
             assert not inspect.isabstract(cls), f"{cls.__name__} is final but leaves abstract members unimplemented"
 
@@ -62,4 +64,38 @@ def test_no_module_over_500_lines():
 
     root = Path(fk.__file__).parent
     long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, long
+
+
+def test_fields_and_init_live_in_one_final_class():
+    """The Equinox pattern: an abstract class declares (`AbstractVar`, methods) but holds no
+    fields and no `__init__`; a final class holds them all."""
+    import dataclasses
+
+    for cls in _module_classes():
+        if not cls.__name__.startswith("Abstract"):
+            continue
+        own = [f.name for f in dataclasses.fields(cls) if f.name in cls.__dict__.get("__annotations__", {})]
+        assert not own, f"{cls.__name__} is abstract but holds the fields {own}"
+        written = "__init__" in cls.__dict__ and cls.__init__.__code__.co_filename.endswith(".py")  # not dataclass-made
+        assert not written, f"{cls.__name__} is abstract but has an __init__"
+
+
+def test_no_function_over_80_lines():
+    import ast
+    from pathlib import Path
+
+    root = Path(fk.__file__).parent
+    long = {}
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                body = (
+                    node.body[1:]
+                    if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+                    else node.body
+                )  # without the docstring
+                lines = body[-1].end_lineno - body[0].lineno + 1 if body else 0
+                if lines > 80:
+                    long[f"{path.relative_to(root)}:{node.name}"] = lines
     assert not long, long

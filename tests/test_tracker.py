@@ -22,7 +22,17 @@ def gyre_grid():
 def test_user_example_contract():
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.uniform_grid(resolution=(60, 30), bounds=field.bounds, include_boundaries=True)
-    traj = fk.track(field, seeds, t0=0.0, t1=20.0, dt=0.01, integrator=fk.RK4(), boundary=fk.Reflective(field.bounds), save_every=10, progress=True)
+    traj = fk.track(
+        field,
+        seeds,
+        t0=0.0,
+        t1=20.0,
+        dt=0.01,
+        integrator=fk.RK4(),
+        boundary=fk.Reflective(field.bounds),
+        save_every=10,
+        progress=True,
+    )
     assert traj.times.shape == (201,) and traj.times[0] == 0.0 and traj.times[-1] == 20.0
     assert traj.positions.shape == (201, 1800, 2) and traj.status.shape == (201, 1800)
     assert traj.positions.dtype == np.float32
@@ -48,7 +58,11 @@ def test_last_step_lands_on_t1_and_partial_saves():
     traj = fk.track(field, seeds, 0.0, 1.0, 0.03, fk.RK4(), save_every=7, dtype="float64")  # 34 steps, last one short
     assert traj.times[-1] == 1.0 and len(traj.times) == 1 + 5
     np.testing.assert_allclose(traj.times[:-1], np.arange(5) * 0.21)
-    np.testing.assert_allclose(traj.positions[:, 0], np.asarray(field.exact(jnp.asarray(traj.times)[:, None], jnp.asarray(seeds)))[:, 0], atol=1e-7)
+    np.testing.assert_allclose(
+        traj.positions[:, 0],
+        np.asarray(field.exact(jnp.asarray(traj.times)[:, None], jnp.asarray(seeds)))[:, 0],
+        atol=1e-7,
+    )
 
 
 def test_compiles_once_for_repeated_runs_of_same_shape():
@@ -76,7 +90,9 @@ def test_warmup_runs_the_compiled_chunk_untimed_and_changes_nothing():
 
 def test_chunk_runs_without_host_transfers(gyre_grid):
     seeds = fk.seeding.uniform_grid((20, 10), gyre_grid.bounds)
-    run = fk.tracker.TrackRun(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8)
+    run = fk.tracker.TrackRun(
+        gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5, chunk_saves=8
+    )
     run.compile()
     state, slots, _ = run.initial_state()
     with jax.transfer_guard("disallow"):
@@ -91,7 +107,9 @@ def test_chunk_runs_without_host_transfers(gyre_grid):
 def test_sharded_equals_single_device_and_batches(gyre_grid):
     assert len(jax.devices()) >= 2, "conftest imports flowkit first, which splits the CPU into devices"
     seeds = fk.seeding.random_box(1001, gyre_grid.bounds, key=jax.random.key(3))
-    kwargs = dict(t0=0.0, t1=3.0, dt=0.02, integrator=fk.Heun(), boundary=fk.Reflective(gyre_grid.bounds), save_every=10)
+    kwargs = dict(
+        t0=0.0, t1=3.0, dt=0.02, integrator=fk.Heun(), boundary=fk.Reflective(gyre_grid.bounds), save_every=10
+    )
     sharded = fk.track(gyre_grid, seeds, **kwargs)
     assert sharded.stats.n_devices == len(jax.devices())
     single = fk.track(gyre_grid, seeds, devices=jax.devices()[:1], **kwargs)
@@ -105,7 +123,16 @@ def test_process_shares_together_equal_one_run(gyre_grid, tmp_path):
     """`part=(i, n)`: what each process of a multi-host run tracks. Keys stay global, so the
     shares of a stochastic run concatenate to the one-process run bit for bit."""
     seeds = fk.seeding.random_box(301, gyre_grid.bounds, key=jax.random.key(4))
-    kwargs = dict(t0=0.0, t1=1.0, dt=0.02, integrator=fk.EulerMaruyama(1e-3), boundary=fk.Reflective(gyre_grid.bounds), save_every=10, key=jax.random.key(5), t_release=np.linspace(0.0, 0.5, 301))
+    kwargs = dict(
+        t0=0.0,
+        t1=1.0,
+        dt=0.02,
+        integrator=fk.EulerMaruyama(1e-3),
+        boundary=fk.Reflective(gyre_grid.bounds),
+        save_every=10,
+        key=jax.random.key(5),
+        t_release=np.linspace(0.0, 0.5, 301),
+    )
     whole = fk.track(gyre_grid, seeds, **kwargs)
     shares = [fk.track(gyre_grid, seeds, part=(i, 3), **kwargs) for i in range(3)]
     assert [s.n_particles for s in shares] == [100, 100, 101]
@@ -125,13 +152,17 @@ def test_release_times():
     traj = fk.track(field, seeds, 0.0, 1.0, 0.01, save_every=10, t_release=t_release, dtype="float64")
     waiting = traj.times[:, None] < t_release[None, :] - 1e-12
     np.testing.assert_array_equal(traj.status == fk.Status.NOT_RELEASED, waiting)
-    np.testing.assert_array_equal(traj.positions[waiting[:, 1], 1], np.broadcast_to(seeds[1], (int(waiting[:, 1].sum()), 2)))
+    np.testing.assert_array_equal(
+        traj.positions[waiting[:, 1], 1], np.broadcast_to(seeds[1], (int(waiting[:, 1].sum()), 2))
+    )
     expected = np.asarray(field.exact(1.0, jnp.asarray(seeds), t0=jnp.asarray(t_release)))
     np.testing.assert_allclose(traj.positions[-1], expected, atol=1e-8)
 
 
 def test_out_of_domain_on_grid_without_boundary():
-    field = fk.GridField.from_function(fk.fields.Uniform((1.0, 0.0)), [np.linspace(0, 1, 5), np.linspace(0, 1, 5)], dtype="float64")
+    field = fk.GridField.from_function(
+        fk.fields.Uniform((1.0, 0.0)), [np.linspace(0, 1, 5), np.linspace(0, 1, 5)], dtype="float64"
+    )
     seeds = np.array([[0.05, 0.5], [0.55, 0.5]])
     traj = fk.track(field, seeds, 0.0, 1.0, 0.1, fk.Euler(), dtype="float64")
     last_inside = [0.95, 0.95]
@@ -143,8 +174,14 @@ def test_out_of_domain_on_grid_without_boundary():
 
 
 def test_nonfinite_velocity_marks_particle():
-    field = fk.fields.Analytic(lambda t, x, args: jnp.where(x[0] > 0.5, jnp.nan, 1.0) * jnp.array([1.0, 0.0]), bounds=((0.0, 0.0), (2.0, 1.0)), dim=2)
-    traj = fk.track(field, np.array([[0.0, 0.5], [0.0, 0.2]]), 0.0, 1.0, 0.1, fk.Euler(), t_release=[0.0, 0.5], dtype="float64")
+    field = fk.fields.Analytic(
+        lambda t, x, args: jnp.where(x[0] > 0.5, jnp.nan, 1.0) * jnp.array([1.0, 0.0]),
+        bounds=((0.0, 0.0), (2.0, 1.0)),
+        dim=2,
+    )
+    traj = fk.track(
+        field, np.array([[0.0, 0.5], [0.0, 0.2]]), 0.0, 1.0, 0.1, fk.Euler(), t_release=[0.0, 0.5], dtype="float64"
+    )
     assert traj.status[-1, 0] == fk.Status.NONFINITE and traj.status[-1, 1] == fk.Status.ACTIVE
     assert np.all(np.isfinite(traj.positions))
     assert traj.positions[-1, 0, 0] == pytest.approx(0.6)  # last finite position: the step from 0.6 met NaN
@@ -155,7 +192,9 @@ def test_record_velocity():
     seeds = fk.seeding.uniform_grid((4, 3), field.bounds, include_boundaries=False)
     traj = fk.track(field, seeds, 0.0, 2.0, 0.05, save_every=8, record_velocity=True, dtype="float64")
     for k in (0, 2, len(traj.times) - 1):
-        expected = jax.vmap(field, in_axes=(None, 0, None))(jnp.asarray(traj.times[k]), jnp.asarray(traj.positions[k]), None)
+        expected = jax.vmap(field, in_axes=(None, 0, None))(
+            jnp.asarray(traj.times[k]), jnp.asarray(traj.positions[k]), None
+        )
         np.testing.assert_allclose(traj.velocities[k], expected, atol=1e-12)
 
 
@@ -184,7 +223,11 @@ def _has_netcdf():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        (dict(seeds=np.array([[0.5, 0.5], [2.5, 0.5], [0.1, -1.0]])), ValueError, "2 of 3 seeds lie outside the field bounds"),
+        (
+            dict(seeds=np.array([[0.5, 0.5], [2.5, 0.5], [0.1, -1.0]])),
+            ValueError,
+            "2 of 3 seeds lie outside the field bounds",
+        ),
         (dict(seeds=np.zeros((4, 3))), ValueError, "seeds must have shape \\(N, 2\\)"),
         (dict(dt=0.0), ValueError, "dt must be non-zero"),
         (dict(dt=-0.1), ValueError, "dt must have the sign of t1 - t0"),
@@ -226,7 +269,9 @@ def test_traced_runs_check_their_seeds_like_any_run(seeds, t_release, message):
 def test_ensemble_of_parameters_matches_separate_runs():
     seeds = fk.seeding.uniform_grid((6, 3), fk.fields.DoubleGyre().bounds, include_boundaries=False)
     amplitudes = np.array([0.05, 0.1, 0.2])
-    ensemble = fk.track_ensemble(lambda a: fk.fields.DoubleGyre(A=a), amplitudes, seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64")
+    ensemble = fk.track_ensemble(
+        lambda a: fk.fields.DoubleGyre(A=a), amplitudes, seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64"
+    )
     assert ensemble.positions.shape == (3, 7, 18, 2) and ensemble.stats is None  # traced: nothing timed
     for i, a in enumerate(amplitudes):
         single = fk.track(fk.fields.DoubleGyre(A=a), seeds, 0.0, 3.0, 0.01, save_every=50, dtype="float64")
@@ -236,7 +281,16 @@ def test_ensemble_of_parameters_matches_separate_runs():
 def test_ensemble_of_diffusivities():
     still = fk.fields.Uniform((0.0, 0.0), bounds=((-10.0, -10.0), (10.0, 10.0)))
     diffusivities = np.array([0.001, 0.01, 0.1])
-    ensemble = fk.track_ensemble(lambda k: (still, fk.EulerMaruyama(k)), diffusivities, np.zeros((20000, 2)), 0.0, 1.0, 0.05, save_every=20, key=jax.random.key(0))
+    ensemble = fk.track_ensemble(
+        lambda k: (still, fk.EulerMaruyama(k)),
+        diffusivities,
+        np.zeros((20000, 2)),
+        0.0,
+        1.0,
+        0.05,
+        save_every=20,
+        key=jax.random.key(0),
+    )
     variance = np.asarray(ensemble.positions[:, -1]).var(axis=1)  # (E, d)
     np.testing.assert_allclose(variance, np.broadcast_to(2 * diffusivities[:, None], variance.shape), rtol=0.05)
 
@@ -252,7 +306,8 @@ def test_four_devices_give_the_same_tracks_as_one(tmp_path):
         "s = fk.seeding.random_box(1003, f.bounds, key=jax.random.key(1))\n"
         "a = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds))\n"
         "assert a.stats.n_devices == 4\n"
-        "b = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds), devices=jax.devices()[:1])\n"
+        "b = fk.track(f, s, 0.0, 4.0, 0.01, save_every=50, boundary=fk.Reflective(f.bounds), "
+        "devices=jax.devices()[:1])\n"
         "np.testing.assert_allclose(a.positions, b.positions, atol=2e-6)\n"
         "np.testing.assert_array_equal(a.status, b.status)\n"
         "print('ok')\n"
@@ -264,7 +319,12 @@ def test_four_devices_give_the_same_tracks_as_one(tmp_path):
 def test_streamed_output_equals_in_memory_run(tmp_path):
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.uniform_grid((30, 15), field.bounds)
-    kwargs = dict(save_every=10, record_velocity=True, t_release=np.where(np.arange(450) < 10, 1.0, 0.0), boundary=fk.Absorbing(((0.2, 0.2), (1.8, 0.8))))
+    kwargs = dict(
+        save_every=10,
+        record_velocity=True,
+        t_release=np.where(np.arange(450) < 10, 1.0, 0.0),
+        boundary=fk.Absorbing(((0.2, 0.2), (1.8, 0.8))),
+    )
     memory = fk.track(field, seeds, 0.0, 2.0, 0.01, **kwargs)
     lazy = fk.track(field, seeds, 0.0, 2.0, 0.01, output=tmp_path / "tracks.zarr", batch_size=100, **kwargs)
     assert isinstance(lazy, xr.Dataset) and lazy.sizes == {"trajectory": 450, "obs": 21}
@@ -300,7 +360,10 @@ def test_new_particle_counts_reuse_the_program_through_buckets():
     ],
 )
 def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warns):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"FLOWKIT_HOST_DEVICES": "3", "JAX_PLATFORMS": "cpu"}
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {
+        "FLOWKIT_HOST_DEVICES": "3",
+        "JAX_PLATFORMS": "cpu",
+    }
     code = "import warnings\nwarnings.simplefilter('always')\n" + script + "print(len(jax.devices()))\n"
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -311,7 +374,10 @@ def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warn
 def test_no_log_line_about_backends_nobody_asked_for():
     """With logging at INFO (as in the Hydra apps), JAX's "Unable to initialize backend 'tpu'"
     no longer reaches the user; flowkit's own INFO lines still do."""
-    code = "import logging\nlogging.basicConfig(level=logging.INFO)\nimport flowkit, jax\njax.devices()\nlogging.getLogger('flowkit').info('still here')\n"
+    code = (
+        "import logging\nlogging.basicConfig(level=logging.INFO)\nimport flowkit, "
+        "jax\njax.devices()\nlogging.getLogger('flowkit').info('still here')\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

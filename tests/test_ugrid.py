@@ -46,7 +46,9 @@ def _schism_run(folder: Path):
     attrs = {"i23d": np.int32(2), "ivs": np.int32(1), "location": "node", "mesh": "SCHISM_hgrid"}
     for name, values in (("horizontalVelX", u), ("horizontalVelY", v)):
         data = np.where(wet, values, np.nan).astype(np.float32)
-        xr.Dataset({name: (("time", "nSCHISM_hgrid_node", "nSCHISM_vgrid_layers"), data, attrs)}, coords={"time": z.time}).to_netcdf(folder / f"{name}_1.nc")
+        xr.Dataset(
+            {name: (("time", "nSCHISM_hgrid_node", "nSCHISM_vgrid_layers"), data, attrs)}, coords={"time": z.time}
+        ).to_netcdf(folder / f"{name}_1.nc")
     return z, x, n_k
 
 
@@ -60,7 +62,11 @@ def test_schism_output_opens_with_its_mixed_mesh_levels_and_split_files(tmp_path
     levels = z.zCoordinates.values
     for t_index, node in ((0, 0), (2, 100), (3, 500)):
         column = levels[t_index, node]
-        for k in (n_k - 1, n_k - 8, int(np.argmax(np.isfinite(column)))):  # the surface, mid-water, the deepest wet level
+        for k in (
+            n_k - 1,
+            n_k - 8,
+            int(np.argmax(np.isfinite(column))),
+        ):  # the surface, mid-water, the deepest wet level
             depth = column[-1] - column[k]
             got = _velocity(field, 1800.0 * t_index, [x[node], y[node], depth])
             np.testing.assert_allclose(got[:2], [0.1 + 1e-5 * (x[node] - x.mean()), 0.05 * k / n_k], rtol=1e-6)
@@ -124,27 +130,64 @@ def _fvcom(path, *, cartesian=False, days=(0.0, 0.25, 0.5), topology=False):
         {
             "nv": (("three", "nele"), (cells.T + 1).astype(np.int32)),
             "h": ("node", h.astype(np.float32), {"standard_name": "sea_floor_depth_below_geoid", "units": "m"}),
-            "siglay": (("siglay", "node"), np.repeat(siglay[:, None], len(lon), axis=1).astype(np.float32), {"standard_name": "ocean_sigma/general_coordinate", "positive": "up"}),
+            "siglay": (
+                ("siglay", "node"),
+                np.repeat(siglay[:, None], len(lon), axis=1).astype(np.float32),
+                {"standard_name": "ocean_sigma/general_coordinate", "positive": "up"},
+            ),
             "zeta": (("time", "node"), zeta.astype(np.float32), {"units": "meters"}),
-            "u": (("time", "siglay", "nele"), u.astype(np.float32), {"standard_name": "eastward_sea_water_velocity", "units": "meters s-1"}),
-            "v": (("time", "siglay", "nele"), v.astype(np.float32), {"standard_name": "northward_sea_water_velocity", "units": "meters s-1"}),
+            "u": (
+                ("time", "siglay", "nele"),
+                u.astype(np.float32),
+                {"standard_name": "eastward_sea_water_velocity", "units": "meters s-1"},
+            ),
+            "v": (
+                ("time", "siglay", "nele"),
+                v.astype(np.float32),
+                {"standard_name": "northward_sea_water_velocity", "units": "meters s-1"},
+            ),
             "ww": (("time", "siglay", "nele"), np.zeros(u.shape, np.float32), {"long_name": "Upward Water Velocity"}),
             "ua": (("time", "nele"), u[:, 0].astype(np.float32), {"long_name": "Vertically Averaged x-velocity"}),
-            "Itime": ("time", np.floor(58000 + np.asarray(days)).astype(np.int32), {"units": "days since 1858-11-17 00:00:00"}),
+            "Itime": (
+                "time",
+                np.floor(58000 + np.asarray(days)).astype(np.int32),
+                {"units": "days since 1858-11-17 00:00:00"},
+            ),
         },
         coords={
-            "lon": ("node", (0 * lon if cartesian else lon).astype(np.float32), {"standard_name": "longitude", "units": "degrees_east"}),
-            "lat": ("node", (0 * lat if cartesian else lat).astype(np.float32), {"standard_name": "latitude", "units": "degrees_north"}),
+            "lon": (
+                "node",
+                (0 * lon if cartesian else lon).astype(np.float32),
+                {"standard_name": "longitude", "units": "degrees_east"},
+            ),
+            "lat": (
+                "node",
+                (0 * lat if cartesian else lat).astype(np.float32),
+                {"standard_name": "latitude", "units": "degrees_north"},
+            ),
             "x": ("node", x.astype(np.float32), {"units": "meters"}),
             "y": ("node", y.astype(np.float32), {"units": "meters"}),
             "lonc": ("nele", lonc.astype(np.float32)),
             "latc": ("nele", latc.astype(np.float32)),
-            "time": ("time", 58000.0 + np.asarray(days), {"units": "days since 1858-11-17 00:00:00", "format": "modified julian day (MJD)", "time_zone": "UTC"}),
+            "time": (
+                "time",
+                58000.0 + np.asarray(days),
+                {"units": "days since 1858-11-17 00:00:00", "format": "modified julian day (MJD)", "time_zone": "UTC"},
+            ),
         },
         attrs={"source": "FVCOM_4.3", "CoordinateSystem": "Cartesian" if cartesian else "GeoReferenced"},
     )
     if topology:
-        ds["fvcom_mesh"] = ((), np.int32(0), {"cf_role": "mesh_topology", "topology_dimension": 2, "node_coordinates": "lon lat", "face_node_connectivity": "nv"})
+        ds["fvcom_mesh"] = (
+            (),
+            np.int32(0),
+            {
+                "cf_role": "mesh_topology",
+                "topology_dimension": 2,
+                "node_coordinates": "lon lat",
+                "face_node_connectivity": "nv",
+            },
+        )
     ds.to_netcdf(path)
     return lon, lat, x, y, h, zeta, siglay
 
@@ -163,8 +206,12 @@ def test_fvcom_sigma_layers_and_element_velocity_on_the_nodes(tmp_path, topology
             for k in (0, 2, 4):
                 got = _velocity(field, t, [lon[node], lat[node], depth[k]])
                 metres = [got[0] * np.pi / 180 * R * np.cos(np.deg2rad(lat[node])), got[1] * np.pi / 180 * R]
-                np.testing.assert_allclose(metres, [0.2 + 2.0 * (lon[node] - 5.0), -0.1 * k], rtol=2e-5, atol=1e-7)  # the file holds float32
-            np.testing.assert_allclose(field.water_depth(t, [[lon[node], lat[node]]]), [h[node] + zeta[t_index, node]], rtol=1e-6)
+                np.testing.assert_allclose(
+                    metres, [0.2 + 2.0 * (lon[node] - 5.0), -0.1 * k], rtol=2e-5, atol=1e-7
+                )  # the file holds float32
+            np.testing.assert_allclose(
+                field.water_depth(t, [[lon[node], lat[node]]]), [h[node] + zeta[t_index, node]], rtol=1e-6
+            )
 
 
 def test_fvcom_cartesian_run_and_daily_files_equal_one_file(tmp_path):
@@ -190,11 +237,32 @@ def _adcirc(path):
     u[:, 0] = -99999.0  # a dry corner node
     ds = xr.Dataset(
         {
-            "mesh": ((), np.int32(1), {"cf_role": "mesh_topology", "topology_dimension": 2, "node_coordinates": "x y", "face_node_connectivity": "element"}),
-            "element": (("nele", "nvertex"), (cells[:, ::-1] + 1).astype(np.int32), {"cf_role": "face_node_connectivity", "start_index": 1}),
+            "mesh": (
+                (),
+                np.int32(1),
+                {
+                    "cf_role": "mesh_topology",
+                    "topology_dimension": 2,
+                    "node_coordinates": "x y",
+                    "face_node_connectivity": "element",
+                },
+            ),
+            "element": (
+                ("nele", "nvertex"),
+                (cells[:, ::-1] + 1).astype(np.int32),
+                {"cf_role": "face_node_connectivity", "start_index": 1},
+            ),
             "depth": ("node", np.full(len(lon), 8.0), {"standard_name": "depth_below_geoid", "units": "m"}),
-            "u-vel": (("time", "node"), u, {"long_name": "water column vertically averaged east/west velocity", "units": "m s-1"}),
-            "v-vel": (("time", "node"), np.where(u < -1, u, 0.0), {"long_name": "water column vertically averaged north/south velocity", "units": "m s-1"}),
+            "u-vel": (
+                ("time", "node"),
+                u,
+                {"long_name": "water column vertically averaged east/west velocity", "units": "m s-1"},
+            ),
+            "v-vel": (
+                ("time", "node"),
+                np.where(u < -1, u, 0.0),
+                {"long_name": "water column vertically averaged north/south velocity", "units": "m s-1"},
+            ),
         },
         coords={
             "x": ("node", lon, {"long_name": "longitude", "standard_name": "longitude", "units": "degrees_east"}),
@@ -228,5 +296,7 @@ def test_ugrid_errors_name_the_file_and_variable(tmp_path):
     ds.drop_vars(["u-vel", "v-vel"]).to_netcdf(tmp_path / "no_velocity.nc")
     with pytest.raises(ValueError, match=r"no_velocity\.nc: no eastward velocity found .*velocity='u,v'"):
         fk.io.read(tmp_path / "no_velocity.nc")
-    with pytest.raises(ValueError, match=r"fort\.64\.nc: unstructured \(UGRID\) output is read by its own conventions; periodic"):
+    with pytest.raises(
+        ValueError, match=r"fort\.64\.nc: unstructured \(UGRID\) output is read by its own conventions; periodic"
+    ):
         fk.io.read(tmp_path / "fort.64.nc", periodic=True)

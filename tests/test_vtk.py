@@ -22,7 +22,9 @@ def _shared_data() -> Path:
 
 
 SHARED = _shared_data()
-needs_shared = pytest.mark.skipif(not (SHARED / "double_gyre").exists(), reason="../shared/data (VTK oracles) is not beside this checkout")
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "double_gyre").exists(), reason="../shared/data (VTK oracles) is not beside this checkout"
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +89,11 @@ def test_legacy_and_rectilinear_3d(tmp_path):
     array = numpy_to_vtk(_vtk_ordered(velocity).reshape(-1, 3), deep=True)
     array.SetName("U")
     grid.GetPointData().AddArray(array)
-    for suffix, writer, binary in ((".vtr", vtk.vtkXMLRectilinearGridWriter(), None), (".vtk", vtk.vtkRectilinearGridWriter(), False), ("_b.vtk", vtk.vtkRectilinearGridWriter(), True)):
+    for suffix, writer, binary in (
+        (".vtr", vtk.vtkXMLRectilinearGridWriter(), None),
+        (".vtk", vtk.vtkRectilinearGridWriter(), False),
+        ("_b.vtk", vtk.vtkRectilinearGridWriter(), True),
+    ):
         path = tmp_path / f"grid{suffix}"
         writer.SetFileName(str(path))
         writer.SetInputData(grid)
@@ -98,7 +104,9 @@ def test_legacy_and_rectilinear_3d(tmp_path):
         assert field.uniform == (True, False, True)
         np.testing.assert_allclose(np.asarray(field.values[0]), velocity, atol=1e-12)
         point = jnp.array([0.33, 0.52, 1.1])
-        np.testing.assert_allclose(field(0.0, point), [0.33 + 2 * 0.52, 1.1 - 0.33, 0.26], atol=1e-12)  # linear data: exact
+        np.testing.assert_allclose(
+            field(0.0, point), [0.33 + 2 * 0.52, 1.1 - 0.33, 0.26], atol=1e-12
+        )  # linear data: exact
 
 
 def _write_vti(path, image):
@@ -115,7 +123,9 @@ def test_bad_inputs_have_clear_errors(tmp_path, gyre_pvd):
         fk.io.read_vtk(tmp_path / "missing.vti")
     broken = shutil.copytree(gyre_pvd.parent, tmp_path / "broken")
     (broken / "double_gyre" / "double_gyre_0_4.vti").unlink()
-    with pytest.raises(FileNotFoundError, match="double_gyre.pvd: 1 listed file\\(s\\) do not exist.*double_gyre_0_4.vti"):
+    with pytest.raises(
+        FileNotFoundError, match="double_gyre.pvd: 1 listed file\\(s\\) do not exist.*double_gyre_0_4.vti"
+    ):
         fk.io.read_vtk(broken / "double_gyre.pvd")
     whole = (broken / "double_gyre" / "double_gyre_0_1.vti").read_bytes()
     truncated = tmp_path / "truncated.vti"
@@ -158,13 +168,26 @@ def test_cell_data_velocity_is_converted_like_vtk(tmp_path):
     converter = vtk.vtkCellDataToPointData()
     converter.SetInputData(image)
     converter.Update()
-    expected = vtk_to_numpy(converter.GetOutput().GetPointData().GetArray("velocity")).reshape(3, 3, 3, 3).transpose(2, 1, 0, 3)
+    expected = (
+        vtk_to_numpy(converter.GetOutput().GetPointData().GetArray("velocity"))
+        .reshape(3, 3, 3, 3)
+        .transpose(2, 1, 0, 3)
+    )
     np.testing.assert_allclose(np.asarray(field.values[0]), expected)
 
 
 def test_pathlines_vtp_and_particle_clouds_read_back_with_vtk(tmp_path):
     field = fk.fields.DoubleGyre()
-    traj = fk.track(field, fk.seeding.uniform_grid((4, 3), field.bounds), 0.0, 1.0, 0.1, save_every=2, record_velocity=True, boundary=fk.Absorbing(field.bounds))
+    traj = fk.track(
+        field,
+        fk.seeding.uniform_grid((4, 3), field.bounds),
+        0.0,
+        1.0,
+        0.1,
+        save_every=2,
+        record_velocity=True,
+        boundary=fk.Absorbing(field.bounds),
+    )
     reader = vtk.vtkXMLPolyDataReader()
     reader.SetFileName(str(traj.save(tmp_path / "paths.vtp")))
     reader.Update()
@@ -183,7 +206,9 @@ def test_pathlines_vtp_and_particle_clouds_read_back_with_vtk(tmp_path):
     cloud = vtk.vtkXMLPolyDataReader()
     cloud.SetFileName(str(series[3][0]))
     cloud.Update()
-    np.testing.assert_allclose(vtk_to_numpy(cloud.GetOutput().GetPoints().GetData())[:, :2], traj.positions[3], atol=1e-6)
+    np.testing.assert_allclose(
+        vtk_to_numpy(cloud.GetOutput().GetPoints().GetData())[:, :2], traj.positions[3], atol=1e-6
+    )
 
 
 @needs_shared

@@ -16,13 +16,17 @@ from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 import flowkit as fk
 from flowkit.io.vtk import unstructured_grid
 
-needs_tet_box = pytest.mark.skipif(not (SHARED / "tet_box").exists(), reason="../shared/data (VTK oracles) is not beside this checkout")
+needs_tet_box = pytest.mark.skipif(
+    not (SHARED / "tet_box").exists(), reason="../shared/data (VTK oracles) is not beside this checkout"
+)
 
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     """A small cellular-flow series written by flowkit.datasets with VTK's writer."""
-    return fk.datasets.cellular_flow_vtu_series(tmp_path_factory.mktemp("vtu") / "cell", shape=(6, 5, 5), times=[0.0, 0.5, 1.0])
+    return fk.datasets.cellular_flow_vtu_series(
+        tmp_path_factory.mktemp("vtu") / "cell", shape=(6, 5, 5), times=[0.0, 0.5, 1.0]
+    )
 
 
 def _grid(points, cells, types, arrays, cell_arrays=None):
@@ -64,7 +68,11 @@ def test_every_format_gives_the_same_field(tmp_path, fmt):
     grid = _grid(points, cells, types, {"velocity": values, "p": pressure})
     if fmt.startswith("vtu"):
         writer = vtk.vtkXMLUnstructuredGridWriter()
-        {"vtu-ascii": writer.SetDataModeToAscii, "vtu-base64": writer.SetDataModeToBinary, "vtu-raw": writer.SetDataModeToAppended}[fmt]()
+        {
+            "vtu-ascii": writer.SetDataModeToAscii,
+            "vtu-base64": writer.SetDataModeToBinary,
+            "vtu-raw": writer.SetDataModeToAppended,
+        }[fmt]()
         if fmt == "vtu-raw":
             writer.EncodeAppendedDataOff()
         path = _write(writer, tmp_path / "m.vtu", grid)
@@ -115,10 +123,13 @@ def _write_pvtu(folder, grid, pieces):
         _write(vtk.vtkXMLUnstructuredGridWriter(), folder / names[-1], extract.GetOutput())
     pieces_xml = "\n".join(f'    <Piece Source="{name}"/>' for name in names)
     (folder / "m.pvtu").write_text(
-        '<?xml version="1.0"?>\n<VTKFile type="PUnstructuredGrid" version="1.0" byte_order="LittleEndian" header_type="UInt64">\n'
+        '<?xml version="1.0"?>\n<VTKFile type="PUnstructuredGrid" version="1.0" '
+        'byte_order="LittleEndian" header_type="UInt64">\n'
         '  <PUnstructuredGrid GhostLevel="0">\n    <PPointData>\n'
-        '      <PDataArray type="Float64" Name="velocity" NumberOfComponents="3"/>\n      <PDataArray type="Float64" Name="p"/>\n'
-        '    </PPointData>\n    <PPoints>\n      <PDataArray type="Float64" Name="Points" NumberOfComponents="3"/>\n    </PPoints>\n'
+        '      <PDataArray type="Float64" Name="velocity" NumberOfComponents="3"/>\n      '
+        '<PDataArray type="Float64" Name="p"/>\n'
+        '    </PPointData>\n    <PPoints>\n      <PDataArray type="Float64" Name="Points" '
+        'NumberOfComponents="3"/>\n    </PPoints>\n'
         f"{pieces_xml}\n  </PUnstructuredGrid>\n</VTKFile>\n"
     )
     return folder / "m.pvtu"
@@ -133,7 +144,9 @@ def test_cell_data_velocity_to_points_like_vtk_or_piecewise_constant(tmp_path):
     converter = vtk.vtkCellDataToPointData()
     converter.SetInputData(grid)
     converter.Update()
-    np.testing.assert_allclose(np.asarray(averaged.values[0]), vtk_to_numpy(converter.GetOutput().GetPointData().GetArray("U")), atol=1e-14)
+    np.testing.assert_allclose(
+        np.asarray(averaged.values[0]), vtk_to_numpy(converter.GetOutput().GetPointData().GetArray("U")), atol=1e-14
+    )
     constant = fk.io.read_vtk(path, cell_data="constant", dtype="float64")
     inner = centres + 0.1 * (points[cells[:, 0]] - centres)  # well inside each cell
     values, valid = constant.probe(inner)
@@ -146,13 +159,27 @@ def test_mixed_mesh_file_with_boundary_patches_and_higher_order_cells(tmp_path, 
     values = meshes.velocity(points)
     # a boundary patch (quads, as OpenFOAM exports walls) is skipped with a log line
     patch = np.array([[0, 1, 4, 3, -1, -1, -1, -1]])
-    grid = _grid(points, np.concatenate([cells, np.pad(patch, ((0, 0), (0, cells.shape[1] - 8)), constant_values=-1) if cells.shape[1] > 8 else patch[:, : cells.shape[1]]]), np.concatenate([types, [9]]), {"velocity": values})
+    grid = _grid(
+        points,
+        np.concatenate(
+            [
+                cells,
+                np.pad(patch, ((0, 0), (0, cells.shape[1] - 8)), constant_values=-1)
+                if cells.shape[1] > 8
+                else patch[:, : cells.shape[1]],
+            ]
+        ),
+        np.concatenate([types, [9]]),
+        {"velocity": values},
+    )
     path = _write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "mixed.vtu", grid)
     field = fk.io.read_vtk(path, dtype="float64")
     assert field.n_cells == len(cells) and set(field.kinds) == {"tetra", "hexahedron", "wedge", "pyramid"}
     assert "ignoring 1 vtkQuad" in caplog.text
     x = meshes.probe_points(points, cells, types, n_random=200)
-    np.testing.assert_allclose(field.probe(x)[0], fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], atol=1e-12)
+    np.testing.assert_allclose(
+        field.probe(x)[0], fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], atol=1e-12
+    )
     quadratic = vtk.vtkUnstructuredGrid()
     quadratic.DeepCopy(grid)
     quadratic.InsertNextCell(vtk.VTK_QUADRATIC_TETRA, 10, list(range(10)))
@@ -177,7 +204,11 @@ def test_bad_mesh_files_have_clear_errors(tmp_path, sample):
     bad = values.copy()
     bad[[3, 17], 1] = np.nan
     bad[20] = np.inf
-    with pytest.raises(ValueError, match=r"nan.vtu: velocity 'velocity' has 3 non-finite points \(point ids \[3, 17, 20\]\); pass allow_nonfinite=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"nan.vtu: velocity 'velocity' has 3 non-finite points \(point ids \[3, 17, 20\]\); pass "
+        r"allow_nonfinite=True",
+    ):
         fk.io.read_vtk(write("nan.vtu", {"velocity": bad}))
     kept = fk.io.read_vtk(tmp_path / "nan.vtu", allow_nonfinite=True, dtype="float64")
     assert np.isnan(np.asarray(kept.values)[0, 3, 1])
@@ -199,7 +230,9 @@ def test_bad_mesh_files_have_clear_errors(tmp_path, sample):
 
 
 @needs_tet_box
-@pytest.mark.parametrize("name", ["truncated", "missing_file", "no_velocity", "velocity_2comp", "velocity_nan", "empty", "mismatched_points"])
+@pytest.mark.parametrize(
+    "name", ["truncated", "missing_file", "no_velocity", "velocity_2comp", "velocity_nan", "empty", "mismatched_points"]
+)
 def test_shared_bad_files(name):
     path = SHARED / "bad" / (f"{name}.pvd" if name in ("missing_file", "mismatched_points") else f"{name}.vtu")
     expected = {
@@ -224,7 +257,10 @@ def test_readers_match_the_manifest():
         assert field.points.shape[0] == entry["n_points"] and field.n_cells == entry["n_cells"]
         name = "U" if "openfoam" in key else "velocity"
         stored = np.asarray(field.values[0]).astype(entry["point_data"][name]["dtype"])
-        assert hashlib.sha256(stored.astype("<" + stored.dtype.str[1:]).tobytes()).hexdigest() == entry["point_data"][name]["sha256_le"]
+        assert (
+            hashlib.sha256(stored.astype("<" + stored.dtype.str[1:]).tobytes()).hexdigest()
+            == entry["point_data"][name]["sha256_le"]
+        )
         nodes = np.asarray(field.nodes).astype("<i8")
         assert hashlib.sha256(nodes.tobytes()).hexdigest() == entry["connectivity_sha256_int64_le"]
 
@@ -265,13 +301,19 @@ def test_mesh_trajectories_with_samples_round_trip_through_vtk(tmp_path):
     points, cells, types = meshes.mesh("mixed", shape=(5, 4, 4))
     swirl = np.stack([0.5 + 0 * points[:, 0], 0.3 * (points[:, 2] - 0.5), -0.3 * (points[:, 1] - 0.5)], axis=1)
     temperature = points @ np.array([1.0, 2.0, 3.0])  # linear: every cell kind interpolates it exactly
-    path = _write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / "m.vtu", _grid(points, cells, types, {"velocity": swirl, "T": temperature}))
+    path = _write(
+        vtk.vtkXMLUnstructuredGridWriter(),
+        tmp_path / "m.vtu",
+        _grid(points, cells, types, {"velocity": swirl, "T": temperature}),
+    )
     field = fk.io.read_vtk(path, sample=["T"], dtype="float64")
     seeds = np.random.default_rng(0).uniform(0.2, 0.8, (6, 3))
     traj = fk.track(field, seeds, 0.0, 3.0, 0.01, save_every=10, record_velocity=True, dtype="float64")
     assert traj.status[-1].tolist().count(fk.Status.OUT_OF_DOMAIN) >= 1  # some leave through x = 2
     active = traj.status == fk.Status.ACTIVE
-    np.testing.assert_allclose(traj.samples["T"][active], (traj.positions @ np.array([1.0, 2.0, 3.0]))[active], atol=1e-9)
+    np.testing.assert_allclose(
+        traj.samples["T"][active], (traj.positions @ np.array([1.0, 2.0, 3.0]))[active], atol=1e-9
+    )
     np.testing.assert_allclose(traj.velocities[active][:, 0], 0.5, atol=1e-12)
     reader = vtk.vtkXMLPolyDataReader()
     reader.SetFileName(str(traj.save(tmp_path / "paths.vtp")))
@@ -279,7 +321,9 @@ def test_mesh_trajectories_with_samples_round_trip_through_vtk(tmp_path):
     data = reader.GetOutput().GetPointData()
     ids = vtk_to_numpy(data.GetArray("particle_id"))
     np.testing.assert_allclose(vtk_to_numpy(data.GetArray("T"))[ids == 2], traj.samples["T"][:, 2], atol=1e-12)
-    np.testing.assert_allclose(vtk_to_numpy(reader.GetOutput().GetPoints().GetData())[ids == 2], traj.positions[:, 2], atol=1e-6)
+    np.testing.assert_allclose(
+        vtk_to_numpy(reader.GetOutput().GetPoints().GetData())[ids == 2], traj.positions[:, 2], atol=1e-6
+    )
 
 
 def test_series_read_in_threads_equals_each_file_alone_and_catches_a_moved_mesh(tmp_path):

@@ -88,13 +88,17 @@ def test_open_regions_let_particles_leave():
 
 def test_swirling_flow_stays_inside_the_pipe_walls():
     points, tets = fk.datasets.pipe_mesh(21, 9, length=2.0)
-    u = np.stack([0.2 + 0 * points[:, 0], -points[:, 2] + 0.5 * points[:, 1], points[:, 1] + 0.5 * points[:, 2]], axis=1)
+    u = np.stack(
+        [0.2 + 0 * points[:, 0], -points[:, 2] + 0.5 * points[:, 1], points[:, 1] + 0.5 * points[:, 2]], axis=1
+    )
     field = fk.MeshField(points, tets, u)
     rng = np.random.default_rng(4)
     seeds = np.concatenate([rng.uniform(0.1, 1.9, (400, 1)), rng.uniform(-0.3, 0.3, (400, 2))], axis=1)
     traj = fk.track(field, seeds, 0.0, 20.0, 0.02, boundary=fk.MeshWalls("reflect"), save_every=50)
     assert np.all(traj.status == fk.Status.ACTIVE)
-    inside = np.asarray(eqx.filter_jit(field.locate_batch)(jnp.asarray(traj.positions[-1]), field.hints(400, traj.positions.dtype))[1])
+    inside = np.asarray(
+        eqx.filter_jit(field.locate_batch)(jnp.asarray(traj.positions[-1]), field.hints(400, traj.positions.dtype))[1]
+    )
     assert inside.all()
     r = np.hypot(traj.positions[-1][:, 1], traj.positions[-1][:, 2])
     assert r.max() > 0.45  # the outward swirl does push them onto the wall
@@ -127,7 +131,9 @@ def test_round_domains_reflect_and_absorb(shape):
         boundary, absorbing = fk.Cylinder(centre, axis, 0.8), fk.Cylinder(centre, axis, 0.8, mode="absorbing")
         across = lambda v: v - (v @ axis)[:, None] * axis  # noqa: E731
     direction = rng.normal(size=(2000, 3))
-    x_prev = centre + 0.75 * direction / np.linalg.norm(direction, axis=1, keepdims=True) * rng.uniform(0.5, 1, (2000, 1))
+    x_prev = centre + 0.75 * direction / np.linalg.norm(direction, axis=1, keepdims=True) * rng.uniform(
+        0.5, 1, (2000, 1)
+    )
     x_next = x_prev + rng.normal(size=(2000, 3)) * 0.1
     out = np.linalg.norm(across(x_next - centre), axis=1) > 0.8
     hit, normal = _crossing(x_prev[out], x_next[out], centre, 0.8, across)
@@ -147,14 +153,22 @@ def test_round_domains_reflect_and_absorb(shape):
 
 
 def test_compose_a_cylinder_with_periodic_ends():
-    swirl = fk.fields.Analytic(lambda t, x, args: jnp.stack([1.0 + 0 * x[0], -x[2] + 0.3 * x[1], x[1] + 0.3 * x[2]]), bounds=((0.0, -1.0, -1.0), (2.0, 1.0, 1.0)), dim=3)
-    boundary = fk.boundaries.compose(fk.Cylinder([0, 0, 0], [1, 0, 0], 0.9), fk.Mixed(swirl.bounds, ("periodic", "open", "open")))
+    swirl = fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([1.0 + 0 * x[0], -x[2] + 0.3 * x[1], x[1] + 0.3 * x[2]]),
+        bounds=((0.0, -1.0, -1.0), (2.0, 1.0, 1.0)),
+        dim=3,
+    )
+    boundary = fk.boundaries.compose(
+        fk.Cylinder([0, 0, 0], [1, 0, 0], 0.9), fk.Mixed(swirl.bounds, ("periodic", "open", "open"))
+    )
     seeds = np.random.default_rng(6).uniform((0, -0.5, -0.5), (2, 0.5, 0.5), (300, 3))
     traj = fk.track(swirl, seeds, 0.0, 10.0, 0.01, boundary=boundary, save_every=100)
     assert np.all(traj.status == fk.Status.ACTIVE)
     assert np.all(np.hypot(traj.positions[..., 1], traj.positions[..., 2]) <= 0.9 + 1e-6)
     assert np.all((traj.positions[..., 0] >= 0) & (traj.positions[..., 0] <= 2))
-    absorbing = fk.boundaries.compose(fk.Cylinder([0, 0, 0], [1, 0, 0], 0.9, mode="absorbing"), fk.Periodic(swirl.bounds))
+    absorbing = fk.boundaries.compose(
+        fk.Cylinder([0, 0, 0], [1, 0, 0], 0.9, mode="absorbing"), fk.Periodic(swirl.bounds)
+    )
     traj = fk.track(swirl, seeds, 0.0, 10.0, 0.01, boundary=absorbing, save_every=100)
     stopped = traj.status[-1] == fk.Status.ABSORBED
     assert stopped.mean() > 0.8  # the outward swirl takes all but those seeded nearest the axis to the wall
@@ -172,12 +186,16 @@ def test_auto_boundary_opens_the_outlet_and_reflects_on_the_walls_of_a_channel_w
     with caplog.at_level(logging.INFO, logger="flowkit"):
         seeds = fk.seeding.random_inside(300, field, key=jax.random.key(2))
         traj = fk.track(field, seeds, 0.0, 12.0, 0.1, boundary=fk.Auto(), dtype="float64")
-    assert re.search(r"20 faces the flow leaves through are open \(area 1\), 214 are walls \(area 10\.8\d\)", caplog.text)  # the outlet; the rest: 4 + 4 + 1 + the obstacle
+    assert re.search(
+        r"20 faces the flow leaves through are open \(area 1\), 214 are walls \(area 10\.8\d\)", caplog.text
+    )  # the outlet; the rest: 4 + 4 + 1 + the obstacle
     left = traj.status[-1] == fk.Status.OUT_OF_DOMAIN
     assert left.sum() > 50 and np.all(traj.status[-1][~left] == fk.Status.ACTIVE)
     last = np.array([traj.positions[traj.times <= t][-1, i] for i, t in enumerate(traj.exit_time)])[left]
     assert np.all(last[:, 0] > 3.8)  # they left through the outlet
-    assert np.all(traj.positions[..., 1] >= -1e-9) and np.all(traj.positions[..., 1] <= 1 + 1e-9)  # the top wall turned them back
+    assert np.all(traj.positions[..., 1] >= -1e-9) and np.all(
+        traj.positions[..., 1] <= 1 + 1e-9
+    )  # the top wall turned them back
     assert traj.positions[..., 1].max() > 0.9
 
 
@@ -186,13 +204,31 @@ def test_auto_boundary_takes_the_solvers_patch_types(tmp_path, caplog):
     types decide, not the flow: the outlet lets particles out, the walls turn them back."""
     from foam import write_case
 
-    root = write_case(tmp_path / "case", lambda t, x: np.stack([0.5 + 0 * x[:, 0], 1.0 + 0 * x[:, 0], 0 * x[:, 0]], axis=1), times=(0.0, 1.0))
+    root = write_case(
+        tmp_path / "case",
+        lambda t, x: np.stack([0.5 + 0 * x[:, 0], 1.0 + 0 * x[:, 0], 0 * x[:, 0]], axis=1),
+        times=(0.0, 1.0),
+    )
     field = fk.io.read(root, dtype="float64")
-    assert {name: region["kind"] for name, region in field.regions.items()} == {"patch:inlet": "open", "patch:outlet": "open", "patch:walls": "wall"}
+    assert {name: region["kind"] for name, region in field.regions.items()} == {
+        "patch:inlet": "open",
+        "patch:outlet": "open",
+        "patch:walls": "wall",
+    }
     with caplog.at_level(logging.INFO, logger="flowkit"):
-        traj = fk.track(field, np.array([[0.2, 0.3, 0.5], [0.5, 0.1, 0.5]]), 1.0, 1.0 + 3.0, 0.05, boundary=fk.Auto(), dtype="float64")
+        traj = fk.track(
+            field,
+            np.array([[0.2, 0.3, 0.5], [0.5, 0.1, 0.5]]),
+            1.0,
+            1.0 + 3.0,
+            0.05,
+            boundary=fk.Auto(),
+            dtype="float64",
+        )
     assert "the solver's patch types: open ['patch:inlet', 'patch:outlet'], walls ['patch:walls']" in caplog.text
     assert np.all(traj.status[-1] == fk.Status.OUT_OF_DOMAIN) and np.all(np.isfinite(traj.exit_time))
     y = traj.positions[traj.times < traj.exit_time.min(), :, 1]
     lo, hi = (np.asarray(b) for b in field.bounds)
-    assert hi[1] - 0.1 < y.max() <= hi[1] + 1e-9 and np.any(np.diff(y[:, 0]) < 0)  # it reached the wall at y = hi and was turned back
+    assert hi[1] - 0.1 < y.max() <= hi[1] + 1e-9 and np.any(
+        np.diff(y[:, 0]) < 0
+    )  # it reached the wall at y = hi and was turned back

@@ -1,7 +1,12 @@
 """What people study: FTLE, densities, residence and exit times, dispersion, sampling, plots."""
 
 from .density import bandwidth_factor as bandwidth_factor, histogram as histogram, kde as kde, per_area as per_area
-from .deposition import DepositionMap as DepositionMap, Deposits as Deposits, deposition_map as deposition_map, deposits as deposits
+from .deposition import (
+    DepositionMap as DepositionMap,
+    Deposits as Deposits,
+    deposition_map as deposition_map,
+    deposits as deposits,
+)
 from .ftle import cauchy_green as cauchy_green, flow_map_jacobian as flow_map_jacobian, ftle as ftle
 from .plots import (
     plot_density as plot_density,

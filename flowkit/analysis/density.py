@@ -19,7 +19,13 @@ def histogram(traj, bins, bounds, frames=None) -> np.ndarray:
     frames = np.arange(positions.shape[0]) if frames is None else np.atleast_1d(frames)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
     bins = tuple(int(b) for b in np.broadcast_to(bins, lo.shape))
-    counts = _histogram_frames(jnp.asarray(positions[frames]), jnp.asarray(status[frames] == Status.ACTIVE), jnp.asarray(lo), jnp.asarray(hi), bins)
+    counts = _histogram_frames(
+        jnp.asarray(positions[frames]),
+        jnp.asarray(status[frames] == Status.ACTIVE),
+        jnp.asarray(lo),
+        jnp.asarray(hi),
+        bins,
+    )
     return np.asarray(counts)
 
 

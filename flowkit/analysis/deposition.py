@@ -70,7 +70,9 @@ def deposition_map(traj, field) -> DepositionMap:
         lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
         dim = lo.shape[0]
         faces = SIDES[: 2 * dim]
-        gaps = np.concatenate([(hits.positions - lo) / (hi - lo), (hi - hits.positions) / (hi - lo)], axis=1)  # (D, 2 dim)
+        gaps = np.concatenate(
+            [(hits.positions - lo) / (hi - lo), (hi - hits.positions) / (hi - lo)], axis=1
+        )  # (D, 2 dim)
         gaps = gaps.reshape(len(gaps), 2, dim).transpose(0, 2, 1).reshape(len(gaps), 2 * dim)  # xmin, xmax, ymin, ...
         face_of, points = np.argmin(np.abs(gaps), axis=1), None
     counts = np.bincount(face_of, minlength=len(faces))
@@ -128,7 +130,11 @@ def write_deposition_vtp(traj, path) -> Path:
     from ..io.vtk import polydata, write_polydata
 
     hits = deposits(traj)
-    arrays = {"time": hits.times.astype(np.float64), "particle_id": hits.particle_id.astype(np.int64), "velocity": hits.velocities.astype(np.float64)}
+    arrays = {
+        "time": hits.times.astype(np.float64),
+        "particle_id": hits.particle_id.astype(np.int64),
+        "velocity": hits.velocities.astype(np.float64),
+    }
     return write_polydata(polydata(hits.positions.reshape(-1, traj.positions.shape[-1]), arrays), Path(path))
 
 
@@ -139,7 +145,10 @@ def write_deposition_map_vtp(dmap, path) -> Path:
     from ..io.vtk import write_polydata
 
     if dmap.points is None:
-        raise ValueError("write_deposition_map_vtp: this map counts the sides of a box (no mesh surface); read dmap.counts per dmap.faces")
+        raise ValueError(
+            "write_deposition_map_vtp: this map counts the sides of a box (no mesh surface); read "
+            "dmap.counts per dmap.faces"
+        )
     poly = surface(dmap.points, dmap.faces)
     counts = numpy_to_vtk(np.ascontiguousarray(dmap.counts, dtype=np.int64), deep=True)
     counts.SetName("deposits")

@@ -49,7 +49,9 @@ def _autodiff_jacobian(field, points, t0, T, dt, integrator, boundary, args, dty
     if mesh is None:
         return local(dynamic, points)
     p = PartitionSpec("points")
-    return jax.shard_map(local, mesh=mesh, in_specs=(PartitionSpec(), p), out_specs=(p, p, p), check_vma=False)(dynamic, points)
+    return jax.shard_map(local, mesh=mesh, in_specs=(PartitionSpec(), p), out_specs=(p, p, p), check_vma=False)(
+        dynamic, points
+    )
 
 
 def _padded(points, devices):
@@ -61,7 +63,20 @@ def _padded(points, devices):
     return np.concatenate([points, np.repeat(points[:1], total - len(points), axis=0)]), blocks
 
 
-def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=None, boundary=None, *, method: str = "autodiff", delta: float | None = None, args=None, dtype="float64"):
+def flow_map_jacobian(
+    field,
+    points,
+    t0: float,
+    T: float,
+    dt: float,
+    integrator=None,
+    boundary=None,
+    *,
+    method: str = "autodiff",
+    delta: float | None = None,
+    args=None,
+    dtype="float64",
+):
     """Final positions, final statuses and flow-map Jacobians `J[n, i, j] = ∂φ_i/∂x_j`.
 
     **Arguments:** as `ftle`.
@@ -78,7 +93,9 @@ def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=
         from .._dtypes import resolve
         from ..io.stream import refuse_streamed
 
-        refuse_streamed(field, "method='autodiff'", "use method='fd' (tracked window by window) or read it with stream=False")
+        refuse_streamed(
+            field, "method='autodiff'", "use method='fd' (tracked window by window) or read it with stream=False"
+        )
 
         devices = jax.local_devices()
         mesh = Mesh(np.array(devices), ("points",)) if len(devices) > 1 else None
@@ -86,7 +103,9 @@ def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=
         x = jnp.asarray(padded, resolve(dtype))
         if mesh is not None:
             x = jax.device_put(x, NamedSharding(mesh, PartitionSpec("points")))
-        final, status, jac = _autodiff_jacobian(field, x, float(t0), float(T), float(dt), integrator, boundary, args, dtype, mesh, blocks)
+        final, status, jac = _autodiff_jacobian(
+            field, x, float(t0), float(T), float(dt), integrator, boundary, args, dtype, mesh, blocks
+        )
         n = len(points)
         return np.asarray(final)[:n], np.asarray(status)[:n], np.asarray(jac)[:n]
     if method != "fd":
@@ -107,7 +126,9 @@ def flow_map_jacobian(field, points, t0: float, T: float, dt: float, integrator=
     jac = np.stack([(moved[i] - moved[dim + i]) / width[:, i : i + 1] for i in range(dim)], axis=-1)
     status = traj.status[-1, :n]
     stencil_status = traj.status[-1, n:].reshape(2 * dim, n)
-    status = np.where((stencil_status != Status.ACTIVE).any(axis=0) & (status == Status.ACTIVE), stencil_status.max(axis=0), status)
+    status = np.where(
+        (stencil_status != Status.ACTIVE).any(axis=0) & (status == Status.ACTIVE), stencil_status.max(axis=0), status
+    )
     return final, status, jac
 
 
@@ -117,7 +138,20 @@ def cauchy_green(jacobian) -> np.ndarray:
     return np.einsum("nki,nkj->nij", jacobian, jacobian)
 
 
-def ftle(field, points, t0: float, T: float, dt: float, integrator=None, boundary=None, *, method: str = "autodiff", delta: float | None = None, args=None, dtype="float64") -> np.ndarray:
+def ftle(
+    field,
+    points,
+    t0: float,
+    T: float,
+    dt: float,
+    integrator=None,
+    boundary=None,
+    *,
+    method: str = "autodiff",
+    delta: float | None = None,
+    args=None,
+    dtype="float64",
+) -> np.ndarray:
     """Finite-time Lyapunov exponents $\\frac{1}{|T|}\\log\\sqrt{\\lambda_{max}(C)}$ at `points`.
 
     **Arguments:**
@@ -131,7 +165,9 @@ def ftle(field, points, t0: float, T: float, dt: float, integrator=None, boundar
     **Returns:** `(N,)` exponents; NaN where the particle (or, for `"fd"`, a stencil point) did
     not stay active for the whole time (left the field, absorbed, non-finite).
     """
-    final, status, jac = flow_map_jacobian(field, points, t0, T, dt, integrator, boundary, method=method, delta=delta, args=args, dtype=dtype)
+    final, status, jac = flow_map_jacobian(
+        field, points, t0, T, dt, integrator, boundary, method=method, delta=delta, args=args, dtype=dtype
+    )
     largest = np.linalg.eigvalsh(cauchy_green(jac))[:, -1]
     exponents = np.log(np.sqrt(np.maximum(largest, np.finfo(np.float64).tiny))) / abs(T)
     return np.where(status == Status.ACTIVE, exponents, np.nan)

@@ -10,7 +10,9 @@ from ..fields.grid import GridField
 from ..fields.layered import LayeredField
 
 
-def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | None = None, color_by: str = "time") -> Path:
+def plot_pathlines(
+    traj, path, field=None, max_lines: int = 300, title: str | None = None, color_by: str = "time"
+) -> Path:
     """Pathlines coloured by time (dates on dated data; or by speed along the path,
     `color_by="speed"`), over the field's speed at the first saved time in grey (2-D fields and
     maps), zoomed to the particles.
@@ -39,9 +41,14 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
     origin = None if field is None else field.time_origin
     if color_by == "time":
         scale, label = (86400.0, f"days since {_date(origin, times[0])}") if origin is not None else (1.0, "time")
-        colour = np.broadcast_to((0.5 * (times[:-1] + times[1:]) - (times[0] if origin is not None else 0.0))[:, None] / scale, jumps.shape)
+        colour = np.broadcast_to(
+            (0.5 * (times[:-1] + times[1:]) - (times[0] if origin is not None else 0.0))[:, None] / scale, jumps.shape
+        )
     elif color_by == "speed":
-        colour = np.linalg.norm(segments[:, :, 1] - segments[:, :, 0], axis=-1) / np.maximum(np.abs(np.diff(times)), 1e-300)[:, None]
+        colour = (
+            np.linalg.norm(segments[:, :, 1] - segments[:, :, 0], axis=-1)
+            / np.maximum(np.abs(np.diff(times)), 1e-300)[:, None]
+        )
         label = "speed along the path (° per s)" if _on_sphere(field) else "speed along the path"
     else:
         raise ValueError(f"color_by must be 'time' or 'speed', got {color_by!r}")
@@ -54,7 +61,10 @@ def plot_pathlines(traj, path, field=None, max_lines: int = 300, title: str | No
         ax.legend(loc="upper right", fontsize=7)
     _axes(ax, field, box)
     background = ", grey: speed at the start" if field is not None and (field.dim == 2 or _on_sphere(field)) else ""
-    ax.set_title(title or f"{len(chosen)} of {n} pathlines, {_when(origin, times[0])} → {_when(origin, times[-1])}{_projection(positions, field)}{background}", fontsize=9)
+    span = f"{_when(origin, times[0])} → {_when(origin, times[-1])}"
+    ax.set_title(
+        title or f"{len(chosen)} of {n} pathlines, {span}{_projection(positions, field)}{background}", fontsize=9
+    )
     return _save(fig, path)
 
 
@@ -89,7 +99,11 @@ def _date(origin, t) -> str:
 
 
 def _projection(positions, field) -> str:
-    return " (x–y projection)" if positions.shape[-1] == 3 and not _on_sphere(field) else (" (surface view)" if positions.shape[-1] == 3 else "")
+    return (
+        " (x–y projection)"
+        if positions.shape[-1] == 3 and not _on_sphere(field)
+        else (" (surface view)" if positions.shape[-1] == 3 else "")
+    )
 
 
 def _on_sphere(field) -> bool:
@@ -131,21 +145,40 @@ def _land(ax, field) -> None:
     if land is None:
         return
     land = np.asarray(land) >= 0.5
-    if isinstance(field, LayeredField):  # filled where the mask interpolated on the mesh reaches 1/2 (where particles beach)
+    if isinstance(
+        field, LayeredField
+    ):  # filled where the mask interpolated on the mesh reaches 1/2 (where particles beach)
         from matplotlib.tri import Triangulation
 
         cells = np.asarray(field.surface.nodes)
         triangles = cells if cells.shape[1] == 3 else np.concatenate([cells[:, [0, 1, 2]], cells[:, [0, 2, 3]]])
         points = np.asarray(field.surface.points)
-        ax.tricontourf(Triangulation(points[:, 0], points[:, 1], triangles), land.astype(float), levels=[0.5, 1.5], colors=["#b08040"], zorder=3)
+        ax.tricontourf(
+            Triangulation(points[:, 0], points[:, 1], triangles),
+            land.astype(float),
+            levels=[0.5, 1.5],
+            colors=["#b08040"],
+            zorder=3,
+        )
         return
     if isinstance(field, CurvilinearField):  # curvilinear: land per node of the 2-D lon/lat grid
         points = np.asarray(field.mesh.points).reshape(field.grid_shape + (-1,))
-        land, lon, lat = (a if a.ndim == 2 else a[:, :, 0] for a in (land.reshape(field.grid_shape), points[..., 0], points[..., 1]))
+        land, lon, lat = (
+            a if a.ndim == 2 else a[:, :, 0] for a in (land.reshape(field.grid_shape), points[..., 0], points[..., 1])
+        )
     else:
         land = land if land.ndim == 2 else land[:, :, 0]
         lon, lat = np.meshgrid(np.asarray(field.axes[0]), np.asarray(field.axes[1]), indexing="ij")
-    ax.pcolormesh(lon, lat, np.ma.masked_where(~land, land.astype(float)), cmap="copper", vmin=0, vmax=1.6, shading="nearest", zorder=3)
+    ax.pcolormesh(
+        lon,
+        lat,
+        np.ma.masked_where(~land, land.astype(float)),
+        cmap="copper",
+        vmin=0,
+        vmax=1.6,
+        shading="nearest",
+        zorder=3,
+    )
 
 
 def _axes(ax, field, box=None) -> None:
@@ -186,12 +219,20 @@ def _figure(box=None, field=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ratio = 0.6 if box is None else float(np.clip((box[1][1] - box[0][1]) * _aspect(box, field) / max(box[1][0] - box[0][0], 1e-300), 0.25, 2.0))
+    ratio = (
+        0.6
+        if box is None
+        else float(
+            np.clip((box[1][1] - box[0][1]) * _aspect(box, field) / max(box[1][0] - box[0][0], 1e-300), 0.25, 2.0)
+        )
+    )
     width = 7.0 if ratio <= 1 else 7.0 / ratio
     return plt.subplots(figsize=(width + 1.3, width * ratio + 0.8), dpi=120, layout="constrained")
 
 
-def plot_scalar_map(values, axes, path, label: str, title: str, cmap: str = "viridis", field=None, robust: bool = False) -> Path:
+def plot_scalar_map(
+    values, axes, path, label: str, title: str, cmap: str = "viridis", field=None, robust: bool = False
+) -> Path:
     """A 2-D map of `values` `(nx, ny)` on coordinate `axes` (x, y) with a labelled colour bar;
     with a spherical `field`, a lon/lat map with its land. `robust` (counts): empty cells blank,
     the colour scale from 0 to the 98th percentile of the others (a pile-up at one wall does not
@@ -205,7 +246,9 @@ def plot_scalar_map(values, axes, path, label: str, title: str, cmap: str = "vir
         limits = {"vmin": 0.0, "vmax": max(float(np.nanpercentile(values[values > 0], 98)), 1e-300)}
         values = np.ma.masked_equal(values, 0.0)
     mesh = ax.pcolormesh(x, y, values.T, cmap=cmap, shading="auto", **limits)
-    fig.colorbar(mesh, ax=ax, label=label, shrink=0.9, extend="max" if limits and values.max() > limits["vmax"] else "neither")
+    fig.colorbar(
+        mesh, ax=ax, label=label, shrink=0.9, extend="max" if limits and values.max() > limits["vmax"] else "neither"
+    )
     if _on_sphere(field):
         _land(ax, field)
     _axes(ax, field, box)
@@ -237,8 +280,17 @@ def plot_density(counts, bounds, path, time: float | None = None, field=None, pr
     suffix = "" if time is None else f", {_when(origin, time)}"
     label = f"particles per cell of {size[0]:.3g} × {size[1]:.3g}"
     if _on_sphere(field):
-        counts, label = per_area(counts, (lo, hi)) * 1e4, f"particles per 10⁴ km² (cells {size[0]:.3g}° × {size[1]:.3g}°)"
-    title = f"particle density{suffix}" + (" (x–y projection: summed over z)" if projected and not _on_sphere(field) else " (all depths)" if projected else "")
+        counts, label = (
+            per_area(counts, (lo, hi)) * 1e4,
+            f"particles per 10⁴ km² (cells {size[0]:.3g}° × {size[1]:.3g}°)",
+        )
+    title = f"particle density{suffix}" + (
+        " (x–y projection: summed over z)"
+        if projected and not _on_sphere(field)
+        else " (all depths)"
+        if projected
+        else ""
+    )
     return plot_scalar_map(counts, edges, path, label=label, title=title, cmap="viridis", field=field, robust=True)
 
 
@@ -264,8 +316,17 @@ def plot_snapshot(traj, frame: int, path, field=None) -> Path:
     for code in np.unique(status):
         sel = status == code
         style = _STATUS_STYLE.get(Status(int(code)), dict(marker="+", ms=4, color="orange"))
-        ax.plot(x[sel, 0], x[sel, 1], ls="none", label=f"{Status(int(code)).name.lower()} ({int(sel.sum())})", zorder=5, **style)
+        ax.plot(
+            x[sel, 0],
+            x[sel, 1],
+            ls="none",
+            label=f"{Status(int(code)).name.lower()} ({int(sel.sum())})",
+            zorder=5,
+            **style,
+        )
     ax.legend(loc="upper right", fontsize=7, markerscale=2)
     _axes(ax, field, box)
-    ax.set_title(f"particles, {_when(None if field is None else field.time_origin, t)}{_projection(x[None], field)}", fontsize=9)
+    ax.set_title(
+        f"particles, {_when(None if field is None else field.time_origin, t)}{_projection(x[None], field)}", fontsize=9
+    )
     return _save(fig, path)

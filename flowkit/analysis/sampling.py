@@ -14,5 +14,8 @@ def sample(field, traj, args=None, chunk_frames: int = 64) -> np.ndarray:
     times = jnp.asarray(traj.times)
     positions = jnp.asarray(traj.positions)
     evaluate = jax.jit(jax.vmap(jax.vmap(lambda t, x: field(t, x, args), in_axes=(None, 0)), in_axes=(0, 0)))
-    out = [np.asarray(evaluate(times[i : i + chunk_frames], positions[i : i + chunk_frames])) for i in range(0, len(traj.times), chunk_frames)]
+    out = [
+        np.asarray(evaluate(times[i : i + chunk_frames], positions[i : i + chunk_frames]))
+        for i in range(0, len(traj.times), chunk_frames)
+    ]
     return np.concatenate(out)

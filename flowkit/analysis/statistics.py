@@ -38,7 +38,9 @@ def arrival_time(traj, region) -> np.ndarray:
     first = np.argmax(hit, axis=0)
     idx = np.arange(hit.shape[1])
     when = times[first] + enter[first, idx] * dt[first, 0]
-    start_inside = _inside(np.asarray(traj.positions[0], dtype=np.float64), region) & (np.asarray(traj.status[0]) == Status.ACTIVE)
+    start_inside = _inside(np.asarray(traj.positions[0], dtype=np.float64), region) & (
+        np.asarray(traj.status[0]) == Status.ACTIVE
+    )
     return np.where(start_inside, times[0], np.where(hit.any(axis=0), when, np.inf))
 
 

@@ -6,7 +6,6 @@ from .box import (
     MODES as MODES,
     Absorbing as Absorbing,
     AbstractBox as AbstractBox,
-    AbstractUniformBox as AbstractUniformBox,
     Clamp as Clamp,
     Mixed as Mixed,
     Open as Open,

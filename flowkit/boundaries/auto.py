@@ -41,7 +41,12 @@ class Auto(AbstractBoundaryConfig):
                 return MeshWalls(self.mode, open=["outflow"]).bind(field)
             opens = [name for name, kind in typed.items() if kind == "open"]
             curved = [name for name in opens if "point" not in regions[name]]
-            _log.info("boundary: the solver's patch types: open %s, walls %s%s", opens, sorted(set(regions) - set(opens)), f"; {curved} curved: their faces open where the flow leaves" if curved else "")
+            _log.info(
+                "boundary: the solver's patch types: open %s, walls %s%s",
+                opens,
+                sorted(set(regions) - set(opens)),
+                f"; {curved} curved: their faces open where the flow leaves" if curved else "",
+            )
             planes = [name for name in opens if name not in curved]
             return MeshWalls(self.mode, open=planes + (["outflow"] if curved else [])).bind(field)
         return Reflective(field.bounds).bind(field)

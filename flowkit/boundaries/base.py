@@ -140,7 +140,10 @@ class AbstractBoundaryConfig(AbstractBoundary):
         """The bound boundary for `field` (host side, before compiling)."""
 
     def _unbound(self):
-        return TypeError(f"{type(self).__name__} is a boundary config: bind it to a field first (boundary.bind(field); fk.track does this)")
+        return TypeError(
+            f"{type(self).__name__} is a boundary config: bind it to a field first "
+            "(boundary.bind(field); fk.track does this)"
+        )
 
     def apply(self, x_prev, x_next, status, key=None):
         raise self._unbound()

@@ -1,7 +1,5 @@
 """Axis-aligned box walls: periodic, reflect, slip, absorb, or a mix per axis."""
 
-from typing import ClassVar
-
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -76,40 +74,50 @@ class AbstractBox(AbstractBoundary):
         return jnp.where(masks["slip"] & outside, 0, out)
 
 
-class AbstractUniformBox(AbstractBox):
-    """A box with the same behaviour (`mode`) on every axis."""
+def uniform(bounds, mode: str) -> tuple[Bounds, tuple[str, ...]]:
+    """`(bounds, modes)` of a box with the same wall `mode` on every axis."""
+    bounds = as_bounds(bounds)
+    return bounds, (mode,) * bounds[0].shape[0]
 
-    mode: eqx.AbstractClassVar[str]
+
+class Periodic(AbstractBox):
+    """Periodic in every axis of `bounds`."""
+
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
     def __init__(self, bounds):
-        self.bounds = as_bounds(bounds)
-        self.modes = (self.mode,) * self.bounds[0].shape[0]
+        self.bounds, self.modes = uniform(bounds, "periodic")
 
 
-class Periodic(AbstractUniformBox):
-    """Periodic in every axis of `bounds`."""
-
-    mode: ClassVar[str] = "periodic"
-
-
-class Reflective(AbstractUniformBox):
+class Reflective(AbstractBox):
     """Specular reflection on every face of `bounds`."""
 
-    mode: ClassVar[str] = "reflect"
+    bounds: Bounds
+    modes: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(self, bounds):
+        self.bounds, self.modes = uniform(bounds, "reflect")
 
 
-class Clamp(AbstractUniformBox):
+class Clamp(AbstractBox):
     """Coordinates clipped onto the faces of `bounds` (the `slip` mode)."""
 
-    mode: ClassVar[str] = "slip"
+    bounds: Bounds
+    modes: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(self, bounds):
+        self.bounds, self.modes = uniform(bounds, "slip")
 
 
-class Absorbing(AbstractUniformBox):
+class Absorbing(AbstractBox):
     """Particles stop (status `ABSORBED`) where they cross a face of `bounds`."""
 
-    mode: ClassVar[str] = "absorb"
+    bounds: Bounds
+    modes: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(self, bounds):
+        self.bounds, self.modes = uniform(bounds, "absorb")
 
 
 class Mixed(AbstractBox):

@@ -65,7 +65,9 @@ class Composed(AbstractBoundary):
         for part in self.parts:
             if part.restarts:
                 x, status, hint, generation, more = part.restart(field, args, t, h, step, block)
-                block = eqx.tree_at(lambda b: (b.x, b.status, b.hint, b.generation), block, (x, status, hint, generation))
+                block = eqx.tree_at(
+                    lambda b: (b.x, b.status, b.hint, b.generation), block, (x, status, hint, generation)
+                )
                 lost = lost + more
         return block.x, block.status, block.hint, block.generation, lost
 

@@ -220,7 +220,9 @@ class ReleaseSchedule(eqx.Module):
     def released_before(self, t):
         """How many releases are due strictly before time `t` (traced or not)."""
         if self.pulses is not None:
-            return self.per_pulse * jnp.searchsorted(jnp.asarray(self.pulses, jnp.result_type(t)), t, side="left").astype(jnp.int32)
+            return self.per_pulse * jnp.searchsorted(
+                jnp.asarray(self.pulses, jnp.result_type(t)), t, side="left"
+            ).astype(jnp.int32)
         # release k is due at t_start + (k + 1/2) / rate: mid-interval, so a step holding a whole
         # number of releases always gets exactly that many despite rounding of t
         cap = 2**30 if self.t_stop is None else int(np.floor((self.t_stop - self.t_start) * self.rate + 0.5))
@@ -253,7 +255,12 @@ class BoundContinuousInlet(AbstractInlet):
         tolerance = plane_tolerance(field.bounds, x.dtype)
         gone = (status == Status.ACTIVE) & self.outlet.crossed(x_prev, x_next, tolerance)
         out = jnp.asarray(Status.OUT_OF_DOMAIN, status.dtype)
-        return jnp.where(gone[:, None], x_prev, x), jnp.where(gone, out, status_b), select(gone, hint, hint_b), inside | gone
+        return (
+            jnp.where(gone[:, None], x_prev, x),
+            jnp.where(gone, out, status_b),
+            select(gone, hint, hint_b),
+            inside | gone,
+        )
 
     def restart(self, field, args, t, h, step, block: Block):
         b, n_blocks = block.block, block.n_blocks
@@ -320,11 +327,15 @@ class ContinuousInlet(AbstractInletConfig):
         if pulses is not None:
             pulses = tuple(sorted(float(p) for p in pulses))
             if not pulses or int(per_pulse) < 1:
-                raise ValueError(f"ContinuousInlet: pulses need at least one time and per_pulse >= 1, got {pulses} and {per_pulse}")
+                raise ValueError(
+                    f"ContinuousInlet: pulses need at least one time and per_pulse >= 1, got {pulses} and {per_pulse}"
+                )
         if int(slots) < 1:
             raise ValueError(f"ContinuousInlet: slots must be positive, got {slots}")
         rate = None if rate is None else float(rate)
-        self.schedule = ReleaseSchedule(rate, float(t_start), None if t_stop is None else float(t_stop), pulses, int(per_pulse), int(slots))
+        self.schedule = ReleaseSchedule(
+            rate, float(t_start), None if t_stop is None else float(t_stop), pulses, int(per_pulse), int(slots)
+        )
         self.walls = _check_walls(walls)
         self.resolution = int(resolution)
 

@@ -79,8 +79,12 @@ class BoundMeshWalls(AbstractBoundary):
 
         pending = active & ~inside
         none = jnp.zeros_like(inside)
-        _, x, found, inside, hit, _, escaped = jax.lax.while_loop(more, bounce, (0, x_next, found, inside, none, pending, none))
-        stuck = hit & ~inside & ~escaped  # still outside after the bounces, and not through an opening: stay where the step began
+        _, x, found, inside, hit, _, escaped = jax.lax.while_loop(
+            more, bounce, (0, x_next, found, inside, none, pending, none)
+        )
+        stuck = (
+            hit & ~inside & ~escaped
+        )  # still outside after the bounces, and not through an opening: stay where the step began
         return jnp.where(stuck[:, None], x_prev, x), status, select(stuck, hint, found), inside | stuck
 
     def turn_velocity(self, x_step, x, v, restitution):
@@ -118,9 +122,14 @@ class MeshWalls(AbstractBoundaryConfig):
 
     def bind(self, field) -> BoundMeshWalls:
         if not isinstance(field, AbstractMeshField):
-            raise TypeError(f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use fk.Reflective/fk.Absorbing(bounds)")
+            raise TypeError(
+                f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use "
+                "fk.Reflective/fk.Absorbing(bounds)"
+            )
         planes = tuple(region(spec, field) for spec in self.open if spec != "outflow")
-        return BoundMeshWalls(self.mode, planes, self.max_bounces, outflow_faces(field.as_mesh()) if "outflow" in self.open else None)
+        return BoundMeshWalls(
+            self.mode, planes, self.max_bounces, outflow_faces(field.as_mesh()) if "outflow" in self.open else None
+        )
 
 
 def outflow_faces(mesh, threshold: float = 0.05) -> Bool[Array, "C F"]:
@@ -129,7 +138,9 @@ def outflow_faces(mesh, threshold: float = 0.05) -> Bool[Array, "C F"]:
     exceeds `threshold` times the median speed of the data. Logged with the area of the open
     and the wall faces."""
     cell, face, nodes = mesh.boundary_faces()
-    centre, normal = (np.asarray(a, np.float64) for a in mesh.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32)))
+    centre, normal = (
+        np.asarray(a, np.float64) for a in mesh.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32))
+    )
     values = np.asarray(mesh.values, np.float64).mean(axis=0)  # (P or C, dim): the data's mean flow
     at_face = values[cell] if mesh.cell_values else values[nodes].mean(axis=1)
     speed = np.median(np.linalg.norm(values, axis=1))
@@ -139,7 +150,13 @@ def outflow_faces(mesh, threshold: float = 0.05) -> Bool[Array, "C F"]:
         area = np.linalg.norm(corners[:, 1] - corners[:, 0], axis=1)
     else:
         area = 0.5 * np.linalg.norm(np.cross(corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1]), axis=1)
-    _log.info("boundary: %d faces the flow leaves through are open (area %.4g), %d are walls (area %.4g)", leaving.sum(), area[leaving].sum(), (~leaving).sum(), area[~leaving].sum())
+    _log.info(
+        "boundary: %d faces the flow leaves through are open (area %.4g), %d are walls (area %.4g)",
+        leaving.sum(),
+        area[leaving].sum(),
+        (~leaving).sum(),
+        area[~leaving].sum(),
+    )
     table = np.zeros(tuple(mesh.neighbours.shape), bool)
     table[cell, face] = leaving
     return jnp.asarray(table)

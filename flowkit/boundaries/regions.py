@@ -32,7 +32,9 @@ class Plane(eqx.Module):
         point = np.asarray(point, np.float64)
         normal = np.asarray(normal, np.float64)
         if point.ndim != 1 or point.shape != normal.shape or point.shape[0] not in (2, 3):
-            raise ValueError(f"Plane: point and normal need 2 or 3 coordinates each, got {point.shape} and {normal.shape}")
+            raise ValueError(
+                f"Plane: point and normal need 2 or 3 coordinates each, got {point.shape} and {normal.shape}"
+            )
         length = np.linalg.norm(normal)
         if not np.isfinite(length) or length == 0:
             raise ValueError(f"Plane: normal must be a non-zero vector, got {normal.tolist()}")
@@ -75,17 +77,29 @@ def plane(spec, bounds, regions=None) -> Plane:
     if isinstance(spec, str) and spec.startswith("patch:"):
         if spec not in (regions or {}):
             known = sorted(regions or {})
-            raise ValueError(f"unknown region {spec!r}: " + (f"this field's patches are {known}" if known else "this field has no named patches (a solver's case read by fk.io.read has them)"))
+            raise ValueError(
+                f"unknown region {spec!r}: "
+                + (
+                    f"this field's patches are {known}"
+                    if known
+                    else "this field has no named patches (a solver's case read by fk.io.read has them)"
+                )
+            )
         if "point" not in regions[spec]:
             planar = sorted(name for name, value in regions.items() if "point" in value)
-            raise ValueError(f"region {spec!r} is a curved patch: inlets, outlets and open regions are planes (this field's planar patches are {planar}; or give {{point, normal[, lo, hi]}})")
+            raise ValueError(
+                f"region {spec!r} is a curved patch: inlets, outlets and open regions are planes (this "
+                f"field's planar patches are {planar}; or give {{point, normal[, lo, hi]}})"
+            )
         spec = regions[spec]
     lo, hi = (np.asarray(b, np.float64) for b in bounds)
     dim = lo.shape[0]
     if isinstance(spec, str):
         if spec not in SIDES or SIDES[spec][0] >= dim:
             names = [name for name, (axis, _) in SIDES.items() if axis < dim]
-            raise ValueError(f"unknown side {spec!r}: a {dim}-D field's sides are {names} (or give {{point, normal[, lo, hi]}})")
+            raise ValueError(
+                f"unknown side {spec!r}: a {dim}-D field's sides are {names} (or give {{point, normal[, lo, hi]}})"
+            )
         axis, sign = SIDES[spec]
         point = (lo + hi) / 2
         point[axis] = hi[axis] if sign > 0 else lo[axis]
@@ -97,7 +111,9 @@ def plane(spec, bounds, regions=None) -> Plane:
     try:
         return Plane(spec["point"], spec["normal"], spec.get("lo"), spec.get("hi"))
     except (TypeError, KeyError):
-        raise ValueError(f"a region must be a side name like 'xmin', a Plane, or {{point, normal[, lo, hi]}}; got {spec!r}") from None
+        raise ValueError(
+            f"a region must be a side name like 'xmin', a Plane, or {{point, normal[, lo, hi]}}; got {spec!r}"
+        ) from None
 
 
 class InletSurface(eqx.Module):
@@ -161,7 +177,11 @@ def _mesh_surface(mesh, where: Plane, name: str) -> InletSurface:
     keep = np.asarray(where.holds(centre, normal, plane_tolerance(mesh.bounds, centre.dtype)))
     if not keep.any():
         lo, hi = (np.asarray(b).tolist() for b in mesh.bounds)
-        raise ValueError(f"{name}: no boundary face of the mesh lies on the plane through {np.asarray(where.point).tolist()} with normal {np.asarray(where.normal).tolist()} (mesh bounds {lo} to {hi})")
+        raise ValueError(
+            f"{name}: no boundary face of the mesh lies on the plane through "
+            f"{np.asarray(where.point).tolist()} with normal {np.asarray(where.normal).tolist()} "
+            f"(mesh bounds {lo} to {hi})"
+        )
     cell, nodes = cell[keep], nodes[keep]
     if mesh.dim == 2:
         simplices, owner = nodes[:, :2], cell
@@ -180,13 +200,19 @@ def _box_surface(field, where: Plane, resolution: int, name: str) -> InletSurfac
     normal = np.asarray(where.normal)
     axis = int(np.argmax(np.abs(normal)))
     if abs(abs(normal[axis]) - 1) > 1e-9:
-        raise ValueError(f"{name}: on a field without a mesh the plane must be a face of its box (axis-aligned), got normal {normal.tolist()}")
+        raise ValueError(
+            f"{name}: on a field without a mesh the plane must be a face of its box (axis-aligned), "
+            f"got normal {normal.tolist()}"
+        )
     lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
     a, b = np.maximum(lo, np.asarray(where.lo)), np.minimum(hi, np.asarray(where.hi))
     level = float(np.asarray(where.point)[axis])
     others = [i for i in range(field.dim) if i != axis]
     if np.any(a[others] >= b[others]) or not lo[axis] - 1e-9 <= level <= hi[axis] + 1e-9:
-        raise ValueError(f"{name}: the plane {axis}={level} with region {a.tolist()}..{b.tolist()} does not meet the field's box {lo.tolist()}..{hi.tolist()}")
+        raise ValueError(
+            f"{name}: the plane {axis}={level} with region {a.tolist()}..{b.tolist()} does not meet "
+            f"the field's box {lo.tolist()}..{hi.tolist()}"
+        )
     ticks = [np.linspace(a[i], b[i], resolution + 1) for i in others]
     grid = np.stack(np.meshgrid(*ticks, indexing="ij"), axis=-1).reshape(-1, len(others))
     vertices = np.zeros((len(grid), field.dim))

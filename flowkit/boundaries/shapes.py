@@ -48,7 +48,9 @@ class AbstractRound(AbstractBoundary):
         outside = self._outside(x_next)
         if self.mode in ("absorb", "stick"):
             hit, _ = self._meet(x_prev, x_next)
-            return jnp.where(outside, hit, x_next), jnp.where(outside, jnp.asarray(Status.ABSORBED, status.dtype), status)
+            return jnp.where(outside, hit, x_next), jnp.where(
+                outside, jnp.asarray(Status.ABSORBED, status.dtype), status
+            )
 
         def bounce(_, carry):
             start, end = carry
@@ -88,7 +90,10 @@ class Sphere(AbstractRound):
     def __init__(self, centre, radius, mode: str = "reflect", max_bounces: int = 4):
         self.centre = jnp.asarray(np.asarray(centre, np.float64))
         if self.centre.ndim != 1 or self.centre.shape[0] not in (2, 3) or not float(radius) > 0:
-            raise ValueError(f"Sphere: centre needs 2 or 3 coordinates and radius must be positive, got {np.asarray(centre).tolist()} and {radius}")
+            raise ValueError(
+                "Sphere: centre needs 2 or 3 coordinates and radius must be positive, got "
+                f"{np.asarray(centre).tolist()} and {radius}"
+            )
         self.radius = jnp.asarray(float(radius))
         self.mode = _mode(mode)
         self.max_bounces = int(max_bounces)
@@ -107,7 +112,10 @@ class Cylinder(AbstractRound):
     def __init__(self, centre, axis, radius, mode: str = "reflect", max_bounces: int = 4):
         centre, axis = np.asarray(centre, np.float64), np.asarray(axis, np.float64)
         if centre.shape != (3,) or axis.shape != (3,) or not np.linalg.norm(axis) > 0 or not float(radius) > 0:
-            raise ValueError(f"Cylinder: centre and a non-zero axis need 3 coordinates each and radius must be positive, got {centre.tolist()}, {axis.tolist()}, {radius}")
+            raise ValueError(
+                "Cylinder: centre and a non-zero axis need 3 coordinates each and radius must be "
+                f"positive, got {centre.tolist()}, {axis.tolist()}, {radius}"
+            )
         self.centre = jnp.asarray(centre)
         self.axis = jnp.asarray(axis / np.linalg.norm(axis))
         self.radius = jnp.asarray(float(radius))

@@ -189,7 +189,9 @@ def node_rows(table, times, t, nodes, weights):
     return total.astype(weights.dtype)
 
 
-def as_bounds(bounds, dim: int | None = None, name: str = "bounds") -> tuple[Float[Array, " dim"], Float[Array, " dim"]]:
+def as_bounds(
+    bounds, dim: int | None = None, name: str = "bounds"
+) -> tuple[Float[Array, " dim"], Float[Array, " dim"]]:
     """Check and convert `(lo, hi)` into a pair of float arrays of equal length with lo < hi."""
     import jax.numpy as jnp
     import numpy as np

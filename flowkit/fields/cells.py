@@ -56,7 +56,9 @@ def _quad_shape(xi):
 def _hex_shape(xi):
     r, s, t = xi[..., 0], xi[..., 1], xi[..., 2]
     rm, sm, tm = 1 - r, 1 - s, 1 - t
-    return jnp.stack([rm * sm * tm, r * sm * tm, r * s * tm, rm * s * tm, rm * sm * t, r * sm * t, r * s * t, rm * s * t], axis=-1)
+    return jnp.stack(
+        [rm * sm * tm, r * sm * tm, r * s * tm, rm * s * tm, rm * sm * t, r * sm * t, r * s * t, rm * s * t], axis=-1
+    )
 
 
 def _wedge_shape(xi):
@@ -90,7 +92,18 @@ def _pyramid_violations(xi):
 
 
 TRIANGLE = CellKind("triangle", 2, 3, ((1, 2), (0, 2), (0, 1)), {VTK_TRIANGLE: (0, 1, 2)}, simplex=True)
-QUAD = CellKind("quad", 2, 4, ((0, 3), (1, 2), (0, 1), (3, 2)), {VTK_QUAD: (0, 1, 2, 3), VTK_PIXEL: (0, 1, 3, 2)}, simplex=False, shape=_quad_shape, violations=_box_violations, centre=(0.5, 0.5), box_corners=((0,), (1,), (2,), (3,)))
+QUAD = CellKind(
+    "quad",
+    2,
+    4,
+    ((0, 3), (1, 2), (0, 1), (3, 2)),
+    {VTK_QUAD: (0, 1, 2, 3), VTK_PIXEL: (0, 1, 3, 2)},
+    simplex=False,
+    shape=_quad_shape,
+    violations=_box_violations,
+    centre=(0.5, 0.5),
+    box_corners=((0,), (1,), (2,), (3,)),
+)
 TETRA = CellKind("tetra", 3, 4, ((1, 2, 3), (0, 2, 3), (0, 1, 3), (0, 1, 2)), {VTK_TETRA: (0, 1, 2, 3)}, simplex=True)
 HEXAHEDRON = CellKind(
     "hexahedron",

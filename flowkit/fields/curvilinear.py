@@ -52,10 +52,25 @@ class CurvilinearField(AbstractMeshField):
     grid_shape: tuple[int, ...] = eqx.field(static=True)
     spherical: ClassVar[bool] = True
 
-    def __init__(self, lon, lat, values, times=None, *, depth=None, land=None, time_origin: TimeOrigin | None = None, dtype="float32", **mesh_options):
+    def __init__(
+        self,
+        lon,
+        lat,
+        values,
+        times=None,
+        *,
+        depth=None,
+        land=None,
+        time_origin: TimeOrigin | None = None,
+        dtype="float32",
+        **mesh_options,
+    ):
         lon, lat = np.asarray(lon, np.float64), np.asarray(lat, np.float64)
         if lon.ndim != 2 or lon.shape != lat.shape or min(lon.shape) < 2:
-            raise ValueError(f"CurvilinearField: lon and lat must be 2-D arrays of one shape, at least 2 x 2, got {lon.shape} and {lat.shape}")
+            raise ValueError(
+                "CurvilinearField: lon and lat must be 2-D arrays of one shape, at least 2 x 2, got "
+                f"{lon.shape} and {lat.shape}"
+            )
         if np.nanmax(np.abs(lat)) > 90 or not (np.isfinite(lon).all() and np.isfinite(lat).all()):
             raise ValueError("CurvilinearField: latitudes must be finite and within [-90, 90], longitudes finite")
         lon = np.unwrap(np.unwrap(lon, period=360.0, axis=0), period=360.0, axis=1)  # continuous across the dateline
@@ -63,13 +78,20 @@ class CurvilinearField(AbstractMeshField):
         values = np.asarray(values, np.float64)
         lead = () if times is None else (len(np.asarray(times)),)
         if values.shape not in (lead + shape + (len(shape),), lead + (math.prod(shape), len(shape))):
-            raise ValueError(f"CurvilinearField: values must have shape {lead + shape + (len(shape),)} ((times,) nodes, components), got {values.shape}")
+            raise ValueError(
+                f"CurvilinearField: values must have shape {lead + shape + (len(shape),)} ((times,) "
+                f"nodes, components), got {values.shape}"
+            )
         points = np.stack([lon, lat], axis=-1)
         if depth is not None:
             depth = np.asarray(depth, np.float64)
             if depth.ndim != 1 or len(depth) < 2 or not np.all(np.diff(depth) > 0):
-                raise ValueError(f"CurvilinearField: depth must be 1-D, increasing, with at least 2 levels, got {depth}")
-            points = np.concatenate([np.repeat(points[:, :, None], len(depth), axis=2), np.broadcast_to(depth, shape)[..., None]], axis=-1)
+                raise ValueError(
+                    f"CurvilinearField: depth must be 1-D, increasing, with at least 2 levels, got {depth}"
+                )
+            points = np.concatenate(
+                [np.repeat(points[:, :, None], len(depth), axis=2), np.broadcast_to(depth, shape)[..., None]], axis=-1
+            )
         values = values.reshape(lead + (-1, len(shape)))
         if land is not None:
             land = np.asarray(land, bool)
@@ -77,9 +99,16 @@ class CurvilinearField(AbstractMeshField):
                 raise ValueError(f"CurvilinearField: land must have the grid's shape {shape}, got {land.shape}")
             land = land.reshape(-1)
             values = np.where(land[:, None], 0.0, values)
-        self.mesh = MeshField(points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options)
+        self.mesh = MeshField(
+            points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options
+        )
         self.land = None if land is None or not land.any() else jnp.asarray(land, self.mesh.values.dtype)
-        self.bounds, self.dim, self.time_range, self.periodic = self.mesh.bounds, self.mesh.dim, self.mesh.time_range, self.mesh.periodic
+        self.bounds, self.dim, self.time_range, self.periodic = (
+            self.mesh.bounds,
+            self.mesh.dim,
+            self.mesh.time_range,
+            self.mesh.periodic,
+        )
         self.time_origin = time_origin
         self.grid_shape = shape
 

@@ -14,10 +14,17 @@ from jaxtyping import Array, Bool, Float, Int
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
 from .base import AbstractField, time_slices, time_weights
+from .grid_inputs import (
+    check_options,
+    checked_axes,
+    checked_periodic,
+    checked_series,
+    is_uniform,
+    longitude_origin,
+    repeats_first_node,
+    sample_tables,
+)
 
-_INTERPOLATIONS = ("linear", "nearest")
-_STAGGERINGS = ("A", "C")
-COASTS = ("noslip", "freeslip", "partialslip")
 EARTH_RADIUS = 6_371_000.0
 """Metres (the mean radius, as Parcels and OpenDrift use)."""
 _DEGREES = 180 / math.pi
@@ -119,72 +126,51 @@ class GridField(AbstractField):
         return f"{self.shape}{time_slices(self.times)}"
 
     def __init__(
-        self, data, axes: Sequence, times=None, periodic=False, interpolation: str = "linear", dtype="float32", *, spherical: bool = False, land=None, time_origin: TimeOrigin | None = None, staggering: str = "A", samples=None, coast: str = "noslip"
+        self,
+        data,
+        axes: Sequence,
+        times=None,
+        periodic=False,
+        interpolation: str = "linear",
+        dtype="float32",
+        *,
+        spherical: bool = False,
+        land=None,
+        time_origin: TimeOrigin | None = None,
+        staggering: str = "A",
+        samples=None,
+        coast: str = "noslip",
     ):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
         data = np.asarray(data)
-        if not isinstance(axes, (list, tuple)) or len(axes) not in (2, 3):
-            raise ValueError(f"GridField: axes must be a list of 2 or 3 coordinate arrays, got {type(axes).__name__} of length {len(axes) if hasattr(axes, '__len__') else '?'}")
-        dim = len(axes)
-        np_axes = []
-        for i, ax in enumerate(axes):
-            ax = np.asarray(ax, dtype=np.float64)
-            if ax.ndim != 1 or ax.shape[0] < 2:
-                raise ValueError(f"GridField: axes[{i}] must be 1-D with at least 2 nodes, got shape {ax.shape}")
-            if not np.all(np.isfinite(ax)) or not np.all(np.diff(ax) > 0):
-                raise ValueError(f"GridField: axes[{i}] must be strictly increasing (monotonic) and finite")
-            np_axes.append(ax)
-        shape = tuple(ax.shape[0] for ax in np_axes)
-        if np.ndim(periodic) == 0:
-            periodic = (periodic,) * dim
-        periodic = tuple(periodic)
-        if len(periodic) != dim:
-            raise ValueError(f"GridField: periodic needs one flag or period per axis ({dim}), got {periodic}")
-        periods = [None if isinstance(p, (bool, np.bool_)) else float(p) for p in periodic]
-        periodic = tuple(bool(p) for p in periodic)
-        if interpolation not in _INTERPOLATIONS:
-            raise ValueError(f"GridField: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
-        if coast not in COASTS or (coast != "noslip" and (staggering != "A" or interpolation != "linear")):
-            raise ValueError(f"GridField: coast must be one of {COASTS} (slip on linear A-grids), got {coast!r} with staggering {staggering!r}, {interpolation!r}")
-        if staggering not in _STAGGERINGS or (staggering == "C" and interpolation != "linear"):
-            raise ValueError(f"GridField: staggering must be one of {_STAGGERINGS} (a C-grid with linear interpolation), got {staggering!r} with {interpolation!r}")
-        uniform = tuple(_is_uniform(ax) for ax in np_axes)
-        for i in range(dim):
-            if periodic[i] and not uniform[i]:
-                raise ValueError(f"GridField: periodic axis {i} must be uniformly spaced")
-
-        components = int(data.shape[-1]) if data.ndim >= 1 else 0
-        if times is None:
-            expected = shape + (components,)
-            if data.ndim != dim + 1 or data.shape != expected or components < 1:
-                raise ValueError(f"GridField: steady data must have shape {expected} (axes lengths + components, {dim} for a velocity), got {data.shape}")
-            data = data[None]
-            self.times = None
-            self.time_range = (-math.inf, math.inf)
-        else:
-            times = np.asarray(times, dtype=np.float64)
-            if times.ndim != 1 or times.shape[0] < 2 or not np.all(np.diff(times) > 0):
-                raise ValueError(f"GridField: times must be a strictly increasing 1-D array with at least 2 entries, got shape {times.shape}")
-            expected = (times.shape[0],) + shape + (components,)
-            if data.ndim != dim + 2 or data.shape != expected or components < 1:
-                raise ValueError(f"GridField: time-series data must have shape {expected} (len(times), axes lengths, components), got {data.shape}")
-            self.times = jnp.asarray(times, dtype)
-            self.time_range = (float(times[0]), float(times[-1]))
-
+        np_axes = checked_axes(axes)
+        dim, shape = len(np_axes), tuple(ax.shape[0] for ax in np_axes)
+        periodic, periods = checked_periodic(periodic, np_axes)
+        check_options(interpolation, coast, staggering)
+        uniform = tuple(is_uniform(ax) for ax in np_axes)
+        data, times = checked_series(data, times, shape)
+        components = int(data.shape[-1])
+        self.times = None if times is None else jnp.asarray(times, dtype)
+        self.time_range = (-math.inf, math.inf) if times is None else (float(times[0]), float(times[-1]))
         if land is not None:
             land = np.asarray(land, dtype=bool)
             if land.shape != shape:
-                raise ValueError(f"GridField: land must have the grid's shape {shape} (one flag per node), got {land.shape}")
+                raise ValueError(
+                    f"GridField: land must have the grid's shape {shape} (one flag per node), got {land.shape}"
+                )
             data = data if staggering == "C" else np.where(land[None, ..., None], 0.0, data)
         if staggering == "C":
             data = np.nan_to_num(data, nan=0.0)
         if spherical and (dim < 2 or np_axes[1][0] < -90 - 1e-9 or np_axes[1][-1] > 90 + 1e-9):
-            raise ValueError(f"GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in [-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]")
-        extra, self.scalar_samples = _sample_tables(samples, data.shape[0], shape, times is not None)
+            raise ValueError(
+                "GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in "
+                f"[-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]"
+            )
+        extra, self.scalar_samples = sample_tables(samples, data.shape[0], shape, times is not None)
         for i in range(dim):
-            if periodic[i] and _repeats_first_node(np_axes[i], periods[i], i):
+            if periodic[i] and repeats_first_node(np_axes[i], periods[i], i):
                 np_axes[i] = np_axes[i][:-1]
                 data = np.take(data, np.arange(shape[i] - 1), axis=i + 1)
                 land = None if land is None else np.take(land, np.arange(shape[i] - 1), axis=i)
@@ -198,12 +184,12 @@ class GridField(AbstractField):
         self.coast = coast
         self.values = jnp.asarray(data, dtype)
         self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
-        spacing = np.array([(ax[-1] - ax[0]) / (len(ax) - 1) for ax in np_axes])  # the mean step: a float32 axis's steps differ by round-off
+        spacing = np.array([(ax[-1] - ax[0]) / (len(ax) - 1) for ax in np_axes])  # the mean step (float32 round-off)
         self.origin = jnp.asarray([ax[0] for ax in np_axes], dtype)
         self.inv_spacing = jnp.asarray(1.0 / spacing, dtype)
         hi = np.array([ax[0] + n * h if p else ax[-1] for ax, n, h, p in zip(np_axes, shape, spacing, periodic)])
         self.bounds = (jnp.asarray([ax[0] for ax in np_axes], dtype), jnp.asarray(hi, dtype))
-        self.longitude_origin = _longitude_origin(np_axes[0]) if spherical and periodic[0] else float(np_axes[0][0])
+        self.longitude_origin = longitude_origin(np_axes[0]) if spherical and periodic[0] else float(np_axes[0][0])
         self.dim = dim
         self.components = components
         self.shape = shape
@@ -212,7 +198,16 @@ class GridField(AbstractField):
         self.interpolation = interpolation
 
     @classmethod
-    def from_function(cls, fn: Callable, axes: Sequence, times=None, periodic=False, interpolation="linear", dtype="float32", args: Args = None) -> "GridField":
+    def from_function(
+        cls,
+        fn: Callable,
+        axes: Sequence,
+        times=None,
+        periodic=False,
+        interpolation="linear",
+        dtype="float32",
+        args: Args = None,
+    ) -> "GridField":
         """Sample `fn(t, x, args) -> u` (one point, e.g. an analytic field) at every grid node.
 
         A steady field is sampled at `t = 0` when `times` is None.
@@ -250,7 +245,13 @@ class GridField(AbstractField):
             size = size.reshape([-1 if a == i else 1 for a in range(self.dim)])
             if self.spherical and i < 2:
                 lat = np.asarray(self.axes[1], np.float64).reshape([-1 if a == 1 else 1 for a in range(self.dim)])
-                size = size * EARTH_RADIUS * np.pi / 180 * (np.maximum(np.cos(np.deg2rad(lat)), np.cos(np.deg2rad(89.5))) if i == 0 else 1.0)
+                size = (
+                    size
+                    * EARTH_RADIUS
+                    * np.pi
+                    / 180
+                    * (np.maximum(np.cos(np.deg2rad(lat)), np.cos(np.deg2rad(89.5))) if i == 0 else 1.0)
+                )
             speed = np.abs(np.asarray(self.values[..., i])).max(axis=0)
             worst = max(worst, float(np.nanmax(speed / size)))
         return worst
@@ -411,60 +412,3 @@ class GridField(AbstractField):
             period = (self.bounds[1][0] - self.bounds[0][0]).astype(x.dtype)
             lon = self.longitude_origin + jnp.mod(lon - self.longitude_origin, period)
         return x.at[:, 0].set(lon).at[:, 1].set(over)
-
-
-def _sample_tables(samples, slices: int, shape: tuple[int, ...], series: bool):
-    """`samples` as `{name: (T, *shape, c)}` tables (T = 1 when steady) and the scalar ones' names."""
-    tables, scalars = {}, []
-    for name, array in (samples or {}).items():
-        a = np.asarray(array, np.float64)
-        lead = (slices,) if series else ()
-        if a.shape[: len(lead) + len(shape)] != lead + shape or a.ndim > len(lead) + len(shape) + 1:
-            raise ValueError(f"GridField: samples[{name!r}] must have shape {lead + shape} or {lead + shape + ('c',)} (one value per node{' and time' if series else ''}), got {a.shape}")
-        if a.ndim == len(lead) + len(shape):
-            a, scalars = a[..., None], scalars + [name]
-        tables[name] = a if series else a[None]
-    return tables, tuple(scalars)
-
-
-def _longitude_origin(lon: np.ndarray) -> float:
-    """Where a global grid's positions start their period: -180 when the data's longitudes lie in
-    [-180, 180), 0 when they lie in [0, 360), else the axis's first node."""
-    for origin in (-180.0, 0.0):
-        if lon[0] >= origin - axis_resolution(lon) and lon[-1] < origin + 360:
-            return origin
-    return float(lon[0])
-
-
-def axis_resolution(axis: np.ndarray) -> float:
-    """The round-off of an axis's values in the precision it was written in: float32 when every
-    value is a float32 number (most model files), else float64."""
-    single = np.array_equal(axis, axis.astype(np.float32))
-    return 4 * float(np.finfo(np.float32 if single else np.float64).eps) * float(np.max(np.abs(axis)))
-
-
-def _is_uniform(axis: np.ndarray) -> bool:
-    """Whether the steps of `axis` agree to the round-off of its values (a float32 axis of 1°
-    steps spaced 1 ± 8e-6° is uniform)."""
-    steps = np.diff(axis)
-    mean = (axis[-1] - axis[0]) / (len(axis) - 1)
-    return bool(np.all(np.abs(steps - mean) <= 1e-6 * abs(mean) + 2 * axis_resolution(axis)))
-
-
-def _repeats_first_node(axis: np.ndarray, period: float | None, index: int) -> bool:
-    """Whether a periodic `axis` ends with a repeat of its first node, decided from the
-    coordinates alone: with a stated `period`, whether the axis spans it (within the round-off of
-    its values); with `periodic=True`, never (the `n` nodes span one period `n * h`)."""
-    if period is None:
-        return False
-    h = (axis[-1] - axis[0]) / (len(axis) - 1)
-    span = axis[-1] - axis[0]
-    tolerance = 1e-6 * period + len(axis) * axis_resolution(axis)
-    if abs(span + h - period) <= tolerance:
-        return False
-    if abs(span - period) <= tolerance and len(axis) > 2:
-        import logging
-
-        logging.getLogger("flowkit").info("GridField: periodic axis %d: its last node repeats the first (the axis spans the period %g): dropped", index, period)
-        return True
-    raise ValueError(f"GridField: periodic axis {index} spans {span:g} with spacing {h:g}: neither one period of {period:g} ({len(axis)} distinct nodes) nor one with its end node repeated")

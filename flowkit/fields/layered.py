@@ -61,7 +61,21 @@ class LayeredField(AbstractField):
     components: int = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
-    def __init__(self, points, cells, depths, velocity, water_depth, times=None, *, spherical: bool = True, land=None, time_origin: TimeOrigin | None = None, dtype="float32", **mesh_options):
+    def __init__(
+        self,
+        points,
+        cells,
+        depths,
+        velocity,
+        water_depth,
+        times=None,
+        *,
+        spherical: bool = True,
+        land=None,
+        time_origin: TimeOrigin | None = None,
+        dtype="float32",
+        **mesh_options,
+    ):
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
@@ -73,7 +87,9 @@ class LayeredField(AbstractField):
         if depths.shape != (n_times, len(points), n_levels) or n_levels < 1:
             raise ValueError(f"LayeredField: depths must be (T, P, K) with P = {len(points)} nodes, got {depths.shape}")
         if velocity.shape[:3] != depths.shape or velocity.ndim != 4 or velocity.shape[3] not in (2, 3):
-            raise ValueError(f"LayeredField: velocity must be (T, P, K, 2 or 3) matching depths {depths.shape}, got {velocity.shape}")
+            raise ValueError(
+                f"LayeredField: velocity must be (T, P, K, 2 or 3) matching depths {depths.shape}, got {velocity.shape}"
+            )
         if water_depth.shape != depths.shape[:2]:
             raise ValueError(f"LayeredField: water_depth must be (T, P) = {depths.shape[:2]}, got {water_depth.shape}")
         if n_levels > 1 and np.any(np.diff(depths, axis=-1) < 0):
@@ -111,7 +127,10 @@ class LayeredField(AbstractField):
         return self.components
 
     def describe(self) -> str:
-        return f"{self.surface.points.shape[0]} columns of {self.levels} levels, {self.surface.n_cells} cells{time_slices(self.times)}"
+        return (
+            f"{self.surface.points.shape[0]} columns of {self.levels} levels, {self.surface.n_cells} "
+            f"cells{time_slices(self.times)}"
+        )
 
     # -- columns ----------------------------------------------------------------------------
 
@@ -127,7 +146,9 @@ class LayeredField(AbstractField):
 
     def _floor(self, t, x, nodes, weights):
         """The sea floor below the surface at each row's place and time `(n,)`."""
-        return node_rows(self.table[..., -1:], self.times, jnp.asarray(t, x.dtype), nodes, weights)[:, 0].astype(x.dtype)
+        return node_rows(self.table[..., -1:], self.times, jnp.asarray(t, x.dtype), nodes, weights)[:, 0].astype(
+            x.dtype
+        )
 
     def _velocity(self, t, x, nodes, weights):
         """Velocity in m/s at each row's place, time and depth: the levels' depths are the
@@ -137,7 +158,9 @@ class LayeredField(AbstractField):
         as one `(node, level)` row each (short rows, not whole columns: the gathers are the
         step's cost)."""
         k_levels, t = self.levels, jnp.asarray(t, x.dtype)
-        levels = self.table[..., k_levels : 4 * k_levels].reshape(self.table.shape[0], -1, 3)  # (T, node * K + level, 3)
+        levels = self.table[..., k_levels : 4 * k_levels].reshape(
+            self.table.shape[0], -1, 3
+        )  # (T, node * K + level, 3)
         if k_levels == 1:
             return node_rows(levels, self.times, t, nodes, weights).astype(x.dtype)[:, : self.dim]
         depth = node_rows(self.table[..., :k_levels], self.times, t, nodes, weights).astype(x.dtype)
@@ -189,7 +212,9 @@ class LayeredField(AbstractField):
         """Horizontal sizes of each row's cell; depth is not counted (infinite size)."""
         edge = shortest_edges(self.surface.points, self.surface.nodes[jnp.maximum(hint.cell, 0)], self.spherical)
         sizes = axis_sizes(edge, x[:, :2], self.spherical)
-        return jnp.concatenate([sizes, jnp.full((x.shape[0], self.dim - 2), jnp.inf, sizes.dtype)], axis=1).astype(x.dtype)
+        return jnp.concatenate([sizes, jnp.full((x.shape[0], self.dim - 2), jnp.inf, sizes.dtype)], axis=1).astype(
+            x.dtype
+        )
 
     def max_courant_rate(self) -> float:
         k = self.levels

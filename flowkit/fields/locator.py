@@ -53,13 +53,21 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
     dim, n_points = points.shape[1], len(points)
     cells = np.asarray(cells)
     if cells.ndim != 2 or len(cells) == 0 or not np.issubdtype(cells.dtype, np.integer):
-        raise ValueError(f"MeshField: cells must be a non-empty (C, k) integer array of node ids, got shape {cells.shape} and dtype {cells.dtype}")
+        raise ValueError(
+            "MeshField: cells must be a non-empty (C, k) integer array of node ids, got shape "
+            f"{cells.shape} and dtype {cells.dtype}"
+        )
     n_nodes = np.sum(cells >= 0, axis=1)
     if cell_types is None:
-        by_count = {3: {4: _cells.VTK_TETRA, 5: _cells.VTK_PYRAMID, 6: _cells.VTK_WEDGE, 8: _cells.VTK_HEXAHEDRON}, 2: {3: _cells.VTK_TRIANGLE, 4: _cells.VTK_QUAD}}[dim]
+        by_count = {
+            3: {4: _cells.VTK_TETRA, 5: _cells.VTK_PYRAMID, 6: _cells.VTK_WEDGE, 8: _cells.VTK_HEXAHEDRON},
+            2: {3: _cells.VTK_TRIANGLE, 4: _cells.VTK_QUAD},
+        }[dim]
         unknown = sorted(set(np.unique(n_nodes).tolist()) - set(by_count))
         if unknown:
-            raise ValueError(f"MeshField: cannot infer the type of cells with {unknown} nodes in {dim}-D; pass cell_types")
+            raise ValueError(
+                f"MeshField: cannot infer the type of cells with {unknown} nodes in {dim}-D; pass cell_types"
+            )
         cell_types = np.vectorize(by_count.get, otypes=[np.int64])(n_nodes)
     cell_types = np.asarray(cell_types, dtype=np.int64)
     if cell_types.shape != (len(cells),):
@@ -67,13 +75,17 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
     present = sorted(set(np.unique(cell_types).tolist()))
     unsupported = [t for t in present if t not in _cells.BY_VTK_TYPE]
     if unsupported:
-        raise ValueError(f"MeshField: unsupported VTK cell types {unsupported}; linear cells only ({sorted(_cells.BY_VTK_TYPE)})")
+        raise ValueError(
+            f"MeshField: unsupported VTK cell types {unsupported}; linear cells only ({sorted(_cells.BY_VTK_TYPE)})"
+        )
     kinds = tuple(dict.fromkeys(_cells.BY_VTK_TYPE[t] for t in present))
     if any(k.dim != dim for k in kinds):
         raise ValueError(f"MeshField: {dim}-D points need {dim}-D cells, got {[k.name for k in kinds]}")
     width = max(k.nodes for k in kinds)
     kind_index = np.zeros(len(cells), dtype=np.int64)
-    direct = len(present) == 1 and cells.shape[1] == width and list(kinds[0].vtk_types[present[0]]) == list(range(width))
+    direct = (
+        len(present) == 1 and cells.shape[1] == width and list(kinds[0].vtk_types[present[0]]) == list(range(width))
+    )
     nodes = cells.astype(np.int64) if direct else np.zeros((len(cells), width), dtype=np.int64)
     for t in present:
         kind = _cells.BY_VTK_TYPE[t]
@@ -92,7 +104,9 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
     grid = bin_grid(points, nodes, bin_scale=bin_scale)
     neighbours = face_neighbours(nodes, kind_index, kinds, max(len(k.faces) for k in kinds))
     single = bool(np.array_equal(points.astype(np.float32).astype(np.float64), points))
-    return MeshTopology(points, nodes, kind_index, kinds, neighbours, affine_maps(points, nodes, kind_index, kinds), grid, single)
+    return MeshTopology(
+        points, nodes, kind_index, kinds, neighbours, affine_maps(points, nodes, kind_index, kinds), grid, single
+    )
 
 
 def cell_boxes(points: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +177,9 @@ def bin_of(grid: BinGrid, x: np.ndarray) -> np.ndarray:
     return flat
 
 
-def face_neighbours(nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...], max_faces: int) -> np.ndarray:
+def face_neighbours(
+    nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...], max_faces: int
+) -> np.ndarray:
     """`(C, max_faces)` id of the cell across each face, -1 on the boundary (and for unused slots).
 
     Faces are matched by their sorted node ids (packed into two integers per face); a face
@@ -202,7 +218,9 @@ def _sorted_columns(columns: list[np.ndarray]) -> list[np.ndarray]:
     return columns
 
 
-def affine_maps(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]) -> np.ndarray:
+def affine_maps(
+    points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]
+) -> np.ndarray:
     """`(C, dim + dim*dim)`: per cell a point and a matrix `A` such that `A @ (x - point)` is
     affine in `x`: for simplices the barycentrics of nodes 1..d (`simplex_maps`); for the other
     kinds the map's linearisation at the cell centre (`point` the centre's image, `A` the
@@ -228,7 +246,9 @@ def affine_maps(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, k
         ok = np.abs(det) > 1e-300
         inverse = np.zeros_like(jacobian)
         inverse[ok] = np.linalg.inv(jacobian[ok])
-        maps[rows] = np.concatenate([np.einsum("rka,k->ra", corners, weights), inverse.reshape(len(rows), dim * dim)], axis=1)
+        maps[rows] = np.concatenate(
+            [np.einsum("rka,k->ra", corners, weights), inverse.reshape(len(rows), dim * dim)], axis=1
+        )
     return maps
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
-from . import cells as _cells
+from . import cells as _cells, mesh_faces as _faces
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -112,7 +112,10 @@ class MeshField(AbstractMeshField):
         if topology is None:
             topology = mesh_topology(points, cells, cell_types, bin_scale)
         elif (len(points), len(cells)) != (len(topology.points), len(topology.nodes)):
-            raise ValueError(f"MeshField: topology was built for {len(topology.points)} points and {len(topology.nodes)} cells, not these {len(points)} and {len(cells)}")
+            raise ValueError(
+                f"MeshField: topology was built for {len(topology.points)} points and "
+                f"{len(topology.nodes)} cells, not these {len(points)} and {len(cells)}"
+            )
         points, nodes, kinds = topology.points, topology.nodes, topology.kinds
         dim, n_points = points.shape[1], len(points)
         # the precision the geometry was written in (most CFD files: float32) sets location
@@ -120,9 +123,13 @@ class MeshField(AbstractMeshField):
         self.geometry_eps = float(np.finfo(np.float32 if dtype == np.float32 or topology.single else np.float64).eps)
 
         self.cell_values = bool(cell_values)
-        values, self.times, self.time_range = as_series(values, times, len(cells) if cell_values else n_points, "values")
+        values, self.times, self.time_range = as_series(
+            values, times, len(cells) if cell_values else n_points, "values"
+        )
         if values.shape[-1] != dim:
-            raise ValueError(f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}")
+            raise ValueError(
+                f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}"
+            )
         layout, columns = [], []
         for name, array in (samples or {}).items():
             a = np.asarray(array, dtype=np.float64)
@@ -212,7 +219,9 @@ class MeshField(AbstractMeshField):
                 moved = warm.coords + _cells.linear(maps, x - jnp.where(near[:, None], warm.point, x))
                 start = jnp.where(near[:, None], moved, start)
             start = jnp.clip(start, -2.0, 3.0)
-            newton = _cells.newton_coords(_cells.BOX[self.dim], jnp.stack(corners, axis=1), x, self.newton_steps, xi=start, done=done)
+            newton = _cells.newton_coords(
+                _cells.BOX[self.dim], jnp.stack(corners, axis=1), x, self.newton_steps, xi=start, done=done
+            )
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
@@ -234,7 +243,8 @@ class MeshField(AbstractMeshField):
         return out
 
     def _weights(self, cell, x, xi):
-        """Differentiable node weights of `x` in `cell` at converged `xi`: exact for simplices, `shape(xi)` with the inverse map's derivative for the others."""
+        """Differentiable node weights of `x` in `cell` at converged `xi`: exact for simplices,
+        `shape(xi)` with the inverse map's derivative for the others."""
         width = self.nodes.shape[1]
         out = None
         nodes = None
@@ -398,45 +408,15 @@ class MeshField(AbstractMeshField):
 
     # -- faces ------------------------------------------------------------------------------
 
-    def _face_table(self) -> np.ndarray:
-        """`(K, F, 4)` local node indices of each kind's faces (a triangle repeats its last node,
-        an edge in 2-D its ends; unused face slots repeat face 0)."""
-        faces = self.neighbours.shape[1]
-        table = np.zeros((len(self.kinds), faces, 4), dtype=np.int64)
-        for k, name in enumerate(self.kinds):
-            kind_faces = _cells.KINDS[name].faces
-            for f in range(faces):
-                face = kind_faces[f if f < len(kind_faces) else 0]
-                table[k, f] = list(face) + [face[-1]] * (4 - len(face))
-        return table
-
-    def face_planes(self, cell, face):
+    def face_planes(self, cell: Int[Array, " n"], face: Int[Array, " n"]) -> tuple[Positions, Positions]:
         """`(centre, normal)` of face `face` of each `cell`: a point on it and its outward unit
         normal (a quad's from its diagonals, so a warped quad gets its mean plane)."""
-        table = jnp.asarray(self._face_table(), jnp.int32)
-        kind = jnp.zeros_like(cell) if self.kind_of_cell is None else self.kind_of_cell[cell]
-        local = table[kind, face]  # (n, 4)
-        nodes = jnp.take_along_axis(self.nodes[cell], local, axis=1)
-        corners = self.points[nodes]  # (n, 4, dim)
-        centre = jnp.mean(corners, axis=1)
-        if self.dim == 2:
-            edge = corners[:, 1] - corners[:, 0]
-            normal = jnp.stack([edge[:, 1], -edge[:, 0]], axis=-1)
-        else:
-            normal = jnp.cross(corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1])
-        inward = jnp.mean(self.points[self.nodes[cell]], axis=1) - centre  # toward a point inside the cell
-        normal = jnp.where(jnp.sum(normal * inward, axis=1, keepdims=True) > 0, -normal, normal)
-        return centre, normal / jnp.linalg.norm(normal, axis=1, keepdims=True)
+        return _faces.face_planes(self, cell, face)
 
     def boundary_faces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The faces on the mesh boundary (host side): `(cell, face, nodes)` with `nodes` the
         `(B, 4)` node ids of each face (padded as in `face_planes`)."""
-        neighbours = np.asarray(self.neighbours)
-        kind = np.zeros(self.n_cells, np.int64) if self.kind_of_cell is None else np.asarray(self.kind_of_cell)
-        real = np.array([[f < len(_cells.KINDS[name].faces) for f in range(neighbours.shape[1])] for name in self.kinds])
-        cell, face = np.nonzero((neighbours < 0) & real[kind])
-        local = self._face_table()[kind[cell], face]
-        return cell, face, np.take_along_axis(np.asarray(self.nodes)[cell], local, axis=1)
+        return _faces.boundary_faces(self)
 
     # -- values -----------------------------------------------------------------------------
 
@@ -447,7 +427,11 @@ class MeshField(AbstractMeshField):
         t = jnp.asarray(t, x.dtype)
         if per_cell:
             it, wt = time_weights(self.times, t)
-            row = table[it][cell] if self.times is None else table[it][cell] + wt * (table[it + 1][cell] - table[it][cell])
+            row = (
+                table[it][cell]
+                if self.times is None
+                else table[it][cell] + wt * (table[it + 1][cell] - table[it][cell])
+            )
             return row.astype(x.dtype)
         return node_rows(table, self.times, t, self.nodes[cell], self._weights(cell, x, xi))
 

@@ -43,7 +43,9 @@ def axis_sizes(edge, x, spherical: bool):
     if not spherical:
         return jnp.broadcast_to(edge[:, None], x.shape)
     cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[:, 1])), 1e-6)
-    sizes = [edge / (_METRES_PER_DEGREE * cos_lat), edge / _METRES_PER_DEGREE] + [jnp.full_like(edge, jnp.inf)] * (dim - 2)
+    sizes = [edge / (_METRES_PER_DEGREE * cos_lat), edge / _METRES_PER_DEGREE] + [jnp.full_like(edge, jnp.inf)] * (
+        dim - 2
+    )
     return jnp.stack(sizes, axis=1)
 
 

@@ -16,9 +16,14 @@ def as_series(array, times, n_points: int, name: str):
         return a[None], None, (-math.inf, math.inf)
     t = np.asarray(times, dtype=np.float64)
     if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
-        raise ValueError(f"MeshField: times must be a strictly increasing 1-D array with at least 2 entries, got {t.tolist() if t.size < 10 else t.shape}")
+        raise ValueError(
+            "MeshField: times must be a strictly increasing 1-D array with at least 2 entries, got "
+            f"{t.tolist() if t.size < 10 else t.shape}"
+        )
     if a.ndim != 3 or a.shape[:2] != (len(t), n_points):
-        raise ValueError(f"MeshField: {name} must have shape ({len(t)}, {n_points}, c) for {len(t)} times, got {a.shape}")
+        raise ValueError(
+            f"MeshField: {name} must have shape ({len(t)}, {n_points}, c) for {len(t)} times, got {a.shape}"
+        )
     return a, t, (float(t[0]), float(t[-1]))
 
 

@@ -54,21 +54,40 @@ class AbstractIntegrator(eqx.Module):
     """The Courant number above which a run warns: its steps skip over cells' detail."""
 
     @abc.abstractmethod
-    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
+    def step(
+        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+    ) -> Position:
         """Position after one step of size `dt` from `(t, x)`."""
 
     @abc.abstractmethod
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
+    def step_batch(
+        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+    ) -> StepResult:
         """`step` for every row of `x` (shape `(n, dim)`), all at the same time `t`.
 
         `hint` holds each particle's location `Hints` for fields that use them (`MeshField`: the
         cell it was last found in; None: unknown), to pass to `field.velocity_batch`.
         """
 
-    def step_particles(self, field: AbstractField, particles, x: Positions, variables: dict, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> tuple[StepResult, dict]:
+    def step_particles(
+        self,
+        field: AbstractField,
+        particles,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys=None,
+        hint=None,
+    ) -> tuple[StepResult, dict]:
         """One step of particles that carry `variables` (`{name: (n, ...)}`) besides `x` and move
         by `particles.rhs` (a `flowkit.particles.AbstractParticles`): `(StepResult, variables)`."""
-        raise TypeError(f"{type(self).__name__} advances positions only; for the particle model {type(particles).__name__} use an explicit Runge–Kutta method (fk.RK4(), ...), fk.EulerMaruyama or fk.Diffrax")
+        raise TypeError(
+            f"{type(self).__name__} advances positions only; for the particle model "
+            f"{type(particles).__name__} use an explicit Runge–Kutta method (fk.RK4(), ...), "
+            "fk.EulerMaruyama or fk.Diffrax"
+        )
 
 
 def hints_for(field: AbstractField, x: Positions, hint) -> Hints:

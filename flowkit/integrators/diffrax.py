@@ -43,7 +43,18 @@ class Diffrax(AbstractIntegrator):
     substeps: int = eqx.field(static=True)
     exit_event: bool = eqx.field(static=True)
 
-    def __init__(self, solver=None, stepsize_controller=None, *, rtol: float = 1e-6, atol: float = 1e-9, max_steps: int = 4096, substeps: int = 1, exit_event: bool = False, diffusivity=None):
+    def __init__(
+        self,
+        solver=None,
+        stepsize_controller=None,
+        *,
+        rtol: float = 1e-6,
+        atol: float = 1e-9,
+        max_steps: int = 4096,
+        substeps: int = 1,
+        exit_event: bool = False,
+        diffusivity=None,
+    ):
         import diffrax
 
         self.solver = diffrax.Tsit5() if solver is None else solver
@@ -86,13 +97,20 @@ class Diffrax(AbstractIntegrator):
             rates = lambda s, y, args: particles.rates_at(field, s, y, args)  # noqa: E731
             if diffusivity is None:
                 return diffrax.ODETerm(rates)
-            raise ValueError(f"Diffrax: a diffusivity with the particle model {type(particles).__name__} is not supported; use fk.EulerMaruyama(K)")
+            raise ValueError(
+                f"Diffrax: a diffusivity with the particle model {type(particles).__name__} is not "
+                "supported; use fk.EulerMaruyama(K)"
+            )
         if diffusivity is None:
             return diffrax.ODETerm(field)
         drift = diffrax.ODETerm(lambda s, y, args: field(s, y, args) + diffusivity.drift_correction(s, y))
         start, end = jnp.minimum(t, t + dt), jnp.maximum(t, t + dt)
-        brownian = diffrax.VirtualBrownianTree(start, end, tol=jnp.abs(dt) / 2**12, shape=jax.ShapeDtypeStruct(x.shape, x.dtype), key=key)
-        noise = diffrax.ControlTerm(lambda s, y, args: lineax.DiagonalLinearOperator(jnp.sqrt(2 * diffusivity(s, y))), brownian)
+        brownian = diffrax.VirtualBrownianTree(
+            start, end, tol=jnp.abs(dt) / 2**12, shape=jax.ShapeDtypeStruct(x.shape, x.dtype), key=key
+        )
+        noise = diffrax.ControlTerm(
+            lambda s, y, args: lineax.DiagonalLinearOperator(jnp.sqrt(2 * diffusivity(s, y))), brownian
+        )
         return diffrax.MultiTerm(drift, noise)
 
     def _event(self, field, dtype):
@@ -113,7 +131,9 @@ class Diffrax(AbstractIntegrator):
         tol = 1e-12 if dtype == jnp.float64 else 1e-5
         return diffrax.Event(inside_distance, root_finder=optimistix.Newton(rtol=tol, atol=tol))
 
-    def solve(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None, particles=None):
+    def solve(
+        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None, particles=None
+    ):
         """The `diffrax.Solution` of one particle over `[t, t + dt]` (saved at `t + dt` or the
         exit); with `particles`, `x` is the particle's state `{"x": ..., **variables}`."""
         import diffrax
@@ -137,10 +157,14 @@ class Diffrax(AbstractIntegrator):
             throw=False,
         )
 
-    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
+    def step(
+        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+    ) -> Position:
         return self.solve(field, x, t, dt, args, key).ys[0]
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
+    def step_batch(
+        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+    ) -> StepResult:
         return self._solve_batch(field, x, t, dt, args, keys)
 
     def step_particles(self, field, particles, x, variables, t, dt, args=None, keys=None, hint=None):
@@ -160,7 +184,11 @@ class Diffrax(AbstractIntegrator):
             code = jnp.where(
                 (result == diffrax.RESULTS.successful),
                 Status.ACTIVE,
-                jnp.where(exited, Status.OUT_OF_DOMAIN, jnp.where(result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.SOLVER_FAILED)),
+                jnp.where(
+                    exited,
+                    Status.OUT_OF_DOMAIN,
+                    jnp.where(result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.SOLVER_FAILED),
+                ),
             )
             # an exit stops the particle at the located exit; a failure leaves it where the step began
             end = jax.tree.map(lambda a: a[0], sol.ys)

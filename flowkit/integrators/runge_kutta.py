@@ -50,11 +50,17 @@ class AbstractRungeKutta(AbstractIntegrator):
 
     tableau: ClassVar[_tableau.ButcherTableau]
 
-    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
+    def step(
+        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+    ) -> Position:
         return explicit_rk_step(lambda s, y, h: (field(s, y, args), h), x, t, dt, self.tableau)[0]
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
-        x_new, hint = explicit_rk_step(lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(field, x, hint))
+    def step_batch(
+        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+    ) -> StepResult:
+        x_new, hint = explicit_rk_step(
+            lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(field, x, hint)
+        )
         return StepResult(x_new, hint=hint)
 
     def step_particles(self, field, particles, x, variables, t, dt, args=None, keys=None, hint=None):

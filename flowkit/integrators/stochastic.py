@@ -30,14 +30,18 @@ class EulerMaruyama(AbstractIntegrator):
     def __init__(self, diffusivity):
         self.diffusivity = as_diffusivity(diffusivity)
 
-    def step(self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None) -> Position:
+    def step(
+        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+    ) -> Position:
         if key is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
         drift = field(t, x, args) + self.diffusivity.drift_correction(t, x)
         noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
         return x + drift * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
 
-    def step_batch(self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None) -> StepResult:
+    def step_batch(
+        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+    ) -> StepResult:
         if keys is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
         u, hint = field.velocity_batch(t, x, args, hints_for(field, x, hint))

@@ -16,7 +16,10 @@ def refuse_existing(path, overwrite: bool, what: str = "") -> None:
     """A `FileExistsError` in one line when `path` exists and `overwrite` is false."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists{what}: pass overwrite=True (overwrite=true in the app) to replace it, or choose another name")
+        raise FileExistsError(
+            f"{path} exists{what}: pass overwrite=True (overwrite=true in the app) to replace it, or "
+            "choose another name"
+        )
 
 
 @contextlib.contextmanager
@@ -36,7 +39,9 @@ def written(path, overwrite: bool = False) -> Iterator[Path]:
         _remove(temporary)
         if error.errno is None:
             raise
-        raise OSError(error.errno, f"{path} was not written: {os.strerror(error.errno)}; any earlier {path.name} is unchanged") from None
+        raise OSError(
+            error.errno, f"{path} was not written: {os.strerror(error.errno)}; any earlier {path.name} is unchanged"
+        ) from None
     except BaseException:
         _remove(temporary)
         raise

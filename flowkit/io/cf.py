@@ -38,12 +38,37 @@ NAMES = {
     "w": ("w", "wo", "water_w", "wvel", "w_velocity", "vovecrtz"),
 }
 AXES = {
-    "x": ({"X"}, ("longitude", "grid_longitude", "projection_x_coordinate"), ("degrees_east", "degree_east", "degree_e", "degrees_e"), ("lon", "longitude", "x", "nav_lon", "xc")),
-    "y": ({"Y"}, ("latitude", "grid_latitude", "projection_y_coordinate"), ("degrees_north", "degree_north", "degree_n", "degrees_n"), ("lat", "latitude", "y", "nav_lat", "yc")),
-    "z": ({"Z"}, ("depth", "height", "altitude", "ocean_sigma_coordinate", "model_level_number"), (), ("depth", "z", "lev", "level", "deptht", "height", "altitude")),
+    "x": (
+        {"X"},
+        ("longitude", "grid_longitude", "projection_x_coordinate"),
+        ("degrees_east", "degree_east", "degree_e", "degrees_e"),
+        ("lon", "longitude", "x", "nav_lon", "xc"),
+    ),
+    "y": (
+        {"Y"},
+        ("latitude", "grid_latitude", "projection_y_coordinate"),
+        ("degrees_north", "degree_north", "degree_n", "degrees_n"),
+        ("lat", "latitude", "y", "nav_lat", "yc"),
+    ),
+    "z": (
+        {"Z"},
+        ("depth", "height", "altitude", "ocean_sigma_coordinate", "model_level_number"),
+        (),
+        ("depth", "z", "lev", "level", "deptht", "height", "altitude"),
+    ),
     "time": ({"T"}, ("time",), (), ("time", "t", "time_counter")),
 }
-SPEED_UNITS = {"m s-1": 1.0, "m/s": 1.0, "m s**-1": 1.0, "m.s-1": 1.0, "meter second-1": 1.0, "meters/second": 1.0, "cm s-1": 0.01, "cm/s": 0.01, "mm s-1": 0.001}
+SPEED_UNITS = {
+    "m s-1": 1.0,
+    "m/s": 1.0,
+    "m s**-1": 1.0,
+    "m.s-1": 1.0,
+    "meter second-1": 1.0,
+    "meters/second": 1.0,
+    "cm s-1": 0.01,
+    "cm/s": 0.01,
+    "mm s-1": 0.001,
+}
 
 
 def attr(var, name) -> str:
@@ -54,13 +79,17 @@ def component(ds, which: str, given, dims) -> str | None:
     """The variable holding velocity component `which` ('u', 'v', 'w')."""
     if given is not None:
         if given not in ds:
-            raise ValueError(f"{where(ds)}: velocity variable {given!r} not in the dataset (it has {sorted(ds.data_vars)})")
+            raise ValueError(
+                f"{where(ds)}: velocity variable {given!r} not in the dataset (it has {sorted(ds.data_vars)})"
+            )
         return given
     candidates = [n for n in ds.data_vars if ds[n].ndim >= 2 and (dims is None or set(ds[n].dims) == set(dims))]
     for standard in STANDARD[which]:
         found = [n for n in candidates if attr(ds[n], "standard_name") == standard]
         if len(found) > 1:
-            raise ValueError(f"{where(ds)}: variables {found} all have standard_name {standard!r}; pass {which}= to choose")
+            raise ValueError(
+                f"{where(ds)}: variables {found} all have standard_name {standard!r}; pass {which}= to choose"
+            )
         if found:
             return found[0]
     for name in NAMES[which]:
@@ -82,8 +111,17 @@ def axis_of(ds, dims, which: str, given) -> str | None:
         if coord is None:
             continue
         dated = np.issubdtype(coord.dtype, np.datetime64) or coord.dtype == object
-        vertical = which == "z" and attr(coord, "positive").lower() in ("up", "down")  # CF: only vertical coordinates say which way is up
-        if attr(coord, "axis").upper() in axis or attr(coord, "standard_name") in standard or attr(coord, "units").lower() in units or (which == "time" and dated) or vertical:
+        vertical = which == "z" and attr(coord, "positive").lower() in (
+            "up",
+            "down",
+        )  # CF: only vertical coordinates say which way is up
+        if (
+            attr(coord, "axis").upper() in axis
+            or attr(coord, "standard_name") in standard
+            or attr(coord, "units").lower() in units
+            or (which == "time" and dated)
+            or vertical
+        ):
             return dim
     for dim in dims:
         if str(dim).lower() in names:
@@ -127,7 +165,11 @@ class Layout:
 
 
 def coordinate(ds, dim) -> np.ndarray:
-    return np.asarray(ds[dim].values, dtype=np.float64) if dim in ds.variables else np.arange(ds.sizes[dim], dtype=np.float64)
+    return (
+        np.asarray(ds[dim].values, dtype=np.float64)
+        if dim in ds.variables
+        else np.arange(ds.sizes[dim], dtype=np.float64)
+    )
 
 
 def layout_of(ds, u, v, w, x, y, z, td) -> Layout:
@@ -142,16 +184,23 @@ def layout_of(ds, u, v, w, x, y, z, td) -> Layout:
     def spatial(name, dims):
         xd, yd = axis_of(ds, dims, "x", x), axis_of(ds, dims, "y", y)
         if xd is None or yd is None:
-            raise ValueError(f"{where(ds)}: cannot tell the x and y dimensions of {name!r} (dims {dims}); pass x= and y=")
+            raise ValueError(
+                f"{where(ds)}: cannot tell the x and y dimensions of {name!r} (dims {dims}); pass x= and y="
+            )
         zd = axis_of(ds, [d for d in dims if d not in (xd, yd, td)], "z", z)
         extra = set(dims) - {xd, yd, zd, td, None}
         if extra:
-            raise ValueError(f"{where(ds)}: {name!r} has dimensions {sorted(extra)} besides space and time; select them first (e.g. ds.isel(ensemble=0))")
+            raise ValueError(
+                f"{where(ds)}: {name!r} has dimensions {sorted(extra)} besides space and time; select "
+                "them first (e.g. ds.isel(ensemble=0))"
+            )
         return [xd, yd] + ([zd] if zd is not None and ds.sizes[zd] > 1 else [])
 
     su, sv = spatial(u, dims_u), spatial(v, dims_v)
     if w is not None and len(su) < 3:
-        raise ValueError(f"{where(ds)}: w={w!r} given but {u!r} has no depth dimension with several levels (dims {dims_u}); pass z=")
+        raise ValueError(
+            f"{where(ds)}: w={w!r} given but {u!r} has no depth dimension with several levels (dims {dims_u}); pass z="
+        )
     if len(su) == 3:
         w = component(ds, "w", w, dims_u) or component(ds, "w", w, None)
     sw = spatial(w, tuple(ds[w].dims)) if w is not None else None
@@ -164,13 +213,21 @@ def layout_of(ds, u, v, w, x, y, z, td) -> Layout:
         if lonlat is None:
             return Layout(names, dims, [takes] * len(names), axes, "A")
         lon, lat = (np.asarray(c.transpose(*su[:2]).values, np.float64) for c in lonlat)
-        _log.info("from_xarray: %s is a curvilinear grid (2-D %s, %s): tracked as a mesh of its cells", where(ds), lonlat[0].name, lonlat[1].name)
+        _log.info(
+            "from_xarray: %s is a curvilinear grid (2-D %s, %s): tracked as a mesh of its cells",
+            where(ds),
+            lonlat[0].name,
+            lonlat[1].name,
+        )
         angle = _angle(ds, su[:2])
         if angle is None and attr(ds[u], "standard_name") in GRID_RELATIVE:
             angle = grid_angle(ds, u, lon, lat)
         return Layout(names, dims, [takes] * len(names), axes, "A", (lon, lat), angle)
     if su[0] == sv[0] or su[1] == sv[1] or len(su) != len(sv):
-        raise ValueError(f"{where(ds)}: {u!r} (dims {dims_u}) and {v!r} (dims {dims_v}) are neither on the same grid nor on a C-grid (u on x faces, v on y faces)")
+        raise ValueError(
+            f"{where(ds)}: {u!r} (dims {dims_u}) and {v!r} (dims {dims_v}) are neither on the same "
+            "grid nor on a C-grid (u on x faces, v on y faces)"
+        )
     faces = [coordinate(ds, su[0]), coordinate(ds, sv[1])]
     centres = [coordinate(ds, sv[0]), coordinate(ds, su[1])]
     staggered_z = len(su) == 3 and sw is not None and sw[2] != su[2]
@@ -187,7 +244,12 @@ def layout_of(ds, u, v, w, x, y, z, td) -> Layout:
     dims = [su, sv] + ([sw if sw is not None else None] if len(su) == 3 else [])
     if len(su) == 3 and sw is None:
         _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", where(ds))
-    _log.info("from_xarray: %s is an Arakawa C-grid (%s on x faces, %s on y faces): interpolated face to face", where(ds), u, v)
+    _log.info(
+        "from_xarray: %s is an Arakawa C-grid (%s on x faces, %s on y faces): interpolated face to face",
+        where(ds),
+        u,
+        v,
+    )
     return Layout(names, dims, takes, axes, "C")
 
 
@@ -196,7 +258,17 @@ def _lonlat_2d(ds, dims):
     found = []
     for which, more in (("x", ("lon_rho", "glamt")), ("y", ("lat_rho", "gphit"))):
         _, standard, units, names = AXES[which]
-        matches = [ds[n] for n in ds.variables if ds[n].ndim == 2 and set(ds[n].dims) <= set(dims) and (attr(ds[n], "standard_name") in standard[:1] or attr(ds[n], "units").lower() in units or str(n).lower() in names + more)]
+        matches = [
+            ds[n]
+            for n in ds.variables
+            if ds[n].ndim == 2
+            and set(ds[n].dims) <= set(dims)
+            and (
+                attr(ds[n], "standard_name") in standard[:1]
+                or attr(ds[n], "units").lower() in units
+                or str(n).lower() in names + more
+            )
+        ]
         if not matches:
             return None
         found.append(matches[0])
@@ -214,7 +286,9 @@ def _angle(ds, spatial):
     if "angle" in ds and set(ds["angle"].dims) == set(spatial):
         angle = np.asarray(ds["angle"].transpose(*spatial).values, np.float64)
         angle = np.deg2rad(angle) if attr(ds["angle"], "units").lower().startswith("deg") else angle
-        _log.info("from_xarray: %s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds))
+        _log.info(
+            "from_xarray: %s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds)
+        )
         return np.cos(angle), np.sin(angle)
     return None
 
@@ -231,7 +305,9 @@ def grid_angle(ds, u, lon, lat):
         try:
             crs = pyproj.CRS.from_cf(dict(ds[mapping].attrs))
         except pyproj.exceptions.CRSError as err:
-            raise ValueError(f"{where(ds)}: grid_mapping {mapping!r} of {u!r} is not a projection pyproj reads ({err})") from None
+            raise ValueError(
+                f"{where(ds)}: grid_mapping {mapping!r} of {u!r} is not a projection pyproj reads ({err})"
+            ) from None
         forward = pyproj.Transformer.from_crs(crs.geodetic_crs, crs, always_xy=True)
         x, y = forward.transform(lon, lat)
         step = 1e-3 * np.nanmax(np.hypot(np.diff(x, axis=0), np.diff(y, axis=0)))  # a thousandth of a cell along x
@@ -244,7 +320,13 @@ def grid_angle(ds, u, lon, lat):
     east = ((lon2 - lon + 180) % 360 - 180) * np.cos(np.deg2rad(lat))
     north = lat2 - lat
     norm = np.hypot(east, north)
-    _log.info("from_xarray: %s: %r is grid-relative (standard_name %r): turned to east/north by %s", where(ds), u, attr(ds[u], "standard_name"), source)
+    _log.info(
+        "from_xarray: %s: %r is grid-relative (standard_name %r): turned to east/north by %s",
+        where(ds),
+        u,
+        attr(ds[u], "standard_name"),
+        source,
+    )
     return east / norm, north / norm
 
 
@@ -255,6 +337,9 @@ def centres_in(faces: np.ndarray, centres: np.ndarray, axis: str, where: str) ->
     for i in range(len(faces) - 1):
         inside = np.nonzero((centres > faces[i]) & (centres < faces[i + 1]))[0]
         if len(inside) != 1:
-            raise ValueError(f"{where}: C-grid {axis} axis: the cell between faces {faces[i]:g} and {faces[i + 1]:g} holds {len(inside)} cell centres, not one")
+            raise ValueError(
+                f"{where}: C-grid {axis} axis: the cell between faces {faces[i]:g} and {faces[i + 1]:g} "
+                f"holds {len(inside)} cell centres, not one"
+            )
         found[i] = inside[0]
     return found

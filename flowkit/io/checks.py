@@ -16,6 +16,9 @@ def check_velocity(values, where: str, variable, step: int, time: float | None =
     values = np.asarray(values)
     finite = np.isfinite(values)
     if not finite.any():
-        raise ValueError(f"{where}: velocity {variable} is NaN everywhere at {at}: nothing to track in (a fill value not decoded, a diverged solver, or the wrong variable)")
+        raise ValueError(
+            f"{where}: velocity {variable} is NaN everywhere at {at}: nothing to track in (a fill "
+            "value not decoded, a diverged solver, or the wrong variable)"
+        )
     if not np.any(np.where(finite, values, 0)):
         _log.warning("%s: velocity %s is zero everywhere at %s", where, variable, at)

@@ -62,30 +62,96 @@ def _read_selafin(path, velocity=None, **options):
     return read_selafin(path, velocity, **options)
 
 
-_VTK_OPTIONS = frozenset({"times", "sample", "cell_data", "allow_nonfinite", "dtype", "interpolation", "periodic", "stream", "max_device_bytes", "skip_zero_time"})
+_VTK_OPTIONS = frozenset(
+    {
+        "times",
+        "sample",
+        "cell_data",
+        "allow_nonfinite",
+        "dtype",
+        "interpolation",
+        "periodic",
+        "stream",
+        "max_device_bytes",
+        "skip_zero_time",
+    }
+)
 _SOLVER = dict(read=_read_vtk, options=_VTK_OPTIONS)
 
 FORMATS: tuple[Format, ...] = (
     Format(
-        "NetCDF/zarr", "`.nc`, `.nc4`, `.cdf`, `.netcdf`, `.zarr`: a file, a glob or a list along time", (".nc", ".nc4", ".cdf", ".netcdf", ".zarr"), _read_cf, frozenset({"sample", "dtype", "interpolation", "periodic", "stream", "max_device_bytes"})
+        "NetCDF/zarr",
+        "`.nc`, `.nc4`, `.cdf`, `.netcdf`, `.zarr`: a file, a glob or a list along time",
+        (".nc", ".nc4", ".cdf", ".netcdf", ".zarr"),
+        _read_cf,
+        frozenset({"sample", "dtype", "interpolation", "periodic", "stream", "max_device_bytes"}),
     ),
     Format("TELEMAC Selafin", "`.slf`, `.selafin`", (".slf", ".selafin"), _read_selafin, frozenset({"dtype"})),
     Format(
         "VTK",
-        "`.vti`, `.vtr`, `.vts`, `.vtu`, `.vtp` (and their parallel `.p*`), `.vtm`/`.vtmb`, legacy `.vtk`, a `.pvd` collection",
+        "`.vti`, `.vtr`, `.vts`, `.vtu`, `.vtp` (and their parallel `.p*`), `.vtm`/`.vtmb`, "
+        "legacy `.vtk`, a `.pvd` collection",
         (".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm", ".vtmb", ".vtk", ".pvd"),
         _read_vtk,
         _VTK_OPTIONS,
     ),
-    Format("OpenFOAM", "a case directory, its `*.foam` or `system/controlDict` (`vtkOpenFOAMReader`; `vtkPOpenFOAMReader` for `processor*/`)", (".foam",), make_reader=solvers.openfoam_reader, case=solvers.OpenFoamCase, **_SOLVER),
-    Format("EnSight Gold", "`.case` (`vtkGenericEnSightReader`)", (".case",), make_reader=solvers.ensight_reader, **_SOLVER),
-    Format("Exodus II", "`.e`, `.exo`, `.ex2`, `.exii`, `.g`, `.gen` (`vtkIOSSReader`)", (".e", ".exo", ".ex2", ".exii", ".g", ".gen"), make_reader=solvers.exodus_reader, **_SOLVER),
-    Format("CGNS", "`.cgns` (`vtkCGNSReader`)", (".cgns",), make_reader=solvers.cgns_reader, after_information=solvers.all_arrays_on, **_SOLVER),
-    Format("Fluent", "`.cas`, its `.dat` beside it (`vtkFLUENTReader`)", (".cas",), make_reader=solvers.fluent_reader, after_information=solvers.fluid_zones_only, **_SOLVER),
-    Format("Fluent CFF", "`.cas.h5`, its `.dat.h5` beside it (`vtkFLUENTCFFReader`)", (".cas.h5", ".dat.h5"), make_reader=solvers.fluent_cff_reader, **_SOLVER),
-    Format("VTKHDF", "`.vtkhdf`, `.hdf` (`vtkHDFReader`)", (".vtkhdf", ".hdf"), make_reader=solvers.vtkhdf_reader, **_SOLVER),
+    Format(
+        "OpenFOAM",
+        "a case directory, its `*.foam` or `system/controlDict` (`vtkOpenFOAMReader`; "
+        "`vtkPOpenFOAMReader` for `processor*/`)",
+        (".foam",),
+        make_reader=solvers.openfoam_reader,
+        case=solvers.OpenFoamCase,
+        **_SOLVER,
+    ),
+    Format(
+        "EnSight Gold", "`.case` (`vtkGenericEnSightReader`)", (".case",), make_reader=solvers.ensight_reader, **_SOLVER
+    ),
+    Format(
+        "Exodus II",
+        "`.e`, `.exo`, `.ex2`, `.exii`, `.g`, `.gen` (`vtkIOSSReader`)",
+        (".e", ".exo", ".ex2", ".exii", ".g", ".gen"),
+        make_reader=solvers.exodus_reader,
+        **_SOLVER,
+    ),
+    Format(
+        "CGNS",
+        "`.cgns` (`vtkCGNSReader`)",
+        (".cgns",),
+        make_reader=solvers.cgns_reader,
+        after_information=solvers.all_arrays_on,
+        **_SOLVER,
+    ),
+    Format(
+        "Fluent",
+        "`.cas`, its `.dat` beside it (`vtkFLUENTReader`)",
+        (".cas",),
+        make_reader=solvers.fluent_reader,
+        after_information=solvers.fluid_zones_only,
+        **_SOLVER,
+    ),
+    Format(
+        "Fluent CFF",
+        "`.cas.h5`, its `.dat.h5` beside it (`vtkFLUENTCFFReader`)",
+        (".cas.h5", ".dat.h5"),
+        make_reader=solvers.fluent_cff_reader,
+        **_SOLVER,
+    ),
+    Format(
+        "VTKHDF",
+        "`.vtkhdf`, `.hdf` (`vtkHDFReader`)",
+        (".vtkhdf", ".hdf"),
+        make_reader=solvers.vtkhdf_reader,
+        **_SOLVER,
+    ),
     Format("Nek5000", "`.nek5000` (`vtkNek5000Reader`)", (".nek5000",), make_reader=solvers.nek5000_reader, **_SOLVER),
-    Format("PLOT3D", "`.xyz`, its `.q` beside it (`vtkMultiBlockPLOT3DReader`)", (".xyz",), make_reader=solvers.plot3d_reader, **_SOLVER),
+    Format(
+        "PLOT3D",
+        "`.xyz`, its `.q` beside it (`vtkMultiBlockPLOT3DReader`)",
+        (".xyz",),
+        make_reader=solvers.plot3d_reader,
+        **_SOLVER,
+    ),
     Format("Tecplot ASCII", "`.tec` (`vtkTecplotReader`)", (".tec",), make_reader=solvers.tecplot_reader, **_SOLVER),
 )
 """The formats, in the order they are matched."""
@@ -104,14 +170,19 @@ def format_of(path) -> Format:
     if first.is_dir() and not name.endswith(".zarr"):
         if (first / "system" / "controlDict").exists() or any(first.glob("processor*")):
             return OPENFOAM
-        raise ValueError(f"{first}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/) nor a zarr store; give a file or a case directory")
+        raise ValueError(
+            f"{first}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/) "
+            "nor a zarr store; give a file or a case directory"
+        )
     if name == "controldict":
         return OPENFOAM
     for fmt in FORMATS:
         if name.endswith(fmt.suffixes):
             return fmt
     known = sorted({s for fmt in FORMATS for s in fmt.suffixes})
-    raise ValueError(f"{first}: unsupported suffix {first.suffix!r}; flowkit reads {known} and OpenFOAM case directories")
+    raise ValueError(
+        f"{first}: unsupported suffix {first.suffix!r}; flowkit reads {known} and OpenFOAM case directories"
+    )
 
 
 def solver_format(path: Path) -> Format | None:

@@ -33,7 +33,15 @@ def save_grid_npz(path, field: GridField) -> Path:
     return path
 
 
-def load_grid_npz(path, dtype="float32", interpolation="linear", periodic=None, *, stream: bool | None = None, max_device_bytes: int | None = None) -> GridField:
+def load_grid_npz(
+    path,
+    dtype="float32",
+    interpolation="linear",
+    periodic=None,
+    *,
+    stream: bool | None = None,
+    max_device_bytes: int | None = None,
+) -> GridField:
     """Read a `GridField` from an `.npz` file; errors name the file and the missing array.
 
     A time series is returned as a `fk.io.StreamedField` (read one time slice at a time, in
@@ -58,12 +66,23 @@ def load_grid_npz(path, dtype="float32", interpolation="linear", periodic=None, 
         axes = [data[name] for name in _AXES[:dim]]
         if periodic is None:
             periodic = tuple(bool(p) for p in data["periodic"]) if "periodic" in data else False
-        streamed = source.times is not None and choose_streaming(stream, source.shape[0], math.prod(source.shape[1:]) * resolve(dtype).itemsize, max_device_bytes, str(path))
+        streamed = source.times is not None and choose_streaming(
+            stream, source.shape[0], math.prod(source.shape[1:]) * resolve(dtype).itemsize, max_device_bytes, str(path)
+        )
         try:
             if streamed:
-                template = GridField(np.stack([source.read(0)["values"], source.read(1)["values"]]), axes, times=source.times[:2], periodic=periodic, interpolation=interpolation, dtype=dtype)
+                template = GridField(
+                    np.stack([source.read(0)["values"], source.read(1)["values"]]),
+                    axes,
+                    times=source.times[:2],
+                    periodic=periodic,
+                    interpolation=interpolation,
+                    dtype=dtype,
+                )
                 return StreamedField(template, source, max_device_bytes)
-            return GridField(data["velocity"], axes, times=source.times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+            return GridField(
+                data["velocity"], axes, times=source.times, periodic=periodic, interpolation=interpolation, dtype=dtype
+            )
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
 
@@ -79,13 +98,18 @@ class _NpzSlices(SliceSource):
         self.times = None if times is None else np.asarray(times, np.float64)
         with zipfile.ZipFile(path) as archive, archive.open("velocity.npy") as member:
             version = np.lib.format.read_magic(member)
-            header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(
+                version
+            )
             if header is None:
                 raise ValueError(f"{path}: 'velocity' uses .npy format version {version}; rewrite it with np.savez")
             self.shape, fortran, self.dtype = header(member)
             self._offset = member.tell()
         if fortran and self.times is not None:
-            raise ValueError(f"{path}: 'velocity' is stored in Fortran order, so its time slices are not contiguous; save np.ascontiguousarray(velocity)")
+            raise ValueError(
+                f"{path}: 'velocity' is stored in Fortran order, so its time slices are not contiguous; "
+                "save np.ascontiguousarray(velocity)"
+            )
         self._slice_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
 
     def read(self, k: int) -> dict:

@@ -51,7 +51,8 @@ def read(
       - a solver's output, its time steps the series (`flowkit.io.formats.FORMATS` lists the readers):
         an OpenFOAM case directory (reconstructed or `processor*/`), its `*.foam` or
         `system/controlDict`; EnSight Gold `.case`; Exodus II `.e`/`.exo`/`.ex2`/`.g`;
-        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.selafin`); VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
+        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.selafin`);
+        VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
         PLOT3D `.xyz` (with its `.q`); Tecplot ASCII `.tec`. Parts, element blocks and zones are
         merged into one domain, points they share joined; surface parts (boundary patches) are
         skipped with a log line.
@@ -94,10 +95,25 @@ def read(
     between steps, missing times, and options the file's format does not take (naming both).
     """
     fmt = format_of(path)
-    given = dict(times=times, sample=sample, cell_data=cell_data, allow_nonfinite=allow_nonfinite, dtype=dtype, interpolation=interpolation, periodic=periodic, stream=stream, max_device_bytes=max_device_bytes, skip_zero_time=skip_zero_time)
-    refused = sorted(name for name, value in given.items() if name not in fmt.options and not _is_default(value, _DEFAULTS[name]))
+    given = dict(
+        times=times,
+        sample=sample,
+        cell_data=cell_data,
+        allow_nonfinite=allow_nonfinite,
+        dtype=dtype,
+        interpolation=interpolation,
+        periodic=periodic,
+        stream=stream,
+        max_device_bytes=max_device_bytes,
+        skip_zero_time=skip_zero_time,
+    )
+    refused = sorted(
+        name for name, value in given.items() if name not in fmt.options and not _is_default(value, _DEFAULTS[name])
+    )
     if refused:
-        raise ValueError(f"{path}: {', '.join(refused)} do(es) not apply to {fmt.name} files; they take {sorted(fmt.options)}")
+        raise ValueError(
+            f"{path}: {', '.join(refused)} do(es) not apply to {fmt.name} files; they take {sorted(fmt.options)}"
+        )
     return fmt.read(path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options)
 
 

@@ -29,7 +29,12 @@ _GRID = ("lon_rho", "lat_rho", "h")
 
 def is_roms(ds) -> bool:
     """Whether `ds` is ROMS or CROCO native output: s-levels with stretching curves, `u`, `v`."""
-    return "s_rho" in ds.dims and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables) and "u" in ds.variables and "v" in ds.variables
+    return (
+        "s_rho" in ds.dims
+        and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables)
+        and "u" in ds.variables
+        and "v" in ds.variables
+    )
 
 
 def from_roms(datasets, grid=None, *, dtype="float32") -> LayeredField:
@@ -48,11 +53,18 @@ def from_roms(datasets, grid=None, *, dtype="float32") -> LayeredField:
     grid_ds = _grid_dataset(history, grid)
 
     def grid_var(name, required=True):
-        for ds in (grid_ds, history):  # the grid file first: the model's own grid (often float64 where histories hold float32)
+        for ds in (
+            grid_ds,
+            history,
+        ):  # the grid file first: the model's own grid (often float64 where histories hold float32)
             if ds is not None and name in ds.variables:
                 return ds[name]
         if required:
-            raise ValueError(f"{where(history)}: ROMS/CROCO variable {name!r} is in neither the history file nor {'the grid file ' + where(grid_ds) if grid_ds is not None else 'a grid file'}; pass grid='..._grd.nc'")
+            grid_file = "a grid file" if grid_ds is None else f"the grid file {where(grid_ds)}"
+            raise ValueError(
+                f"{where(history)}: ROMS/CROCO variable {name!r} is in neither the history file nor {grid_file}; "
+                "pass grid='..._grd.nc'"
+            )
         return None
 
     rho = ("eta_rho", "xi_rho")
@@ -68,9 +80,12 @@ def from_roms(datasets, grid=None, *, dtype="float32") -> LayeredField:
     from .xarray import time_axis
 
     steps, times, origin = time_axis(datasets, time_dim)
-    has_w = "w" in history.variables and "s_w" in history["w"].dims and history.sizes["s_w"] == history.sizes["s_rho"] + 1
+    has_w = (
+        "w" in history.variables and "s_w" in history["w"].dims and history.sizes["s_w"] == history.sizes["s_rho"] + 1
+    )
     _log.info(
-        "from_roms: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
+        "from_roms: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v "
+        "averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
         where(history),
         stretching["vtransform"],
         len(stretching["s"]),
@@ -122,7 +137,10 @@ def _grid_dataset(history, grid):
             return None
         grid = Path(source).parent / Path(named).name
         if not grid.exists():
-            raise FileNotFoundError(f"{source}: the grid is in {named!r} (its grd_file attribute), not found as {grid}; pass grid='path/to/{Path(named).name}'")
+            raise FileNotFoundError(
+                f"{source}: the grid is in {named!r} (its grd_file attribute), not found as {grid}; pass "
+                f"grid='path/to/{Path(named).name}'"
+            )
         _log.info("from_roms: %s: grid read from %s (its grd_file attribute)", source, grid)
     grid = Path(grid)
     if not grid.exists():
@@ -135,7 +153,9 @@ def _grid_dataset(history, grid):
 def _horizontal(var, dims, source) -> np.ndarray:
     """A 2-D grid variable as `(eta, xi)` float64, checked to lie on the rho points."""
     if tuple(var.dims) != dims:
-        raise ValueError(f"{source}: ROMS/CROCO variable {var.name!r} has dims {var.dims}, expected the rho points {dims}")
+        raise ValueError(
+            f"{source}: ROMS/CROCO variable {var.name!r} has dims {var.dims}, expected the rho points {dims}"
+        )
     return np.asarray(var.values, np.float64)
 
 
@@ -145,7 +165,9 @@ def _stretching(history, grid_var, source) -> dict:
     curve = history["Cs_r"] if "Cs_r" in history.variables else history["Cs_rho"]
     hc = history["hc"].values if "hc" in history.variables else history.attrs.get("hc")
     if hc is None:
-        raise ValueError(f"{source}: no critical depth hc (variable or attribute): the s-levels' depths cannot be computed")
+        raise ValueError(
+            f"{source}: no critical depth hc (variable or attribute): the s-levels' depths cannot be computed"
+        )
     if "Vtransform" in history.variables:
         vtransform = int(np.asarray(history["Vtransform"].values).reshape(-1)[0])
     elif "Vtransform" in history["s_rho"].attrs:
@@ -178,7 +200,10 @@ def _to_rho(values: np.ndarray, axis: int, n_rho: int, name: str, source: str) -
     that exist and are not NaN (0 where none is)."""
     n_faces = values.shape[axis]
     if n_faces not in (n_rho - 1, n_rho):
-        raise ValueError(f"{source}: {name!r} has {n_faces} points along its staggered axis; a C-grid between {n_rho} rho points has {n_rho - 1}")
+        raise ValueError(
+            f"{source}: {name!r} has {n_faces} points along its staggered axis; a C-grid between "
+            f"{n_rho} rho points has {n_rho - 1}"
+        )
     faces = np.moveaxis(values, axis, -1)
     left = np.full(faces.shape[:-1] + (n_rho,), np.nan)
     right = np.full_like(left, np.nan)
@@ -198,11 +223,16 @@ def _slice(step, h, angle, stretching, has_w):
     u = np.asarray(step["u"].transpose("s_rho", ...).values, np.float64)
     v = np.asarray(step["v"].transpose("s_rho", ...).values, np.float64)
     if u.ndim != 3 or v.ndim != 3:
-        raise ValueError(f"{source}: u and v must be (s_rho, eta, xi) per time step, got {step['u'].dims} and {step['v'].dims}")
+        raise ValueError(
+            f"{source}: u and v must be (s_rho, eta, xi) per time step, got {step['u'].dims} and {step['v'].dims}"
+        )
     u = _to_rho(u, 2, n_xi, "u", source)
     v = _to_rho(v, 1, n_eta, "v", source)
     if u.shape[1:] != (n_eta, n_xi) or v.shape[1:] != (n_eta, n_xi):
-        raise ValueError(f"{source}: u and v do not lie between the {n_eta} x {n_xi} rho points (dims {step['u'].dims}, {step['v'].dims})")
+        raise ValueError(
+            f"{source}: u and v do not lie between the {n_eta} x {n_xi} rho points (dims "
+            f"{step['u'].dims}, {step['v'].dims})"
+        )
     cos, sin = np.cos(angle), np.sin(angle)
     east, north = cos * u - sin * v, sin * u + cos * v
     z = level_heights(h, zeta, stretching["s"], stretching["C"], stretching["hc"], stretching["vtransform"])

@@ -31,7 +31,9 @@ def is_selafin_path(path) -> bool:
     return isinstance(path, (str, Path)) and Path(path).suffix.lower() in SUFFIXES
 
 
-def read_selafin(path, velocity: str | None = None, *, plane: int | None = None, dtype="float32", **mesh_options) -> MeshField | LayeredField:
+def read_selafin(
+    path, velocity: str | None = None, *, plane: int | None = None, dtype="float32", **mesh_options
+) -> MeshField | LayeredField:
     """The velocity of a Selafin file (see the module docstring). `velocity="U,V"` (or
     `"U,V,W"`) names the variables by their Selafin ids; `plane` picks the plane of a 3-D file
     without elevations (default: the top one, the surface)."""
@@ -48,7 +50,10 @@ def read_selafin(path, velocity: str | None = None, *, plane: int | None = None,
     names = velocity.split(",") if velocity else ["U", "V"]
     missing = [n for n in names if n not in ds.data_vars]
     if missing:
-        raise ValueError(f"{path}: Selafin variables {missing} not found (it holds {sorted(ds.data_vars)}); name them with velocity='U,V'")
+        raise ValueError(
+            f"{path}: Selafin variables {missing} not found (it holds {sorted(ds.data_vars)}); name "
+            "them with velocity='U,V'"
+        )
     triangles = np.asarray(ds.attrs["ikle2"], np.int64) - 1  # Fortran numbering
     points = np.column_stack([np.asarray(ds.x.values, np.float64), np.asarray(ds.y.values, np.float64)])
     times, origin = _times(ds)
@@ -60,16 +65,33 @@ def read_selafin(path, velocity: str | None = None, *, plane: int | None = None,
     series = times if len(times) > 1 else None
     if "plan" not in ds.dims:
         data = np.stack([values(n) for n in names[:2]], axis=-1)
-        _log.info("read_selafin: %s: 2-D, %d triangles, %d nodes, %d time steps", path, len(triangles), len(points), len(times))
-        return MeshField(points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options)
+        _log.info(
+            "read_selafin: %s: 2-D, %d triangles, %d nodes, %d time steps",
+            path,
+            len(triangles),
+            len(points),
+            len(times),
+        )
+        return MeshField(
+            points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options
+        )
     n_planes = ds.sizes["plan"]
     if "Z" not in ds.data_vars:
         chosen = n_planes - 1 if plane is None else int(plane)
         if not 0 <= chosen < n_planes:
             raise ValueError(f"{path}: plane={plane} is not one of its {n_planes} planes (0 = bottom)")
-        _log.warning("read_selafin: %s is 3-D (%d planes) but holds no plane elevations (ELEVATION Z): tracked in 2-D on plane %d%s", path, n_planes, chosen, " (the surface)" if chosen == n_planes - 1 else "")
+        _log.warning(
+            "read_selafin: %s is 3-D (%d planes) but holds no plane elevations (ELEVATION Z): "
+            "tracked in 2-D on plane %d%s",
+            path,
+            n_planes,
+            chosen,
+            " (the surface)" if chosen == n_planes - 1 else "",
+        )
         data = np.stack([values(n)[:, chosen] for n in names[:2]], axis=-1)
-        return MeshField(points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options)
+        return MeshField(
+            points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options
+        )
     elevation = values("Z")  # (T, plane, node), the bottom plane first
     depths = np.moveaxis(elevation[:, -1:] - elevation[:, ::-1], 1, -1)  # below the top plane, surface first
     components = [values(n)[:, ::-1] for n in names[:2]]
@@ -77,8 +99,27 @@ def read_selafin(path, velocity: str | None = None, *, plane: int | None = None,
     if w is not None:
         components.append(-values(w)[:, ::-1])
     velocity_table = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, node, plane, C)
-    _log.info("read_selafin: %s: 3-D, %d prisms' columns of %d planes over %d nodes, %d time steps%s", path, len(triangles), n_planes, len(points), len(times), "" if w else "; no W: particles keep their depth")
-    return LayeredField(points, triangles, depths, velocity_table, elevation[:, -1] - elevation[:, 0], times=series, spherical=False, time_origin=origin, dtype=dtype, **mesh_options)
+    _log.info(
+        "read_selafin: %s: 3-D, %d prisms' columns of %d planes over %d nodes, %d time steps%s",
+        path,
+        len(triangles),
+        n_planes,
+        len(points),
+        len(times),
+        "" if w else "; no W: particles keep their depth",
+    )
+    return LayeredField(
+        points,
+        triangles,
+        depths,
+        velocity_table,
+        elevation[:, -1] - elevation[:, 0],
+        times=series,
+        spherical=False,
+        time_origin=origin,
+        dtype=dtype,
+        **mesh_options,
+    )
 
 
 def _times(ds):

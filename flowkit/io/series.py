@@ -24,7 +24,10 @@ def conformed(ds, first, names, dims):
             raise ValueError(f"{where(ds)}: no variable {name!r}, which {where(first)} (the series' first file) has")
         shape, expected = (tuple(d.sizes.get(dim) for dim in var_dims) for d in (ds[name], first[name]))
         if shape != expected:
-            raise ValueError(f"{where(ds)}: {name} has shape {shape} on {tuple(var_dims)}, but {where(first)} has {expected}: every file of a series must be on the first file's grid")
+            raise ValueError(
+                f"{where(ds)}: {name} has shape {shape} on {tuple(var_dims)}, but {where(first)} has "
+                f"{expected}: every file of a series must be on the first file's grid"
+            )
     order = {}
     for dim in dict.fromkeys(d for var_dims in dims if var_dims for d in var_dims):
         if dim not in first.coords or first[dim].ndim != 1 or not np.issubdtype(first[dim].dtype, np.number):
@@ -36,10 +39,18 @@ def conformed(ds, first, names, dims):
         period = 360.0 if _is_longitude(first[dim]) else None
         permutation = _matching(a, b, period, tolerance)
         if permutation is None:
-            raise ValueError(f"{where(ds)}: its {dim} runs {b[0]:g} … {b[-1]:g}, but {where(first)} (the series' first file) has {a[0]:g} … {a[-1]:g}: every file of a series must be on the first file's grid")
+            raise ValueError(
+                f"{where(ds)}: its {dim} runs {b[0]:g} … {b[-1]:g}, but {where(first)} (the series' first "
+                f"file) has {a[0]:g} … {a[-1]:g}: every file of a series must be on the first file's grid"
+            )
         order[dim] = permutation
     if order:
-        _log.info("%s: %s reordered to the first file's (%s)", where(ds), ", ".join(order), ", ".join(f"{d} {float(ds[d].values[0]):g} … {float(ds[d].values[-1]):g}" for d in order))
+        _log.info(
+            "%s: %s reordered to the first file's (%s)",
+            where(ds),
+            ", ".join(order),
+            ", ".join(f"{d} {float(ds[d].values[0]):g} … {float(ds[d].values[-1]):g}" for d in order),
+        )
         ds = ds.isel(order)
     return ds
 
@@ -47,7 +58,11 @@ def conformed(ds, first, names, dims):
 def _is_longitude(coord) -> bool:
     """Degrees east (not a projection's x in metres): compared modulo 360."""
     _, _, units, _ = AXES["x"]
-    return attr(coord, "standard_name") in ("longitude", "grid_longitude") or attr(coord, "units").lower() in units or str(coord.name).lower() in ("lon", "longitude", "nav_lon")
+    return (
+        attr(coord, "standard_name") in ("longitude", "grid_longitude")
+        or attr(coord, "units").lower() in units
+        or str(coord.name).lower() in ("lon", "longitude", "nav_lon")
+    )
 
 
 def _matching(a, b, period, tolerance):

@@ -49,7 +49,9 @@ def all_arrays_on(reader, path: Path) -> None:
 
 def _fluent_data(path: Path, data: Path) -> None:
     if not data.exists():  # VTK's reader only warns, and gives a mesh without values
-        raise FileNotFoundError(f"{path}: Fluent case without its data file {data.name} beside it (the solution is in the .dat)")
+        raise FileNotFoundError(
+            f"{path}: Fluent case without its data file {data.name} beside it (the solution is in the .dat)"
+        )
 
 
 def fluent_reader(path: Path):
@@ -79,7 +81,12 @@ def fluid_zones_only(reader, path: Path) -> None:
         if name not in fluid:
             zones.DisableArray(name)
     if len(fluid) < len(names):
-        _log.info("%s: reading the fluid zones %s; leaving out %s (face or solid zones)", path, fluid, [n for n in names if n not in fluid])
+        _log.info(
+            "%s: reading the fluid zones %s; leaving out %s (face or solid zones)",
+            path,
+            fluid,
+            [n for n in names if n not in fluid],
+        )
 
 
 def vtkhdf_reader(path: Path):
@@ -98,7 +105,10 @@ def _check_nek5000(path: Path) -> None:
     keys = {line.split(":")[0].strip().lower() for line in text.splitlines() if ":" in line}
     missing = {"filetemplate", "firsttimestep", "numtimesteps"} - keys
     if missing:
-        raise ValueError(f"{path}: not a Nek5000 metadata file (it lacks {sorted(missing)}); a .nek5000 file names the .f files by filetemplate, firsttimestep and numtimesteps")
+        raise ValueError(
+            f"{path}: not a Nek5000 metadata file (it lacks {sorted(missing)}); a .nek5000 file names "
+            "the .f files by filetemplate, firsttimestep and numtimesteps"
+        )
 
 
 def nek5000_reader(path: Path):
@@ -238,7 +248,9 @@ class SolverCase:
                 continue
             if (np.asarray(self.domain_centre) - centre) @ normal > 0:
                 normal = -normal
-            out[f"patch:{name}"] = dict(point=centre, normal=normal, lo=points.min(axis=0), hi=points.max(axis=0), kind=kind)
+            out[f"patch:{name}"] = dict(
+                point=centre, normal=normal, lo=points.min(axis=0), hi=points.max(axis=0), kind=kind
+            )
         return out
 
 
@@ -256,11 +268,22 @@ class OpenFoamCase(SolverCase):
             needed = _velocity_fields(root, self.times[1], velocity)
             missing = [name for name in needed if not (root / "0" / name).exists()]
             if skip_zero_time or missing:
-                why = f"holds no {', '.join(missing)}" if missing else "is the initial condition, skipped as ParaView does (skip_zero_time=False keeps it)"
+                why = (
+                    f"holds no {', '.join(missing)}"
+                    if missing
+                    else "is the initial condition, skipped as ParaView does (skip_zero_time=False keeps it)"
+                )
                 _log.info("%s: time directory 0 %s; the series starts at %g", self.case_dir, why, self.times[1])
                 self.times = self.times[1:]
-        shown = ", ".join(f"{t:g}" for t in self.times[:6]) + (f", ... {self.times[-1]:g}" if len(self.times) > 6 else "")
-        _log.info("%s: %d time step(s) read: %s", self.case_dir, len(self.times), shown if self.times[0] is not None else "steady")
+        shown = ", ".join(f"{t:g}" for t in self.times[:6]) + (
+            f", ... {self.times[-1]:g}" if len(self.times) > 6 else ""
+        )
+        _log.info(
+            "%s: %d time step(s) read: %s",
+            self.case_dir,
+            len(self.times),
+            shown if self.times[0] is not None else "steady",
+        )
 
     def _read_patches(self, on: bool) -> None:
         """Read the boundary patches beside the internal mesh, or the internal mesh alone."""

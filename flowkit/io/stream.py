@@ -130,7 +130,10 @@ class StreamedField:
         # not itself a field (it cannot be evaluated or traced)
         if name in _SHARED and "template" in self.__dict__:
             return getattr(self.template, name)
-        raise AttributeError(f"StreamedField has no {name!r}: its time series stays on disk (the geometry is in .template; .near(t) gives the field around time t)")
+        raise AttributeError(
+            f"StreamedField has no {name!r}: its time series stays on disk (the geometry is in "
+            ".template; .near(t) gives the field around time t)"
+        )
 
     def slice_nbytes(self, itemsize: int) -> int:
         """Bytes of one slice of every time-dependent leaf at `itemsize` bytes per number."""
@@ -140,8 +143,12 @@ class StreamedField:
         """Bytes of the arrays that do not change in time (mesh, locator, axes), one copy, with
         floating-point numbers of `itemsize` bytes."""
         moving = {id(leaf) for leaf in self.template.time_leaves().values()} | {id(self.template.times)}
-        fixed = [leaf for leaf in jax.tree.leaves(self.template) if isinstance(leaf, jax.Array) and id(leaf) not in moving]
-        return sum(leaf.size * (itemsize if np.issubdtype(leaf.dtype, np.floating) else leaf.dtype.itemsize) for leaf in fixed)
+        fixed = [
+            leaf for leaf in jax.tree.leaves(self.template) if isinstance(leaf, jax.Array) and id(leaf) not in moving
+        ]
+        return sum(
+            leaf.size * (itemsize if np.issubdtype(leaf.dtype, np.floating) else leaf.dtype.itemsize) for leaf in fixed
+        )
 
     def max_window(self, itemsize: int, copies: int) -> int:
         """The most slices a window may hold within `max_device_bytes`, with two windows
@@ -154,23 +161,34 @@ class StreamedField:
         probing and plotting a streamed series; clamped to the series outside its range)."""
         k = int(np.clip(np.searchsorted(self.times, t, side="right") - 1, 0, self.n_slices - 2))
         pair = [self.source.read(k), self.source.read(k + 1)]
-        leaves = {name: jnp.asarray(np.stack([p[name] for p in pair]), leaf.dtype) for name, leaf in self.template.time_leaves().items()}
+        leaves = {
+            name: jnp.asarray(np.stack([p[name] for p in pair]), leaf.dtype)
+            for name, leaf in self.template.time_leaves().items()
+        }
         return swap_window(self.template, leaves, jnp.asarray(self.times[k : k + 2], self.template.times.dtype))
 
     def window_field(self, width: int) -> AbstractField:
         """The template holding a window of `width` slices (zeros, at times 0..width-1): a
         field of the shapes every window has, to compile against."""
-        zeros = {name: np.zeros((width,) + leaf.shape[1:], leaf.dtype) for name, leaf in self.template.time_leaves().items()}
+        zeros = {
+            name: np.zeros((width,) + leaf.shape[1:], leaf.dtype) for name, leaf in self.template.time_leaves().items()
+        }
         return swap_window(self.template, zeros, np.arange(width, dtype=self.template.times.dtype))
 
     def __repr__(self) -> str:
-        return f"StreamedField({type(self.template).__name__}, {self.n_slices} slices from {self.source.description}, max_device_bytes={self.max_device_bytes})"
+        return (
+            f"StreamedField({type(self.template).__name__}, {self.n_slices} slices from "
+            f"{self.source.description}, max_device_bytes={self.max_device_bytes})"
+        )
 
 
 def refuse_streamed(field, what: str, instead: str) -> None:
     """A clear error where a `StreamedField` cannot go (traced programs need the whole series)."""
     if isinstance(field, StreamedField):
-        raise TypeError(f"field: {what} needs the whole time series on the device, but this StreamedField is read window by window; {instead}")
+        raise TypeError(
+            f"field: {what} needs the whole time series on the device, but this StreamedField is read "
+            f"window by window; {instead}"
+        )
 
 
 def swap_window(field: AbstractField, leaves: dict, times) -> AbstractField:
@@ -180,12 +198,18 @@ def swap_window(field: AbstractField, leaves: dict, times) -> AbstractField:
         old = field.time_leaves()[name]
         if tuple(new.shape[1:]) != tuple(old.shape[1:]):
             raise ValueError(
-                f"streamed field: a window's {name!r} has shape {tuple(new.shape[1:])} per slice, the field {tuple(old.shape[1:])} (a periodic grid given with its end node repeated: drop that node from the files, or read with stream=False)"
+                f"streamed field: a window's {name!r} has shape {tuple(new.shape[1:])} per slice, the "
+                f"field {tuple(old.shape[1:])} (a periodic grid given with its end node repeated: drop "
+                "that node from the files, or read with stream=False)"
             )
-    return eqx.tree_at(lambda f: tuple(f.time_leaves()[n] for n in names) + (f.times,), field, tuple(leaves.values()) + (times,))
+    return eqx.tree_at(
+        lambda f: tuple(f.time_leaves()[n] for n in names) + (f.times,), field, tuple(leaves.values()) + (times,)
+    )
 
 
-def choose_streaming(stream: bool | None, n_slices: int, slice_bytes: int, max_device_bytes: int | None, description: str) -> bool:
+def choose_streaming(
+    stream: bool | None, n_slices: int, slice_bytes: int, max_device_bytes: int | None, description: str
+) -> bool:
     """Whether a reader returns a `StreamedField`: `stream` if given, else whether all slices
     (one copy per CPU device) exceed `max_device_bytes` (default `device_budget()`)."""
     if stream is not None:
@@ -193,6 +217,12 @@ def choose_streaming(stream: bool | None, n_slices: int, slice_bytes: int, max_d
     budget = device_budget() if max_device_bytes is None else int(max_device_bytes)
     total = n_slices * slice_bytes * _copies()
     if total > budget:
-        _log.info("%s: %d time slices need %.1f MiB on the device, over the budget of %.1f MiB: streaming in time windows", description, n_slices, total / 2**20, budget / 2**20)
+        _log.info(
+            "%s: %d time slices need %.1f MiB on the device, over the budget of %.1f MiB: streaming in time windows",
+            description,
+            n_slices,
+            total / 2**20,
+            budget / 2**20,
+        )
         return True
     return False

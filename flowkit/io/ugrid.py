@@ -43,7 +43,9 @@ def is_ugrid(ds) -> bool:
     return _topology(ds) is not None or ("nv" in ds.variables and "nele" in ds.dims)
 
 
-def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype="float32") -> LayeredField:
+def from_ugrid(
+    datasets, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype="float32"
+) -> LayeredField:
     """A `LayeredField` from the files of an unstructured model (see the module docstring):
     `datasets` opened lazily, in any order. `u`, `v`, `w` name the velocity variables.
 
@@ -59,7 +61,9 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
     names = [u_name] if pair else [u_name, _component(first, "v", v)]
     w_name = _component(first, "w", w)
     time_dim = "time" if "time" in first[u_name].dims else None
-    level_dim = next((d for d in first[u_name].dims if d not in (node_dim, face_dim, time_dim) and first.sizes[d] > 2), None)
+    level_dim = next(
+        (d for d in first[u_name].dims if d not in (node_dim, face_dim, time_dim) and first.sizes[d] > 2), None
+    )
     from .xarray import time_axis
 
     _, times, origin = time_axis(joined, time_dim)
@@ -69,7 +73,9 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
         parts = []
         for ds in joined:
             var = ds[name] if comp is None else ds[name].isel({ds[name].dims[-1]: comp})
-            order = [d for d in (time_dim, level_dim) if d in var.dims] + [d for d in var.dims if d not in (time_dim, level_dim)]
+            order = [d for d in (time_dim, level_dim) if d in var.dims] + [
+                d for d in var.dims if d not in (time_dim, level_dim)
+            ]
             array = np.asarray(var.transpose(*order).values, np.float64)
             if time_dim not in var.dims:
                 array = array[None]
@@ -79,7 +85,10 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
             if horizontal == face_dim:
                 array = _on_nodes(array, weights)
             elif array.shape[-1] != len(points):
-                raise ValueError(f"{where(ds)}: {name!r} has {array.shape[-1]} values along {horizontal!r}, not one per node ({len(points)}) or face ({len(cells)})")
+                raise ValueError(
+                    f"{where(ds)}: {name!r} has {array.shape[-1]} values along {horizontal!r}, not one per "
+                    f"node ({len(points)}) or face ({len(cells)})"
+                )
             parts.append(array)
         return np.concatenate(parts)
 
@@ -112,7 +121,17 @@ def from_ugrid(datasets, u: str | None = None, v: str | None = None, w: str | No
         " on faces, averaged to the nodes" if face_dim in first[u_name].dims else "",
         len(depths),
     )
-    return LayeredField(points, cells, depths, velocity, water, times=times if times is not None and len(times) > 1 else None, spherical=spherical, time_origin=origin, dtype=dtype)
+    return LayeredField(
+        points,
+        cells,
+        depths,
+        velocity,
+        water,
+        times=times if times is not None and len(times) > 1 else None,
+        spherical=spherical,
+        time_origin=origin,
+        dtype=dtype,
+    )
 
 
 def _topology(ds):
@@ -130,13 +149,20 @@ def _joined(datasets) -> list:
     joined = []
     for group in spans.values():
         group.sort(key=lambda ds: not is_ugrid(ds))  # the file with the mesh first: its name in messages
-        merged = group[0] if len(group) == 1 else xr.merge(group, compat="override", join="override", combine_attrs="override")
+        merged = (
+            group[0]
+            if len(group) == 1
+            else xr.merge(group, compat="override", join="override", combine_attrs="override")
+        )
         if len(group) > 1:
             merged.attrs["flowkit_source"] = f"{where(group[0])} (+ {len(group) - 1} files of the same times)"
         joined.append(merged)
     joined.sort(key=lambda ds: np.asarray(ds["time"].values)[0] if "time" in ds.variables and ds["time"].size else 0)
     if not any(is_ugrid(ds) for ds in joined[:1]):
-        raise ValueError(f"{where(joined[0])}: the unstructured mesh (a mesh_topology variable, or FVCOM's nv) is not in the files of its first times")
+        raise ValueError(
+            f"{where(joined[0])}: the unstructured mesh (a mesh_topology variable, or FVCOM's nv) is "
+            "not in the files of its first times"
+        )
     return joined
 
 
@@ -156,7 +182,11 @@ def _mesh(ds):
     x, y = (np.asarray(ds[n].values, np.float64) for n in (xname, yname))
     spherical = attr(ds[xname], "units").lower().startswith("degree") or attr(ds[xname], "standard_name") == "longitude"
     if spherical and not np.any(x) and not np.any(y) and "x" in ds.variables and "y" in ds.variables:
-        x, y, spherical = np.asarray(ds["x"].values, np.float64), np.asarray(ds["y"].values, np.float64), False  # FVCOM's Cartesian runs
+        x, y, spherical = (
+            np.asarray(ds["x"].values, np.float64),
+            np.asarray(ds["y"].values, np.float64),
+            False,
+        )  # FVCOM's Cartesian runs
     topology = _topology(ds)
     name = attr(topology, "face_node_connectivity") if topology is not None else "nv"
     if name not in ds.variables:
@@ -174,8 +204,13 @@ def _mesh(ds):
     valid &= table >= start
     cells = np.where(valid, table - start, -1).astype(np.int64)
     if cells.max() >= len(x) or np.any(valid.sum(axis=1) < 3):
-        raise ValueError(f"{where(ds)}: {name!r} (start_index {start}) names nodes past the {len(x)} nodes, or faces of fewer than 3 corners")
-    cells = np.take_along_axis(cells, np.argsort(~valid, axis=1, kind="stable"), axis=1)  # the corners first, in their order
+        raise ValueError(
+            f"{where(ds)}: {name!r} (start_index {start}) names nodes past the {len(x)} nodes, or "
+            "faces of fewer than 3 corners"
+        )
+    cells = np.take_along_axis(
+        cells, np.argsort(~valid, axis=1, kind="stable"), axis=1
+    )  # the corners first, in their order
     if np.all(valid.sum(axis=1) == 3):
         cells = cells[:, :3]
     faces = next(d for d in var.dims if d != corners)
@@ -189,7 +224,11 @@ def _component(ds, which, given):
         found = next((n for name in _MODEL_NAMES[which] for n in ds.data_vars if str(n).lower() == name), None)
     if found is None and which != "w":
         known = ", ".join(_MODEL_NAMES[which][:3])
-        raise ValueError(f"{where(ds)}: no {'eastward' if which == 'u' else 'northward'} velocity found (by standard_name or as {which}, {known}, ...) among {sorted(ds.data_vars)}; pass velocity='u,v'")
+        raise ValueError(
+            f"{where(ds)}: no {'eastward' if which == 'u' else 'northward'} velocity found (by "
+            f"standard_name or as {which}, {known}, ...) among {sorted(ds.data_vars)}; pass "
+            "velocity='u,v'"
+        )
     return found
 
 
@@ -200,7 +239,12 @@ def _face_to_node(points, cells):
     k = cells.shape[1]
     x = points[np.maximum(cells, 0)]
     ring = np.where((cells >= 0)[..., None], x, x[:, :1])  # a missing corner repeats the first
-    area = 0.5 * np.abs(np.sum(ring[:, :, 0] * np.roll(ring[:, :, 1], -1, axis=1) - np.roll(ring[:, :, 0], -1, axis=1) * ring[:, :, 1], axis=1))
+    area = 0.5 * np.abs(
+        np.sum(
+            ring[:, :, 0] * np.roll(ring[:, :, 1], -1, axis=1) - np.roll(ring[:, :, 0], -1, axis=1) * ring[:, :, 1],
+            axis=1,
+        )
+    )
     face = np.repeat(np.arange(len(cells)), k)
     node = cells.reshape(-1)
     keep = node >= 0
@@ -232,14 +276,27 @@ def _water_depth(first, read, shape, required=False):
 
 def _sigma(ds, level_dim, n_points):
     """The sigma of each level at each node `(P, K)`, in [-1, 0]."""
-    name = next((n for n in ds.variables if level_dim in ds[n].dims and attr(ds[n], "standard_name") == "ocean_sigma_coordinate"), level_dim if level_dim in ds.variables else None)
+    name = next(
+        (
+            n
+            for n in ds.variables
+            if level_dim in ds[n].dims and attr(ds[n], "standard_name") == "ocean_sigma_coordinate"
+        ),
+        level_dim if level_dim in ds.variables else None,
+    )
     if name is None:
-        raise ValueError(f"{where(ds)}: no sigma coordinate for the velocity's levels {level_dim!r} (a variable with standard_name ocean_sigma_coordinate, as FVCOM's siglay)")
+        raise ValueError(
+            f"{where(ds)}: no sigma coordinate for the velocity's levels {level_dim!r} (a variable "
+            "with standard_name ocean_sigma_coordinate, as FVCOM's siglay)"
+        )
     var = ds[name]
     sigma = np.asarray(var.transpose(*[d for d in var.dims if d != level_dim], level_dim).values, np.float64)
     sigma = np.broadcast_to(sigma, (n_points, ds.sizes[level_dim]))
     if np.nanmin(sigma) < -1 - 1e-6 or np.nanmax(sigma) > 1e-6:
-        raise ValueError(f"{where(ds)}: {name!r} must lie in [-1, 0] (sigma, positive up), got [{np.nanmin(sigma):g}, {np.nanmax(sigma):g}]")
+        raise ValueError(
+            f"{where(ds)}: {name!r} must lie in [-1, 0] (sigma, positive up), got "
+            f"[{np.nanmin(sigma):g}, {np.nanmax(sigma):g}]"
+        )
     return sigma
 
 

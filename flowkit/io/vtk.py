@@ -32,7 +32,9 @@ def write_vti(path, arrays: dict, origin, spacing, time: float | None = None) ->
             raise ValueError(f"write_vti: array {name!r} has shape {values.shape}, expected {shape} (+ components)")
         components = values.reshape(shape + (-1,))
         # VTK orders points with x fastest: reverse the spatial axes before flattening
-        flat = np.ascontiguousarray(np.transpose(components, tuple(range(dim))[::-1] + (dim,)).reshape(-1, components.shape[-1]))
+        flat = np.ascontiguousarray(
+            np.transpose(components, tuple(range(dim))[::-1] + (dim,)).reshape(-1, components.shape[-1])
+        )
         array = numpy_to_vtk(flat if flat.shape[1] > 1 else flat[:, 0], deep=True)
         array.SetName(name)
         image.GetPointData().AddArray(array)
@@ -77,7 +79,9 @@ def read_vti_arrays(path) -> dict:
     for i in range(data.GetNumberOfArrays()):
         values = vtk_to_numpy(data.GetArray(i))
         values = values.reshape(tuple(dims[::-1]) + values.shape[1:])
-        out[data.GetArrayName(i)] = np.transpose(values, tuple(range(len(dims)))[::-1] + tuple(range(len(dims), values.ndim)))
+        out[data.GetArrayName(i)] = np.transpose(
+            values, tuple(range(len(dims)))[::-1] + tuple(range(len(dims), values.ndim))
+        )
     return out
 
 
@@ -98,7 +102,10 @@ def polydata(points, point_arrays: dict, lines=None):
         connectivity = np.arange(len(pts), dtype=np.int64)
     else:
         offsets, connectivity = lines
-    cells.SetData(numpy_to_vtkIdTypeArray(np.ascontiguousarray(offsets, dtype=np.int64), deep=True), numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity, dtype=np.int64), deep=True))
+    cells.SetData(
+        numpy_to_vtkIdTypeArray(np.ascontiguousarray(offsets, dtype=np.int64), deep=True),
+        numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity, dtype=np.int64), deep=True),
+    )
     if lines is None:
         poly.SetVerts(cells)
     else:
@@ -149,7 +156,11 @@ def write_pathlines_vtp(traj, path) -> Path:
     if traj.generation is not None:  # drop lives that never started (spare slots still waiting)
         idle = np.maximum.reduceat((status != Status.NOT_RELEASED).astype(np.int8), starts) == 0
         keep = np.repeat(~idle, np.diff(np.append(starts, n * n_frames)))
-        starts = np.flatnonzero(np.concatenate([[True], ids[keep][1:] != ids[keep][:-1]])) if keep.any() else np.zeros(0, np.int64)
+        starts = (
+            np.flatnonzero(np.concatenate([[True], ids[keep][1:] != ids[keep][:-1]]))
+            if keep.any()
+            else np.zeros(0, np.int64)
+        )
     count = int(keep.sum())
     offsets = np.append(starts, count).astype(np.int64)
     points = major(positions)[keep]
@@ -176,8 +187,13 @@ def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
         clouds.mkdir()
         files = []
         for k in range(len(traj.times)):
-            arrays = {"particle_id": np.asarray(traj.particle_id[k]), "status": np.asarray(traj.status[k]).astype(np.int32)}
-            arrays["age"] = np.maximum(np.abs(float(traj.times[k]) - np.asarray(traj.t_release, np.float64)), 0.0) * (np.asarray(traj.status[k]) != Status.NOT_RELEASED)
+            arrays = {
+                "particle_id": np.asarray(traj.particle_id[k]),
+                "status": np.asarray(traj.status[k]).astype(np.int32),
+            }
+            arrays["age"] = np.maximum(np.abs(float(traj.times[k]) - np.asarray(traj.t_release, np.float64)), 0.0) * (
+                np.asarray(traj.status[k]) != Status.NOT_RELEASED
+            )
             if traj.velocities is not None:
                 arrays["velocity"] = np.asarray(traj.velocities[k])
             for name, values in (traj.samples or {}).items():
@@ -201,7 +217,13 @@ def write_pvd(path, files, times, relative_to=None) -> Path:
     collection = ET.Element("VTKFile", type="Collection", version="1.0", byte_order="LittleEndian")
     datasets = ET.SubElement(collection, "Collection")
     for file, t in zip(files, times):
-        ET.SubElement(datasets, "DataSet", timestep=repr(float(t)), part="0", file=os.path.relpath(file, path.parent if relative_to is None else relative_to))
+        ET.SubElement(
+            datasets,
+            "DataSet",
+            timestep=repr(float(t)),
+            part="0",
+            file=os.path.relpath(file, path.parent if relative_to is None else relative_to),
+        )
     ET.ElementTree(collection).write(path, xml_declaration=True)
     return path
 
@@ -224,7 +246,10 @@ def unstructured_grid(points, cells, cell_types, point_arrays: dict | None = Non
     vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(points), deep=True))
     grid.SetPoints(vtk_points)
     cell_array = vtk.vtkCellArray()
-    cell_array.SetData(numpy_to_vtkIdTypeArray(offsets, deep=True), numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity), deep=True))
+    cell_array.SetData(
+        numpy_to_vtkIdTypeArray(offsets, deep=True),
+        numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity), deep=True),
+    )
     types = numpy_to_vtk(np.asarray(cell_types, dtype=np.uint8), deep=True, array_type=vtk.VTK_UNSIGNED_CHAR)
     grid.SetCells(types, cell_array)
     for name, values in (point_arrays or {}).items():

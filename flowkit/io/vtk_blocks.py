@@ -43,7 +43,11 @@ def _leaves(data):
     while not it.IsDoneWithTraversal():
         leaf = it.GetCurrentDataObject()
         meta = it.GetCurrentMetaData() if it.HasCurrentMetaData() else None
-        name = meta.Get(vtk.vtkCompositeDataSet.NAME()) if meta is not None and meta.Has(vtk.vtkCompositeDataSet.NAME()) else f"block {len(out)}"
+        name = (
+            meta.Get(vtk.vtkCompositeDataSet.NAME())
+            if meta is not None and meta.Has(vtk.vtkCompositeDataSet.NAME())
+            else f"block {len(out)}"
+        )
         if isinstance(leaf, vtk.vtkDataSet) and leaf.GetNumberOfCells() > 0:
             out.append((name, leaf))
         it.GoToNextItem()
@@ -67,7 +71,9 @@ def cell_type_ids(data) -> np.ndarray:
     """`(C,)` VTK type id of each cell of an unstructured grid (the accessor was renamed in VTK 9.6)."""
     from vtk.util.numpy_support import vtk_to_numpy
 
-    return np.asarray(vtk_to_numpy(data.GetCellTypes() if _vtk_version() >= 906 else data.GetCellTypesArray()), np.int64)
+    return np.asarray(
+        vtk_to_numpy(data.GetCellTypes() if _vtk_version() >= 906 else data.GetCellTypesArray()), np.int64
+    )
 
 
 def cell_type_name(cell_type: int) -> str:
@@ -88,7 +94,9 @@ def cell_dimension(data) -> int:
 
 
 def _array_names(data) -> set[str]:
-    return {data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().GetNumberOfArrays())} | {data.GetCellData().GetArrayName(i) for i in range(data.GetCellData().GetNumberOfArrays())}
+    return {data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().GetNumberOfArrays())} | {
+        data.GetCellData().GetArrayName(i) for i in range(data.GetCellData().GetNumberOfArrays())
+    }
 
 
 def joined(data):
@@ -119,7 +127,14 @@ def merged(data, where, surfaces: dict | None = None):
     top = max(dims)
     for (name, leaf), d in zip(leaves, dims):
         if d < top:
-            _log.info("%s: skipping %r (%d cells of dimension %d, beside a %d-D domain)", where, name, leaf.GetNumberOfCells(), d, top)
+            _log.info(
+                "%s: skipping %r (%d cells of dimension %d, beside a %d-D domain)",
+                where,
+                name,
+                leaf.GetNumberOfCells(),
+                d,
+                top,
+            )
             if surfaces is not None:
                 surfaces[name] = leaf
     kept = [(name, leaf) for (name, leaf), d in zip(leaves, dims) if d == top]
@@ -129,7 +144,10 @@ def merged(data, where, surfaces: dict | None = None):
     every = set.union(*names)
     for (name, _), own in zip(kept, names):
         if own != every:
-            raise ValueError(f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(every - own)} (has {sorted(own)}); give every block the same variables")
+            raise ValueError(
+                f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(every - own)} (has "
+                f"{sorted(own)}); give every block the same variables"
+            )
     append = vtk.vtkAppendFilter()
     append.MergePointsOn()
     append.SetTolerance(0.0)
@@ -139,6 +157,15 @@ def merged(data, where, surfaces: dict | None = None):
     out = append.GetOutput()
     total = sum(leaf.GetNumberOfPoints() for _, leaf in kept)
     if out.GetNumberOfPoints() == total:
-        raise ValueError(f"{where}: its {len(kept)} blocks {[n for n, _ in kept]} share no points, so no particle could cross between them; give blocks that meet on common nodes")
-    _log.info("%s: %d blocks merged into one domain (%d cells, %d shared points joined)", where, len(kept), out.GetNumberOfCells(), total - out.GetNumberOfPoints())
+        raise ValueError(
+            f"{where}: its {len(kept)} blocks {[n for n, _ in kept]} share no points, so no particle "
+            "could cross between them; give blocks that meet on common nodes"
+        )
+    _log.info(
+        "%s: %d blocks merged into one domain (%d cells, %d shared points joined)",
+        where,
+        len(kept),
+        out.GetNumberOfCells(),
+        total - out.GetNumberOfPoints(),
+    )
     return out

@@ -15,7 +15,18 @@ from .checks import check_velocity
 from .formats import format_of
 from .solvers import Step
 from .stream import SliceSource
-from .vtk_slices import Arrays, GridSlice, MeshSlice, file_time, grid_slice, is_expression, is_grid, mesh_slice, read_dataset, series_slice
+from .vtk_arrays import is_expression
+from .vtk_slices import (
+    Arrays,
+    GridSlice,
+    MeshSlice,
+    file_time,
+    grid_slice,
+    is_grid,
+    mesh_slice,
+    read_dataset,
+    series_slice,
+)
 
 
 def _series(path, velocity=None, skip_zero_time=True):
@@ -43,8 +54,12 @@ def _series(path, velocity=None, skip_zero_time=True):
             raise ValueError(f"{path}: the collection lists no DataSet entries")
         parts = {e.get("part", "0") for e in entries}
         if len(parts) > 1:
-            raise ValueError(f"{path}: {len(parts)} parts per time step; multi-part grids are not supported (merge them first)")
-        series = sorted(((path.parent / e.get("file"), float(e.get("timestep", "nan"))) for e in entries), key=lambda item: item[1])
+            raise ValueError(
+                f"{path}: {len(parts)} parts per time step; multi-part grids are not supported (merge them first)"
+            )
+        series = sorted(
+            ((path.parent / e.get("file"), float(e.get("timestep", "nan"))) for e in entries), key=lambda item: item[1]
+        )
         missing = [str(f) for f, _ in series if not f.exists()]
         if missing:
             raise FileNotFoundError(f"{path}: {len(missing)} listed file(s) do not exist: {missing}")
@@ -62,7 +77,10 @@ def _series_times(path, file_times, times, n: int):
     if all(t is not None and np.isfinite(t) for t in file_times):
         return np.asarray(file_times, dtype=np.float64)
     if times is None:
-        raise ValueError(f"{path}: the files carry no times (no .pvd timestep, no TimeValue field data); pass times=[...] with one time per file")
+        raise ValueError(
+            f"{path}: the files carry no times (no .pvd timestep, no TimeValue field data); pass "
+            "times=[...] with one time per file"
+        )
     times = np.asarray(times, dtype=np.float64)
     if times.shape != (n,):
         raise ValueError(f"times: {times.size} values for {n} files")
@@ -96,11 +114,24 @@ def read_series(
     first = read_dataset(series[0][0])
     grid = is_grid(first)
     if grid and sample:
-        raise ValueError(f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as its own GridField (fk.io.read(path, velocity=NAME)) and use fk.analysis.sample")
+        raise ValueError(
+            f"{path}: sample= is supported for meshes; for image/rectilinear data read the array as "
+            "its own GridField (fk.io.read(path, velocity=NAME)) and use fk.analysis.sample"
+        )
     if cell_data not in ("points", "constant"):
         raise ValueError(f"cell_data must be 'points' or 'constant', got {cell_data!r}")
-    read = (lambda file, data: grid_slice(file, data, velocity, allow_nonfinite)) if grid else (lambda file, data: mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data))
-    read_arrays = None if grid else functools.partial(series_slice, velocity=velocity, allow_nonfinite=allow_nonfinite, sample=sample, cell_data=cell_data)
+    read = (
+        (lambda file, data: grid_slice(file, data, velocity, allow_nonfinite))
+        if grid
+        else (lambda file, data: mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data))
+    )
+    read_arrays = (
+        None
+        if grid
+        else functools.partial(
+            series_slice, velocity=velocity, allow_nonfinite=allow_nonfinite, sample=sample, cell_data=cell_data
+        )
+    )
     files = _VtkFiles(path, series, first, read, read_arrays)
     del first
     ref = files.reference
@@ -110,7 +141,12 @@ def read_series(
         regions = case.regions()
         if not is_expression(ref.arrays.name):  # a name or components: the reader may skip the rest
             case.keep_arrays({*ref.arrays.name.split(","), *(sample or ())})
-    logging.getLogger("flowkit").info("read: velocity array %r from %d file(s) or time step(s) starting %s", ref.arrays.name, len(series), series[0][0])
+    logging.getLogger("flowkit").info(
+        "read: velocity array %r from %d file(s) or time step(s) starting %s",
+        ref.arrays.name,
+        len(series),
+        series[0][0],
+    )
 
     def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
         stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
@@ -118,7 +154,19 @@ def read_series(
         if isinstance(ref, GridSlice):
             return GridField(values, ref.axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
         samples = {name: stack([p.samples[name] for p in pieces]) for name in ref.arrays.samples}
-        return MeshField(ref.points, ref.cells, values, ref.cell_types, times=times, samples=samples, dtype=dtype, cell_values=ref.arrays.on_cells, topology=topology, regions=regions, **mesh_options)
+        return MeshField(
+            ref.points,
+            ref.cells,
+            values,
+            ref.cell_types,
+            times=times,
+            samples=samples,
+            dtype=dtype,
+            cell_values=ref.arrays.on_cells,
+            topology=topology,
+            regions=regions,
+            **mesh_options,
+        )
 
     if len(series) == 1:
         return build([ref.arrays], None)
@@ -127,7 +175,11 @@ def read_series(
         files.resolve_times(times)
         return StreamedField(build([files.piece(0), files.piece(1)], files.times[:2]), files, max_device_bytes)
     later = files.pieces(range(1, len(series)), in_file_order=True)
-    topology = None if isinstance(ref, GridSlice) else mesh_topology(ref.points, ref.cells, ref.cell_types, mesh_options.get("bin_scale", 0.75))  # while the threads read
+    topology = (
+        None
+        if isinstance(ref, GridSlice)
+        else mesh_topology(ref.points, ref.cells, ref.cell_types, mesh_options.get("bin_scale", 0.75))
+    )  # while the threads read
     pieces = [ref.arrays, *later]
     order = files.resolve_times(times, [p.time for p in pieces])
     return build([pieces[i] for i in order], files.times, topology)
@@ -144,7 +196,9 @@ class _VtkFiles(SliceSource):
         self.listed_times = [t for _, t in series]
         self._read = read
         self.reference: GridSlice | MeshSlice = read(self.files[0], first)
-        check_velocity(self.reference.arrays.values, str(self.files[0]), repr(self.reference.arrays.name), 0, self.listed_times[0])
+        check_velocity(
+            self.reference.arrays.values, str(self.files[0]), repr(self.reference.arrays.name), 0, self.listed_times[0]
+        )
         self._read_arrays = read_arrays
         """For meshes: `(file, series) -> Arrays` reading only what changes in time."""
         self.times = None
@@ -169,7 +223,10 @@ class _VtkFiles(SliceSource):
         if file_times is None:
             file_times = list(self.listed_times)
             if not all(t is not None and np.isfinite(t) for t in file_times) and times is None:
-                file_times = [t if t is not None and np.isfinite(t) else file_time(read_dataset(f)) for f, t in zip(self.files, file_times)]
+                file_times = [
+                    t if t is not None and np.isfinite(t) else file_time(read_dataset(f))
+                    for f, t in zip(self.files, file_times)
+                ]
         else:
             file_times = [t if t is not None and np.isfinite(t) else f for t, f in zip(self.listed_times, file_times)]
         resolved = _series_times(self.path, file_times, times, len(self.files))
@@ -186,8 +243,13 @@ class _VtkFiles(SliceSource):
         else:
             piece = self._read(file, read_dataset(file))  # a grid: its axes are cheap to check
             axes, arrays = piece.axes, piece.arrays
-            if len(axes) != len(ref.axes) or any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref.axes, axes)):
-                raise ValueError(f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} ({[len(a) for a in ref.axes]}); moving or remeshed grids are not supported")
+            if len(axes) != len(ref.axes) or any(
+                a.shape != b.shape or not np.allclose(a, b) for a, b in zip(ref.axes, axes)
+            ):
+                raise ValueError(
+                    f"{file}: its grid ({[len(a) for a in axes]} points) differs from {first} "
+                    f"({[len(a) for a in ref.axes]}); moving or remeshed grids are not supported"
+                )
         check_velocity(arrays.values, str(file), repr(ref.arrays.name), k, arrays.time)
         return arrays
 

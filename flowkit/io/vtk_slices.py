@@ -2,7 +2,6 @@
 values, or a mesh's topology (processed once per series) and point or cell arrays."""
 
 import dataclasses
-import re
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +9,8 @@ import numpy as np
 from ..fields.cells import merge_cells
 from .formats import VTK, format_of
 from .solvers import Step
+from .vtk_arrays import vector_arrays
 from .vtk_blocks import cell_type_ids, cell_type_name, joined, merged, vtk_errors
-
-_VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +84,21 @@ def read_dataset(path):
     if fmt.make_reader is not None:
         case = fmt.open_case(path)
         if len(case.times) > 1:
-            raise ValueError(f"{path}: holds {len(case.times)} time steps; give it alone (not in a list or pattern) to read them as the series")
+            raise ValueError(
+                f"{path}: holds {len(case.times)} time steps; give it alone (not in a list or pattern) to "
+                "read them as the series"
+            )
         return case.dataset(0)
     if fmt is not VTK or path.suffix.lower() == ".pvd":
         raise ValueError(f"{path}: a {fmt.name} file among VTK files; give it alone")
     suffix = path.suffix.lower()
-    reader = vtk.vtkGenericDataObjectReader() if suffix == ".vtk" else vtk.vtkXMLMultiBlockDataReader() if suffix == ".vtmb" else vtk.vtkXMLGenericDataObjectReader()
+    reader = (
+        vtk.vtkGenericDataObjectReader()
+        if suffix == ".vtk"
+        else vtk.vtkXMLMultiBlockDataReader()
+        if suffix == ".vtmb"
+        else vtk.vtkXMLGenericDataObjectReader()
+    )
     with vtk_errors(path):
         reader.SetFileName(str(path))
         reader.Update()
@@ -101,131 +108,6 @@ def read_dataset(path):
     return merged(data, path)
 
 
-def is_expression(velocity: str) -> bool:
-    """Whether a `velocity=` is a Calculator expression (`Momentum/Density`), not array names."""
-    return any(ch in velocity for ch in "+-*/()^")
-
-
-def _words(name: str) -> list[str]:
-    """A name's words, lower case, units in brackets dropped: `velocity_liq (m/s)` -> velocity, liq."""
-    return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"[(\[].*?[)\]]", "", name.lower())) if w]
-
-
-def _velocity_name(arrays: dict, path) -> str | None:
-    """The vector array of `arrays` (name: components) that is the velocity, or None: one named
-    like a velocity (`U`, `Velocity`), else one whose first word is (`velocity_liq (m/s)`,
-    `velocity_n`), else the only vector array. Two equally good candidates are an error."""
-    vectors = [n for n, c in arrays.items() if c in (2, 3)]
-    exact = [n for key in _VELOCITY_NAMES for n in vectors if n.lower() == key]
-    if exact:
-        return exact[0]
-    worded = [n for n in vectors if _words(n)[:1] and _words(n)[0] in _VELOCITY_NAMES]
-    if len(worded) > 1:
-        raise ValueError(f"{path}: several vector arrays are named like a velocity: {worded}; pass velocity=NAME")
-    if worded:
-        return worded[0]
-    if len(vectors) > 1:
-        raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
-    return vectors[0] if vectors else None
-
-
-def _component_names(arrays: dict) -> str | None:
-    """Scalar arrays that are a velocity's components, as `"U,V,W"`: `u, v, w`, `velocity_x,
-    ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or axis first as Fluent
-    writes them (`X_VELOCITY`, `x-velocity`), or None."""
-    scalars = {name.lower(): name for name, width in arrays.items() if width == 1}
-    separators = ("", "_", " ", "-", ".")
-    candidates = [("u", "v", "w")] + [tuple(f"{base}{sep}{axis}" for axis in "xyz") for base in ("velocity", "vel", "v", "u") for sep in separators]
-    candidates += [tuple(f"{axis}{sep}{base}" for axis in "xyz") for base in ("velocity", "vel") for sep in separators]
-    for names in candidates:
-        if names[0] in scalars and names[1] in scalars:
-            return ",".join(scalars[n] for n in names if n in scalars)
-    return None
-
-
-def _on_points(data):
-    """`data` with every cell-only array also as point data (`vtkCellDataToPointData`: each point
-    gets the mean of the cells around it); point arrays kept as they are."""
-    import vtk
-
-    converter = vtk.vtkCellDataToPointData()
-    converter.SetInputData(data)
-    converter.Update()
-    out = data.NewInstance()
-    out.ShallowCopy(data)
-    converted = converter.GetOutput().GetPointData()
-    for i in range(converted.GetNumberOfArrays()):
-        if not data.GetPointData().HasArray(converted.GetArrayName(i)):
-            out.GetPointData().AddArray(converted.GetArray(i))
-    return out
-
-
-def _expression(data, path, expression: str) -> np.ndarray:
-    """`(n_points, C)`: a ParaView Calculator expression over the data's arrays (`Momentum/Density`),
-    evaluated at the nodes by VTK's `vtkArrayCalculator` (cell arrays first moved to the points)."""
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
-
-    data = _on_points(data)
-    calc = vtk.vtkArrayCalculator()
-    calc.SetInputData(data)
-    calc.SetAttributeTypeToPointData()
-    attributes = data.GetPointData()
-    for i in range(attributes.GetNumberOfArrays()):
-        name, width = attributes.GetArrayName(i), attributes.GetArray(i).GetNumberOfComponents()
-        if width == 1:
-            calc.AddScalarArrayName(name)
-        elif width == 3:
-            calc.AddVectorArrayName(name)
-    calc.SetFunction(expression)
-    calc.SetResultArrayName("flowkit velocity expression")
-    with vtk_errors(path, f"velocity expression {expression!r} does not evaluate over the arrays {[attributes.GetArrayName(i) for i in range(attributes.GetNumberOfArrays())]}"):
-        calc.Update()
-    result = calc.GetOutput().GetPointData().GetArray("flowkit velocity expression")
-    if result is None:
-        raise ValueError(f"{path}: velocity expression {expression!r} gave no result")
-    return np.asarray(vtk_to_numpy(result), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1)
-
-
-def _vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
-    """`(values, name, on_cells)`: the velocity as `(n_points, C)` float64 point data, or with
-    `keep_cells` and the velocity among the cell arrays, per cell `(n_cells, C)`, `on_cells` true.
-    `velocity` is an array's name, scalar components (`"U,V,W"`), an expression over the
-    arrays (`Momentum/Density`), or None (`_velocity_name`, else `_component_names`; point data
-    first, cell data first with `keep_cells`). Cell data used at
-    the points goes through `vtkCellDataToPointData`."""
-    from vtk.util.numpy_support import vtk_to_numpy
-
-    def listing(attributes):
-        return {attributes.GetArrayName(i): attributes.GetArray(i).GetNumberOfComponents() for i in range(attributes.GetNumberOfArrays())}
-
-    point_arrays, cell_arrays = listing(data.GetPointData()), listing(data.GetCellData())
-    if velocity is None:
-        for arrays in (cell_arrays, point_arrays) if keep_cells else (point_arrays, cell_arrays):
-            velocity = _velocity_name(arrays, path)
-            if velocity is not None:
-                break
-        else:
-            velocity = _component_names(point_arrays) or _component_names(cell_arrays)
-            if velocity is None:
-                raise ValueError(f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components). Pass velocity=NAME")
-    if "," in velocity:  # components in scalar arrays, "U,V,W"
-        parts = [_vector_arrays(data, path, name.strip(), keep_cells) for name in velocity.split(",")]
-        if any(values.shape[1] != 1 for values, _, _ in parts) or len({on for _, _, on in parts}) > 1:
-            raise ValueError(f"{path}: velocity {velocity!r} must name scalar arrays all on the points or all on the cells")
-        return np.concatenate([values for values, _, _ in parts], axis=1), velocity, parts[0][2]
-    if keep_cells and velocity in cell_arrays:
-        return np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfCells(), -1), velocity, True
-    if velocity in point_arrays:
-        return np.asarray(vtk_to_numpy(data.GetPointData().GetArray(velocity)), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), velocity, False
-    if velocity in cell_arrays:
-        points = _on_points(data).GetPointData().GetArray(velocity)
-        return np.asarray(vtk_to_numpy(points), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), velocity, False
-    if is_expression(velocity):
-        return _expression(data, path, velocity), velocity, False
-    raise ValueError(f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays {cell_arrays} (name: components)")
-
-
 def _grid_axes(data, path: Path):
     """Per-axis node coordinates `[x, y, z]` of image or rectilinear data, all three axes."""
     import vtk
@@ -233,13 +115,20 @@ def _grid_axes(data, path: Path):
 
     if isinstance(data, vtk.vtkImageData):
         dims = data.GetDimensions()
-        direction = np.array([data.GetDirectionMatrix().GetElement(i, j) for i in range(3) for j in range(3)]).reshape(3, 3)
+        direction = np.array([data.GetDirectionMatrix().GetElement(i, j) for i in range(3) for j in range(3)]).reshape(
+            3, 3
+        )
         if not np.allclose(direction, np.eye(3)):
-            raise ValueError(f"{path}: image data with a rotated Direction matrix is not supported (got {direction.tolist()})")
+            raise ValueError(
+                f"{path}: image data with a rotated Direction matrix is not supported (got {direction.tolist()})"
+            )
         origin, spacing = data.GetOrigin(), data.GetSpacing()
         return [origin[i] + spacing[i] * np.arange(dims[i]) for i in range(3)]
     if isinstance(data, vtk.vtkRectilinearGrid):
-        return [np.asarray(vtk_to_numpy(c), dtype=np.float64) for c in (data.GetXCoordinates(), data.GetYCoordinates(), data.GetZCoordinates())]
+        return [
+            np.asarray(vtk_to_numpy(c), dtype=np.float64)
+            for c in (data.GetXCoordinates(), data.GetYCoordinates(), data.GetZCoordinates())
+        ]
     raise TypeError(f"{path}: {data.GetClassName()} is neither image nor rectilinear data")
 
 
@@ -258,14 +147,20 @@ def file_time(data):
 def _check_velocity(values, name, path: Path, dim: int, where: str):
     """Velocity rows with `dim` components: 2 in 3-D is an error, a zero third one in 2-D is dropped."""
     if values.shape[1] < dim:
-        raise ValueError(f"{path}: velocity {name!r} has {values.shape[1]} components on a {dim}-D {where}; a {dim}-D field needs {dim}")
+        raise ValueError(
+            f"{path}: velocity {name!r} has {values.shape[1]} components on a {dim}-D {where}; a "
+            f"{dim}-D field needs {dim}"
+        )
     return values
 
 
 def _check_finite(values, name, path: Path, allow_nonfinite: bool, locations) -> None:
     bad = ~np.all(np.isfinite(values), axis=-1)
     if bad.any() and not allow_nonfinite:
-        raise ValueError(f"{path}: velocity {name!r} has {int(bad.sum())} non-finite points ({locations(bad)}); pass allow_nonfinite=True to keep them (particles reaching them get status NONFINITE)")
+        raise ValueError(
+            f"{path}: velocity {name!r} has {int(bad.sum())} non-finite points ({locations(bad)}); "
+            "pass allow_nonfinite=True to keep them (particles reaching them get status NONFINITE)"
+        )
 
 
 def grid_slice(path: Path, data, velocity, allow_nonfinite) -> GridSlice:
@@ -273,7 +168,7 @@ def grid_slice(path: Path, data, velocity, allow_nonfinite) -> GridSlice:
     if data.GetNumberOfPoints() == 0:
         raise ValueError(f"{path}: the data set is empty (0 points)")
     axes = _grid_axes(data, path)
-    values, name, _ = _vector_arrays(data, path, velocity)
+    values, name, _ = vector_arrays(data, path, velocity)
     dims = [len(a) for a in axes]
     keep = [i for i in range(3) if dims[i] > 1]
     _check_velocity(values, name, path, len(keep), "grid")
@@ -281,9 +176,14 @@ def grid_slice(path: Path, data, velocity, allow_nonfinite) -> GridSlice:
     if values.shape[-1] == 3 and len(keep) == 2:
         dropped = ({0, 1, 2} - set(keep)).pop()
         if np.nanmax(np.abs(values[..., dropped])) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
-            raise ValueError(f"{path}: a 2-D grid whose velocity {name!r} has a non-zero component along its flat axis {'xyz'[dropped]}")
+            raise ValueError(
+                f"{path}: a 2-D grid whose velocity {name!r} has a non-zero component along its flat axis "
+                f"{'xyz'[dropped]}"
+            )
     values = values.reshape([dims[i] for i in keep] + [values.shape[-1]])[..., keep] if len(keep) < 3 else values
-    _check_finite(values, name, path, allow_nonfinite, lambda bad: f"first grid indices {np.argwhere(bad)[:5].tolist()}")
+    _check_finite(
+        values, name, path, allow_nonfinite, lambda bad: f"first grid indices {np.argwhere(bad)[:5].tolist()}"
+    )
     return GridSlice([axes[i] for i in keep], Arrays(values, name, file_time(data)))
 
 
@@ -303,7 +203,9 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
     if not isinstance(data, vtk.vtkDataSet):
         raise ValueError(f"{path}: holds a {data.GetClassName()}, not a mesh")
     if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
-        raise ValueError(f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)")
+        raise ValueError(
+            f"{path}: the mesh is empty ({data.GetNumberOfPoints()} points, {data.GetNumberOfCells()} cells)"
+        )
     signature, n_points = _topology_signature(data), data.GetNumberOfPoints()
     data, remap = _as_unstructured(path, data)
     points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
@@ -318,10 +220,16 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
     if unsupported:
         listing = ", ".join(f"{c} {cell_type_name(t)} (type {t})" for t, c in unsupported.items())
         raise ValueError(
-            f"{path}: unsupported cell types: {listing}. flowkit interpolates linear cells (tetra, hexahedron, wedge, pyramid, voxel; triangle, quad, pixel); linearise higher-order or polyhedral cells first (e.g. ParaView's Tessellate filter)"
+            f"{path}: unsupported cell types: {listing}. flowkit interpolates linear cells (tetra, "
+            "hexahedron, wedge, pyramid, voxel; triangle, quad, pixel); linearise higher-order or "
+            "polyhedral cells first (e.g. ParaView's Tessellate filter)"
         )
     if ignored:
-        logging.getLogger("flowkit").warning("%s: ignoring %s (no volume to interpolate in)", path, ", ".join(f"{c} {cell_type_name(t)}" for t, c in ignored.items()))
+        logging.getLogger("flowkit").warning(
+            "%s: ignoring %s (no volume to interpolate in)",
+            path,
+            ", ".join(f"{c} {cell_type_name(t)}" for t, c in ignored.items()),
+        )
     blocks = []
     for t in sorted(set(present) - set(ignored)):
         rows = np.flatnonzero(types == t)
@@ -334,11 +242,20 @@ def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: s
     if dim == 2:
         z = points[:, 2]
         if np.ptp(z) > 1e-9 * max(1.0, np.ptp(points[:, :2])):
-            raise ValueError(f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D meshes in the z = const plane only")
+            raise ValueError(
+                f"{path}: a surface mesh (triangles/quads) that is not flat in z; flowkit reads 2-D "
+                "meshes in the z = const plane only"
+            )
         points = points[:, :2]
     cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
     series = SeriesMesh(str(path), dim, n_points, signature, cell_order, remap)
-    return MeshSlice(points, cells, cell_types, series, _mesh_arrays(path, data, series, velocity, allow_nonfinite, sample, cell_data))
+    return MeshSlice(
+        points,
+        cells,
+        cell_types,
+        series,
+        _mesh_arrays(path, data, series, velocity, allow_nonfinite, sample, cell_data),
+    )
 
 
 _POINT_ID, _CELL_ID = "flowkit original point id", "flowkit original cell id"
@@ -366,7 +283,10 @@ def _as_unstructured(path, data):
         return data, None
     tagged = data.NewInstance()
     tagged.ShallowCopy(data)
-    for attributes, name, count in ((tagged.GetPointData(), _POINT_ID, data.GetNumberOfPoints()), (tagged.GetCellData(), _CELL_ID, data.GetNumberOfCells())):
+    for attributes, name, count in (
+        (tagged.GetPointData(), _POINT_ID, data.GetNumberOfPoints()),
+        (tagged.GetCellData(), _CELL_ID, data.GetNumberOfCells()),
+    ):
         ids = numpy_to_vtk(np.arange(count), deep=True, array_type=vtk.VTK_ID_TYPE)
         ids.SetName(name)
         attributes.AddArray(ids)
@@ -393,7 +313,10 @@ def remapped(remap: Remap, data):
     mesh, point_map, cell_map = remap.mesh, remap.point_map, remap.cell_map
     out = mesh.NewInstance()
     out.CopyStructure(mesh)
-    for source, target, rows in ((data.GetPointData(), out.GetPointData(), point_map), (data.GetCellData(), out.GetCellData(), cell_map)):
+    for source, target, rows in (
+        (data.GetPointData(), out.GetPointData(), point_map),
+        (data.GetCellData(), out.GetCellData(), cell_map),
+    ):
         for i in range(source.GetNumberOfArrays()):
             array = source.GetArray(i)
             if array is None:  # not a numeric array
@@ -414,7 +337,9 @@ def _nonlinear_types(data) -> list[int]:
     from ..fields import cells as _cells
 
     distinct = vtk_to_numpy(data.GetDistinctCellTypesArray())
-    return [int(t) for t in distinct if int(t) not in _cells.BY_VTK_TYPE and int(t) not in _LOWER_DIMENSIONAL | _SURFACE]
+    return [
+        int(t) for t in distinct if int(t) not in _cells.BY_VTK_TYPE and int(t) not in _LOWER_DIMENSIONAL | _SURFACE
+    ]
 
 
 def _linearised(path, data, odd: list[int]):
@@ -449,7 +374,12 @@ def _linearised(path, data, odd: list[int]):
     append.AddInputData(split.GetOutput())
     append.Update()
     counts = ", ".join(f"{int(np.sum(types == t))} {cell_type_name(t)}" for t in odd)
-    logging.getLogger("flowkit").info("%s: %s decomposed into %d linear cells on their own nodes (interpolation is linear on each)", path, counts, split.GetOutput().GetNumberOfCells())
+    logging.getLogger("flowkit").info(
+        "%s: %s decomposed into %d linear cells on their own nodes (interpolation is linear on each)",
+        path,
+        counts,
+        split.GetOutput().GetNumberOfCells(),
+    )
     return append.GetOutput()
 
 
@@ -476,10 +406,12 @@ def _topology_signature(data) -> str:
     return f"{crc:08x}:{':'.join(sizes)}"
 
 
-def _mesh_arrays(path: Path, data, series: SeriesMesh, velocity, allow_nonfinite, sample, cell_data: str = "points") -> Arrays:
+def _mesh_arrays(
+    path: Path, data, series: SeriesMesh, velocity, allow_nonfinite, sample, cell_data: str = "points"
+) -> Arrays:
     """The time-dependent arrays of one mesh file, laid out on the `series`' mesh."""
     dim = series.dim
-    values, name, on_cells = _vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
+    values, name, on_cells = vector_arrays(data, path, velocity, keep_cells=cell_data == "constant")
     if on_cells:  # per-cell values of the cells kept, in the order of `cells`
         values = values[series.cell_order]
     values = _check_velocity(values, name, path, dim, "mesh")
@@ -487,24 +419,44 @@ def _mesh_arrays(path: Path, data, series: SeriesMesh, velocity, allow_nonfinite
         if np.nanmax(np.abs(values[:, 2]), initial=0) > 1e-12 * max(1.0, np.nanmax(np.abs(values))):
             raise ValueError(f"{path}: a 2-D mesh whose velocity {name!r} has a non-zero z component")
     values = values[:, :dim]
-    _check_finite(values, name, path, allow_nonfinite, lambda bad: f"{'cell' if on_cells else 'point'} ids {np.flatnonzero(bad)[:10].tolist()}{' ...' if bad.sum() > 10 else ''}")
+    _check_finite(
+        values,
+        name,
+        path,
+        allow_nonfinite,
+        lambda bad: f"{'cell' if on_cells else 'point'} ids {_first_ids(bad)}",
+    )
     samples = {}
     for key in sample or ():
-        array, _, _ = _vector_arrays(data, path, key)
+        array, _, _ = vector_arrays(data, path, key)
         samples[key] = array[:, 0] if array.shape[1] == 1 else array
     return Arrays(values, name, file_time(data), samples, on_cells)
 
 
-def series_slice(file: Path, series: SeriesMesh, velocity=None, allow_nonfinite=False, sample=None, cell_data="points") -> Arrays:
+def _first_ids(bad) -> str:
+    """The first ten indices where `bad` holds, for an error message."""
+    return f"{np.flatnonzero(bad)[:10].tolist()}{' ...' if bad.sum() > 10 else ''}"
+
+
+def series_slice(
+    file: Path, series: SeriesMesh, velocity=None, allow_nonfinite=False, sample=None, cell_data="points"
+) -> Arrays:
     """The arrays of a later file of a mesh series, its mesh not processed again: it must equal
     the first file's (same point count and topology signature). Runs in reader threads."""
     data = read_dataset(file)
     if not is_mesh_data(data):
         raise ValueError(f"{file}: holds a {data.GetClassName()}, not a mesh like the first file of the series")
     if data.GetNumberOfPoints() != series.n_points:
-        raise ValueError(f"{file}: {data.GetNumberOfPoints()} points, but {series.first} has {series.n_points}; the point count changes between time steps (moving or remeshed meshes are not supported)")
+        raise ValueError(
+            f"{file}: {data.GetNumberOfPoints()} points, but {series.first} has {series.n_points}; "
+            "the point count changes between time steps (moving or remeshed meshes are not "
+            "supported)"
+        )
     if _topology_signature(data) != series.signature:
-        raise ValueError(f"{file}: its mesh differs from {series.first} (same point count, different coordinates or cells); moving or remeshed meshes are not supported")
+        raise ValueError(
+            f"{file}: its mesh differs from {series.first} (same point count, different coordinates "
+            "or cells); moving or remeshed meshes are not supported"
+        )
     if series.remap is not None:
         data = remapped(series.remap, data)
     return _mesh_arrays(file, data, series, velocity, allow_nonfinite, sample, cell_data)

@@ -19,7 +19,6 @@ xarray never reaches the compiled program: slices are converted once, here.
 
 import glob
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
@@ -137,101 +136,183 @@ def from_xarray(
     """
     import xarray as xr
 
-    from .stream import StreamedField, choose_streaming
-
     datasets = list(ds) if isinstance(ds, (list, tuple)) else [ds]
     if not datasets or not all(isinstance(d, xr.Dataset) for d in datasets):
         raise TypeError(f"from_xarray: expected an xarray.Dataset or a list of them, got {type(ds).__name__}")
     first = datasets[0]
     roms, ugrid = is_roms(first), any(is_ugrid(d) for d in datasets)
     if roms or ugrid or grid is not None:
-        if grid is not None and not roms:
-            raise ValueError(f"{where(first)}: grid= is for ROMS/CROCO output (s_rho levels, Cs_r, u and v); this file has none")
-        unused = {"x": x, "y": y, "z": z, "time": time, "sample": sample, "mask": mask, "land_value": land_value, "periodic": periodic, "spherical": spherical}
-        unused.update({"u": u, "v": v, "w": w} if roms else {})
-        given = sorted(k for k, value in unused.items() if value not in (None, False)) + (["coast"] if coast != "noslip" else [])
-        if given:
-            raise ValueError(f"{where(first)}: {'ROMS/CROCO' if roms else 'unstructured (UGRID)'} output is read by its own conventions; {', '.join(given)} do not apply to it")
+        given = dict(x=x, y=y, z=z, time=time, sample=sample, mask=mask, land_value=land_value, periodic=periodic)
+        given.update(spherical=spherical, coast=None if coast == "noslip" else coast)
+        _refuse_for_native(first, roms, grid, given | (dict(u=u, v=v, w=w) if roms else {}))
         return from_roms(datasets, grid, dtype=dtype) if roms else from_ugrid(datasets, u, v, w, dtype=dtype)
-    u = component(first, "u", u, None)
-    if u is None:
-        raise ValueError(f"{where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) among {sorted(first.data_vars)}; pass u= and v=")
-    dims = tuple(first[u].dims)
-    v = component(first, "v", v, dims) or component(first, "v", v, None)
-    if v is None:
-        raise ValueError(f"{where(first)}: no northward velocity found beside {u!r} among {sorted(first.data_vars)}; pass v=")
-    td = axis_of(first, dims, "time", time)
+    u, v = _velocity_names(first, u, v)
+    td = axis_of(first, tuple(first[u].dims), "time", time)
     layout = layout_of(first, u, v, w, x, y, z, td)
     if len(layout.names) > 2 and layout.staggering == "A" and w is None and layout.dims[2] is None:
         _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", where(first))
+    spherical, sign_w = _sphere(first, layout, spherical)
+    periodic = _periodic(layout, spherical, periodic)
+    sample = _checked_sample(first, layout, sample, stream)
+    source = _Slices(datasets, layout, td, _speed_scale(first[u]) if spherical else 1.0, sign_w, sample, dtype)
+    if land_value is not None:
+        source.fill = float(land_value)
+    first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
+    land = None if land_value is not None else _land_of(source, first, layout, mask, first_slice)
+    options = dict(periodic=periodic, interpolation=interpolation, coast=coast, dtype=dtype)
+    make = _maker(first, layout, spherical, land, source.origin, options)
+    return _assembled(make, source, first_slice, sample, stream, max_device_bytes, f"{where(first)} ({u}, {v})")
+
+
+def _refuse_for_native(first, roms: bool, grid, given: dict) -> None:
+    """ROMS/CROCO and UGRID output is read by its own conventions: the options that name axes,
+    land or periodicity do not apply to it (nor `grid=` to anything but ROMS/CROCO)."""
+    if grid is not None and not roms:
+        raise ValueError(
+            f"{where(first)}: grid= is for ROMS/CROCO output (s_rho levels, Cs_r, u and v); this file has none"
+        )
+    named = sorted(k for k, value in given.items() if value not in (None, False))
+    if named:
+        raise ValueError(
+            f"{where(first)}: {'ROMS/CROCO' if roms else 'unstructured (UGRID)'} output is read by "
+            f"its own conventions; {', '.join(named)} do not apply to it"
+        )
+
+
+def _velocity_names(first, u: str | None, v: str | None) -> tuple[str, str]:
+    """The eastward and northward velocity variables: as given, else by CF metadata and common names."""
+    u = component(first, "u", u, None)
+    if u is None:
+        raise ValueError(
+            f"{where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) "
+            f"among {sorted(first.data_vars)}; pass u= and v="
+        )
+    v = component(first, "v", v, tuple(first[u].dims)) or component(first, "v", v, None)
+    if v is None:
+        raise ValueError(
+            f"{where(first)}: no northward velocity found beside {u!r} among {sorted(first.data_vars)}; pass v="
+        )
+    return u, v
+
+
+def _sphere(first, layout, spherical) -> tuple[bool, float]:
+    """Whether positions are lon/lat (default: when the axes are), and the sign that makes `w`
+    positive down on a sphere's depth axis (-1 where the axis is depth, positive down)."""
     if spherical is None and layout.lonlat is not None:
         spherical = True
     if spherical is None:
         xd = layout.dims[0][0]
-        spherical = attr(first[xd], "units").lower() in AXES["x"][2] or str(xd).lower() in ("lon", "longitude", "nav_lon") if xd in first.variables else False
-    axes = layout.axes
-    sign_w = 1.0
-    zd = layout.dims[0][2] if len(axes) == 3 else None
-    if zd is not None and spherical:
-        positive = attr(first[zd], "positive").lower() if zd in first.variables else ""
-        down = positive == "down" or (not positive and attr(first[zd], "standard_name") in ("depth", "")) if zd in first.variables else True
-        sign_w = -1.0 if down else 1.0
-    if periodic is None and layout.lonlat is not None:
-        periodic = False
-    if periodic is None:
-        lon = axes[0]
-        h = lon[1] - lon[0]
-        span = lon[-1] - lon[0]
-        whole = spherical and len(lon) > 2 and (abs(span + h - 360) < 1e-3 * h or abs(span - 360) < 1e-3 * h)
-        periodic = (360.0 if whole else False,) + (False,) * (len(axes) - 1)
-        if whole:
-            _log.info("from_xarray: longitude spans the globe: periodic with period 360")
-    scale = _speed_scale(first[u]) if spherical else 1.0
+        lonlike = str(xd).lower() in ("lon", "longitude", "nav_lon")
+        spherical = (attr(first[xd], "units").lower() in AXES["x"][2] or lonlike) if xd in first.variables else False
+    zd = layout.dims[0][2] if len(layout.axes) == 3 else None
+    if zd is None or not spherical:
+        return bool(spherical), 1.0
+    if zd not in first.variables:
+        return True, -1.0
+    positive = attr(first[zd], "positive").lower()
+    down = positive == "down" or (not positive and attr(first[zd], "standard_name") in ("depth", ""))
+    return True, -1.0 if down else 1.0
+
+
+def _periodic(layout, spherical: bool, periodic):
+    """Per axis: default, longitude periodic with period 360 when it spans the globe (its end
+    column repeated or not); a curvilinear grid is never periodic."""
+    if periodic is not None:
+        return periodic
+    if layout.lonlat is not None:
+        return False
+    lon = layout.axes[0]
+    h, span = lon[1] - lon[0], lon[-1] - lon[0]
+    whole = spherical and len(lon) > 2 and (abs(span + h - 360) < 1e-3 * h or abs(span - 360) < 1e-3 * h)
+    if whole:
+        _log.info("from_xarray: longitude spans the globe: periodic with period 360")
+    return (360.0 if whole else False,) + (False,) * (len(layout.axes) - 1)
+
+
+def _checked_sample(first, layout, sample, stream) -> list[str]:
+    """The sampled variables' names, each on the velocity's grid (regular A-grids in memory)."""
     sample = [sample] if isinstance(sample, str) else list(sample or ())
     for name in sample:
         if name not in first.data_vars:
-            raise ValueError(f"{where(first)}: sample variable {name!r} not in the dataset (it has {sorted(first.data_vars)})")
+            raise ValueError(
+                f"{where(first)}: sample variable {name!r} not in the dataset (it has {sorted(first.data_vars)})"
+            )
         if set(layout.dims[0]) - set(first[name].dims):
-            raise ValueError(f"{where(first)}: sample variable {name!r} has dims {first[name].dims}, not the velocity's grid {layout.dims[0]}")
+            raise ValueError(
+                f"{where(first)}: sample variable {name!r} has dims {first[name].dims}, not the "
+                f"velocity's grid {layout.dims[0]}"
+            )
     if sample and (layout.staggering != "A" or layout.lonlat is not None or stream):
-        raise ValueError(f"{where(first)}: sample= is read on regular A-grids held in memory (stream=False); this grid is {'curvilinear' if layout.lonlat is not None else layout.staggering + '-grid'}{', streamed' if stream else ''}")
-    source = _Slices(datasets, layout, td, scale, sign_w, sample, dtype)
-    land = None
-    if land_value is not None:
-        source.fill = float(land_value)
-    first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
-    if land_value is None:
-        land = layout.land(first_slice, _land(first, mask, layout) if mask is not None else None)
-        source.land = land if land.any() and layout.staggering == "A" else None  # later slices are zeroed as they are read
-        source.fill = 0.0 if layout.staggering == "C" else None  # a C-grid's NaN faces carry no flux
-        if land.any():
-            what = "nodes" if layout.staggering == "A" else "cells"
-            _log.info("from_xarray: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, f" or {mask} = 0" if mask else "")
-    grid = dict(periodic=periodic, interpolation=interpolation, dtype=dtype, spherical=spherical, land=land, time_origin=source.origin, staggering=layout.staggering, coast=coast)
+        raise ValueError(
+            f"{where(first)}: sample= is read on regular A-grids held in memory (stream=False); this "
+            f"grid is {'curvilinear' if layout.lonlat is not None else layout.staggering + '-grid'}"
+            f"{', streamed' if stream else ''}"
+        )
+    return sample
+
+
+def _land_of(source, first, layout, mask: str | None, first_slice: np.ndarray) -> np.ndarray:
+    """The land nodes (cells on a C-grid): NaN velocity in the first slice, or `mask` = 0; later
+    slices are zeroed there as they are read."""
+    land = layout.land(first_slice, _land(first, mask, layout) if mask is not None else None)
+    source.land = land if land.any() and layout.staggering == "A" else None
+    source.fill = 0.0 if layout.staggering == "C" else None  # a C-grid's NaN faces carry no flux
+    if land.any():
+        what = "nodes" if layout.staggering == "A" else "cells"
+        wet = f" or {mask} = 0" if mask else ""
+        _log.info("from_xarray: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, wet)
+    return land
+
+
+def _maker(first, layout, spherical: bool, land, origin, options: dict):
+    """`make(data, times, samples=None)`: the field of these slices, a `GridField` or, on a
+    curvilinear grid, a `CurvilinearField`."""
+    axes = layout.axes
+    if layout.lonlat is None:
+        grid = dict(options, spherical=spherical, land=land, time_origin=origin, staggering=layout.staggering)
+        return lambda data, times, samples=None: GridField(data, axes, times=times, samples=samples, **grid)
+    periodic, interpolation, coast = options["periodic"], options["interpolation"], options["coast"]
+    if not spherical or periodic or interpolation != "linear":
+        raise ValueError(
+            f"{where(first)}: a curvilinear grid is tracked on the sphere, linear in each cell, not "
+            f"periodic; got spherical={spherical}, periodic={periodic}, interpolation={interpolation!r}"
+        )
+    if coast != "noslip":
+        raise ValueError(
+            f"{where(first)}: coast={coast!r} is implemented on regular A-grids; this grid is "
+            "curvilinear (no slip at its coasts)"
+        )
+    depth = axes[2] if len(axes) == 3 else None
 
     def make(data, times, samples=None):
-        return GridField(data, axes, times=times, samples=samples, **grid)
+        return CurvilinearField(
+            *layout.lonlat, data, times, depth=depth, land=land, time_origin=origin, dtype=options["dtype"]
+        )
 
-    if layout.lonlat is not None:
-        if not spherical or periodic or interpolation != "linear":
-            raise ValueError(f"{where(first)}: a curvilinear grid is tracked on the sphere, linear in each cell, not periodic; got spherical={spherical}, periodic={periodic}, interpolation={interpolation!r}")
-        if coast != "noslip":
-            raise ValueError(f"{where(first)}: coast={coast!r} is implemented on regular A-grids; this grid is curvilinear (no slip at its coasts)")
-        depth = axes[2] if len(axes) == 3 else None
-        make = lambda data, times: CurvilinearField(*layout.lonlat, data, times, depth=depth, land=land, time_origin=source.origin, dtype=dtype)  # noqa: E731
+    return make
+
+
+def _assembled(make, source, first_slice, sample: list[str], stream, max_device_bytes, description: str):
+    """The field of all of `source`'s slices: held in memory, or streamed (`StreamedField`)
+    when asked or when the series would exceed `max_device_bytes`."""
+    from .stream import StreamedField, choose_streaming
+
+    n = 1 if source.times is None else len(source.times)
     if sample:  # the samples ride with the velocity, slice by slice, held in memory
-        slices = [source.read(k) for k in range(len(source.times) if source.times is not None else 1)]
-        if len(slices) == 1:
+        slices = [source.read(k) for k in range(n)]
+        if n == 1:
             return make(first_slice, None, slices[0]["samples"])
-        return make(np.stack([p["values"] for p in slices]), source.times, {name: np.stack([p["samples"][name] for p in slices]) for name in sample})
-    if source.times is None or len(source.times) == 1:
+        samples = {name: np.stack([p["samples"][name] for p in slices]) for name in sample}
+        return make(np.stack([p["values"] for p in slices]), source.times, samples)
+    if n == 1:
         return make(first_slice, None)
-    slice_bytes = math.prod(len(a) for a in axes) * (len(axes)) * np.dtype(dtype).itemsize
-    if choose_streaming(stream, len(source.times), slice_bytes, max_device_bytes, f"{where(first)} ({u}, {v})"):
-        return StreamedField(make(np.stack([first_slice, source.read(1)["values"]]), source.times[:2]), source, max_device_bytes)
-    series = np.empty((len(source.times),) + first_slice.shape, first_slice.dtype)
+    slice_bytes = first_slice.size * np.dtype(source.dtype).itemsize
+    if choose_streaming(stream, n, slice_bytes, max_device_bytes, description):
+        template = make(np.stack([first_slice, source.read(1)["values"]]), source.times[:2])
+        return StreamedField(template, source, max_device_bytes)
+    series = np.empty((n,) + first_slice.shape, first_slice.dtype)
     series[0] = first_slice
-    for k in range(1, len(source.times)):
+    for k in range(1, n):
         source.read(k, out=series[k])
     return make(series, source.times)
 
@@ -254,7 +335,10 @@ def _land(ds, mask: str, layout: Layout) -> np.ndarray:
     var = ds[mask]
     names = [axis_of(ds, var.dims, a, None) for a in "xyz"[: len(layout.axes)]]
     if None in names:
-        raise ValueError(f"{where(ds)}: mask {mask!r} has dims {var.dims}: cannot find the velocity's {len(layout.axes)} spatial axes in them")
+        raise ValueError(
+            f"{where(ds)}: mask {mask!r} has dims {var.dims}: cannot find the velocity's "
+            f"{len(layout.axes)} spatial axes in them"
+        )
     values = np.asarray(var.isel({d: 0 for d in var.dims if d not in names}).transpose(*names).values)
     if layout.staggering == "A":
         return values[np.ix_(*layout.takes[0])] == 0
@@ -309,15 +393,28 @@ def time_axis(datasets, time_dim):
     times = _seconds(raw)
     if len(times) > 1 and not np.all(np.diff(times) > 0):
         bad = int(np.argmin(np.diff(times) > 0))
-        raise ValueError(f"{where(steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at {raw[bad + 1]} does not follow {raw[bad]}); give the files in time order")
+        raise ValueError(
+            f"{where(steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at "
+            f"{raw[bad + 1]} does not follow {raw[bad]}); give the files in time order"
+        )
     var = datasets[0][time_dim]
     encoding = {**var.attrs, **var.encoding}
     first = raw[0]
     # a NumPy date, or a cftime date (non-standard calendars), which has isoformat and calendar
-    date = str(np.datetime_as_string(first, unit="s")) if isinstance(first, np.datetime64) else first.isoformat() if hasattr(first, "isoformat") else None
+    date = (
+        str(np.datetime_as_string(first, unit="s"))
+        if isinstance(first, np.datetime64)
+        else first.isoformat()
+        if hasattr(first, "isoformat")
+        else None
+    )
     origin = None
     if date is not None:
-        origin = TimeOrigin(date.replace(" ", "T"), str(encoding.get("units", f"seconds since {date}")), str(encoding.get("calendar", getattr(first, "calendar", "standard")) or "standard"))
+        origin = TimeOrigin(
+            date.replace(" ", "T"),
+            str(encoding.get("units", f"seconds since {date}")),
+            str(encoding.get("calendar", getattr(first, "calendar", "standard")) or "standard"),
+        )
     return steps, times, origin
 
 
@@ -328,7 +425,9 @@ class _Slices(SliceSource):
     opened file reads only that step)."""
 
     def __init__(self, datasets, layout: Layout, time_dim, scale, sign_w, sample=(), dtype="float64"):
-        self.description = f"variables {layout.names} of {where(datasets[0])}" + (f" and {len(datasets) - 1} more" if len(datasets) > 1 else "")
+        self.description = f"variables {layout.names} of {where(datasets[0])}" + (
+            f" and {len(datasets) - 1} more" if len(datasets) > 1 else ""
+        )
         self.layout, self.time_dim = layout, time_dim
         self.scale, self.sign_w = scale, sign_w
         self.sample = tuple(sample)
@@ -361,7 +460,10 @@ class _Slices(SliceSource):
             data *= self.scale
         if self.layout.angle is not None:  # grid-relative components to eastward and northward
             cos, sin = (a[..., None] if len(shape) == 3 else a for a in self.layout.angle)
-            data[..., 0], data[..., 1] = cos * data[..., 0] - sin * data[..., 1], sin * data[..., 0] + cos * data[..., 1]
+            data[..., 0], data[..., 1] = (
+                cos * data[..., 0] - sin * data[..., 1],
+                sin * data[..., 0] + cos * data[..., 1],
+            )
         if len(shape) == 3:
             data[..., 2] *= self.sign_w  # along the depth axis: positive down
         if self.fill is not None:

@@ -3,4 +3,11 @@ contract for models of your own (`AbstractParticles`)."""
 
 from .base import AbstractParticles as AbstractParticles, Fluid as Fluid, Tracer as Tracer
 from .inertial import Inertial as Inertial
-from .models import Aging as Aging, Buoyant as Buoyant, Combined as Combined, Distance as Distance, Extremes as Extremes, TimeInBox as TimeInBox
+from .models import (
+    Aging as Aging,
+    Buoyant as Buoyant,
+    Combined as Combined,
+    Distance as Distance,
+    Extremes as Extremes,
+    TimeInBox as TimeInBox,
+)

@@ -140,7 +140,9 @@ def fluid_batch(particles: AbstractParticles, field, t, x, args, hint):
     acceleration = None
     if particles.needs_acceleration:
         time = jnp.asarray(t, x.dtype)
-        acceleration = jax.jvp(lambda s, y: field.velocity_batch(s, y, args, relocated(hint))[0], (time, x), (jnp.ones_like(time), u))[1]
+        acceleration = jax.jvp(
+            lambda s, y: field.velocity_batch(s, y, args, relocated(hint))[0], (time, x), (jnp.ones_like(time), u)
+        )[1]
     return Fluid(u, samples, acceleration), hint
 
 
@@ -166,7 +168,11 @@ def initial_batch(particles: AbstractParticles, field, t, x, args, hint) -> dict
 def fluid_at(particles: AbstractParticles, field, t, x, args) -> Fluid:
     """The `Fluid` at ONE point (for per-particle solvers such as diffrax's)."""
     u = field(t, x, args)
-    samples = jax.tree.map(lambda a: a[0], field.sample_batch(t, x[None], field.hints(1, x.dtype))) if particles.needs_samples else {}
+    samples = (
+        jax.tree.map(lambda a: a[0], field.sample_batch(t, x[None], field.hints(1, x.dtype)))
+        if particles.needs_samples
+        else {}
+    )
     acceleration = None
     if particles.needs_acceleration:
         time = jnp.asarray(t, x.dtype)

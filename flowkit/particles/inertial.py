@@ -56,18 +56,44 @@ class Inertial(AbstractParticles):
     variable_names = ("velocity",)
     moves_in_metres = True
 
-    def __init__(self, diameter, density, fluid_density=1.2, viscosity=1.8e-5, gravity=9.81, drag="stokes", lift=False, added_mass=False, pressure_gradient=False, restitution=1.0, scheme="auto"):
-        for name, value in (("diameter", diameter), ("density", density), ("fluid_density", fluid_density), ("viscosity", viscosity)):
+    def __init__(
+        self,
+        diameter,
+        density,
+        fluid_density=1.2,
+        viscosity=1.8e-5,
+        gravity=9.81,
+        drag="stokes",
+        lift=False,
+        added_mass=False,
+        pressure_gradient=False,
+        restitution=1.0,
+        scheme="auto",
+    ):
+        for name, value in (
+            ("diameter", diameter),
+            ("density", density),
+            ("fluid_density", fluid_density),
+            ("viscosity", viscosity),
+        ):
             if not isinstance(value, jax.core.Tracer) and not float(value) > 0:
                 raise ValueError(f"Inertial: {name} must be positive (SI units), got {value}")
         if drag not in DRAG_LAWS:
             raise ValueError(f"Inertial: drag must be one of {list(DRAG_LAWS)}, got {drag!r}")
         if scheme not in SCHEMES:
             raise ValueError(f"Inertial: scheme must be one of {list(SCHEMES)}, got {scheme!r}")
-        self.diameter, self.density, self.fluid_density, self.viscosity = (_number(v) for v in (diameter, density, fluid_density, viscosity))
+        self.diameter, self.density, self.fluid_density, self.viscosity = (
+            _number(v) for v in (diameter, density, fluid_density, viscosity)
+        )
         self.gravity = _number(gravity) if np.ndim(gravity) == 0 else jnp.asarray(gravity)
         self.restitution = _number(restitution)
-        self.drag, self.lift, self.added_mass, self.pressure_gradient, self.scheme = drag, bool(lift), bool(added_mass), bool(pressure_gradient), scheme
+        self.drag, self.lift, self.added_mass, self.pressure_gradient, self.scheme = (
+            drag,
+            bool(lift),
+            bool(added_mass),
+            bool(pressure_gradient),
+            scheme,
+        )
 
     @property
     def needs_acceleration(self) -> bool:
@@ -101,7 +127,13 @@ class Inertial(AbstractParticles):
         rate = factor / (self.response_time * mass_factor)
         force = rate * slip + (1 - ratio) * self._gravity(v.shape[0], v.dtype) / mass_factor
         if self.needs_acceleration:
-            force = force + ((1.0 if self.pressure_gradient else 0.0) + (0.5 if self.added_mass else 0.0)) * ratio * fluid.acceleration / mass_factor
+            force = (
+                force
+                + ((1.0 if self.pressure_gradient else 0.0) + (0.5 if self.added_mass else 0.0))
+                * ratio
+                * fluid.acceleration
+                / mass_factor
+            )
         if vorticity is not None:
             force = force + self._lift(slip, vorticity) / mass_factor
         return force, rate
@@ -110,21 +142,36 @@ class Inertial(AbstractParticles):
         """Saffman's lift per unit particle mass."""
         size = jnp.sqrt(jnp.sum(vorticity * vorticity) + jnp.finfo(slip.dtype).tiny)
         mass = self.density * jnp.pi * self.diameter**3 / 6
-        return 1.615 * self.diameter**2 * jnp.sqrt(self.fluid_density * self.viscosity) / jnp.sqrt(size) * jnp.cross(slip, vorticity) / mass
+        return (
+            1.615
+            * self.diameter**2
+            * jnp.sqrt(self.fluid_density * self.viscosity)
+            / jnp.sqrt(size)
+            * jnp.cross(slip, vorticity)
+            / mass
+        )
 
     def initial(self, t, x, fluid, args):
         return {"velocity": fluid.velocity}
 
     def rhs(self, t, state, fluid, args):
         if self.lift:
-            raise ValueError("Inertial: lift=True needs an explicit Runge–Kutta integrator (fk.RK4(), ...): the lift takes the field's derivatives over the whole batch")
+            raise ValueError(
+                "Inertial: lift=True needs an explicit Runge–Kutta integrator (fk.RK4(), ...): the lift "
+                "takes the field's derivatives over the whole batch"
+            )
         return {"x": state["velocity"], "velocity": self.acceleration(fluid, state["velocity"])[0]}
 
     def resolve(self, integrator, dt: float, dim: int) -> "Inertial":
         if dt < 0:
-            raise ValueError("particles: inertial particles lose memory of their start (drag is dissipative); they cannot be tracked backward in time (dt < 0)")
+            raise ValueError(
+                "particles: inertial particles lose memory of their start (drag is dissipative); they "
+                "cannot be tracked backward in time (dt < 0)"
+            )
         if self.lift and dim != 3:
-            raise ValueError(f"Inertial: lift=True needs a 3-D field (the Saffman lift is (u - v) × ω), this one is {dim}-D")
+            raise ValueError(
+                f"Inertial: lift=True needs a 3-D field (the Saffman lift is (u - v) × ω), this one is {dim}-D"
+            )
         if self.scheme != "auto":
             return self
         log = logging.getLogger("flowkit")
@@ -137,7 +184,14 @@ class Inertial(AbstractParticles):
             return dataclasses.replace(self, scheme="exponential")
         ratio = abs(dt) / float(tau)
         chosen = "exponential" if ratio > EXPONENTIAL_ABOVE else "rk"
-        log.info("Inertial: τ = %.3g s, dt/τ = %.3g: %s", float(tau), ratio, "exponential drag update (stable for any dt/τ, second order)" if chosen == "exponential" else f"{type(integrator).__name__} on position and velocity")
+        log.info(
+            "Inertial: τ = %.3g s, dt/τ = %.3g: %s",
+            float(tau),
+            ratio,
+            "exponential drag update (stable for any dt/τ, second order)"
+            if chosen == "exponential"
+            else f"{type(integrator).__name__} on position and velocity",
+        )
         return dataclasses.replace(self, scheme=chosen)
 
     def _accelerations(self, field, t, x, v, args, hint):
@@ -201,9 +255,14 @@ def _number(value):
 def _vorticity(field, t, x, args, hint):
     """∇ × u at every row of `x` (3-D), from three forward-mode derivatives of the field."""
     fresh = relocated(hint)
-    columns = [jax.jvp(lambda y: field.velocity_batch(t, y, args, fresh)[0], (x,), (jnp.zeros_like(x).at[:, i].set(1),))[1] for i in range(3)]
+    columns = [
+        jax.jvp(lambda y: field.velocity_batch(t, y, args, fresh)[0], (x,), (jnp.zeros_like(x).at[:, i].set(1),))[1]
+        for i in range(3)
+    ]
     grad = jnp.stack(columns, axis=-1)  # grad[n, i, j] = ∂u_i/∂x_j
-    return jnp.stack([grad[:, 2, 1] - grad[:, 1, 2], grad[:, 0, 2] - grad[:, 2, 0], grad[:, 1, 0] - grad[:, 0, 1]], axis=-1)
+    return jnp.stack(
+        [grad[:, 2, 1] - grad[:, 1, 2], grad[:, 0, 2] - grad[:, 2, 0], grad[:, 1, 0] - grad[:, 0, 1]], axis=-1
+    )
 
 
 def _phi1(z):

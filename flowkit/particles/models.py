@@ -54,7 +54,9 @@ class Combined(AbstractParticles):
         names = [name for m in models for name in m.variable_names]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise ValueError(f"Combined: the models share variable names {repeated}; each variable must come from one model")
+            raise ValueError(
+                f"Combined: the models share variable names {repeated}; each variable must come from one model"
+            )
         self.mover, self.riders = mover, tuple(riders)
 
     @property
@@ -115,7 +117,9 @@ class Combined(AbstractParticles):
         exponential update), the riders by the midpoint rule along its step's chord."""
         if not self.mover.steps_itself:
             return integrator.step_particles(field, self, x, variables, t, dt, args, keys, hint)
-        result, moved = self.mover.step_batch(integrator, field, x, {n: variables[n] for n in self.mover.variable_names}, t, dt, args, keys, hint)
+        result, moved = self.mover.step_batch(
+            integrator, field, x, {n: variables[n] for n in self.mover.variable_names}, t, dt, args, keys, hint
+        )
         middle = (x + result.x) / 2
         fluid, _ = fluid_batch(self, field, t + dt / 2, middle, args, hint if result.hint is None else result.hint)
         along = Fluid(fluid.velocity, fluid.samples, fluid.acceleration, (result.x - x) / dt)
@@ -184,7 +188,10 @@ class Extremes(AbstractParticles):
 
     def _sample(self, samples):
         if self.name not in samples:
-            raise ValueError(f"Extremes: the field samples no array {self.name!r}; it samples {sorted(samples)} (read it with sample=[{self.name!r}])")
+            raise ValueError(
+                f"Extremes: the field samples no array {self.name!r}; it samples {sorted(samples)} (read "
+                f"it with sample=[{self.name!r}])"
+            )
         value = samples[self.name]
         if value.ndim:
             raise ValueError(f"Extremes: {self.name!r} has {value.shape[0]} components; give a scalar array")

@@ -76,8 +76,8 @@ def track(
       (e.g. an inertial particle's `velocity`); the others start at the model's `initial`.
     - `courant`: the Courant number `dt="auto"` aims at (default 0.5). Every run on a grid or
       mesh records its largest Courant number (the cells a step crossed, sampled at the last
-      step before each saved frame) in `traj.stats.courant`, and warns once when it exceeds the integrator's limit (1; 2 for
-      RK4), naming a dt that would bring it under.
+      step before each saved frame) in `traj.stats.courant`, and warns once when it exceeds the
+      integrator's limit (1; 2 for RK4), naming a dt that would bring it under.
     - `dtype`: `"float32"` (default) or `"float64"`.
     - `batch_size`: track at most this many particles at once (bounded memory); every batch
       reuses the same compiled program.
@@ -123,15 +123,44 @@ def track(
     the bounds or of the wrong shape, a zero or wrongly signed `dt`, times outside the field's
     time range, bad `save_every`/`t_release`/`dtype`.
     """
-    inputs = dict(t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype, particles=particles, particle_state=particle_state, courant=courant)
+    inputs = dict(
+        t_release=t_release,
+        args=args,
+        key=key,
+        record_velocity=record_velocity,
+        dtype=dtype,
+        particles=particles,
+        particle_state=particle_state,
+        courant=courant,
+    )
     plan = prepare(field, seeds, t0, t1, dt, integrator, boundary, save_every, **inputs)
     if plan.traced:
-        host_only = {"batch_size": batch_size, "output": output, "part": part, "devices": devices, "resume": resume or None}
+        host_only = {
+            "batch_size": batch_size,
+            "output": output,
+            "part": part,
+            "devices": devices,
+            "resume": resume or None,
+        }
         given = [name for name, value in host_only.items() if value is not None]
         if given:
-            raise ValueError(f"{', '.join(given)}: a traced run (grad, jit, vmap, track_ensemble) is one program on one device with its frames in memory; drop {' and '.join(given)} or call track with concrete inputs")
+            raise ValueError(
+                f"{', '.join(given)}: a traced run (grad, jit, vmap, track_ensemble) is one program on "
+                f"one device with its frames in memory; drop {' and '.join(given)} or call track with "
+                "concrete inputs"
+            )
         return _track_traced(plan)
-    layout = dict(batch_size=batch_size, devices=devices, progress=progress, output=output, bucket=bucket, warmup=warmup, part=part, overwrite=overwrite, resume=resume)
+    layout = dict(
+        batch_size=batch_size,
+        devices=devices,
+        progress=progress,
+        output=output,
+        bucket=bucket,
+        warmup=warmup,
+        part=part,
+        overwrite=overwrite,
+        resume=resume,
+    )
     return TrackRun.from_plan(plan, **layout).run()
 
 
@@ -156,9 +185,30 @@ def _track_traced(plan: RunPlan) -> Trajectory:
     restarts = pieces.boundary.restarts
     state, first = locate_seeds(pieces, times.t0, state, record_velocity=plan.record_velocity, restarts=restarts)
     origins = jnp.asarray(plan.origins, dtype)
-    origin_hints = pieces.field.locate_batch(origins, pieces.field.hints(n, dtype))[0] if restarts else pieces.field.hints(n, dtype)
-    slots = Slots(t_release=t_rel, keys=jnp.asarray(particle_keys(plan.key, 0, n)), origin=origins, origin_hint=origin_hints, index=jnp.arange(n, dtype=jnp.int32))
-    state, frames = advance_local(pieces, times, state, slots, saves=plan.n_saves, save_every=plan.save_every, blocks=1, n_blocks=1, record_velocity=plan.record_velocity, given=tuple(sorted(given)))
+    origin_hints = (
+        pieces.field.locate_batch(origins, pieces.field.hints(n, dtype))[0]
+        if restarts
+        else pieces.field.hints(n, dtype)
+    )
+    slots = Slots(
+        t_release=t_rel,
+        keys=jnp.asarray(particle_keys(plan.key, 0, n)),
+        origin=origins,
+        origin_hint=origin_hints,
+        index=jnp.arange(n, dtype=jnp.int32),
+    )
+    state, frames = advance_local(
+        pieces,
+        times,
+        state,
+        slots,
+        saves=plan.n_saves,
+        save_every=plan.save_every,
+        blocks=1,
+        n_blocks=1,
+        record_velocity=plan.record_velocity,
+        given=tuple(sorted(given)),
+    )
     frames = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
     return Trajectory(
         times=jnp.asarray(plan.saved_times, dtype),
@@ -211,8 +261,20 @@ def track_ensemble(
 
     def member(p):
         piece = build(p)
-        field, member_integrator, member_particles = (tuple(piece) + (integrator, particles)[len(piece) - 1 :]) if isinstance(piece, tuple) else (piece, integrator, particles)
-        inputs = dict(t_release=t_release, args=args, key=key, record_velocity=record_velocity, dtype=dtype, particles=member_particles, particle_state=particle_state)
+        field, member_integrator, member_particles = (
+            (tuple(piece) + (integrator, particles)[len(piece) - 1 :])
+            if isinstance(piece, tuple)
+            else (piece, integrator, particles)
+        )
+        inputs = dict(
+            t_release=t_release,
+            args=args,
+            key=key,
+            record_velocity=record_velocity,
+            dtype=dtype,
+            particles=member_particles,
+            particle_state=particle_state,
+        )
         return _track_traced(prepare(field, seeds, t0, t1, dt, member_integrator, boundary, save_every, **inputs))
 
     return eqx.filter_jit(jax.vmap(member))(params)

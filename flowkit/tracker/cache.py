@@ -33,7 +33,13 @@ def compiled_program(call_args, call_kwargs):
     dynamic, static = eqx.partition(call_args, eqx.is_array)
     leaves, treedef = jax.tree.flatten(dynamic)
     static_leaves, static_def = jax.tree.flatten(static)
-    key = (treedef, tuple((leaf.shape, leaf.dtype, leaf.sharding) for leaf in leaves), static_def, tuple(static_leaves), tuple(sorted(call_kwargs.items())))
+    key = (
+        treedef,
+        tuple((leaf.shape, leaf.dtype, leaf.sharding) for leaf in leaves),
+        static_def,
+        tuple(static_leaves),
+        tuple(sorted(call_kwargs.items())),
+    )
     if key in _COMPILED:
         return _COMPILED[key], 0.0
     _compiles += 1

@@ -24,14 +24,26 @@ def auto_dt(field, t0: float, t1: float, save_every, courant: float = DEFAULT_CO
         raise ValueError(f"courant must be a positive number (the cells a step may cross), got {courant!r}")
     rate = field.max_courant_rate()
     if rate is None:
-        raise ValueError(f"dt='auto' counts a step in cells, and {type(field).__name__} has none (a closed-form flow): give dt in seconds")
+        raise ValueError(
+            f"dt='auto' counts a step in cells, and {type(field).__name__} has none (a closed-form "
+            "flow): give dt in seconds"
+        )
     if not (math.isfinite(rate) and rate > 0):
-        raise ValueError(f"dt='auto': the field's velocity is {'zero' if rate == 0 else 'not finite'} everywhere, so no step size follows from it: give dt in seconds")
+        raise ValueError(
+            f"dt='auto': the field's velocity is {'zero' if rate == 0 else 'not finite'} everywhere, "
+            "so no step size follows from it: give dt in seconds"
+        )
     span = abs(t1 - t0)
     interval = as_seconds(save_every, "save_every", duration=True) if isinstance(save_every, str) else span
     steps = max(1, math.ceil(min(interval, span) * rate / courant - 1e-9))
     dt = min(interval, span) / steps
-    _log.info("dt=auto: %g s, Courant number %g in the data's fastest cell (%g cells/s there)%s", dt, dt * rate, rate, f"; {steps} steps per save of {interval:g} s" if interval < span else "")
+    _log.info(
+        "dt=auto: %g s, Courant number %g in the data's fastest cell (%g cells/s there)%s",
+        dt,
+        dt * rate,
+        rate,
+        f"; {steps} steps per save of {interval:g} s" if interval < span else "",
+    )
     return math.copysign(dt, t1 - t0)
 
 
@@ -48,7 +60,8 @@ def report(courant: float | None, dt: float, integrator) -> None:
     if courant is not None and courant > limit:
         better = abs(dt) * 0.5 * limit / courant
         _log.warning(
-            "the largest Courant number of the run is %.3g (over %g for %s): steps of dt=%g jump over cells' detail; dt=%.3g (or dt='auto') would bring it to %g",
+            "the largest Courant number of the run is %.3g (over %g for %s): steps of dt=%g jump "
+            "over cells' detail; dt=%.3g (or dt='auto') would bring it to %g",
             courant,
             limit,
             type(integrator).__name__,

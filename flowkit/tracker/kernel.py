@@ -85,29 +85,47 @@ def is_due(t, t_release, dt):
     return dt * (t - t_release) >= -1e-6 * dt * dt
 
 
-def one_step(pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, block_id, *, n_blocks: int, given: tuple = ()) -> tuple[tuple, None]:
+def one_step(
+    pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, block_id, *, n_blocks: int, given: tuple = ()
+) -> tuple[tuple, None]:
     """One step of a block of particles: the integrator (or the particle model) steps the
     moving ones, the field settles them, the boundary applies, and the domain, land and
     finiteness checks, restarts and releases set their statuses (all `jnp.where`).
     `carry` is `(x, status, exit_time, hint, variables, generation, lost)`."""
-    field, integrator, boundary, particles, args = pieces.field, pieces.integrator, pieces.boundary, pieces.particles, pieces.args
+    field, integrator, boundary, particles, args = (
+        pieces.field,
+        pieces.integrator,
+        pieces.boundary,
+        pieces.particles,
+        pieces.args,
+    )
     carries = not is_tracer(particles)
     x, status, exit_time, hint, variables, generation, lost = carry
     code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
-    step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys) if integrator.stochastic else None
+    step_keys = (
+        jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys)
+        if integrator.stochastic
+        else None
+    )
     masked = hint.skip(~moving)  # no location work for particles not moving
     if carries:
         result, stepped = particles.step_batch(integrator, field, x, variables, t, h, args, step_keys, masked)
     else:
         result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
     step_hint = masked if result.hint is None else result.hint
-    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # a sphere's longitudes in one period; depths in the water
+    x_new, step_hint = field.settle_batch(
+        t + h, result.x, step_hint
+    )  # a sphere's longitudes in one period; depths in the water
     finite = jnp.all(jnp.isfinite(x_new), axis=-1)
     x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
     stopped_by_wall = status_b != Status.ACTIVE
-    new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)))
+    new_status = jnp.where(
+        moving & ~finite,
+        code(Status.NONFINITE),
+        jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)),
+    )
     moved = moving & finite & (inside | stopped_by_wall)
     beached = field.beached_batch(x_b, hint_b)
     if beached is not None:  # a step ending on land stops at its last wet position
@@ -120,7 +138,9 @@ def one_step(pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, blo
     # a wall's stop is where the step's chord met it: its time is interpolated along the step
     walled = moving & finite & stopped_by_wall
     chord = x_new - x
-    crossing = jnp.clip(jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1)
+    crossing = jnp.clip(
+        jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1
+    )
     t_stop = jnp.where(walled, t + crossing * h, t_stop)
     kept = moving & finite
     if result.status is not None:  # the integrator stopped some particles itself (events, failures)
@@ -135,7 +155,9 @@ def one_step(pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, blo
         turned = moved & (new_status == Status.ACTIVE) & jnp.any(x_b != x_new, axis=1)
         stepped = particles.at_wall(boundary, x_new, x_b, stepped, turned)
         # a particle stopped by a wall carries its values at the crossing, interpolated along the step
-        at_wall = jax.tree.map(lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped)
+        at_wall = jax.tree.map(
+            lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped
+        )
         variables = select(kept, select(walled, at_wall, stepped), variables)
         if particles.updates:
             variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
@@ -158,7 +180,9 @@ def one_step(pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, blo
             n_blocks=n_blocks,
         )
         x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
-        exit_time = jnp.where(restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time)
+        exit_time = jnp.where(
+            restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time
+        )
         if carries:
             variables = _started(particles, field, args, t + h, x_next, variables, hint, restarted != generation)
         generation, lost = restarted, lost + more
@@ -170,7 +194,19 @@ def one_step(pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, blo
     return (x_next, new_status, exit_time, hint, variables, generation, lost), None
 
 
-def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *, saves, save_every, blocks, n_blocks, record_velocity, given=()):
+def advance_local(
+    pieces: RunPieces,
+    times: Times,
+    state: State,
+    slots: Slots,
+    *,
+    saves,
+    save_every,
+    blocks,
+    n_blocks,
+    record_velocity,
+    given=(),
+):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
     saved frames. `n_blocks` is the number of blocks on all devices together.
 
@@ -209,7 +245,13 @@ def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *
 
         def go(carry):
             """The steps, also returning the positions before the last one."""
-            step = lambda c, k: ((one_step(pieces, times, c[0], k, slots, block_id, n_blocks=n_blocks, given=given)[0], c[0][0]), None)  # noqa: E731
+
+            def step(c, k):
+                return (
+                    one_step(pieces, times, c[0], k, slots, block_id, n_blocks=n_blocks, given=given)[0],
+                    c[0][0],
+                ), None
+
             return jax.lax.scan(step, (carry, carry[0]), steps)[0]
 
         def idle(carry):
@@ -222,12 +264,24 @@ def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *
             return x, jnp.where(due, code(Status.ACTIVE), status), exit_time, hint, variables, generation, lost
 
         if skippable:
-            carry, before = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: (idle(c), c[0]), carry)
+            carry, before = jax.lax.cond(
+                jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: (idle(c), c[0]), carry
+            )
         else:
             carry, before = go(carry)
         x, status, _, hint, variables, generation, _ = carry
         t_end, h = step_times(times, first + save_every - 1)
-        frame = frame_of(field, args, t_end + h, x, status, hint, variables, generation if boundary.restarts else None, record_velocity)
+        frame = frame_of(
+            field,
+            args,
+            t_end + h,
+            x,
+            status,
+            hint,
+            variables,
+            generation if boundary.restarts else None,
+            record_velocity,
+        )
         return (carry, jnp.maximum(courant, step_courant(field, before, x, status, hint))), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
@@ -241,7 +295,9 @@ def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *
         occupied = jnp.sum(jnp.any(split(work), axis=1))
         perm = jnp.argsort(~work, stable=True)
         take = lambda tree: jax.tree.map(lambda a: a[perm], tree)  # noqa: E731
-        return jax.lax.cond(occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order))
+        return jax.lax.cond(
+            occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order)
+        )
 
     def one_save(carry, m):
         rows, lost, courant, slots, order = carry
@@ -249,16 +305,30 @@ def advance_local(pieces: RunPieces, times: Times, state: State, slots: Slots, *
         if skippable and blocks > 1:
             rows, slots, order = compact(rows, slots, order, first)
         blocked = tuple(split(a) for a in rows) + (lost,)
-        (blocked, courant), frame = jax.lax.map(lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids))
+        (blocked, courant), frame = jax.lax.map(
+            lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids)
+        )
         rows, lost = tuple(merge(a) for a in blocked[:6]), blocked[6]
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
         return (rows, lost, courant, slots, order), frame
 
     rows = (state.x, state.status, state.exit_time, state.hint, state.variables, state.generation)
     order = jnp.arange(n, dtype=jnp.int32)
-    (rows, lost, courant, _, order), frames = jax.lax.scan(one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype))
+    (rows, lost, courant, _, order), frames = jax.lax.scan(
+        one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype)
+    )
     x, status, exit_time, hint, variables, generation = (_in_slot_order(a, order) for a in rows)
-    return State(x=x, status=status, exit_time=exit_time, hint=hint, variables=variables, generation=generation, lost=lost, step=state.step + saves * save_every, courant=courant), frames
+    return State(
+        x=x,
+        status=status,
+        exit_time=exit_time,
+        hint=hint,
+        variables=variables,
+        generation=generation,
+        lost=lost,
+        step=state.step + saves * save_every,
+        courant=courant,
+    ), frames
 
 
 def _in_slot_order(rows, order):
@@ -274,7 +344,14 @@ def frame_of(field, args, t, x, status, hint, variables, generation, record_velo
     if record_velocity:
         v, _ = field.velocity_batch(t, x, args, hint)
         v = jnp.where((status == Status.ACTIVE)[:, None], v, jnp.zeros_like(v))
-    return Frame(positions=x, status=status, velocities=v, samples=field.sample_batch(t, x, hint), generation=generation, variables=variables)
+    return Frame(
+        positions=x,
+        status=status,
+        velocities=v,
+        samples=field.sample_batch(t, x, hint),
+        generation=generation,
+        variables=variables,
+    )
 
 
 def step_courant(field, before, x, status, hint):
@@ -300,7 +377,9 @@ def _started(particles, field, args, t, x, variables, hint, mask, given=()):
     some row starts."""
 
     def start(variables):
-        fresh = {k: v for k, v in initial_batch(particles, field, t, x, args, hint.skip(~mask)).items() if k not in given}
+        fresh = {
+            k: v for k, v in initial_batch(particles, field, t, x, args, hint.skip(~mask)).items() if k not in given
+        }
         return {**variables, **select(mask, fresh, {k: variables[k] for k in fresh})}
 
     return jax.lax.cond(jnp.any(mask), start, lambda v: v, variables)
@@ -315,22 +394,52 @@ def _updated(particles, field, args, t, x, variables, hint, mask):
 
 
 @eqx.filter_jit
-def advance(pieces: RunPieces, times: Times, state: State, slots: Slots, *, saves: int, save_every: int, blocks: int, record_velocity: bool, mesh, given: tuple = ()):
+def advance(
+    pieces: RunPieces,
+    times: Times,
+    state: State,
+    slots: Slots,
+    *,
+    saves: int,
+    save_every: int,
+    blocks: int,
+    record_velocity: bool,
+    mesh,
+    given: tuple = (),
+):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
     dynamic, static = eqx.partition(pieces, eqx.is_array)
     n_blocks = blocks * (1 if mesh is None else mesh.size)
 
     def local(dynamic, times, state, slots):
-        return advance_local(eqx.combine(dynamic, static), times, state, slots, saves=saves, save_every=save_every, blocks=blocks, n_blocks=n_blocks, record_velocity=record_velocity, given=given)
+        return advance_local(
+            eqx.combine(dynamic, static),
+            times,
+            state,
+            slots,
+            saves=saves,
+            save_every=save_every,
+            blocks=blocks,
+            n_blocks=n_blocks,
+            record_velocity=record_velocity,
+            given=given,
+        )
 
     if mesh is None:
         return local(dynamic, times, state, slots)
     p = PartitionSpec("particles")
-    state_spec = State(x=p, status=p, exit_time=p, hint=p, variables=p, generation=p, lost=p, step=PartitionSpec(), courant=p)
+    state_spec = State(
+        x=p, status=p, exit_time=p, hint=p, variables=p, generation=p, lost=p, step=PartitionSpec(), courant=p
+    )
     fn = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(PartitionSpec(), PartitionSpec(), state_spec, Slots(t_release=p, keys=p, origin=p, origin_hint=p, index=p)),
+        in_specs=(
+            PartitionSpec(),
+            PartitionSpec(),
+            state_spec,
+            Slots(t_release=p, keys=p, origin=p, origin_hint=p, index=p),
+        ),
         out_specs=(state_spec, PartitionSpec(None, "particles")),
         check_vma=False,
     )
@@ -356,8 +465,20 @@ def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, 
     variables = state.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, state.x, args, hint), **variables}
-    state = State(x=state.x, status=status, exit_time=exit_time, hint=hint, variables=variables, generation=state.generation, lost=state.lost, step=state.step, courant=state.courant)
-    return state, frame_of(field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity)
+    state = State(
+        x=state.x,
+        status=status,
+        exit_time=exit_time,
+        hint=hint,
+        variables=variables,
+        generation=state.generation,
+        lost=state.lost,
+        step=state.step,
+        courant=state.courant,
+    )
+    return state, frame_of(
+        field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity
+    )
 
 
 def particle_keys(key, start: int, count: int):

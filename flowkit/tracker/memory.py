@@ -23,14 +23,24 @@ def check_memory(host: int, device: int, per_particle: int, budget: int, batch: 
     available = available_memory()
     if host > 0.8 * available:  # (a store needs only a chunk of frames at a time)
         raise MemoryError(
-            f"the run's frames need {_size(host)} of host memory and {_size(available)} are available: stream them to a store (output='tracks.zarr'; output.store=true in the app), which finishes the run in bounded memory, or save fewer frames (a larger save_every)"
+            f"the run's frames need {_size(host)} of host memory and {_size(available)} are "
+            "available: stream them to a store (output='tracks.zarr'; output.store=true in the app), "
+            "which finishes the run in bounded memory, or save fewer frames (a larger save_every)"
         )
     if device > budget:
-        fits = int(0.9 * (budget - (device - batch * per_particle)) // max(per_particle, 1))  # 0.9: room for the padding of blocks
+        fits = int(
+            0.9 * (budget - (device - batch * per_particle)) // max(per_particle, 1)
+        )  # 0.9: room for the padding of blocks
         if fits < 1:
-            raise MemoryError(f"the field needs {_size(device - batch * per_particle)} of the device's {_size(budget)}: read it with stream=True (time windows on the device)")
+            raise MemoryError(
+                f"the field needs {_size(device - batch * per_particle)} of the device's {_size(budget)}: "
+                "read it with stream=True (time windows on the device)"
+            )
         fits = int(float(f"{fits:.2g}")) if fits >= 100 else fits
-        raise MemoryError(f"a batch of {batch} particles needs {_size(device)} of device memory and {_size(budget)} may be used: give batch_size={fits} (or less)")
+        raise MemoryError(
+            f"a batch of {batch} particles needs {_size(device)} of device memory and {_size(budget)} "
+            f"may be used: give batch_size={fits} (or less)"
+        )
 
 
 def _size(n: int) -> str:

@@ -2,8 +2,10 @@
 the checks of its pieces, its time grid, block sizes per platform, buckets and the restart
 origins' cells."""
 
+import dataclasses
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -66,12 +68,18 @@ def check_pieces(field, integrator, boundary, key):
     if not isinstance(boundary, AbstractBoundary):
         raise TypeError(f"boundary must be a flowkit boundary, got {type(boundary).__name__}")
     if field.value_components() != field.dim:
-        raise ValueError(f"field: a velocity field needs {field.dim} components, this one has {field.value_components()}")
+        raise ValueError(
+            f"field: a velocity field needs {field.dim} components, this one has {field.value_components()}"
+        )
     if integrator.stochastic and key is None:
-        raise ValueError(f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)")
+        raise ValueError(
+            f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)"
+        )
     boundary = boundary.bind(field)
     if boundary.stochastic and key is None:
-        raise ValueError(f"key: {type(boundary).__name__} draws random positions and needs a PRNG key, e.g. key=jax.random.key(0)")
+        raise ValueError(
+            f"key: {type(boundary).__name__} draws random positions and needs a PRNG key, e.g. key=jax.random.key(0)"
+        )
     return integrator, boundary
 
 
@@ -85,28 +93,48 @@ def time_plan(field, t0: float, t1: float, dt: float, save_every):
     if t1 == t0:
         raise ValueError(f"t1 must differ from t0 (both are {t0})")
     if (t1 - t0) * dt < 0:
-        raise ValueError(f"dt must have the sign of t1 - t0 (t0={t0}, t1={t1}, dt={dt}); use a negative dt to track backward")
+        raise ValueError(
+            f"dt must have the sign of t1 - t0 (t0={t0}, t1={t1}, dt={dt}); use a negative dt to track backward"
+        )
     lo_t, hi_t = field.time_range
     span = abs(t1 - t0)
     for name, value in (("t0", t0), ("t1", t1)):
         if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
             raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
     if abs(dt) > abs(t1 - t0) * (1 + 1e-9):
-        raise ValueError(f"dt={dt:g} is longer than the run (t1 - t0 = {t1 - t0:g}): a step would be cut to the run's length; give dt <= {abs(t1 - t0):g}")
+        raise ValueError(
+            f"dt={dt:g} is longer than the run (t1 - t0 = {t1 - t0:g}): a step would be cut to the "
+            f"run's length; give dt <= {abs(t1 - t0):g}"
+        )
     n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
     if abs(n_steps * abs(dt) - abs(t1 - t0)) > 1e-9 * abs(t1 - t0):
-        _log.info("dt=%g does not divide the run (t1 - t0 = %g): %d steps, the last one %g long", dt, t1 - t0, n_steps, abs(t1 - t0) - (n_steps - 1) * abs(dt))
+        _log.info(
+            "dt=%g does not divide the run (t1 - t0 = %g): %d steps, the last one %g long",
+            dt,
+            t1 - t0,
+            n_steps,
+            abs(t1 - t0) - (n_steps - 1) * abs(dt),
+        )
     if isinstance(save_every, str):  # a duration: a whole number of steps
         seconds = as_seconds(save_every, "save_every", duration=True)
         steps = seconds / abs(dt)
         if seconds <= 0 or abs(steps - round(steps)) > 1e-9 * max(1.0, steps) or round(steps) < 1:
-            raise ValueError(f"save_every={save_every!r} ({seconds:g} s) is not a whole number of steps of dt={abs(dt):g} s ({steps:g} steps)")
+            raise ValueError(
+                f"save_every={save_every!r} ({seconds:g} s) is not a whole number of steps of "
+                f"dt={abs(dt):g} s ({steps:g} steps)"
+            )
         save_every = int(round(steps))
     elif isinstance(save_every, bool) or int(save_every) != save_every or save_every < 1:
         raise ValueError(f"save_every must be a positive integer (steps) or a duration like '6h', got {save_every!r}")
     save_every = min(int(save_every), n_steps)
     if n_steps % save_every:
-        _log.info("save_every: the run's %d steps are not a multiple of %d; the last frame is at t1, %d steps after the one before", n_steps, save_every, n_steps % save_every)
+        _log.info(
+            "save_every: the run's %d steps are not a multiple of %d; the last frame is at t1, %d "
+            "steps after the one before",
+            n_steps,
+            save_every,
+            n_steps % save_every,
+        )
     n_saves = math.ceil(n_steps / save_every)
     save_steps = np.minimum(np.arange(n_saves + 1) * save_every, n_steps)
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
@@ -156,8 +184,13 @@ def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
             seeds = eqx.error_if(seeds, xp.any(bad), message("some"))
         elif bad.any():
             raise ValueError(message(int(bad.sum())))
-    if any(field.periodic) and not traced:  # into the field's own range (a sphere: [-180, 180) or [0, 360)), by whole periods
-        canonical = np.asarray(field.canonical_batch(jnp.asarray(np.where(nonfinite[:, None], 0, seeds), field.bounds[0].dtype)), np.float64)
+    if (
+        any(field.periodic) and not traced
+    ):  # into the field's own range (a sphere: [-180, 180) or [0, 360)), by whole periods
+        canonical = np.asarray(
+            field.canonical_batch(jnp.asarray(np.where(nonfinite[:, None], 0, seeds), field.bounds[0].dtype)),
+            np.float64,
+        )
         period = hi - lo
         seeds = seeds + np.where(bounded, 0, period * np.round((canonical - seeds) / period))
     return seeds, t_release
@@ -182,7 +215,9 @@ def locate_origins(field, boundary, seeds, origins) -> Hints:
     bad = inside & ~lands
     if bad.any():
         raise ValueError(
-            f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside the domain or the inlet's region (grid mode restarts each slot at its seed's projection); seed on or in front of the inlet, or use mode='random'"
+            f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside "
+            "the domain or the inlet's region (grid mode restarts each slot at its seed's "
+            "projection); seed on or in front of the inlet, or use mode='random'"
         )
     return hints
 
@@ -191,13 +226,19 @@ def check_particles(particles, integrator, field, dt) -> AbstractParticles:
     """The run's particle model (default a tracer), checked and resolved for this step and field."""
     particles = Tracer() if particles is None else particles
     if not isinstance(particles, AbstractParticles):
-        raise TypeError(f"particles must be a flowkit particle model (fk.particles.AbstractParticles), got {type(particles).__name__}")
+        raise TypeError(
+            "particles must be a flowkit particle model (fk.particles.AbstractParticles), got "
+            f"{type(particles).__name__}"
+        )
     if is_tracer(particles):
         return particles
     # floats become array leaves: runs that differ only in them share one compiled program
     particles = jax.tree.map(lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles)
     if field.spherical and particles.moves_in_metres:
-        raise ValueError(f"particles: {type(particles).__name__} moves in metres, but this field's positions are degrees of longitude and latitude")
+        raise ValueError(
+            f"particles: {type(particles).__name__} moves in metres, but this field's positions are "
+            "degrees of longitude and latitude"
+        )
     return particles.resolve(integrator, dt, field.dim)
 
 
@@ -206,16 +247,23 @@ def check_particle_state(particle_state, particles, n: int) -> dict[str, np.ndar
     if not particle_state:
         return {}
     if is_tracer(particles):
-        raise ValueError("particle_state: a tracer carries no variables; pass particles=... with the model they belong to")
+        raise ValueError(
+            "particle_state: a tracer carries no variables; pass particles=... with the model they belong to"
+        )
     known = particles.variable_names
     given = {}
     for name, values in dict(particle_state).items():
         if name not in known:
-            raise ValueError(f"particle_state: {type(particles).__name__} has no variable {name!r}; its variables are {sorted(known)}")
+            raise ValueError(
+                f"particle_state: {type(particles).__name__} has no variable {name!r}; its variables are "
+                f"{sorted(known)}"
+            )
         traced = is_traced(values)
         values = values if traced else np.asarray(values, np.float64)
         if values.ndim == 0 or values.shape[0] != n or not (traced or np.all(np.isfinite(values))):
-            raise ValueError(f"particle_state[{name!r}] must hold one finite value per seed ({n} rows), got shape {values.shape}")
+            raise ValueError(
+                f"particle_state[{name!r}] must hold one finite value per seed ({n} rows), got shape {values.shape}"
+            )
         given[name] = values
     return given
 
@@ -279,7 +327,9 @@ def prepare(
     stream = field if isinstance(field, StreamedField) else None
     if stream is not None:
         if traced:
-            refuse_streamed(field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False")
+            refuse_streamed(
+                field, "tracking with traced inputs (grad, jit, vmap, track_ensemble)", "read it with stream=False"
+            )
         field = stream.template
     integrator, boundary = check_pieces(field, integrator, boundary, key)
     dtype = _dtypes.resolve(dtype)
@@ -287,7 +337,10 @@ def prepare(
     t0, t1 = _seconds(t0, "t0", origin), _seconds(t1, "t1", origin)
     if isinstance(dt, str) and dt == AUTO:
         if is_traced(field):
-            raise ValueError("dt='auto' reads the field's data on the host; with a traced field (grad, jit, vmap over its parameters) give dt in seconds")
+            raise ValueError(
+                "dt='auto' reads the field's data on the host; with a traced field (grad, jit, vmap over "
+                "its parameters) give dt in seconds"
+            )
         dt = auto_dt(stream or field, t0, t1, save_every, courant)
     else:
         dt = _seconds(dt, "dt", duration=True)
@@ -295,19 +348,31 @@ def prepare(
     n_steps, save_every, n_saves, saved_times = time_plan(stream or field, t0, t1, dt, save_every)
     spare = boundary.extra_slots
     if spare and traced:
-        raise ValueError(f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with concrete (untraced) inputs")
+        raise ValueError(
+            f"boundary: {type(boundary).__name__} fills spare slots during the run; call track with "
+            "concrete (untraced) inputs"
+        )
     seeds, t_release = check_seeds(field, seeds, t0, t1, t_release, spare)
     given = check_particle_state(particle_state, particles, seeds.shape[0])
     if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
         if dt < 0:
-            raise ValueError(f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}")
+            raise ValueError(
+                f"boundary: {type(boundary).__name__} releases particles forward in time only; got dt={dt}"
+            )
         if given:
-            raise ValueError(f"particle_state: {type(boundary).__name__} releases particles of its own; their variables start at the model's initial values, so give none")
+            raise ValueError(
+                f"particle_state: {type(boundary).__name__} releases particles of its own; their "
+                "variables start at the model's initial values, so give none"
+            )
         seeds = np.concatenate([seeds, np.repeat(np.asarray(boundary.parking, np.float64)[None], spare, axis=0)])
         t_release = np.concatenate([t_release, np.full(spare, np.inf)])
     origins = boundary.origins(seeds)
-    origin_hints = locate_origins(field, boundary, seeds, origins) if boundary.restarts_at_origins and not traced else None
-    pieces = _dtypes.cast_floating(RunPieces(field=field, integrator=integrator, boundary=boundary, particles=particles, args=args), dtype)
+    origin_hints = (
+        locate_origins(field, boundary, seeds, origins) if boundary.restarts_at_origins and not traced else None
+    )
+    pieces = _dtypes.cast_floating(
+        RunPieces(field=field, integrator=integrator, boundary=boundary, particles=particles, args=args), dtype
+    )
     return RunPlan(
         pieces=pieces,
         stream=stream,
@@ -338,3 +403,35 @@ def _seconds(value, name: str, origin=None, *, duration: bool = False) -> float:
     if isinstance(value, jax.Array):
         value = float(value)
     return as_seconds(value, name, origin, duration=duration)
+
+
+def share(plan: RunPlan, part, output) -> tuple[RunPlan, Any, int]:
+    """This process's contiguous share of the plan's particles (`part = (index, count)`, default
+    this process's in a multi-host run), its store's name and its first particle's global index:
+    noise keys and slot indices stay global, so the shares together equal a one-process run."""
+    index, count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
+    if not 0 <= index < count:
+        raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
+    if count == 1:
+        return plan, output, 0
+    if plan.pieces.boundary.extra_slots:
+        raise ValueError(
+            f"boundary: {type(plan.pieces.boundary).__name__} releases into one shared set of slots; "
+            "run it in a single process (part=(0, 1))"
+        )
+    total = plan.seeds.shape[0]
+    first, stop = (total * i // count for i in (index, index + 1))
+    if first == stop:
+        raise ValueError(f"part {index} of {count} holds none of the {total} seeds; use fewer processes")
+    rows = slice(first, stop)
+    plan = dataclasses.replace(
+        plan,
+        seeds=plan.seeds[rows],
+        t_release=plan.t_release[rows],
+        given={k: a[rows] for k, a in plan.given.items()},
+        origins=np.asarray(plan.origins)[rows],
+        origin_hints=None if plan.origin_hints is None else plan.origin_hints.rows(rows),
+    )
+    if output is not None:  # one store per share, never two writers on one store
+        output = Path(output).with_name(f"{Path(output).stem}.part{index}{Path(output).suffix}")
+    return plan, output, first

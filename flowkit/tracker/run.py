@@ -5,8 +5,6 @@ import dataclasses
 import logging
 import math
 import time
-from pathlib import Path
-from typing import Any
 
 import equinox as eqx
 import jax
@@ -17,14 +15,13 @@ from .. import _dtypes
 from .._status import Status
 from ..io.atomic import refuse_existing
 from ..io.stream import device_budget, swap_window
-from ..trajectory import RunStats
 from .cache import compiled_program
-from .courant import has_cells, report
 from .identity import run_identity
 from .kernel import RunPieces, Slots, State, Times, is_due, locate_seeds, particle_keys
 from .memory import check_memory
-from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare
+from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare, share
 from .sinks import MemorySink, ZarrSink
+from .tally import Tally, run_stats
 from .windows import WindowFeeder, plan_windows
 
 _log = logging.getLogger("flowkit")
@@ -42,28 +39,101 @@ class TrackRun:
     (`block_size`), so the accelerator layout can be exercised on a CPU.
     """
 
-    def __init__(self, *inputs, batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None, block_policy=None, overwrite=False, resume=False, **named_inputs):
+    def __init__(
+        self,
+        *inputs,
+        batch_size=None,
+        devices=None,
+        chunk_saves=None,
+        progress=False,
+        output=None,
+        bucket=False,
+        warmup=False,
+        part=None,
+        block_policy=None,
+        overwrite=False,
+        resume=False,
+        **named_inputs,
+    ):
         """`inputs`, `named_inputs`: the run's inputs, as `prepare` (and `fk.track`) takes them;
         the others lay the run out, as for `fk.track`."""
         plan = prepare(*inputs, **named_inputs)
-        self._lay_out(plan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume)
+        self._lay_out(
+            plan,
+            batch_size,
+            devices,
+            chunk_saves,
+            progress,
+            output,
+            bucket,
+            warmup,
+            part,
+            block_policy,
+            overwrite,
+            resume,
+        )
 
     @classmethod
-    def from_plan(cls, plan: RunPlan, *, batch_size=None, devices=None, chunk_saves=None, progress=False, output=None, bucket=False, warmup=False, part=None, block_policy=None, overwrite=False, resume=False) -> "TrackRun":
+    def from_plan(
+        cls,
+        plan: RunPlan,
+        *,
+        batch_size=None,
+        devices=None,
+        chunk_saves=None,
+        progress=False,
+        output=None,
+        bucket=False,
+        warmup=False,
+        part=None,
+        block_policy=None,
+        overwrite=False,
+        resume=False,
+    ) -> "TrackRun":
         """The run of a `prepare`d plan, laid out on `devices` (the other arguments as for `fk.track`)."""
         run = cls.__new__(cls)
-        run._lay_out(plan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume)
+        run._lay_out(
+            plan,
+            batch_size,
+            devices,
+            chunk_saves,
+            progress,
+            output,
+            bucket,
+            warmup,
+            part,
+            block_policy,
+            overwrite,
+            resume,
+        )
         return run
 
-    def _lay_out(self, plan: RunPlan, batch_size, devices, chunk_saves, progress, output, bucket, warmup, part, block_policy, overwrite, resume):
+    def _lay_out(
+        self,
+        plan: RunPlan,
+        batch_size,
+        devices,
+        chunk_saves,
+        progress,
+        output,
+        bucket,
+        warmup,
+        part,
+        block_policy,
+        overwrite,
+        resume,
+    ):
         """This process's share of the plan's particles over the devices, in blocks and chunks;
         the pieces placed on the devices; the memory checked."""
         self.n_particles_total = plan.seeds.shape[0]
-        plan, output, self.first_particle = _share(plan, part, output)
+        plan, output, self.first_particle = share(plan, part, output)
         self.plan, self.progress, self.warmup = plan, progress, bool(warmup)
         n = plan.seeds.shape[0]
         if batch_size is not None and plan.pieces.boundary.extra_slots and int(batch_size) < n:
-            raise ValueError(f"batch_size: {type(plan.pieces.boundary).__name__} fills slots during the run, so all {n} slots must be tracked in one batch")
+            raise ValueError(
+                f"batch_size: {type(plan.pieces.boundary).__name__} fills slots during the run, so all "
+                f"{n} slots must be tracked in one batch"
+            )
         if resume and output is None:
             raise ValueError("resume=True continues a streamed store: give output= the store a run began")
         if output is not None and not resume:
@@ -80,7 +150,9 @@ class TrackRun:
             devices = devices[:1]
         self.devices = devices
         self.mesh = Mesh(np.array(devices), ("particles",)) if len(devices) > 1 else None
-        replicated = NamedSharding(self.mesh, PartitionSpec()) if self.mesh else jax.sharding.SingleDeviceSharding(devices[0])
+        replicated = (
+            NamedSharding(self.mesh, PartitionSpec()) if self.mesh else jax.sharding.SingleDeviceSharding(devices[0])
+        )
         self._particle_sharding = NamedSharding(self.mesh, PartitionSpec("particles")) if self.mesh else replicated
         self._replicated = replicated
         self._lay_out_blocks(batch_size, block_policy, bucket)
@@ -88,7 +160,9 @@ class TrackRun:
 
         pieces = plan.pieces
         if plan.stream is not None:
-            pieces = dataclasses.replace(pieces, field=_dtypes.cast_floating(plan.stream.window_field(self.window_width), dtype))
+            pieces = dataclasses.replace(
+                pieces, field=_dtypes.cast_floating(plan.stream.window_field(self.window_width), dtype)
+            )
         self._check_memory(pieces.field)
         dynamic, static = eqx.partition(pieces, eqx.is_array)
         self.pieces = eqx.combine(jax.device_put(dynamic, replicated), static)
@@ -98,7 +172,18 @@ class TrackRun:
         self._compiled = None
         self.identity = None
         if output is not None:  # what a store records of the run, for resume
-            settings = dict(t0=plan.t0, t1=plan.t1, dt=plan.dt, save_every=plan.save_every, n_saves=plan.n_saves, batch_size=self.batch_size, padded=self.padded_batch, dtype=dtype.name, record_velocity=plan.record_velocity, part=self.first_particle)
+            settings = dict(
+                t0=plan.t0,
+                t1=plan.t1,
+                dt=plan.dt,
+                save_every=plan.save_every,
+                n_saves=plan.n_saves,
+                batch_size=self.batch_size,
+                padded=self.padded_batch,
+                dtype=dtype.name,
+                record_velocity=plan.record_velocity,
+                part=self.first_particle,
+            )
             series = None if plan.stream is None else (plan.stream.source.description, plan.stream.times.tolist())
             self.identity = run_identity(self.pieces, plan.seeds, plan.t_release, settings, plan.key, series)
 
@@ -125,7 +210,9 @@ class TrackRun:
         """Saves per chunk: the frames a chunk keeps on the device are bounded (and a progress
         bar updates ~20 times); a streamed field's chunks follow its time windows."""
         plan = self.plan
-        frame_bytes = self.padded_batch * plan.pieces.field.dim * plan.dtype.itemsize * (2 if plan.record_velocity else 1)
+        frame_bytes = (
+            self.padded_batch * plan.pieces.field.dim * plan.dtype.itemsize * (2 if plan.record_velocity else 1)
+        )
         max_saves = max(1, CHUNK_BYTES // frame_bytes)
         if self.progress:
             max_saves = min(max_saves, max(1, math.ceil(plan.n_saves / 20)))
@@ -142,10 +229,23 @@ class TrackRun:
         """The frames on the host and a batch on the device, estimated before anything is allocated."""
         plan, dim, itemsize = self.plan, field.dim, self.plan.dtype.itemsize
         copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
-        per_particle = itemsize * (4 * dim + 8) + 16 + self.chunk_saves * (dim * itemsize * (2 if plan.record_velocity else 1) + 1)
-        frame_memory = lambda count, saves: MemorySink.nbytes(count, saves, dim, plan.dtype, plan.record_velocity, plan.pieces.boundary.restarts)  # noqa: E731
-        self.host_bytes = frame_memory(min(self.padded_batch, self.n_particles), self.chunk_saves) + (0 if self.output is not None else frame_memory(self.n_particles, plan.n_saves + 1))  # a chunk copied off the device, and the sink
-        check_memory(self.host_bytes, field.nbytes * copies + self.padded_batch * per_particle, per_particle, device_budget(), self.padded_batch)
+        per_particle = (
+            itemsize * (4 * dim + 8) + 16 + self.chunk_saves * (dim * itemsize * (2 if plan.record_velocity else 1) + 1)
+        )
+
+        def frame_memory(count, saves):
+            return MemorySink.nbytes(count, saves, dim, plan.dtype, plan.record_velocity, plan.pieces.boundary.restarts)
+
+        self.host_bytes = frame_memory(min(self.padded_batch, self.n_particles), self.chunk_saves) + (
+            0 if self.output is not None else frame_memory(self.n_particles, plan.n_saves + 1)
+        )  # a chunk copied off the device, and the sink
+        check_memory(
+            self.host_bytes,
+            field.nbytes * copies + self.padded_batch * per_particle,
+            per_particle,
+            device_budget(),
+            self.padded_batch,
+        )
 
     def _plan_windows(self, chunk_saves: int):
         """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
@@ -158,21 +258,33 @@ class TrackRun:
         while True:
             n_chunks = math.ceil(plan.n_saves / chunk_saves)
             chunk_saves = math.ceil(plan.n_saves / n_chunks)
-            edges = plan.saved_times[np.minimum(np.arange(n_chunks + 1) * chunk_saves, plan.n_saves)]  # chunks end at saved times
+            edges = plan.saved_times[
+                np.minimum(np.arange(n_chunks + 1) * chunk_saves, plan.n_saves)
+            ]  # chunks end at saved times
             width, starts = plan_windows(stream.times, np.sort(np.stack([edges[:-1], edges[1:]], axis=1), axis=1), tol)
             if width <= limit:
                 return chunk_saves, width, starts
             if chunk_saves == 1:
                 raise ValueError(
-                    f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays ({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of {limit} "
-                    f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, one copy per CPU device), but one save interval "
+                    f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays "
+                    f"({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of "
+                    f"{limit} "
+                    f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, "
+                    "one copy per CPU device), but one save interval "
                     f"(save_every={plan.save_every} steps of dt={plan.dt}) spans {width}; "
                     "lower save_every or raise max_device_bytes"
                 )
             chunk_saves = max(1, min(chunk_saves - 1, chunk_saves * max(limit - 2, 1) // width))
 
     def _kwargs(self):
-        return dict(saves=self.chunk_saves, save_every=self.plan.save_every, blocks=self.blocks, record_velocity=self.plan.record_velocity, mesh=self.mesh, given=tuple(sorted(self.plan.given)))
+        return dict(
+            saves=self.chunk_saves,
+            save_every=self.plan.save_every,
+            blocks=self.blocks,
+            record_velocity=self.plan.record_velocity,
+            mesh=self.mesh,
+            given=tuple(sorted(self.plan.given)),
+        )
 
     def initial_state(self, start: int = 0, pieces: RunPieces | None = None):
         """Device state and per-slot inputs of the batch of particles starting at `start`, and
@@ -197,13 +309,21 @@ class TrackRun:
             step=jax.device_put(np.int32(0), self._replicated),
             courant=put(np.zeros(per_block, dtype)),
         )
-        state, frame = locate_seeds(self.pieces if pieces is None else pieces, self.run_times.t0, state, record_velocity=plan.record_velocity, restarts=self.restarts)
+        state, frame = locate_seeds(
+            self.pieces if pieces is None else pieces,
+            self.run_times.t0,
+            state,
+            record_velocity=plan.record_velocity,
+            restarts=self.restarts,
+        )
         slots = Slots(
             t_release=put(t_rel.astype(dtype)),
             keys=put(particle_keys(plan.key, self.first_particle + start, count)),
             origin=put(repeated(np.asarray(plan.origins, np.float64)).astype(dtype)),
             origin_hint=jax.tree.map(lambda a: put(repeated(a)), self.origin_hints),
-            index=put(np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)),
+            index=put(
+                np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)
+            ),
         )
         return state, slots, frame
 
@@ -234,26 +354,50 @@ class TrackRun:
         plan, compiled = self.plan, self.compile()
         warmup_s = self._warm_up(compiled) if self.warmup else 0.0
         sink = self._sink()
-        batches = range(sink.batches_done * self.batch_size, self.n_particles, self.batch_size)  # a resumed store: the batches it lacks
+        batches = range(
+            sink.batches_done * self.batch_size, self.n_particles, self.batch_size
+        )  # a resumed store: the batches it lacks
         if sink.batches_done:
-            _log.info("resume: %s holds %d of %d batches; tracking the other %d", self.output, sink.batches_done, math.ceil(self.n_particles / self.batch_size), len(batches))
+            _log.info(
+                "resume: %s holds %d of %d batches; tracking the other %d",
+                self.output,
+                sink.batches_done,
+                math.ceil(self.n_particles / self.batch_size),
+                len(batches),
+            )
         feeder = windows = None
         if plan.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(plan.stream, self.window_width, plan.dtype, self._replicated)
             windows = feeder.windows(np.tile(self.window_starts, len(batches)))
-        tally = _Tally(bar=_progress_bar(self.progress, self.n_particles * plan.n_steps))
+        tally = Tally(bar=_progress_bar(self.progress, self.n_particles * plan.n_steps))
         start_time = time.perf_counter()
         try:
             for start in batches:
-                self._track_batch(compiled, start, sink, tally, lambda: self.pieces if windows is None else self._with_window(*next(windows)))
+                self._track_batch(
+                    compiled,
+                    start,
+                    sink,
+                    tally,
+                    lambda: self.pieces if windows is None else self._with_window(*next(windows)),
+                )
         except KeyboardInterrupt:
             raise Interrupted(self._interrupted(sink, tally.chunk)) from None
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
         run_s = time.perf_counter() - start_time
-        streamed = {} if feeder is None else dict(window_slices=self.window_width, slices_read=feeder.loaded, load_s=feeder.load_s, first_window_s=feeder.first_s, load_wait_s=feeder.wait_s)
-        return sink.finish(self._stats(tally, run_s, warmup_s, streamed))
+        streamed = (
+            {}
+            if feeder is None
+            else dict(
+                window_slices=self.window_width,
+                slices_read=feeder.loaded,
+                load_s=feeder.load_s,
+                first_window_s=feeder.first_s,
+                load_wait_s=feeder.wait_s,
+            )
+        )
+        return sink.finish(run_stats(self, tally, run_s, warmup_s, streamed))
 
     def _warm_up(self, compiled) -> float:
         """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""
@@ -265,10 +409,23 @@ class TrackRun:
     def _sink(self):
         plan, n, dim = self.plan, self.n_particles, self.plan.seeds.shape[1]
         if self.output is not None:
-            return ZarrSink(self.output, n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts, self.chunk_saves, run=self.identity, batch_size=self.batch_size, resume=self.resume)
+            return ZarrSink(
+                self.output,
+                n,
+                plan.saved_times,
+                dim,
+                plan.dtype,
+                plan.t_release,
+                plan.record_velocity,
+                self.restarts,
+                self.chunk_saves,
+                run=self.identity,
+                batch_size=self.batch_size,
+                resume=self.resume,
+            )
         return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts)
 
-    def _track_batch(self, compiled, start: int, sink, tally: "_Tally", next_pieces) -> None:
+    def _track_batch(self, compiled, start: int, sink, tally: Tally, next_pieces) -> None:
         """The batch of particles from `start`: frame 0, then chunk after chunk into `sink`."""
         plan = self.plan
         stop = min(start + self.batch_size, self.n_particles)
@@ -280,7 +437,9 @@ class TrackRun:
         tally.ashore += int(np.sum(status0 == Status.BEACHED))
         frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
         given = plan.seeds[None, start:stop].astype(plan.dtype)
-        settled = np.where(frame0.positions == given, given, frame0.positions)  # as given, but where the field settled a seed (below a sea floor)
+        settled = np.where(
+            frame0.positions == given, given, frame0.positions
+        )  # as given, but where the field settled a seed (below a sea floor)
         sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, settled))
         steps_per_chunk = self.chunk_saves * plan.save_every
         for chunk in range(self.n_chunks):
@@ -290,9 +449,16 @@ class TrackRun:
             state, chunk_frames = compiled(pieces, self.run_times, state, slots)
             first = 1 + chunk * self.chunk_saves
             last = min(first + self.chunk_saves, plan.n_saves + 1)
-            sink.write_frames(slice(first, last), particles, jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames))
+            sink.write_frames(
+                slice(first, last),
+                particles,
+                jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames),
+            )
             if tally.bar is not None:
-                tally.bar.update(count * (min((chunk + 1) * steps_per_chunk, plan.n_steps) - min(chunk * steps_per_chunk, plan.n_steps)))
+                tally.bar.update(
+                    count
+                    * (min((chunk + 1) * steps_per_chunk, plan.n_steps) - min(chunk * steps_per_chunk, plan.n_steps))
+                )
         sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
         tally.lost += int(np.sum(np.asarray(state.lost)))
         tally.courant = max(tally.courant, float(np.max(np.asarray(state.courant))))
@@ -302,62 +468,16 @@ class TrackRun:
         """Where a Ctrl-C stopped the run, and what was kept."""
         t = self.plan.saved_times[min(chunk * self.chunk_saves, self.plan.n_saves)]
         if self.output is not None:
-            kept = f"{sink.batches_done} of {math.ceil(self.n_particles / self.batch_size)} batches are in {self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run"
+            kept = (
+                f"{sink.batches_done} of {math.ceil(self.n_particles / self.batch_size)} batches are in "
+                f"{self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) "
+                "continues the run"
+            )
         else:
-            kept = "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
+            kept = (
+                "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
+            )
         return f"interrupted at t = {t:g}: {kept}"
-
-    def _stats(self, tally: "_Tally", run_s: float, warmup_s: float, streamed: dict) -> RunStats:
-        """The run's `RunStats`, after warning of seeds that could not start and releases not made."""
-        plan, n = self.plan, self.n_particles
-        if tally.bar is not None:
-            tally.bar.close()
-        if tally.outside:
-            _log.warning("%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside", tally.outside, n)
-        if tally.ashore:
-            _log.warning("%d of %d seeds lie on land: they start BEACHED", tally.ashore, n)
-        if tally.lost:
-            _log.warning("%d releases found no free slot and were not made: give the inlet more slots (it has %d)", tally.lost, plan.pieces.boundary.extra_slots)
-        courant = tally.courant if has_cells(self.pieces.field) else None
-        report(courant, plan.dt, self.pieces.integrator)
-        platform = self.devices[0].platform
-        return RunStats(n, plan.n_steps, plan.n_saves + 1, plan.dtype.name, platform, len(self.devices), self.compile_s, run_s, tally.lost, warmup_s, courant=courant, **streamed)
-
-
-@dataclasses.dataclass
-class _Tally:
-    """What a run counts as its batches go by."""
-
-    bar: Any = None
-    outside: int = 0
-    ashore: int = 0
-    lost: int = 0
-    courant: float = 0.0
-    chunk: int = 0
-
-
-def _share(plan: RunPlan, part, output) -> tuple[RunPlan, Any, int]:
-    """This process's contiguous share of the plan's particles (`part = (index, count)`, default
-    this process's in a multi-host run), its store's name and its first particle's global index:
-    noise keys and slot indices stay global, so the shares together equal a one-process run."""
-    index, count = (jax.process_index(), jax.process_count()) if part is None else (int(part[0]), int(part[1]))
-    if not 0 <= index < count:
-        raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}")
-    if count == 1:
-        return plan, output, 0
-    if plan.pieces.boundary.extra_slots:
-        raise ValueError(f"boundary: {type(plan.pieces.boundary).__name__} releases into one shared set of slots; run it in a single process (part=(0, 1))")
-    total = plan.seeds.shape[0]
-    first, stop = (total * i // count for i in (index, index + 1))
-    if first == stop:
-        raise ValueError(f"part {index} of {count} holds none of the {total} seeds; use fewer processes")
-    share = slice(first, stop)
-    plan = dataclasses.replace(
-        plan, seeds=plan.seeds[share], t_release=plan.t_release[share], given={k: a[share] for k, a in plan.given.items()}, origins=np.asarray(plan.origins)[share], origin_hints=None if plan.origin_hints is None else plan.origin_hints.rows(share)
-    )
-    if output is not None:  # one store per share, never two writers on one store
-        output = Path(output).with_name(f"{Path(output).stem}.part{index}{Path(output).suffix}")
-    return plan, output, first
 
 
 class Interrupted(KeyboardInterrupt):

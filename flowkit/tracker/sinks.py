@@ -111,7 +111,22 @@ class ZarrSink:
     """Creates the store for `n` particles at `times` and writes regions of it; `finish` opens
     it lazily as an `xarray.Dataset` with the run's stats as JSON in `attrs["flowkit_stats"]`."""
 
-    def __init__(self, path, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool, frames_per_chunk: int, *, run: str = "", batch_size: int | None = None, resume: bool = False):
+    def __init__(
+        self,
+        path,
+        n: int,
+        times,
+        dim: int,
+        dtype,
+        t_release,
+        with_velocity: bool,
+        with_generation: bool,
+        frames_per_chunk: int,
+        *,
+        run: str = "",
+        batch_size: int | None = None,
+        resume: bool = False,
+    ):
         import zarr
 
         self.path = Path(path)
@@ -121,14 +136,27 @@ class ZarrSink:
         self.group, self.batches_done = group, 0
         batch_size = n if batch_size is None else int(batch_size)
         group.attrs.update(
-            {"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", "flowkit_complete": False, "flowkit_batches_done": 0, "flowkit_batches": -(-n // max(batch_size, 1)), "flowkit_batch_size": batch_size, "flowkit_run": run}
+            {
+                "featureType": "trajectory",
+                "Conventions": "CF-1.10",
+                "source": "flowkit",
+                "flowkit_complete": False,
+                "flowkit_batches_done": 0,
+                "flowkit_batches": -(-n // max(batch_size, 1)),
+                "flowkit_batch_size": batch_size,
+                "flowkit_run": run,
+            }
         )
         rows = int(min(n, 2**16))
         cols = int(max(1, min(len(times), frames_per_chunk)))
 
         def array(name, shape, chunks, kind, dims, attrs):
-            fill = np.nan if np.issubdtype(np.dtype(kind), np.floating) else NOT_WRITTEN_STATUS  # never a value posing as data
-            created = group.create_array(name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=fill)
+            fill = (
+                np.nan if np.issubdtype(np.dtype(kind), np.floating) else NOT_WRITTEN_STATUS
+            )  # never a value posing as data
+            created = group.create_array(
+                name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=fill
+            )
             created.attrs.update(attrs)
             return created
 
@@ -138,14 +166,53 @@ class ZarrSink:
         self._shape, self._chunks = (n, len(times)), (rows, cols)
         self._dtype = dtype
         self.samples = {}
-        self.positions = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"standard_name": standard[name], "units": "1"}) for name in names]
-        self.status = array("status", (n, len(times)), (rows, cols), np.int8, ["trajectory", "obs"], {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)})
-        self.generation = array("generation", (n, len(times)), (rows, cols), np.int32, ["trajectory", "obs"], {"comment": "restarts of the slot by an inlet; each generation is a separate path"}) if with_generation else None
-        self.velocities = [array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"}) for name in ["u", "v", "w"][:dim]] if with_velocity else []
-        array("time", (len(times),), (len(times),), dtype, ["obs"], {"standard_name": "time", "units": "1"})[:] = np.asarray(times, dtype=dtype)
+        self.positions = [
+            array(
+                name,
+                (n, len(times)),
+                (rows, cols),
+                dtype,
+                ["trajectory", "obs"],
+                {"standard_name": standard[name], "units": "1"},
+            )
+            for name in names
+        ]
+        self.status = array(
+            "status",
+            (n, len(times)),
+            (rows, cols),
+            np.int8,
+            ["trajectory", "obs"],
+            {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)},
+        )
+        self.generation = (
+            array(
+                "generation",
+                (n, len(times)),
+                (rows, cols),
+                np.int32,
+                ["trajectory", "obs"],
+                {"comment": "restarts of the slot by an inlet; each generation is a separate path"},
+            )
+            if with_generation
+            else None
+        )
+        self.velocities = (
+            [
+                array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"})
+                for name in ["u", "v", "w"][:dim]
+            ]
+            if with_velocity
+            else []
+        )
+        array("time", (len(times),), (len(times),), dtype, ["obs"], {"standard_name": "time", "units": "1"})[:] = (
+            np.asarray(times, dtype=dtype)
+        )
         array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(n)
         array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
-        self.exit_time = array("exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"})
+        self.exit_time = array(
+            "exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"}
+        )
 
     def _reopen(self, run: str) -> bool:
         """A store this same run began: its arrays and how many batches it holds; False when it
@@ -155,7 +222,11 @@ class ZarrSink:
         group = zarr.open_group(str(self.path), mode="r+")
         made_by = group.attrs.get("flowkit_run")
         if made_by != run:
-            raise ValueError(f"{self.path}: made by another run (its field, seeds, times, integrator, particles, key or batch size differ), so resume=True cannot continue it; give output= a new path, or overwrite=True to replace it")
+            raise ValueError(
+                f"{self.path}: made by another run (its field, seeds, times, integrator, particles, key "
+                "or batch size differ), so resume=True cannot continue it; give output= a new path, or "
+                "overwrite=True to replace it"
+            )
         self.group, self.batches_done = group, int(group.attrs["flowkit_batches_done"])
         if self.batches_done == 0:
             return False
@@ -177,7 +248,14 @@ class ZarrSink:
         self.status[particles, frames] = np.asarray(status).T.astype(np.int8)
         for axis, target in enumerate(self.velocities):
             target[particles, frames] = np.asarray(velocities[..., axis]).T
-        roles = (("", frame.samples, {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"}), ("particle_", frame.variables, {"flowkit_role": "particle", "comment": "carried by the particle model"}))
+        roles = (
+            (
+                "",
+                frame.samples,
+                {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"},
+            ),
+            ("particle_", frame.variables, {"flowkit_role": "particle", "comment": "carried by the particle model"}),
+        )
         for prefix, arrays, attrs in roles:
             for name, values in (arrays or {}).items():
                 name = prefix + name
@@ -185,7 +263,9 @@ class ZarrSink:
                 if name not in self.samples:
                     extra = values.shape[2:]
                     dims = ["trajectory", "obs"] + [f"{name}_component"] * len(extra)
-                    self.samples[name] = self._array(name, self._shape + extra, self._chunks + extra, self._dtype, dims, attrs)
+                    self.samples[name] = self._array(
+                        name, self._shape + extra, self._chunks + extra, self._dtype, dims, attrs
+                    )
                 self.samples[name][particles, frames] = values
 
     def write_exit_time(self, particles: slice, exit_time) -> None:

@@ -1,0 +1,168 @@
+"""What the `track` app writes beside its trajectories: the run's summary, the density,
+deposition and snapshot files it was asked for, and its pictures."""
+
+import platform
+import time
+from collections import Counter
+from pathlib import Path
+
+import jax
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from . import __version__, tracker
+from .analysis.density import histogram
+from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
+from .analysis.plots import plot_density, plot_pathlines, plot_snapshot, view_box
+from .io.atomic import written
+from .trajectory import RunStats, Trajectory
+
+
+def summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunStats, cache: Counter) -> dict:
+    """What `summary.json` records of a finished run."""
+    plan, pieces, device = run.plan, run.pieces, run.devices[0]
+    summary = {
+        "n_particles": info.n_particles,
+        "n_steps": info.n_steps,
+        "n_saves": info.n_saves,
+        "dtype": info.dtype,
+        "device": info.device,
+        "n_devices": info.n_devices,
+        "compile_s": info.compile_s,
+        "compilation_cache": {"hits": cache["hits"], "misses": cache["misses"]},
+        "run_s": info.run_s,
+        "particle_steps_per_s": info.particle_steps_per_s,
+        "lost_releases": info.lost_releases,
+        "process": {
+            "index": jax.process_index(),
+            "count": jax.process_count(),
+            "first_particle": run.first_particle,
+            "n_particles_total": run.n_particles_total,
+        },
+        "stream": {
+            "window_slices": info.window_slices,
+            "slices_read": info.slices_read,
+            "load_s": info.load_s,
+            "first_window_s": info.first_window_s,
+            "load_wait_s": info.load_wait_s,
+        }
+        if plan.stream is not None
+        else None,
+        "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
+        "status_counts": traj.status_counts(),
+        "field": type(pieces.field).__name__,
+        "integrator": type(pieces.integrator).__name__,
+        "particles": type(pieces.particles).__name__,
+        "t0": plan.t0,
+        "t1": plan.t1,
+        "dt": plan.dt,
+        "courant": info.courant,
+        "inputs": inputs(cfg),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "versions": versions(),
+        "device_kind": device.device_kind,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    memory = device.memory_stats()  # None on backends without allocator statistics (CPU)
+    if memory:
+        summary["device_memory"] = {
+            k: int(v) for k, v in memory.items() if k in ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")
+        }
+    return summary
+
+
+def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path, summary: dict) -> list[str]:
+    """Write the trajectories in the formats `cfg.output` asks for, and the deposition on walls;
+    return the names of the files written (and to be written: pictures, summary)."""
+    field = run.plan.stream or run.plan.pieces.field
+    files = [] if run.output is None else [run.output.name]
+    if cfg.output.trajectories:
+        files.append(traj.save(out / "trajectories.npz", overwrite=cfg.overwrite).name)
+        if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
+            files.append(
+                traj.save(
+                    out / "trajectories.nc", spherical=True, time_origin=field.time_origin, overwrite=cfg.overwrite
+                ).name
+            )
+    if cfg.output.vtp:
+        files.append(traj.save(out / "trajectories.vtp", overwrite=cfg.overwrite).name)
+        if summary["status_counts"]["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
+            write_deposition_vtp(traj, out / "deposition.vtp")
+            files.append("deposition.vtp")
+            deposited = deposition_map(traj, field)
+            summary["deposition"] = {
+                "deposits": int(deposited.counts.sum()),
+                "faces_hit": int(np.sum(deposited.counts > 0)),
+            }
+            if deposited.points is not None:
+                write_deposition_map_vtp(deposited, out / "deposition_map.vtp")
+                files.append("deposition_map.vtp")
+    if cfg.output.get("clouds"):
+        files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
+    if cfg.output.plot:
+        files += ["trajectories.png", "snapshot.png", "density.png"]
+    return files + ["summary.json"]
+
+
+def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) -> None:
+    """Pathlines, the last frame and the particles' density at the end, over the field."""
+    stream, field = run.plan.stream, run.plan.stream or run.plan.pieces.field
+    at = lambda t: stream.near(t) if stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
+    times = np.asarray(traj.times, dtype=np.float64)
+    plot_pathlines(
+        traj,
+        out / "trajectories.png",
+        field=at(times[0]),
+        max_lines=cfg.output.max_plot_lines,
+        color_by=cfg.output.color_by,
+    )
+    plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
+    lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
+    lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
+    sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
+    bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [
+        cfg.output.density_bins
+    ] * (field.dim - 2)  # square cells on the map
+    cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
+    plot_density(
+        cells if field.dim == 2 else cells.sum(axis=2),
+        (lo[:2], hi[:2]),
+        out / "density.png",
+        time=float(traj.times[-1]),
+        field=at(times[-1]),
+        projected=field.dim == 3,
+    )
+
+
+def write_text(path: Path, text: str) -> None:
+    with written(path, overwrite=True) as temporary:
+        temporary.write_text(text)
+
+
+def inputs(cfg: DictConfig) -> dict:
+    """What the run read: the field's builder and every path it or the seeds were given (a
+    builder with no path reads the sample `flowkit.datasets` writes)."""
+    found = {"field": cfg.field._target_}
+    for group in ("field", "seeds"):
+        for key, value in OmegaConf.to_container(cfg[group], resolve=True).items():
+            if key in ("path", "grid", "file", "dataset") and value is not None:
+                found[f"{group}.{key}"] = (
+                    str(value)
+                    if key == "dataset" or any(ch in str(value) for ch in "*?[")
+                    else str(Path(value).resolve())
+                )
+    return found
+
+
+def versions() -> dict:
+    """The versions of what computed the run."""
+    import importlib.metadata
+
+    names = ("jax", "jaxlib", "equinox", "diffrax", "vtk", "numpy", "xarray", "hydra-core")
+    versions = {"flowkit": __version__, "python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions

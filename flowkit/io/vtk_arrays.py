@@ -1,0 +1,164 @@
+"""Which arrays of a VTK data set are the velocity: by name, by a ParaView Calculator
+expression, or the only vector; point data before cell data."""
+
+import re
+
+import numpy as np
+
+from .vtk_blocks import vtk_errors
+
+_VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
+
+
+def is_expression(velocity: str) -> bool:
+    """Whether a `velocity=` is a Calculator expression (`Momentum/Density`), not array names."""
+    return any(ch in velocity for ch in "+-*/()^")
+
+
+def _words(name: str) -> list[str]:
+    """A name's words, lower case, units in brackets dropped: `velocity_liq (m/s)` -> velocity, liq."""
+    return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"[(\[].*?[)\]]", "", name.lower())) if w]
+
+
+def _velocity_name(arrays: dict, path) -> str | None:
+    """The vector array of `arrays` (name: components) that is the velocity, or None: one named
+    like a velocity (`U`, `Velocity`), else one whose first word is (`velocity_liq (m/s)`,
+    `velocity_n`), else the only vector array. Two equally good candidates are an error."""
+    vectors = [n for n, c in arrays.items() if c in (2, 3)]
+    exact = [n for key in _VELOCITY_NAMES for n in vectors if n.lower() == key]
+    if exact:
+        return exact[0]
+    worded = [n for n in vectors if _words(n)[:1] and _words(n)[0] in _VELOCITY_NAMES]
+    if len(worded) > 1:
+        raise ValueError(f"{path}: several vector arrays are named like a velocity: {worded}; pass velocity=NAME")
+    if worded:
+        return worded[0]
+    if len(vectors) > 1:
+        raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
+    return vectors[0] if vectors else None
+
+
+def _component_names(arrays: dict) -> str | None:
+    """Scalar arrays that are a velocity's components, as `"U,V,W"`: `u, v, w`, `velocity_x,
+    ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or axis first as Fluent
+    writes them (`X_VELOCITY`, `x-velocity`), or None."""
+    scalars = {name.lower(): name for name, width in arrays.items() if width == 1}
+    separators = ("", "_", " ", "-", ".")
+    candidates = [("u", "v", "w")] + [
+        tuple(f"{base}{sep}{axis}" for axis in "xyz") for base in ("velocity", "vel", "v", "u") for sep in separators
+    ]
+    candidates += [tuple(f"{axis}{sep}{base}" for axis in "xyz") for base in ("velocity", "vel") for sep in separators]
+    for names in candidates:
+        if names[0] in scalars and names[1] in scalars:
+            return ",".join(scalars[n] for n in names if n in scalars)
+    return None
+
+
+def _on_points(data):
+    """`data` with every cell-only array also as point data (`vtkCellDataToPointData`: each point
+    gets the mean of the cells around it); point arrays kept as they are."""
+    import vtk
+
+    converter = vtk.vtkCellDataToPointData()
+    converter.SetInputData(data)
+    converter.Update()
+    out = data.NewInstance()
+    out.ShallowCopy(data)
+    converted = converter.GetOutput().GetPointData()
+    for i in range(converted.GetNumberOfArrays()):
+        if not data.GetPointData().HasArray(converted.GetArrayName(i)):
+            out.GetPointData().AddArray(converted.GetArray(i))
+    return out
+
+
+def _expression(data, path, expression: str) -> np.ndarray:
+    """`(n_points, C)`: a ParaView Calculator expression over the data's arrays (`Momentum/Density`),
+    evaluated at the nodes by VTK's `vtkArrayCalculator` (cell arrays first moved to the points)."""
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    data = _on_points(data)
+    calc = vtk.vtkArrayCalculator()
+    calc.SetInputData(data)
+    calc.SetAttributeTypeToPointData()
+    attributes = data.GetPointData()
+    for i in range(attributes.GetNumberOfArrays()):
+        name, width = attributes.GetArrayName(i), attributes.GetArray(i).GetNumberOfComponents()
+        if width == 1:
+            calc.AddScalarArrayName(name)
+        elif width == 3:
+            calc.AddVectorArrayName(name)
+    calc.SetFunction(expression)
+    calc.SetResultArrayName("flowkit velocity expression")
+    with vtk_errors(
+        path,
+        f"velocity expression {expression!r} does not evaluate over the arrays "
+        f"{[attributes.GetArrayName(i) for i in range(attributes.GetNumberOfArrays())]}",
+    ):
+        calc.Update()
+    result = calc.GetOutput().GetPointData().GetArray("flowkit velocity expression")
+    if result is None:
+        raise ValueError(f"{path}: velocity expression {expression!r} gave no result")
+    return np.asarray(vtk_to_numpy(result), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1)
+
+
+def vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
+    """`(values, name, on_cells)`: the velocity as `(n_points, C)` float64 point data, or with
+    `keep_cells` and the velocity among the cell arrays, per cell `(n_cells, C)`, `on_cells` true.
+    `velocity` is an array's name, scalar components (`"U,V,W"`), an expression over the
+    arrays (`Momentum/Density`), or None (`_velocity_name`, else `_component_names`; point data
+    first, cell data first with `keep_cells`). Cell data used at
+    the points goes through `vtkCellDataToPointData`."""
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    def listing(attributes):
+        return {
+            attributes.GetArrayName(i): attributes.GetArray(i).GetNumberOfComponents()
+            for i in range(attributes.GetNumberOfArrays())
+        }
+
+    point_arrays, cell_arrays = listing(data.GetPointData()), listing(data.GetCellData())
+    if velocity is None:
+        for arrays in (cell_arrays, point_arrays) if keep_cells else (point_arrays, cell_arrays):
+            velocity = _velocity_name(arrays, path)
+            if velocity is not None:
+                break
+        else:
+            velocity = _component_names(point_arrays) or _component_names(cell_arrays)
+            if velocity is None:
+                raise ValueError(
+                    f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays "
+                    f"{cell_arrays} (name: components). Pass velocity=NAME"
+                )
+    if "," in velocity:  # components in scalar arrays, "U,V,W"
+        parts = [vector_arrays(data, path, name.strip(), keep_cells) for name in velocity.split(",")]
+        if any(values.shape[1] != 1 for values, _, _ in parts) or len({on for _, _, on in parts}) > 1:
+            raise ValueError(
+                f"{path}: velocity {velocity!r} must name scalar arrays all on the points or all on the cells"
+            )
+        return np.concatenate([values for values, _, _ in parts], axis=1), velocity, parts[0][2]
+    if keep_cells and velocity in cell_arrays:
+        return (
+            np.asarray(vtk_to_numpy(data.GetCellData().GetArray(velocity)), dtype=np.float64).reshape(
+                data.GetNumberOfCells(), -1
+            ),
+            velocity,
+            True,
+        )
+    if velocity in point_arrays:
+        return (
+            np.asarray(vtk_to_numpy(data.GetPointData().GetArray(velocity)), dtype=np.float64).reshape(
+                data.GetNumberOfPoints(), -1
+            ),
+            velocity,
+            False,
+        )
+    if velocity in cell_arrays:
+        points = _on_points(data).GetPointData().GetArray(velocity)
+        return np.asarray(vtk_to_numpy(points), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1), velocity, False
+    if is_expression(velocity):
+        return _expression(data, path, velocity), velocity, False
+    raise ValueError(
+        f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays "
+        f"{cell_arrays} (name: components)"
+    )

@@ -1,0 +1,64 @@
+"""What a run counts as its batches go by, and the `RunStats` it reports at the end."""
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..trajectory import RunStats
+from .courant import has_cells, report
+
+if TYPE_CHECKING:
+    from .run import TrackRun
+
+_log = logging.getLogger("flowkit")
+
+
+@dataclasses.dataclass
+class Tally:
+    """What a run counts as its batches go by."""
+
+    bar: Any = None
+    outside: int = 0
+    ashore: int = 0
+    lost: int = 0
+    courant: float = 0.0
+    chunk: int = 0
+
+
+def run_stats(run: "TrackRun", tally: Tally, run_s: float, warmup_s: float, streamed: dict) -> RunStats:
+    """The run's `RunStats`, after warning of seeds that could not start and releases not made."""
+    plan, n = run.plan, run.n_particles
+    if tally.bar is not None:
+        tally.bar.close()
+    if tally.outside:
+        _log.warning(
+            "%d of %d seeds lie outside the field's domain (e.g. outside the mesh): they are marked "
+            "OUT_OF_DOMAIN from the start; fk.seeding.random_inside draws seeds inside",
+            tally.outside,
+            n,
+        )
+    if tally.ashore:
+        _log.warning("%d of %d seeds lie on land: they start BEACHED", tally.ashore, n)
+    if tally.lost:
+        _log.warning(
+            "%d releases found no free slot and were not made: give the inlet more slots (it has %d)",
+            tally.lost,
+            plan.pieces.boundary.extra_slots,
+        )
+    courant = tally.courant if has_cells(run.pieces.field) else None
+    report(courant, plan.dt, run.pieces.integrator)
+    platform = run.devices[0].platform
+    return RunStats(
+        n,
+        plan.n_steps,
+        plan.n_saves + 1,
+        plan.dtype.name,
+        platform,
+        len(run.devices),
+        run.compile_s,
+        run_s,
+        tally.lost,
+        warmup_s,
+        courant=courant,
+        **streamed,
+    )
