@@ -1,6 +1,7 @@
 """The compiled chunk: particles sharded over devices, split into blocks, advanced by `lax.scan`
 over saves and steps; the particle state and per-slot inputs it carries."""
 
+import functools
 from typing import Any
 
 import equinox as eqx
@@ -92,56 +93,19 @@ def one_step(
     moving ones, the field settles them, the boundary applies, and the domain, land and
     finiteness checks, restarts and releases set their statuses (all `jnp.where`).
     `carry` is `(x, status, exit_time, hint, variables, generation, lost)`."""
-    field, integrator, boundary, particles, args = (
-        pieces.field,
-        pieces.integrator,
-        pieces.boundary,
-        pieces.particles,
-        pieces.args,
-    )
+    field, particles, args = pieces.field, pieces.particles, pieces.args
     carries = not is_tracer(particles)
     x, status, exit_time, hint, variables, generation, lost = carry
-    code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
-    step_keys = (
-        jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(slots.keys)
-        if integrator.stochastic
-        else None
-    )
-    masked = hint.skip(~moving)  # no location work for particles not moving
-    if carries:
-        result, stepped = particles.step_batch(integrator, field, x, variables, t, h, args, step_keys, masked)
-    else:
-        result = integrator.step_batch(field, x, t, h, args, step_keys, masked)
-    step_hint = masked if result.hint is None else result.hint
-    x_new, step_hint = field.settle_batch(
-        t + h, result.x, step_hint
-    )  # a sphere's longitudes in one period; depths in the water
+    result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
+    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # longitudes in one period; depths in water
     finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-    x_b, status_b, hint_b, inside = boundary.apply_batch(field, x, x_new, status, step_hint)
-    stopped_by_wall = status_b != Status.ACTIVE
-    new_status = jnp.where(
-        moving & ~finite,
-        code(Status.NONFINITE),
-        jnp.where(moving & stopped_by_wall, status_b, jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)),
-    )
-    moved = moving & finite & (inside | stopped_by_wall)
-    beached = field.beached_batch(x_b, hint_b)
-    if beached is not None:  # a step ending on land stops at its last wet position
-        ashore = moved & ~stopped_by_wall & beached
-        new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
-        moved = moved & ~ashore
+    x_b, hint_b, new_status, moved, walled = _judged(pieces, x, x_new, status, step_hint, moving, finite)
     x_next = jnp.where(moved[:, None], x_b, x)
     hint = select(moved, hint_b, hint)
-    t_stop = t + h
-    # a wall's stop is where the step's chord met it: its time is interpolated along the step
-    walled = moving & finite & stopped_by_wall
-    chord = x_new - x
-    crossing = jnp.clip(
-        jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1
-    )
-    t_stop = jnp.where(walled, t + crossing * h, t_stop)
+    crossing = _crossing(x, x_new, x_b)  # a wall's stop is where the step's chord met it
+    t_stop = jnp.where(walled, t + crossing * h, t + h)
     kept = moving & finite
     if result.status is not None:  # the integrator stopped some particles itself (events, failures)
         stopped = moving & (result.status != Status.ACTIVE)
@@ -153,7 +117,7 @@ def one_step(
             t_stop = jnp.where(stopped, result.t_stop, t_stop)
     if carries:  # the variables follow the step (a particle stopped in it keeps its last values)
         turned = moved & (new_status == Status.ACTIVE) & jnp.any(x_b != x_new, axis=1)
-        stepped = particles.at_wall(boundary, x_new, x_b, stepped, turned)
+        stepped = particles.at_wall(pieces.boundary, x_new, x_b, stepped, turned)
         # a particle stopped by a wall carries its values at the crossing, interpolated along the step
         at_wall = jax.tree.map(
             lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped
@@ -162,7 +126,7 @@ def one_step(
         if particles.updates:
             variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
     exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
-    if boundary.restarts:
+    if pieces.boundary.restarts:
         view = Block(
             x=x_next,
             status=new_status,
@@ -179,19 +143,63 @@ def one_step(
             block=block_id,
             n_blocks=n_blocks,
         )
-        x_next, new_status, hint, restarted, more = boundary.restart(field, args, t, h, k, view)
-        exit_time = jnp.where(
-            restarted != generation, jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt), exit_time
-        )
+        x_next, new_status, hint, restarted, more = pieces.boundary.restart(field, args, t, h, k, view)
+        never = jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt)
+        exit_time = jnp.where(restarted != generation, never, exit_time)
         if carries:
             variables = _started(particles, field, args, t + h, x_next, variables, hint, restarted != generation)
         generation, lost = restarted, lost + more
     # Release whoever is due by the end of this step: they start moving with the next one.
     due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
-    new_status = jnp.where(due, code(Status.ACTIVE), new_status)
+    new_status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), new_status)
     if carries:
         variables = _started(particles, field, args, t + h, x_next, variables, hint, due, given)
     return (x_next, new_status, exit_time, hint, variables, generation, lost), None
+
+
+def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
+    """`(result, stepped variables, hints)` of one step of the rows not `SKIP`ped in `masked`,
+    by the particle model (a tracer: the integrator alone); stochastic ones get per-step keys."""
+    integrator, particles = pieces.integrator, pieces.particles
+    step_keys = None
+    if integrator.stochastic:
+        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys)
+    stepped = variables
+    if is_tracer(particles):
+        result = integrator.step_batch(pieces.field, x, t, h, pieces.args, step_keys, masked)
+    else:
+        result, stepped = particles.step_batch(
+            integrator, pieces.field, x, variables, t, h, pieces.args, step_keys, masked
+        )
+    return result, stepped, masked if result.hint is None else result.hint
+
+
+def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, moving, finite):
+    """The boundary applied to the step's end points, and what follows for each row:
+    `(x_b, hint_b, status, moved, walled)`: a non-finite end is `NONFINITE`, a wall's stop keeps
+    the wall's status, an end outside the domain is `OUT_OF_DOMAIN`, on land `BEACHED` (at its
+    last wet position); `moved`: the row takes `x_b`; `walled`: a wall stopped it in the step."""
+    code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
+    x_b, status_b, hint_b, inside = pieces.boundary.apply_batch(pieces.field, x, x_new, status, step_hint)
+    stopped_by_wall = status_b != Status.ACTIVE
+    outside = jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)
+    new_status = jnp.where(moving & stopped_by_wall, status_b, outside)
+    new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), new_status)
+    moved = moving & finite & (inside | stopped_by_wall)
+    beached = pieces.field.beached_batch(x_b, hint_b)
+    if beached is not None:  # a step ending on land stops at its last wet position
+        ashore = moved & ~stopped_by_wall & beached
+        new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
+        moved = moved & ~ashore
+    return x_b, hint_b, new_status, moved, moving & finite & stopped_by_wall
+
+
+def _crossing(x, x_new, x_b):
+    """Where along each step's chord `x -> x_new` the point `x_b` (a wall's stop) lies, in [0, 1]."""
+    chord = x_new - x
+    return jnp.clip(
+        jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1
+    )
 
 
 def advance_local(
@@ -223,19 +231,12 @@ def advance_local(
     frames and the final state are put back in slot order: results do not depend on the
     layout. Restarting boundaries (inlets) hand releases to blocks, so with them blocks are
     neither skipped nor compacted."""
-    field, boundary, particles, args = pieces.field, pieces.boundary, pieces.particles, pieces.args
+    field, boundary = pieces.field, pieces.boundary
     n = state.x.shape[0]
     block = n // blocks
-    code = lambda s: jnp.asarray(s, state.status.dtype)  # noqa: E731
     first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
     skippable = not boundary.restarts
-    carries = not is_tracer(particles)
-
-    def busy(status, t_release, first):
-        """Rows with work in the save starting at step `first`: moving, or released in time to
-        move in it (a release due at the end of its last step starts moving in the next save)."""
-        t_last, _ = step_times(times, first + save_every - 1)
-        return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_last, t_release, times.dt))
+    busy = functools.partial(_busy, times, save_every=save_every)
 
     def run_block(inputs, first):
         """One save interval of one block: its steps (skipped if nothing moves), then its frame
@@ -255,25 +256,17 @@ def advance_local(
             return jax.lax.scan(step, (carry, carry[0]), steps)[0]
 
         def idle(carry):
-            """The save's steps when nothing moves: only the releases due at its end happen."""
-            t_last, h = step_times(times, first + save_every - 1)
-            x, status, exit_time, hint, variables, generation, lost = carry
-            due = (status == Status.NOT_RELEASED) & is_due(t_last + h, slots.t_release, times.dt)
-            if carries:
-                variables = _started(particles, field, args, t_last + h, x, variables, hint, due, given)
-            return x, jnp.where(due, code(Status.ACTIVE), status), exit_time, hint, variables, generation, lost
+            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0]
 
         if skippable:
-            carry, before = jax.lax.cond(
-                jnp.any(busy(carry[1], slots.t_release, first)), go, lambda c: (idle(c), c[0]), carry
-            )
+            carry, before = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
         else:
             carry, before = go(carry)
         x, status, _, hint, variables, generation, _ = carry
         t_end, h = step_times(times, first + save_every - 1)
         frame = frame_of(
             field,
-            args,
+            pieces.args,
             t_end + h,
             x,
             status,
@@ -288,22 +281,11 @@ def advance_local(
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
     block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
 
-    def compact(rows, slots, order, first):
-        """Moving rows first (a stable partition), when that leaves more blocks to skip."""
-        work = busy(rows[1], slots.t_release, first)
-        needed = (jnp.sum(work) + block - 1) // block
-        occupied = jnp.sum(jnp.any(split(work), axis=1))
-        perm = jnp.argsort(~work, stable=True)
-        take = lambda tree: jax.tree.map(lambda a: a[perm], tree)  # noqa: E731
-        return jax.lax.cond(
-            occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order)
-        )
-
     def one_save(carry, m):
         rows, lost, courant, slots, order = carry
         first = state.step + m * save_every
         if skippable and blocks > 1:
-            rows, slots, order = compact(rows, slots, order, first)
+            rows, slots, order = _compacted(rows, slots, order, busy(rows[1], slots.t_release, first), blocks)
         blocked = tuple(split(a) for a in rows) + (lost,)
         (blocked, courant), frame = jax.lax.map(
             lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids)
@@ -329,6 +311,36 @@ def advance_local(
         step=state.step + saves * save_every,
         courant=courant,
     ), frames
+
+
+def _busy(times: Times, status, t_release, first, *, save_every: int):
+    """Rows with work in the save starting at step `first`: moving, or released in time to move
+    in it (a release due at the end of its last step starts moving in the next save)."""
+    t_last, _ = step_times(times, first + save_every - 1)
+    return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_last, t_release, times.dt))
+
+
+def _idle(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, last, given: tuple) -> tuple:
+    """A save's steps (the last is step `last`) when nothing moves in the block: only the
+    releases due at its end happen."""
+    t_last, h = step_times(times, last)
+    x, status, exit_time, hint, variables, generation, lost = carry
+    due = (status == Status.NOT_RELEASED) & is_due(t_last + h, slots.t_release, times.dt)
+    if not is_tracer(pieces.particles):
+        variables = _started(pieces.particles, pieces.field, pieces.args, t_last + h, x, variables, hint, due, given)
+    status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), status)
+    return x, status, exit_time, hint, variables, generation, lost
+
+
+def _compacted(rows: tuple, slots: Slots, order, work, blocks: int):
+    """The rows with `work` first (a stable partition, slots and slot order alike), when that
+    leaves more of the `blocks` without work to skip; else as they are."""
+    block = work.shape[0] // blocks
+    needed = (jnp.sum(work) + block - 1) // block
+    occupied = jnp.sum(jnp.any(work.reshape(blocks, block), axis=1))
+    perm = jnp.argsort(~work, stable=True)
+    take = lambda tree: jax.tree.map(lambda a: a[perm], tree)  # noqa: E731
+    return jax.lax.cond(occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order))
 
 
 def _in_slot_order(rows, order):
