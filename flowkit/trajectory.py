@@ -269,29 +269,10 @@ class Trajectory(eqx.Module):
         """
         import xarray as xr
 
-        if spherical:
-            names = ["lon", "lat", "z"][: self.positions.shape[-1]]
-            attrs = [
-                {"standard_name": "longitude", "units": "degrees_east"},
-                {"standard_name": "latitude", "units": "degrees_north"},
-                {"standard_name": "depth", "units": "m", "positive": "down"},
-            ]
-        else:
-            names = ["x", "y", "z"][: self.positions.shape[-1]]
-            attrs = [
-                {"standard_name": "projection_x_coordinate", "units": "1"},
-                {"standard_name": "projection_y_coordinate", "units": "1"},
-                {"standard_name": "height", "units": "1"},
-            ]
-        data_vars = {name: (("trajectory", "obs"), self.positions[..., i].T, attrs[i]) for i, name in enumerate(names)}
-        data_vars["status"] = (
-            ("trajectory", "obs"),
-            self.status.T,
-            {
-                "flag_values": np.array([s.value for s in Status], np.int8),
-                "flag_meanings": " ".join(s.name.lower() for s in Status),
-            },
-        )
+        positions = _POSITIONS[bool(spherical)][: self.positions.shape[-1]]
+        data_vars = {name: (_PER_FRAME, self.positions[..., i].T, attrs) for i, (name, attrs) in enumerate(positions)}
+        flags = np.array([s.value for s in Status], np.int8), " ".join(s.name.lower() for s in Status)
+        data_vars["status"] = (_PER_FRAME, self.status.T, {"flag_values": flags[0], "flag_meanings": flags[1]})
         data_vars["t_release"] = (("trajectory",), self.t_release, {"units": "1"})
         data_vars["exit_time"] = (
             ("trajectory",),
@@ -299,22 +280,16 @@ class Trajectory(eqx.Module):
             {"units": "1", "comment": "inf: still active at the end"},
         )
         if self.velocities is not None:
-            for i, name in enumerate(["u", "v", "w"][: len(names)]):
-                data_vars[name] = (("trajectory", "obs"), self.velocities[..., i].T, {"units": "1"})
-        for name, values in (self.samples or {}).items():
-            dims = ("trajectory", "obs") + (f"{name}_component",) * (values.ndim - 2)
-            data_vars[name] = (
-                dims,
-                np.swapaxes(values, 0, 1),
-                {"flowkit_role": "sample", "comment": "interpolated from the field; NaN outside its domain"},
-            )
-        for name, values in (self.variables or {}).items():
-            dims = ("trajectory", "obs") + (f"particle_{name}_component",) * (values.ndim - 2)
-            data_vars[f"particle_{name}"] = (
-                dims,
-                np.swapaxes(values, 0, 1),
-                {"flowkit_role": "particle", "comment": "carried by the particle model"},
-            )
+            for i, name in enumerate(["u", "v", "w"][: len(positions)]):
+                data_vars[name] = (_PER_FRAME, self.velocities[..., i].T, {"units": "1"})
+        roles = (
+            ("sample", "", self.samples, "interpolated from the field; NaN outside its domain"),
+            ("particle", "particle_", self.variables, "carried by the particle model"),
+        )
+        for role, prefix, arrays, comment in roles:
+            for name, values in (arrays or {}).items():
+                dims = _PER_FRAME + (f"{prefix}{name}_component",) * (values.ndim - 2)
+                data_vars[prefix + name] = (dims, np.swapaxes(values, 0, 1), {"flowkit_role": role, "comment": comment})
         if self.generation is not None:
             data_vars["generation"] = (
                 ("trajectory", "obs"),
@@ -348,6 +323,22 @@ class Trajectory(eqx.Module):
             coords=coords,
             attrs={"featureType": "trajectory", "Conventions": "CF-1.10", "source": "flowkit", **attrs},
         )
+
+
+_PER_FRAME = ("trajectory", "obs")
+_POSITIONS = {
+    False: (
+        ("x", {"standard_name": "projection_x_coordinate", "units": "1"}),
+        ("y", {"standard_name": "projection_y_coordinate", "units": "1"}),
+        ("z", {"standard_name": "height", "units": "1"}),
+    ),
+    True: (
+        ("lon", {"standard_name": "longitude", "units": "degrees_east"}),
+        ("lat", {"standard_name": "latitude", "units": "degrees_north"}),
+        ("z", {"standard_name": "depth", "units": "m", "positive": "down"}),
+    ),
+}
+"""The position variables of `Trajectory.to_xarray`: Cartesian, or on a sphere."""
 
 
 def _seconds_of(ds):

@@ -37,16 +37,8 @@ def read_selafin(
     """The velocity of a Selafin file (see the module docstring). `velocity="U,V"` (or
     `"U,V,W"`) names the variables by their Selafin ids; `plane` picks the plane of a 3-D file
     without elevations (default: the top one, the surface)."""
-    import xarray as xr
-
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"Selafin file {path} does not exist")
-    try:
-        with xr.open_dataset(path, engine="selafin") as opened:
-            ds = opened.load()  # the file is small beside its mesh work, and closed here
-    except Exception as err:  # noqa: BLE001 -- the reader's own error becomes one naming the file
-        raise ValueError(f"{path}: cannot be read as a TELEMAC Selafin file ({type(err).__name__}: {err})") from None
+    ds = _opened(path)
     names = velocity.split(",") if velocity else ["U", "V"]
     missing = [n for n in names if n not in ds.data_vars]
     if missing:
@@ -57,14 +49,15 @@ def read_selafin(
     triangles = np.asarray(ds.attrs["ikle2"], np.int64) - 1  # Fortran numbering
     points = np.column_stack([np.asarray(ds.x.values, np.float64), np.asarray(ds.y.values, np.float64)])
     times, origin = _times(ds)
-
-    def values(name):  # (T, [plane,] node), a time axis always
-        array = np.asarray(ds[name].values, np.float64)
-        return array if "time" in ds[name].dims else array[None]
-
     series = times if len(times) > 1 else None
+
+    def flat(chosen=None):  # the 2-D field of the file, or of one of its planes
+        data = np.stack([_values(ds, n) if chosen is None else _values(ds, n)[:, chosen] for n in names[:2]], axis=-1)
+        return MeshField(
+            points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options
+        )
+
     if "plan" not in ds.dims:
-        data = np.stack([values(n) for n in names[:2]], axis=-1)
         _log.info(
             "read_selafin: %s: 2-D, %d triangles, %d nodes, %d time steps",
             path,
@@ -72,32 +65,28 @@ def read_selafin(
             len(points),
             len(times),
         )
-        return MeshField(
-            points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options
-        )
+        return flat()
     n_planes = ds.sizes["plan"]
     if "Z" not in ds.data_vars:
         chosen = n_planes - 1 if plane is None else int(plane)
         if not 0 <= chosen < n_planes:
             raise ValueError(f"{path}: plane={plane} is not one of its {n_planes} planes (0 = bottom)")
+        surface = " (the surface)" if chosen == n_planes - 1 else ""
         _log.warning(
             "read_selafin: %s is 3-D (%d planes) but holds no plane elevations (ELEVATION Z): "
             "tracked in 2-D on plane %d%s",
             path,
             n_planes,
             chosen,
-            " (the surface)" if chosen == n_planes - 1 else "",
+            surface,
         )
-        data = np.stack([values(n)[:, chosen] for n in names[:2]], axis=-1)
-        return MeshField(
-            points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options
-        )
-    elevation = values("Z")  # (T, plane, node), the bottom plane first
+        return flat(chosen)
+    elevation = _values(ds, "Z")  # (T, plane, node), the bottom plane first
     depths = np.moveaxis(elevation[:, -1:] - elevation[:, ::-1], 1, -1)  # below the top plane, surface first
-    components = [values(n)[:, ::-1] for n in names[:2]]
+    components = [_values(ds, n)[:, ::-1] for n in names[:2]]
     w = names[2] if len(names) > 2 else ("W" if "W" in ds.data_vars else None)
     if w is not None:
-        components.append(-values(w)[:, ::-1])
+        components.append(-_values(ds, w)[:, ::-1])
     velocity_table = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, node, plane, C)
     _log.info(
         "read_selafin: %s: 3-D, %d prisms' columns of %d planes over %d nodes, %d time steps%s",
@@ -108,18 +97,28 @@ def read_selafin(
         len(times),
         "" if w else "; no W: particles keep their depth",
     )
-    return LayeredField(
-        points,
-        triangles,
-        depths,
-        velocity_table,
-        elevation[:, -1] - elevation[:, 0],
-        times=series,
-        spherical=False,
-        time_origin=origin,
-        dtype=dtype,
-        **mesh_options,
-    )
+    water = elevation[:, -1] - elevation[:, 0]
+    options = dict(times=series, spherical=False, time_origin=origin, dtype=dtype, **mesh_options)
+    return LayeredField(points, triangles, depths, velocity_table, water, **options)
+
+
+def _opened(path: Path):
+    """The Selafin file's dataset, loaded (the file is small beside its mesh work) and closed."""
+    import xarray as xr
+
+    if not path.exists():
+        raise FileNotFoundError(f"Selafin file {path} does not exist")
+    try:
+        with xr.open_dataset(path, engine="selafin") as opened:
+            return opened.load()
+    except Exception as err:  # noqa: BLE001 -- the reader's own error becomes one naming the file
+        raise ValueError(f"{path}: cannot be read as a TELEMAC Selafin file ({type(err).__name__}: {err})") from None
+
+
+def _values(ds, name: str) -> np.ndarray:
+    """Variable `name` as `(T, [plane,] node)`, with a time axis always."""
+    array = np.asarray(ds[name].values, np.float64)
+    return array if "time" in ds[name].dims else array[None]
 
 
 def _times(ds):

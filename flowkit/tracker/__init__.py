@@ -10,6 +10,6 @@ copying each chunk's saved frames to the host and updating the progress bar.
 
 from .api import track as track, track_ensemble as track_ensemble
 from .cache import clear_caches as clear_caches, compile_count as compile_count
-from .kernel import RunPieces as RunPieces
+from .pieces import RunPieces as RunPieces
 from .plan import RunPlan as RunPlan, block_size as block_size, bucket_size as bucket_size, prepare as prepare
 from .run import TrackRun as TrackRun

@@ -11,9 +11,11 @@ from ..fields.base import AbstractField
 from ..integrators.base import AbstractIntegrator
 from ..trajectory import Trajectory
 from .courant import DEFAULT_COURANT
-from .kernel import Slots, State, Times, advance_local, is_due, locate_seeds, particle_keys
+from .kernel import advance_local, locate_seeds, particle_keys
+from .pieces import Slots, State, Times
 from .plan import RunPlan, prepare
 from .run import TrackRun
+from .step import is_due
 
 
 def track(

@@ -2,7 +2,6 @@
 over saves and steps; the particle state and per-slot inputs it carries."""
 
 import functools
-from typing import Any
 
 import equinox as eqx
 import jax
@@ -11,195 +10,10 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from .._status import Status
-from ..boundaries.base import AbstractBoundary, Block
-from ..fields.base import AbstractField, Hints, select
-from ..integrators.base import AbstractIntegrator
-from ..particles.base import AbstractParticles, initial_batch, is_tracer
+from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
-
-
-class RunPieces(eqx.Module):
-    """The pieces a run is made of, as one pytree: what the compiled chunk takes."""
-
-    field: AbstractField
-    integrator: AbstractIntegrator
-    boundary: AbstractBoundary
-    particles: AbstractParticles
-    args: Any
-
-
-class State(eqx.Module):
-    """Everything that changes from chunk to chunk, resident on the device."""
-
-    x: jax.Array
-    status: jax.Array
-    exit_time: jax.Array
-    hint: Hints
-    """Where each particle was last located (mesh fields: its cell and coordinates there)."""
-    variables: dict
-    """What each particle carries besides its position (a particle model's `{name: (n, ...)}`)."""
-    generation: jax.Array
-    """Per-slot count of restarts (inlets): each generation is a separate path."""
-    lost: jax.Array
-    """Per-block count of releases that found no free slot."""
-    step: jax.Array
-    courant: jax.Array
-    """Per-block largest Courant number `max_i |dx_i| / size_i` of the active particles' last
-    step before each saved frame (0 for fields without cells)."""
-
-
-class Slots(eqx.Module):
-    """Per-particle inputs that never change during a run."""
-
-    t_release: jax.Array
-    keys: jax.Array
-    """Raw PRNG keys (used by stochastic integrators and inlets, folded with the global step)."""
-    origin: jax.Array
-    """Where `grid` inlets restart each slot."""
-    origin_hint: Hints
-    """Where each `origin` lies (located once, before the run)."""
-    index: jax.Array
-    """Global slot index (-1: padding)."""
-
-
-class Times(eqx.Module):
-    """Numeric run parameters: leaves, so a new `t0`/`dt`/`t1` reuses the compiled program."""
-
-    t0: jax.Array
-    dt: jax.Array
-    t1: jax.Array
-
-
-def step_times(times: Times, k):
-    """Start time and length of global step `k`; steps past `t1` have length 0 (no-ops)."""
-    forward = times.dt > 0
-    clip = lambda t: jnp.where(forward, jnp.minimum(t, times.t1), jnp.maximum(t, times.t1))  # noqa: E731
-    kf = k.astype(times.dt.dtype)
-    start = clip(times.t0 + kf * times.dt)
-    return start, clip(times.t0 + (kf + 1) * times.dt) - start
-
-
-def is_due(t, t_release, dt):
-    """The release rule, shared by the initial state and every step: a particle is due once the
-    time `t` has reached its `t_release` in the direction of travel (to rounding). Operators
-    only, so it serves NumPy on the host and JAX in the step alike."""
-    return dt * (t - t_release) >= -1e-6 * dt * dt
-
-
-def one_step(
-    pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, block_id, *, n_blocks: int, given: tuple = ()
-) -> tuple[tuple, None]:
-    """One step of a block of particles: the integrator (or the particle model) steps the
-    moving ones, the field settles them, the boundary applies, and the domain, land and
-    finiteness checks, restarts and releases set their statuses (all `jnp.where`).
-    `carry` is `(x, status, exit_time, hint, variables, generation, lost)`."""
-    field, particles, args = pieces.field, pieces.particles, pieces.args
-    carries = not is_tracer(particles)
-    x, status, exit_time, hint, variables, generation, lost = carry
-    t, h = step_times(times, k)
-    moving = (status == Status.ACTIVE) & (h != 0)
-    result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
-    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # longitudes in one period; depths in water
-    finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-    x_b, hint_b, new_status, moved, walled = _judged(pieces, x, x_new, status, step_hint, moving, finite)
-    x_next = jnp.where(moved[:, None], x_b, x)
-    hint = select(moved, hint_b, hint)
-    crossing = _crossing(x, x_new, x_b)  # a wall's stop is where the step's chord met it
-    t_stop = jnp.where(walled, t + crossing * h, t + h)
-    kept = moving & finite
-    if result.status is not None:  # the integrator stopped some particles itself (events, failures)
-        stopped = moving & (result.status != Status.ACTIVE)
-        new_status = jnp.where(stopped, result.status.astype(status.dtype), new_status)
-        at_exit = stopped & (result.status == Status.OUT_OF_DOMAIN) & finite
-        x_next = jnp.where(at_exit[:, None], x_new, jnp.where(stopped[:, None], x, x_next))
-        kept = kept & (~stopped | at_exit)
-        if result.t_stop is not None:
-            t_stop = jnp.where(stopped, result.t_stop, t_stop)
-    if carries:  # the variables follow the step (a particle stopped in it keeps its last values)
-        turned = moved & (new_status == Status.ACTIVE) & jnp.any(x_b != x_new, axis=1)
-        stepped = particles.at_wall(pieces.boundary, x_new, x_b, stepped, turned)
-        # a particle stopped by a wall carries its values at the crossing, interpolated along the step
-        at_wall = jax.tree.map(
-            lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped
-        )
-        variables = select(kept, select(walled, at_wall, stepped), variables)
-        if particles.updates:
-            variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
-    exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
-    if pieces.boundary.restarts:
-        view = Block(
-            x=x_next,
-            status=new_status,
-            hint=hint,
-            generation=generation,
-            x_prev=x,
-            x_step=x_new,
-            moving=moving,
-            origin=slots.origin,
-            origin_hint=slots.origin_hint,
-            t_release=slots.t_release,
-            index=slots.index,
-            keys=slots.keys,
-            block=block_id,
-            n_blocks=n_blocks,
-        )
-        x_next, new_status, hint, restarted, more = pieces.boundary.restart(field, args, t, h, k, view)
-        never = jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt)
-        exit_time = jnp.where(restarted != generation, never, exit_time)
-        if carries:
-            variables = _started(particles, field, args, t + h, x_next, variables, hint, restarted != generation)
-        generation, lost = restarted, lost + more
-    # Release whoever is due by the end of this step: they start moving with the next one.
-    due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
-    new_status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), new_status)
-    if carries:
-        variables = _started(particles, field, args, t + h, x_next, variables, hint, due, given)
-    return (x_next, new_status, exit_time, hint, variables, generation, lost), None
-
-
-def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
-    """`(result, stepped variables, hints)` of one step of the rows not `SKIP`ped in `masked`,
-    by the particle model (a tracer: the integrator alone); stochastic ones get per-step keys."""
-    integrator, particles = pieces.integrator, pieces.particles
-    step_keys = None
-    if integrator.stochastic:
-        step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys)
-    stepped = variables
-    if is_tracer(particles):
-        result = integrator.step_batch(pieces.field, x, t, h, pieces.args, step_keys, masked)
-    else:
-        result, stepped = particles.step_batch(
-            integrator, pieces.field, x, variables, t, h, pieces.args, step_keys, masked
-        )
-    return result, stepped, masked if result.hint is None else result.hint
-
-
-def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, moving, finite):
-    """The boundary applied to the step's end points, and what follows for each row:
-    `(x_b, hint_b, status, moved, walled)`: a non-finite end is `NONFINITE`, a wall's stop keeps
-    the wall's status, an end outside the domain is `OUT_OF_DOMAIN`, on land `BEACHED` (at its
-    last wet position); `moved`: the row takes `x_b`; `walled`: a wall stopped it in the step."""
-    code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
-    x_b, status_b, hint_b, inside = pieces.boundary.apply_batch(pieces.field, x, x_new, status, step_hint)
-    stopped_by_wall = status_b != Status.ACTIVE
-    outside = jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)
-    new_status = jnp.where(moving & stopped_by_wall, status_b, outside)
-    new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), new_status)
-    moved = moving & finite & (inside | stopped_by_wall)
-    beached = pieces.field.beached_batch(x_b, hint_b)
-    if beached is not None:  # a step ending on land stops at its last wet position
-        ashore = moved & ~stopped_by_wall & beached
-        new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
-        moved = moved & ~ashore
-    return x_b, hint_b, new_status, moved, moving & finite & stopped_by_wall
-
-
-def _crossing(x, x_new, x_b):
-    """Where along each step's chord `x -> x_new` the point `x_b` (a wall's stop) lies, in [0, 1]."""
-    chord = x_new - x
-    return jnp.clip(
-        jnp.sum((x_b - x) * chord, axis=1) / jnp.maximum(jnp.sum(chord * chord, axis=1), jnp.finfo(x.dtype).tiny), 0, 1
-    )
+from .pieces import RunPieces, Slots, State, Times
+from .step import is_due, one_step, started, step_times
 
 
 def advance_local(
@@ -327,7 +141,7 @@ def _idle(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, last, giv
     x, status, exit_time, hint, variables, generation, lost = carry
     due = (status == Status.NOT_RELEASED) & is_due(t_last + h, slots.t_release, times.dt)
     if not is_tracer(pieces.particles):
-        variables = _started(pieces.particles, pieces.field, pieces.args, t_last + h, x, variables, hint, due, given)
+        variables = started(pieces.particles, pieces.field, pieces.args, t_last + h, x, variables, hint, due, given)
     status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), status)
     return x, status, exit_time, hint, variables, generation, lost
 
@@ -381,28 +195,6 @@ def step_courant(field, before, x, status, hint):
             chord = chord.at[:, axis].set(chord[:, axis] - period * jnp.round(chord[:, axis] / period))
     active = (status == Status.ACTIVE)[:, None]
     return jnp.max(jnp.where(active, jnp.abs(chord) / sizes, 0), initial=0).astype(x.dtype)
-
-
-def _started(particles, field, args, t, x, variables, hint, mask, given=()):
-    """`variables` with the rows `mask` (released or restarted at `(t, x)`) set to the model's
-    initial values there, except those the run `given` itself; evaluated only in steps where
-    some row starts."""
-
-    def start(variables):
-        fresh = {
-            k: v for k, v in initial_batch(particles, field, t, x, args, hint.skip(~mask)).items() if k not in given
-        }
-        return {**variables, **select(mask, fresh, {k: variables[k] for k in fresh})}
-
-    return jax.lax.cond(jnp.any(mask), start, lambda v: v, variables)
-
-
-def _updated(particles, field, args, t, x, variables, hint, mask):
-    """The model's `update` after a step, for the rows `mask` that took it."""
-    samples = field.sample_batch(t, x, hint)
-    new = jax.vmap(particles.update, in_axes=(None, 0, 0, None))(t, {"x": x, **variables}, samples, args)
-    new.pop("x", None)
-    return select(mask, new, variables)
 
 
 @eqx.filter_jit

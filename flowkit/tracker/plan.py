@@ -24,7 +24,7 @@ from ..integrators.runge_kutta import RK4
 from ..io.stream import StreamedField, refuse_streamed
 from ..particles.base import AbstractParticles, Tracer, is_tracer
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
-from .kernel import RunPieces
+from .pieces import RunPieces
 
 _log = logging.getLogger("flowkit")
 

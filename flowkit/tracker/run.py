@@ -17,10 +17,12 @@ from ..io.atomic import refuse_existing
 from ..io.stream import device_budget, swap_window
 from .cache import compiled_program
 from .identity import run_identity
-from .kernel import RunPieces, Slots, State, Times, is_due, locate_seeds, particle_keys
+from .kernel import locate_seeds, particle_keys
 from .memory import check_memory
+from .pieces import RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare, share
 from .sinks import MemorySink, ZarrSink
+from .step import is_due
 from .tally import Tally, run_stats
 from .windows import WindowFeeder, plan_windows
 

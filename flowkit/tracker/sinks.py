@@ -132,10 +132,9 @@ class ZarrSink:
         self.path = Path(path)
         if resume and self.path.exists() and self._reopen(run):
             return
-        group = zarr.open_group(str(self.path), mode="w")
-        self.group, self.batches_done = group, 0
+        self.group, self.batches_done = zarr.open_group(str(self.path), mode="w"), 0
         batch_size = n if batch_size is None else int(batch_size)
-        group.attrs.update(
+        self.group.attrs.update(
             {
                 "featureType": "trajectory",
                 "Conventions": "CF-1.10",
@@ -147,72 +146,41 @@ class ZarrSink:
                 "flowkit_run": run,
             }
         )
-        rows = int(min(n, 2**16))
-        cols = int(max(1, min(len(times), frames_per_chunk)))
-
-        def array(name, shape, chunks, kind, dims, attrs):
-            fill = (
-                np.nan if np.issubdtype(np.dtype(kind), np.floating) else NOT_WRITTEN_STATUS
-            )  # never a value posing as data
-            created = group.create_array(
-                name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=fill
-            )
-            created.attrs.update(attrs)
-            return created
-
-        names = ["x", "y", "z"][:dim]
-        standard = {"x": "projection_x_coordinate", "y": "projection_y_coordinate", "z": "height"}
-        self._array = array
-        self._shape, self._chunks = (n, len(times)), (rows, cols)
+        rows, frames = int(min(n, 2**16)), len(times)
+        self._shape, self._chunks = (n, frames), (rows, int(max(1, min(frames, frames_per_chunk))))
         self._dtype = dtype
         self.samples = {}
+        standard = {"x": "projection_x_coordinate", "y": "projection_y_coordinate", "z": "height"}
         self.positions = [
-            array(
-                name,
-                (n, len(times)),
-                (rows, cols),
-                dtype,
-                ["trajectory", "obs"],
-                {"standard_name": standard[name], "units": "1"},
-            )
-            for name in names
+            self._frames(name, dtype, {"standard_name": standard[name], "units": "1"}) for name in "xyz"[:dim]
         ]
-        self.status = array(
-            "status",
-            (n, len(times)),
-            (rows, cols),
-            np.int8,
-            ["trajectory", "obs"],
-            {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)},
+        flags = {"flag_values": [s.value for s in Status], "flag_meanings": " ".join(s.name.lower() for s in Status)}
+        self.status = self._frames("status", np.int8, flags)
+        restarts = {"comment": "restarts of the slot by an inlet; each generation is a separate path"}
+        self.generation = self._frames("generation", np.int32, restarts) if with_generation else None
+        self.velocities = [self._frames(name, dtype, {"units": "1"}) for name in "uvw"[:dim]] if with_velocity else []
+        time = self._array("time", (frames,), (frames,), dtype, ["obs"], {"standard_name": "time", "units": "1"})
+        time[:] = np.asarray(times, dtype=dtype)
+        self._array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(
+            n
         )
-        self.generation = (
-            array(
-                "generation",
-                (n, len(times)),
-                (rows, cols),
-                np.int32,
-                ["trajectory", "obs"],
-                {"comment": "restarts of the slot by an inlet; each generation is a separate path"},
-            )
-            if with_generation
-            else None
+        self._array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
+        still = {"units": "1", "comment": "inf: still active at the end"}
+        self.exit_time = self._array("exit_time", (n,), (rows,), dtype, ["trajectory"], still)
+
+    def _array(self, name: str, shape: tuple, chunks: tuple, kind, dims: list[str], attrs: dict):
+        """A new array of the store; unwritten parts read as NaN (or `NOT_WRITTEN_STATUS`), never
+        as a value posing as data."""
+        fill = np.nan if np.issubdtype(np.dtype(kind), np.floating) else NOT_WRITTEN_STATUS
+        created = self.group.create_array(
+            name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=fill
         )
-        self.velocities = (
-            [
-                array(name, (n, len(times)), (rows, cols), dtype, ["trajectory", "obs"], {"units": "1"})
-                for name in ["u", "v", "w"][:dim]
-            ]
-            if with_velocity
-            else []
-        )
-        array("time", (len(times),), (len(times),), dtype, ["obs"], {"standard_name": "time", "units": "1"})[:] = (
-            np.asarray(times, dtype=dtype)
-        )
-        array("trajectory", (n,), (rows,), np.int64, ["trajectory"], {"cf_role": "trajectory_id"})[:] = np.arange(n)
-        array("t_release", (n,), (rows,), dtype, ["trajectory"], {"units": "1"})[:] = np.asarray(t_release)
-        self.exit_time = array(
-            "exit_time", (n,), (rows,), dtype, ["trajectory"], {"units": "1", "comment": "inf: still active at the end"}
-        )
+        created.attrs.update(attrs)
+        return created
+
+    def _frames(self, name: str, kind, attrs: dict):
+        """A new `(particles, frames)` array of the store."""
+        return self._array(name, self._shape, self._chunks, kind, ["trajectory", "obs"], attrs)
 
     def _reopen(self, run: str) -> bool:
         """A store this same run began: its arrays and how many batches it holds; False when it
@@ -235,7 +203,7 @@ class ZarrSink:
         self.generation = group["generation"] if "generation" in group else None
         self.velocities = [group[name] for name in ("u", "v", "w") if name in group]
         self.samples = {name: group[name] for name in group.array_keys() if group[name].attrs.get("flowkit_role")}
-        self._array, self._dtype = None, group["x"].dtype
+        self._dtype = group["x"].dtype
         self._shape, self._chunks = group["status"].shape, group["status"].chunks
         return True
 

@@ -1,0 +1,64 @@
+"""What the compiled chunk takes and carries: the run's pieces, the particle state, the
+per-slot inputs and the run's times, each one pytree."""
+
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField, Hints
+from ..integrators.base import AbstractIntegrator
+from ..particles.base import AbstractParticles
+
+
+class RunPieces(eqx.Module):
+    """The pieces a run is made of, as one pytree: what the compiled chunk takes."""
+
+    field: AbstractField
+    integrator: AbstractIntegrator
+    boundary: AbstractBoundary
+    particles: AbstractParticles
+    args: Any
+
+
+class State(eqx.Module):
+    """Everything that changes from chunk to chunk, resident on the device."""
+
+    x: jax.Array
+    status: jax.Array
+    exit_time: jax.Array
+    hint: Hints
+    """Where each particle was last located (mesh fields: its cell and coordinates there)."""
+    variables: dict
+    """What each particle carries besides its position (a particle model's `{name: (n, ...)}`)."""
+    generation: jax.Array
+    """Per-slot count of restarts (inlets): each generation is a separate path."""
+    lost: jax.Array
+    """Per-block count of releases that found no free slot."""
+    step: jax.Array
+    courant: jax.Array
+    """Per-block largest Courant number `max_i |dx_i| / size_i` of the active particles' last
+    step before each saved frame (0 for fields without cells)."""
+
+
+class Slots(eqx.Module):
+    """Per-particle inputs that never change during a run."""
+
+    t_release: jax.Array
+    keys: jax.Array
+    """Raw PRNG keys (used by stochastic integrators and inlets, folded with the global step)."""
+    origin: jax.Array
+    """Where `grid` inlets restart each slot."""
+    origin_hint: Hints
+    """Where each `origin` lies (located once, before the run)."""
+    index: jax.Array
+    """Global slot index (-1: padding)."""
+
+
+class Times(eqx.Module):
+    """Numeric run parameters: leaves, so a new `t0`/`dt`/`t1` reuses the compiled program."""
+
+    t0: jax.Array
+    dt: jax.Array
+    t1: jax.Array
