@@ -42,7 +42,7 @@ def _configure() -> None:
     import jax
     from jax._src import xla_bridge
 
-    if jax.config.jax_num_cpu_devices != -1:  # the user chose
+    if jax.config.values.get("jax_num_cpu_devices", -1) != -1:  # the user chose
         return
     if not xla_bridge.backends_are_initialized():
         jax.config.update("jax_num_cpu_devices", count)

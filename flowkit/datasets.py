@@ -112,16 +112,16 @@ def jittered_tet_box(
     even = (i + j + k) % 2 == 0
     # the hexahedron's corners whose global index sum is even form its central tetrahedron
     corners = {(a, b, c): corner(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)}
-    tets = []
+    blocks = []
     for parity in (0, 1):
         centre = [abc for abc in corners if sum(abc) % 2 == parity]
         outer = [abc for abc in corners if sum(abc) % 2 != parity]
         rows = even if parity == 0 else ~even
-        tets.append(np.stack([corners[abc][rows] for abc in centre], axis=1))
+        blocks.append(np.stack([corners[abc][rows] for abc in centre], axis=1))
         for abc in outer:
             near = [tuple(v ^ (axis == m) for m, v in enumerate(abc)) for axis in range(3)]
-            tets.append(np.stack([corners[abc][rows]] + [corners[n][rows] for n in near], axis=1))
-    tets = np.concatenate(tets)
+            blocks.append(np.stack([corners[abc][rows]] + [corners[n][rows] for n in near], axis=1))
+    tets = np.concatenate(blocks)
     edges = np.stack([points[tets[:, m]] - points[tets[:, 0]] for m in (1, 2, 3)], axis=1)
     flip = np.linalg.det(edges) < 0
     tets[flip] = tets[flip][:, [0, 2, 1, 3]]

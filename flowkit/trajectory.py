@@ -270,7 +270,9 @@ class Trajectory(eqx.Module):
         import xarray as xr
 
         positions = _POSITIONS[bool(spherical)][: self.positions.shape[-1]]
-        data_vars = {name: (_PER_FRAME, self.positions[..., i].T, attrs) for i, (name, attrs) in enumerate(positions)}
+        data_vars: dict[str, tuple] = {
+            name: (_PER_FRAME, self.positions[..., i].T, attrs) for i, (name, attrs) in enumerate(positions)
+        }
         flags = np.array([s.value for s in Status], np.int8), " ".join(s.name.lower() for s in Status)
         data_vars["status"] = (_PER_FRAME, self.status.T, {"flag_values": flags[0], "flag_meanings": flags[1]})
         data_vars["t_release"] = (("trajectory",), self.t_release, {"units": "1"})

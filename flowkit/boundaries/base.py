@@ -7,7 +7,6 @@ before compiling; a bound boundary binds to itself.
 """
 
 import abc
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -64,10 +63,15 @@ class AbstractBoundary(eqx.Module):
     Boundaries never need a Python branch on values, and the particle count never changes.
     """
 
-    stochastic: ClassVar[bool] = False
-    """Whether `restart` draws random numbers (the run then needs a PRNG `key`)."""
-    restarts: ClassVar[bool] = False
-    """Whether `restart` may put particles back (the tracker then saves each slot's generation)."""
+    @property
+    def stochastic(self) -> bool:
+        """Whether `restart` draws random numbers (the run then needs a PRNG `key`)."""
+        return False
+
+    @property
+    def restarts(self) -> bool:
+        """Whether `restart` may put particles back (the tracker then saves each slot's generation)."""
+        return False
 
     def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
         """New position and status of a particle that stepped from `x_prev` to `x_next`."""

@@ -14,7 +14,6 @@ on chunking, blocking or sharding.
 """
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -65,7 +64,7 @@ class AbstractInlet(AbstractBoundary):
     surface: eqx.AbstractVar[InletSurface]
     mode: eqx.AbstractVar[str]
 
-    restarts: ClassVar[bool] = True
+    restarts = True
 
     @property
     def stochastic(self) -> bool:
@@ -146,7 +145,7 @@ class AbstractInletConfig(AbstractBoundaryConfig):
     mode: eqx.AbstractVar[str]
     resolution: eqx.AbstractVar[int]
 
-    restarts: ClassVar[bool] = True
+    restarts = True
 
     @property
     def stochastic(self) -> bool:

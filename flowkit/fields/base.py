@@ -75,10 +75,13 @@ class AbstractField(eqx.Module):
       m/s converted at each particle's latitude; false for Cartesian fields.
     - `time_origin`: the calendar date of time 0 of dated data (ocean and atmosphere files),
       else None: times are plain seconds.
+    - `times`: the times of the data's slices (what `time_leaves` runs along); None for a
+      steady field or a closed form.
     """
 
     spherical: ClassVar[bool] = False
     time_origin: ClassVar["TimeOrigin | None"] = None
+    times: ClassVar[Float[Array, " T"] | None] = None
     bounds: eqx.AbstractVar[Bounds]
     dim: eqx.AbstractVar[int]
     time_range: eqx.AbstractVar[tuple[float, float]]

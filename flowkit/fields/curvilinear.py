@@ -116,7 +116,7 @@ class CurvilinearField(AbstractMeshField):
         return self.mesh
 
     @property
-    def times(self) -> Float[Array, " T"] | None:
+    def times(self) -> Float[Array, " T"] | None:  # type: ignore[override]  # its mesh's, which streaming replaces
         return self.mesh.times
 
     def time_leaves(self) -> dict[str, Array]:

@@ -85,7 +85,8 @@ def checked_series(data: np.ndarray, times, shape: tuple[int, ...]) -> tuple[np.
 
 def sample_tables(samples, slices: int, shape: tuple[int, ...], series: bool):
     """`samples` as `{name: (T, *shape, c)}` tables (T = 1 when steady) and the scalar ones' names."""
-    tables, scalars = {}, []
+    tables: dict[str, np.ndarray] = {}
+    scalars: list[str] = []
     for name, array in (samples or {}).items():
         a = np.asarray(array, np.float64)
         lead = (slices,) if series else ()

@@ -38,7 +38,10 @@ class AbstractIntegrator(eqx.Module):
     per particle and step from the tracker.
     """
 
-    order: eqx.AbstractVar[int]
+    @property
+    @abc.abstractmethod
+    def order(self) -> int:
+        """The method's order of convergence (global error O(dt^order))."""
 
     @property
     def stochastic(self) -> bool:

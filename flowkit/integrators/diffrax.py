@@ -1,5 +1,7 @@
 """diffrax as the alternate engine: any diffrax solver, adaptive steps, exit events, SDEs."""
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -36,7 +38,7 @@ class Diffrax(AbstractIntegrator):
       $\\sqrt{2K}\\,dW$ with a `diffrax.VirtualBrownianTree` per particle and step.
     """
 
-    solver: object
+    solver: Any  # a diffrax solver
     stepsize_controller: object
     diffusivity: AbstractDiffusivity | None
     max_steps: int = eqx.field(static=True)

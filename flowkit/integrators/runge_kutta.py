@@ -75,26 +75,26 @@ class Euler(AbstractRungeKutta):
     """Forward Euler, first order, one field evaluation per step."""
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.EULER
-    order: ClassVar[int] = 1
+    order = 1
 
 
 class Midpoint(AbstractRungeKutta):
     """Explicit midpoint rule, second order, two evaluations per step."""
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.MIDPOINT
-    order: ClassVar[int] = 2
+    order = 2
 
 
 class Heun(AbstractRungeKutta):
     """Heun's method (explicit trapezoid), second order, two evaluations per step."""
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.HEUN
-    order: ClassVar[int] = 2
+    order = 2
 
 
 class RK4(AbstractRungeKutta):
     """The classic fourth-order Runge–Kutta method, four evaluations per step."""
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.RK4
-    order: ClassVar[int] = 4
+    order = 4
     courant_limit: ClassVar[float] = 2.0

@@ -1,7 +1,5 @@
 """Advection plus random-walk diffusion, stepped natively."""
 
-from typing import ClassVar
-
 import jax
 import jax.numpy as jnp
 
@@ -24,7 +22,7 @@ class EulerMaruyama(AbstractIntegrator):
     """
 
     diffusivity: AbstractDiffusivity
-    order: ClassVar[int] = 1
+    order = 1
     stochastic = True
 
     def __init__(self, diffusivity):

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._dtypes import resolve
 from ..fields.grid import GridField
-from .stream import SliceSource
+from .stream import SliceSource, StreamedField
 
 _AXES = ("x", "y", "z")
 
@@ -41,7 +41,7 @@ def load_grid_npz(
     *,
     stream: bool | None = None,
     max_device_bytes: int | None = None,
-) -> GridField:
+) -> GridField | StreamedField:
     """Read a `GridField` from an `.npz` file; errors name the file and the missing array.
 
     A time series is returned as a `fk.io.StreamedField` (read one time slice at a time, in

@@ -3,6 +3,7 @@ values, or a mesh's topology (processed once per series) and point or cell array
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class Remap:
     """How a series' first file became the mesh flowkit reads (`_as_unstructured`): the new
     `mesh`'s structure and, per new point and cell, the original one's index."""
 
-    mesh: object
+    mesh: Any  # a vtkUnstructuredGrid
     point_map: np.ndarray
     cell_map: np.ndarray
 

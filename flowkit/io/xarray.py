@@ -24,13 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from .._time import TimeOrigin
+from ..fields.base import AbstractField
 from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField
 from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
 from .checks import check_velocity
 from .roms import from_roms, is_roms
 from .series import conformed
-from .stream import SliceSource
+from .stream import SliceSource, StreamedField
 from .ugrid import from_ugrid, is_ugrid
 
 _log = logging.getLogger("flowkit")
@@ -70,7 +71,7 @@ def open_datasets(path) -> list:
     return opened
 
 
-def read_cf(path, velocity=None, **options) -> GridField:
+def read_cf(path, velocity=None, **options) -> AbstractField | StreamedField:
     """`fk.io.read` for NetCDF/zarr: the files of `path` as one time series (see `from_xarray`).
     `velocity`: `"u,v"` or `"u,v,w"` names the components."""
     names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
@@ -98,7 +99,7 @@ def from_xarray(
     sample=None,
     coast: str = "noslip",
     grid=None,
-) -> GridField:
+) -> AbstractField | StreamedField:
     """A `GridField` from a structured `xarray.Dataset`, or a list of them along time (one per
     file), regular or rectilinear in lon/lat(/depth)/time, found from CF metadata.
 

@@ -149,7 +149,7 @@ class ZarrSink:
         rows, frames = int(min(n, 2**16)), len(times)
         self._shape, self._chunks = (n, frames), (rows, int(max(1, min(frames, frames_per_chunk))))
         self._dtype = dtype
-        self.samples = {}
+        self.samples: dict = {}
         standard = {"x": "projection_x_coordinate", "y": "projection_y_coordinate", "z": "height"}
         self.positions = [
             self._frames(name, dtype, {"standard_name": standard[name], "units": "1"}) for name in "xyz"[:dim]
