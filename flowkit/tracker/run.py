@@ -17,6 +17,7 @@ from ..io.atomic import refuse_existing
 from ..io.stream import device_budget, swap_window
 from .cache import compiled_program
 from .identity import run_identity
+from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
 from .memory import check_memory
 from .pieces import RunPieces, Slots, State, Times
@@ -172,6 +173,7 @@ class TrackRun:
         self.run_times = Times(t0=scalar(plan.t0), dt=scalar(plan.dt), t1=scalar(plan.t1))
         self.compile_s = 0.0
         self._compiled = None
+        self._ctrl_c: list[bool] = []  # Ctrl-C noted during run()
         self.identity = None
         if output is not None:  # what a store records of the run, for resume
             settings = dict(
@@ -353,6 +355,10 @@ class TrackRun:
 
     def run(self):
         """Track every batch; return a `Trajectory`, or with `output` the lazily opened store."""
+        with ctrl_c_noted() as self._ctrl_c:
+            return self._run()
+
+    def _run(self):
         plan, compiled = self.plan, self.compile()
         warmup_s = self._warm_up(compiled) if self.warmup else 0.0
         sink = self._sink()
@@ -446,6 +452,8 @@ class TrackRun:
         steps_per_chunk = self.chunk_saves * plan.save_every
         for chunk in range(self.n_chunks):
             tally.chunk = chunk
+            if self._ctrl_c:  # a Ctrl-C that a call back from the compiler swallowed
+                raise KeyboardInterrupt
             if chunk:
                 pieces = next_pieces()
             state, chunk_frames = compiled(pieces, self.run_times, state, slots)
@@ -480,11 +488,6 @@ class TrackRun:
                 "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
             )
         return f"interrupted at t = {t:g}: {kept}"
-
-
-class Interrupted(KeyboardInterrupt):
-    """A run stopped by Ctrl-C (SIGINT) between or inside chunks: its message says where it
-    stopped and how to go on."""
 
 
 def _progress_bar(progress, total):
