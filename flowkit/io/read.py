@@ -1,19 +1,8 @@
 """`fk.io.read`: one call for every format flowkit reads, dispatched by `formats.FORMATS`."""
 
-from .formats import format_of
+import inspect
 
-_DEFAULTS = dict(
-    times=None,
-    sample=None,
-    cell_data="points",
-    allow_nonfinite=False,
-    dtype="float32",
-    interpolation="linear",
-    periodic=False,
-    stream=None,
-    max_device_bytes=None,
-    skip_zero_time=True,
-)
+from .formats import format_of
 
 
 def read(
@@ -94,27 +83,24 @@ def read(
     and where), unsupported cell types (type and count), geometry or point counts that change
     between steps, missing times, and options the file's format does not take (naming both).
     """
+    given = {name: value for name, value in locals().items() if name in _COMMON}  # the common options
     fmt = format_of(path)
-    given = dict(
-        times=times,
-        sample=sample,
-        cell_data=cell_data,
-        allow_nonfinite=allow_nonfinite,
-        dtype=dtype,
-        interpolation=interpolation,
-        periodic=periodic,
-        stream=stream,
-        max_device_bytes=max_device_bytes,
-        skip_zero_time=skip_zero_time,
-    )
     refused = sorted(
-        name for name, value in given.items() if name not in fmt.options and not _is_default(value, _DEFAULTS[name])
+        name for name, value in given.items() if name not in fmt.options and not _is_default(value, _COMMON[name])
     )
     if refused:
         raise ValueError(
             f"{path}: {', '.join(refused)} do(es) not apply to {fmt.name} files; they take {sorted(fmt.options)}"
         )
     return fmt.read(path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options)
+
+
+_COMMON = {
+    name: p.default
+    for name, p in inspect.signature(read).parameters.items()
+    if name not in ("path", "velocity", "options")
+}
+"""`read`'s options common to the formats, with their defaults (each format takes some)."""
 
 
 def _is_default(value, default) -> bool:

@@ -60,25 +60,20 @@ class TrackRun:
     ):
         """`inputs`, `named_inputs`: the run's inputs, as `prepare` (and `fk.track`) takes them;
         the others lay the run out, as for `fk.track`."""
-        plan = prepare(*inputs, **named_inputs)
-        self._lay_out(
-            plan,
-            batch_size,
-            devices,
-            chunk_saves,
-            progress,
-            output,
-            bucket,
-            warmup,
-            part,
-            block_policy,
-            overwrite,
-            resume,
-        )
+        layout = dict(batch_size=batch_size, devices=devices, chunk_saves=chunk_saves, progress=progress)
+        layout.update(output=output, bucket=bucket, warmup=warmup, part=part, block_policy=block_policy)
+        self._lay_out(prepare(*inputs, **named_inputs), overwrite=overwrite, resume=resume, **layout)
 
     @classmethod
-    def from_plan(
-        cls,
+    def from_plan(cls, plan: RunPlan, **layout) -> "TrackRun":
+        """The run of a `prepare`d plan, laid out on `devices` (`layout`: `TrackRun`'s keywords
+        `batch_size`, `devices`, ..., as for `fk.track`)."""
+        run = cls.__new__(cls)
+        run._lay_out(plan, **layout)
+        return run
+
+    def _lay_out(
+        self,
         plan: RunPlan,
         *,
         batch_size=None,
@@ -92,39 +87,6 @@ class TrackRun:
         block_policy=None,
         overwrite=False,
         resume=False,
-    ) -> "TrackRun":
-        """The run of a `prepare`d plan, laid out on `devices` (the other arguments as for `fk.track`)."""
-        run = cls.__new__(cls)
-        run._lay_out(
-            plan,
-            batch_size,
-            devices,
-            chunk_saves,
-            progress,
-            output,
-            bucket,
-            warmup,
-            part,
-            block_policy,
-            overwrite,
-            resume,
-        )
-        return run
-
-    def _lay_out(
-        self,
-        plan: RunPlan,
-        batch_size,
-        devices,
-        chunk_saves,
-        progress,
-        output,
-        bucket,
-        warmup,
-        part,
-        block_policy,
-        overwrite,
-        resume,
     ):
         """This process's share of the plan's particles over the devices, in blocks and chunks;
         the pieces placed on the devices; the memory checked."""
