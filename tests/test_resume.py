@@ -192,3 +192,32 @@ def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_f
         ]
         == 100_000
     )
+
+
+def test_a_ctrl_c_swallowed_in_a_callback_is_noted_and_not_reported(monkeypatch):
+    """An interrupt that lands where Python cannot raise it (a finaliser or GC callback, as
+    JAX's during compilation) is noted for the run to raise at its next chunk, and Python's
+    'Exception ignored' report of it is left out; other such reports still go out."""
+    import gc
+
+    from flowkit.tracker.interrupt import ctrl_c_noted
+
+    class Interrupting:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))  # the handler runs here, inside the finaliser
+
+    class Failing:
+        def __del__(self):
+            raise RuntimeError("a finaliser's own error")
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda report: reported.append(report.exc_type))
+    with ctrl_c_noted() as noted:
+        cycle = Interrupting()
+        cycle.me = cycle
+        del cycle
+        gc.collect()
+        Failing()
+    assert noted == [True] and reported == [RuntimeError]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

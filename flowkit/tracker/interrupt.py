@@ -2,15 +2,17 @@
 
 import contextlib
 import signal
+import sys
 import threading
 
 
 @contextlib.contextmanager
 def ctrl_c_noted():
     """Ctrl-C during a run is noted as well as raised (yields the list of notes): an interrupt
-    arriving inside a call that XLA's compiler makes back into Python can be swallowed there,
-    and the run then raises it at its next chunk. Only in the main thread, and only where
-    Ctrl-C has Python's own handler."""
+    that lands in a callback Python cannot raise from (JAX's garbage-collection callback during
+    compilation) is swallowed there, and the run raises it at its next chunk; Python's report
+    of the swallowed one is left out. Only in the main thread, and only where Ctrl-C has
+    Python's own handler."""
     noted: list[bool] = []
     if (
         threading.current_thread() is not threading.main_thread()
@@ -23,11 +25,19 @@ def ctrl_c_noted():
         noted.append(True)
         raise KeyboardInterrupt
 
+    unraisable = sys.unraisablehook
+
+    def quiet(report):  # a noted interrupt is raised again later: not reported as lost here
+        if not issubclass(report.exc_type, KeyboardInterrupt):
+            unraisable(report)
+
     signal.signal(signal.SIGINT, handler)
+    sys.unraisablehook = quiet
     try:
         yield noted
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = unraisable
 
 
 class Interrupted(KeyboardInterrupt):
