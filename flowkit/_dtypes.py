@@ -5,12 +5,13 @@ import logging
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 logger = logging.getLogger("flowkit")
 _ALLOWED = {"float32": jnp.float32, "float64": jnp.float64}
 
 
-def resolve(dtype) -> np.dtype:
+def resolve(dtype: DTypeLike) -> np.dtype:
     """Turn "float32"/"float64" (or a numpy/jax dtype) into a numpy dtype.
 
     Asking for float64 switches on JAX's x64 mode for the process, with a log line: the one
@@ -27,7 +28,7 @@ def resolve(dtype) -> np.dtype:
     return np.dtype(name)
 
 
-def cast_floating(tree, dtype):
+def cast_floating(tree, dtype: DTypeLike):
     """Cast every floating array leaf of a pytree to `dtype` (no-op for leaves already in it)."""
 
     def cast(leaf):

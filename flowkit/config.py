@@ -24,9 +24,12 @@ from hydra.utils import get_method, instantiate
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from . import __version__, app_outputs as outputs, tracker
+from ._custom_types import PathLike
 from .analysis.ftle import ftle
 from .analysis.plots import plot_ftle
+from .fields.base import AbstractField
 from .io.atomic import written
+from .io.stream import StreamedField
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
 from .trajectory import RunStats, Trajectory
@@ -97,7 +100,7 @@ def build_field(cfg: DictConfig):
     return instantiate(field_cfg, _convert_="all")
 
 
-def build_boundary(cfg: DictConfig, field):
+def build_boundary(cfg: DictConfig, field: AbstractField | StreamedField):
     extra = {}
     if "bounds" in cfg.boundary and cfg.boundary.bounds is None:
         extra["bounds"] = _bounds_lists(field)
@@ -111,7 +114,7 @@ def grid_resolution(n: int, bounds) -> list[int]:
     return [max(2, int(round(side / spacing))) for side in sides]
 
 
-def build_seeds(cfg: DictConfig, field):
+def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
     """The seeds of `cfg.seeds`: `bounds: null` is the field's box (but `random_inside` draws in
     the field's own domain), `n` for a lattice becomes a resolution, random seeders get the run's
     key, a seeder taking `field` gets it. The count made is logged."""
@@ -236,7 +239,7 @@ def _describe(run) -> str:
     )
 
 
-def run_track(cfg: DictConfig, output_dir=None) -> Trajectory:
+def run_track(cfg: DictConfig, output_dir: PathLike | None = None) -> Trajectory:
     """Run the `track` app: build the run and print its header, track, write the trajectories,
     summary and pictures."""
     enable_compilation_cache(cfg.get("compilation_cache"))
@@ -334,7 +337,7 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
     return run, type(boundary).__name__
 
 
-def run_ftle(cfg: DictConfig, output_dir=None) -> np.ndarray:
+def run_ftle(cfg: DictConfig, output_dir: PathLike | None = None) -> np.ndarray:
     """Run the `ftle` app: FTLE on a uniform grid; writes ftle.npz, ftle.vti, ftle.png, summary.json."""
     enable_compilation_cache(cfg.get("compilation_cache"))
     out = _output_dir(output_dir)

@@ -1,14 +1,19 @@
 """Sample data generated from analytic flows, so every example runs from the project alone."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from jax.typing import DTypeLike
 
+from ._custom_types import Files, PathLike, TimesLike
 from .fields.analytic import DoubleGyre
 from .fields.grid import GridField
 
 
-def double_gyre_grid(nx: int = 201, ny: int = 101, t_end: float = 20.0, nt: int = 101, dtype="float32") -> GridField:
+def double_gyre_grid(
+    nx: int = 201, ny: int = 101, t_end: float = 20.0, nt: int = 101, dtype: DTypeLike = "float32"
+) -> GridField:
     """The double gyre (`fk.fields.DoubleGyre`) sampled on an `nx × ny` grid over [0,2]×[0,1]
     at `nt` times in `[0, t_end]`: a gridded time series of the kind ocean models write."""
     axes = [np.linspace(0.0, 2.0, nx), np.linspace(0.0, 1.0, ny)]
@@ -16,7 +21,11 @@ def double_gyre_grid(nx: int = 201, ny: int = 101, t_end: float = 20.0, nt: int 
 
 
 def grid_field(
-    path=None, dtype="float32", interpolation="linear", stream: bool | None = None, max_device_bytes: int | None = None
+    path: PathLike | None = None,
+    dtype: DTypeLike = "float32",
+    interpolation: str = "linear",
+    stream: bool | None = None,
+    max_device_bytes: int | None = None,
 ):
     """A gridded field from an `.npz` file (`flowkit.io.load_grid_npz`, which may stream it in
     time windows), or the double-gyre sample (`double_gyre_grid`) when `path` is None (with
@@ -38,7 +47,7 @@ def grid_field(
     )
 
 
-def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> Path:
+def double_gyre_vti_series(folder: PathLike, nx: int = 101, ny: int = 51, times: TimesLike | None = None) -> Path:
     """Write the double gyre as a `.pvd` series of `.vti` files (VTK's own writer, ParaView's
     layout `name/name_0_K.vti`, 3-component `velocity` with w = 0, `TimeValue` field data),
     evaluated in float64. Returns the `.pvd` path."""
@@ -72,7 +81,7 @@ def double_gyre_vti_series(folder, nx: int = 101, ny: int = 51, times=None) -> P
     return write_pvd(folder / "double_gyre.pvd", files, times)
 
 
-def jittered_lattice(shape, extent, jitter: float = 0.25, seed: int = 0) -> np.ndarray:
+def jittered_lattice(shape: Sequence[int], extent: Sequence[float], jitter: float = 0.25, seed: int = 0) -> np.ndarray:
     """`(prod(shape), dim)` points of a regular lattice over the box `[0, extent]` (the first
     axis slowest), each moved by up to `jitter` of the spacing per axis; points on the box's
     faces move only within them, so the box keeps its planar walls."""
@@ -92,7 +101,7 @@ def jittered_lattice(shape, extent, jitter: float = 0.25, seed: int = 0) -> np.n
 
 
 def jittered_tet_box(
-    shape=(25, 25, 25), extent=(1.0, 1.0, 1.0), jitter: float = 0.25, seed: int = 0
+    shape: Sequence[int] = (25, 25, 25), extent: Sequence[float] = (1.0, 1.0, 1.0), jitter: float = 0.25, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """A genuinely unstructured tetrahedral mesh of the box `[0, extent]`: `(points (P, 3), tets (C, 4))`.
 
@@ -128,7 +137,7 @@ def jittered_tet_box(
     return points, tets
 
 
-def lattice_hexahedra(shape, wrap_first: bool = False) -> np.ndarray:
+def lattice_hexahedra(shape: Sequence[int], wrap_first: bool = False) -> np.ndarray:
     """`(H, 8)` node ids, in VTK's hexahedron order, of the cells of a structured lattice of
     `shape` points numbered with the first axis slowest; `wrap_first` closes the first axis
     into a ring (its last cells join node layer 0)."""
@@ -144,7 +153,12 @@ def lattice_hexahedra(shape, wrap_first: bool = False) -> np.ndarray:
 
 
 def twisted_annulus(
-    n_theta: int = 96, n_r: int = 12, n_z: int = 16, radii=(1.0, 2.0), height: float = 1.0, twist: float = 0.5
+    n_theta: int = 96,
+    n_r: int = 12,
+    n_z: int = 16,
+    radii: tuple[float, float] = (1.0, 2.0),
+    height: float = 1.0,
+    twist: float = 0.5,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A hexahedral O-grid of an annulus around the z axis whose layers twist by `twist`
     radians over the height: `(points (P, 3), hexes (H, 8))`. The cells are curved (their side
@@ -162,7 +176,9 @@ def twisted_annulus(
     return points, hexes[:, [0, 3, 2, 1, 4, 7, 6, 5]]
 
 
-def curved_channel(shape=(48, 20, 12), extent=(4.0, 1.0, 1.0), bump: float = 0.25) -> np.ndarray:
+def curved_channel(
+    shape: Sequence[int] = (48, 20, 12), extent: Sequence[float] = (4.0, 1.0, 1.0), bump: float = 0.25
+) -> np.ndarray:
     """`(ni, nj, nk, 3)` node coordinates of a curvilinear grid: a channel along x whose floor
     rises in a smooth bump mid-way, the grid lines following it (the layout of a structured CFD
     grid, `.vts` or legacy STRUCTURED_GRID)."""
@@ -174,7 +190,7 @@ def curved_channel(shape=(48, 20, 12), extent=(4.0, 1.0, 1.0), bump: float = 0.2
     return np.stack([x, y, z], axis=-1)
 
 
-def write_vts(path, grid_points, point_arrays: dict) -> Path:
+def write_vts(path: PathLike, grid_points: np.ndarray, point_arrays: dict) -> Path:
     """Write a curvilinear grid `(ni, nj, nk, 3)` with point arrays `{name: (ni, nj, nk[, c])}` as a
     `.vts` (VTK's XML writer, zlib)."""
     import vtk
@@ -203,7 +219,7 @@ def write_vts(path, grid_points, point_arrays: dict) -> Path:
 
 
 def hex_wedge_box(
-    shape=(31, 16, 13), extent=(2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0
+    shape: Sequence[int] = (31, 16, 13), extent: Sequence[float] = (2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A conforming mixed mesh of the box: jittered hexahedra, with every other column of cells
     (along z) split into two wedges. `(points, cells (-1 padded), VTK cell types)`."""
@@ -225,10 +241,10 @@ def hex_wedge_box(
 
 
 def cellular_flow_vtu_series(
-    folder,
-    shape=(25, 25, 25),
-    extent=(1.0, 1.0, 1.0),
-    times=None,
+    folder: PathLike,
+    shape: Sequence[int] = (25, 25, 25),
+    extent: Sequence[float] = (1.0, 1.0, 1.0),
+    times: TimesLike | None = None,
     jitter: float = 0.25,
     seed: int = 0,
     extra_arrays: bool = True,
@@ -279,7 +295,7 @@ def pipe_mesh(
     return points, tets
 
 
-def poiseuille(points, radius: float = 0.5, speed: float = 1.0) -> np.ndarray:
+def poiseuille(points: np.ndarray, radius: float = 0.5, speed: float = 1.0) -> np.ndarray:
     """Laminar pipe flow along x, `u = speed (1 - r²/radius²)`, at `(P, 3)` points (zero on the wall)."""
     r2 = points[:, 1] ** 2 + points[:, 2] ** 2
     velocity = np.zeros_like(points, dtype=np.float64)
@@ -318,7 +334,7 @@ def _generated(folder: Path, write) -> Path:
     return folder
 
 
-def sample_vtk(cache_dir=None) -> Path:
+def sample_vtk(cache_dir: PathLike | None = None) -> Path:
     """The embedded sample CFD data set, generated on first use into a cache directory
     (`$FLOWKIT_DATA`, else `~/.cache/flowkit/datasets`): `CellularFlow` on a 21×21×21-point
     jittered tetrahedral mesh (40 000 tetrahedra) at 21 times over one period, `t ∈ [0, 2]`,
@@ -330,7 +346,7 @@ def sample_vtk(cache_dir=None) -> Path:
     return folder / "cellular_box_v1.pvd"
 
 
-def sample_pipe(cache_dir=None) -> Path:
+def sample_pipe(cache_dir: PathLike | None = None) -> Path:
     """The embedded flow-through sample: Poiseuille flow (`poiseuille`, peak speed 1) in a pipe of
     radius 0.5 and length 4 along x (`pipe_mesh`, 41 × 13 × 13 points, 28 800 tetrahedra), one
     steady `.vtu` written by VTK's writer, generated on first use into the cache directory.
@@ -355,15 +371,15 @@ SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
 
 
 def vtk_field(
-    path=None,
+    path: Files | None = None,
     velocity: str | None = None,
-    times=None,
+    times: TimesLike | None = None,
     *,
     dataset: str = "cellular_box",
-    sample=None,
+    sample: Sequence[str] | None = None,
     cell_data: str = "points",
     allow_nonfinite: bool = False,
-    dtype="float32",
+    dtype: DTypeLike = "float32",
     stream: bool | None = None,
     max_device_bytes: int | None = None,
 ):
@@ -389,7 +405,7 @@ def vtk_field(
     )
 
 
-def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01", resolution: float = 1.0) -> Path:
+def write_ocean_sample(folder: PathLike, days: int = 10, start: str = "2024-01-01", resolution: float = 1.0) -> Path:
     """Daily global 1° surface currents as an ocean model product writes them: one NetCDF4
     file per day (`glo_cur_YYYYMMDD.nc`, written by xarray with h5netcdf), CF metadata
     (`standard_name`s, `units`, time in `days since` on the standard calendar), cell-centred
@@ -438,7 +454,7 @@ def write_ocean_sample(folder, days: int = 10, start: str = "2024-01-01", resolu
     return folder
 
 
-def sample_ocean(cache_dir=None) -> str:
+def sample_ocean(cache_dir: PathLike | None = None) -> str:
     """The embedded ocean sample (`write_ocean_sample`), generated on first use into the cache
     directory; returns the glob of its daily files."""
     folder = _generated(_cache_root(cache_dir) / "glo_cur_v1", write_ocean_sample)
@@ -446,15 +462,15 @@ def sample_ocean(cache_dir=None) -> str:
 
 
 def ocean_field(
-    path=None,
+    path: Files | None = None,
     velocity: str | None = None,
     *,
     mask: str | None = None,
     land_value: float | None = None,
-    sample=None,
+    sample: Sequence[str] | None = None,
     coast: str = "noslip",
     grid: str | None = None,
-    dtype="float32",
+    dtype: DTypeLike = "float32",
     stream: bool | None = None,
     max_device_bytes: int | None = None,
 ):

@@ -10,11 +10,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import PRNGKeyArray
 
+from ._custom_types import BoundsLike, Counts, PathLike, PointsLike
 from .fields.base import AbstractField, as_bounds
 
 
-def uniform_grid(resolution, bounds, include_boundaries: bool = True) -> np.ndarray:
+def uniform_grid(resolution: Counts, bounds: BoundsLike, include_boundaries: bool = True) -> np.ndarray:
     """A tensor-product lattice of `prod(resolution)` points in the box `bounds`.
 
     With `include_boundaries` the lattice spans the box edge to edge (`linspace`); otherwise the
@@ -36,14 +38,16 @@ def uniform_grid(resolution, bounds, include_boundaries: bool = True) -> np.ndar
     return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, lo.shape[0])
 
 
-def random_box(n: int, bounds, *, key) -> np.ndarray:
+def random_box(n: int, bounds: BoundsLike, *, key: PRNGKeyArray) -> np.ndarray:
     """`n` points uniform in the box `bounds`."""
     lo, hi = (np.asarray(b, dtype=np.float64) for b in as_bounds(bounds))
     u = np.asarray(jax.random.uniform(key, (int(n), lo.shape[0]), dtype=jnp.result_type(float)), dtype=np.float64)
     return lo + u * (hi - lo)
 
 
-def random_inside(n: int, field: AbstractField, bounds=None, *, key, t: float | None = None) -> np.ndarray:
+def random_inside(
+    n: int, field: AbstractField, bounds: BoundsLike | None = None, *, key: PRNGKeyArray, t: float | None = None
+) -> np.ndarray:
     """Exactly `n` points uniform by volume in the field's domain (by area on a sphere: uniform
     in the sine of latitude): inside a mesh's cells, in the water of an ocean field (off land,
     above the sea floor at time `t`, default the start of its data). Drawn in the box `bounds`
@@ -77,7 +81,7 @@ def random_inside(n: int, field: AbstractField, bounds=None, *, key, t: float | 
     return np.concatenate(kept)[:n]
 
 
-def off_walls(field: AbstractField, points, fraction: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+def off_walls(field: AbstractField, points: PointsLike, fraction: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
     """`points` with those on a mesh's boundary (within 1e-4 of their cell's size of leaving
     it) moved into their cell by `fraction` of the way to its centre, and which were moved.
 
@@ -109,7 +113,7 @@ def _on_boundary(mesh, x):
     return found & near, centre
 
 
-def in_flow(field: AbstractField, points, t: float | None = None) -> np.ndarray:
+def in_flow(field: AbstractField, points: PointsLike, t: float | None = None) -> np.ndarray:
     """Whether each of `points` `(N, dim)` lies where particles move at time `t` (default: the
     start of the field's data): inside its mesh, off land, in the water column."""
     t = float(field.time_range[0]) if t is None and np.isfinite(field.time_range[0]) else float(t or 0.0)
@@ -127,7 +131,7 @@ def _in_flow(field: AbstractField, t, x):
     return inside & kept & (True if beached is None else ~beached)
 
 
-def line(a, b, n: int) -> np.ndarray:
+def line(a: PointsLike, b: PointsLike, n: int) -> np.ndarray:
     """`n` points evenly spaced on the segment from `a` to `b`, both ends included."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -137,7 +141,9 @@ def line(a, b, n: int) -> np.ndarray:
     return a + s * (b - a)
 
 
-def disk(center, radius: float, n: int, *, key, normal=None) -> np.ndarray:
+def disk(
+    center: PointsLike, radius: float, n: int, *, key: PRNGKeyArray, normal: PointsLike | None = None
+) -> np.ndarray:
     """`n` points uniform on a disk: in 2-D the disk itself, in 3-D the disk through `center`
     perpendicular to `normal`."""
     center = np.asarray(center, dtype=np.float64)
@@ -153,7 +159,7 @@ def disk(center, radius: float, n: int, *, key, normal=None) -> np.ndarray:
     return center + local[:, :1] * e1 + local[:, 1:] * e2
 
 
-def plane(origin, u, v, resolution) -> np.ndarray:
+def plane(origin: PointsLike, u: PointsLike, v: PointsLike, resolution: Counts) -> np.ndarray:
     """A `resolution[0] × resolution[1]` lattice on the parallelogram `origin + s u + r v`,
     `s, r ∈ [0, 1]` (edges included): a seeding rake in 3-D or a patch in 2-D."""
     origin, u, v = (np.asarray(p, dtype=np.float64) for p in (origin, u, v))
@@ -171,7 +177,7 @@ def _plane_basis(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return e1, np.cross(n, e1)
 
 
-def from_file(path, with_release: bool = False):
+def from_file(path: PathLike, with_release: bool = False):
     """Seeds from an `.npz` (array `positions` or `seeds`, optional `t_release`) or a `.csv`
     (columns `x, y[, z][, t_release]`, optional header line).
 

@@ -8,6 +8,7 @@ import equinox as eqx
 import numpy as np
 from jaxtyping import Float, Int
 
+from ._custom_types import HostOrDevice, PathLike
 from ._status import Status, status_counts
 
 
@@ -65,7 +66,7 @@ class RunStats:
 
 
 class Trajectory(eqx.Module):
-    """Particle tracks at the saved times, kept on the host as NumPy arrays.
+    """Particle tracks at the saved times, kept on the host as NumPy arrays (JAX arrays from a traced run).
 
     **Attributes:**
 
@@ -89,19 +90,19 @@ class Trajectory(eqx.Module):
       particles, `age`, ...), at the saved times; None for tracers.
     """
 
-    times: Float[np.ndarray, " T"]
-    positions: Float[np.ndarray, "T N dim"]
-    status: Int[np.ndarray, "T N"]
-    t_release: Float[np.ndarray, " N"]
-    exit_time: Float[np.ndarray, " N"]
-    velocities: Float[np.ndarray, "T N dim"] | None = None
+    times: Float[HostOrDevice, " T"]
+    positions: Float[HostOrDevice, "T N dim"]
+    status: Int[HostOrDevice, "T N"]
+    t_release: Float[HostOrDevice, " N"]
+    exit_time: Float[HostOrDevice, " N"]
+    velocities: Float[HostOrDevice, "T N dim"] | None = None
     samples: dict | None = None
-    generation: Int[np.ndarray, "T N"] | None = None
+    generation: Int[HostOrDevice, "T N"] | None = None
     stats: RunStats | None = None
     variables: dict | None = None
 
     @property
-    def active(self) -> np.ndarray:
+    def active(self) -> HostOrDevice:
         """`(T, N)` mask of particles that are released and moving."""
         return self.status == Status.ACTIVE
 
@@ -123,7 +124,7 @@ class Trajectory(eqx.Module):
         """Number of particles per status at one saved frame (the last by default)."""
         return status_counts(self.status[frame])
 
-    def save(self, path, spherical: bool = False, time_origin=None, overwrite: bool = False) -> Path:
+    def save(self, path: PathLike, spherical: bool = False, time_origin=None, overwrite: bool = False) -> Path:
         """Write `.npz` (arrays `times`, `positions`, `status`, `t_release`, `exit_time`
         [+ `velocities`]), `.zarr` / `.nc` in the CF trajectory layout (`to_xarray`), `.vtp`
         pathlines or a `.pvd` series of particle clouds for ParaView.
@@ -177,7 +178,7 @@ class Trajectory(eqx.Module):
         return arrays
 
     @classmethod
-    def load(cls, path, partial: bool = False) -> "Trajectory":
+    def load(cls, path: PathLike, partial: bool = False) -> "Trajectory":
         """Read a trajectory written by `save` (.npz, .zarr or .nc) or streamed by `fk.track`
         (`output=`). A streamed store whose run did not finish is refused, saying how much it
         holds; `partial=True` returns the particles of its finished batches."""

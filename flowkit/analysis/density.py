@@ -5,9 +5,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._status import Status
+from ..trajectory import Trajectory
 
 
-def histogram(traj, bins, bounds, frames=None) -> np.ndarray:
+def histogram(traj: Trajectory, bins, bounds, frames=None) -> np.ndarray:
     """Counts of ACTIVE particles per grid cell, per saved frame.
 
     **Arguments:** `bins` (one count per axis), `bounds` `(lo, hi)`, `frames` (indices; default

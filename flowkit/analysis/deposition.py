@@ -6,8 +6,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._custom_types import PathLike
 from .._status import Status
+from ..fields.base import AbstractField
 from ..fields.mesh import AbstractMeshField
+from ..trajectory import Trajectory
 
 SIDES = ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax")
 
@@ -25,7 +28,7 @@ class Deposits(NamedTuple):
     velocities: np.ndarray
 
 
-def deposits(traj) -> Deposits:
+def deposits(traj: Trajectory) -> Deposits:
     """The deposited paths of `traj`, each once, at the frame where it first shows `ABSORBED`."""
     status = np.asarray(traj.status)
     ids = np.asarray(traj.particle_id)
@@ -58,7 +61,7 @@ class DepositionMap(NamedTuple):
     face_of: np.ndarray
 
 
-def deposition_map(traj, field) -> DepositionMap:
+def deposition_map(traj: Trajectory, field: AbstractField) -> DepositionMap:
     """Count the deposits of `traj` on each boundary face of `field`: the faces of a mesh's
     boundary (the closest, found by VTK's cell locator on the boundary surface), or the sides
     of any other field's box. Every deposit is counted on exactly one face."""
@@ -124,7 +127,7 @@ def _closest_faces(points, faces, positions) -> np.ndarray:
     return out
 
 
-def write_deposition_vtp(traj, path) -> Path:
+def write_deposition_vtp(traj: Trajectory, path: PathLike) -> Path:
     """The deposited particles' impact points for ParaView: point arrays `time`, `particle_id`
     and `velocity` (see `deposits`)."""
     from ..io.vtk import polydata, write_polydata
@@ -138,7 +141,7 @@ def write_deposition_vtp(traj, path) -> Path:
     return write_polydata(polydata(hits.positions.reshape(-1, traj.positions.shape[-1]), arrays), Path(path))
 
 
-def write_deposition_map_vtp(dmap, path) -> Path:
+def write_deposition_map_vtp(dmap, path: PathLike) -> Path:
     """A mesh's boundary surface with the deposits per face as the cell array `deposits`."""
     from vtk.util.numpy_support import numpy_to_vtk
 

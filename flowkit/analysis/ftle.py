@@ -12,9 +12,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.typing import DTypeLike
 
+from .._custom_types import Args
 from .._status import Status
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField
+from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
+from ..io.stream import StreamedField
 from ..tracker import track
 
 
@@ -64,18 +70,18 @@ def _padded(points, devices):
 
 
 def flow_map_jacobian(
-    field,
+    field: AbstractField | StreamedField,
     points,
     t0: float,
     T: float,
     dt: float,
-    integrator=None,
-    boundary=None,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
     *,
     method: str = "autodiff",
     delta: float | None = None,
-    args=None,
-    dtype="float64",
+    args: Args = None,
+    dtype: DTypeLike = "float64",
 ):
     """Final positions, final statuses and flow-map Jacobians `J[n, i, j] = ∂φ_i/∂x_j`.
 
@@ -139,18 +145,18 @@ def cauchy_green(jacobian) -> np.ndarray:
 
 
 def ftle(
-    field,
+    field: AbstractField | StreamedField,
     points,
     t0: float,
     T: float,
     dt: float,
-    integrator=None,
-    boundary=None,
+    integrator: AbstractIntegrator | None = None,
+    boundary: AbstractBoundary | None = None,
     *,
     method: str = "autodiff",
     delta: float | None = None,
-    args=None,
-    dtype="float64",
+    args: Args = None,
+    dtype: DTypeLike = "float64",
 ) -> np.ndarray:
     """Finite-time Lyapunov exponents $\\frac{1}{|T|}\\log\\sqrt{\\lambda_{max}(C)}$ at `points`.
 

@@ -4,14 +4,23 @@ from pathlib import Path
 
 import numpy as np
 
+from .._custom_types import PathLike
 from .._status import Status
+from ..fields.base import AbstractField
 from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField
 from ..fields.layered import LayeredField
+from ..io.stream import StreamedField
+from ..trajectory import Trajectory
 
 
 def plot_pathlines(
-    traj, path, field=None, max_lines: int = 300, title: str | None = None, color_by: str = "time"
+    traj: Trajectory,
+    path: PathLike,
+    field: AbstractField | StreamedField | None = None,
+    max_lines: int = 300,
+    title: str | None = None,
+    color_by: str = "time",
 ) -> Path:
     """Pathlines coloured by time (dates on dated data; or by speed along the path,
     `color_by="speed"`), over the field's speed at the first saved time in grey (2-D fields and
@@ -68,7 +77,9 @@ def plot_pathlines(
     return _save(fig, path)
 
 
-def view_box(traj, field=None, margin: float = 0.08) -> tuple[np.ndarray, np.ndarray]:
+def view_box(
+    traj: Trajectory, field: AbstractField | StreamedField | None = None, margin: float = 0.08
+) -> tuple[np.ndarray, np.ndarray]:
     """The x–y box a picture shows: the particles' extent over all frames with a margin,
     within the field's box; the whole field when the particles fill most of it."""
     xy = np.asarray(traj.positions, dtype=np.float64)[..., :2].reshape(-1, 2)
@@ -231,7 +242,14 @@ def _figure(box=None, field=None):
 
 
 def plot_scalar_map(
-    values, axes, path, label: str, title: str, cmap: str = "viridis", field=None, robust: bool = False
+    values,
+    axes,
+    path: PathLike,
+    label: str,
+    title: str,
+    cmap: str = "viridis",
+    field: AbstractField | StreamedField | None = None,
+    robust: bool = False,
 ) -> Path:
     """A 2-D map of `values` `(nx, ny)` on coordinate `axes` (x, y) with a labelled colour bar;
     with a spherical `field`, a lon/lat map with its land. `robust` (counts): empty cells blank,
@@ -256,7 +274,7 @@ def plot_scalar_map(
     return _save(fig, path)
 
 
-def plot_ftle(ftle, axes, path, t0: float, T: float) -> Path:
+def plot_ftle(ftle, axes, path: PathLike, t0: float, T: float) -> Path:
     """FTLE map (a 3-D field is shown at its middle z slice)."""
     ftle = np.asarray(ftle)
     if ftle.ndim == 3:
@@ -265,7 +283,14 @@ def plot_ftle(ftle, axes, path, t0: float, T: float) -> Path:
     return plot_scalar_map(ftle, axes, path, label="FTLE", title=f"{kind} FTLE, t0 = {t0:g}, T = {T:g}", cmap="magma")
 
 
-def plot_density(counts, bounds, path, time: float | None = None, field=None, projected: bool = False) -> Path:
+def plot_density(
+    counts,
+    bounds,
+    path: PathLike,
+    time: float | None = None,
+    field: AbstractField | StreamedField | None = None,
+    projected: bool = False,
+) -> Path:
     """Particle counts per cell `(nx, ny)` on the box `bounds`, the cell size in the colour
     bar's label; with a spherical `field`, per 10⁴ km² of the sphere (cells shrink toward the
     poles), on a lon/lat map with its land. Colour limits are robust (percentiles).
@@ -303,7 +328,9 @@ _STATUS_STYLE = {
 }
 
 
-def plot_snapshot(traj, frame: int, path, field=None) -> Path:
+def plot_snapshot(
+    traj: Trajectory, frame: int, path: PathLike, field: AbstractField | StreamedField | None = None
+) -> Path:
     """Particles at one saved frame over the field's speed (2-D fields and maps), each status
     in its own colour and marker, drawn above the land, zoomed to the particles."""
     box = view_box(traj, field)

@@ -4,8 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._custom_types import Args
+from ..fields.base import AbstractField
+from ..trajectory import Trajectory
 
-def sample(field, traj, args=None, chunk_frames: int = 64) -> np.ndarray:
+
+def sample(field: AbstractField, traj: Trajectory, args: Args = None, chunk_frames: int = 64) -> np.ndarray:
     """`field(t, x)` at every saved time and position: `(T, N, components)`.
 
     Works for any `flowkit` field, e.g. a `GridField` of pressure or temperature with one or

@@ -3,6 +3,7 @@
 import numpy as np
 
 from .._status import Status
+from ..trajectory import Trajectory
 
 
 def _segment_fraction_inside(p0, p1, lo, hi):
@@ -20,7 +21,7 @@ def _segment_fraction_inside(p0, p1, lo, hi):
     return enter, np.maximum(leave, enter)
 
 
-def residence_time(traj, region) -> np.ndarray:
+def residence_time(traj: Trajectory, region) -> np.ndarray:
     """Time each particle spends inside the box `region = (lo, hi)` while active, `(N,)`.
 
     Between saved frames a particle is taken to move in a straight line, so the result is exact
@@ -30,7 +31,7 @@ def residence_time(traj, region) -> np.ndarray:
     return np.sum((leave - enter) * dt * moving, axis=0)
 
 
-def arrival_time(traj, region) -> np.ndarray:
+def arrival_time(traj: Trajectory, region) -> np.ndarray:
     """First time each particle is inside `region` while active, `(N,)`; `inf` if never."""
     enter, leave, dt, moving = _segments(traj, region)
     times = np.asarray(traj.times, dtype=np.float64)
@@ -44,7 +45,7 @@ def arrival_time(traj, region) -> np.ndarray:
     return np.where(start_inside, times[0], np.where(hit.any(axis=0), when, np.inf))
 
 
-def exit_time(traj) -> np.ndarray:
+def exit_time(traj: Trajectory) -> np.ndarray:
     """When each particle stopped being active (domain exit, absorption, failure); `inf` if never."""
     return np.asarray(traj.exit_time)
 
@@ -66,7 +67,7 @@ def _segments(traj, region):
     return enter, leave, dt, moving
 
 
-def absolute_dispersion(traj) -> np.ndarray:
+def absolute_dispersion(traj: Trajectory) -> np.ndarray:
     """Mean squared displacement from the release position per saved time, over active particles, `(T,)`."""
     x = np.asarray(traj.positions, dtype=np.float64)
     active = np.asarray(traj.status) == Status.ACTIVE
@@ -75,7 +76,7 @@ def absolute_dispersion(traj) -> np.ndarray:
     return np.where(active.any(axis=1), np.sum(squared * active, axis=1) / count, np.nan)
 
 
-def relative_dispersion(traj, pairs) -> np.ndarray:
+def relative_dispersion(traj: Trajectory, pairs) -> np.ndarray:
     """Mean squared separation of the given particle `pairs` `(P, 2)` per saved time, `(T,)`,
     over pairs whose both particles are active."""
     pairs = np.asarray(pairs)

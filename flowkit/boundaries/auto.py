@@ -4,6 +4,7 @@ import logging
 
 import equinox as eqx
 
+from ..fields.base import AbstractField
 from ..fields.mesh import AbstractMeshField
 from .base import AbstractBoundary, AbstractBoundaryConfig
 from .box import Open, Reflective
@@ -31,7 +32,7 @@ class Auto(AbstractBoundaryConfig):
     def __init__(self, mode: str = "reflect"):
         self.mode = wall_mode(mode, ("reflect", "slip", "absorb", "stick"), "Auto: mode")
 
-    def bind(self, field) -> AbstractBoundary:
+    def bind(self, field: AbstractField) -> AbstractBoundary:
         if field.spherical:
             return Open()
         if isinstance(field, AbstractMeshField):

@@ -12,10 +12,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from .._custom_types import Position, StatusCode
-from ..fields.base import Hints
+from .._custom_types import Args, HostOrDevice, Position, Positions, ScalarLike, StatusCode, TimeLike
+from ..fields.base import AbstractField, Hints
 
 
 class Block(eqx.Module):
@@ -73,32 +73,38 @@ class AbstractBoundary(eqx.Module):
         """Whether `restart` may put particles back (the tracker then saves each slot's generation)."""
         return False
 
-    def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
+    def apply(
+        self, x_prev: Position, x_next: Position, status: StatusCode, key: PRNGKeyArray | None = None
+    ) -> tuple[Position, StatusCode]:
         """New position and status of a particle that stepped from `x_prev` to `x_next`."""
         return x_next, status
 
-    def apply_batch(self, field, x_prev, x_next, status, hint):
+    def apply_batch(
+        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+    ):
         """`(x, status, hint, inside)` of a block of particles after their step."""
         x, status = jax.vmap(self.apply, in_axes=(0, 0, 0, None))(x_prev, x_next, status, None)
         hint, inside = field.locate_batch(x, hint)
         return x, status, hint, inside
 
-    def restart(self, field, args, t, h, step, block: Block):
+    def restart(
+        self, field: AbstractField, args: Args, t: TimeLike, h: TimeLike, step: Int[ArrayLike, ""], block: Block
+    ):
         """Particles put back at the end of the step `[t, t + h]`: `(x, status, hint, generation, lost)`."""
         return block.x, block.status, block.hint, block.generation, 0
 
-    def turn_velocity(self, x_step, x, v, restitution):
+    def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         """The `(n, dim)` velocities `v` of particles (inertial ones) that this boundary turned,
         having stepped to `x_step` and been put at `x`: reflected with the wall-normal part
         scaled by `restitution`, or the normal part removed where they slide. Unchanged by
         default (no wall that turns a particle)."""
         return v
 
-    def bind(self, field) -> "AbstractBoundary":
+    def bind(self, field: AbstractField) -> "AbstractBoundary":
         """The bound boundary for `field`: this one, which is bound already."""
         return self
 
-    def origins(self, seeds: np.ndarray) -> np.ndarray:
+    def origins(self, seeds: Float[HostOrDevice, "n dim"]) -> Float[HostOrDevice, "n dim"]:
         """Where each slot restarts in `grid` mode: its seed by default."""
         return seeds
 
@@ -124,7 +130,7 @@ class AbstractBoundary(eqx.Module):
         return None
 
 
-def mirrored(v, normal, restitution):
+def mirrored(v: Positions, normal, restitution: ScalarLike):
     """`v` reflected off a wall with outward unit `normal` (rows moving into it only), its normal
     part scaled by `restitution` (0: it slides along the wall)."""
     into = jnp.sum(v * normal, axis=-1, keepdims=True)
@@ -140,7 +146,7 @@ class AbstractBoundaryConfig(AbstractBoundary):
     """
 
     @abc.abstractmethod
-    def bind(self, field) -> AbstractBoundary:
+    def bind(self, field: AbstractField) -> AbstractBoundary:
         """The bound boundary for `field` (host side, before compiling)."""
 
     def _unbound(self):
@@ -149,11 +155,15 @@ class AbstractBoundaryConfig(AbstractBoundary):
             "(boundary.bind(field); fk.track does this)"
         )
 
-    def apply(self, x_prev, x_next, status, key=None):
+    def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key: PRNGKeyArray | None = None):
         raise self._unbound()
 
-    def apply_batch(self, field, x_prev, x_next, status, hint):
+    def apply_batch(
+        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+    ):
         raise self._unbound()
 
-    def restart(self, field, args, t, h, step, block: Block):
+    def restart(
+        self, field: AbstractField, args: Args, t: TimeLike, h: TimeLike, step: Int[ArrayLike, ""], block: Block
+    ):
         raise self._unbound()

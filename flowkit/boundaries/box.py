@@ -3,8 +3,9 @@
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import PRNGKeyArray
 
-from .._custom_types import Bounds, Position, StatusCode
+from .._custom_types import Bounds, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
 from ..fields.base import as_bounds
 from .base import AbstractBoundary
@@ -47,7 +48,9 @@ class AbstractBox(AbstractBoundary):
         out = jnp.where(masks["reflect"] & outside, reflected, out)
         return jnp.where(masks["slip"], clamped, out)
 
-    def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
+    def apply(
+        self, x_prev: Position, x_next: Position, status: StatusCode, key: PRNGKeyArray | None = None
+    ) -> tuple[Position, StatusCode]:
         masks = self._masks()
         moved = self._fold(x_next, masks)
         if not masks["absorb"].any():
@@ -65,7 +68,7 @@ class AbstractBox(AbstractBoundary):
         x = jnp.where(hit, self._fold(hit_point, masks), moved)
         return x, jnp.where(hit, jnp.asarray(Status.ABSORBED, status.dtype), status)
 
-    def turn_velocity(self, x_step, x, v, restitution):
+    def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         masks = self._masks()
         lo, hi = (b.astype(v.dtype) for b in self.bounds)
         outside = (x_step < lo) | (x_step > hi)

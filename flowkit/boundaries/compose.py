@@ -2,10 +2,11 @@
 
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
 
+from .._custom_types import Args, HostOrDevice, Positions, ScalarLike, TimeLike
 from .._status import Status
-from ..fields.base import select
+from ..fields.base import AbstractField, Hints, select
 from .base import AbstractBoundary, Block
 
 
@@ -35,15 +36,17 @@ class Composed(AbstractBoundary):
     def parking(self):
         return next((p.parking for p in self.parts if p.parking is not None), None)
 
-    def bind(self, field) -> "Composed":
+    def bind(self, field: AbstractField) -> "Composed":
         return Composed(tuple(p.bind(field) for p in self.parts))
 
-    def origins(self, seeds: np.ndarray) -> np.ndarray:
+    def origins(self, seeds: Float[HostOrDevice, "n dim"]) -> Float[HostOrDevice, "n dim"]:
         for p in self.parts:
             seeds = p.origins(seeds)
         return seeds
 
-    def apply_batch(self, field, x_prev, x_next, status, hint):
+    def apply_batch(
+        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+    ):
         x, new_status, new_hint, inside = self.parts[0].apply_batch(field, x_prev, x_next, status, hint)
         for part in self.parts[1:]:
             x2, status2, hint2, inside2 = part.apply_batch(field, x_prev, x, new_status, new_hint)
@@ -54,13 +57,15 @@ class Composed(AbstractBoundary):
             inside = jnp.where(going, inside2, inside)
         return x, new_status, new_hint, inside
 
-    def turn_velocity(self, x_step, x, v, restitution):
+    def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         """Each part's turn in order (a part that turned nothing leaves `v` as it is)."""
         for part in self.parts:
             v = part.turn_velocity(x_step, x, v, restitution)
         return v
 
-    def restart(self, field, args, t, h, step, block: Block):
+    def restart(
+        self, field: AbstractField, args: Args, t: TimeLike, h: TimeLike, step: Int[ArrayLike, ""], block: Block
+    ):
         lost = jnp.zeros((), jnp.int32)
         for part in self.parts:
             if part.restarts:

@@ -19,9 +19,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Int
 
+from .._custom_types import Args, Positions, TimeLike
 from .._status import Status
-from ..fields.base import Hints, select
+from ..fields.base import AbstractField, Hints, select
 from ..fields.mesh import AbstractMeshField
 from .base import AbstractBoundary, AbstractBoundaryConfig, Block
 from .box import Open
@@ -40,7 +42,7 @@ def _uniforms(keys, step, count: int, dtype):
     return jax.vmap(one)(keys)
 
 
-def walls_for(field, walls) -> AbstractBoundary:
+def walls_for(field: AbstractField, walls) -> AbstractBoundary:
     """The wall boundary named `walls` for `field`: mesh walls on a `MeshField`, box walls otherwise."""
     from .box import Absorbing, Clamp, Reflective
     from .mesh import MeshWalls
@@ -78,7 +80,9 @@ class AbstractInlet(AbstractBoundary):
     def origin_region(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.inlet.lo), np.asarray(self.inlet.hi)
 
-    def apply_batch(self, field, x_prev, x_next, status, hint):
+    def apply_batch(
+        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+    ):
         return self.walls.apply_batch(field, x_prev, x_next, status, hint)
 
     def origins(self, seeds):
@@ -167,7 +171,9 @@ class BoundInletOutlet(AbstractInlet):
     surface: InletSurface
     mode: str = eqx.field(static=True)
 
-    def restart(self, field, args, t, h, step, block: Block):
+    def restart(
+        self, field: AbstractField, args: Args, t: TimeLike, h: TimeLike, step: Int[ArrayLike, ""], block: Block
+    ):
         tolerance = plane_tolerance(field.bounds, block.x.dtype)
         leaving = block.moving & self.outlet.crossed(block.x_prev, block.x_step, tolerance)
         return (*self._restart_rows(field, args, t + h, step, block, leaving), jnp.zeros((), jnp.int32))
@@ -201,7 +207,7 @@ class InletOutlet(AbstractInletConfig):
         self.walls = _check_walls(walls)
         self.resolution = int(resolution)
 
-    def bind(self, field) -> BoundInletOutlet:
+    def bind(self, field: AbstractField) -> BoundInletOutlet:
         return BoundInletOutlet(*self._geometry(field), self.mode)
 
 
@@ -216,7 +222,7 @@ class ReleaseSchedule(eqx.Module):
     per_pulse: int = eqx.field(static=True)
     slots: int = eqx.field(static=True)
 
-    def released_before(self, t):
+    def released_before(self, t: TimeLike):
         """How many releases are due strictly before time `t` (traced or not)."""
         if self.pulses is not None:
             return self.per_pulse * jnp.searchsorted(
@@ -247,7 +253,9 @@ class BoundContinuousInlet(AbstractInlet):
     def parking(self) -> np.ndarray:
         return np.asarray(self.surface.vertices[0], np.float64)
 
-    def apply_batch(self, field, x_prev, x_next, status, hint):
+    def apply_batch(
+        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+    ):
         x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint)
         if self.outlet is None:
             return x, status_b, hint_b, inside
@@ -261,7 +269,9 @@ class BoundContinuousInlet(AbstractInlet):
             inside | gone,
         )
 
-    def restart(self, field, args, t, h, step, block: Block):
+    def restart(
+        self, field: AbstractField, args: Args, t: TimeLike, h: TimeLike, step: Int[ArrayLike, ""], block: Block
+    ):
         b, n_blocks = block.block, block.n_blocks
 
         def share(total):  # releases 0..total-1 go to blocks round-robin: release k to block k % n_blocks
@@ -342,5 +352,5 @@ class ContinuousInlet(AbstractInletConfig):
     def extra_slots(self) -> int:
         return self.schedule.slots
 
-    def bind(self, field) -> BoundContinuousInlet:
+    def bind(self, field: AbstractField) -> BoundContinuousInlet:
         return BoundContinuousInlet(*self._geometry(field), self.mode, self.schedule)

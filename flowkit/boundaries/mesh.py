@@ -13,10 +13,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool
+from jaxtyping import Array, Bool, Int
 
+from .._custom_types import Positions, ScalarLike
 from .._status import Status
-from ..fields.base import select
+from ..fields.base import AbstractField, Hints, select
 from ..fields.mesh import AbstractMeshField
 from .base import AbstractBoundary, AbstractBoundaryConfig, mirrored
 from .modes import wall_mode
@@ -49,7 +50,9 @@ class BoundMeshWalls(AbstractBoundary):
             is_open = is_open | self.open_faces[jnp.maximum(cell, 0), face]
         return centre, normal, (across < 0) & ~is_open
 
-    def apply_batch(self, field, x_prev, x_next, status, hint):
+    def apply_batch(
+        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+    ):
         found, inside = field.locate_batch(x_next, hint)
         active = status == Status.ACTIVE
         if self.mode in ("absorb", "stick"):
@@ -87,7 +90,7 @@ class BoundMeshWalls(AbstractBoundary):
         )  # still outside after the bounces, and not through an opening: stay where the step began
         return jnp.where(stuck[:, None], x_prev, x), status, select(stuck, hint, found), inside | stuck
 
-    def turn_velocity(self, x_step, x, v, restitution):
+    def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         if self.mode not in ("reflect", "slip"):
             return v
         push = x_step - x  # along the outward normal of the wall the step crossed
@@ -120,7 +123,7 @@ class MeshWalls(AbstractBoundaryConfig):
         self.open = tuple([open] if isinstance(open, (str, Plane)) else open)
         self.max_bounces = int(max_bounces)
 
-    def bind(self, field) -> BoundMeshWalls:
+    def bind(self, field: AbstractField) -> BoundMeshWalls:
         if not isinstance(field, AbstractMeshField):
             raise TypeError(
                 f"MeshWalls needs a MeshField, got {type(field).__name__}; for a box use "

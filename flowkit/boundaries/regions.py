@@ -8,12 +8,17 @@ otherwise. Positions are drawn on it exactly uniformly (`random`) or in proporti
 normal velocity (`flux`, exact for velocities linear on each simplex).
 """
 
+from collections.abc import Mapping
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jax.typing import DTypeLike
+from jaxtyping import Array, Bool, Float, Int
 
+from .._custom_types import Args, BoundsLike, Param, Positions, ScalarLike, TimeLike
+from ..fields.base import AbstractField, Hints
 from ..fields.mesh import AbstractMeshField
 
 SIDES = {f"{axis}{end}": (i, sign) for i, axis in enumerate("xyz") for end, sign in (("min", -1.0), ("max", 1.0))}
@@ -28,7 +33,7 @@ class Plane(eqx.Module):
     lo: Float[Array, " dim"]
     hi: Float[Array, " dim"]
 
-    def __init__(self, point, normal, lo=None, hi=None):
+    def __init__(self, point: Param, normal: Param, lo: Param | None = None, hi: Param | None = None):
         point = np.asarray(point, np.float64)
         normal = np.asarray(normal, np.float64)
         if point.ndim != 1 or point.shape != normal.shape or point.shape[0] not in (2, 3):
@@ -43,11 +48,11 @@ class Plane(eqx.Module):
         self.lo = jnp.asarray(np.full_like(point, -np.inf) if lo is None else np.asarray(lo, np.float64))
         self.hi = jnp.asarray(np.full_like(point, np.inf) if hi is None else np.asarray(hi, np.float64))
 
-    def distance(self, x):
+    def distance(self, x: Float[Array, "*batch dim"]) -> Float[Array, "*batch"]:
         """Signed distance of `x` (`(..., dim)`) from the plane, positive outside the domain."""
         return jnp.sum((x - self.point) * self.normal, axis=-1)
 
-    def crossed(self, x_prev, x_next, tolerance):
+    def crossed(self, x_prev: Positions, x_next: Positions, tolerance: ScalarLike) -> Bool[Array, " n"]:
         """Whether each step `x_prev -> x_next` went out through this plane within its region."""
         d0, d1 = self.distance(x_prev), self.distance(x_next)
         s = jnp.clip(d0 / jnp.where(d0 == d1, 1, d0 - d1), 0, 1)[..., None]
@@ -55,7 +60,7 @@ class Plane(eqx.Module):
         within = jnp.all((hit >= self.lo - tolerance) & (hit <= self.hi + tolerance), axis=-1)
         return (d1 > 0) & (d0 <= tolerance) & within
 
-    def holds(self, centre, normal, tolerance):
+    def holds(self, centre: Positions, normal: Positions, tolerance: ScalarLike) -> Bool[Array, " n"]:
         """Whether faces with these centres and outward normals lie on this plane (within region)."""
         on = jnp.abs(self.distance(centre)) <= tolerance
         aligned = jnp.sum(normal * self.normal, axis=-1) > 0.99
@@ -63,12 +68,17 @@ class Plane(eqx.Module):
         return on & aligned & within
 
 
-def region(spec, field) -> Plane:
+PlaneSpec = str | Plane | Mapping
+"""A plane as a user names it: a side (`"xmin"`), a region (`"patch:inlet"`), a `Plane`, or
+`{point, normal[, lo, hi]}`."""
+
+
+def region(spec: PlaneSpec, field: AbstractField) -> Plane:
     """`plane(spec, ...)` on `field`: its box's sides and its named regions (`"patch:inlet"`)."""
     return plane(spec, field.bounds, field.as_mesh().regions if isinstance(field, AbstractMeshField) else None)
 
 
-def plane(spec, bounds, regions=None) -> Plane:
+def plane(spec: PlaneSpec, bounds: BoundsLike, regions: dict | None = None) -> Plane:
     """A `Plane` from a side name (`"xmin"`, ...: a face of `bounds`), a named region of the
     field (`"patch:inlet"`, from `regions`), a `Plane`, or a mapping `{point, normal[, lo, hi]}`
     (from a config)."""
@@ -128,12 +138,16 @@ class InletSurface(eqx.Module):
     vertex_cell: Int[Array, " V"]
     inward: Float[Array, " dim"]
 
-    def normal_speed(self, field, args, t):
+    def normal_speed(self, field: AbstractField, args: Args, t: TimeLike):
         """`(V,)` inflow speed `max(u · inward, 0)` at the vertices at time `t`."""
-        u, _ = field.velocity_batch(t, self.vertices, args, self.vertex_cell)
+        width = field.hints(1, self.vertices.dtype).point.shape[1]  # the field's own hint width
+        hint = Hints.of_cells(self.vertex_cell, width, self.vertices.dtype)
+        u, _ = field.velocity_batch(t, self.vertices, args, hint)
         return jnp.maximum(jnp.sum(u * self.inward, axis=1), 0)
 
-    def draw(self, uniforms, inflow=None):
+    def draw(
+        self, uniforms: Float[Array, "n w"], inflow: Float[Array, " nodes"] | None = None
+    ) -> tuple[Positions, Int[Array, " n"]]:
         """Positions and hints from `uniforms (n, dim + 3)` in `[0, 1)`: uniform over the surface,
         or with `inflow` (per-vertex speeds) in proportion to the flux through it."""
         dim = self.vertices.shape[1]
@@ -158,14 +172,14 @@ class InletSurface(eqx.Module):
         return jnp.einsum("nk,nkd->nd", weights_in, corners), self.cell[pick]
 
 
-def inlet_surface(field, where: Plane, resolution: int = 32, name: str = "inlet") -> InletSurface:
+def inlet_surface(field: AbstractField, where: Plane, resolution: int = 32, name: str = "inlet") -> InletSurface:
     """Cover `where` inside `field`'s domain with simplices (host side, once)."""
     if isinstance(field, AbstractMeshField):
         return _mesh_surface(field.as_mesh(), where, name)
     return _box_surface(field, where, resolution, name)
 
 
-def plane_tolerance(bounds, dtype):
+def plane_tolerance(bounds: BoundsLike, dtype: DTypeLike) -> Float[Array, ""]:
     """How far from a plane a point may lie and still count as on it: 1e-6 of the domain's size."""
     return (1e-6 * jnp.max(bounds[1] - bounds[0])).astype(dtype)
 

@@ -4,9 +4,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._custom_types import Position, StatusCode
+from .._custom_types import Position, Positions, ScalarLike, StatusCode
 from .._status import Status
 from .base import AbstractBoundary, mirrored
 from .modes import wall_mode
@@ -41,10 +41,12 @@ class AbstractRound(AbstractBoundary):
     def _outside(self, x):
         return jnp.linalg.norm(self._across(x - self.centre)) > self.radius
 
-    def turn_velocity(self, x_step, x, v, restitution):
+    def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         return _turned(self, x, v, restitution)
 
-    def apply(self, x_prev: Position, x_next: Position, status: StatusCode, key=None) -> tuple[Position, StatusCode]:
+    def apply(
+        self, x_prev: Position, x_next: Position, status: StatusCode, key: PRNGKeyArray | None = None
+    ) -> tuple[Position, StatusCode]:
         outside = self._outside(x_next)
         if self.mode in ("absorb", "stick"):
             hit, _ = self._meet(x_prev, x_next)

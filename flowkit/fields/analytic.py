@@ -4,13 +4,13 @@ Every parameter is an array leaf (`converter=jnp.asarray`), so changing one neve
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Bool
 
-from .._custom_types import Args, Bounds, Position, TimeLike, Velocity
+from .._custom_types import Args, Bounds, BoundsLike, HostOrDevice, Param, Position, TimeLike, Velocity
 from .base import AbstractField, as_bounds
 
 _INF_TIME = (-math.inf, math.inf)
@@ -45,7 +45,14 @@ class Analytic(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
-    def __init__(self, fn: Callable, bounds, dim: int, time_range=_INF_TIME, periodic=None):
+    def __init__(
+        self,
+        fn: Callable,
+        bounds: BoundsLike,
+        dim: int,
+        time_range: tuple[float, float] = _INF_TIME,
+        periodic: Sequence[bool] | None = None,
+    ):
         self.fn = fn
         self.dim = int(dim)
         self.bounds = as_bounds(bounds, self.dim)
@@ -65,7 +72,7 @@ class Uniform(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
     periodic: tuple[bool, ...] = eqx.field(static=True, default=())
 
-    def __init__(self, velocity=(1.0, 0.0), bounds=None):
+    def __init__(self, velocity: Param = (1.0, 0.0), bounds: BoundsLike | None = None):
         self.velocity = _param(velocity)
         self.dim = int(self.velocity.shape[0])
         self.bounds = as_bounds(bounds if bounds is not None else ([0.0] * self.dim, [1.0] * self.dim), self.dim)
@@ -75,7 +82,7 @@ class Uniform(AbstractAnalyticField):
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         return self.velocity.astype(x.dtype)
 
-    def exact(self, t, x0, t0=0.0):
+    def exact(self, t: Param, x0: Param, t0: Param = 0.0) -> HostOrDevice:
         """Closed-form position at time `t` of the particle at `x0` at time `t0`."""
         return x0 + self.velocity * (t - t0)
 
@@ -94,7 +101,7 @@ class SolidBodyRotation(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
     periodic: tuple[bool, ...] = eqx.field(static=True, default=(False, False))
 
-    def __init__(self, omega=1.0, center=(0.0, 0.0), bounds=((-1.0, -1.0), (1.0, 1.0))):
+    def __init__(self, omega: Param = 1.0, center: Param = (0.0, 0.0), bounds: BoundsLike = ((-1.0, -1.0), (1.0, 1.0))):
         self.omega = _param(omega)
         self.center = _param(center)
         self.bounds = as_bounds(bounds, 2)
@@ -104,7 +111,7 @@ class SolidBodyRotation(AbstractAnalyticField):
         w = self.omega.astype(x.dtype)
         return jnp.stack([-w * r[1], w * r[0]])
 
-    def exact(self, t, x0, t0=0.0):
+    def exact(self, t: Param, x0: Param, t0: Param = 0.0) -> HostOrDevice:
         """Closed-form position at time `t` (rotation of `x0` by `omega * (t - t0)`)."""
         a = self.omega * (t - t0)
         r = x0 - self.center
@@ -128,7 +135,7 @@ class DoubleGyre(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
     periodic: tuple[bool, ...] = eqx.field(static=True, default=(False, False))
 
-    def __init__(self, A=0.1, eps=0.25, omega=2 * math.pi / 10):
+    def __init__(self, A: Param = 0.1, eps: Param = 0.25, omega: Param = 2 * math.pi / 10):
         self.A = _param(A)
         self.eps = _param(eps)
         self.omega = _param(omega)
@@ -161,7 +168,7 @@ class ABCFlow(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
     periodic: tuple[bool, ...] = eqx.field(static=True, default=(True, True, True))
 
-    def __init__(self, A=math.sqrt(3), B=math.sqrt(2), C=1.0):
+    def __init__(self, A: Param = math.sqrt(3), B: Param = math.sqrt(2), C: Param = 1.0):
         self.A = _param(A)
         self.B = _param(B)
         self.C = _param(C)
@@ -194,7 +201,7 @@ class TaylorGreen(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
     periodic: tuple[bool, ...] = eqx.field(static=True, default=(True, True))
 
-    def __init__(self, U=1.0, k=1.0, nu=0.0):
+    def __init__(self, U: Param = 1.0, k: Param = 1.0, nu: Param = 0.0):
         self.U = _param(U)
         self.k = _param(k)
         self.nu = _param(nu)
@@ -227,7 +234,7 @@ class CellularFlow(AbstractAnalyticField):
     time_range: tuple[float, float] = eqx.field(static=True, default=_INF_TIME)
     periodic: tuple[bool, ...] = eqx.field(static=True, default=(False, False, False))
 
-    def __init__(self, extent=(1.0, 1.0, 1.0), U=1.0, omega=math.pi):
+    def __init__(self, extent: Param = (1.0, 1.0, 1.0), U: Param = 1.0, omega: Param = math.pi):
         self.U = _param(U)
         self.omega = _param(omega)
         self.extent = _param(extent)

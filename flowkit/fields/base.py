@@ -1,14 +1,16 @@
 """The field contract: velocity at one time and one position."""
 
 import abc
+from types import ModuleType
 from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jax.typing import DTypeLike
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._custom_types import Args, Bounds, BoundsLike, HostOrDevice, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
 
 SKIP = -2
@@ -29,19 +31,19 @@ class Hints(eqx.Module):
     Fields that locate nothing (grids, closed forms) carry cell -1 and zero-width arrays.
     """
 
-    cell: Int[Array, " n"]
-    point: Float[Array, "n w"]
-    coords: Float[Array, "n w"]
+    cell: Int[HostOrDevice, " n"]
+    point: Float[HostOrDevice, "n w"]
+    coords: Float[HostOrDevice, "n w"]
 
     @classmethod
-    def of_cells(cls, cell: Int[Array, " n"], width: int, dtype, xp=jnp) -> "Hints":
+    def of_cells(cls, cell: Int[HostOrDevice, " n"], width: int, dtype: DTypeLike, xp: ModuleType = jnp) -> "Hints":
         """Hints that know only a cell per row (a point to locate there is still to be found);
         `xp`: `jnp`, or `np` for host-side arrays."""
         n = cell.shape[0]
         return cls(cell, xp.full((n, width), xp.nan, dtype), xp.zeros((n, width), dtype))
 
     @classmethod
-    def unknown(cls, n: int, width: int, dtype, xp=jnp) -> "Hints":
+    def unknown(cls, n: int, width: int, dtype: DTypeLike, xp: ModuleType = jnp) -> "Hints":
         """`n` rows located nowhere yet."""
         return cls.of_cells(xp.full(n, -1, xp.int32), width, dtype, xp)
 
@@ -49,7 +51,7 @@ class Hints(eqx.Module):
         """These hints with the rows `mask` marked `SKIP`."""
         return eqx.tree_at(lambda h: h.cell, self, jnp.where(mask, SKIP, self.cell))
 
-    def rows(self, index) -> "Hints":
+    def rows(self, index: ArrayLike | slice) -> "Hints":
         """The rows `index` (any NumPy-style index along the first axis)."""
         return jax.tree.map(lambda a: a[index], self)
 
@@ -82,6 +84,12 @@ class AbstractField(eqx.Module):
     spherical: ClassVar[bool] = False
     time_origin: ClassVar["TimeOrigin | None"] = None
     times: ClassVar[Float[Array, " T"] | None] = None
+    time_invariant: ClassVar[frozenset[str]] = frozenset(
+        {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
+        | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate"}
+    )
+    """The members that do not change in time (geometry, location, land, cell sizes): what a
+    `flowkit.io.StreamedField` of this field answers from its template. A field adds its own."""
     bounds: eqx.AbstractVar[Bounds]
     dim: eqx.AbstractVar[int]
     time_range: eqx.AbstractVar[tuple[float, float]]
@@ -104,7 +112,7 @@ class AbstractField(eqx.Module):
     # where a particle was before (meshes: the cell it was last found in) override these and
     # carry the hint; for every other field the hint passes through untouched.
 
-    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+    def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         """Hints for `n` rows located nowhere yet (fields that locate give them their width)."""
         return Hints.unknown(n, 0, dtype, xp)
 
@@ -141,7 +149,7 @@ class AbstractField(eqx.Module):
         `dt="auto"` divides the Courant number asked for by it. None without cells."""
         return None
 
-    def time_leaves(self) -> dict[str, Array]:
+    def time_leaves(self) -> dict:
         """The arrays whose first axis is time (along `times`), by name: what a streamed series
         replaces window by window (`flowkit.io.stream`). None for fields without time slices."""
         return {}
@@ -162,12 +170,12 @@ class AbstractField(eqx.Module):
         return x
 
 
-def time_slices(times) -> str:
+def time_slices(times: Float[HostOrDevice, " T"] | None) -> str:
     """`times` in a field's `describe()`: how many slices, or nothing for a steady field."""
     return "" if times is None else f", {times.shape[0]} times"
 
 
-def time_weights(times, t) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
+def time_weights(times: Float[Array, " T"] | None, t: TimeLike) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
     """Index of the time slice at or before `t` and the weight of the next one (clamped to the
     series); `(0, None)` for a steady field (`times is None`)."""
     if times is None:
@@ -177,7 +185,13 @@ def time_weights(times, t) -> tuple[Int[Array, ""], Float[Array, ""] | None]:
     return it, jnp.clip((t - times[it]) / (times[it + 1] - times[it]), 0, 1)
 
 
-def node_rows(table, times, t, nodes, weights):
+def node_rows(
+    table: Float[Array, "T P c"],
+    times: Float[Array, " T"] | None,
+    t: TimeLike,
+    nodes: Int[Array, "n k"],
+    weights: Float[Array, "n k"],
+) -> Float[Array, "n c"]:
     """`table[T, P, c]` at rows given by their `(n, k)` `nodes` and shape-function `weights`,
     linear in time between the slices around `t` (`times` None: one steady slice)."""
     it, wt = time_weights(times, t)
@@ -193,7 +207,7 @@ def node_rows(table, times, t, nodes, weights):
 
 
 def as_bounds(
-    bounds, dim: int | None = None, name: str = "bounds"
+    bounds: BoundsLike, dim: int | None = None, name: str = "bounds"
 ) -> tuple[Float[Array, " dim"], Float[Array, " dim"]]:
     """Check and convert `(lo, hi)` into a pair of float arrays of equal length with lo < hi."""
     import jax.numpy as jnp

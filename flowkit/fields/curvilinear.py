@@ -1,11 +1,13 @@
 """An ocean model's curvilinear lon/lat grid (ROMS, NEMO, MITgcm regional grids) as a mesh in degrees."""
 
 import math
+from types import ModuleType
 from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
@@ -51,6 +53,7 @@ class CurvilinearField(AbstractMeshField):
     time_origin: TimeOrigin | None = eqx.field(static=True)
     grid_shape: tuple[int, ...] = eqx.field(static=True)
     spherical: ClassVar[bool] = True
+    time_invariant: ClassVar[frozenset[str]] = AbstractMeshField.time_invariant | {"land"}
 
     def __init__(
         self,
@@ -62,7 +65,7 @@ class CurvilinearField(AbstractMeshField):
         depth=None,
         land=None,
         time_origin: TimeOrigin | None = None,
-        dtype="float32",
+        dtype: DTypeLike = "float32",
         **mesh_options,
     ):
         lon, lat = np.asarray(lon, np.float64), np.asarray(lat, np.float64)
@@ -116,16 +119,16 @@ class CurvilinearField(AbstractMeshField):
         return self.mesh
 
     @property
-    def times(self) -> Float[Array, " T"] | None:  # type: ignore[override]  # its mesh's, which streaming replaces
+    def times(self):  # its mesh's, which streaming replaces (a leaf of `eqx.tree_at`, unannotated)
         return self.mesh.times
 
-    def time_leaves(self) -> dict[str, Array]:
+    def time_leaves(self) -> dict:
         return self.mesh.time_leaves()
 
     def describe(self) -> str:
         return self.mesh.describe()
 
-    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+    def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         return self.mesh.hints(n, dtype, xp)
 
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:

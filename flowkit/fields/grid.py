@@ -4,15 +4,18 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float, Int
 
-from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._custom_types import Args, Bounds, HostOrDevice, Position, Positions, TimeLike
 from .._time import TimeOrigin
+from ..fields.base import Hints
 from .base import AbstractField, time_slices, time_weights
 from .grid_inputs import (
     check_options,
@@ -108,6 +111,13 @@ class GridField(AbstractField):
     interpolation: str = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
     land: Float[Array, "..."] | None
+    time_invariant: ClassVar[frozenset[str]] = AbstractField.time_invariant | {
+        "components",
+        "shape",
+        "axes",
+        "land",
+        "on_land",
+    }
     spherical: bool = eqx.field(static=True)
     longitude_origin: float = eqx.field(static=True)
     time_origin: TimeOrigin | None = eqx.field(static=True)
@@ -116,7 +126,7 @@ class GridField(AbstractField):
     sample_tables: dict
     scalar_samples: tuple[str, ...] = eqx.field(static=True)
 
-    def time_leaves(self) -> dict[str, Array]:
+    def time_leaves(self) -> dict:
         return {"values": self.values}
 
     def value_components(self) -> int:
@@ -132,13 +142,13 @@ class GridField(AbstractField):
         times=None,
         periodic=False,
         interpolation: str = "linear",
-        dtype="float32",
+        dtype: DTypeLike = "float32",
         *,
         spherical: bool = False,
         land=None,
         time_origin: TimeOrigin | None = None,
         staggering: str = "A",
-        samples=None,
+        samples: dict | None = None,
         coast: str = "noslip",
     ):
         from .._dtypes import resolve
@@ -204,8 +214,8 @@ class GridField(AbstractField):
         axes: Sequence,
         times=None,
         periodic=False,
-        interpolation="linear",
-        dtype="float32",
+        interpolation: str = "linear",
+        dtype: DTypeLike = "float32",
         args: Args = None,
     ) -> "GridField":
         """Sample `fn(t, x, args) -> u` (one point, e.g. an analytic field) at every grid node.
@@ -221,7 +231,7 @@ class GridField(AbstractField):
         data = slices[0] if times is None else np.stack(slices)
         return cls(data, np_axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
 
-    def cell_sizes(self, x: Positions, hint=None) -> Float[Array, "n dim"]:
+    def cell_sizes(self, x: Positions, hint: Hints | None = None) -> Float[Array, "n dim"]:
         sizes = []
         for i in range(self.dim):
             if self.uniform[i]:
@@ -326,7 +336,7 @@ class GridField(AbstractField):
             out.append(w0 * table[(*lead, *lower, c)] + w1 * table[(*lead, *upper, c)])
         return jnp.stack(out)
 
-    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
+    def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Float[Array, " c"]:
         x = jnp.asarray(x)
         corners = self._corners(x)
         it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
@@ -346,7 +356,7 @@ class GridField(AbstractField):
             u = degrees_per_second(u, x[1])
         return u.astype(x.dtype)
 
-    def sample_batch(self, t: TimeLike, x: Positions, hint=None) -> dict[str, Array]:
+    def sample_batch(self, t: TimeLike, x: Float[HostOrDevice, "n dim"], hint: Hints | None = None) -> dict[str, Array]:
         """The `samples` at the rows of `x` (NaN outside the grid)."""
         if not self.sample_tables:
             return {}
@@ -397,7 +407,7 @@ class GridField(AbstractField):
             return self.land[tuple(i0 for i0, _, _ in corners)] >= 0.5
         return self._multilinear(self.land, corners) >= 0.5
 
-    def beached_batch(self, x: Positions, hint=None):
+    def beached_batch(self, x: Positions, hint: Hints | None = None):
         return None if self.land is None else jax.vmap(self.on_land)(x)
 
     def canonical_batch(self, x: Positions) -> Positions:

@@ -83,7 +83,7 @@ def checked_series(data: np.ndarray, times, shape: tuple[int, ...]) -> tuple[np.
     return data, times
 
 
-def sample_tables(samples, slices: int, shape: tuple[int, ...], series: bool):
+def sample_tables(samples: dict | None, slices: int, shape: tuple[int, ...], series: bool):
     """`samples` as `{name: (T, *shape, c)}` tables (T = 1 when steady) and the scalar ones' names."""
     tables: dict[str, np.ndarray] = {}
     scalars: list[str] = []

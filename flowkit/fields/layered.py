@@ -1,9 +1,13 @@
 """Velocity on layers that follow the sea floor and the free surface (ROMS/CROCO s-levels,
 TELEMAC-3D planes): a horizontal mesh located once per point, a column of levels per node."""
 
+from types import ModuleType
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
@@ -59,6 +63,7 @@ class LayeredField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     dim: int = eqx.field(static=True)
     components: int = eqx.field(static=True)
+    time_invariant: ClassVar[frozenset[str]] = AbstractField.time_invariant | {"components", "land"}
     periodic: tuple[bool, ...] = eqx.field(static=True)
 
     def __init__(
@@ -73,7 +78,7 @@ class LayeredField(AbstractField):
         spherical: bool = True,
         land=None,
         time_origin: TimeOrigin | None = None,
-        dtype="float32",
+        dtype: DTypeLike = "float32",
         **mesh_options,
     ):
         from .._dtypes import resolve
@@ -134,7 +139,7 @@ class LayeredField(AbstractField):
 
     # -- columns ----------------------------------------------------------------------------
 
-    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+    def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         return self.surface.hints(n, dtype, xp)
 
     def _place(self, x, hint):

@@ -2,11 +2,14 @@
 
 import abc
 from collections.abc import Mapping
+from types import ModuleType
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
@@ -79,6 +82,11 @@ class MeshField(AbstractMeshField):
     dim: int = eqx.field(static=True)
     components: int = eqx.field(static=True)
     kinds: tuple[str, ...] = eqx.field(static=True)
+    time_invariant: ClassVar[frozenset[str]] = (
+        AbstractField.time_invariant
+        | {"components", "points", "nodes"}
+        | {"n_cells", "kinds", "face_planes", "boundary_faces"}
+    )
     bin_shape: tuple[int, ...] = eqx.field(static=True)
     sample_layout: tuple[tuple[str, int, bool], ...] = eqx.field(static=True)
     cell_values: bool = eqx.field(static=True)
@@ -98,7 +106,7 @@ class MeshField(AbstractMeshField):
         times=None,
         *,
         samples: Mapping | None = None,
-        dtype="float32",
+        dtype: DTypeLike = "float32",
         cell_values: bool = False,
         walk_steps: int = 12,
         newton_steps: int = 6,
@@ -172,7 +180,7 @@ class MeshField(AbstractMeshField):
     def n_cells(self) -> int:
         return int(self.nodes.shape[0])
 
-    def time_leaves(self) -> dict[str, Array]:
+    def time_leaves(self) -> dict:
         return {"values": self.values} | ({} if self.sample_values is None else {"sample_values": self.sample_values})
 
     def value_components(self) -> int:
@@ -186,7 +194,7 @@ class MeshField(AbstractMeshField):
         in (not the query's): a float32 mesh queried in float64 finds the same cells."""
         return 16 * self.geometry_eps
 
-    def hints(self, n: int, dtype, xp=jnp) -> Hints:
+    def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         return Hints.unknown(n, self.dim, dtype, xp)
 
     def _coords(self, cell, x, done=None, warm: Hints | None = None):
@@ -264,7 +272,9 @@ class MeshField(AbstractMeshField):
         """Each row's `cell`'s nodes and their shape-function weights at `x` (`coords`: from `locate`)."""
         return self.nodes[cell], self._weights(cell, x, coords)
 
-    def exit_face(self, cell: Hints, x: Positions, done=None) -> tuple[Int[Array, " n"], Hints]:
+    def exit_face(
+        self, cell: Int[Array, " n"], x: Positions, done: Bool[Array, " n"] | None = None
+    ) -> tuple[Int[Array, " n"], Int[Array, " n"]]:
         """The face of `cell` each row of `x` lies most beyond, and the cell across it (-1: a
         boundary face), as a wall needs it; rows marked `done` are not computed."""
         _, _, face, across = self._check(jnp.maximum(cell, 0), x, done)
@@ -399,7 +409,7 @@ class MeshField(AbstractMeshField):
         _, cell, found, xi = jax.lax.while_loop(more, body, (~found, cell, found, xi))
         return Hints(jnp.where(skip, SKIP, cell), jnp.where((found & ~skip)[:, None], x, jnp.nan), xi), found
 
-    def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"]:
+    def cell_sizes(self, x: Positions, hint: Hints | Int[Array, " n"]) -> Float[Array, "n dim"]:
         edge = shortest_edges(self.points, self.nodes[jnp.maximum(hint.cell, 0)], self.spherical)
         return axis_sizes(edge, x, self.spherical).astype(x.dtype)
 
@@ -435,7 +445,9 @@ class MeshField(AbstractMeshField):
             return row.astype(x.dtype)
         return node_rows(table, self.times, t, self.nodes[cell], self._weights(cell, x, xi))
 
-    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+    def velocity_batch(
+        self, t: TimeLike, x: Positions, args: Args, hint: Hints | Int[Array, " n"]
+    ) -> tuple[Positions, Hints]:
         """Velocities at the rows of `x` for the tracker's RK stages: a stage point just outside
         the mesh gets the value extrapolated from the boundary cell its walk stopped in (the
         tracker then marks the step's particle `OUT_OF_DOMAIN` if its end point is outside);
@@ -444,10 +456,10 @@ class MeshField(AbstractMeshField):
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         return jnp.where((hint.cell == SKIP)[:, None], 0, values), hint
 
-    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+    def locate_batch(self, x: Positions, hint: Hints | Int[Array, " n"]) -> tuple[Hints, Bool[Array, " n"]]:
         return self.locate(x, hint)
 
-    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints | Int[Array, " n"]) -> dict[str, Array]:
         if self.sample_values is None:
             return {}
         hint, found = self.locate(x, hint)

@@ -8,6 +8,7 @@ models' vertical steps are set by their own levels).
 """
 
 import math
+from types import ModuleType
 
 import jax.numpy as jnp
 import numpy as np
@@ -17,7 +18,7 @@ from .grid import EARTH_RADIUS
 _METRES_PER_DEGREE = EARTH_RADIUS * math.pi / 180
 
 
-def shortest_edges(points, nodes, spherical: bool, xp=jnp):
+def shortest_edges(points, nodes, spherical: bool, xp: ModuleType = jnp):
     """Each cell's shortest distance between two of its nodes (`nodes` `(n, w)`; slots that
     repeat a node are not compared): its shortest edge, a convex cell's diagonals being longer.
     On a sphere in metres, from the first four nodes (one level of a hexahedron over depth),

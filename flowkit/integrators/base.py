@@ -4,7 +4,7 @@ import abc
 from typing import ClassVar, NamedTuple
 
 import equinox as eqx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..fields.base import AbstractField, Hints
@@ -58,13 +58,26 @@ class AbstractIntegrator(eqx.Module):
 
     @abc.abstractmethod
     def step(
-        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+        self,
+        field: AbstractField,
+        x: Position,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        key: PRNGKeyArray | None = None,
     ) -> Position:
         """Position after one step of size `dt` from `(t, x)`."""
 
     @abc.abstractmethod
     def step_batch(
-        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+        self,
+        field: AbstractField,
+        x: Positions,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
     ) -> StepResult:
         """`step` for every row of `x` (shape `(n, dim)`), all at the same time `t`.
 
@@ -81,8 +94,8 @@ class AbstractIntegrator(eqx.Module):
         t: TimeLike,
         dt: TimeLike,
         args: Args = None,
-        keys=None,
-        hint=None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
     ) -> tuple[StepResult, dict]:
         """One step of particles that carry `variables` (`{name: (n, ...)}`) besides `x` and move
         by `particles.rhs` (a `flowkit.particles.AbstractParticles`): `(StepResult, variables)`."""
@@ -93,6 +106,6 @@ class AbstractIntegrator(eqx.Module):
         )
 
 
-def hints_for(field: AbstractField, x: Positions, hint) -> Hints:
+def hints_for(field: AbstractField, x: Positions, hint: Hints | None) -> Hints:
     """`hint`, or hints located nowhere for every row of `x` when None."""
     return field.hints(x.shape[0], x.dtype) if hint is None else hint

@@ -6,11 +6,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, PRNGKeyArray
 
 from .._custom_types import Args, Position, Positions, TimeLike
 from .._status import Status
 from ..diffusion import AbstractDiffusivity, as_diffusivity
-from ..fields.base import AbstractField
+from ..fields.base import AbstractField, Hints
 from .base import AbstractIntegrator, StepResult
 
 
@@ -134,7 +135,14 @@ class Diffrax(AbstractIntegrator):
         return diffrax.Event(inside_distance, root_finder=optimistix.Newton(rtol=tol, atol=tol))
 
     def solve(
-        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None, particles=None
+        self,
+        field: AbstractField,
+        x: Position | dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        key: PRNGKeyArray | None = None,
+        particles=None,
     ):
         """The `diffrax.Solution` of one particle over `[t, t + dt]` (saved at `t + dt` or the
         exit); with `particles`, `x` is the particle's state `{"x": ..., **variables}`."""
@@ -160,16 +168,40 @@ class Diffrax(AbstractIntegrator):
         )
 
     def step(
-        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+        self,
+        field: AbstractField,
+        x: Position,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        key: PRNGKeyArray | None = None,
     ) -> Position:
         return self.solve(field, x, t, dt, args, key).ys[0]
 
     def step_batch(
-        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+        self,
+        field: AbstractField,
+        x: Positions,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
     ) -> StepResult:
         return self._solve_batch(field, x, t, dt, args, keys)
 
-    def step_particles(self, field, particles, x, variables, t, dt, args=None, keys=None, hint=None):
+    def step_particles(
+        self,
+        field: AbstractField,
+        particles,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
+    ):
         """The particle's whole state solved together: a stiff solver (`diffrax.Kvaerno5()`)
         handles drag much faster than the step."""
         result = self._solve_batch(field, {"x": x, **variables}, t, dt, args, keys, particles)
@@ -196,6 +228,5 @@ class Diffrax(AbstractIntegrator):
             end = jax.tree.map(lambda a: a[0], sol.ys)
             return end, code.astype(jnp.int32), jnp.where(exited, sol.ts[0], t).astype(jax.tree.leaves(y)[0].dtype)
 
-        n = jax.tree.leaves(x)[0].shape[0]
-        x_new, status, t_stop = jax.vmap(one)(x, keys if self.stochastic else jnp.zeros(n))
+        x_new, status, t_stop = jax.vmap(one)(x, keys if self.stochastic else None)
         return StepResult(x_new, status, t_stop)

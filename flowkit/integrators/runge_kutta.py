@@ -5,14 +5,17 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, PRNGKeyArray
 
 from .._custom_types import Args, Position, Positions, TimeLike
-from ..fields.base import AbstractField
+from ..fields.base import AbstractField, Hints
 from . import tableau as _tableau
 from .base import AbstractIntegrator, StepResult, hints_for
 
 
-def explicit_rk_step(vf: Callable, x, t, dt, tableau: _tableau.ButcherTableau, hint=None):
+def explicit_rk_step(
+    vf: Callable, x, t: TimeLike, dt: TimeLike, tableau: _tableau.ButcherTableau, hint: Hints | None = None
+):
     """One explicit RK step of $\\dot x = u(t, x)$ for `x` an array of any shape, or a pytree of
     them (a particle model's state); returns `(x_new, hint)`.
 
@@ -51,19 +54,43 @@ class AbstractRungeKutta(AbstractIntegrator):
     tableau: ClassVar[_tableau.ButcherTableau]
 
     def step(
-        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+        self,
+        field: AbstractField,
+        x: Position,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        key: PRNGKeyArray | None = None,
     ) -> Position:
         return explicit_rk_step(lambda s, y, h: (field(s, y, args), h), x, t, dt, self.tableau)[0]
 
     def step_batch(
-        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+        self,
+        field: AbstractField,
+        x: Positions,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
     ) -> StepResult:
         x_new, hint = explicit_rk_step(
             lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(field, x, hint)
         )
         return StepResult(x_new, hint=hint)
 
-    def step_particles(self, field, particles, x, variables, t, dt, args=None, keys=None, hint=None):
+    def step_particles(
+        self,
+        field: AbstractField,
+        particles,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
+    ):
         state = {"x": x, **variables}
         vf = lambda s, y, h: particles.rates_batch(field, s, y, args, h)  # noqa: E731
         new, hint = explicit_rk_step(vf, state, t, dt, self.tableau, hints_for(field, x, hint))

@@ -2,10 +2,11 @@
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, PRNGKeyArray
 
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..diffusion import AbstractDiffusivity, as_diffusivity
-from ..fields.base import AbstractField
+from ..fields.base import AbstractField, Hints
 from .base import AbstractIntegrator, StepResult, hints_for
 
 
@@ -29,7 +30,13 @@ class EulerMaruyama(AbstractIntegrator):
         self.diffusivity = as_diffusivity(diffusivity)
 
     def step(
-        self, field: AbstractField, x: Position, t: TimeLike, dt: TimeLike, args: Args = None, key=None
+        self,
+        field: AbstractField,
+        x: Position,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        key: PRNGKeyArray | None = None,
     ) -> Position:
         if key is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
@@ -38,7 +45,14 @@ class EulerMaruyama(AbstractIntegrator):
         return x + drift * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
 
     def step_batch(
-        self, field: AbstractField, x: Positions, t: TimeLike, dt: TimeLike, args: Args = None, keys=None, hint=None
+        self,
+        field: AbstractField,
+        x: Positions,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
     ) -> StepResult:
         if keys is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
@@ -50,7 +64,18 @@ class EulerMaruyama(AbstractIntegrator):
 
         return StepResult(x + u * dt + jax.vmap(rest)(x, keys), hint=hint)
 
-    def step_particles(self, field, particles, x, variables, t, dt, args=None, keys=None, hint=None):
+    def step_particles(
+        self,
+        field: AbstractField,
+        particles,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
+    ):
         """The model's rates by Euler, the random walk on the position only."""
         if keys is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")

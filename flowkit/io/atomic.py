@@ -11,8 +11,10 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._custom_types import PathLike
 
-def refuse_existing(path, overwrite: bool, what: str = "") -> None:
+
+def refuse_existing(path: PathLike, overwrite: bool, what: str = "") -> None:
     """A `FileExistsError` in one line when `path` exists and `overwrite` is false."""
     path = Path(path)
     if path.exists() and not overwrite:
@@ -23,7 +25,7 @@ def refuse_existing(path, overwrite: bool, what: str = "") -> None:
 
 
 @contextlib.contextmanager
-def written(path, overwrite: bool = False) -> Iterator[Path]:
+def written(path: PathLike, overwrite: bool = False) -> Iterator[Path]:
     """A temporary path beside `path` (same suffix) to write to; renamed to `path` when the
     block succeeds, removed when it fails. An existing `path` (a file or a folder such as a
     `.zarr` store) is refused unless `overwrite`. A write that fails for want of space or

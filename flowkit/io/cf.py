@@ -2,6 +2,7 @@
 component's values sit in a field's table (A-grid, C-grid or curvilinear)."""
 
 import logging
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -71,11 +72,11 @@ SPEED_UNITS = {
 }
 
 
-def attr(var, name) -> str:
+def attr(var, name: str) -> str:
     return str(var.attrs.get(name, "")).strip()
 
 
-def component(ds, which: str, given, dims) -> str | None:
+def component(ds, which: str, given: Hashable | None, dims: Sequence[Hashable] | None) -> Hashable | None:
     """The variable holding velocity component `which` ('u', 'v', 'w')."""
     if given is not None:
         if given not in ds:
@@ -99,7 +100,7 @@ def component(ds, which: str, given, dims) -> str | None:
     return None
 
 
-def axis_of(ds, dims, which: str, given) -> str | None:
+def axis_of(ds, dims: Sequence[Hashable], which: str, given: Hashable | None) -> Hashable | None:
     """The dimension of `dims` that is axis `which` ('x', 'y', 'z', 'time')."""
     if given is not None:
         if given not in dims:
@@ -164,7 +165,7 @@ class Layout:
         return land if masked is None else land | masked
 
 
-def coordinate(ds, dim) -> np.ndarray:
+def coordinate(ds, dim: Hashable) -> np.ndarray:
     return (
         np.asarray(ds[dim].values, dtype=np.float64)
         if dim in ds.variables
@@ -172,7 +173,16 @@ def coordinate(ds, dim) -> np.ndarray:
     )
 
 
-def layout_of(ds, u, v, w, x, y, z, td) -> Layout:
+def layout_of(
+    ds,
+    u: Hashable,
+    v: Hashable,
+    w: Hashable | None,
+    x: Hashable | None,
+    y: Hashable | None,
+    z: Hashable | None,
+    td: Hashable | None,
+) -> Layout:
     """The table layout of `u`, `v` (and `w`): an A-grid when they share their dims, else a
     C-grid (u on x faces, v on y faces, w on z faces); curvilinear when 2-D longitudes and
     latitudes span the velocity's horizontal dims."""

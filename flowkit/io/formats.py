@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._custom_types import Files
 from . import solvers
 
 
@@ -159,7 +160,7 @@ FORMATS: tuple[Format, ...] = (
 OPENFOAM, VTK = (next(f for f in FORMATS if f.name == name) for name in ("OpenFOAM", "VTK"))
 
 
-def format_of(path) -> Format:
+def format_of(path: Files) -> Format:
     """The format of `path` (a path, a glob pattern, or a list of paths along time, by its first):
     by its name's ending; a directory is an OpenFOAM case (or a zarr store)."""
     first = path[0] if isinstance(path, (list, tuple)) and path else path

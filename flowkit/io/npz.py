@@ -10,7 +10,9 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from jax.typing import DTypeLike
 
+from .._custom_types import PathLike
 from .._dtypes import resolve
 from ..fields.grid import GridField
 from .stream import SliceSource, StreamedField
@@ -18,7 +20,7 @@ from .stream import SliceSource, StreamedField
 _AXES = ("x", "y", "z")
 
 
-def save_grid_npz(path, field: GridField) -> Path:
+def save_grid_npz(path: PathLike, field: GridField) -> Path:
     """Write `field`'s data and axes to `path` in the layout above."""
     path = Path(path)
     values = np.asarray(field.values)
@@ -34,9 +36,9 @@ def save_grid_npz(path, field: GridField) -> Path:
 
 
 def load_grid_npz(
-    path,
-    dtype="float32",
-    interpolation="linear",
+    path: PathLike,
+    dtype: DTypeLike = "float32",
+    interpolation: str = "linear",
     periodic=None,
     *,
     stream: bool | None = None,

@@ -1,19 +1,23 @@
 """`fk.io.read`: one call for every format flowkit reads, dispatched by `formats.FORMATS`."""
 
 import inspect
+from collections.abc import Sequence
 
+from jax.typing import DTypeLike
+
+from .._custom_types import Files, TimesLike
 from .formats import format_of
 
 
 def read(
-    path,
+    path: Files,
     velocity: str | None = None,
-    times=None,
+    times: TimesLike | None = None,
     *,
-    sample=None,
+    sample: Sequence[str] | None = None,
     cell_data: str = "points",
     allow_nonfinite: bool = False,
-    dtype="float32",
+    dtype: DTypeLike = "float32",
     interpolation: str = "linear",
     periodic=False,
     stream: bool | None = None,

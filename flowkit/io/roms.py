@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from ..fields.curvilinear import quad_cells
 from ..fields.layered import LayeredField
@@ -37,7 +38,7 @@ def is_roms(ds) -> bool:
     )
 
 
-def from_roms(datasets, grid=None, *, dtype="float32") -> LayeredField:
+def from_roms(datasets, grid=None, *, dtype: DTypeLike = "float32") -> LayeredField:
     """A `LayeredField` from ROMS or CROCO history/average files (one Dataset or several
     consecutive in time) and, where they lack it, the model's grid file (`grid`: a path or an
     `xarray.Dataset`; default: the file the history's `grd_file` attribute names, beside it).
@@ -183,7 +184,7 @@ def _stretching(history, grid_var, source) -> dict:
     return {"s": s, "C": curve, "hc": float(np.asarray(hc).reshape(-1)[0]), "vtransform": vtransform}
 
 
-def level_heights(h, zeta, s, curve, hc, vtransform) -> np.ndarray:
+def level_heights(h: ArrayLike, zeta, s, curve, hc, vtransform) -> np.ndarray:
     """ROMS' z of each rho level `(K, ...)` above mean sea level (negative below) for bottom
     depths `h`, free surface `zeta` (both `(...)`) and the s-coordinate."""
     s, curve = (np.reshape(a, (-1,) + (1,) * np.ndim(h)) for a in (s, curve))

@@ -14,7 +14,9 @@ import logging
 from pathlib import Path
 
 import numpy as np
+from jax.typing import DTypeLike
 
+from .._custom_types import PathLike
 from .._time import TimeOrigin
 from ..fields.layered import LayeredField
 from ..fields.mesh import MeshField
@@ -27,12 +29,17 @@ SUFFIXES = (".slf", ".selafin")
 _UNSET_DATE = (1900, 1, 1, 0, 0, 0)
 
 
-def is_selafin_path(path) -> bool:
+def is_selafin_path(path: PathLike) -> bool:
     return isinstance(path, (str, Path)) and Path(path).suffix.lower() in SUFFIXES
 
 
 def read_selafin(
-    path, velocity: str | None = None, *, plane: int | None = None, dtype="float32", **mesh_options
+    path: PathLike,
+    velocity: str | None = None,
+    *,
+    plane: int | None = None,
+    dtype: DTypeLike = "float32",
+    **mesh_options,
 ) -> MeshField | LayeredField:
     """The velocity of a Selafin file (see the module docstring). `velocity="U,V"` (or
     `"U,V,W"`) names the variables by their Selafin ids; `plane` picks the plane of a 3-D file

@@ -60,36 +60,6 @@ def _copies() -> int:
     return len(devices) if devices[0].platform == "cpu" else 1
 
 
-_SHARED = frozenset(
-    {
-        "bounds",
-        "dim",
-        "periodic",
-        "components",
-        "points",
-        "nodes",
-        "n_cells",
-        "kinds",
-        "shape",
-        "axes",
-        "in_domain",
-        "hints",
-        "locate_batch",
-        "face_planes",
-        "boundary_faces",
-        "spherical",
-        "time_origin",
-        "land",
-        "on_land",
-        "beached_batch",
-        "canonical_batch",
-        "cell_sizes",
-        "max_courant_rate",
-    }
-)
-"""What does not change in time, answered by the template."""
-
-
 class StreamedField:
     """A time series tracked window by window (see the module docstring); give it to `fk.track`.
 
@@ -126,9 +96,10 @@ class StreamedField:
         return len(self.times)
 
     def __getattr__(self, name):
-        # what does not change in time is the template's: forwarded, since a StreamedField is
-        # not itself a field (it cannot be evaluated or traced)
-        if name in _SHARED and "template" in self.__dict__:
+        # what does not change in time is the template's, as its class declares
+        # (`time_invariant`): forwarded, since a StreamedField is not itself a field (it cannot
+        # be evaluated or traced)
+        if "template" in self.__dict__ and name in type(self.template).time_invariant:
             return getattr(self.template, name)
         raise AttributeError(
             f"StreamedField has no {name!r}: its time series stays on disk (the geometry is in "
@@ -182,7 +153,7 @@ class StreamedField:
         )
 
 
-def refuse_streamed(field, what: str, instead: str) -> None:
+def refuse_streamed(field: AbstractField | StreamedField, what: str, instead: str) -> None:
     """A clear error where a `StreamedField` cannot go (traced programs need the whole series)."""
     if isinstance(field, StreamedField):
         raise TypeError(

@@ -25,6 +25,7 @@ The coast is the mesh's boundary: a particle that reaches it leaves the mesh (`O
 import logging
 
 import numpy as np
+from jax.typing import DTypeLike
 
 from ..fields.layered import LayeredField
 from .cf import attr, component, where
@@ -44,7 +45,7 @@ def is_ugrid(ds) -> bool:
 
 
 def from_ugrid(
-    datasets, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype="float32"
+    datasets, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype: DTypeLike = "float32"
 ) -> LayeredField:
     """A `LayeredField` from the files of an unstructured model (see the module docstring):
     `datasets` opened lazily, in any order. `u`, `v`, `w` name the velocity variables.

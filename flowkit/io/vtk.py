@@ -4,10 +4,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .._custom_types import PathLike
 from .._status import Status
 
 
-def write_vti(path, arrays: dict, origin, spacing, time: float | None = None) -> Path:
+def write_vti(path: PathLike, arrays: dict, origin, spacing, time: float | None = None) -> Path:
     """Write point data on a regular grid as a `.vti` (`vtkImageData`, compressed XML).
 
     `arrays` maps names to `(nx, ny[, nz])` scalars or `(nx, ny[, nz], C)` vectors on the same
@@ -46,7 +47,7 @@ def write_vti(path, arrays: dict, origin, spacing, time: float | None = None) ->
     return write_xml(vtk.vtkXMLImageDataWriter(), image, path)
 
 
-def write_xml(writer, data, path) -> Path:
+def write_xml(writer, data, path: PathLike) -> Path:
     """Write `data` with one of VTK's XML `writer`s, whole or not at all (`atomic.written`),
     replacing `path`; a failure is one `OSError` naming `path` (a full disk by its errno)."""
     import errno
@@ -64,7 +65,7 @@ def write_xml(writer, data, path) -> Path:
     return Path(path)
 
 
-def read_vti_arrays(path) -> dict:
+def read_vti_arrays(path: PathLike) -> dict:
     """Point arrays of a `.vti` file as `(nx, ny[, nz][, C])` NumPy arrays (x first), for checks."""
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
@@ -129,7 +130,7 @@ def write_polydata(poly, path: Path) -> Path:
     return write_xml(writer, poly, path)
 
 
-def write_pathlines_vtp(traj, path) -> Path:
+def write_pathlines_vtp(traj, path: PathLike) -> Path:
     """One polyline per path through its saved positions (`.vtp`, for ParaView).
 
     A path is a particle, or with inlets (`Trajectory.generation`) one life of a slot: a slot
@@ -168,7 +169,7 @@ def write_pathlines_vtp(traj, path) -> Path:
     return write_polydata(polydata(points, arrays, lines=(offsets, np.arange(count, dtype=np.int64))), Path(path))
 
 
-def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
+def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> Path:
     """A `.pvd` collection of one `.vtp` particle cloud per saved time (for animation in ParaView).
 
     The clouds go to a folder named like the `.pvd` (ParaView's own layout), each with point
@@ -207,7 +208,7 @@ def write_particle_clouds_pvd(traj, path, overwrite: bool = False) -> Path:
     return path
 
 
-def write_pvd(path, files, times, relative_to=None) -> Path:
+def write_pvd(path: PathLike, files, times, relative_to=None) -> Path:
     """A ParaView `.pvd` collection listing `files` (paths) at `times`, with paths relative to
     its folder (or to `relative_to`, where it will be moved)."""
     import os
@@ -264,7 +265,9 @@ def unstructured_grid(points, cells, cell_types, point_arrays: dict | None = Non
     return grid
 
 
-def write_vtu(path, points, cells, cell_types, point_arrays: dict | None = None, time: float | None = None) -> Path:
+def write_vtu(
+    path: PathLike, points, cells, cell_types, point_arrays: dict | None = None, time: float | None = None
+) -> Path:
     """Write an unstructured mesh as ParaView does: `.vtu`, appended raw data, zlib-compressed
     (see `unstructured_grid` for the arguments)."""
     import vtk

@@ -5,6 +5,8 @@ import re
 
 import numpy as np
 
+from .._custom_types import PathLike
+from .solvers import Step
 from .vtk_blocks import vtk_errors
 
 _VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
@@ -102,7 +104,7 @@ def _expression(data, path, expression: str) -> np.ndarray:
     return np.asarray(vtk_to_numpy(result), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1)
 
 
-def vector_arrays(data, path, velocity: str | None, keep_cells: bool = False):
+def vector_arrays(data, path: PathLike | Step, velocity: str | None, keep_cells: bool = False):
     """`(values, name, on_cells)`: the velocity as `(n_points, C)` float64 point data, or with
     `keep_cells` and the velocity among the cell arrays, per cell `(n_cells, C)`, `on_cells` true.
     `velocity` is an array's name, scalar components (`"U,V,W"`), an expression over the

@@ -1,12 +1,14 @@
 """Reading VTK files as ParaView writes them, with the `vtk` package, into flowkit fields."""
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+from jax.typing import DTypeLike
 
 from .. import _dtypes
+from .._custom_types import Files
 from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField
@@ -88,14 +90,14 @@ def _series_times(path, file_times, times, n: int):
 
 
 def read_series(
-    path,
+    path: Files | Step | Sequence[Step],
     velocity: str | None = None,
     times=None,
     *,
     sample=None,
     cell_data: str = "points",
     allow_nonfinite: bool = False,
-    dtype="float32",
+    dtype: DTypeLike = "float32",
     interpolation: str = "linear",
     periodic=False,
     stream: bool | None = None,

@@ -71,7 +71,7 @@ class MeshSlice:
     arrays: Arrays
 
 
-def read_dataset(path):
+def read_dataset(path: Path | Step):
     """One data set, read with the vtk package: a VTK file, a solver's file (its only time step),
     or a `solvers.Step` of a solver's case; composites merged into one domain. VTK's own error
     text becomes a ValueError naming the file."""
@@ -109,7 +109,7 @@ def read_dataset(path):
     return merged(data, path)
 
 
-def _grid_axes(data, path: Path):
+def _grid_axes(data, path: Path | Step):
     """Per-axis node coordinates `[x, y, z]` of image or rectilinear data, all three axes."""
     import vtk
     from vtk.util.numpy_support import vtk_to_numpy
@@ -145,7 +145,7 @@ def file_time(data):
     return float(time_array.GetTuple1(0)) if time_array is not None else None
 
 
-def _check_velocity(values, name, path: Path, dim: int, where: str):
+def _check_velocity(values, name, path: Path | Step, dim: int, where: str):
     """Velocity rows with `dim` components: 2 in 3-D is an error, a zero third one in 2-D is dropped."""
     if values.shape[1] < dim:
         raise ValueError(
@@ -155,7 +155,7 @@ def _check_velocity(values, name, path: Path, dim: int, where: str):
     return values
 
 
-def _check_finite(values, name, path: Path, allow_nonfinite: bool, locations) -> None:
+def _check_finite(values, name, path: Path | Step, allow_nonfinite: bool, locations) -> None:
     bad = ~np.all(np.isfinite(values), axis=-1)
     if bad.any() and not allow_nonfinite:
         raise ValueError(
@@ -164,7 +164,7 @@ def _check_finite(values, name, path: Path, allow_nonfinite: bool, locations) ->
         )
 
 
-def grid_slice(path: Path, data, velocity, allow_nonfinite) -> GridSlice:
+def grid_slice(path: Path | Step, data, velocity, allow_nonfinite: bool) -> GridSlice:
     """One grid file's axes and arrays."""
     if data.GetNumberOfPoints() == 0:
         raise ValueError(f"{path}: the data set is empty (0 points)")
@@ -192,7 +192,9 @@ _LOWER_DIMENSIONAL = {1, 2, 3, 4}  # vertex, poly-vertex, line, poly-line: no ar
 _SURFACE = {5, 6, 7, 8, 9}  # triangle, strip, polygon, pixel, quad: boundary patches of a volume mesh
 
 
-def mesh_slice(path: Path, data, velocity, allow_nonfinite, sample, cell_data: str = "points") -> MeshSlice:
+def mesh_slice(
+    path: Path | Step, data, velocity, allow_nonfinite: bool, sample, cell_data: str = "points"
+) -> MeshSlice:
     """The first (or only) file of a mesh series: its mesh, processed, and its arrays."""
     import logging
 
@@ -408,7 +410,7 @@ def _topology_signature(data) -> str:
 
 
 def _mesh_arrays(
-    path: Path, data, series: SeriesMesh, velocity, allow_nonfinite, sample, cell_data: str = "points"
+    path: Path | Step, data, series: SeriesMesh, velocity, allow_nonfinite, sample, cell_data: str = "points"
 ) -> Arrays:
     """The time-dependent arrays of one mesh file, laid out on the `series`' mesh."""
     dim = series.dim
@@ -440,7 +442,7 @@ def _first_ids(bad) -> str:
 
 
 def series_slice(
-    file: Path, series: SeriesMesh, velocity=None, allow_nonfinite=False, sample=None, cell_data="points"
+    file: Path | Step, series: SeriesMesh, velocity=None, allow_nonfinite: bool = False, sample=None, cell_data="points"
 ) -> Arrays:
     """The arrays of a later file of a mesh series, its mesh not processed again: it must equal
     the first file's (same point count and topology signature). Runs in reader threads."""

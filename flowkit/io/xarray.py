@@ -22,7 +22,9 @@ import logging
 from pathlib import Path
 
 import numpy as np
+from jax.typing import DTypeLike
 
+from .._custom_types import Files, PathLike
 from .._time import TimeOrigin
 from ..fields.base import AbstractField
 from ..fields.curvilinear import CurvilinearField
@@ -40,13 +42,13 @@ SUFFIXES = (".nc", ".nc4", ".cdf", ".netcdf", ".zarr")
 """Paths read as NetCDF/zarr datasets by `fk.io.read`."""
 
 
-def is_dataset_path(path) -> bool:
+def is_dataset_path(path: PathLike) -> bool:
     """Whether `fk.io.read` opens `path` (a path, glob or list of paths) as NetCDF/zarr."""
     first = path[0] if isinstance(path, (list, tuple)) and path else path
     return isinstance(first, (str, Path)) and Path(str(first).rstrip("/")).suffix.lower() in SUFFIXES
 
 
-def open_datasets(path) -> list:
+def open_datasets(path: Files) -> list:
     """Each file of `path` (a file, a glob, a list) opened lazily: only its metadata is read."""
     import xarray as xr
 
@@ -71,7 +73,7 @@ def open_datasets(path) -> list:
     return opened
 
 
-def read_cf(path, velocity=None, **options) -> AbstractField | StreamedField:
+def read_cf(path: Files, velocity=None, **options) -> AbstractField | StreamedField:
     """`fk.io.read` for NetCDF/zarr: the files of `path` as one time series (see `from_xarray`).
     `velocity`: `"u,v"` or `"u,v,w"` names the components."""
     names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
@@ -92,8 +94,8 @@ def from_xarray(
     land_value=None,
     mask: str | None = None,
     periodic=None,
-    interpolation="linear",
-    dtype="float32",
+    interpolation: str = "linear",
+    dtype: DTypeLike = "float32",
     stream: bool | None = None,
     max_device_bytes: int | None = None,
     sample=None,

@@ -12,13 +12,16 @@ import abc
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Bool, Float
 
-from .._custom_types import Args, TimeLike
+from .._custom_types import Args, Positions, TimeLike
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField, Hints
+from ..integrators.base import AbstractIntegrator
 
 
 class Fluid(eqx.Module):
-    """The fluid at one particle, as a model sees it.
+    """The fluid at one particle (or, batched, at each of a block of particles), as a model sees it.
 
     - `velocity`: `(dim,)` the field's velocity there.
     - `samples`: the field's sampled arrays there (`{name: value}`), for models with
@@ -29,10 +32,10 @@ class Fluid(eqx.Module):
       `Combined` gives it to the models that ride along (None elsewhere).
     """
 
-    velocity: Float[Array, " dim"]
+    velocity: Float[Array, "*batch dim"]
     samples: dict
-    acceleration: Float[Array, " dim"] | None = None
-    particle_velocity: Float[Array, " dim"] | None = None
+    acceleration: Float[Array, "*batch dim"] | None = None
+    particle_velocity: Float[Array, "*batch dim"] | None = None
 
 
 class AbstractParticles(eqx.Module):
@@ -91,13 +94,15 @@ class AbstractParticles(eqx.Module):
         """The state after a step ends at `(t, state["x"])`; unchanged by default."""
         return state
 
-    def at_wall(self, boundary, x_step, x, variables: dict, turned) -> dict:
+    def at_wall(
+        self, boundary: AbstractBoundary, x_step: Positions, x: Positions, variables: dict, turned: Bool[Array, " n"]
+    ) -> dict:
         """The batch's variables after the walls, for the rows `turned` by one (`x_step` the
         integrator's end points, `x` where the boundary put them); unchanged by default. Models
         with a velocity turn it here."""
         return variables
 
-    def resolve(self, integrator, dt: float, dim: int) -> "AbstractParticles":
+    def resolve(self, integrator: AbstractIntegrator, dt: float, dim: int) -> "AbstractParticles":
         """This model made ready for a run (host side, before compiling): choices that depend on
         the step or the dimension, checked and logged here. Itself by default."""
         return self
@@ -107,15 +112,26 @@ class AbstractParticles(eqx.Module):
         """Whether `step_batch` is the model's own update rather than the integrator's."""
         return False
 
-    def rates_batch(self, field, t, state: dict, args, hint):
+    def rates_batch(self, field: AbstractField, t: TimeLike, state: dict, args: Args, hint: Hints):
         """d/dt of the batched `state` and the updated hints: what integrators call per stage."""
         return derivatives(self, field, t, state, args, hint)
 
-    def rates_at(self, field, t, state: dict, args) -> dict:
+    def rates_at(self, field: AbstractField, t: TimeLike, state: dict, args: Args) -> dict:
         """d/dt of ONE particle's `state` (for per-particle solvers such as diffrax's)."""
         return self.rhs(t, state, fluid_at(self, field, t, state["x"], args), args)
 
-    def step_batch(self, integrator, field, x, variables: dict, t, dt, args, keys, hint):
+    def step_batch(
+        self,
+        integrator: AbstractIntegrator,
+        field: AbstractField,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args,
+        keys: Array | None,
+        hint: Hints,
+    ):
         """One step of every particle: `(StepResult, variables)`. By default the integrator's own
         method over the whole state; a model with a stiff part may step itself."""
         return integrator.step_particles(field, self, x, variables, t, dt, args, keys, hint)
@@ -124,16 +140,16 @@ class AbstractParticles(eqx.Module):
 class Tracer(AbstractParticles):
     """A massless tracer: it moves with the fluid and carries nothing (the default)."""
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         return {"x": fluid.velocity}
 
 
-def is_tracer(particles) -> bool:
+def is_tracer(particles: AbstractParticles) -> bool:
     """Whether `particles` is the plain tracer, which the tracker steps as positions alone."""
     return particles is None or type(particles) is Tracer
 
 
-def fluid_batch(particles: AbstractParticles, field, t, x, args, hint):
+def fluid_batch(particles: AbstractParticles, field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
     """The `Fluid` at every row of `x` (what `particles` asks for) and the updated hints."""
     u, hint = field.velocity_batch(t, x, args, hint)
     samples = field.sample_batch(t, x, hint) if particles.needs_samples else {}
@@ -146,26 +162,28 @@ def fluid_batch(particles: AbstractParticles, field, t, x, args, hint):
     return Fluid(u, samples, acceleration), hint
 
 
-def relocated(hint):
+def relocated(hint: Hints):
     """`hint` with its located points forgotten (cells kept): the field locates each row again,
     so that its coordinates, and the velocity's derivatives with respect to `x`, follow `x`
     (a row at its hinted point would reuse constant coordinates)."""
     return eqx.tree_at(lambda h: h.point, hint, jnp.full_like(hint.point, jnp.nan))
 
 
-def derivatives(particles: AbstractParticles, field, t, state: dict, args, hint):
+def derivatives(particles: AbstractParticles, field: AbstractField, t: TimeLike, state: dict, args: Args, hint: Hints):
     """d/dt of the batched `state` (`{"x": (n, dim), ...}`) and the updated hints."""
     fluid, hint = fluid_batch(particles, field, t, state["x"], args, hint)
     return jax.vmap(particles.rhs, in_axes=(None, 0, 0, None))(t, state, fluid, args), hint
 
 
-def initial_batch(particles: AbstractParticles, field, t, x, args, hint) -> dict:
+def initial_batch(
+    particles: AbstractParticles, field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints
+) -> dict:
     """The variables of particles released at `(t, x)` (rows located at `hint`)."""
     fluid, _ = fluid_batch(particles, field, t, x, args, hint)
     return jax.vmap(particles.initial, in_axes=(None, 0, 0, None))(t, x, fluid, args)
 
 
-def fluid_at(particles: AbstractParticles, field, t, x, args) -> Fluid:
+def fluid_at(particles: AbstractParticles, field: AbstractField, t: TimeLike, x, args: Args) -> Fluid:
     """The `Fluid` at ONE point (for per-particle solvers such as diffrax's)."""
     u = field(t, x, args)
     samples = (

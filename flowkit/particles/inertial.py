@@ -9,8 +9,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float
 
-from ..integrators.base import StepResult, hints_for
+from .._custom_types import Args, Position, Positions, ScalarLike, TimeLike, Velocity
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField, Hints
+from ..integrators.base import AbstractIntegrator, StepResult, hints_for
 from ..integrators.runge_kutta import AbstractRungeKutta, explicit_rk_step
 from .base import AbstractParticles, Fluid, fluid_batch, relocated
 
@@ -67,7 +71,7 @@ class Inertial(AbstractParticles):
         lift=False,
         added_mass=False,
         pressure_gradient=False,
-        restitution=1.0,
+        restitution: ScalarLike = 1.0,
         scheme="auto",
     ):
         for name, value in (
@@ -113,7 +117,9 @@ class Inertial(AbstractParticles):
             return jnp.where(jnp.arange(dim) == dim - 1, -self.gravity, 0).astype(dtype)  # a one-hot, not a scatter
         return jnp.asarray(self.gravity, dtype)
 
-    def acceleration(self, fluid: Fluid, v, vorticity=None):
+    def acceleration(
+        self, fluid: Fluid, v: Velocity, vorticity: Float[Array, " dim"] | Float[Array, ""] | None = None
+    ) -> tuple[Velocity, Float[ArrayLike, ""]]:
         """`(dv/dt, λ)` of one particle: its acceleration and its drag's relaxation rate."""
         ratio = self.fluid_density / self.density
         mass_factor = 1 + (0.5 * ratio if self.added_mass else 0.0)
@@ -151,10 +157,10 @@ class Inertial(AbstractParticles):
             / mass
         )
 
-    def initial(self, t, x, fluid, args):
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"velocity": fluid.velocity}
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         if self.lift:
             raise ValueError(
                 "Inertial: lift=True needs an explicit Runge–Kutta integrator (fk.RK4(), ...): the lift "
@@ -162,7 +168,7 @@ class Inertial(AbstractParticles):
             )
         return {"x": state["velocity"], "velocity": self.acceleration(fluid, state["velocity"])[0]}
 
-    def resolve(self, integrator, dt: float, dim: int) -> "Inertial":
+    def resolve(self, integrator: AbstractIntegrator, dt: float, dim: int) -> "Inertial":
         if dt < 0:
             raise ValueError(
                 "particles: inertial particles lose memory of their start (drag is dissipative); they "
@@ -203,7 +209,18 @@ class Inertial(AbstractParticles):
         a, rate = jax.vmap(self.acceleration)(fluid, v, vorticity)
         return a, rate, hint
 
-    def step_batch(self, integrator, field, x, variables, t, dt, args, keys, hint):
+    def step_batch(
+        self,
+        integrator: AbstractIntegrator,
+        field: AbstractField,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args,
+        keys: Array | None,
+        hint: Hints,
+    ):
         hint = hints_for(field, x, hint)
         v = variables["velocity"]
         if self.scheme == "rk":
@@ -241,7 +258,9 @@ class Inertial(AbstractParticles):
         x_new = x + dt * (phi1 * v + (1 - phi1) * w0 + (0.5 - phi2) * change)
         return StepResult(x_new, hint=hint), {"velocity": v_new}
 
-    def at_wall(self, boundary, x_step, x, variables, turned):
+    def at_wall(
+        self, boundary: AbstractBoundary, x_step: Positions, x: Positions, variables: dict, turned: Bool[Array, " n"]
+    ):
         v = variables["velocity"]
         turned_v = boundary.turn_velocity(x_step, x, v, self.restitution)
         return {"velocity": jnp.where(turned[:, None], turned_v, v)}

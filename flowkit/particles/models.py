@@ -5,7 +5,12 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Bool
 
+from .._custom_types import Args, Position, Positions, TimeLike
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField, Hints
+from ..integrators.base import AbstractIntegrator
 from .base import AbstractParticles, Fluid, fluid_batch
 
 
@@ -30,7 +35,7 @@ class Buoyant(AbstractParticles):
     def needs_samples(self) -> bool:
         return callable(self.w)
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         w = self.w(fluid) if callable(self.w) else self.w
         up = jnp.arange(fluid.velocity.shape[0]) == self.axis % fluid.velocity.shape[0]  # a one-hot, not a scatter
         return {"x": fluid.velocity + jnp.where(up, w, 0).astype(fluid.velocity.dtype)}
@@ -86,33 +91,46 @@ class Combined(AbstractParticles):
     def _own(self, model, state):
         return {"x": state["x"], **{name: state[name] for name in model.variable_names}}
 
-    def initial(self, t, x, fluid, args):
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {name: value for m in self.models for name, value in m.initial(t, x, fluid, args).items()}
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         rates = dict(self.mover.rhs(t, self._own(self.mover, state), fluid, args))
         along = Fluid(fluid.velocity, fluid.samples, fluid.acceleration, rates["x"])
         for rider in self.riders:
             rates.update({k: v for k, v in rider.rhs(t, self._own(rider, state), along, args).items() if k != "x"})
         return rates
 
-    def update(self, t, state, samples, args):
+    def update(self, t: TimeLike, state: dict, samples: dict, args: Args):
         state = dict(state)
         for m in self.models:
             if m.updates:
                 state.update({k: v for k, v in m.update(t, self._own(m, state), samples, args).items() if k != "x"})
         return state
 
-    def at_wall(self, boundary, x_step, x, variables, turned):
+    def at_wall(
+        self, boundary: AbstractBoundary, x_step: Positions, x: Positions, variables: dict, turned: Bool[Array, " n"]
+    ):
         for m in self.models:
             own = {name: variables[name] for name in m.variable_names}
             variables = {**variables, **m.at_wall(boundary, x_step, x, own, turned)}
         return variables
 
-    def resolve(self, integrator, dt, dim):
+    def resolve(self, integrator: AbstractIntegrator, dt: TimeLike, dim):
         return Combined(self.mover.resolve(integrator, dt, dim), *(r.resolve(integrator, dt, dim) for r in self.riders))
 
-    def step_batch(self, integrator, field, x, variables, t, dt, args, keys, hint):
+    def step_batch(
+        self,
+        integrator: AbstractIntegrator,
+        field: AbstractField,
+        x: Positions,
+        variables: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args,
+        keys: Array | None,
+        hint: Hints,
+    ):
         """All models by the integrator; or, when the moving model steps itself (Inertial's
         exponential update), the riders by the midpoint rule along its step's chord."""
         if not self.mover.steps_itself:
@@ -135,10 +153,10 @@ class Aging(AbstractParticles):
 
     variable_names = ("age",)
 
-    def initial(self, t, x, fluid, args):
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"age": jnp.zeros((), x.dtype)}
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         return {"x": fluid.velocity, "age": jnp.ones((), state["x"].dtype)}
 
 
@@ -147,10 +165,10 @@ class Distance(AbstractParticles):
 
     variable_names = ("distance",)
 
-    def initial(self, t, x, fluid, args):
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"distance": jnp.zeros((), x.dtype)}
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         velocity = fluid.velocity if fluid.particle_velocity is None else fluid.particle_velocity
         return {"x": fluid.velocity, "distance": jnp.sqrt(jnp.sum(velocity * velocity))}
 
@@ -165,10 +183,10 @@ class TimeInBox(AbstractParticles):
     def __init__(self, lo, hi):
         self.lo, self.hi = jnp.asarray(lo, float), jnp.asarray(hi, float)
 
-    def initial(self, t, x, fluid, args):
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"time_in_box": jnp.zeros((), x.dtype)}
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         x = state["x"]
         inside = jnp.all((x >= self.lo.astype(x.dtype)) & (x <= self.hi.astype(x.dtype)))
         return {"x": fluid.velocity, "time_in_box": inside.astype(x.dtype)}
@@ -197,15 +215,15 @@ class Extremes(AbstractParticles):
             raise ValueError(f"Extremes: {self.name!r} has {value.shape[0]} components; give a scalar array")
         return value
 
-    def initial(self, t, x, fluid, args):
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         value = self._sample(fluid.samples).astype(x.dtype)
         return {f"{self.name}_max": value, f"{self.name}_mean": value, f"{self.name}_count": jnp.ones((), x.dtype)}
 
-    def rhs(self, t, state, fluid, args):
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         zero = jnp.zeros((), state["x"].dtype)
         return {"x": fluid.velocity, **{name: zero for name in self.variable_names}}
 
-    def update(self, t, state, samples, args):
+    def update(self, t: TimeLike, state: dict, samples: dict, args: Args):
         value = self._sample(samples).astype(state["x"].dtype)
         top, mean, count = (state[name] for name in self.variable_names)
         finite = jnp.isfinite(value)

@@ -1,14 +1,18 @@
 """`track` and `track_ensemble`: the public entry points, chunked on the host or traced whole."""
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
+from jaxtyping import PRNGKeyArray
 
 from .. import _dtypes
+from .._custom_types import Args, PathLike
 from .._status import Status
-from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField
-from ..integrators.base import AbstractIntegrator
+from ..io.stream import StreamedField
 from ..trajectory import Trajectory
 from .courant import DEFAULT_COURANT
 from .kernel import advance_local, locate_seeds, particle_keys
@@ -19,33 +23,33 @@ from .step import is_due
 
 
 def track(
-    field: AbstractField,
+    field: AbstractField | StreamedField,
     seeds,
-    t0: float,
-    t1: float,
+    t0: float | str,
+    t1: float | str,
     dt: float | str,
-    integrator: AbstractIntegrator | None = None,
-    boundary: AbstractBoundary | None = None,
+    integrator=None,  # checked by plan.check_pieces, whose message names what a run takes
+    boundary=None,  # checked by plan.check_pieces
     save_every: int | str = 1,
     *,
     t_release=None,
-    args=None,
-    key=None,
+    args: Args = None,
+    key: PRNGKeyArray | None = None,
     record_velocity: bool = False,
-    dtype="float32",
+    dtype: DTypeLike = "float32",
     batch_size: int | None = None,
     bucket: bool = False,
     progress: bool = False,
-    devices=None,
-    output=None,
+    devices: Sequence[jax.Device] | None = None,
+    output: PathLike | None = None,
     warmup: bool = False,
     part: tuple[int, int] | None = None,
-    particles=None,
+    particles=None,  # checked by plan.check_particles
     particle_state: dict | None = None,
     courant: float = DEFAULT_COURANT,
     overwrite: bool = False,
     resume: bool = False,
-) -> Trajectory:
+):  # a Trajectory, or with `output` the store's xarray.Dataset (xarray is imported only then)
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
     **Arguments:**
@@ -232,16 +236,16 @@ def track_ensemble(
     t0: float,
     t1: float,
     dt: float,
-    integrator: AbstractIntegrator | None = None,
-    boundary: AbstractBoundary | None = None,
+    integrator=None,  # checked by plan.check_pieces, whose message names what a run takes
+    boundary=None,  # checked by plan.check_pieces
     save_every: int | str = 1,
     *,
     t_release=None,
-    args=None,
-    key=None,
+    args: Args = None,
+    key: PRNGKeyArray | None = None,
     record_velocity: bool = False,
-    dtype="float32",
-    particles=None,
+    dtype: DTypeLike = "float32",
+    particles=None,  # checked by plan.check_particles
     particle_state: dict | None = None,
 ) -> Trajectory:
     """Many runs that differ only in numeric parameters, `vmap`ped into one compiled program.

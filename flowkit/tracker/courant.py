@@ -8,6 +8,8 @@ import jax
 import numpy as np
 
 from .._time import as_seconds
+from ..fields.base import AbstractField
+from ..integrators.base import AbstractIntegrator
 
 _log = logging.getLogger("flowkit")
 
@@ -15,7 +17,7 @@ AUTO = "auto"
 DEFAULT_COURANT = 0.5
 
 
-def auto_dt(field, t0: float, t1: float, save_every, courant: float = DEFAULT_COURANT) -> float:
+def auto_dt(field: AbstractField, t0: float, t1: float, save_every, courant: float = DEFAULT_COURANT) -> float:
     """The step whose Courant number `max_i |u_i| dt / size_i` is at most `courant` in the
     data's fastest cell (`field.max_courant_rate()`, over all its nodes and times), shortened
     so that a whole number of steps fills the save interval (a duration `save_every`) or else
@@ -47,13 +49,13 @@ def auto_dt(field, t0: float, t1: float, save_every, courant: float = DEFAULT_CO
     return math.copysign(dt, t1 - t0)
 
 
-def has_cells(field) -> bool:
+def has_cells(field: AbstractField) -> bool:
     """Whether `field` measures cells (`cell_sizes` is not None), found without computing."""
     x = jax.ShapeDtypeStruct((1, field.dim), field.bounds[0].dtype)
     return jax.eval_shape(lambda x: field.cell_sizes(x, field.hints(1, x.dtype)), x) is not None
 
 
-def report(courant: float | None, dt: float, integrator) -> None:
+def report(courant: float | None, dt: float, integrator: AbstractIntegrator) -> None:
     """Warn once when the run's largest Courant number exceeds the integrator's limit, naming
     a dt that brings it to half the limit."""
     limit = integrator.courant_limit

@@ -5,13 +5,14 @@ import hashlib
 
 import jax
 import numpy as np
+from jaxtyping import PRNGKeyArray
 
 _SAMPLE = 1 << 20
 """Values hashed per array at most (evenly spaced): large fields are identified by their shapes
 and a sample, not read whole to the host."""
 
 
-def run_identity(modules, seeds, t_release, settings: dict, key=None, series=None) -> str:
+def run_identity(modules, seeds, t_release, settings: dict, key: PRNGKeyArray | None = None, series=None) -> str:
     """A hash of the run's pieces (`modules`: field, integrator, boundary, particles, args, with
     their static settings and array values), its seeds and release times, its `settings` (times,
     steps, batch size, dtype, ...), its PRNG `key` and, for a streamed field, its `series`

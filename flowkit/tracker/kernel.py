@@ -8,8 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
+from jaxtyping import PRNGKeyArray
 
+from .._custom_types import Args, TimeLike
 from .._status import Status
+from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
 from .pieces import RunPieces, Slots, State, Times
@@ -26,7 +29,7 @@ def advance_local(
     save_every,
     blocks,
     n_blocks,
-    record_velocity,
+    record_velocity: bool,
     given=(),
 ):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
@@ -162,7 +165,17 @@ def _in_slot_order(rows, order):
     return jax.tree.map(lambda a: jnp.zeros_like(a).at[order].set(a, unique_indices=True), rows)
 
 
-def frame_of(field, args, t, x, status, hint, variables, generation, record_velocity):
+def frame_of(
+    field: AbstractField,
+    args: Args,
+    t: TimeLike,
+    x,
+    status,
+    hint: Hints,
+    variables: dict,
+    generation,
+    record_velocity: bool,
+):
     """What one saved frame holds: positions, status, velocities (if recorded; zero where not
     active), the field's sampled arrays (NaN outside its domain), the particles' variables and,
     with restarting boundaries, each slot's generation."""
@@ -180,7 +193,7 @@ def frame_of(field, args, t, x, status, hint, variables, generation, record_velo
     )
 
 
-def step_courant(field, before, x, status, hint):
+def step_courant(field: AbstractField, before, x, status, hint: Hints):
     """The largest Courant number `max_i |dx_i| / size_i` of the active rows' step from
     `before` to `x` (`size_i` of the cell at `x`; a periodic axis's wrap not counted): the
     cells the step crossed, with no evaluation of the field. 0 for fields without cells."""
@@ -232,9 +245,7 @@ def advance(
     if mesh is None:
         return local(dynamic, times, state, slots)
     p = PartitionSpec("particles")
-    state_spec = State(
-        x=p, status=p, exit_time=p, hint=p, variables=p, generation=p, lost=p, step=PartitionSpec(), courant=p
-    )
+    state_spec = eqx.tree_at(lambda s: s.step, jax.tree.map(lambda _: p, state), PartitionSpec())
     fn = jax.shard_map(
         local,
         mesh=mesh,
@@ -242,7 +253,7 @@ def advance(
             PartitionSpec(),
             PartitionSpec(),
             state_spec,
-            Slots(t_release=p, keys=p, origin=p, origin_hint=p, index=p),
+            jax.tree.map(lambda _: p, slots),
         ),
         out_specs=(state_spec, PartitionSpec(None, "particles")),
         check_vma=False,
@@ -285,7 +296,7 @@ def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, 
     )
 
 
-def particle_keys(key, start: int, count: int):
+def particle_keys(key: PRNGKeyArray | None, start: int, count: int):
     """Raw per-particle keys: the run key folded with each particle's global index."""
     if key is None:
         return np.zeros((count, 2), np.uint32)

@@ -12,9 +12,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Float
+from jax.typing import DTypeLike
+from jaxtyping import Float, PRNGKeyArray
 
 from .. import _dtypes
+from .._custom_types import Args, TimeLike
 from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
@@ -58,7 +60,11 @@ def bucket_size(n: int, minimum: int = 1) -> int:
     return octave + quarter * math.ceil((n - octave) / quarter)
 
 
-def check_pieces(field, integrator, boundary, key):
+def check_pieces(
+    field: object, integrator: object, boundary: object, key: PRNGKeyArray | None
+) -> tuple[AbstractIntegrator, AbstractBoundary]:
+    """The run's integrator and bound boundary (defaults for None), each checked to be a flowkit
+    piece: what a user passes is anything until here, so that the message says what was meant."""
     integrator = RK4() if integrator is None else integrator
     boundary = Open() if boundary is None else boundary
     if not isinstance(field, AbstractField):
@@ -83,7 +89,7 @@ def check_pieces(field, integrator, boundary, key):
     return integrator, boundary
 
 
-def time_plan(field, t0: float, t1: float, dt: float, save_every):
+def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: float, save_every):
     """Check the run's times; return `(n_steps, save_every, n_saves, saved_times)`."""
     for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
         if not math.isfinite(value):
@@ -145,7 +151,7 @@ def is_traced(tree) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
 
 
-def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
+def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: float, t_release, spare: int = 0):
     """`(seeds, t_release)` checked against the field: seeds of shape `(N, dim)` (or one `(dim,)`
     seed), finite and inside the field's box; one release time per seed, each between `t0` and
     `t1` (default `t0`). `spare` slots added later by the boundary may make `N = 0` valid.
@@ -196,7 +202,7 @@ def check_seeds(field, seeds, t0: float, t1: float, t_release, spare: int = 0):
     return seeds, t_release
 
 
-def locate_origins(field, boundary, seeds, origins) -> Hints:
+def locate_origins(field: AbstractField | StreamedField, boundary: AbstractBoundary, seeds, origins) -> Hints:
     """Where the `grid` restart points lie, as host-side hints (located once, here, not at
     every restart).
 
@@ -222,7 +228,9 @@ def locate_origins(field, boundary, seeds, origins) -> Hints:
     return hints
 
 
-def check_particles(particles, integrator, field, dt) -> AbstractParticles:
+def check_particles(
+    particles: object, integrator: AbstractIntegrator, field: AbstractField | StreamedField, dt: TimeLike
+) -> AbstractParticles:
     """The run's particle model (default a tracer), checked and resolved for this step and field."""
     particles = Tracer() if particles is None else particles
     if not isinstance(particles, AbstractParticles):
@@ -233,16 +241,18 @@ def check_particles(particles, integrator, field, dt) -> AbstractParticles:
     if is_tracer(particles):
         return particles
     # floats become array leaves: runs that differ only in them share one compiled program
-    particles = jax.tree.map(lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles)
-    if field.spherical and particles.moves_in_metres:
+    model: AbstractParticles = jax.tree.map(
+        lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles
+    )
+    if field.spherical and model.moves_in_metres:
         raise ValueError(
-            f"particles: {type(particles).__name__} moves in metres, but this field's positions are "
+            f"particles: {type(model).__name__} moves in metres, but this field's positions are "
             "degrees of longitude and latitude"
         )
-    return particles.resolve(integrator, dt, field.dim)
+    return model.resolve(integrator, dt, field.dim)
 
 
-def check_particle_state(particle_state, particles, n: int) -> dict[str, np.ndarray]:
+def check_particle_state(particle_state, particles: AbstractParticles, n: int) -> dict[str, np.ndarray]:
     """Per-particle starting values of the model's variables given by the run, `{name: (n, ...)}`."""
     if not particle_state:
         return {}
@@ -303,21 +313,21 @@ class RunPlan(eqx.Module):
 
 
 def prepare(
-    field: AbstractField,
+    field: AbstractField | StreamedField,
     seeds,
     t0: float | str,
     t1: float | str,
     dt: float | str,
-    integrator: AbstractIntegrator | None = None,
-    boundary: AbstractBoundary | None = None,
+    integrator=None,  # checked by plan.check_pieces, whose message names what a run takes
+    boundary=None,  # checked by plan.check_pieces
     save_every: int | str = 1,
     *,
     t_release=None,
-    args=None,
-    key=None,
+    args: Args = None,
+    key: PRNGKeyArray | None = None,
     record_velocity: bool = False,
-    dtype="float32",
-    particles: AbstractParticles | None = None,
+    dtype: DTypeLike = "float32",
+    particles=None,  # checked by plan.check_particles
     particle_state: dict | None = None,
     courant: float = DEFAULT_COURANT,
 ) -> RunPlan:

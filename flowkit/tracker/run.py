@@ -5,6 +5,8 @@ import dataclasses
 import logging
 import math
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -12,9 +14,11 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _dtypes
+from .._custom_types import PathLike
 from .._status import Status
 from ..io.atomic import refuse_existing
 from ..io.stream import device_budget, swap_window
+from ..trajectory import Frame
 from .cache import compiled_program
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
@@ -44,19 +48,19 @@ class TrackRun:
 
     def __init__(
         self,
-        *inputs,
-        batch_size=None,
-        devices=None,
-        chunk_saves=None,
-        progress=False,
-        output=None,
-        bucket=False,
-        warmup=False,
-        part=None,
-        block_policy=None,
-        overwrite=False,
-        resume=False,
-        **named_inputs,
+        *inputs: Any,
+        batch_size: int | None = None,
+        devices: Sequence[jax.Device] | None = None,
+        chunk_saves: int | None = None,
+        progress: bool = False,
+        output: PathLike | None = None,
+        bucket: bool = False,
+        warmup: bool = False,
+        part: tuple[int, int] | None = None,
+        block_policy: str | None = None,
+        overwrite: bool = False,
+        resume: bool = False,
+        **named_inputs: Any,
     ):
         """`inputs`, `named_inputs`: the run's inputs, as `prepare` (and `fk.track`) takes them;
         the others lay the run out, as for `fk.track`."""
@@ -309,7 +313,7 @@ class TrackRun:
             self.compile_s += seconds
         return self._compiled
 
-    def advance(self, state, slots):
+    def advance(self, state: State, slots: Slots) -> tuple[State, Frame]:
         """Run one chunk; returns the new state and the chunk's saved frames (a `Frame`)."""
         if self.plan.stream is not None:
             raise TypeError("advance: a streamed field needs its time windows swapped in between chunks; use run()")

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from jax.typing import DTypeLike
 
+from .._custom_types import PathLike
 from .._status import Status
 from ..io.store import NOT_WRITTEN_STATUS
 from ..trajectory import Trajectory
@@ -46,14 +48,16 @@ class MemorySink:
     """Host arrays for all frames (the default), returned as a `flowkit.Trajectory`."""
 
     @staticmethod
-    def nbytes(n: int, frames: int, dim: int, dtype, with_velocity: bool, with_generation: bool) -> int:
+    def nbytes(n: int, frames: int, dim: int, dtype: DTypeLike, with_velocity: bool, with_generation: bool) -> int:
         """The bytes `__init__` allocates for `n` particles and `frames` frames (samples and a
         model's variables, made on first use, aside)."""
         itemsize = np.dtype(dtype).itemsize
         per_frame = dim * itemsize * (2 if with_velocity else 1) + 1 + (4 if with_generation else 0)
         return n * (frames * per_frame + 2 * itemsize)
 
-    def __init__(self, n: int, times, dim: int, dtype, t_release, with_velocity: bool, with_generation: bool):
+    def __init__(
+        self, n: int, times, dim: int, dtype: DTypeLike, t_release, with_velocity: bool, with_generation: bool
+    ):
         frames = len(times)
         self.times, self.t_release = np.asarray(times, dtype), np.asarray(t_release, dtype)
         self.positions = np.empty((frames, n, dim), dtype)
@@ -113,11 +117,11 @@ class ZarrSink:
 
     def __init__(
         self,
-        path,
+        path: PathLike,
         n: int,
         times,
         dim: int,
-        dtype,
+        dtype: DTypeLike,
         t_release,
         with_velocity: bool,
         with_generation: bool,

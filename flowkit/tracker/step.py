@@ -5,10 +5,11 @@ and releases start them."""
 import jax
 import jax.numpy as jnp
 
+from .._custom_types import Args, TimeLike
 from .._status import Status
 from ..boundaries.base import Block
-from ..fields.base import Hints, select
-from ..particles.base import initial_batch, is_tracer
+from ..fields.base import AbstractField, Hints, select
+from ..particles.base import AbstractParticles, initial_batch, is_tracer
 from .pieces import RunPieces, Slots, Times
 
 
@@ -21,7 +22,7 @@ def step_times(times: Times, k):
     return start, clip(times.t0 + (kf + 1) * times.dt) - start
 
 
-def is_due(t, t_release, dt):
+def is_due(t: TimeLike, t_release, dt: TimeLike):
     """The release rule, shared by the initial state and every step: a particle is due once the
     time `t` has reached its `t_release` in the direction of travel (to rounding). Operators
     only, so it serves NumPy on the host and JAX in the step alike."""
@@ -144,7 +145,17 @@ def _crossing(x, x_new, x_b):
     )
 
 
-def started(particles, field, args, t, x, variables, hint, mask, given=()):
+def started(
+    particles: AbstractParticles,
+    field: AbstractField,
+    args: Args,
+    t: TimeLike,
+    x,
+    variables: dict,
+    hint: Hints,
+    mask,
+    given=(),
+):
     """`variables` with the rows `mask` (released or restarted at `(t, x)`) set to the model's
     initial values there, except those the run `given` itself; evaluated only in steps where
     some row starts."""

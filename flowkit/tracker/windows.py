@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import numpy as np
+from jax.typing import DTypeLike
 
 from ..io.stream import StreamedField
 
@@ -35,7 +36,7 @@ class WindowFeeder:
     it), `wait_s` the time the caller waited for later windows that were not ready.
     """
 
-    def __init__(self, streamed: StreamedField, width: int, dtype, sharding):
+    def __init__(self, streamed: StreamedField, width: int, dtype: DTypeLike, sharding):
         self.streamed = streamed
         self.width = width
         self.dtype = np.dtype(dtype)
