@@ -1,6 +1,7 @@
 """The compiled chunk: particles sharded over devices, split into blocks, advanced by `lax.scan`
 over saves and steps; the particle state and per-slot inputs it carries."""
 
+import dataclasses
 import functools
 
 import equinox as eqx
@@ -280,17 +281,7 @@ def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, 
     variables = state.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, state.x, args, hint), **variables}
-    state = State(
-        x=state.x,
-        status=status,
-        exit_time=exit_time,
-        hint=hint,
-        variables=variables,
-        generation=state.generation,
-        lost=state.lost,
-        step=state.step,
-        courant=state.courant,
-    )
+    state = dataclasses.replace(state, status=status, exit_time=exit_time, hint=hint, variables=variables)
     return state, frame_of(
         field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity
     )
