@@ -17,6 +17,7 @@ from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator, StepResult, hints_for
 from ..integrators.runge_kutta import AbstractRungeKutta, explicit_rk_step
 from .base import AbstractParticles, Fluid, fluid_batch, relocated
+from .exponential import EXPONENTIAL, exponential_form, exponential_step
 
 DRAG_LAWS = ("stokes", "schiller_naumann")
 SCHEMES = ("auto", "rk", "exponential")
@@ -39,10 +40,12 @@ class Inertial(AbstractParticles):
     $(0, …, 0, -g)$ (down the last axis). The variable `velocity` starts at the fluid's unless the
     run gives it (`particle_state={"velocity": ...}`).
 
-    `scheme`: `"rk"` advances `(x, v)` with the run's integrator; `"exponential"` with an update
-    exact for a relaxation toward a fluid velocity varying linearly along the step (second order,
-    stable for any dt/τ, the tracer's path in the limit τ → 0); `"auto"` picks the exponential
-    one when `|dt| > τ/2` (or τ is traced) and says so in the log. `restitution` scales the
+    `scheme`: `"rk"` advances `(x, v)` with the run's integrator; `"exponential"` with an
+    exponential Runge–Kutta method that steps the drag's relaxation exactly and keeps the order
+    of the run's method at every dt/τ (Euler 1, Heun and midpoint 2, RK4 4, with one more
+    evaluation per step; any other integrator gets the second-order one), stable for any dt/τ
+    and the tracer's path in the limit τ → 0 (`flowkit.particles.exponential`); `"auto"` picks
+    the exponential one when `|dt| > τ/2` (or τ is traced) and says so in the log. `restitution` scales the
     wall-normal velocity of a particle a reflecting wall turns.
     """
 
@@ -112,6 +115,17 @@ class Inertial(AbstractParticles):
         """τ = ρ_p d² / (18 μ), in seconds."""
         return self.density * self.diameter**2 / (18 * self.viscosity)
 
+    def uniform_rate(self, dtype):
+        """The drag's relaxation rate λ where it is the same for every particle (Stokes drag):
+        `1 / (τ (1 + R/2))` with added mass, `1/τ` without; None where it depends on the slip."""
+        if self.drag != "stokes":
+            return None
+        return jnp.asarray(1 / (self.response_time * self._mass_factor()), dtype)
+
+    def _mass_factor(self):
+        """1 + C R: the added mass's share of the particle's inertia."""
+        return 1 + (0.5 * self.fluid_density / self.density if self.added_mass else 0.0)
+
     def _gravity(self, dim: int, dtype):
         if jnp.ndim(self.gravity) == 0:
             return jnp.where(jnp.arange(dim) == dim - 1, -self.gravity, 0).astype(dtype)  # a one-hot, not a scatter
@@ -122,7 +136,7 @@ class Inertial(AbstractParticles):
     ) -> tuple[Velocity, Float[ArrayLike, ""]]:
         """`(dv/dt, λ)` of one particle: its acceleration and its drag's relaxation rate."""
         ratio = self.fluid_density / self.density
-        mass_factor = 1 + (0.5 * ratio if self.added_mass else 0.0)
+        mass_factor = self._mass_factor()
         slip = fluid.velocity - v
         factor = 1.0
         if self.drag == "schiller_naumann":
@@ -178,9 +192,11 @@ class Inertial(AbstractParticles):
             raise ValueError(
                 f"Inertial: lift=True needs a 3-D field (the Saffman lift is (u - v) × ω), this one is {dim}-D"
             )
+        log = logging.getLogger("flowkit")
+        if self.scheme == "exponential" and exponential_form(_tableau_of(integrator)) is None:
+            log.info("Inertial: %s has no exponential form: the drag update is second order", type(integrator).__name__)
         if self.scheme != "auto":
             return self
-        log = logging.getLogger("flowkit")
         if not isinstance(integrator, AbstractRungeKutta):
             log.info("Inertial: %s advances the particles' velocity with their positions", type(integrator).__name__)
             return dataclasses.replace(self, scheme="rk")
@@ -194,7 +210,7 @@ class Inertial(AbstractParticles):
             "Inertial: τ = %.3g s, dt/τ = %.3g: %s",
             float(tau),
             ratio,
-            "exponential drag update (stable for any dt/τ, second order)"
+            f"exponential drag update of order {_exponential(integrator).order} (stable for any dt/τ)"
             if chosen == "exponential"
             else f"{type(integrator).__name__} on position and velocity",
         )
@@ -234,28 +250,12 @@ class Inertial(AbstractParticles):
             new, hint = explicit_rk_step(rates, {"x": x, "velocity": v}, t, dt, integrator.tableau, hint)
             return StepResult(new["x"], hint=hint), {"velocity": new["velocity"]}
 
-        # exponential: dv/dt = λ0 (W - v) with λ0 frozen at the start and W = v + a/λ0 taken
-        # linear in time between its values at the start and at the predicted end. The two
-        # evaluations run as stages of a `lax.scan`, as the RK stages do (written out straight,
-        # XLA's CPU backend fuses them into their consumers, which is slower on two devices).
-        def stage(carry, i):
-            targets, rate0, hint = carry
-            first = i == 0
-            z = -rate0 * dt
-            phi1, decay = _phi1(z), jnp.exp(z)
-            point = jnp.where(first, x, x + dt * (phi1 * v + (1 - phi1) * targets[0]))
-            velocity = jnp.where(first, v, decay * v + (1 - decay) * targets[0])
-            a, rate, hint = self._accelerations(field, t + i.astype(v.dtype) * dt, point, velocity, args, hint)
-            rate0 = jnp.where(first, rate[:, None], rate0)
-            return (targets.at[i].set(velocity + a / rate0), rate0, hint), None
+        def relax(s, y, u, h):
+            return self._accelerations(field, s, y, u, args, h)
 
-        start = (jnp.zeros((2,) + v.shape, v.dtype), jnp.ones_like(v[:, :1]), hint)
-        (targets, rate, hint), _ = jax.lax.scan(stage, start, jnp.arange(2))
-        w0, change = targets[0], targets[1] - targets[0]
-        z = -rate * dt
-        decay, phi1, phi2 = jnp.exp(z), _phi1(z), _phi2(z)
-        v_new = decay * v + (1 - decay) * w0 - z * phi2 * change
-        x_new = x + dt * (phi1 * v + (1 - phi1) * w0 + (0.5 - phi2) * change)
+        (x_new, v_new), hint = exponential_step(
+            _exponential(integrator), relax, x, v, t, dt, hint, self.uniform_rate(v.dtype)
+        )
         return StepResult(x_new, hint=hint), {"velocity": v_new}
 
     def at_wall(
@@ -271,6 +271,15 @@ def _number(value):
     return float(value) if isinstance(value, (int, float, np.number)) else value
 
 
+def _tableau_of(integrator: AbstractIntegrator):
+    return integrator.tableau if isinstance(integrator, AbstractRungeKutta) else None
+
+
+def _exponential(integrator: AbstractIntegrator):
+    """The exponential method of the run's integrator's order (second order for the others)."""
+    return exponential_form(_tableau_of(integrator)) or EXPONENTIAL["heun"][1]
+
+
 def _vorticity(field, t, x, args, hint):
     """∇ × u at every row of `x` (3-D), from three forward-mode derivatives of the field."""
     fresh = relocated(hint)
@@ -282,19 +291,3 @@ def _vorticity(field, t, x, args, hint):
     return jnp.stack(
         [grad[:, 2, 1] - grad[:, 1, 2], grad[:, 0, 2] - grad[:, 2, 0], grad[:, 1, 0] - grad[:, 0, 1]], axis=-1
     )
-
-
-def _phi1(z):
-    """(e^z − 1)/z, accurate near 0."""
-    small = jnp.abs(z) < 0.1
-    safe = jnp.where(small, 1.0, z)
-    series = 1 + z / 2 * (1 + z / 3 * (1 + z / 4 * (1 + z / 5 * (1 + z / 6 * (1 + z / 7)))))
-    return jnp.where(small, series, jnp.expm1(safe) / safe)
-
-
-def _phi2(z):
-    """(e^z − 1 − z)/z², accurate near 0."""
-    small = jnp.abs(z) < 0.1
-    safe = jnp.where(small, 1.0, z)
-    series = (1 + z / 3 * (1 + z / 4 * (1 + z / 5 * (1 + z / 6 * (1 + z / 7 * (1 + z / 8)))))) / 2
-    return jnp.where(small, series, (jnp.expm1(safe) - safe) / (safe * safe))
