@@ -30,9 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._custom_types import TimeLike
+from ..fields.base import Hints
 from ..integrators import tableau as _tableau
-
-Phis = Callable[[Array, int], list[Array]]
 
 
 def phis(z: Float[Array, "*shape"], count: int) -> list[Float[Array, "*shape"]]:
@@ -116,10 +116,10 @@ def exponential_step(
     relax: Callable,
     x: Float[Array, "n dim"],
     v: Float[Array, "n dim"],
-    t,
-    dt,
-    hint,
-    rate=None,
+    t: TimeLike,
+    dt: TimeLike,
+    hint: Hints,
+    rate: Float[Array, ""] | None = None,
 ):
     """One exponential RK step of `x' = v`, `v' = a`: `((x1, v1), hint)`.
 
