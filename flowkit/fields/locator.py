@@ -135,24 +135,32 @@ def bin_grid(points: np.ndarray, nodes: np.ndarray, bin_scale: float = 0.75, max
         size *= 1.25
         shape = np.maximum(np.ceil(extent / size).astype(np.int64), 1)
     size = extent / shape  # bins tile the box exactly
-    first = np.clip(np.floor((lo - origin) / size).astype(np.int64), 0, shape - 1)
-    last = np.clip(np.floor((hi - origin) / size).astype(np.int64), 0, shape - 1)
+    first = np.clip(np.floor((lo - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
+    last = np.clip(np.floor((hi - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
+    del lo, hi
     cell, flat = _overlaps(first, last - first + 1, shape)
-    # unique keys (bin, cell): sorting their values is the stable order of `flat` at a fraction
-    # of an argsort's cost; each bin lists its cells in ascending order
-    key = flat * len(nodes) + cell
-    key.sort()
     counts = np.bincount(flat, minlength=int(np.prod(shape)))
+    # unique keys (bin, cell): sorting their values is the stable order of `flat` at a fraction
+    # of an argsort's cost; each bin lists its cells in ascending order. Cell and bin ids are
+    # int32 (the bins are capped at 2**24) and the keys sorted in place: the brief's mesh
+    # registers 11 M entries, and int64 throughout made this the read's peak of memory
+    key = flat.astype(np.int64)
+    del flat
+    key *= len(nodes)
+    key += cell
+    del cell
+    key.sort()
+    np.remainder(key, len(nodes), out=key)
     start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return BinGrid(origin, size, tuple(int(n) for n in shape), start, key % len(nodes))
+    return BinGrid(origin, size, tuple(int(n) for n in shape), start, key.astype(np.int32))
 
 
 def _overlaps(first: np.ndarray, span: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`(cell, flat bin)` of every bin each cell's box overlaps (`first` bin and `span` bins
     per axis), built axis by axis: the entries ordered by their span along the axis, so that
     those reaching an offset are a prefix (no masks, no integer division)."""
-    cell = np.arange(len(first), dtype=np.int64)
-    flat = np.zeros(len(first), dtype=np.int64)
+    cell = np.arange(len(first), dtype=np.int32)
+    flat = np.zeros(len(first), dtype=np.int32)
     for axis in range(first.shape[1]):
         s = span[cell, axis]
         order = np.argsort((-s).astype(np.int16) if s.max() < 2**15 else -s, kind="stable")  # int16: a radix sort
@@ -163,7 +171,7 @@ def _overlaps(first: np.ndarray, span: np.ndarray, shape: np.ndarray) -> tuple[n
         for offset in range(int(s[0])):
             m = reaching[offset + 1]
             cells.append(cell[:m])
-            flats.append(flat[:m] * shape[axis] + start[:m] + offset)
+            flats.append(flat[:m] * int(shape[axis]) + start[:m] + offset)
         cell, flat = np.concatenate(cells), np.concatenate(flats)
     return cell, flat
 
@@ -194,13 +202,13 @@ def face_neighbours(
             ids = _sorted_columns([corners[:, i] for i in face] + [np.full(len(cells), -1, np.int64)] * (4 - len(face)))
             highs.append((ids[0] + 1) * base + ids[1] + 1)
             lows.append((ids[2] + 1) * base + ids[3] + 1)
-            owners.append(cells)
-            slots.append(np.full(len(cells), f))
+            owners.append(cells.astype(np.int32))
+            slots.append(np.full(len(cells), f, np.int8))
     high, low = np.concatenate(highs), np.concatenate(lows)
     order = np.lexsort((low, high))
     high, low, owner, slot = high[order], low[order], np.concatenate(owners)[order], np.concatenate(slots)[order]
     pair = np.flatnonzero((high[1:] == high[:-1]) & (low[1:] == low[:-1]))
-    neighbours = np.full((len(nodes), max_faces), -1, dtype=np.int64)
+    neighbours = np.full((len(nodes), max_faces), -1, dtype=np.int32)
     neighbours[owner[pair], slot[pair]] = owner[pair + 1]
     neighbours[owner[pair + 1], slot[pair + 1]] = owner[pair]
     return neighbours
