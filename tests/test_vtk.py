@@ -236,3 +236,25 @@ def test_pathlines_match_vtk_particle_path_filter(dtype, tolerance):
     traj = fk.track(field, oracle["seeds"][:, :2], 0.0, 5.0, 0.25, fk.RK4(), save_every=2, dtype=dtype)
     np.testing.assert_allclose(traj.times, oracle["times"])
     assert np.max(np.abs(traj.positions - np.swapaxes(oracle["vtk_positions"][..., :2], 0, 1))) < tolerance
+
+
+def test_velocity_keeps_the_files_floating_precision():
+    """A float32 velocity is read as float32 (a series is not widened to float64 on the host,
+    which was most of the read's peak of memory); an integer one becomes float64."""
+    from flowkit.io.vtk_arrays import vector_arrays
+
+    grid = vtk.vtkPolyData()
+    points = vtk.vtkPoints()
+    for p in [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)]:
+        points.InsertNextPoint(p)
+    grid.SetPoints(points)
+    values = np.arange(9).reshape(3, 3)
+    for name, array in (("single", values.astype(np.float32)), ("whole", values.astype(np.int32))):
+        column = numpy_to_vtk(array, deep=True)
+        column.SetName(name)
+        grid.GetPointData().AddArray(column)
+    single, _, _ = vector_arrays(grid, "memory", "single")
+    whole, _, _ = vector_arrays(grid, "memory", "whole")
+    assert single.dtype == np.float32 and whole.dtype == np.float64
+    np.testing.assert_array_equal(single, values)
+    np.testing.assert_array_equal(whole, values)

@@ -241,8 +241,9 @@ def affine_maps(
     for k, kind in enumerate(kinds):
         rows = np.flatnonzero(kind_index == k)
         cell_nodes = nodes[rows, : kind.nodes]
-        if kind.simplex:
-            maps[rows] = simplex_maps(points, cell_nodes)
+        if kind.simplex:  # in chunks: the maps' float64 temporaries were the topology's peak of memory
+            for start in range(0, len(rows), 2**17):
+                maps[rows[start : start + 2**17]] = simplex_maps(points, cell_nodes[start : start + 2**17])
             continue
         centre = np.asarray(kind.centre, np.float64)
         with jax.default_device(jax.devices("cpu")[0]), jax.enable_x64(True):

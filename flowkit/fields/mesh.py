@@ -140,7 +140,7 @@ class MeshField(AbstractMeshField):
             )
         layout, columns = [], []
         for name, array in (samples or {}).items():
-            a = np.asarray(array, dtype=np.float64)
+            a = np.asarray(array)
             vector = a.ndim == (2 if times is None else 3)
             series, _, _ = as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
             layout.append((str(name), series.shape[-1], vector))

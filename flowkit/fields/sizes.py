@@ -10,6 +10,7 @@ models' vertical steps are set by their own levels).
 import math
 from types import ModuleType
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -55,8 +56,8 @@ def mesh_max_rate(points, nodes, velocity, spherical: bool, per_cell: bool = Fal
     side): `velocity` `(T, P, c)` at the nodes (m/s on a sphere, where only the two horizontal
     components count), or `(T, C, c)` one per cell with `per_cell`."""
     points, nodes = np.asarray(points, np.float64), np.asarray(nodes)
-    velocity = np.asarray(velocity)
-    speed = np.abs(velocity[..., :2] if spherical else velocity).max(axis=(0, 2)).astype(np.float64)
+    xp = jnp if isinstance(velocity, jax.Array) else np  # a series on the device is reduced there, not copied back
+    speed = np.asarray(xp.abs(velocity[..., :2] if spherical else velocity).max(axis=(0, 2)), np.float64)
     edges = shortest_edges(points, nodes, spherical, xp=np)
     fastest = speed if per_cell else speed[nodes].max(axis=1)
     rate = fastest / np.maximum(edges, np.finfo(np.float64).tiny)

@@ -150,12 +150,16 @@ def read_series(
         series[0][0],
     )
 
-    def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
+    def build(pieces, times, topology=None):
+        """The field of these slices (one piece and times None: steady). The list is emptied once
+        stacked, so that the slices are freed before the field puts its copy on the device."""
         stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
         values = stack([p.values for p in pieces])
         if isinstance(ref, GridSlice):
+            pieces.clear()
             return GridField(values, ref.axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
         samples = {name: stack([p.samples[name] for p in pieces]) for name in ref.arrays.samples}
+        pieces.clear()
         return MeshField(
             ref.points,
             ref.cells,
@@ -184,7 +188,8 @@ def read_series(
     )  # while the threads read
     pieces = [ref.arrays, *later]
     order = files.resolve_times(times, [p.time for p in pieces])
-    return build([pieces[i] for i in order], files.times, topology)
+    pieces = [pieces[i] for i in order]
+    return build(pieces, files.times, topology)
 
 
 class _VtkFiles(SliceSource):
