@@ -42,11 +42,11 @@ class Inertial(AbstractParticles):
 
     `scheme`: `"rk"` advances `(x, v)` with the run's integrator; `"exponential"` with an
     exponential Runge–Kutta method that steps the drag's relaxation exactly and keeps the order
-    of the run's method at every dt/τ (Euler 1, Heun and midpoint 2, RK4 4, with one more
-    evaluation per step; any other integrator gets the second-order one), stable for any dt/τ
+    of the run's method at every dt/τ (Euler 1, Heun and midpoint 2, RK4 4 with five field
+    evaluations per step; any other integrator gets the second-order one), stable for any dt/τ
     and the tracer's path in the limit τ → 0 (`flowkit.particles.exponential`); `"auto"` picks
-    the exponential one when `|dt| > τ/2` (or τ is traced) and says so in the log. `restitution` scales the
-    wall-normal velocity of a particle a reflecting wall turns.
+    the exponential one when `|dt| > τ/2` (or τ is traced) and says so in the log.
+    `restitution` scales the wall-normal velocity of a particle a reflecting wall turns.
     """
 
     diameter: float | jax.Array
