@@ -29,6 +29,13 @@ class EulerMaruyama(AbstractIntegrator):
     def __init__(self, diffusivity):
         self.diffusivity = as_diffusivity(diffusivity)
 
+    def walk(self, t: TimeLike, x: Position, dt: TimeLike, key: PRNGKeyArray) -> Position:
+        """One point's random-walk displacement over `dt`: the drift correction
+        $\\partial_i K_i$ times `dt` plus noise of variance $2K\\,dt$ (the same for a single
+        point, a batch and a particle model's step)."""
+        noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
+        return self.diffusivity.drift_correction(t, x) * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
+
     def step(
         self,
         field: AbstractField,
@@ -40,9 +47,7 @@ class EulerMaruyama(AbstractIntegrator):
     ) -> Position:
         if key is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-        drift = field(t, x, args) + self.diffusivity.drift_correction(t, x)
-        noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
-        return x + drift * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
+        return x + field(t, x, args) * dt + self.walk(t, x, dt, key)
 
     def step_batch(
         self,
@@ -58,11 +63,7 @@ class EulerMaruyama(AbstractIntegrator):
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
         u, hint = field.velocity_batch(t, x, args, hints_for(field, x, hint))
 
-        def rest(x, key):
-            noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
-            return self.diffusivity.drift_correction(t, x) * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
-
-        return StepResult(x + u * dt + jax.vmap(rest)(x, keys), hint=hint)
+        return StepResult(x + u * dt + jax.vmap(lambda y, key: self.walk(t, y, dt, key))(x, keys), hint=hint)
 
     def step_particles(
         self,
@@ -81,9 +82,7 @@ class EulerMaruyama(AbstractIntegrator):
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
         rates, hint = particles.rates_batch(field, t, {"x": x, **variables}, args, hints_for(field, x, hint))
 
-        def rest(x, key):
-            noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
-            return self.diffusivity.drift_correction(t, x) * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
-
         moved = {name: value + dt * rates[name] for name, value in variables.items()}
-        return StepResult(x + rates["x"] * dt + jax.vmap(rest)(x, keys), hint=hint), moved
+        return StepResult(
+            x + rates["x"] * dt + jax.vmap(lambda y, key: self.walk(t, y, dt, key))(x, keys), hint=hint
+        ), moved
