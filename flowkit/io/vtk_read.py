@@ -150,16 +150,15 @@ def read_series(
         series[0][0],
     )
 
-    def build(pieces, times, topology=None):
-        """The field of these slices (one piece and times None: steady). The list is emptied once
-        stacked, so that the slices are freed before the field puts its copy on the device."""
+    def build(pieces, times, topology=None):  # the field of these slices (one piece and times None: steady)
         stack = (lambda arrays: np.stack(arrays)) if times is not None else (lambda arrays: arrays[0])  # noqa: E731
         values = stack([p.values for p in pieces])
+        samples = (
+            {} if isinstance(ref, GridSlice) else {n: stack([p.samples[n] for p in pieces]) for n in ref.arrays.samples}
+        )
+        pieces.clear()  # the slices are freed once stacked, before the field's device copy
         if isinstance(ref, GridSlice):
-            pieces.clear()
             return GridField(values, ref.axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
-        samples = {name: stack([p.samples[name] for p in pieces]) for name in ref.arrays.samples}
-        pieces.clear()
         return MeshField(
             ref.points,
             ref.cells,
@@ -187,8 +186,7 @@ def read_series(
         else mesh_topology(ref.points, ref.cells, ref.cell_types, mesh_options.get("bin_scale", 0.75))
     )  # while the threads read
     pieces = [ref.arrays, *later]
-    order = files.resolve_times(times, [p.time for p in pieces])
-    pieces = [pieces[i] for i in order]
+    pieces = [pieces[i] for i in files.resolve_times(times, [p.time for p in pieces])]
     return build(pieces, files.times, topology)
 
 
