@@ -117,13 +117,12 @@ def _values(array, rows: int) -> np.ndarray:
 
 
 def vector_arrays(data, path: PathLike | Step, velocity: str | None, keep_cells: bool = False):
-    """`(values, name, on_cells)`: the velocity as `(n_points, C)` point data (in the file's
-    floating precision), or with
-    `keep_cells` and the velocity among the cell arrays, per cell `(n_cells, C)`, `on_cells` true.
-    `velocity` is an array's name, scalar components (`"U,V,W"`), an expression over the
-    arrays (`Momentum/Density`), or None (`_velocity_name`, else `_component_names`; point data
-    first, cell data first with `keep_cells`). Cell data used at
-    the points goes through `vtkCellDataToPointData`."""
+    """`(values, name, on_cells)`: the velocity as `(n_points, C)` point data in the file's
+    floating precision, or with `keep_cells` and the velocity among the cell arrays, per cell
+    `(n_cells, C)`, `on_cells` true. `velocity` is an array's name, scalar components
+    (`"U,V,W"`), an expression over the arrays (`Momentum/Density`), or None (`_velocity_name`,
+    else `_component_names`; point data first, cell data first with `keep_cells`). Cell data
+    used at the points goes through `vtkCellDataToPointData`."""
 
     def listing(attributes):
         return {
