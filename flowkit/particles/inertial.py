@@ -120,7 +120,11 @@ class Inertial(AbstractParticles):
         `1 / (τ (1 + R/2))` with added mass, `1/τ` without; None where it depends on the slip."""
         if self.drag != "stokes":
             return None
-        return jnp.asarray(1 / (self.response_time * self._mass_factor()), dtype)
+        return jnp.asarray(self._stokes_rate(), dtype)
+
+    def _stokes_rate(self):
+        """1 / (τ (1 + C R)): Stokes drag's relaxation rate (Schiller–Naumann scales it by f(Re))."""
+        return 1 / (self.response_time * self._mass_factor())
 
     def _mass_factor(self):
         """1 + C R: the added mass's share of the particle's inertia."""
@@ -144,7 +148,7 @@ class Inertial(AbstractParticles):
             speed = jnp.sqrt(jnp.where(squared > 0, squared, 1.0)) * (squared > 0)  # differentiable at zero slip
             reynolds = self.fluid_density * speed * self.diameter / self.viscosity
             factor = 1 + 0.15 * jnp.where(reynolds > 0, reynolds, 1.0) ** 0.687 * (reynolds > 0)
-        rate = factor / (self.response_time * mass_factor)
+        rate = factor * self._stokes_rate()
         force = rate * slip + (1 - ratio) * self._gravity(v.shape[0], v.dtype) / mass_factor
         if self.needs_acceleration:
             force = (
