@@ -12,6 +12,11 @@ environment with it (`python -m venv od && od/bin/pip install opendrift`).
 
     python benchmarks/ocean_models.py --opendrift-python od/bin/python [--file Nordic_subset.nc]
         [--particles 1000] [--throughput-particles 10000] [--opendrift-convention]
+        [--hours 24 --wind 10 --wind-drift-factor 0.03]
+
+`--wind` adds a constant eastward wind (m/s): OpenDrift's `reader_constant` with the seeds'
+`wind_drift_factor`, and flowkit's `fk.particles.Windage` with the wind as a uniform forcing
+field (`fk.io.read(file, samples={"wind": fk.fields.Uniform([wind, 0])})`).
 
 `--opendrift-convention` is the diagnostic for the gap between the two: flowkit then reads `u`
 and `v` as OpenDrift's reader does, the face east (north) of a rho point taken at that point
@@ -44,11 +49,14 @@ for name, n in (("agreement", None), ("throughput", args["throughput"])):
     o = OceanDrift(loglevel=50)
     reader = reader_ROMS_native.Reader(args["file"])
     o.add_reader(reader)
+    if args["wind"]:
+        from opendrift.readers import reader_constant
+        o.add_reader(reader_constant.Reader({"x_wind": args["wind"], "y_wind": 0.0}))
     o.set_config("drift:advection_scheme", "runge-kutta4")
     o.set_config("general:use_auto_landmask", False)
-    o.seed_elements(lon=lon, lat=lat, z=0, time=reader.start_time)
+    o.seed_elements(lon=lon, lat=lat, z=0, time=reader.start_time, wind_drift_factor=args["factor"])
     start = time.perf_counter()
-    o.run(duration=timedelta(hours=args["hours"]), time_step=3600, time_step_output=3600)
+    o.run(duration=timedelta(hours=args["hours"]), time_step=args["dt"], time_step_output=3600)
     elapsed = time.perf_counter() - start
     result = o.result
     lons, lats = result.lon.values, result.lat.values  # (trajectory, time); NaN once deactivated
@@ -114,6 +122,9 @@ def main():
     parser.add_argument("--throughput-particles", type=int, default=10_000)
     parser.add_argument("--hours", type=int, default=40)
     parser.add_argument("--opendrift-python", type=str, default=None)
+    parser.add_argument("--wind", type=float, default=0.0, help="a constant eastward wind, m/s")
+    parser.add_argument("--wind-drift-factor", type=float, default=0.03)
+    parser.add_argument("--dt", type=float, default=3600.0, help="the step of both trackers, s")
     parser.add_argument(
         "--opendrift-convention",
         action="store_true",
@@ -128,12 +139,18 @@ def main():
     start = time.perf_counter()
     field = fk.io.read(args.file)
     read_s = time.perf_counter() - start
+    model = None
+    if args.wind:
+        field = fk.io.read(args.file, samples={"wind": fk.fields.Uniform([args.wind, 0.0])})
+        model = fk.particles.Windage(args.wind_drift_factor)
     t1 = args.hours * 3600.0
-    traj = fk.track(field, seeds, 0.0, t1, 3600.0, save_every=args.hours)
+    steps = round(t1 / args.dt)
+    run = dict(save_every=steps, particles=model)
+    traj = fk.track(field, seeds, 0.0, t1, args.dt, **run)
     many = np.resize(seeds, (args.throughput_particles, 3))
-    fk.track(field, many, 0.0, t1, 3600.0, save_every=args.hours)  # compiled for this shape
-    best = min(fk.track(field, many, 0.0, t1, 3600.0, save_every=args.hours).stats.run_s for _ in range(3))
-    rate = args.throughput_particles * args.hours / best
+    fk.track(field, many, 0.0, t1, args.dt, **run)  # compiled for this shape
+    best = min(fk.track(field, many, 0.0, t1, args.dt, **run).stats.run_s for _ in range(3))
+    rate = args.throughput_particles * steps / best
     report = {
         "file": str(args.file),
         "flowkit": {
@@ -143,7 +160,7 @@ def main():
         },
     }
     print(
-        f"flowkit: read {read_s:.2f} s; {args.throughput_particles} particles x {args.hours} "
+        f"flowkit: read {read_s:.2f} s; {args.throughput_particles} particles x {steps} "
         f"steps: {rate / 1e6:.2f} M particle-steps/s"
     )
     if args.opendrift_python:
@@ -158,6 +175,9 @@ def main():
                         "lat": seeds[:, 1].tolist(),
                         "hours": args.hours,
                         "throughput": args.throughput_particles,
+                        "wind": args.wind,
+                        "factor": args.wind_drift_factor,
+                        "dt": args.dt,
                     }
                 )
             )
@@ -171,7 +191,7 @@ def main():
             np.asarray(agree["lon"])[both],
             np.asarray(agree["lat"])[both],
         )
-        od_rate = od["throughput"]["n"] * args.hours / od["throughput"]["seconds"]
+        od_rate = od["throughput"]["n"] * steps / od["throughput"]["seconds"]
         report["opendrift"] = {
             "version": od["version"],
             "particle_steps_per_s": od_rate,
@@ -183,7 +203,7 @@ def main():
             "p90": float(np.percentile(gap, 90)),
         }
         print(
-            f"OpenDrift {od['version']}: {od['throughput']['n']} particles x {args.hours} steps: "
+            f"OpenDrift {od['version']}: {od['throughput']['n']} particles x {steps} steps: "
             f"{od_rate / 1e6:.4f} M particle-steps/s -> flowkit {rate / od_rate:.0f}x"
         )
         print(

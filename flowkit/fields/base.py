@@ -2,7 +2,7 @@
 
 import abc
 from types import ModuleType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import equinox as eqx
 import jax
@@ -12,6 +12,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, BoundsLike, HostOrDevice, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
+
+if TYPE_CHECKING:
+    from .forcing import Forcings
 
 SKIP = -2
 """The hinted cell of a row whose result the caller discards (a particle that is not moving): a
@@ -84,9 +87,12 @@ class AbstractField(eqx.Module):
     spherical: ClassVar[bool] = False
     time_origin: ClassVar["TimeOrigin | None"] = None
     times: ClassVar[Float[Array, " T"] | None] = None
+    forcings: ClassVar["Forcings | None"] = None
+    """Other fields evaluated at the particles beside the field's own samples (wind, waves; see
+    `flowkit.fields.forcing`); data fields hold them, closed forms none."""
     time_invariant: ClassVar[frozenset[str]] = frozenset(
         {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
-        | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate"}
+        | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings"}
     )
     """The members that do not change in time (geometry, location, land, cell sizes): what a
     `flowkit.io.StreamedField` of this field answers from its template. A field adds its own."""
@@ -120,6 +126,11 @@ class AbstractField(eqx.Module):
         """Velocities at the rows of `x` and the updated hints."""
         return jax.vmap(self, in_axes=(None, 0, None))(t, x, args), hint
 
+    def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Array, Hints]:
+        """The field's values at the rows of `x` in the data's own units (m/s where positions
+        are degrees: what a forcing gives) and the updated hints; `velocity_batch` by default."""
+        return self.velocity_batch(t, x, args, hint)
+
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
         """Updated hints and whether each row of `x` lies in the domain."""
         return hint, jax.vmap(self.in_domain)(x)
@@ -127,6 +138,11 @@ class AbstractField(eqx.Module):
     def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
         """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`; none by default."""
         return {}
+
+    def samples_at(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+        """Everything sampled at the rows of `x`: the field's own arrays and its forcings."""
+        own = self.sample_batch(t, x, hint)
+        return own if self.forcings is None else {**own, **self.forcings.sample(t, x)}
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         """Which rows of `x` (located at `hint`, where the field locates) lie on land (fields

@@ -13,6 +13,7 @@ from jaxtyping import Array, Bool, Float
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
 from .base import Hints
+from .forcing import Forcings
 from .grid import degrees_per_second
 from .mesh import AbstractMeshField, MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -52,6 +53,7 @@ class CurvilinearField(AbstractMeshField):
     periodic: tuple[bool, ...] = eqx.field(static=True)
     time_origin: TimeOrigin | None = eqx.field(static=True)
     grid_shape: tuple[int, ...] = eqx.field(static=True)
+    forcings: Forcings | None
     spherical: ClassVar[bool] = True
     time_invariant: ClassVar[frozenset[str]] = AbstractMeshField.time_invariant | {"land"}
 
@@ -114,6 +116,7 @@ class CurvilinearField(AbstractMeshField):
         )
         self.time_origin = time_origin
         self.grid_shape = shape
+        self.forcings = None
 
     def as_mesh(self) -> MeshField:
         return self.mesh
@@ -143,6 +146,9 @@ class CurvilinearField(AbstractMeshField):
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         u, hint = self.mesh.velocity_batch(t, x, args, hint)
         return degrees_per_second(u, x[:, 1]), hint
+
+    def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        return self.mesh.velocity_batch(t, x, args, hint)
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         x = jnp.asarray(x)

@@ -16,7 +16,9 @@ from jaxtyping import Array, Bool, Float, Int
 from .._custom_types import Args, Bounds, HostOrDevice, Position, Positions, TimeLike
 from .._time import TimeOrigin
 from ..fields.base import Hints
+from . import forcing
 from .base import AbstractField, time_slices, time_weights
+from .forcing import Forcings
 from .grid_inputs import (
     check_options,
     checked_axes,
@@ -94,7 +96,9 @@ class GridField(AbstractField):
       goes to zero.
     - `samples`: further arrays at the nodes, `{name: (n_1, ..., n_dim[, c])}`, or with a leading
       time axis for a series (temperature, wind, salinity), interpolated like the velocity for
-      `Trajectory.samples` and for particle models that read them (NaN outside the grid).
+      `Trajectory.samples` and for particle models that read them (NaN outside the grid); or
+      other fields, on their own grids and times (`{"wind": fk.io.read(wind_file)}`: see
+      `flowkit.fields.forcing`).
     """
 
     values: Float[Array, "T ..."]
@@ -125,6 +129,7 @@ class GridField(AbstractField):
     coast: str = eqx.field(static=True)
     sample_tables: dict
     scalar_samples: tuple[str, ...] = eqx.field(static=True)
+    forcings: Forcings | None
 
     def time_leaves(self) -> dict:
         return {"values": self.values}
@@ -178,6 +183,7 @@ class GridField(AbstractField):
                 "GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in "
                 f"[-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]"
             )
+        samples, forcing_fields = forcing.split(samples)
         extra, self.scalar_samples = sample_tables(samples, data.shape[0], shape, times is not None)
         for i in range(dim):
             if periodic[i] and repeats_first_node(np_axes[i], periods[i], i):
@@ -206,6 +212,7 @@ class GridField(AbstractField):
         self.uniform = uniform
         self.periodic = periodic
         self.interpolation = interpolation
+        self.forcings = forcing.made(self, forcing_fields, "GridField: samples", set(extra))
 
     @classmethod
     def from_function(
@@ -338,6 +345,16 @@ class GridField(AbstractField):
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Float[Array, " c"]:
         x = jnp.asarray(x)
+        u = self._data_value(t, x)
+        if self.spherical:  # m/s to degrees per second at the particle's own latitude
+            u = degrees_per_second(u, x[1])
+        return u.astype(x.dtype)
+
+    def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Array, Hints]:
+        return jax.vmap(self._data_value, in_axes=(None, 0))(t, x).astype(x.dtype), hint
+
+    def _data_value(self, t: TimeLike, x: Position) -> Float[Array, " c"]:
+        """The value at one point in the data's units (m/s on a sphere)."""
         corners = self._corners(x)
         it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
         cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[1])), 1e-6) if self.spherical else None
@@ -352,9 +369,7 @@ class GridField(AbstractField):
             u = (1 - wt) * u + wt * sample((it + 1,))
         if self.coast != "noslip" and self.land is not None:
             u = u * self._slip_factors(corners).astype(u.dtype)
-        if self.spherical:  # m/s to degrees per second at the particle's own latitude
-            u = degrees_per_second(u, x[1])
-        return u.astype(x.dtype)
+        return u
 
     def sample_batch(self, t: TimeLike, x: Float[HostOrDevice, "n dim"], hint: Hints | None = None) -> dict[str, Array]:
         """The `samples` at the rows of `x` (NaN outside the grid)."""

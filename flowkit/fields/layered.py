@@ -13,6 +13,7 @@ from jaxtyping import Array, Bool, Float
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices
+from .forcing import Forcings
 from .grid import degrees_per_second
 from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -65,6 +66,7 @@ class LayeredField(AbstractField):
     components: int = eqx.field(static=True)
     time_invariant: ClassVar[frozenset[str]] = AbstractField.time_invariant | {"components", "land"}
     periodic: tuple[bool, ...] = eqx.field(static=True)
+    forcings: Forcings | None
 
     def __init__(
         self,
@@ -127,6 +129,7 @@ class LayeredField(AbstractField):
         self.time_origin = time_origin
         self.components = self.dim
         self.periodic = (False,) * self.dim
+        self.forcings = None
 
     def value_components(self) -> int:
         return self.components
@@ -186,6 +189,10 @@ class LayeredField(AbstractField):
         hint, _, nodes, weights = self._place(x, hint)
         u = self._converted(self._velocity(t, x, nodes, weights), x)
         return jnp.where((hint.cell == SKIP)[:, None], 0, u), hint
+
+    def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        hint, _, nodes, weights = self._place(x, hint)
+        return self._velocity(t, x, nodes, weights), hint
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN off the mesh."""

@@ -13,7 +13,7 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
-from . import cells as _cells, mesh_faces as _faces
+from . import cells as _cells, forcing, mesh_faces as _faces
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -57,7 +57,7 @@ class MeshField(AbstractMeshField):
     - `cell_types`: `(C,)` VTK type ids (`vtk.VTK_TETRA`, ...); by default inferred from the
       node count (3-D: 4 tetra, 5 pyramid, 6 wedge, 8 hexahedron; 2-D: 3 triangle, 4 quad).
     - `times`: strictly increasing times of the slices, or None for a steady field.
-    - `samples`: extra point arrays to interpolate along trajectories, `{name: (P[, c]) or (T, P[, c])}`.
+    - `samples`: arrays to interpolate along tracks, `{name: (P[, c]) or (T, P[, c])}`, or forcing fields.
     - `dtype`: storage precision. `walk_steps`, `newton_steps`, `bin_scale`: locator settings.
     - `topology`: the location structures of these `points` and `cells`, built beforehand by
       `fk.fields.locator.mesh_topology` (a reader builds them while it reads the later files).
@@ -96,6 +96,7 @@ class MeshField(AbstractMeshField):
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
     regions: dict
+    forcings: forcing.Forcings | None
 
     def __init__(
         self,
@@ -138,8 +139,9 @@ class MeshField(AbstractMeshField):
             raise ValueError(
                 f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}"
             )
+        samples, forcing_fields = forcing.split(samples)
         layout, columns = [], []
-        for name, array in (samples or {}).items():
+        for name, array in samples.items():
             a = np.asarray(array)
             vector = a.ndim == (2 if times is None else 3)
             series, _, _ = as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
@@ -170,6 +172,7 @@ class MeshField(AbstractMeshField):
         self.regions = dict(regions or {})
         if self.times is not None:
             self.times = jnp.asarray(self.times, dtype)
+        self.forcings = forcing.made(self, forcing_fields, "MeshField: samples", set(samples))
 
     def as_mesh(self) -> "MeshField":
         return self

@@ -1,12 +1,14 @@
 """`fk.io.read`: one call for every format flowkit reads, dispatched by `formats.FORMATS`."""
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jax.typing import DTypeLike
 
 from .._custom_types import Files, TimesLike
+from ..fields import forcing
 from .formats import format_of
+from .stream import StreamedField
 
 
 def read(
@@ -23,6 +25,7 @@ def read(
     stream: bool | None = None,
     max_device_bytes: int | None = None,
     skip_zero_time: bool = True,
+    samples: Mapping | None = None,
     **options,
 ):
     """A field from a file as a CFD solver, ParaView or an ocean or atmosphere model wrote it,
@@ -72,6 +75,10 @@ def read(
     - `skip_zero_time`: an OpenFOAM case's `0/` directory (the initial condition, often the
       flow at rest) is left out of the series, as ParaView does; `False` keeps it when it holds
       the velocity.
+    - `samples`: forcing fields by name, `{"wind": fk.io.read(wind_files)}`: other fields (wind,
+      waves), each on its own grid and time axis, evaluated at the particles like the file's own
+      arrays (`flowkit.fields.forcing`): particle models read them (`fk.particles.Windage`) and
+      `Trajectory.samples` records them, in their data's units (m/s), zero outside their extent.
     - `options`: passed to the format's reader: to `MeshField` (`walk_steps`, `newton_steps`,
       `bin_scale`), to `fk.io.from_xarray` (`grid`, `mask`, ...), to `read_selafin` (`plane`).
 
@@ -96,13 +103,27 @@ def read(
         raise ValueError(
             f"{path}: {', '.join(refused)} do(es) not apply to {fmt.name} files; they take {sorted(fmt.options)}"
         )
-    return fmt.read(path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options)
+    field = fmt.read(path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options)
+    return field if not samples else _with_forcings(field, samples, f"{path}: samples")
+
+
+def _with_forcings(field, samples: Mapping, where: str):
+    """`field` with the forcing fields `samples` (a streamed series' template gets them)."""
+    for name, value in samples.items():
+        if isinstance(value, StreamedField):
+            raise ValueError(
+                f"{where}[{name!r}]: a forcing field is held in memory; read it with stream=False (or fewer files)"
+            )
+    if isinstance(field, StreamedField):
+        field.template = forcing.attach(field.template, samples, where)
+        return field
+    return forcing.attach(field, samples, where)
 
 
 _COMMON = {
     name: p.default
     for name, p in inspect.signature(read).parameters.items()
-    if name not in ("path", "velocity", "options")
+    if name not in ("path", "velocity", "samples", "options")
 }
 """`read`'s options common to the formats, with their defaults (each format takes some)."""
 

@@ -30,12 +30,25 @@ class Fluid(eqx.Module):
       models with `needs_acceleration`; None otherwise.
     - `particle_velocity`: `(dim,)` the particle's own dx/dt, as the moving model of a
       `Combined` gives it to the models that ride along (None elsewhere).
+    - `latitude`: the particle's latitude where positions are degrees (lon/lat fields), else
+      None: what `position_rate` turns m/s into degrees per second at.
     """
 
     velocity: Float[Array, "*batch dim"]
     samples: dict
     acceleration: Float[Array, "*batch dim"] | None = None
     particle_velocity: Float[Array, "*batch dim"] | None = None
+    latitude: Float[Array, "*batch"] | None = None
+
+    def position_rate(self, v: Float[Array, " k"]) -> Float[Array, " dim"]:
+        """A velocity in m/s whose `k <= dim` components are along the first axes (a wind's east
+        and north) as a rate of ONE particle's position: degrees per second on a lon/lat field
+        (the vertical, if any, left at 0)."""
+        from ..fields.grid import degrees_per_second
+
+        dim = self.velocity.shape[-1]
+        v = jnp.concatenate([v[:dim], jnp.zeros(dim - min(v.shape[-1], dim), v.dtype)]).astype(self.velocity.dtype)
+        return v if self.latitude is None else degrees_per_second(v, self.latitude)
 
 
 class AbstractParticles(eqx.Module):
@@ -66,6 +79,12 @@ class AbstractParticles(eqx.Module):
     def needs_samples(self) -> bool:
         """Whether `rhs` reads `fluid.samples` (the field's sampled arrays at the particle)."""
         return False
+
+    @property
+    def sample_names(self) -> tuple[str, ...]:
+        """The names in `fluid.samples` that `rhs` reads, checked against the field before a run
+        (empty: none, or not declared)."""
+        return ()
 
     @property
     def needs_acceleration(self) -> bool:
@@ -152,14 +171,14 @@ def is_tracer(particles: AbstractParticles) -> bool:
 def fluid_batch(particles: AbstractParticles, field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
     """The `Fluid` at every row of `x` (what `particles` asks for) and the updated hints."""
     u, hint = field.velocity_batch(t, x, args, hint)
-    samples = field.sample_batch(t, x, hint) if particles.needs_samples else {}
+    samples = field.samples_at(t, x, hint) if particles.needs_samples else {}
     acceleration = None
     if particles.needs_acceleration:
         time = jnp.asarray(t, x.dtype)
         acceleration = jax.jvp(
             lambda s, y: field.velocity_batch(s, y, args, relocated(hint))[0], (time, x), (jnp.ones_like(time), u)
         )[1]
-    return Fluid(u, samples, acceleration), hint
+    return Fluid(u, samples, acceleration, latitude=x[:, 1] if field.spherical else None), hint
 
 
 def relocated(hint: Hints):
@@ -187,7 +206,7 @@ def fluid_at(particles: AbstractParticles, field: AbstractField, t: TimeLike, x,
     """The `Fluid` at ONE point (for per-particle solvers such as diffrax's)."""
     u = field(t, x, args)
     samples = (
-        jax.tree.map(lambda a: a[0], field.sample_batch(t, x[None], field.hints(1, x.dtype)))
+        jax.tree.map(lambda a: a[0], field.samples_at(t, x[None], field.hints(1, x.dtype)))
         if particles.needs_samples
         else {}
     )
@@ -195,4 +214,4 @@ def fluid_at(particles: AbstractParticles, field: AbstractField, t: TimeLike, x,
     if particles.needs_acceleration:
         time = jnp.asarray(t, x.dtype)
         acceleration = jax.jvp(lambda s, y: field(s, y, args), (time, x), (jnp.ones_like(time), u))[1]
-    return Fluid(u, samples, acceleration)
+    return Fluid(u, samples, acceleration, latitude=x[1] if field.spherical else None)

@@ -1,5 +1,6 @@
 """Particles that move with the fluid plus a velocity of their own, and models combined."""
 
+import dataclasses
 from collections.abc import Callable
 
 import equinox as eqx
@@ -12,6 +13,7 @@ from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator
 from .base import AbstractParticles, Fluid, fluid_batch
+from .drift import AbstractDrift
 
 
 class Buoyant(AbstractParticles):
@@ -45,8 +47,10 @@ class Combined(AbstractParticles):
     """One moving model with others riding along: `Combined(Inertial(...), Aging(), Distance())`.
 
     The first model moves the particle; the others add variables only (their `"x"` rate is
-    ignored) and see the particle's own velocity as `fluid.particle_velocity`. Variable names
-    must differ between the models.
+    ignored) and see the particle's own velocity as `fluid.particle_velocity`. Drifts
+    (`Windage`, `StokesDrift`, `Leeway`) riding along add their velocity to the mover's:
+    `Combined(Windage(0.03), StokesDrift())` drifts with current, 3 % of the wind and the Stokes
+    drift. Variable names must differ between the models.
     """
 
     mover: AbstractParticles
@@ -77,6 +81,10 @@ class Combined(AbstractParticles):
         return any(m.needs_samples for m in self.models)
 
     @property
+    def sample_names(self) -> tuple[str, ...]:
+        return tuple(name for m in self.models for name in m.sample_names)
+
+    @property
     def needs_acceleration(self) -> bool:
         return any(m.needs_acceleration for m in self.models)
 
@@ -96,7 +104,10 @@ class Combined(AbstractParticles):
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         rates = dict(self.mover.rhs(t, self._own(self.mover, state), fluid, args))
-        along = Fluid(fluid.velocity, fluid.samples, fluid.acceleration, rates["x"])
+        for rider in self.riders:
+            if isinstance(rider, AbstractDrift):
+                rates["x"] = rates["x"] + fluid.position_rate(rider.drift(t, self._own(rider, state), fluid, args))
+        along = dataclasses.replace(fluid, particle_velocity=rates["x"])
         for rider in self.riders:
             rates.update({k: v for k, v in rider.rhs(t, self._own(rider, state), along, args).items() if k != "x"})
         return rates
@@ -135,12 +146,17 @@ class Combined(AbstractParticles):
         exponential update), the riders by the midpoint rule along its step's chord."""
         if not self.mover.steps_itself:
             return integrator.step_particles(field, self, x, variables, t, dt, args, keys, hint)
+        if any(isinstance(rider, AbstractDrift) for rider in self.riders):
+            raise ValueError(
+                f"Combined: {type(self.mover).__name__} steps itself (its exponential update), so drifts cannot "
+                'ride along; use scheme="rk", or a tracer-like mover'
+            )
         result, moved = self.mover.step_batch(
             integrator, field, x, {n: variables[n] for n in self.mover.variable_names}, t, dt, args, keys, hint
         )
         middle = (x + result.x) / 2
         fluid, _ = fluid_batch(self, field, t + dt / 2, middle, args, hint if result.hint is None else result.hint)
-        along = Fluid(fluid.velocity, fluid.samples, fluid.acceleration, (result.x - x) / dt)
+        along = dataclasses.replace(fluid, particle_velocity=(result.x - x) / dt)
         for rider in self.riders:
             state = {"x": middle, **{n: variables[n] for n in rider.variable_names}}
             rates = jax.vmap(rider.rhs, in_axes=(None, 0, 0, None))(t + dt / 2, state, along, args)
@@ -199,6 +215,10 @@ class Extremes(AbstractParticles):
     name: str = eqx.field(static=True)
     needs_samples = True
     updates = True
+
+    @property
+    def sample_names(self) -> tuple[str, ...]:
+        return (self.name,)
 
     @property
     def variable_names(self) -> tuple[str, ...]:

@@ -188,7 +188,7 @@ def frame_of(
         positions=x,
         status=status,
         velocities=v,
-        samples=field.sample_batch(t, x, hint),
+        samples=field.samples_at(t, x, hint),
         generation=generation,
         variables=variables,
     )

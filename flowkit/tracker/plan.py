@@ -21,6 +21,7 @@ from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
 from ..fields.base import AbstractField, Hints
+from ..fields.forcing import sample_names
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..io.stream import StreamedField, refuse_streamed
@@ -244,6 +245,13 @@ def check_particles(
     model: AbstractParticles = jax.tree.map(
         lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles
     )
+    missing = sorted(set(model.sample_names) - sample_names(field))
+    if missing:
+        raise ValueError(
+            f"particles: {type(model).__name__} reads the sampled {missing}, but the field samples "
+            f"{sorted(sample_names(field))}: give forcings as fk.io.read(currents, samples={{name: fk.io.read(file)}}) "
+            "(field.samples.<name>.path= in the app), or the file's own arrays with sample=[...]"
+        )
     if field.spherical and model.moves_in_metres:
         raise ValueError(
             f"particles: {type(model).__name__} moves in metres, but this field's positions are "
@@ -363,6 +371,8 @@ def prepare(
             "concrete (untraced) inputs"
         )
     seeds, t_release = check_seeds(field, seeds, t0, t1, t_release, spare)
+    if field.forcings is not None and not traced:
+        field.forcings.report(seeds, t0, t1)
     given = check_particle_state(particle_state, particles, seeds.shape[0])
     if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
         if dt < 0:

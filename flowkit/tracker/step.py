@@ -171,7 +171,7 @@ def started(
 
 def _updated(particles, field, args, t, x, variables, hint, mask):
     """The model's `update` after a step, for the rows `mask` that took it."""
-    samples = field.sample_batch(t, x, hint)
+    samples = field.samples_at(t, x, hint)
     new = jax.vmap(particles.update, in_axes=(None, 0, 0, None))(t, {"x": x, **variables}, samples, args)
     new.pop("x", None)
     return select(mask, new, variables)

@@ -1,0 +1,134 @@
+"""Drift beside the current: windage, Stokes drift and leeway, as OpenDrift's `OceanDrift` and
+`Leeway` models have them, from forcing fields sampled at the particle.
+
+Each is the current plus a velocity of its own (`AbstractDrift.drift`), in m/s from the forcing
+(`fluid.samples[name]`, see `flowkit.fields.forcing`), turned into the position's units (degrees
+per second on a lon/lat field). Drifts add up: in `Combined(Windage(0.03), StokesDrift())` the
+first moves the particle with the current and its windage, and the Stokes drift is added to it.
+"""
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from .._custom_types import Args, Position, TimeLike
+from .base import AbstractParticles, Fluid
+
+GRAVITY = 9.81
+"""m/s², for the deep-water dispersion relation of `StokesDrift`'s decay."""
+
+
+class AbstractDrift(AbstractParticles):
+    """A particle moving with the current plus `drift(t, state, fluid, args)`, a velocity in m/s
+    along the first axes (east and north on a lon/lat field). In a `Combined`, the drifts of the
+    models riding along are added to the mover's velocity."""
+
+    needs_samples = True
+    sample: eqx.AbstractVar[str]
+
+    @property
+    def sample_names(self) -> tuple[str, ...]:
+        return (self.sample,)
+
+    @abc.abstractmethod
+    def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> Float[Array, " k"]:
+        """The velocity (m/s) this model adds to the current, for ONE particle."""
+
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
+        return {"x": fluid.velocity + fluid.position_rate(self.drift(t, state, fluid, args))}
+
+
+def forcing(fluid: Fluid, name: str, model: str) -> Array:
+    """The sampled forcing `name` at the particle, or an error naming what the field samples."""
+    if name not in fluid.samples:
+        raise KeyError(
+            f"{model}: the field samples no {name!r}; it samples {sorted(fluid.samples)} (give the forcing as "
+            f'fk.io.read(currents, samples={{"{name}": fk.io.read(...)}}), or name yours with {model}(..., sample=)'
+        )
+    return fluid.samples[name]
+
+
+class Windage(AbstractDrift):
+    """Direct wind drag on a floating object: the current plus `coefficient` × the wind
+    (OpenDrift's `wind_drift_factor`, e.g. 0.03 for 3 %), from the forcing named `sample`
+    (default `"wind"`: eastward and northward wind in m/s, 10 m above the sea).
+
+    Below `depth` metres (3-D fields, depth positive down) the wind drag is zero, as
+    OpenDrift's `drift:wind_drift_depth` (0.1 m by default)."""
+
+    coefficient: Float[Array, ""] | float
+    depth: float = 0.1
+    sample: str = eqx.field(static=True, default="wind")
+
+    def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
+        wind = forcing(fluid, self.sample, "Windage")[:2]
+        x = state["x"]
+        below = (x[2] > self.depth) if x.shape[0] == 3 else jnp.asarray(False)
+        return jnp.where(below, 0.0, self.coefficient * wind)
+
+
+class StokesDrift(AbstractDrift):
+    """Stokes drift of surface waves, from a wave model's surface Stokes drift
+    (`sea_surface_wave_stokes_drift_x/y_velocity`, m/s) in the forcing named `sample` (default
+    `"stokes"`).
+
+    At depth `z` (3-D fields, metres positive down) it decays as a deep-water wave of the mean
+    period `T`: `u_s(z) = u_s(0) exp(-2 k z)`, `k = (2π/T)² / g`. `period` is a number of
+    seconds or the name of a sampled forcing holding it (a wave file's mean period, e.g.
+    `"wave_period"`); on 2-D fields the surface value applies.
+    """
+
+    period: Float[Array, ""] | float | str = 8.0
+    sample: str = eqx.field(static=True, default="stokes")
+
+    @property
+    def sample_names(self) -> tuple[str, ...]:
+        return (self.sample,) + ((self.period,) if isinstance(self.period, str) else ())
+
+    def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
+        surface = forcing(fluid, self.sample, "StokesDrift")[:2]
+        x = state["x"]
+        if x.shape[0] < 3:
+            return surface
+        period = forcing(fluid, self.period, "StokesDrift") if isinstance(self.period, str) else self.period
+        period = jnp.reshape(period, (-1,))[0]
+        k = (2 * jnp.pi / jnp.maximum(period, 1e-3)) ** 2 / GRAVITY
+        return surface * jnp.exp(-2 * k * jnp.maximum(x[2], 0.0))
+
+
+class Leeway(AbstractDrift):
+    """Leeway of a drifting object (search and rescue, as OpenDrift's `Leeway`): beside the
+    current, a downwind velocity `downwind_slope` % × wind speed + `downwind_offset` cm/s, and
+    a crosswind velocity `crosswind_slope` % × wind speed + `crosswind_offset` cm/s, to the
+    right of downwind (seen from above) for particles whose `orientation` is +1 and mirrored
+    to the left for -1. The wind is the forcing named `sample` (default `"wind"`).
+
+    `orientation` is a variable: +1 unless given per particle
+    (`fk.track(..., particle_state={"orientation": np.where(np.arange(n) % 2, -1.0, 1.0)})`,
+    OpenDrift's alternation). The objects' slopes are in the leeway tables (Allen & Plourde
+    1999; OpenDrift's `OBJECTPROP.DAT`); jibing and capsizing are not modelled.
+    """
+
+    downwind_slope: float
+    crosswind_slope: float
+    downwind_offset: float = 0.0
+    crosswind_offset: float = 0.0
+    sample: str = eqx.field(static=True, default="wind")
+    variable_names = ("orientation",)
+
+    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
+        return {"orientation": jnp.ones((), x.dtype)}
+
+    def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
+        wind = forcing(fluid, self.sample, "Leeway")[:2]
+        speed = jnp.sqrt(jnp.sum(wind * wind))
+        along = wind / jnp.maximum(speed, 1e-12)
+        right = jnp.stack([along[1], -along[0]])  # downwind turned clockwise by 90°
+        downwind = (self.downwind_slope * speed + self.downwind_offset) / 100
+        crosswind = (self.crosswind_slope * speed + self.crosswind_offset) / 100
+        return downwind * along + jnp.sign(state["orientation"]) * crosswind * right
+
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
+        return {**super().rhs(t, state, fluid, args), "orientation": jnp.zeros_like(state["orientation"])}
