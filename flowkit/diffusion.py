@@ -99,3 +99,101 @@ class Horizontal(AbstractDiffusivity):
         # step lands at most a few degrees over the pole (which the field folds back)
         metric = -self(t, x)[1] * jnp.tan(jnp.deg2rad(jnp.clip(x[1], -89.9, 89.9))) * jnp.pi / 180
         return super().drift_correction(t, x).at[1].add(metric)
+
+
+class Vertical(AbstractDiffusivity):
+    """Vertical mixing only: `Kv` (m²/s; a number, or a function `fn(t, x)` such as a `Profile`
+    or `WindDriven`) along the last axis, none along the others. On a lon/lat field with depth
+    use `Horizontal(Kh, Kv)`, which takes the same `Kv`. The drift correction `dKv/dz` is
+    Visser's (1997) term; a `LayeredField` mirrors random walks at the surface and the sea floor."""
+
+    Kv: Array | Callable
+
+    def __init__(self, Kv):
+        self.Kv = Kv if callable(Kv) else jnp.asarray(Kv, dtype=jnp.result_type(float))
+
+    def __call__(self, t: TimeLike, x: Position) -> Array:
+        kv = jnp.reshape(jnp.asarray(self.Kv(t, x) if callable(self.Kv) else self.Kv), (-1,))[0]
+        return jnp.zeros_like(x).at[-1].set(kv.astype(x.dtype))
+
+
+class Profile(eqx.Module):
+    """A diffusivity profile `K(z)` in m²/s, linear between given depths (metres, positive
+    down, the last coordinate of a position) and held beyond them; with `times`, one profile
+    per time, linear in time between them. A function `fn(t, x)` for `Vertical` and `Horizontal`.
+
+    `Profile.from_roms(path, "AKs", lon, lat)` reads a ROMS history file's vertical diffusivity
+    (`AKs`, `AKt`, `AKv` on the w-levels) in the water column nearest to `(lon, lat)`."""
+
+    depths: Array
+    values: Array
+    times: Array | None
+
+    def __init__(self, depths, values, times=None):
+        import numpy as np
+
+        depths, values = np.atleast_2d(np.asarray(depths, float)), np.atleast_2d(np.asarray(values, float))
+        if depths.shape != values.shape:
+            raise ValueError(f"Profile: depths {depths.shape} and values {values.shape} must have the same shape")
+        order = np.argsort(depths, axis=-1)
+        self.depths = jnp.asarray(np.take_along_axis(depths, order, -1))
+        self.values = jnp.asarray(np.take_along_axis(values, order, -1))
+        if times is not None and np.shape(times) != (depths.shape[0],):
+            raise ValueError(f"Profile: give one time per profile ({depths.shape[0]}), got shape {np.shape(times)}")
+        self.times = None if times is None else jnp.asarray(times, float)
+
+    def __call__(self, t: TimeLike, x: Position) -> Array:
+        from .fields.base import time_weights
+
+        z = x[-1]
+        it, wt = time_weights(self.times, jnp.asarray(t, x.dtype))
+        k = jnp.interp(z, self.depths[it].astype(x.dtype), self.values[it].astype(x.dtype))
+        if wt is None:
+            return k
+        later = jnp.interp(z, self.depths[it + 1].astype(x.dtype), self.values[it + 1].astype(x.dtype))
+        return k + wt * (later - k)
+
+    @classmethod
+    def from_roms(cls, path, variable: str = "AKs", lon: float | None = None, lat: float | None = None, grid=None):
+        """The profile of `variable` in the wet water column nearest to `(lon, lat)` (the
+        domain's middle by default) of a ROMS/CROCO file: depths below the free surface of its
+        w-levels (from `h`, `zeta`, `hc`, `Cs_w`, `s_w`, `Vtransform`; `grid` a separate grid
+        file), at the file's times (seconds from its first, as `fk.io.read` counts them)."""
+        from .io.roms import column_profile
+
+        return cls(*column_profile(path, variable, lon, lat, grid))
+
+
+class WindDriven(eqx.Module):
+    """Vertical diffusivity in the surface mixed layer from the wind speed, as OpenDrift's
+    `vertical_mixing:diffusivitymodel` computes it:
+
+    - `"windspeed_Sundby1983"`: `K = 76.1e-4 + 2.26e-4 W²` m²/s down to the mixed layer depth;
+    - `"windspeed_Large1994"`: `K = 0.08 · MLD · G(z/MLD) · ρ_a c_d W²` with the cubic shape
+      `G(σ) = σ (1 - σ)²` (OpenDrift's stability function 0.2 and von Kármán 0.4).
+
+    Below the mixed layer `K` is `background`; OpenDrift's step at the mixed layer depth is a
+    linear ramp over its last metre here, so that the drift correction stays finite. `wind` is a
+    speed in m/s (a number: a sweep or a gradient leaf) or a function `fn(t, x) -> m/s`."""
+
+    wind: float | Array | Callable
+    mixed_layer_depth: float = 50.0
+    background: float = 0.0
+    model: str = eqx.field(static=True, default="windspeed_Sundby1983")
+
+    def __check_init__(self):
+        if self.model not in ("windspeed_Sundby1983", "windspeed_Large1994"):
+            raise ValueError(
+                f"WindDriven: model must be 'windspeed_Sundby1983' or 'windspeed_Large1994', got {self.model!r}"
+            )
+
+    def __call__(self, t: TimeLike, x: Position) -> Array:
+        w = jnp.asarray(self.wind(t, x) if callable(self.wind) else self.wind, x.dtype)
+        z, mld = jnp.abs(x[-1]), jnp.asarray(self.mixed_layer_depth, x.dtype)
+        if self.model == "windspeed_Sundby1983":
+            top = 76.1e-4 + 2.26e-4 * w * w
+        else:
+            sigma = jnp.clip(z / mld, 0, 1)
+            top = mld * 0.2 * 0.4 * sigma * (1 - sigma) ** 2 * w * w * 1.25e-3 * 1.22 + sigma * self.background
+        ramp = jnp.clip(mld - z, 0, 1)  # 1 above MLD - 1 m, 0 below MLD
+        return self.background + ramp * (top - self.background)

@@ -209,6 +209,6 @@ def test_roms_currents_with_an_era5_wind_file_in_one_read(tmp_path):
         by_hand = np.column_stack([np.diag(expected.u10.values), np.diag(expected.v10.values)])
         np.testing.assert_allclose(got, by_hand, atol=2e-4)
     windy = fk.track(field, seeds, 0.0, 6 * 3600.0, 1800.0, particles=Windage(0.03))
-    calm = fk.track(field, seeds, 0.0, 6 * 3600.0, 1800.0)
+    calm = fk.track(field, seeds, 0.0, 6 * 3600.0, 1800.0, particles=Windage(0.0))  # the same program
     east_m = (windy.positions[-1, :, 0] - calm.positions[-1, :, 0]) * np.pi / 180 * R * np.cos(np.deg2rad(seeds[:, 1]))
     assert np.all(east_m > 0.03 * 8 * 6 * 3600 * 0.8)  # ~3 % of a 9-10 m/s westerly for 6 h, east of the calm run

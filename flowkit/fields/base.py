@@ -149,9 +149,10 @@ class AbstractField(eqx.Module):
         with a land mask), or None: no land at all, and no cost in the step."""
         return None
 
-    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints) -> tuple[Positions, Hints]:
+    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints, reflect: bool = False) -> tuple[Positions, Hints]:
         """Positions after a step, at its end time `t`, brought into the field's own range
-        (`canonical_batch`; a layered ocean also keeps depths in the water), and their hints."""
+        (`canonical_batch`; a layered ocean also keeps depths in the water: `reflect` mirrors
+        them at the surface and the sea floor, for random walks), and their hints."""
         return self.canonical_batch(x), hint
 
     def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"] | None:

@@ -207,12 +207,19 @@ class LayeredField(AbstractField):
     def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
         return self.surface.locate(x[:, :2], hint)
 
-    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints) -> tuple[Positions, Hints]:
-        """Depths kept between the surface and the sea floor at each row's place at time `t`."""
+    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints, reflect: bool = False) -> tuple[Positions, Hints]:
+        """Depths kept between the surface and the sea floor at each row's place at time `t`:
+        clamped (advection: a particle that reaches the surface stays there), or with `reflect`
+        mirrored at both (a random walk, so that a well-mixed column stays mixed)."""
         if self.dim == 2:
             return super().settle_batch(t, x, hint)
         hint, found, nodes, weights = self._place(x, hint)
-        return x.at[:, 2].set(jnp.where(found, jnp.clip(x[:, 2], 0, self._floor(t, x, nodes, weights)), x[:, 2])), hint
+        floor = self._floor(t, x, nodes, weights)
+        z = x[:, 2]
+        if reflect:
+            z = jnp.abs(z)
+            z = jnp.where(z > floor, 2 * floor - z, z)
+        return x.at[:, 2].set(jnp.where(found, jnp.clip(z, 0, floor), x[:, 2])), hint
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:

@@ -244,3 +244,47 @@ def _slice(step, h, angle, stretching, has_w):
     depth = zeta[None] - z  # below the free surface, positive down; level 0 is the deepest
     velocity = np.stack(components, axis=-1)
     return np.moveaxis(depth[::-1], 0, -1), np.moveaxis(velocity[::-1], 0, -2), h + zeta
+
+
+def column_profile(path, variable: str, lon: float | None = None, lat: float | None = None, grid=None):
+    """`(depths, values, times)` of a w-level variable (`AKs`, `AKt`, `AKv`) in the wet water
+    column nearest to `(lon, lat)` (the domain's middle by default) of a ROMS/CROCO file:
+    depths `(T, W)` below the free surface, values `(T, W)`, times `(T,)` in seconds from the
+    file's first (None for one time). What `flowkit.diffusion.Profile.from_roms` reads."""
+    import xarray as xr
+
+    history = xr.open_dataset(path)
+    history.attrs["flowkit_source"] = str(path)
+    source = str(path)
+    if variable not in history.variables:
+        raise ValueError(f"{source}: no variable {variable!r}; it holds {sorted(history.data_vars)}")
+    var = history[variable]
+    if var.ndim != 4 or var.dims[1] != "s_w" or var.dims[2:] != ("eta_rho", "xi_rho"):
+        raise ValueError(
+            f"{source}: {variable} has dims {var.dims}; expected (time, 's_w', 'eta_rho', 'xi_rho') (the w-levels)"
+        )
+    grid_ds = _grid_dataset(history, grid)
+    g = history if grid_ds is None else grid_ds
+    dims = ("eta_rho", "xi_rho")
+    lon_rho, lat_rho = (_horizontal(g[name], dims, source) for name in ("lon_rho", "lat_rho"))
+    h = _horizontal(g["h"], dims, source)
+    wet = _horizontal(g["mask_rho"], dims, source) > 0.5 if "mask_rho" in g.variables else np.ones_like(h, bool)
+    lon = float(np.mean(lon_rho)) if lon is None else lon
+    lat = float(np.mean(lat_rho)) if lat is None else lat
+    far = np.hypot((lon_rho - lon) * np.cos(np.deg2rad(lat)), lat_rho - lat)
+    j, i = np.unravel_index(np.argmin(np.where(wet, far, np.inf)), far.shape)
+    stretching = _stretching(history, None, source)
+    s_w = np.asarray(history["s_w"].values, np.float64)
+    if "Cs_w" not in history.variables:
+        raise ValueError(f"{source}: no Cs_w: the depths of the w-levels cannot be computed")
+    curve = np.asarray(history["Cs_w"].values, np.float64)
+    n = var.shape[0]
+    zeta = history["zeta"].values[:, j, i].astype(np.float64) if "zeta" in history.variables else np.zeros(n)
+    z = np.stack(
+        [level_heights(h[j, i], zeta[k], s_w, curve, stretching["hc"], stretching["vtransform"]) for k in range(n)]
+    )
+    times = history[var.dims[0]].values
+    seconds = (times - times[0]) / np.timedelta64(1, "s") if np.issubdtype(times.dtype, np.datetime64) else None
+    if seconds is None and n > 1:
+        seconds = np.array([(t - times[0]).total_seconds() for t in times])
+    return zeta[:, None] - z, np.asarray(var.values[:, :, j, i], np.float64), (seconds if n > 1 else None)

@@ -42,7 +42,8 @@ def one_step(
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
     result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
-    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint)  # longitudes in one period; depths in water
+    # longitudes in one period; depths in the water, mirrored at the surface and the floor in random walks
+    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint, reflect=pieces.integrator.stochastic)
     finite = jnp.all(jnp.isfinite(x_new), axis=-1)
     x_b, hint_b, new_status, moved, walled = _judged(pieces, x, x_new, status, step_hint, moving, finite)
     x_next = jnp.where(moved[:, None], x_b, x)
