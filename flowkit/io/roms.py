@@ -257,7 +257,7 @@ def column_profile(path, variable: str, lon: float | None = None, lat: float | N
     history.attrs["flowkit_source"] = str(path)
     source = str(path)
     if variable not in history.variables:
-        raise ValueError(f"{source}: no variable {variable!r}; it holds {sorted(history.data_vars)}")
+        raise ValueError(f"{source}: no variable {variable!r}; it holds {sorted(map(str, history.data_vars))}")
     var = history[variable]
     if var.ndim != 4 or var.dims[1] != "s_w" or var.dims[2:] != ("eta_rho", "xi_rho"):
         raise ValueError(

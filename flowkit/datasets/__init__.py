@@ -6,9 +6,17 @@ from pathlib import Path
 import numpy as np
 from jax.typing import DTypeLike
 
-from ._custom_types import Files, PathLike, TimesLike
-from .fields.analytic import DoubleGyre
-from .fields.grid import GridField
+from .._custom_types import Files, PathLike, TimesLike
+from ..fields.analytic import DoubleGyre
+from ..fields.grid import GridField
+from ._cache import cache_root, generated
+from .ocean import (
+    ocean_field as ocean_field,
+    sample_ocean as sample_ocean,
+    sample_wind as sample_wind,
+    write_ocean_sample as write_ocean_sample,
+    write_wind_sample as write_wind_sample,
+)
 
 
 def double_gyre_grid(
@@ -30,13 +38,13 @@ def grid_field(
     """A gridded field from an `.npz` file (`flowkit.io.load_grid_npz`, which may stream it in
     time windows), or the double-gyre sample (`double_gyre_grid`) when `path` is None (with
     `stream=True` written once into the cache directory and streamed from there)."""
-    from .io.npz import load_grid_npz, save_grid_npz
+    from ..io.npz import load_grid_npz, save_grid_npz
 
     if path is None:
         if not stream:
             return double_gyre_grid(dtype=dtype)
-        folder = _generated(
-            _cache_root(None) / "double_gyre_v1",
+        folder = generated(
+            cache_root(None) / "double_gyre_v1",
             lambda f: (
                 f.mkdir(parents=True) or save_grid_npz(f / "double_gyre_v1.npz", double_gyre_grid(dtype="float64"))
             ),
@@ -54,7 +62,7 @@ def double_gyre_vti_series(folder: PathLike, nx: int = 101, ny: int = 51, times:
     import jax
     import jax.numpy as jnp
 
-    from .io.vtk import write_pvd, write_vti
+    from ..io.vtk import write_pvd, write_vti
 
     folder = Path(folder)
     (folder / "double_gyre").mkdir(parents=True, exist_ok=True)
@@ -196,7 +204,7 @@ def write_vts(path: PathLike, grid_points: np.ndarray, point_arrays: dict) -> Pa
     import vtk
     from vtk.util.numpy_support import numpy_to_vtk
 
-    from .io.vtk import write_xml
+    from ..io.vtk import write_xml
 
     path = Path(path)
     ni, nj, nk = grid_points.shape[:3]
@@ -223,7 +231,7 @@ def hex_wedge_box(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A conforming mixed mesh of the box: jittered hexahedra, with every other column of cells
     (along z) split into two wedges. `(points, cells (-1 padded), VTK cell types)`."""
-    from .fields.cells import merge_cells
+    from ..fields.cells import merge_cells
 
     points = jittered_lattice(shape, extent, jitter, seed)
     hexes = lattice_hexahedra(shape)
@@ -256,8 +264,8 @@ def cellular_flow_vtu_series(
     import jax
     import jax.numpy as jnp
 
-    from .fields.analytic import CellularFlow
-    from .io.vtk import write_pvd, write_vtu
+    from ..fields.analytic import CellularFlow
+    from ..io.vtk import write_pvd, write_vtu
 
     folder = Path(folder)
     name = folder.name or "cellular"
@@ -303,44 +311,13 @@ def poiseuille(points: np.ndarray, radius: float = 0.5, speed: float = 1.0) -> n
     return velocity
 
 
-def _cache_root(cache_dir) -> Path:
-    import os
-
-    return Path(
-        cache_dir or os.environ.get("FLOWKIT_DATA") or Path.home() / ".cache" / "flowkit" / "datasets"
-    ).expanduser()
-
-
-def _generated(folder: Path, write) -> Path:
-    """`folder`, made on first use by `write(folder_to_fill)` in a staging folder beside it and
-    renamed into place: processes that need a sample at once (a parallel sweep, test workers)
-    never read one half written; the first rename wins, the others are discarded."""
-    import os
-    import shutil
-    import tempfile
-
-    if folder.exists():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        write(stage / folder.name)
-        os.rename(stage / folder.name, folder)
-    except OSError:
-        if not folder.exists():
-            raise
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    return folder
-
-
 def sample_vtk(cache_dir: PathLike | None = None) -> Path:
     """The embedded sample CFD data set, generated on first use into a cache directory
     (`$FLOWKIT_DATA`, else `~/.cache/flowkit/datasets`): `CellularFlow` on a 21×21×21-point
     jittered tetrahedral mesh (40 000 tetrahedra) at 21 times over one period, `t ∈ [0, 2]`,
     as a `.pvd` of compressed `.vtu` files. Returns the `.pvd` path."""
-    folder = _generated(
-        _cache_root(cache_dir) / "cellular_box_v1",
+    folder = generated(
+        cache_root(cache_dir) / "cellular_box_v1",
         lambda f: cellular_flow_vtu_series(f, shape=(21, 21, 21), times=np.linspace(0.0, 2.0, 21)),
     )
     return folder / "cellular_box_v1.pvd"
@@ -351,7 +328,7 @@ def sample_pipe(cache_dir: PathLike | None = None) -> Path:
     radius 0.5 and length 4 along x (`pipe_mesh`, 41 × 13 × 13 points, 28 800 tetrahedra), one
     steady `.vtu` written by VTK's writer, generated on first use into the cache directory.
     Inlet: the side `xmin`, outlet: `xmax`, the rest is wall."""
-    from .io.vtk import write_vtu
+    from ..io.vtk import write_vtu
 
     def write(folder):
         folder.mkdir(parents=True)
@@ -364,7 +341,7 @@ def sample_pipe(cache_dir: PathLike | None = None) -> Path:
             {"velocity": poiseuille(points).astype(np.float32)},
         )
 
-    return _generated(_cache_root(cache_dir) / "pipe_v1", write) / "pipe_v1.vtu"
+    return generated(cache_root(cache_dir) / "pipe_v1", write) / "pipe_v1.vtu"
 
 
 SAMPLES = {"cellular_box": sample_vtk, "pipe": sample_pipe}
@@ -386,7 +363,7 @@ def vtk_field(
     """A field read from VTK files (`flowkit.io.read`: VTK files and every solver format it
     takes), or when `path` is None from the embedded sample `dataset` (`cellular_box`:
     `sample_vtk`; `pipe`: `sample_pipe`), generated on first use."""
-    from .io.read import read
+    from ..io.read import read
 
     if path is None:
         if dataset not in SAMPLES:
@@ -402,96 +379,4 @@ def vtk_field(
         dtype=dtype,
         stream=stream,
         max_device_bytes=max_device_bytes,
-    )
-
-
-def write_ocean_sample(folder: PathLike, days: int = 10, start: str = "2024-01-01", resolution: float = 1.0) -> Path:
-    """Daily global 1° surface currents as an ocean model product writes them: one NetCDF4
-    file per day (`glo_cur_YYYYMMDD.nc`, written by xarray with h5netcdf), CF metadata
-    (`standard_name`s, `units`, time in `days since` on the standard calendar), cell-centred
-    longitudes -179.5…179.5 and latitudes, float32 velocities in m/s, land as NaN (a continent
-    over [-20°, 40°] × [-35°, 35°] and Antarctica south of 75°S). The flow: a zonal jet
-    `0.4 cos(lat)` with a meander `0.15 sin(3 lon) cos(lat)` northward that swings with a
-    10-day period. `resolution`: the grid spacing in degrees (benchmarks write 1/4° and 1/12°).
-    Returns the folder."""
-    import xarray as xr
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    h = float(resolution)
-    lon = -180 + h * (np.arange(round(360 / h)) + 0.5)
-    lat = -90 + h * (np.arange(round(180 / h)) + 0.5)
-    lam, phi = np.meshgrid(np.deg2rad(lon), np.deg2rad(lat))
-    land = ((lon[None, :] >= -20) & (lon[None, :] <= 40) & (np.abs(lat[:, None]) <= 35)) | (lat[:, None] < -75)
-    origin = np.datetime64(start, "D")
-    for day in range(days):
-        swing = np.cos(2 * np.pi * day / 10.0)
-        u = 0.4 * np.cos(phi)
-        v = 0.15 * np.sin(3 * lam) * np.cos(phi) * swing
-        u, v = (np.where(land, np.nan, a)[None].astype(np.float32) for a in (u, v))
-        attrs = lambda name, long: {"standard_name": name, "long_name": long, "units": "m s-1"}  # noqa: E731
-        ds = xr.Dataset(
-            {
-                "uo": (("time", "latitude", "longitude"), u, attrs("eastward_sea_water_velocity", "Eastward velocity")),
-                "vo": (
-                    ("time", "latitude", "longitude"),
-                    v,
-                    attrs("northward_sea_water_velocity", "Northward velocity"),
-                ),
-            },
-            coords={
-                "time": (
-                    "time",
-                    [float(day)],
-                    {"standard_name": "time", "units": f"days since {start}", "calendar": "standard", "axis": "T"},
-                ),
-                "latitude": ("latitude", lat, {"standard_name": "latitude", "units": "degrees_north", "axis": "Y"}),
-                "longitude": ("longitude", lon, {"standard_name": "longitude", "units": "degrees_east", "axis": "X"}),
-            },
-            attrs={"Conventions": "CF-1.8", "title": "flowkit sample: global surface currents (synthetic)"},
-        )
-        ds.to_netcdf(folder / f"glo_cur_{str(origin + day).replace('-', '')}.nc", engine="h5netcdf")
-    return folder
-
-
-def sample_ocean(cache_dir: PathLike | None = None) -> str:
-    """The embedded ocean sample (`write_ocean_sample`), generated on first use into the cache
-    directory; returns the glob of its daily files."""
-    folder = _generated(_cache_root(cache_dir) / "glo_cur_v1", write_ocean_sample)
-    return str(folder / "glo_cur_*.nc")
-
-
-def ocean_field(
-    path: Files | None = None,
-    velocity: str | None = None,
-    *,
-    mask: str | None = None,
-    land_value: float | None = None,
-    sample: Sequence[str] | None = None,
-    coast: str = "noslip",
-    grid: str | None = None,
-    dtype: DTypeLike = "float32",
-    stream: bool | None = None,
-    max_device_bytes: int | None = None,
-):
-    """A field from NetCDF/zarr ocean or atmosphere data (`flowkit.io.read`: a file, a glob of
-    daily files, a list; ROMS/CROCO with its `grid` file; TELEMAC `.slf`), or the embedded ocean
-    sample (`sample_ocean`) when `path` is None."""
-    from .io.read import read
-
-    options = {} if mask is None else {"mask": mask}
-    if land_value is not None:
-        options["land_value"] = land_value
-    if coast != "noslip":
-        options["coast"] = coast
-    if grid is not None:
-        options["grid"] = grid
-    return read(
-        sample_ocean() if path is None else path,
-        velocity,
-        sample=sample,
-        dtype=dtype,
-        stream=stream,
-        max_device_bytes=max_device_bytes,
-        **options,
     )
