@@ -56,6 +56,16 @@ def as_diffusivity(value) -> AbstractDiffusivity:
     return Constant(jnp.asarray(value, dtype=jnp.result_type(float)))
 
 
+def _number_or_function(k):
+    """A diffusivity argument: a function `fn(t, x)` as it is, a number as a float array (a leaf)."""
+    return k if callable(k) else jnp.asarray(k, dtype=jnp.result_type(float))
+
+
+def _at(k, t, x):
+    """A scalar diffusivity argument (number or function) at `(t, x)`, in `x`'s precision."""
+    return jnp.reshape(jnp.asarray(k(t, x) if callable(k) else k), (-1,))[0].astype(x.dtype)
+
+
 class Horizontal(AbstractDiffusivity):
     """Eddy diffusivity in m²/s for positions in degrees of longitude and latitude (then depth
     in metres), as ocean models and Parcels' `DiffusionUniformKh`/`AdvectionDiffusionM1` give
@@ -78,20 +88,15 @@ class Horizontal(AbstractDiffusivity):
     Kv: Array | Callable
 
     def __init__(self, Kh, Kv=0.0):
-        self.Kh = Kh if callable(Kh) else jnp.asarray(Kh, dtype=jnp.result_type(float))
-        self.Kv = Kv if callable(Kv) else jnp.asarray(Kv, dtype=jnp.result_type(float))
-
-    @staticmethod
-    def _at(k, t, x):
-        return jnp.reshape(jnp.asarray(k(t, x) if callable(k) else k), (-1,))[0].astype(x.dtype)
+        self.Kh, self.Kv = _number_or_function(Kh), _number_or_function(Kv)
 
     def __call__(self, t: TimeLike, x: Position) -> Array:
         from .fields.grid import EARTH_RADIUS
 
         per_degree = (jnp.pi / 180 * EARTH_RADIUS) ** 2  # m² in a degree² of latitude
         cos_lat = jnp.maximum(jnp.cos(jnp.deg2rad(x[1])), 1e-6)
-        kh = self._at(self.Kh, t, x) / per_degree
-        k = [kh / cos_lat**2, kh] + ([self._at(self.Kv, t, x)] if x.shape[0] == 3 else [])
+        kh = _at(self.Kh, t, x) / per_degree
+        k = [kh / cos_lat**2, kh] + ([_at(self.Kv, t, x)] if x.shape[0] == 3 else [])
         return jnp.stack(k)
 
     def drift_correction(self, t: TimeLike, x: Position) -> Array:
@@ -110,11 +115,10 @@ class Vertical(AbstractDiffusivity):
     Kv: Array | Callable
 
     def __init__(self, Kv):
-        self.Kv = Kv if callable(Kv) else jnp.asarray(Kv, dtype=jnp.result_type(float))
+        self.Kv = _number_or_function(Kv)
 
     def __call__(self, t: TimeLike, x: Position) -> Array:
-        kv = jnp.reshape(jnp.asarray(self.Kv(t, x) if callable(self.Kv) else self.Kv), (-1,))[0]
-        return jnp.zeros_like(x).at[-1].set(kv.astype(x.dtype))
+        return jnp.zeros_like(x).at[-1].set(_at(self.Kv, t, x))
 
 
 class Profile(eqx.Module):
@@ -188,7 +192,7 @@ class WindDriven(eqx.Module):
             )
 
     def __call__(self, t: TimeLike, x: Position) -> Array:
-        w = jnp.asarray(self.wind(t, x) if callable(self.wind) else self.wind, x.dtype)
+        w = _at(self.wind, t, x)
         z, mld = jnp.abs(x[-1]), jnp.asarray(self.mixed_layer_depth, x.dtype)
         if self.model == "windspeed_Sundby1983":
             top = 76.1e-4 + 2.26e-4 * w * w

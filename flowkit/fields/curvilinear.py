@@ -144,7 +144,7 @@ class CurvilinearField(AbstractMeshField):
         return self.mesh.in_domain(x)
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
-        u, hint = self.mesh.velocity_batch(t, x, args, hint)
+        u, hint = self.data_batch(t, x, args, hint)
         return degrees_per_second(u, x[:, 1]), hint
 
     def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:

@@ -43,13 +43,24 @@ class Forcing(eqx.Module):
     offset: float
     longitude_start: float | None = eqx.field(static=True)
 
+    def positions(self, x: Positions) -> Float[Array, "n d"]:
+        """The rows of `x` as the forcing's positions: its first `dim` coordinates, longitudes
+        wrapped into its 360°."""
+        y = x[:, : self.field.dim]
+        if self.longitude_start is None:
+            return y
+        return y.at[:, 0].set(self.longitude_start + jnp.mod(y[:, 0] - self.longitude_start, 360.0))
+
+    def located(self, x: Positions):
+        """`(positions, hints, inside)` of the rows of `x` in the forcing."""
+        y = self.positions(x)
+        hint, inside = self.field.locate_batch(y, self.field.hints(y.shape[0], y.dtype))
+        return y, hint, inside
+
     def __call__(self, t: TimeLike, x: Positions) -> Float[Array, "n c"]:
         """The forcing's values at the rows of `x` (n, ≥ its dim) and time `t`; zero outside it."""
         f = self.field
-        y = x[:, : f.dim]
-        if self.longitude_start is not None:
-            y = y.at[:, 0].set(self.longitude_start + jnp.mod(y[:, 0] - self.longitude_start, 360.0))
-        hint, inside = f.locate_batch(y, f.hints(y.shape[0], y.dtype))
+        y, hint, inside = self.located(x)
         values, _ = f.data_batch(jnp.asarray(t, y.dtype) + self.offset, y, None, hint)
         inside = inside & jnp.all(jnp.isfinite(values), axis=-1)
         return jnp.where(inside[:, None], values, 0).astype(x.dtype)
@@ -68,7 +79,7 @@ class Forcings(eqx.Module):
         and a run that reaches past a forcing's times (its end slices are held)."""
         for name, forcing in self.named.items():
             f = forcing.field
-            outside = ~np.asarray(f.locate_batch(*_located(f, seeds, forcing.longitude_start))[1])
+            outside = ~np.asarray(forcing.located(jnp.asarray(seeds, jnp.float32))[2])
             if outside.any():
                 _log.info(
                     "forcing %r: %d of %d seeds lie outside its extent; it is zero there",
@@ -88,13 +99,6 @@ class Forcings(eqx.Module):
                     lo,
                     hi,
                 )
-
-
-def _located(field: AbstractField, seeds: np.ndarray, longitude_start: float | None):
-    y = jnp.asarray(seeds[:, : field.dim], jnp.float32)
-    if longitude_start is not None:
-        y = y.at[:, 0].set(longitude_start + jnp.mod(y[:, 0] - longitude_start, 360.0))
-    return y, field.hints(y.shape[0], y.dtype)
 
 
 def attach(field: AbstractField, forcings: Mapping, where: str = "samples") -> AbstractField:

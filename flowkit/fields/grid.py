@@ -18,7 +18,6 @@ from .._time import TimeOrigin
 from ..fields.base import Hints
 from . import forcing
 from .base import AbstractField, time_slices, time_weights
-from .forcing import Forcings
 from .grid_inputs import (
     check_options,
     checked_axes,
@@ -129,7 +128,7 @@ class GridField(AbstractField):
     coast: str = eqx.field(static=True)
     sample_tables: dict
     scalar_samples: tuple[str, ...] = eqx.field(static=True)
-    forcings: Forcings | None
+    forcings: forcing.Forcings | None
 
     def time_leaves(self) -> dict:
         return {"values": self.values}

@@ -186,9 +186,8 @@ class LayeredField(AbstractField):
     # -- the field contract -----------------------------------------------------------------
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
-        hint, _, nodes, weights = self._place(x, hint)
-        u = self._converted(self._velocity(t, x, nodes, weights), x)
-        return jnp.where((hint.cell == SKIP)[:, None], 0, u), hint
+        u, hint = self.data_batch(t, x, args, hint)
+        return jnp.where((hint.cell == SKIP)[:, None], 0, self._converted(u, x)), hint
 
     def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         hint, _, nodes, weights = self._place(x, hint)

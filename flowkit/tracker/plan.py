@@ -245,7 +245,7 @@ def check_particles(
     model: AbstractParticles = jax.tree.map(
         lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles
     )
-    missing = sorted(set(model.sample_names) - sample_names(field))
+    missing = sorted(set(model.sample_names) - sample_names(field)) if model.sample_names else []
     if missing:
         raise ValueError(
             f"particles: {type(model).__name__} reads the sampled {missing}, but the field samples "
