@@ -1,6 +1,7 @@
 """Ocean model grids beyond the regular A-grid: Arakawa C-grids (MITgcm's layout, u on x faces and
 v on y faces), written here with xarray from closed-form flows and read by `fk.io.read`."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -278,3 +279,32 @@ def test_free_and_partial_slip_along_a_coast(coast, factor):
     assert np.all(traj.status[-1] == fk.Status.ACTIVE)
     with pytest.raises(ValueError, match="coast must be one of"):
         fk.GridField(u, [x, y], land=land, coast="slippery")
+
+
+@pytest.mark.parametrize("depth", [None, [0.0, 10.0, 40.0, 100.0]])
+def test_an_index_lookup_starts_unhinted_points_where_the_bin_search_finds_them(depth):
+    """A curvilinear grid's points without a hint start at the cell its index lookup guesses and
+    are checked and walked from there: the cells and coordinates equal those of the mesh's bin
+    search everywhere (inside, outside, past the box), and the guess is mostly the cell itself."""
+    from flowkit.fields.curvilinear import CurvilinearField
+
+    radius, angle = np.meshgrid(np.linspace(1, 3, 40), np.linspace(0.2, 1.3, 60), indexing="ij")
+    lon, lat = 10 + 3 * radius * np.cos(angle), 50 + 2 * radius * np.sin(angle)  # a curved, skewed grid
+    shape = lon.shape if depth is None else lon.shape + (len(depth),)
+    field = CurvilinearField(lon, lat, np.zeros(shape + (len(shape),)), depth=depth)
+    mesh = field.mesh
+    rng = np.random.default_rng(4)
+    lo, hi = [lon.min() - 0.5, lat.min() - 0.5, -5.0], [lon.max() + 0.5, lat.max() + 0.5, 105.0]
+    x = jnp.asarray(rng.uniform(lo[: len(shape)], hi[: len(shape)], (5000, len(shape))))
+
+    def located(mesh):
+        return jax.jit(lambda x: mesh.locate(x, mesh.hints(x.shape[0], x.dtype)))(x)
+
+    searched, inside = located(eqx.tree_at(lambda m: m.lookup, mesh, None, is_leaf=lambda v: v is None))
+    started, inside_too = located(mesh)
+    assert 0.3 < float(inside.mean()) < 0.9
+    np.testing.assert_array_equal(inside_too, inside)
+    np.testing.assert_array_equal(started.cell[inside], searched.cell[inside])
+    np.testing.assert_allclose(started.coords[inside], searched.coords[inside], atol=1e-12)
+    guessed = mesh.lookup.cells(x)
+    assert float(jnp.mean(guessed[inside] == searched.cell[inside])) > 0.95

@@ -15,6 +15,7 @@ from .._time import TimeOrigin
 from .base import Hints
 from .forcing import Forcings
 from .grid import degrees_per_second
+from .lookup import with_lookup
 from .mesh import AbstractMeshField, MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
@@ -104,9 +105,10 @@ class CurvilinearField(AbstractMeshField):
                 raise ValueError(f"CurvilinearField: land must have the grid's shape {shape}, got {land.shape}")
             land = land.reshape(-1)
             values = np.where(land[:, None], 0.0, values)
-        self.mesh = MeshField(
+        mesh = MeshField(
             points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options
         )
+        self.mesh = with_lookup(mesh, shape, depth)
         self.land = None if land is None or not land.any() else jnp.asarray(land, self.mesh.values.dtype)
         self.bounds, self.dim, self.time_range, self.periodic = (
             self.mesh.bounds,

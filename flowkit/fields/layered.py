@@ -15,6 +15,7 @@ from .._time import TimeOrigin
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices
 from .forcing import Forcings
 from .grid import degrees_per_second
+from .lookup import with_lookup
 from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
@@ -50,6 +51,9 @@ class LayeredField(AbstractField):
     - `water_depth`: `(T, P)` sea floor below the surface.
     - `times`: `(T,)` increasing times, or None when `T = 1`.
     - `spherical`: positions in degrees (velocities converted at each particle's latitude).
+    - `grid_shape`: the nodes' `(n_i, n_j)` when they are a logically rectangular grid in C
+      order and `cells` are its `quad_cells`: points without a hint are then started at the
+      cell an index lookup gives (`fields.lookup`), not searched for.
     - `land`: `(P,)` booleans; `time_origin`, `dtype` as for `GridField`.
     """
 
@@ -78,6 +82,7 @@ class LayeredField(AbstractField):
         times=None,
         *,
         spherical: bool = True,
+        grid_shape: tuple[int, int] | None = None,
         land=None,
         time_origin: TimeOrigin | None = None,
         dtype: DTypeLike = "float32",
@@ -118,6 +123,8 @@ class LayeredField(AbstractField):
         velocity = np.nan_to_num(velocity)
         table = np.concatenate([depths, velocity.reshape(n_times, n_points, -1), water_depth[..., None]], axis=-1)
         self.surface = MeshField(points, cells, np.zeros_like(points), dtype=dtype, **mesh_options)
+        if grid_shape is not None:
+            self.surface = with_lookup(self.surface, tuple(grid_shape))
         self.table = jnp.asarray(table, dtype)
         self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
         self.dim = 2 if n_levels == 1 and not np.any(velocity[..., 2]) else 3

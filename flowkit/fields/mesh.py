@@ -16,6 +16,7 @@ from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocit
 from . import cells as _cells, forcing, mesh_faces as _faces
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
+from .lookup import IndexLookup
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 from .slices import as_series
 
@@ -42,7 +43,8 @@ class MeshField(AbstractMeshField):
     (cell, point, parametric coordinates) is checked first, Newton starting from them; then the
     walk crosses the face the point lies beyond, up to `walk_steps` times. Points it does not
     settle are searched, as one compact batch, in a uniform bin grid holding each cell in every
-    bin its bounding box overlaps: complete, so a point in no cell of its bin is outside.
+    bin its bounding box overlaps: complete, so a point in no cell of its bin is outside. A
+    logically rectangular grid's `lookup` (`fields.lookup`) starts unhinted points at a cell.
 
     Outside the mesh `in_domain` is false: the tracker marks a particle ending a step there
     `OUT_OF_DOMAIN`. An RK stage point just outside sees the value extrapolated from the
@@ -97,6 +99,7 @@ class MeshField(AbstractMeshField):
     periodic: tuple[bool, ...] = eqx.field(static=True)
     regions: dict
     forcings: forcing.Forcings | None
+    lookup: IndexLookup | None
 
     def __init__(
         self,
@@ -173,6 +176,7 @@ class MeshField(AbstractMeshField):
         if self.times is not None:
             self.times = jnp.asarray(self.times, dtype)
         self.forcings = forcing.made(self, forcing_fields, "MeshField: samples", set(samples))
+        self.lookup = None
 
     def as_mesh(self) -> "MeshField":
         return self
@@ -366,11 +370,9 @@ class MeshField(AbstractMeshField):
         costs less than the gathering. Rows hinted `SKIP` are not located at all (found, cell
         `SKIP`): the tracker passes it for particles that are not moving.
         """
-        x = jax.lax.stop_gradient(x)
-        n = x.shape[0]
-        if not isinstance(hint, Hints):
-            hint = Hints.of_cells(hint, self.dim, x.dtype)
-        hint = jax.lax.stop_gradient(hint)
+        x, n = jax.lax.stop_gradient(x), x.shape[0]
+        hint = jax.lax.stop_gradient(hint if isinstance(hint, Hints) else Hints.of_cells(hint, self.dim, x.dtype))
+        hint = hint if self.lookup is None else self.lookup.started(x, hint)
         skip = hint.cell == SKIP
         known = hint.cell >= 0
         cell = jnp.maximum(hint.cell, 0)
@@ -440,12 +442,8 @@ class MeshField(AbstractMeshField):
         t = jnp.asarray(t, x.dtype)
         if per_cell:
             it, wt = time_weights(self.times, t)
-            row = (
-                table[it][cell]
-                if self.times is None
-                else table[it][cell] + wt * (table[it + 1][cell] - table[it][cell])
-            )
-            return row.astype(x.dtype)
+            row = table[it][cell]
+            return (row if self.times is None else row + wt * (table[it + 1][cell] - row)).astype(x.dtype)
         return node_rows(table, self.times, t, self.nodes[cell], self._weights(cell, x, xi))
 
     def velocity_batch(

@@ -118,6 +118,7 @@ def from_roms(datasets, grid=None, *, dtype: DTypeLike = "float32") -> LayeredFi
         land=land.T.reshape(-1),
         time_origin=origin,
         spherical=True,
+        grid_shape=lon_t.shape,
         dtype=dtype,
     )
 

@@ -50,9 +50,16 @@ def auto_dt(field: AbstractField, t0: float, t1: float, save_every, courant: flo
 
 
 def has_cells(field: AbstractField) -> bool:
-    """Whether `field` measures cells (`cell_sizes` is not None), found without computing."""
-    x = jax.ShapeDtypeStruct((1, field.dim), field.bounds[0].dtype)
-    return jax.eval_shape(lambda x: field.cell_sizes(x, field.hints(1, x.dtype)), x) is not None
+    """Whether `field` measures cells (`cell_sizes` is not None), found without computing (and
+    traced once per field structure: a run asks every time)."""
+    structure = jax.tree.structure(field)
+    if structure not in _HAS_CELLS:
+        x = jax.ShapeDtypeStruct((1, field.dim), field.bounds[0].dtype)
+        _HAS_CELLS[structure] = jax.eval_shape(lambda x: field.cell_sizes(x, field.hints(1, x.dtype)), x) is not None
+    return _HAS_CELLS[structure]
+
+
+_HAS_CELLS: dict = {}
 
 
 def report(courant: float | None, dt: float, integrator: AbstractIntegrator) -> None:

@@ -139,6 +139,7 @@ class TrackRun:
         self.run_times = Times(t0=scalar(plan.t0), dt=scalar(plan.dt), t1=scalar(plan.t1))
         self.compile_s = 0.0
         self._compiled = None
+        self._first_batch = None
         self._ctrl_c: list[bool] = []  # Ctrl-C noted during run()
         self.identity = None
         if output is not None:  # what a store records of the run, for resume
@@ -308,7 +309,8 @@ class TrackRun:
     def compile(self):
         """Compile (or fetch from the cache) the chunk program, once per run; returns it."""
         if self._compiled is None:
-            state, slots, _ = self.initial_state()
+            self._first_batch = self.initial_state()  # the first batch starts from it (seeds located once)
+            state, slots, _ = self._first_batch
             self._compiled, seconds = compiled_program((self.pieces, self.run_times, state, slots), self._kwargs())
             self.compile_s += seconds
         return self._compiled
@@ -405,7 +407,9 @@ class TrackRun:
         stop = min(start + self.batch_size, self.n_particles)
         count, particles = stop - start, slice(start, stop)
         pieces = next_pieces()
-        state, slots, frame0 = self.initial_state(start, pieces)
+        first, self._first_batch = self._first_batch, None
+        reuse = first is not None and start == 0 and pieces is self.pieces
+        state, slots, frame0 = first if reuse else self.initial_state(start, pieces)
         status0 = np.asarray(frame0.status)[:count]
         tally.outside += int(np.sum(status0 == Status.OUT_OF_DOMAIN))
         tally.ashore += int(np.sum(status0 == Status.BEACHED))
