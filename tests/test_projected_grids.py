@@ -68,6 +68,25 @@ def test_grid_relative_winds_on_a_lambert_grid_are_turned_to_east_and_north(tmp_
     np.testing.assert_allclose(traj.positions[-1, :, 0], expected, atol=2e-4 if mapping else 5e-4)
 
 
+def test_a_lambert_grid_wind_drives_windage_over_currents_on_another_grid(tmp_path):
+    """An AROME-like wind (grid-relative components on a 2.5 km Lambert grid, turned to east and
+    north by the reader) as the forcing of currents on a regular 1/2° grid: windage adds 3 % of
+    the uniform 10 m/s east wind, as one field holding the sum does. The wind's curvilinear grid
+    locates the particles afresh at every stage (its index lookup starts them at their cell)."""
+    wind = fk.io.read(_lambert_winds(tmp_path / "arome.nc"), dtype="float64")
+    lon, lat = np.linspace(0, 10, 21), np.linspace(60, 66, 13)
+    current = np.zeros((21, 13, 2))
+    current[..., 0], current[..., 1] = -0.05, 0.1
+    field = fk.GridField(current, [lon, lat], spherical=True, samples={"wind": wind}, dtype="float64")
+    reference = fk.GridField(current + [0.3, 0.0], [lon, lat], spherical=True, dtype="float64")
+    seeds = np.array([[2.5, 62.0], [3.0, 63.0], [5.0, 62.5]])
+    ours = fk.track(field, seeds, 0.0, 6 * 3600.0, 600.0, particles=fk.particles.Windage(0.03), dtype="float64")
+    theirs = fk.track(reference, seeds, 0.0, 6 * 3600.0, 600.0, dtype="float64")
+    assert (ours.status == fk.Status.ACTIVE).all()
+    np.testing.assert_allclose(ours.samples["wind"][-1], [[10.0, 0.0]] * 3, atol=2e-3)
+    np.testing.assert_allclose(ours.positions[-1], theirs.positions[-1], atol=1e-5)
+
+
 def _arctic_like(path):
     """A polar-stereographic ocean file on z-levels (as met.no's Arctic20): X/Y in km, 2-D
     float32 lon/lat, `x_sea_water_velocity` on (time, depth, Y, X), land NaN at some columns."""

@@ -79,7 +79,7 @@ class Forcings(eqx.Module):
         and a run that reaches past a forcing's times (its end slices are held)."""
         for name, forcing in self.named.items():
             f = forcing.field
-            outside = ~np.asarray(forcing.located(jnp.asarray(seeds, jnp.float32))[2])
+            outside = ~np.asarray(_inside(forcing, jnp.asarray(seeds, f.bounds[0].dtype)))
             if outside.any():
                 _log.info(
                     "forcing %r: %d of %d seeds lie outside its extent; it is zero there",
@@ -99,6 +99,12 @@ class Forcings(eqx.Module):
                     lo,
                     hi,
                 )
+
+
+@eqx.filter_jit
+def _inside(forcing: Forcing, x: Positions):
+    """Which rows of `x` lie in the forcing's extent (compiled: once per forcing and shape)."""
+    return forcing.located(x)[2]
 
 
 def attach(field: AbstractField, forcings: Mapping, where: str = "samples") -> AbstractField:

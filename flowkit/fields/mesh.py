@@ -316,7 +316,7 @@ class MeshField(AbstractMeshField):
             i, cell, found, stopped, xi = carry
             active = ~found & ~stopped
             inside, xi_new, _, across = self._check(cell, x, ~active)
-            xi = jnp.where(active[:, None], xi_new, xi)
+            xi = jnp.where(active[:, None], xi_new.astype(xi.dtype), xi)
             found = found | (active & inside)
             blocked = active & ~inside & (across < 0)
             cell = jnp.where(active & ~inside & (across >= 0), across, cell)
@@ -351,7 +351,12 @@ class MeshField(AbstractMeshField):
             searching = (j < count) & ~found
             inside, xi_c, _, _ = self._check(candidate, x, ~searching)
             hit = searching & inside
-            return j + 1, jnp.where(hit, candidate, cell), found | hit, jnp.where(hit[:, None], xi_c, xi)
+            return (
+                j + 1,
+                jnp.where(hit, candidate, cell),
+                found | hit,
+                jnp.where(hit[:, None], xi_c.astype(xi.dtype), xi),
+            )
 
         _, cell, found, xi = jax.lax.while_loop(more, body, (jnp.asarray(0), cell, found, xi))
         return cell, found, xi
