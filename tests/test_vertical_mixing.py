@@ -136,3 +136,106 @@ def test_aks_profile_from_a_roms_file_is_the_files_column_at_its_w_depths(tmp_pa
     depth = traj.positions[-1, active, 2]
     assert active.sum() >= 0.9 * len(seeds) and np.all(depth >= 0) and np.all(depth <= floor + 1e-3)
     assert np.std(depth) > 1.0  # they did mix
+
+
+def still_nordic_with_aks(path, k0: float = 0.1):
+    """The real Nordic file with its currents and free surface stilled and ROMS' `AKs` added on
+    the w-levels: parabolic in each column, `k0 (1 + xi/30) 4 s (1 + s)` (zero at the surface
+    and the floor, varying from column to column). Returns the dataset and the `AKs` array."""
+    with xr.open_dataset(OCEAN / "Nordic_subset.nc") as ds:
+        ds = ds.load()
+    s_w = ds.s_w.values
+    column = 1 + np.arange(ds.sizes["xi_rho"]) / 30.0
+    aks = k0 * column[None, None, None, :] * (4 * -s_w * (1 + s_w))[None, :, None, None]
+    aks = np.broadcast_to(aks, (ds.sizes["ocean_time"], len(s_w), ds.sizes["eta_rho"], ds.sizes["xi_rho"]))
+    ds["AKs"] = (("ocean_time", "s_w", "eta_rho", "xi_rho"), aks.astype(np.float32), {"units": "meter2 second-1"})
+    for name in ("u", "v", "zeta"):
+        ds[name] = ds[name] * 0
+    for var in ds.variables.values():
+        var.encoding.clear()  # written as loaded (the file packs some scalars as integers)
+    ds.to_netcdf(path)
+    return ds, aks
+
+
+@pytest.mark.skipif(not (OCEAN / "Nordic_subset.nc").exists(), reason="../shared/data/ocean-real is not here")
+def test_aks_at_each_particle_from_a_roms_file_mixes_each_column_by_its_own_diffusivity(tmp_path):
+    """`fk.io.read(roms, sample=["AKs"])` and `Vertical("AKs")`: the diffusivity at a particle is
+    the file's `AKs` of its own column, taken at the rho levels (the mean of the w-levels around
+    each, as `w` is) and linear in depth between them, checked by hand at a point from `h`,
+    `hc`, `Cs_r`, `s_rho`; the drift correction is that profile's slope (differentiated
+    through the field's sampling); and a column filled uniformly stays uniform under it."""
+    ds, aks = still_nordic_with_aks(tmp_path / "still.nc")
+    field = fk.io.read(tmp_path / "still.nc", sample=["AKs"])
+    j, i = 10, 15
+    h, hc = float(ds.h.values[j, i]), float(ds.hc.values)
+    s, curve = ds.s_rho.values, ds.Cs_r.values
+    depth = -(hc * s + h * curve) / (hc + h) * h  # below the surface (zeta = 0), bottom first
+    on_rho = 0.5 * (aks[0, :-1, j, i] + aks[0, 1:, j, i])
+    k = 20
+    z = 0.3 * depth[k] + 0.7 * depth[k + 1]
+    x = jnp.asarray([float(ds.lon_rho.values[j, i]), float(ds.lat_rho.values[j, i]), z], jnp.float32)
+    expected = 0.3 * on_rho[k] + 0.7 * on_rho[k + 1]
+    got = field.samples_at(0.0, x[None], field.hints(1, x.dtype))["AKs"][0]
+    np.testing.assert_allclose(float(got), expected, rtol=1e-4)
+
+    def sampler(y):
+        return {n: v[0] for n, v in field.samples_at(0.0, y[None], field.hints(1, y.dtype)).items()}
+
+    mixing = Vertical("AKs")
+    assert mixing.sample_names == {"AKs"}
+    slope = (on_rho[k + 1] - on_rho[k]) / (depth[k + 1] - depth[k])
+    np.testing.assert_allclose(float(mixing.drift_correction(0.0, x, sampler)[2]), slope, rtol=1e-3)
+    np.testing.assert_allclose(float(mixing(0.0, x, sampler)[2]), expected, rtol=1e-4)
+
+    rng = np.random.default_rng(5)
+    wet = np.argwhere((ds.mask_rho.values == 1) & (ds.h.values < 200))
+    wet = wet[rng.integers(0, len(wet), 4000)]
+    floor = ds.h.values[wet[:, 0], wet[:, 1]]
+    sigma = rng.uniform(0, 1, len(wet))
+    seeds = np.column_stack(
+        [ds.lon_rho.values[wet[:, 0], wet[:, 1]], ds.lat_rho.values[wet[:, 0], wet[:, 1]], sigma * floor]
+    )
+    traj = fk.track(field, seeds, 0.0, 6 * 3600.0, 300.0, fk.EulerMaruyama(mixing), key=jax.random.key(3))
+    moved = np.abs(traj.positions[-1, :, 2] - seeds[:, 2])
+    assert np.median(moved) > 10.0  # the columns did mix (tens of metres in 6 h)
+    assert stats.kstest(traj.positions[-1, :, 2] / floor, "uniform").statistic < 0.03
+    with pytest.raises(ValueError, match=r"its diffusivity reads the sampled \['AKt'\]"):
+        fk.track(field, seeds[:4], 0.0, 600.0, 300.0, fk.EulerMaruyama(Vertical("AKt")), key=jax.random.key(3))
+    with pytest.raises(ValueError, match=r"still.nc: sample variable 'AKt' is not in the file"):
+        fk.io.read(tmp_path / "still.nc", sample=["AKt"])
+    with pytest.raises(ValueError, match=r"still.nc: sample variable 'u' has dims .* lie on the rho points"):
+        fk.io.read(tmp_path / "still.nc", sample=["u"])
+    flat = fk.io.read(tmp_path / "still.nc", sample="h")  # 2-D: the same at every depth
+    deep = x.at[2].set(0.9 * h)
+    np.testing.assert_allclose(float(flat.samples_at(0.0, deep[None], flat.hints(1, x.dtype))["h"][0]), h, rtol=1e-5)
+
+
+def test_wind_driven_mixing_reads_the_wind_forcing_at_each_particle():
+    """`WindDriven("wind")`: the mixing at each particle follows the speed of the wind forcing
+    there (a wind growing across the column's square), as OpenDrift reads its wind reader at
+    each element; a field without that forcing is refused before the run."""
+    xs = np.linspace(-100.0, 1100.0, 7)
+    east = np.broadcast_to((2 + 10 * xs / 1000)[:, None], (7, 7))
+    wind = fk.GridField(np.stack([east, np.full((7, 7), 3.0)], axis=-1), [xs, xs], spherical=False)
+    column = still_column()
+    points, depths = np.asarray(column.surface.points), np.broadcast_to(np.linspace(0, H, 11), (1, 4, 11))
+    field = fk.fields.LayeredField(
+        points, [[0, 1, 2, 3]], depths, np.zeros((1, 4, 11, 3)), np.full((1, 4), H), spherical=False,
+        samples={"wind": wind},
+    )  # fmt: skip
+    mixing = Vertical(WindDriven("wind", mixed_layer_depth=15.0, background=1e-5))
+    assert mixing.sample_names == {"wind"}
+    for x in ([100.0, 500.0, 4.0], [900.0, 200.0, 12.0], [500.0, 500.0, 18.0]):
+        x = jnp.asarray(x)
+
+        def sampler(y):
+            return {n: v[0] for n, v in field.samples_at(0.0, y[None], field.hints(1, y.dtype)).items()}
+
+        speed = np.hypot(2 + 10 * float(x[0]) / 1000, 3.0)
+        by_hand = WindDriven(speed, mixed_layer_depth=15.0, background=1e-5)(0.0, x)
+        np.testing.assert_allclose(float(mixing(0.0, x, sampler)[2]), float(by_hand), rtol=1e-5)
+    rng = np.random.default_rng(2)
+    traj = fk.track(field, column_seeds(500, rng), 0.0, 3600.0, 60.0, fk.EulerMaruyama(mixing), key=jax.random.key(2))
+    assert (traj.status[-1] == fk.Status.ACTIVE).all() and np.std(traj.positions[-1, :, 2]) > 1.0
+    with pytest.raises(ValueError, match=r"its diffusivity reads the sampled \['wind'\]"):
+        fk.track(column, column_seeds(4, rng), 0.0, 600.0, 60.0, fk.EulerMaruyama(mixing), key=jax.random.key(2))

@@ -1,6 +1,7 @@
 """Velocity on layers that follow the sea floor and the free surface (ROMS/CROCO s-levels,
 TELEMAC-3D planes): a horizontal mesh located once per point, a column of levels per node."""
 
+from collections.abc import Mapping
 from types import ModuleType
 from typing import ClassVar
 
@@ -12,6 +13,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
+from . import forcing
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices
 from .forcing import Forcings
 from .grid import degrees_per_second
@@ -55,10 +57,14 @@ class LayeredField(AbstractField):
       order and `cells` are its `quad_cells`: points without a hint are then started at the
       cell an index lookup gives (`fields.lookup`), not searched for.
     - `land`: `(P,)` booleans; `time_origin`, `dtype` as for `GridField`.
+    - `samples`: scalars to interpolate along tracks and for particle models and diffusivities,
+      `{name: (T, P, K)}` on the levels (or `(T, P)`, the same on every level), interpolated as
+      the velocity is; NaN off the mesh. Forcing fields (wind, waves) too, `{name: field}`.
     """
 
     surface: MeshField
     table: Float[Array, "T P W"]
+    sample_table: Float[Array, "T R S"] | None
     times: Float[Array, " T"] | None
     land: Float[Array, " P"] | None
     bounds: Bounds
@@ -71,6 +77,7 @@ class LayeredField(AbstractField):
     time_invariant: ClassVar[frozenset[str]] = AbstractField.time_invariant | {"components", "land"}
     periodic: tuple[bool, ...] = eqx.field(static=True)
     forcings: Forcings | None
+    sampled: tuple[str, ...] = eqx.field(static=True)
 
     def __init__(
         self,
@@ -84,6 +91,7 @@ class LayeredField(AbstractField):
         spherical: bool = True,
         grid_shape: tuple[int, int] | None = None,
         land=None,
+        samples: Mapping | None = None,
         time_origin: TimeOrigin | None = None,
         dtype: DTypeLike = "float32",
         **mesh_options,
@@ -136,7 +144,9 @@ class LayeredField(AbstractField):
         self.time_origin = time_origin
         self.components = self.dim
         self.periodic = (False,) * self.dim
-        self.forcings = None
+        arrays, forcing_fields = forcing.split(samples)
+        self.sampled, self.sample_table = _sample_table(arrays, depths.shape, dtype)
+        self.forcings = forcing.made(self, forcing_fields, "LayeredField: samples", set(arrays))
 
     def value_components(self) -> int:
         return self.components
@@ -165,27 +175,36 @@ class LayeredField(AbstractField):
             x.dtype
         )
 
-    def _velocity(self, t, x, nodes, weights):
-        """Velocity in m/s at each row's place, time and depth: the levels' depths are the
-        cell's interpolation of the node columns; between the two levels around the row it is
-        linear in depth, above the top and below the bottom level the nearest level's value.
-        Only those two levels' velocities are gathered from each node, as rows of the table seen
-        as one `(node, level)` row each (short rows, not whole columns: the gathers are the
-        step's cost)."""
-        k_levels, t = self.levels, jnp.asarray(t, x.dtype)
-        levels = self.table[..., k_levels : 4 * k_levels].reshape(
-            self.table.shape[0], -1, 3
-        )  # (T, node * K + level, 3)
+    def _bracket(self, t, x, nodes, weights):
+        """`(rows, weight)`: per row of `x`, the `(node, level)` rows (`node * K + level`) of the
+        level above it at the cell's nodes, and the weight of the level below. The levels'
+        depths are the cell's interpolation of the node columns; between the two levels around
+        the row a value is linear in depth, above the top and below the bottom level the
+        nearest level's."""
+        k_levels = self.levels
         if k_levels == 1:
-            return node_rows(levels, self.times, t, nodes, weights).astype(x.dtype)[:, : self.dim]
+            return nodes, None
         depth = node_rows(self.table[..., :k_levels], self.times, t, nodes, weights).astype(x.dtype)
         below = jnp.clip(jnp.sum(depth <= x[:, 2:3], axis=1), 1, k_levels - 1)[:, None]
         d0, d1 = jnp.take_along_axis(depth, below - 1, axis=1), jnp.take_along_axis(depth, below, axis=1)
         weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
-        rows = nodes * k_levels + below - 1
-        upper = node_rows(levels, self.times, t, rows, weights).astype(x.dtype)
-        lower = node_rows(levels, self.times, t, rows + 1, weights).astype(x.dtype)
-        return upper + weight * (lower - upper)
+        return nodes * k_levels + below - 1, weight
+
+    def _on_levels(self, table, t, rows, weights, weight, dtype):
+        """`table[T, node * K + level, c]` between the levels `_bracket` found. Only those two
+        levels are gathered from each node (short rows, not whole columns: the gathers are the
+        step's cost)."""
+        upper = node_rows(table, self.times, t, rows, weights).astype(dtype)
+        if weight is None:
+            return upper
+        return upper + weight * (node_rows(table, self.times, t, rows + 1, weights).astype(dtype) - upper)
+
+    def _velocity(self, t, x, nodes, weights):
+        """Velocity in m/s at each row's place, time and depth."""
+        k_levels, t = self.levels, jnp.asarray(t, x.dtype)
+        levels = self.table[..., k_levels : 4 * k_levels].reshape(self.table.shape[0], -1, 3)
+        rows, weight = self._bracket(t, x, nodes, weights)
+        return self._on_levels(levels, t, rows, weights, weight, x.dtype)[:, : self.dim]
 
     def _converted(self, u, x):
         return degrees_per_second(u, x[:, 1]) if self.spherical else u
@@ -205,6 +224,17 @@ class LayeredField(AbstractField):
         x = jnp.asarray(x)[None]
         _, found, nodes, weights = self._place(x, self.hints(1, x.dtype))
         return jnp.where(found[:, None], self._converted(self._velocity(t, x, nodes, weights), x), jnp.nan)[0]
+
+    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+        if self.sample_table is None:
+            return {}
+        t = jnp.asarray(t, x.dtype)
+        hint, found, nodes, weights = self._place(x, hint)
+        rows, weight = self._bracket(t, x, nodes, weights)
+        values = jnp.where(
+            found[:, None], self._on_levels(self.sample_table, t, rows, weights, weight, x.dtype), jnp.nan
+        )
+        return {name: values[:, i] for i, name in enumerate(self.sampled)}
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         x = jnp.asarray(x)[None]
@@ -258,3 +288,18 @@ class LayeredField(AbstractField):
 def _located_floor(field: LayeredField, t, x):
     _, found, nodes, weights = field._place(x, field.hints(x.shape[0], x.dtype))
     return field._floor(t, x, nodes, weights), found
+
+
+def _sample_table(samples: Mapping | None, shape: tuple[int, int, int], dtype) -> tuple[tuple[str, ...], Array | None]:
+    """`(names, table)`: the samples `{name: (T, P, K) or (T, P)}` as one `(T, P * K, S)` table
+    of `(node, level)` rows, as the velocity's levels are gathered."""
+    if not samples:
+        return (), None
+    columns = []
+    for name, values in samples.items():
+        a = np.asarray(values, np.float64)
+        a = np.broadcast_to(a[..., None], shape) if a.shape == shape[:2] else a
+        if a.shape != shape:
+            raise ValueError(f"LayeredField: samples[{name!r}] must be (T, P, K) = {shape} or (T, P), got {a.shape}")
+        columns.append(a.reshape(shape[0], -1))
+    return tuple(str(name) for name in samples), jnp.asarray(np.stack(columns, axis=-1), dtype)

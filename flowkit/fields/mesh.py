@@ -351,12 +351,8 @@ class MeshField(AbstractMeshField):
             searching = (j < count) & ~found
             inside, xi_c, _, _ = self._check(candidate, x, ~searching)
             hit = searching & inside
-            return (
-                j + 1,
-                jnp.where(hit, candidate, cell),
-                found | hit,
-                jnp.where(hit[:, None], xi_c.astype(xi.dtype), xi),
-            )
+            xi = jnp.where(hit[:, None], xi_c.astype(xi.dtype), xi)
+            return j + 1, jnp.where(hit, candidate, cell), found | hit, xi
 
         _, cell, found, xi = jax.lax.while_loop(more, body, (jnp.asarray(0), cell, found, xi))
         return cell, found, xi

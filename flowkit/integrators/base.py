@@ -49,6 +49,11 @@ class AbstractIntegrator(eqx.Module):
         return False
 
     @property
+    def sample_names(self) -> frozenset[str]:
+        """The field's samples the method reads at the particles (a diffusivity's `"AKs"`)."""
+        return frozenset()
+
+    @property
     def shardable(self) -> bool:
         """Whether the tracker may shard particles over several devices with this integrator."""
         return True

@@ -68,6 +68,11 @@ class Diffrax(AbstractIntegrator):
                 stepsize_controller = diffrax.ConstantStepSize()
         self.stepsize_controller = stepsize_controller
         self.diffusivity = None if diffusivity is None else as_diffusivity(diffusivity)
+        if self.diffusivity is not None and self.diffusivity.sample_names:
+            raise ValueError(
+                f"Diffrax: the diffusivity reads the field's samples {sorted(self.diffusivity.sample_names)}, which "
+                "diffrax's terms cannot see; use fk.EulerMaruyama(diffusivity)"
+            )
         self.max_steps = int(max_steps)
         self.substeps = int(substeps)
         self.exit_event = bool(exit_event)

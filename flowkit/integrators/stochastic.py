@@ -5,7 +5,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
 from .._custom_types import Args, Position, Positions, TimeLike
-from ..diffusion import AbstractDiffusivity, as_diffusivity
+from ..diffusion import AbstractDiffusivity, Sampler, as_diffusivity
 from ..fields.base import AbstractField, Hints
 from .base import AbstractIntegrator, StepResult, hints_for
 
@@ -29,12 +29,39 @@ class EulerMaruyama(AbstractIntegrator):
     def __init__(self, diffusivity):
         self.diffusivity = as_diffusivity(diffusivity)
 
-    def walk(self, t: TimeLike, x: Position, dt: TimeLike, key: PRNGKeyArray) -> Position:
+    @property
+    def sample_names(self) -> frozenset[str]:
+        return self.diffusivity.sample_names
+
+    def walk(self, t: TimeLike, x: Position, dt: TimeLike, key: PRNGKeyArray, sampler: Sampler | None = None):
         """One point's random-walk displacement over `dt`: the drift correction
         $\\partial_i K_i$ times `dt` plus noise of variance $2K\\,dt$ (the same for a single
-        point, a batch and a particle model's step)."""
+        point, a batch and a particle model's step); `sampler`: the field's samples at a point,
+        for a diffusivity that reads them."""
         noise = jax.random.normal(key, x.shape, x.dtype) * jnp.sqrt(jnp.abs(dt))
-        return self.diffusivity.drift_correction(t, x) * dt + jnp.sqrt(2 * self.diffusivity(t, x)) * noise
+        k, reads = self.diffusivity, () if sampler is None else (sampler,)  # a user's K(t, x) takes no sampler
+        return k.drift_correction(t, x, *reads) * dt + jnp.sqrt(2 * k(t, x, *reads)) * noise
+
+    def walks(self, field: AbstractField, t: TimeLike, x: Positions, dt: TimeLike, keys: Array, hint: Hints):
+        """Every row's random walk. A diffusivity that reads samples gets each row's samples
+        from `field` (located from its `hint`) with their slopes along each axis, linearised
+        once for the batch: its drift correction is then exact at the row, by the chain rule."""
+        if not self.sample_names:
+            return jax.vmap(lambda y, key: self.walk(t, y, dt, key))(x, keys)
+        names = self.sample_names
+        values, slopes_of = jax.linearize(
+            lambda y: {n: v for n, v in field.samples_at(t, y, hint).items() if n in names}, x
+        )
+        axes = [slopes_of(jnp.zeros_like(x).at[:, i].set(1)) for i in range(x.shape[1])]
+        slopes = {n: jnp.stack([axis[n] for axis in axes], axis=1) for n in names}  # (rows, axes, ...)
+
+        def one(y, key, value, slope):
+            def sampler(z):
+                return {n: value[n] + jnp.tensordot(z - y, slope[n], axes=1) for n in names}
+
+            return self.walk(t, y, dt, key, sampler)
+
+        return jax.vmap(one)(x, keys, values, slopes)
 
     def step(
         self,
@@ -47,7 +74,11 @@ class EulerMaruyama(AbstractIntegrator):
     ) -> Position:
         if key is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-        return x + field(t, x, args) * dt + self.walk(t, x, dt, key)
+
+        def sampler(z):
+            return {n: v[0] for n, v in field.samples_at(t, z[None], field.hints(1, z.dtype)).items()}
+
+        return x + field(t, x, args) * dt + self.walk(t, x, dt, key, sampler if self.sample_names else None)
 
     def step_batch(
         self,
@@ -62,8 +93,7 @@ class EulerMaruyama(AbstractIntegrator):
         if keys is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
         u, hint = field.velocity_batch(t, x, args, hints_for(field, x, hint))
-
-        return StepResult(x + u * dt + jax.vmap(lambda y, key: self.walk(t, y, dt, key))(x, keys), hint=hint)
+        return StepResult(x + u * dt + self.walks(field, t, x, dt, keys, hint), hint=hint)
 
     def step_particles(
         self,
@@ -83,6 +113,4 @@ class EulerMaruyama(AbstractIntegrator):
         rates, hint = particles.rates_batch(field, t, {"x": x, **variables}, args, hints_for(field, x, hint))
 
         moved = {name: value + dt * rates[name] for name, value in variables.items()}
-        return StepResult(
-            x + rates["x"] * dt + jax.vmap(lambda y, key: self.walk(t, y, dt, key))(x, keys), hint=hint
-        ), moved
+        return StepResult(x + rates["x"] * dt + self.walks(field, t, x, dt, keys, hint), hint=hint), moved

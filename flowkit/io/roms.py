@@ -38,13 +38,16 @@ def is_roms(ds) -> bool:
     )
 
 
-def from_roms(datasets, grid=None, *, dtype: DTypeLike = "float32") -> LayeredField:
+def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -> LayeredField:
     """A `LayeredField` from ROMS or CROCO history/average files (one Dataset or several
     consecutive in time) and, where they lack it, the model's grid file (`grid`: a path or an
     `xarray.Dataset`; default: the file the history's `grd_file` attribute names, beside it).
 
     Positions are longitude, latitude (degrees) and depth below the free surface (metres,
-    positive down).
+    positive down). `sample` names variables on the rho points to interpolate along tracks,
+    for particle models and for diffusivities (`temp`, `salt`, `AKs`, `zeta`): on the s_rho
+    levels, on the s_w levels (taken at the rho levels, the mean of the two around each, as
+    `w` is) or 2-D (the same at every depth).
 
     **Raises:** `ValueError` naming the file and the variable for a missing grid variable or
     grid file, a `u`/`v` whose sizes are not those of faces between the rho points, or a
@@ -96,13 +99,17 @@ def from_roms(datasets, grid=None, *, dtype: DTypeLike = "float32") -> LayeredFi
         int(land.sum()),
         "" if has_w else "; no w: particles keep their depth",
     )
+    sample = list(sample or ())
     depths, velocity, water = [], [], []
+    samples: dict[str, list] = {name: [] for name in sample}
     for ds, k in steps:
         step = ds if k is None else ds.isel({time_dim: k})
         d, u, bottom = _slice(step, h, angle, stretching, has_w)
         depths.append(d)
         velocity.append(u)
         water.append(bottom)
+        for name in sample:
+            samples[name].append(_sampled(step, name, len(stretching["s"])))
     # flowkit's node order: x (xi) first, then y (eta), as `CurvilinearField`
     nodes = lambda a: np.swapaxes(np.asarray(a), 1, 2).reshape(len(steps), lon.size, *np.asarray(a).shape[3:])  # noqa: E731
     lon_t, lat_t = lon.T, np.asarray(lat).T
@@ -116,6 +123,7 @@ def from_roms(datasets, grid=None, *, dtype: DTypeLike = "float32") -> LayeredFi
         nodes(water),
         times=times if times is not None and len(times) > 1 else None,
         land=land.T.reshape(-1),
+        samples={name: nodes(values) for name, values in samples.items()},
         time_origin=origin,
         spherical=True,
         grid_shape=lon_t.shape,
@@ -245,6 +253,30 @@ def _slice(step, h, angle, stretching, has_w):
     depth = zeta[None] - z  # below the free surface, positive down; level 0 is the deepest
     velocity = np.stack(components, axis=-1)
     return np.moveaxis(depth[::-1], 0, -1), np.moveaxis(velocity[::-1], 0, -2), h + zeta
+
+
+def _sampled(step, name: str, n_levels: int) -> np.ndarray:
+    """One time step of the variable `name` on the rho points, `(eta, xi, K)` surface level
+    first (s_w levels taken at the rho levels), or `(eta, xi)` for a 2-D variable."""
+    if name not in step.variables:
+        raise ValueError(
+            f"{where(step)}: sample variable {name!r} is not in the file (it has {sorted(step.data_vars)})"
+        )
+    var = step[name]
+    vertical = [d for d in var.dims if d in ("s_rho", "s_w")]
+    if tuple(d for d in var.dims if d not in vertical) != ("eta_rho", "xi_rho"):
+        raise ValueError(
+            f"{where(step)}: sample variable {name!r} has dims {var.dims}; sampled variables lie on the rho "
+            "points ((s_rho or s_w,) eta_rho, xi_rho)"
+        )
+    values = np.asarray(var.transpose(*vertical, "eta_rho", "xi_rho").values, np.float64)
+    if not vertical:
+        return values
+    if vertical == ["s_w"]:
+        if len(values) != n_levels + 1:
+            raise ValueError(f"{where(step)}: {name!r} has {len(values)} s_w levels, expected {n_levels + 1}")
+        values = 0.5 * (values[:-1] + values[1:])
+    return np.moveaxis(values[::-1], 0, -1)  # level 0 is the deepest in the file
 
 
 def column_profile(path, variable: str, lon: float | None = None, lat: float | None = None, grid=None):

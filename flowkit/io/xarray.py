@@ -145,10 +145,12 @@ def from_xarray(
     first = datasets[0]
     roms, ugrid = is_roms(first), any(is_ugrid(d) for d in datasets)
     if roms or ugrid or grid is not None:
-        given = dict(x=x, y=y, z=z, time=time, sample=sample, mask=mask, land_value=land_value, periodic=periodic)
+        given = dict(x=x, y=y, z=z, time=time, mask=mask, land_value=land_value, periodic=periodic)
         given.update(spherical=spherical, coast=None if coast == "noslip" else coast)
-        _refuse_for_native(first, roms, grid, given | (dict(u=u, v=v, w=w) if roms else {}))
-        return from_roms(datasets, grid, dtype=dtype) if roms else from_ugrid(datasets, u, v, w, dtype=dtype)
+        _refuse_for_native(first, roms, grid, given | (dict(u=u, v=v, w=w) if roms else dict(sample=sample)))
+        if roms:
+            return from_roms(datasets, grid, sample=[sample] if isinstance(sample, str) else sample, dtype=dtype)
+        return from_ugrid(datasets, u, v, w, dtype=dtype)
     u, v = _velocity_names(first, u, v)
     td = axis_of(first, tuple(first[u].dims), "time", time)
     layout = layout_of(first, u, v, w, x, y, z, td)

@@ -82,6 +82,13 @@ def check_pieces(
         raise ValueError(
             f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)"
         )
+    missing = sorted(integrator.sample_names - sample_names(field)) if integrator.sample_names else []
+    if missing:
+        raise ValueError(
+            f"integrator: its diffusivity reads the sampled {missing}, but the field samples "
+            f"{sorted(sample_names(field))}: read them with fk.io.read(file, sample=[...]) or give forcings "
+            "with samples={name: fk.io.read(file)}"
+        )
     boundary = boundary.bind(field)
     if boundary.stochastic and key is None:
         raise ValueError(
