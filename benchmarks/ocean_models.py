@@ -19,6 +19,10 @@ environment with it (`python -m venv od && od/bin/pip install opendrift`).
 `wind_drift_factor`, and flowkit's `fk.particles.Windage` with the wind as a uniform forcing
 field (`fk.io.read(file, samples={"wind": fk.fields.Uniform([wind, 0])})`).
 
+`--opendrift-splitting` (with `--wind`) is the diagnostic for the wind: flowkit then adds the wind
+after each current step as OpenDrift's `advect_wind` does (an Euler step along a WGS84 geodesic)
+instead of inside the RK4 stages.
+
 `--opendrift-convention` is the diagnostic for the gap between the two: flowkit then reads `u`
 and `v` as OpenDrift's reader does, the face east (north) of a rho point taken at that point
 instead of the mean of the faces either side (a half-cell, 2 km, shift of the C-grid).
@@ -120,6 +124,23 @@ def distance_m(lon1, lat1, lon2, lat2) -> np.ndarray:
     return 2 * 6_371_000.0 * np.arcsin(np.sqrt(h))
 
 
+def split_wind_run(field, seeds, hours: int, dt: float, wind: float, factor: float):
+    """flowkit's currents with the wind added as OpenDrift's `OceanDrift.update` adds it: each
+    step the currents' RK4 step, then `advect_wind`'s Euler step of `factor * wind` (east) along
+    a WGS84 geodesic (`update_positions`). Returns the final positions and which stayed active."""
+    import pyproj
+
+    geod = pyproj.Geod(ellps="WGS84")
+    x, active = seeds.copy(), np.ones(len(seeds), bool)
+    for step in range(round(hours * 3600 / dt)):
+        traj = fk.track(field, x, step * dt, (step + 1) * dt, dt)
+        active &= traj.status[-1] == fk.Status.ACTIVE
+        moved = np.where(active[:, None], traj.positions[-1], x)
+        lon, lat, _ = geod.fwd(moved[:, 0], moved[:, 1], np.full(len(x), 90.0), np.full(len(x), factor * wind * dt))
+        x = np.where(active[:, None], np.column_stack([lon, lat, moved[:, 2]]), x)
+    return x, active
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -138,6 +159,11 @@ def main():
         "--opendrift-convention",
         action="store_true",
         help="read u and v index-aligned with the rho points, as OpenDrift does",
+    )
+    parser.add_argument(
+        "--opendrift-splitting",
+        action="store_true",
+        help="with --wind: add the wind to flowkit's current steps as OpenDrift does (Euler, after them, geodesic)",
     )
     args = parser.parse_args()
     if args.opendrift_convention:
@@ -193,13 +219,13 @@ def main():
             subprocess.run([args.opendrift_python, str(script), str(given), str(result)], check=True)
             od = json.loads(result.read_text())
         agree = od["agreement"]
-        both = np.asarray(agree["active"]) & (traj.status[-1] == fk.Status.ACTIVE)
-        gap = distance_m(
-            traj.positions[-1, both, 0],
-            traj.positions[-1, both, 1],
-            np.asarray(agree["lon"])[both],
-            np.asarray(agree["lat"])[both],
-        )
+        final, active = traj.positions[-1], traj.status[-1] == fk.Status.ACTIVE
+        if args.opendrift_splitting:
+            final, active = split_wind_run(
+                fk.io.read(args.file), seeds, args.hours, args.dt, args.wind, args.wind_drift_factor
+            )
+        both = np.asarray(agree["active"]) & active
+        gap = distance_m(final[both, 0], final[both, 1], np.asarray(agree["lon"])[both], np.asarray(agree["lat"])[both])
         od_rate = od["throughput"]["n"] * steps / od["throughput"]["seconds"]
         report["opendrift"] = {
             "version": od["version"],
