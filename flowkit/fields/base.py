@@ -144,6 +144,10 @@ class AbstractField(eqx.Module):
         own = self.sample_batch(t, x, hint)
         return own if self.forcings is None else {**own, **self.forcings.sample(t, x)}
 
+    def samples_at_point(self, t: TimeLike, x: Position) -> dict[str, Array]:
+        """Everything sampled at ONE point (located from scratch): for per-point evaluations."""
+        return jax.tree.map(lambda a: a[0], self.samples_at(t, x[None], self.hints(1, x.dtype)))
+
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         """Which rows of `x` (located at `hint`, where the field locates) lie on land (fields
         with a land mask), or None: no land at all, and no cost in the step."""

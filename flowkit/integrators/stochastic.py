@@ -74,11 +74,8 @@ class EulerMaruyama(AbstractIntegrator):
     ) -> Position:
         if key is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-
-        def sampler(z):
-            return {n: v[0] for n, v in field.samples_at(t, z[None], field.hints(1, z.dtype)).items()}
-
-        return x + field(t, x, args) * dt + self.walk(t, x, dt, key, sampler if self.sample_names else None)
+        sampler = (lambda z: field.samples_at_point(t, z)) if self.sample_names else None
+        return x + field(t, x, args) * dt + self.walk(t, x, dt, key, sampler)
 
     def step_batch(
         self,

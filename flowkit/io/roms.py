@@ -249,10 +249,15 @@ def _slice(step, h, angle, stretching, has_w):
     components = [east, north]
     if has_w:
         w = np.asarray(step["w"].transpose("s_w", ...).values, np.float64)
-        components.append(-0.5 * (w[:-1] + w[1:]))  # upward on the s_w levels -> downward on the rho levels
+        components.append(-_w_to_rho(w))  # upward on the s_w levels -> downward on the rho levels
     depth = zeta[None] - z  # below the free surface, positive down; level 0 is the deepest
     velocity = np.stack(components, axis=-1)
     return np.moveaxis(depth[::-1], 0, -1), np.moveaxis(velocity[::-1], 0, -2), h + zeta
+
+
+def _w_to_rho(values: np.ndarray) -> np.ndarray:
+    """Values on the s_w levels (first axis) at the rho levels: the mean of the two around each."""
+    return 0.5 * (values[:-1] + values[1:])
 
 
 def _sampled(step, name: str, n_levels: int) -> np.ndarray:
@@ -275,7 +280,7 @@ def _sampled(step, name: str, n_levels: int) -> np.ndarray:
     if vertical == ["s_w"]:
         if len(values) != n_levels + 1:
             raise ValueError(f"{where(step)}: {name!r} has {len(values)} s_w levels, expected {n_levels + 1}")
-        values = 0.5 * (values[:-1] + values[1:])
+        values = _w_to_rho(values)
     return np.moveaxis(values[::-1], 0, -1)  # level 0 is the deepest in the file
 
 

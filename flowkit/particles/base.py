@@ -205,11 +205,7 @@ def initial_batch(
 def fluid_at(particles: AbstractParticles, field: AbstractField, t: TimeLike, x, args: Args) -> Fluid:
     """The `Fluid` at ONE point (for per-particle solvers such as diffrax's)."""
     u = field(t, x, args)
-    samples = (
-        jax.tree.map(lambda a: a[0], field.samples_at(t, x[None], field.hints(1, x.dtype)))
-        if particles.needs_samples
-        else {}
-    )
+    samples = field.samples_at_point(t, x) if particles.needs_samples else {}
     acceleration = None
     if particles.needs_acceleration:
         time = jnp.asarray(t, x.dtype)

@@ -82,19 +82,24 @@ def check_pieces(
         raise ValueError(
             f"key: {type(integrator).__name__} is stochastic and needs a PRNG key, e.g. key=jax.random.key(0)"
         )
-    missing = sorted(integrator.sample_names - sample_names(field)) if integrator.sample_names else []
-    if missing:
-        raise ValueError(
-            f"integrator: its diffusivity reads the sampled {missing}, but the field samples "
-            f"{sorted(sample_names(field))}: read them with fk.io.read(file, sample=[...]) or give forcings "
-            "with samples={name: fk.io.read(file)}"
-        )
+    check_samples(field, integrator.sample_names, "integrator: its diffusivity")
     boundary = boundary.bind(field)
     if boundary.stochastic and key is None:
         raise ValueError(
             f"key: {type(boundary).__name__} draws random positions and needs a PRNG key, e.g. key=jax.random.key(0)"
         )
     return integrator, boundary
+
+
+def check_samples(field: AbstractField, names, reader: str) -> None:
+    """Refuse, before compiling, a piece (`reader`) that reads samples `names` the field lacks."""
+    missing = sorted(set(names) - sample_names(field)) if names else []
+    if missing:
+        raise ValueError(
+            f"{reader} reads the sampled {missing}, but the field samples {sorted(sample_names(field))}: give "
+            "forcings as fk.io.read(currents, samples={name: fk.io.read(file)}) (field.samples.<name>.path= in "
+            "the app), or the file's own arrays with sample=[...]"
+        )
 
 
 def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: float, save_every):
@@ -252,13 +257,7 @@ def check_particles(
     model: AbstractParticles = jax.tree.map(
         lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles
     )
-    missing = sorted(set(model.sample_names) - sample_names(field)) if model.sample_names else []
-    if missing:
-        raise ValueError(
-            f"particles: {type(model).__name__} reads the sampled {missing}, but the field samples "
-            f"{sorted(sample_names(field))}: give forcings as fk.io.read(currents, samples={{name: fk.io.read(file)}}) "
-            "(field.samples.<name>.path= in the app), or the file's own arrays with sample=[...]"
-        )
+    check_samples(field, model.sample_names, f"particles: {type(model).__name__}")
     if field.spherical and model.moves_in_metres:
         raise ValueError(
             f"particles: {type(model).__name__} moves in metres, but this field's positions are "
