@@ -123,6 +123,29 @@ def test_walk_from_a_far_hint_and_from_none_agree():
     np.testing.assert_allclose(v_near, v_warm, atol=1e-12)
 
 
+def test_a_walk_out_of_steps_extrapolates_from_the_cell_its_coordinates_are_in():
+    """A stage point outside the mesh, whose walk from a far hint runs out of steps, gets the
+    value extrapolated from the last cell the walk checked: linear data is then exact."""
+    points, cells, types = meshes.mesh("tetra", shape=(8, 6, 6))
+    a = np.array([[1.0, 0.5, -0.25], [0.3, -1.0, 0.2], [0.1, 0.4, 2.0]])
+    field = fk.MeshField(points, cells, points @ a.T + 0.5, types, dtype="float64", walk_steps=2)
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    x = np.random.default_rng(4).uniform(lo, hi, (60, 3))
+    x[:, 0] = hi[0] + 0.02  # just beyond the far side: no bin holds them
+    velocity = eqx.filter_jit(lambda f, x, hint: f.velocity_batch(0.0, x, None, hint))
+    v, hint = velocity(field, jnp.asarray(x), jnp.zeros(60, jnp.int32))  # walks start in cell 0
+    assert np.all(np.asarray(hint.cell) >= 0) and not np.isfinite(np.asarray(hint.point)).any()
+    np.testing.assert_allclose(v, x @ a.T + 0.5, atol=1e-10)
+
+
+def test_the_compaction_partition_is_a_stable_argsort():
+    from flowkit.tracker.kernel import _partition
+
+    for p in (0.0, 0.3, 1.0):
+        work = np.random.default_rng(5).random(1000) < p
+        np.testing.assert_array_equal(_partition(jnp.asarray(work)), np.argsort(~work, kind="stable"))
+
+
 @pytest.mark.parametrize("kind", KINDS_3D + KINDS_2D)
 def test_linear_data_is_reproduced_exactly_everywhere_in_every_kind(kind):
     """Every linear cell kind's shape functions reproduce linear data: the inverse maps are right."""

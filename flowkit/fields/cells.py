@@ -165,6 +165,26 @@ def simplex_weights(lam):
     return jnp.concatenate([1 - jnp.sum(lam, axis=-1, keepdims=True), lam], axis=-1)
 
 
+def located_simplex_weights(maps: Float[Array, "n m"], x: Positions, lam: Float[Array, "n dim"]):
+    """Node weights of `x` in its simplex from the barycentrics `lam` the locator found there
+    (no second gather of the cell's map); differentiable in `x` and `maps` as
+    `simplex_weights(barycentric(maps, x))` is."""
+    import jax
+
+    @jax.custom_jvp
+    def weights(maps, x, lam):
+        return simplex_weights(lam)
+
+    @weights.defjvp
+    def weights_jvp(primals, tangents):
+        maps, x, lam = primals
+        d_maps, d_x, _ = tangents
+        _, d_weights = jax.jvp(lambda m, y: simplex_weights(barycentric(m, y)), (maps, x), (d_maps, d_x))
+        return simplex_weights(lam), d_weights
+
+    return weights(maps, x, jax.lax.stop_gradient(lam))
+
+
 def _solve_columns(columns, rhs):
     """Solve `J y = rhs` row by row for 2x2 or 3x3 `J` given as lists of per-row columns (each
     entry an `(n,)` array), by Cramer's rule on scalars; singular systems give 0."""

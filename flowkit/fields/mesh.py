@@ -258,15 +258,13 @@ class MeshField(AbstractMeshField):
         return out
 
     def _weights(self, cell, x, xi):
-        """Differentiable node weights of `x` in `cell` at converged `xi`: exact for simplices,
-        `shape(xi)` with the inverse map's derivative for the others."""
-        width = self.nodes.shape[1]
-        out = None
-        nodes = None
+        """Differentiable node weights of `x` in `cell` at its located coordinates `xi`: the
+        barycentrics for simplices, `shape(xi)` for the others, with the inverse map's derivative."""
+        width, out, nodes = self.nodes.shape[1], None, None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                w = _cells.simplex_weights(_cells.barycentric(self.affine_map[cell], x))
+                w = _cells.located_simplex_weights(self.affine_map[cell], x, xi[:, : self.dim])
             else:
                 nodes = self.nodes[cell] if nodes is None else nodes
                 corners = jnp.stack([self.points[nodes[:, i]] for i in range(kind.nodes)], axis=1)
@@ -304,26 +302,27 @@ class MeshField(AbstractMeshField):
 
     def _walk(self, x, cell, stopped):
         """Walk from `cell` toward each row's point across the most violated face, up to
-        `walk_steps` cells; rows `stopped` from the start do not move. `(cell, found, xi)`: a row
-        that walked onto the mesh boundary stays in the boundary cell it would leave through."""
+        `walk_steps` cells; rows `stopped` do not move. `(cell, found, xi)`, `xi` in that `cell`:
+        the boundary cell a row would leave through, or the last one checked when out of steps."""
         n = x.shape[0]
 
         def more(carry):
-            i, _, found, stopped, _ = carry
+            i, _, _, found, stopped, _ = carry
             return (i < self.walk_steps) & jnp.any(~found & ~stopped)
 
         def body(carry):
-            i, cell, found, stopped, xi = carry
+            i, cell, checked, found, stopped, xi = carry
             active = ~found & ~stopped
             inside, xi_new, _, across = self._check(cell, x, ~active)
             xi = jnp.where(active[:, None], xi_new.astype(xi.dtype), xi)
+            checked = jnp.where(active, cell, checked)
             found = found | (active & inside)
             blocked = active & ~inside & (across < 0)
             cell = jnp.where(active & ~inside & (across >= 0), across, cell)
-            return i + 1, cell, found, stopped | blocked, xi
+            return i + 1, cell, checked, found, stopped | blocked, xi
 
-        start = (jnp.asarray(0), cell, jnp.zeros(n, bool), stopped, jnp.zeros((n, self.dim), x.dtype))
-        _, cell, found, _, xi = jax.lax.while_loop(more, body, start)
+        start = (jnp.asarray(0), cell, cell, jnp.zeros(n, bool), stopped, jnp.zeros((n, self.dim), x.dtype))
+        _, _, cell, found, _, xi = jax.lax.while_loop(more, body, start)
         return cell, found, xi
 
     def _bin_search(self, x, cell, found, xi):
@@ -366,10 +365,9 @@ class MeshField(AbstractMeshField):
         end of a step is the next step's first stage). The rows that left it walk across faces
         from the cell next to their hint, and those the walk does not settle (unknown hint,
         walked onto the mesh boundary, out of steps) are searched in their bin, in compact
-        batches of the rows concerned (at most an eighth of the rows each). On a mesh of
-        simplices the first walking step is taken by all rows at once, masked: a simplex check
-        costs less than the gathering. Rows hinted `SKIP` are not located at all (found, cell
-        `SKIP`): the tracker passes it for particles that are not moving.
+        batches of the rows concerned (at most an eighth of the rows each); on simplices the
+        first walking step, which settles most, is one batch of a sixteenth with no loop. Rows
+        hinted `SKIP` are not located (found, cell `SKIP`): the tracker's stopped particles.
         """
         x, n = jax.lax.stop_gradient(x), x.shape[0]
         hint = jax.lax.stop_gradient(hint if isinstance(hint, Hints) else Hints.of_cells(hint, self.dim, x.dtype))
@@ -386,15 +384,17 @@ class MeshField(AbstractMeshField):
         start = jnp.where(across >= 0, across, cell)
         walled = ~known | (across < 0)
         if all(_cells.KINDS[name].simplex for name in self.kinds):
-            # a simplex check is a few multiply-adds: the first walking step is taken by all
-            # rows at once (masked), which settles most that left; a loop would cost more
+            # a few multiply-adds per check: one step for the (few) rows that left, no loop
             moving = ~found & ~walled
-            inside, xi_next, _, across = self._check(start, x, ~moving)
-            hit, blocked = moving & inside, moving & ~inside & (across < 0)
-            cell = jnp.where(moving, start, cell)
-            xi = jnp.where((hit | blocked)[:, None], xi_next, xi)
-            found, walled = found | hit, walled | blocked
-            start = jnp.where(moving & ~hit & ~blocked, across, start)
+            rows = jnp.nonzero(moving, size=min(n, max(64, n // 16)), fill_value=n)[0]
+            fill, take = rows == n, jnp.minimum(rows, n - 1)
+            inside, xi_next, _, across = self._check(start[take], x[take], fill)
+            hit, blocked = ~fill & inside, ~fill & ~inside & (across < 0)
+            drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
+            cell = drop(cell, start[take])
+            xi = drop(xi, jnp.where((hit | blocked)[:, None], xi_next, xi[take]))
+            found, walled = drop(found, hit), drop(walled, blocked)
+            start = drop(start, jnp.where(hit | blocked, start[take], across))
         batch = min(n, max(64, n // 8))
 
         def more(carry):

@@ -156,9 +156,19 @@ def _compacted(rows: tuple, slots: Slots, order, work, blocks: int):
     block = work.shape[0] // blocks
     needed = (jnp.sum(work) + block - 1) // block
     occupied = jnp.sum(jnp.any(work.reshape(blocks, block), axis=1))
-    perm = jnp.argsort(~work, stable=True)
+    perm = _partition(work)
     take = lambda tree: jax.tree.map(lambda a: a[perm], tree)  # noqa: E731
     return jax.lax.cond(occupied > needed, lambda: (take(rows), take(slots), order[perm]), lambda: (rows, slots, order))
+
+
+def _partition(work):
+    """The permutation putting the rows with `work` first, each part in its own order: what
+    `argsort(~work, stable=True)` gives, by prefix counts (a stable sort of 10⁴ rows costs
+    0.8 ms on XLA:CPU, this ~0.04 ms)."""
+    index = jnp.arange(work.shape[0], dtype=jnp.int32)
+    before = jnp.cumsum(work.astype(jnp.int32)) - work  # rows with work before each row
+    place = jnp.where(work, before, jnp.sum(work) + index - before)
+    return jnp.zeros_like(index).at[place].set(index, unique_indices=True)
 
 
 def _in_slot_order(rows, order):
