@@ -183,13 +183,11 @@ def brute_force_locate(field: fk.MeshField, points) -> np.ndarray:
     """Every cell containing each point, by testing all cells: `(n, C)` bool (the tests' reference;
     cost grows as points × cells)."""
     x = jnp.asarray(np.asarray(points), field.points.dtype)
-    tol = field._tolerance()
     cells = jnp.arange(field.n_cells, dtype=jnp.int32)
 
     @jax.jit
     def one(p):
-        _, _, v = field._coords(cells, jnp.broadcast_to(p, (field.n_cells, field.dim)))
-        return jnp.max(v, axis=1) <= tol
+        return field._check(cells, jnp.broadcast_to(p, (field.n_cells, field.dim)))[0]
 
     return np.stack([np.asarray(one(p)) for p in x])
 

@@ -205,8 +205,9 @@ class MeshField(AbstractMeshField):
         return Hints.unknown(n, self.dim, dtype, xp)
 
     def _coords(self, cell, x, done=None, warm: Hints | None = None):
-        """`(xi, weights, violations)` of each row of `x` in `cell` (its own kind's map); rows
-        marked `done` skip the Newton iterations (their result is not used). Every non-simplex
+        """`(xi, violations, converged)` of each row of `x` in `cell` (its own kind's map; an
+        unconverged row is not inside, whatever its violations); rows marked `done` skip the
+        Newton iterations (their result is not used). Every non-simplex
         kind is iterated as the hexahedron (quad) on its `box_corners`, so the Newton loop of a
         mixed mesh runs one map, not one per kind.
 
@@ -241,20 +242,20 @@ class MeshField(AbstractMeshField):
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                lam = _cells.barycentric(self.affine_map[cell], x)
-                xi, w = lam, _cells.simplex_weights(lam)
-                v = -w
+                xi = _cells.barycentric(self.affine_map[cell], x)
+                v, converged = -_cells.simplex_weights(xi), jnp.ones(x.shape[0], bool)
             else:
                 xi, converged = newton
-                w, v = kind.shape(xi), kind.violations(xi)
-                v = jnp.where(converged[:, None], v, jnp.maximum(v, 1.0))  # unconverged: not inside
-            w = jnp.pad(w, ((0, 0), (0, width - w.shape[1])))
+                v = kind.violations(xi)
             v = jnp.pad(v, ((0, 0), (0, faces - v.shape[1])), constant_values=-jnp.inf)
             if out is None:
-                out = (xi, w, v)
+                out = (xi, v, converged)
             else:
-                pick = (kind_of_row == k)[:, None]
-                out = tuple(jnp.where(pick, new, old) for new, old in zip((xi, w, v), out))
+                pick = kind_of_row == k
+                out = tuple(
+                    jnp.where(pick[:, None] if new.ndim > 1 else pick, new, old)
+                    for new, old in zip((xi, v, converged), out)
+                )
         return out
 
     def _weights(self, cell, x, xi):
@@ -288,10 +289,10 @@ class MeshField(AbstractMeshField):
     def _check(self, cell, x, done=None, warm: Hints | None = None):
         """`(inside, xi, face, across)`: whether each row of `x` lies in `cell`, its coordinates
         there, the face it lies most beyond and the cell across that face (-1: the boundary)."""
-        xi, _, v = self._coords(cell, x, done, warm)
+        xi, v, converged = self._coords(cell, x, done, warm)
         face = jnp.argmax(v, axis=1)
         across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
-        return jnp.max(v, axis=1) <= self._tolerance(), xi, face, across
+        return (jnp.max(v, axis=1) <= self._tolerance()) & converged, xi, face, across
 
     def cell_centres(self, cell: Int[Array, " n"]) -> tuple[Positions, Float[Array, " n"]]:
         """The centre of each `cell` (the mean of its nodes: a point inside it) and its radius

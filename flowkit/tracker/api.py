@@ -15,7 +15,7 @@ from ..fields.base import AbstractField
 from ..io.stream import StreamedField
 from ..trajectory import Trajectory
 from .courant import DEFAULT_COURANT
-from .kernel import advance_local, locate_seeds, particle_keys
+from .kernel import advance_local, located_seeds, particle_keys
 from .pieces import Slots, State, Times
 from .plan import RunPlan, prepare
 from .run import TrackRun
@@ -189,7 +189,7 @@ def _track_traced(plan: RunPlan) -> Trajectory:
         courant=jnp.zeros(1, dtype),
     )
     restarts = pieces.boundary.restarts
-    state, first = locate_seeds(pieces, times.t0, state, record_velocity=plan.record_velocity, restarts=restarts)
+    state, first = located_seeds(pieces, times.t0, state, record_velocity=plan.record_velocity, restarts=restarts)
     origins = jnp.asarray(plan.origins, dtype)
     origin_hints = (
         pieces.field.locate_batch(origins, pieces.field.hints(n, dtype))[0]

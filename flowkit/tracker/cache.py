@@ -5,15 +5,11 @@ import time
 import equinox as eqx
 import jax
 
+from .._xla import compile_options
 from .kernel import advance
 
 _COMPILED: dict = {}
 _MAX_PROGRAMS = 64
-
-CPU_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
-"""XLA options of the chunk program on CPU: no fusions handed to XNNPACK ("ynn"), whose
-elementwise kernels ran a mesh's interpolation ~3× slower than XLA's own loops
-(benchmarks/RESULTS.md, session 23)."""
 
 
 _compiles = 0
@@ -49,9 +45,9 @@ def compiled_program(call_args, call_kwargs):
         return _COMPILED[key], 0.0
     _compiles += 1
     start = time.perf_counter()
-    lowered = advance.lower(*call_args, **call_kwargs)
-    cpu = all(device.platform == "cpu" for leaf in leaves for device in leaf.sharding.device_set)
-    compiled = lowered.compile(CPU_OPTIONS if cpu else None)
+    platforms = {device.platform for leaf in leaves for device in leaf.sharding.device_set}
+    options = compile_options(platforms.pop()) if len(platforms) == 1 else {}
+    compiled = advance.lower(*call_args, **call_kwargs).compile(options)
     if len(_COMPILED) >= _MAX_PROGRAMS:  # forget the oldest program rather than grow without bound
         _COMPILED.pop(next(iter(_COMPILED)))
     _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)

@@ -13,6 +13,7 @@ from jaxtyping import PRNGKeyArray
 
 from .._custom_types import Args, TimeLike
 from .._status import Status
+from .._xla import compile_options
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
@@ -272,8 +273,17 @@ def advance(
     return fn(dynamic, times, state, slots)
 
 
-@eqx.filter_jit
 def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
+    """`located_seeds` as its own program, compiled with flowkit's XLA options."""
+    return _seed_program(jax.default_backend())(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
+
+
+@functools.cache
+def _seed_program(platform: str):
+    return eqx.filter_jit(located_seeds, compiler_options=compile_options(platform))
+
+
+def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
     """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
     box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`.
     A particle model's variables start at its initial values there, but for those `state`

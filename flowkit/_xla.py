@@ -1,0 +1,32 @@
+"""XLA options of flowkit's own compiled programs on CPU, each chosen by measurement
+(benchmarks/RESULTS.md, session 23)."""
+
+import functools
+
+import jax
+
+CPU_OPTIONS: dict[str, str | bool] = {
+    # XLA:CPU hands some elementwise fusions to XNNPACK ("ynn"), whose kernels ran a mesh's
+    # interpolation ~3x slower than XLA's own loops
+    "xla_cpu_experimental_ynn_fusion_type": "",
+    # XLA:CPU's loop emitters: mesh steps 2-8 % faster than its newer fusion emitters, and the
+    # seed location compiles in 0.65 s instead of 0.9 s
+    "xla_cpu_use_fusion_emitters": False,
+}
+
+
+@functools.cache
+def compile_options(platform: str) -> dict[str, str | bool]:
+    """The `CPU_OPTIONS` the installed XLA knows, for programs on `platform` "cpu" (none for
+    other platforms): an option an older or newer XLA lacks is left out, not an error."""
+    if platform != "cpu":
+        return {}
+    lowered = jax.jit(lambda x: x + 1).lower(jax.numpy.zeros(1))
+    known = {}
+    for name, value in CPU_OPTIONS.items():
+        try:
+            lowered.compile({name: value})
+        except jax.errors.JaxRuntimeError:
+            continue
+        known[name] = value
+    return known
