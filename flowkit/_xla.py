@@ -15,6 +15,13 @@ CPU_OPTIONS: dict[str, str | bool] = {
 }
 
 
+def options_for(arrays) -> dict[str, str | bool]:
+    """The options of a program whose inputs are `arrays` (a pytree): those of their devices'
+    platform, none when they span several platforms."""
+    platforms = {device.platform for leaf in jax.tree.leaves(arrays) for device in leaf.sharding.device_set}
+    return compile_options(platforms.pop()) if len(platforms) == 1 else {}
+
+
 @functools.cache
 def compile_options(platform: str) -> dict[str, str | bool]:
     """The `CPU_OPTIONS` the installed XLA knows, for programs on `platform` "cpu" (none for

@@ -5,7 +5,7 @@ import time
 import equinox as eqx
 import jax
 
-from .._xla import compile_options
+from .._xla import options_for
 from .kernel import advance
 
 _COMPILED: dict = {}
@@ -45,9 +45,7 @@ def compiled_program(call_args, call_kwargs):
         return _COMPILED[key], 0.0
     _compiles += 1
     start = time.perf_counter()
-    platforms = {device.platform for leaf in leaves for device in leaf.sharding.device_set}
-    options = compile_options(platforms.pop()) if len(platforms) == 1 else {}
-    compiled = advance.lower(*call_args, **call_kwargs).compile(options)
+    compiled = advance.lower(*call_args, **call_kwargs).compile(options_for(leaves))
     if len(_COMPILED) >= _MAX_PROGRAMS:  # forget the oldest program rather than grow without bound
         _COMPILED.pop(next(iter(_COMPILED)))
     _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)

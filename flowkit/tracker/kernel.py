@@ -13,7 +13,7 @@ from jaxtyping import PRNGKeyArray
 
 from .._custom_types import Args, TimeLike
 from .._status import Status
-from .._xla import compile_options
+from .._xla import options_for
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
@@ -274,13 +274,14 @@ def advance(
 
 
 def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
-    """`located_seeds` as its own program, compiled with flowkit's XLA options."""
-    return _seed_program(jax.default_backend())(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
+    """`located_seeds` as its own program, compiled with the XLA options of the seeds' devices."""
+    program = _seed_program(tuple(sorted(options_for(state.x).items())))
+    return program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
 
 
 @functools.cache
-def _seed_program(platform: str):
-    return eqx.filter_jit(located_seeds, compiler_options=compile_options(platform))
+def _seed_program(options: tuple):
+    return eqx.filter_jit(located_seeds, compiler_options=dict(options))
 
 
 def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
