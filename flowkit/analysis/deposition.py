@@ -93,15 +93,16 @@ def _mesh_faces(mesh):
 
 def surface(points, faces):
     """The boundary faces as a `vtkPolyData` (polygons in 3-D, lines in 2-D)."""
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 
-    poly = vtk.vtkPolyData()
+    poly = vtkPolyData()
     pts = points if points.shape[1] == 3 else np.concatenate([points, np.zeros((len(points), 1))], axis=1)
-    vtk_points = vtk.vtkPoints()
+    vtk_points = vtkPoints()
     vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(pts), deep=True))
     poly.SetPoints(vtk_points)
-    cells = vtk.vtkCellArray()
+    cells = vtkCellArray()
     for row in faces:
         ids = row[row >= 0]
         cells.InsertNextCell(len(ids), ids.tolist())
@@ -113,12 +114,13 @@ def surface(points, faces):
 
 
 def _closest_faces(points, faces, positions) -> np.ndarray:
-    import vtk
+    from vtkmodules.vtkCommonCore import reference
+    from vtkmodules.vtkCommonDataModel import vtkStaticCellLocator
 
-    locator = vtk.vtkStaticCellLocator()
+    locator = vtkStaticCellLocator()
     locator.SetDataSet(surface(points, faces))
     locator.BuildLocator()
-    closest, cell, sub, distance = [0.0] * 3, vtk.reference(0), vtk.reference(0), vtk.reference(0.0)
+    closest, cell, sub, distance = [0.0] * 3, reference(0), reference(0), reference(0.0)
     out = np.empty(len(positions), np.int64)
     for i, p in enumerate(positions):
         q = [float(v) for v in p] + [0.0] * (3 - len(p))
@@ -143,7 +145,7 @@ def write_deposition_vtp(traj: Trajectory, path: PathLike) -> Path:
 
 def write_deposition_map_vtp(dmap, path: PathLike) -> Path:
     """A mesh's boundary surface with the deposits per face as the cell array `deposits`."""
-    from vtk.util.numpy_support import numpy_to_vtk
+    from vtkmodules.util.numpy_support import numpy_to_vtk
 
     from ..io.vtk import write_polydata
 

@@ -201,27 +201,29 @@ def curved_channel(
 def write_vts(path: PathLike, grid_points: np.ndarray, point_arrays: dict) -> Path:
     """Write a curvilinear grid `(ni, nj, nk, 3)` with point arrays `{name: (ni, nj, nk[, c])}` as a
     `.vts` (VTK's XML writer, zlib)."""
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkStructuredGrid
+    from vtkmodules.vtkIOXML import vtkXMLStructuredGridWriter
 
     from ..io.vtk import write_xml
 
     path = Path(path)
     ni, nj, nk = grid_points.shape[:3]
-    grid = vtk.vtkStructuredGrid()
+    grid = vtkStructuredGrid()
     grid.SetDimensions(ni, nj, nk)
 
     def flat(a):  # VTK: i fastest
         return np.ascontiguousarray(np.asarray(a).transpose(2, 1, 0, *range(3, np.ndim(a))).reshape(ni * nj * nk, -1))
 
-    vtk_points = vtk.vtkPoints()
+    vtk_points = vtkPoints()
     vtk_points.SetData(numpy_to_vtk(flat(grid_points), deep=True))
     grid.SetPoints(vtk_points)
     for name, values in point_arrays.items():
         array = numpy_to_vtk(flat(values), deep=True)
         array.SetName(name)
         grid.GetPointData().AddArray(array)
-    writer = vtk.vtkXMLStructuredGridWriter()
+    writer = vtkXMLStructuredGridWriter()
     writer.SetCompressorTypeToZLib()
     return write_xml(writer, grid, path)
 

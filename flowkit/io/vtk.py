@@ -15,15 +15,17 @@ def write_vti(path: PathLike, arrays: dict, origin, spacing, time: float | None 
     grid; `origin` and `spacing` have one entry per axis (a 2-D grid is written at z = 0);
     `time` is stored as `TimeValue` field data, as ParaView does.
     """
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkDoubleArray
+    from vtkmodules.vtkCommonDataModel import vtkImageData
+    from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
 
     path = Path(path)
     dim = len(origin)
     if dim not in (2, 3) or len(spacing) != dim:
         raise ValueError(f"write_vti: origin and spacing need 2 or 3 entries each, got {origin} and {spacing}")
     shape = np.asarray(next(iter(arrays.values()))).shape[:dim]
-    image = vtk.vtkImageData()
+    image = vtkImageData()
     image.SetDimensions(*(list(shape) + [1] * (3 - dim)))
     image.SetOrigin(*(list(map(float, origin)) + [0.0] * (3 - dim)))
     image.SetSpacing(*(list(map(float, spacing)) + [1.0] * (3 - dim)))
@@ -40,11 +42,11 @@ def write_vti(path: PathLike, arrays: dict, origin, spacing, time: float | None 
         array.SetName(name)
         image.GetPointData().AddArray(array)
     if time is not None:
-        stamp = vtk.vtkDoubleArray()
+        stamp = vtkDoubleArray()
         stamp.SetName("TimeValue")
         stamp.InsertNextValue(float(time))
         image.GetFieldData().AddArray(stamp)
-    return write_xml(vtk.vtkXMLImageDataWriter(), image, path)
+    return write_xml(vtkXMLImageDataWriter(), image, path)
 
 
 def write_xml(writer, data, path: PathLike) -> Path:
@@ -52,7 +54,7 @@ def write_xml(writer, data, path: PathLike) -> Path:
     replacing `path`; a failure is one `OSError` naming `path` (a full disk by its errno)."""
     import errno
 
-    import vtk
+    from vtkmodules.vtkCommonMisc import vtkErrorCode
 
     from .atomic import written
 
@@ -60,17 +62,17 @@ def write_xml(writer, data, path: PathLike) -> Path:
         writer.SetFileName(str(temporary))
         writer.SetInputData(data)
         if writer.Write() != 1:
-            full = writer.GetErrorCode() == vtk.vtkErrorCode.OutOfDiskSpaceError
+            full = writer.GetErrorCode() == vtkErrorCode.OutOfDiskSpaceError
             raise OSError(errno.ENOSPC if full else errno.EIO, f"vtk could not write {path}")
     return Path(path)
 
 
 def read_vti_arrays(path: PathLike) -> dict:
     """Point arrays of a `.vti` file as `(nx, ny[, nz][, C])` NumPy arrays (x first), for checks."""
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
 
-    reader = vtk.vtkXMLImageDataReader()
+    reader = vtkXMLImageDataReader()
     reader.SetFileName(str(path))
     reader.Update()
     image = reader.GetOutput()
@@ -87,17 +89,18 @@ def read_vti_arrays(path: PathLike) -> dict:
 
 
 def polydata(points, point_arrays: dict, lines=None):
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 
-    poly = vtk.vtkPolyData()
+    poly = vtkPolyData()
     pts = np.asarray(points, dtype=np.float64)
     if pts.shape[1] == 2:
         pts = np.concatenate([pts, np.zeros((len(pts), 1))], axis=1)
-    vtk_points = vtk.vtkPoints()
+    vtk_points = vtkPoints()
     vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(pts), deep=True))
     poly.SetPoints(vtk_points)
-    cells = vtk.vtkCellArray()
+    cells = vtkCellArray()
     if lines is None:  # one vertex per point
         offsets = np.arange(len(pts) + 1, dtype=np.int64)
         connectivity = np.arange(len(pts), dtype=np.int64)
@@ -122,9 +125,9 @@ def polydata(points, point_arrays: dict, lines=None):
 
 
 def write_polydata(poly, path: Path) -> Path:
-    import vtk
+    from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
-    writer = vtk.vtkXMLPolyDataWriter()
+    writer = vtkXMLPolyDataWriter()
     writer.SetDataModeToAppended()
     writer.SetCompressorTypeToZLib()
     return write_xml(writer, poly, path)
@@ -232,8 +235,9 @@ def write_pvd(path: PathLike, files, times, relative_to=None) -> Path:
 def unstructured_grid(points, cells, cell_types, point_arrays: dict | None = None, time: float | None = None):
     """A `vtkUnstructuredGrid` from `(P, 2|3)` points, `(C, k)` node ids (-1 padded for mixed
     meshes) and `(C,)` VTK cell type ids, with point arrays `{name: (P[, c])}`."""
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+    from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+    from vtkmodules.vtkCommonCore import VTK_UNSIGNED_CHAR, vtkDoubleArray, vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkUnstructuredGrid
 
     points = np.asarray(points, dtype=np.float64)
     if points.shape[1] == 2:
@@ -242,23 +246,23 @@ def unstructured_grid(points, cells, cell_types, point_arrays: dict | None = Non
     sizes = np.sum(cells >= 0, axis=1)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     connectivity = cells[cells >= 0]
-    grid = vtk.vtkUnstructuredGrid()
-    vtk_points = vtk.vtkPoints()
+    grid = vtkUnstructuredGrid()
+    vtk_points = vtkPoints()
     vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(points), deep=True))
     grid.SetPoints(vtk_points)
-    cell_array = vtk.vtkCellArray()
+    cell_array = vtkCellArray()
     cell_array.SetData(
         numpy_to_vtkIdTypeArray(offsets, deep=True),
         numpy_to_vtkIdTypeArray(np.ascontiguousarray(connectivity), deep=True),
     )
-    types = numpy_to_vtk(np.asarray(cell_types, dtype=np.uint8), deep=True, array_type=vtk.VTK_UNSIGNED_CHAR)
+    types = numpy_to_vtk(np.asarray(cell_types, dtype=np.uint8), deep=True, array_type=VTK_UNSIGNED_CHAR)
     grid.SetCells(types, cell_array)
     for name, values in (point_arrays or {}).items():
         array = numpy_to_vtk(np.ascontiguousarray(values), deep=True)
         array.SetName(name)
         grid.GetPointData().AddArray(array)
     if time is not None:
-        stamp = vtk.vtkDoubleArray()
+        stamp = vtkDoubleArray()
         stamp.SetName("TimeValue")
         stamp.InsertNextValue(float(time))
         grid.GetFieldData().AddArray(stamp)
@@ -270,9 +274,9 @@ def write_vtu(
 ) -> Path:
     """Write an unstructured mesh as ParaView does: `.vtu`, appended raw data, zlib-compressed
     (see `unstructured_grid` for the arguments)."""
-    import vtk
+    from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridWriter
 
-    writer = vtk.vtkXMLUnstructuredGridWriter()
+    writer = vtkXMLUnstructuredGridWriter()
     writer.SetDataModeToAppended()
     writer.EncodeAppendedDataOff()
     writer.SetCompressorTypeToZLib()

@@ -59,9 +59,9 @@ def _component_names(arrays: dict) -> str | None:
 def _on_points(data):
     """`data` with every cell-only array also as point data (`vtkCellDataToPointData`: each point
     gets the mean of the cells around it); point arrays kept as they are."""
-    import vtk
+    from vtkmodules.vtkFiltersCore import vtkCellDataToPointData
 
-    converter = vtk.vtkCellDataToPointData()
+    converter = vtkCellDataToPointData()
     converter.SetInputData(data)
     converter.Update()
     out = data.NewInstance()
@@ -76,11 +76,11 @@ def _on_points(data):
 def _expression(data, path, expression: str) -> np.ndarray:
     """`(n_points, C)`: a ParaView Calculator expression over the data's arrays (`Momentum/Density`),
     evaluated at the nodes by VTK's `vtkArrayCalculator` (cell arrays first moved to the points)."""
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkFiltersCore import vtkArrayCalculator
 
     data = _on_points(data)
-    calc = vtk.vtkArrayCalculator()
+    calc = vtkArrayCalculator()
     calc.SetInputData(data)
     calc.SetAttributeTypeToPointData()
     attributes = data.GetPointData()
@@ -108,7 +108,7 @@ def _values(array, rows: int) -> np.ndarray:
     """A VTK data array as `(rows, C)` NumPy values, copied, in the file's floating precision
     (a float32 series is not widened: for the brief's 40 files that was 90 MB of the read's
     peak); integer arrays become float64."""
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
 
     values = vtk_to_numpy(array)
     return np.array(values, dtype=values.dtype if np.issubdtype(values.dtype, np.floating) else np.float64).reshape(

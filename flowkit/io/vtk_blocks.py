@@ -15,18 +15,18 @@ _log = logging.getLogger("flowkit")
 def vtk_errors(where, what: str = "VTK could not read this file (truncated or corrupt?)"):
     """Run VTK calls with its error output captured; errors become one `ValueError` naming
     `where` and saying `what` went wrong, with VTK's own words."""
-    import vtk
+    from vtkmodules.vtkCommonCore import vtkLogger, vtkOutputWindow, vtkStringOutputWindow
 
-    messages = vtk.vtkStringOutputWindow()
-    previous = vtk.vtkOutputWindow.GetInstance()
-    vtk.vtkOutputWindow.SetInstance(messages)
-    verbosity = vtk.vtkLogger.GetCurrentVerbosityCutoff()
-    vtk.vtkLogger.SetStderrVerbosity(vtk.vtkLogger.VERBOSITY_OFF)
+    messages = vtkStringOutputWindow()
+    previous = vtkOutputWindow.GetInstance()
+    vtkOutputWindow.SetInstance(messages)
+    verbosity = vtkLogger.GetCurrentVerbosityCutoff()
+    vtkLogger.SetStderrVerbosity(vtkLogger.VERBOSITY_OFF)
     try:
         yield
     finally:
-        vtk.vtkOutputWindow.SetInstance(previous)
-        vtk.vtkLogger.SetStderrVerbosity(verbosity)
+        vtkOutputWindow.SetInstance(previous)
+        vtkLogger.SetStderrVerbosity(verbosity)
     text = messages.GetOutput()
     if "ERROR" in text:
         detail = " ".join(line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line)[:300]
@@ -35,7 +35,7 @@ def vtk_errors(where, what: str = "VTK could not read this file (truncated or co
 
 def _leaves(data):
     """`[(name, data set)]` of a composite data set's non-empty leaves."""
-    import vtk
+    from vtkmodules.vtkCommonDataModel import vtkCompositeDataSet, vtkDataSet
 
     out = []
     it = data.NewIterator()
@@ -44,11 +44,11 @@ def _leaves(data):
         leaf = it.GetCurrentDataObject()
         meta = it.GetCurrentMetaData() if it.HasCurrentMetaData() else None
         name = (
-            meta.Get(vtk.vtkCompositeDataSet.NAME())
-            if meta is not None and meta.Has(vtk.vtkCompositeDataSet.NAME())
+            meta.Get(vtkCompositeDataSet.NAME())
+            if meta is not None and meta.Has(vtkCompositeDataSet.NAME())
             else f"block {len(out)}"
         )
-        if isinstance(leaf, vtk.vtkDataSet) and leaf.GetNumberOfCells() > 0:
+        if isinstance(leaf, vtkDataSet) and leaf.GetNumberOfCells() > 0:
             out.append((name, leaf))
         it.GoToNextItem()
     return out
@@ -56,20 +56,20 @@ def _leaves(data):
 
 def _cell_type_utilities():
     """VTK's cell-type helpers: `vtkCellTypeUtilities` from VTK 9.6, `vtkCellTypes` before."""
-    import vtk
+    from vtkmodules.vtkCommonDataModel import vtkCellTypes, vtkCellTypeUtilities
 
-    return vtk.vtkCellTypeUtilities if _vtk_version() >= 906 else vtk.vtkCellTypes
+    return vtkCellTypeUtilities if _vtk_version() >= 906 else vtkCellTypes
 
 
 def _vtk_version() -> int:
-    import vtk
+    from vtkmodules.vtkCommonCore import vtkVersion
 
-    return vtk.vtkVersion.GetVTKMajorVersion() * 100 + vtk.vtkVersion.GetVTKMinorVersion()
+    return vtkVersion.GetVTKMajorVersion() * 100 + vtkVersion.GetVTKMinorVersion()
 
 
 def cell_type_ids(data) -> np.ndarray:
     """`(C,)` VTK type id of each cell of an unstructured grid (the accessor was renamed in VTK 9.6)."""
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
 
     return np.asarray(
         vtk_to_numpy(data.GetCellTypes() if _vtk_version() >= 906 else data.GetCellTypesArray()), np.int64
@@ -83,10 +83,10 @@ def cell_type_name(cell_type: int) -> str:
 
 def cell_dimension(data) -> int:
     """The largest dimension (0-3) of `data`'s cells."""
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkCommonDataModel import vtkUnstructuredGrid
 
-    if isinstance(data, vtk.vtkUnstructuredGrid):
+    if isinstance(data, vtkUnstructuredGrid):
         types = vtk_to_numpy(data.GetDistinctCellTypesArray())
     else:
         types = [data.GetCellType(0)]
@@ -101,9 +101,9 @@ def _array_names(data) -> set[str]:
 
 def joined(data):
     """`data` with its coincident points (exactly equal coordinates) joined into one."""
-    import vtk
+    from vtkmodules.vtkFiltersCore import vtkStaticCleanUnstructuredGrid
 
-    clean = vtk.vtkStaticCleanUnstructuredGrid()
+    clean = vtkStaticCleanUnstructuredGrid()
     clean.SetInputData(data)
     clean.SetTolerance(0.0)
     clean.Update()
@@ -116,7 +116,7 @@ def merged(data, where, surfaces: dict | None = None):
     to block. Blocks of lower dimension (boundary patches, surface parts) are skipped with a log
     line (and put into `surfaces`, by name); blocks with different arrays, or blocks that share
     no point, are refused."""
-    import vtk
+    from vtkmodules.vtkFiltersCore import vtkAppendFilter
 
     if not data.IsA("vtkCompositeDataSet"):
         return data
@@ -148,7 +148,7 @@ def merged(data, where, surfaces: dict | None = None):
                 f"{where}: its blocks hold different arrays: {name!r} lacks {sorted(every - own)} (has "
                 f"{sorted(own)}); give every block the same variables"
             )
-    append = vtk.vtkAppendFilter()
+    append = vtkAppendFilter()
     append.MergePointsOn()
     append.SetTolerance(0.0)
     for _, leaf in kept:

@@ -10,6 +10,7 @@ import numpy as np
 from ..fields.cells import merge_cells
 from .formats import VTK, format_of
 from .solvers import Step
+from .vtk_appended import SharedMesh
 from .vtk_arrays import vector_arrays
 from .vtk_blocks import cell_type_ids, cell_type_name, joined, merged, vtk_errors
 
@@ -49,7 +50,9 @@ class Remap:
 class SeriesMesh:
     """What a later file of a mesh series needs of the series' mesh, processed once from its
     `first` file: the dimension, the original point count and topology `signature` (which a
-    later file must match), the order of the kept cells, and the `remap` (None: none)."""
+    later file must match), the order of the kept cells, the `remap` (None: none), and for a
+    `.vtu` with appended data its `shared` mesh (later files are then read without VTK's
+    reader where they hold it byte for byte)."""
 
     first: str
     dim: int
@@ -57,6 +60,7 @@ class SeriesMesh:
     signature: str
     cell_order: np.ndarray
     remap: Remap | None
+    shared: SharedMesh | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +79,8 @@ def read_dataset(path: Path | Step):
     """One data set, read with the vtk package: a VTK file, a solver's file (its only time step),
     or a `solvers.Step` of a solver's case; composites merged into one domain. VTK's own error
     text becomes a ValueError naming the file."""
-    import vtk
+    from vtkmodules.vtkIOLegacy import vtkGenericDataObjectReader
+    from vtkmodules.vtkIOXML import vtkXMLGenericDataObjectReader, vtkXMLMultiBlockDataReader
 
     if isinstance(path, Step):
         return path.read()
@@ -94,11 +99,11 @@ def read_dataset(path: Path | Step):
         raise ValueError(f"{path}: a {fmt.name} file among VTK files; give it alone")
     suffix = path.suffix.lower()
     reader = (
-        vtk.vtkGenericDataObjectReader()
+        vtkGenericDataObjectReader()
         if suffix == ".vtk"
-        else vtk.vtkXMLMultiBlockDataReader()
+        else vtkXMLMultiBlockDataReader()
         if suffix == ".vtmb"
-        else vtk.vtkXMLGenericDataObjectReader()
+        else vtkXMLGenericDataObjectReader()
     )
     with vtk_errors(path):
         reader.SetFileName(str(path))
@@ -111,10 +116,10 @@ def read_dataset(path: Path | Step):
 
 def _grid_axes(data, path: Path | Step):
     """Per-axis node coordinates `[x, y, z]` of image or rectilinear data, all three axes."""
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkCommonDataModel import vtkImageData, vtkRectilinearGrid
 
-    if isinstance(data, vtk.vtkImageData):
+    if isinstance(data, vtkImageData):
         dims = data.GetDimensions()
         direction = np.array([data.GetDirectionMatrix().GetElement(i, j) for i in range(3) for j in range(3)]).reshape(
             3, 3
@@ -125,7 +130,7 @@ def _grid_axes(data, path: Path | Step):
             )
         origin, spacing = data.GetOrigin(), data.GetSpacing()
         return [origin[i] + spacing[i] * np.arange(dims[i]) for i in range(3)]
-    if isinstance(data, vtk.vtkRectilinearGrid):
+    if isinstance(data, vtkRectilinearGrid):
         return [
             np.asarray(vtk_to_numpy(c), dtype=np.float64)
             for c in (data.GetXCoordinates(), data.GetYCoordinates(), data.GetZCoordinates())
@@ -134,9 +139,9 @@ def _grid_axes(data, path: Path | Step):
 
 
 def is_grid(data) -> bool:
-    import vtk
+    from vtkmodules.vtkCommonDataModel import vtkImageData, vtkRectilinearGrid
 
-    return isinstance(data, (vtk.vtkImageData, vtk.vtkRectilinearGrid))
+    return isinstance(data, (vtkImageData, vtkRectilinearGrid))
 
 
 def file_time(data):
@@ -198,12 +203,12 @@ def mesh_slice(
     """The first (or only) file of a mesh series: its mesh, processed, and its arrays."""
     import logging
 
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkCommonDataModel import vtkDataSet
 
     from ..fields import cells as _cells
 
-    if not isinstance(data, vtk.vtkDataSet):
+    if not isinstance(data, vtkDataSet):
         raise ValueError(f"{path}: holds a {data.GetClassName()}, not a mesh")
     if data.GetNumberOfPoints() == 0 or data.GetNumberOfCells() == 0:
         raise ValueError(
@@ -251,7 +256,8 @@ def mesh_slice(
             )
         points = points[:, :2]
     cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
-    series = SeriesMesh(str(path), dim, n_points, signature, cell_order, remap)
+    shared = SharedMesh.of(path, data) if remap is None else None
+    series = SeriesMesh(str(path), dim, n_points, signature, cell_order, remap, shared)
     return MeshSlice(
         points,
         cells,
@@ -272,11 +278,13 @@ def _as_unstructured(path, data):
     a .pvtu's pieces' duplicate points on their shared boundaries joined; polyhedra and
     higher-order cells decomposed into linear cells on their own nodes (VTK's
     `vtkDataSetTriangleFilter`), with a log line."""
-    import vtk
-    from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+    from vtkmodules.vtkCommonCore import VTK_ID_TYPE
+    from vtkmodules.vtkCommonDataModel import vtkUnstructuredGrid
+    from vtkmodules.vtkFiltersCore import vtkAppendFilter
 
-    if not isinstance(data, vtk.vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
-        append = vtk.vtkAppendFilter()
+    if not isinstance(data, vtkUnstructuredGrid):  # curvilinear grids, polygonal data: explicit cells
+        append = vtkAppendFilter()
         append.AddInputData(data)
         append.Update()
         data = append.GetOutput()
@@ -290,7 +298,7 @@ def _as_unstructured(path, data):
         (tagged.GetPointData(), _POINT_ID, data.GetNumberOfPoints()),
         (tagged.GetCellData(), _CELL_ID, data.GetNumberOfCells()),
     ):
-        ids = numpy_to_vtk(np.arange(count), deep=True, array_type=vtk.VTK_ID_TYPE)
+        ids = numpy_to_vtk(np.arange(count), deep=True, array_type=VTK_ID_TYPE)
         ids.SetName(name)
         attributes.AddArray(ids)
     if pieces:
@@ -303,7 +311,7 @@ def _as_unstructured(path, data):
     cell_map = np.asarray(vtk_to_numpy(tagged.GetCellData().GetArray(_CELL_ID)), np.int64).copy()
     tagged.GetPointData().RemoveArray(_POINT_ID)
     tagged.GetCellData().RemoveArray(_CELL_ID)
-    mesh = vtk.vtkUnstructuredGrid()
+    mesh = vtkUnstructuredGrid()
     mesh.CopyStructure(tagged)
     return tagged, Remap(mesh, point_map, cell_map)
 
@@ -311,7 +319,7 @@ def _as_unstructured(path, data):
 def remapped(remap: Remap, data):
     """A later file's `data` on the mesh `_as_unstructured` made of the first file: its point and
     cell arrays indexed by the maps, its field data (the time) kept."""
-    from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
     mesh, point_map, cell_map = remap.mesh, remap.point_map, remap.cell_map
     out = mesh.NewInstance()
@@ -335,7 +343,7 @@ def remapped(remap: Remap, data):
 def _nonlinear_types(data) -> list[int]:
     """The VTK types of `data`'s cells that flowkit does not interpolate as they are: polyhedra
     and higher-order cells."""
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
 
     from ..fields import cells as _cells
 
@@ -350,26 +358,28 @@ def _linearised(path, data, odd: list[int]):
     linear simplices on their own nodes; linear cells kept as they are."""
     import logging
 
-    import vtk
+    from vtkmodules.vtkCommonCore import vtkIdList
+    from vtkmodules.vtkFiltersCore import vtkAppendFilter, vtkExtractCells
+    from vtkmodules.vtkFiltersGeneral import vtkDataSetTriangleFilter
 
     types = cell_type_ids(data)
     is_odd = np.isin(types, odd)
 
     def extract(rows):
-        ids = vtk.vtkIdList()
+        ids = vtkIdList()
         ids.SetNumberOfIds(len(rows))
         for k, row in enumerate(rows):
             ids.SetId(k, int(row))
-        cut = vtk.vtkExtractCells()
+        cut = vtkExtractCells()
         cut.SetInputData(data)
         cut.SetCellList(ids)
         cut.Update()
         return cut.GetOutput()
 
-    split = vtk.vtkDataSetTriangleFilter()
+    split = vtkDataSetTriangleFilter()
     split.SetInputData(extract(np.flatnonzero(is_odd)))
     split.Update()
-    append = vtk.vtkAppendFilter()
+    append = vtkAppendFilter()
     append.MergePointsOn()
     append.SetTolerance(0.0)
     if not is_odd.all():
@@ -391,13 +401,13 @@ def _topology_signature(data) -> str:
     check that later files of a series hold the same mesh without processing their topology again."""
     import zlib
 
-    import vtk
-    from vtk.util.numpy_support import vtk_to_numpy
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkCommonDataModel import vtkStructuredGrid, vtkUnstructuredGrid
 
     arrays, sizes = [data.GetPoints().GetData()], [data.GetClassName(), str(data.GetNumberOfCells())]
-    if isinstance(data, vtk.vtkUnstructuredGrid):
+    if isinstance(data, vtkUnstructuredGrid):
         arrays += [data.GetCells().GetOffsetsArray(), data.GetCells().GetConnectivityArray()]
-    elif isinstance(data, vtk.vtkStructuredGrid):
+    elif isinstance(data, vtkStructuredGrid):
         dims = [0, 0, 0]
         data.GetDimensions(dims)
         sizes.append(str(dims))
@@ -446,6 +456,9 @@ def series_slice(
 ) -> Arrays:
     """The arrays of a later file of a mesh series, its mesh not processed again: it must equal
     the first file's (same point count and topology signature). Runs in reader threads."""
+    data = series.shared.read(file) if series.shared is not None and isinstance(file, Path) else None
+    if data is not None:
+        return _mesh_arrays(file, data, series, velocity, allow_nonfinite, sample, cell_data)
     data = read_dataset(file)
     if not is_mesh_data(data):
         raise ValueError(f"{file}: holds a {data.GetClassName()}, not a mesh like the first file of the series")
@@ -466,6 +479,6 @@ def series_slice(
 
 
 def is_mesh_data(data) -> bool:
-    import vtk
+    from vtkmodules.vtkCommonDataModel import vtkDataSet
 
-    return isinstance(data, vtk.vtkDataSet) and not is_grid(data)
+    return isinstance(data, vtkDataSet) and not is_grid(data)
