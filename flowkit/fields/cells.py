@@ -325,6 +325,8 @@ def isoparametric_weights(kind: CellKind, corners, target, xi):
 
 def merge_cells(blocks: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """`(cells, cell_types)` of a mixed mesh from `[(vtk_type, (C_k, k) node ids), ...]`."""
+    if len(blocks) == 1:  # not copied
+        return blocks[0][1], np.full(len(blocks[0][1]), blocks[0][0])
     width = max(b.shape[1] for _, b in blocks)
     cells = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=-1) for _, b in blocks])
     types = np.concatenate([np.full(len(b), t) for t, b in blocks])

@@ -244,7 +244,10 @@ def mesh_slice(
         width = _cells.BY_VTK_TYPE[t].nodes
         if np.any(offsets[rows + 1] - offsets[rows] != width):
             raise ValueError(f"{path}: {cell_type_name(t)} cells must have {width} points each")
-        blocks.append((t, connectivity[offsets[rows][:, None] + np.arange(width)]))
+        whole = len(rows) == len(types) and offsets[0] == 0  # one kind: the connectivity as it is, in rows
+        blocks.append(
+            (t, connectivity.reshape(-1, width) if whole else connectivity[offsets[rows][:, None] + np.arange(width)])
+        )
     cells, cell_types = merge_cells(blocks)
     dim = 3 if volume else 2
     if dim == 2:
