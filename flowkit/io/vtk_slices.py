@@ -10,9 +10,9 @@ import numpy as np
 from ..fields.cells import merge_cells
 from .formats import VTK, format_of
 from .solvers import Step
-from .vtk_appended import SharedMesh
 from .vtk_arrays import vector_arrays
 from .vtk_blocks import cell_type_ids, cell_type_name, joined, merged, vtk_errors
+from .vtu_series import SharedMesh
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""A series' later `.vtu` files read without VTK's reader: every layout VTK's writer makes decodes
-to VTK's own arrays, and anything else goes through VTK's reader with its checks."""
+"""A series' later `.vtu` files read against the first without VTK's reader: every layout VTK's
+writer makes decodes to VTK's own arrays, and anything else goes through VTK's reader with its
+checks."""
 
 import itertools
 
@@ -11,7 +12,7 @@ from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 
 import flowkit as fk
 from flowkit.io.vtk import unstructured_grid, write_pvd
-from flowkit.io.vtk_appended import SharedMesh, read_appended
+from flowkit.io.vtu_series import SharedMesh, read_vtu
 
 
 def _mixed_grid(seed=0):
@@ -31,12 +32,14 @@ def _mixed_grid(seed=0):
     return grid
 
 
-def _write(path, grid, encode=False, compressor="zlib", header=64, block=32768):
+def _write(path, grid, mode="raw", compressor="zlib", header=64, block=32768):
+    """`grid` written by VTK's writer with appended data (`mode` "raw" or "base64"), inline
+    base64 ("binary") or inline text ("ascii")."""
     writer = vtk.vtkXMLUnstructuredGridWriter()
     writer.SetFileName(str(path))
     writer.SetInputData(grid)
-    writer.SetDataModeToAppended()
-    writer.SetEncodeAppendedData(encode)
+    {"binary": writer.SetDataModeToBinary, "ascii": writer.SetDataModeToAscii}.get(mode, writer.SetDataModeToAppended)()
+    writer.SetEncodeAppendedData(mode == "base64")
     {
         "zlib": writer.SetCompressorTypeToZLib,
         "none": writer.SetCompressorTypeToNone,
@@ -55,7 +58,7 @@ def test_every_layout_of_vtks_writer_decodes_to_vtks_arrays(tmp_path, encode, co
     reader.SetFileName(str(path))
     reader.Update()
     data = reader.GetOutput()
-    layout = read_appended(path)
+    layout = read_vtu(path)
     assert layout is not None
     seen = set()
     for key, attributes in (
@@ -73,13 +76,8 @@ def test_every_layout_of_vtks_writer_decodes_to_vtks_arrays(tmp_path, encode, co
 
 def test_layouts_it_does_not_read_are_left_to_vtk(tmp_path):
     grid = _mixed_grid()
-    assert read_appended(_write(tmp_path / "lz4.vtu", grid, compressor="lz4")) is None
-    inline = vtk.vtkXMLUnstructuredGridWriter()
-    inline.SetFileName(str(tmp_path / "inline.vtu"))
-    inline.SetInputData(grid)
-    inline.SetDataModeToBinary()
-    assert inline.Write() == 1
-    assert read_appended(tmp_path / "inline.vtu") is None
+    assert read_vtu(_write(tmp_path / "lz4.vtu", grid, compressor="lz4")) is None
+    assert read_vtu(_write(tmp_path / "ascii.vtu", grid, mode="ascii")) is None
 
 
 def _series(folder, n=3, **layout):
@@ -96,8 +94,9 @@ def _series(folder, n=3, **layout):
     return write_pvd(folder / "s.pvd", files, [float(k) for k in range(n)])
 
 
-def test_later_files_are_read_against_the_first_and_equal_vtks_read(tmp_path, monkeypatch):
-    pvd = _series(tmp_path)
+@pytest.mark.parametrize("mode", ["raw", "base64", "binary"])
+def test_later_files_are_read_against_the_first_and_equal_vtks_read(tmp_path, monkeypatch, mode):
+    pvd = _series(tmp_path, mode=mode)
     decoded = []
     read = SharedMesh.read
 
@@ -116,21 +115,21 @@ def test_later_files_are_read_against_the_first_and_equal_vtks_read(tmp_path, mo
 
 
 def test_a_later_file_written_otherwise_goes_through_vtks_reader(tmp_path):
-    """A later file of the same mesh in base64 or LZ4 is read by VTK; one whose mesh moved or
-    whose velocity is corrupt is named as before."""
+    """A later file of the same mesh stored otherwise (base64, inline, LZ4, text) is read by
+    VTK; one whose velocity is corrupt is named as before."""
     pvd = _series(tmp_path)
     base = np.asarray(fk.io.read_vtk(pvd, dtype="float64", stream=False).values)
     grid = vtk.vtkXMLUnstructuredGridReader()
     grid.SetFileName(str(tmp_path / "s_1.vtu"))
     grid.Update()
-    for layout in (dict(encode=True), dict(compressor="lz4")):
+    for layout in (dict(mode="base64"), dict(mode="binary"), dict(compressor="lz4"), dict(mode="ascii")):
         _write(tmp_path / "s_1.vtu", grid.GetOutput(), **layout)
         np.testing.assert_array_equal(np.asarray(fk.io.read_vtk(pvd, dtype="float64", stream=False).values), base)
     _write(tmp_path / "s_1.vtu", grid.GetOutput())
     raw = bytearray((tmp_path / "s_1.vtu").read_bytes())
-    layout = read_appended(tmp_path / "s_1.vtu")
+    layout = read_vtu(tmp_path / "s_1.vtu")
     velocity = next(a for a in layout.arrays["point"] if a.name == "velocity")
-    at = layout.start + velocity.offset + 40
+    at = velocity.at + 40
     raw[at : at + 16] = b"x" * 16
     (tmp_path / "s_1.vtu").write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="s_1.vtu: VTK could not read this file"):

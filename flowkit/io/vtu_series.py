@@ -1,9 +1,9 @@
-"""The arrays of a VTK XML unstructured grid (`.vtu`) whose data is appended, decoded with NumPy
-and zlib: the later files of a series share the first file's mesh, and inflating that mesh again
-is ~90 % of reading such a file with VTK's reader (the brief's tets: 95 of 105 ms). A later file
-here is checked to hold the first file's mesh byte for byte, and only its arrays are inflated.
-Anything else (inline or ASCII data, LZ4/LZMA compression, big-endian files, string arrays)
-gives None, and VTK's reader reads the file."""
+"""The later files of a `.vtu` series, read against the first: their arrays decoded with NumPy
+and zlib. Every file repeats the mesh, and inflating it again is ~90 % of reading such a file
+with VTK's reader (the brief's tets: 95 of 105 ms). A later file here is checked to hold the
+first file's mesh byte for byte, and only its arrays are decoded. Data appended (raw or base64)
+or inline in base64, zlib or uncompressed, are read here; anything else (ASCII data, LZ4/LZMA,
+big-endian files, string arrays) gives None, and VTK's reader reads the file."""
 
 import base64
 import dataclasses
@@ -27,61 +27,55 @@ _MESH = ("Piece/Points", "Piece/Cells")
 
 @dataclasses.dataclass(frozen=True)
 class _Array:
+    """One data array: where it is stored (`data[at:]`, appended or the element's own text) and
+    how (`encoding`: "raw" or "base64")."""
+
     name: str
     dtype: np.dtype
     components: int
-    offset: int
+    data: bytes
+    at: int
+    encoding: str
 
 
 @dataclasses.dataclass(frozen=True)
-class AppendedFile:
-    """A `.vtu` file's bytes and layout: its format (`byte_order`, header type, compressor,
-    encoding), the appended data's start, its arrays by section (`field`, `point`, `cell`) and
-    the bytes of its mesh (points, then cells) as stored."""
+class VtuFile:
+    """A `.vtu` file's format (`byte_order`, header type, compressor, appended encoding), its
+    arrays by section (`field`, `point`, `cell`), and its mesh (points, cells and their counts)
+    as stored, to compare with another file's."""
 
     path: Path
-    raw: bytes
     form: tuple
-    start: int
     arrays: dict[str, list[_Array]]
     mesh: bytes
 
     def decoded(self, array: _Array) -> np.ndarray:
         """`(n, components)` values of one array."""
         header = np.dtype("<u8" if self.form[1] == "UInt64" else "<u4")
-        at = self.start + array.offset
-        if self.form[3] == "base64":
-            payload = _base64_payload(self.raw, at, header, compressed=bool(self.form[2]))
-        else:
-            payload = _raw_payload(self.raw, at, header, compressed=bool(self.form[2]))
-        values = np.frombuffer(payload, array.dtype)
+        read = _base64_payload if array.encoding == "base64" else _raw_payload
+        values = np.frombuffer(read(array.data, array.at, header, compressed=bool(self.form[2])), array.dtype)
         if values.size % array.components:
             raise ValueError(f"{self.path}: array {array.name!r} holds {values.size} values, not whole tuples")
         return values.reshape(-1, array.components)
 
 
-def read_appended(path: Path) -> AppendedFile | None:
-    """`path`'s layout, or None where this module does not read it (VTK's reader then does)."""
+def read_vtu(path: Path) -> VtuFile | None:
+    """`path`'s arrays, or None where this module does not read it (VTK's reader then does)."""
     if path.suffix.lower() != ".vtu":
         return None
     raw = path.read_bytes()
     tag = raw.find(b"<AppendedData")
-    close = raw.find(b">", tag)
-    marker = raw.find(b"_", close)
-    if min(tag, close, marker) < 0:
+    close, marker = raw.find(b">", tag), raw.find(b"_", raw.find(b">", tag))
+    if tag >= 0 and min(close, marker) < 0:
         return None
-    encoding = re.search(rb'encoding\s*=\s*"(\w+)"', raw[tag:close])
+    encoding = re.search(rb'encoding\s*=\s*"(\w+)"', raw[tag:close]) if tag >= 0 else None
+    appended = encoding.group(1).decode() if encoding else ""
     try:
-        root = ET.fromstring(raw[:tag] + b"</VTKFile>")
+        root = ET.fromstring(raw[:tag] + b"</VTKFile>" if tag >= 0 else raw)
     except ET.ParseError:
         return None
     grid = root.find("UnstructuredGrid")
-    form = (
-        root.get("byte_order"),
-        root.get("header_type", "UInt32"),
-        root.get("compressor", ""),
-        encoding.group(1).decode() if encoding else "",
-    )
+    form = (root.get("byte_order"), root.get("header_type", "UInt32"), root.get("compressor", ""), appended)
     if (
         root.get("type") != "UnstructuredGrid"
         or grid is None
@@ -89,38 +83,45 @@ def read_appended(path: Path) -> AppendedFile | None:
         or form[0] != "LittleEndian"
         or form[1] not in ("UInt32", "UInt64")
         or form[2] not in ("", "vtkZLibDataCompressor")
-        or form[3] not in ("raw", "base64")
     ):
         return None
-    every = grid.findall(".//DataArray")
-    if any(a.get("format") != "appended" or a.get("offset") is None for a in every):
-        return None
-    offsets = sorted({int(a.get("offset", "0")) for a in every} | {len(raw) - marker - 1})
-    ends = dict(zip(offsets, offsets[1:]))
     start = marker + 1
-    mesh = b"".join(
-        raw[start + int(a.get("offset", "0")) : start + ends[int(a.get("offset", "0"))]]
-        for section in _MESH
-        for a in grid.findall(f"{section}/DataArray")
+    offsets = sorted(
+        {int(a.get("offset", "0")) for a in grid.iter("DataArray") if a.get("format") == "appended"}
+        | {len(raw) - start}
     )
-    sizes = grid.find("Piece")
-    mesh += repr(sorted((sizes.attrib if sizes is not None else {}).items())).encode()
+    ends = dict(zip(offsets, offsets[1:]))
+
+    def stored(a) -> tuple[bytes, int, int, str] | None:
+        """`(data, begin, end, encoding)` of an array's bytes as stored."""
+        if a.get("format") == "binary":
+            text = "".join((a.text or "").split()).encode()
+            return text, 0, len(text), "base64"
+        if a.get("format") == "appended" and tag >= 0 and appended in ("raw", "base64"):
+            offset = int(a.get("offset", "0"))
+            return raw, start + offset, start + ends[offset], appended
+        return None
+
+    mesh = []
+    for section in _MESH:
+        for a in grid.findall(f"{section}/DataArray"):
+            where = stored(a)
+            if where is None:
+                return None
+            mesh.append(where[0][where[1] : where[2]])
+    piece = grid.find("Piece")
+    mesh.append(repr(sorted((piece.attrib if piece is not None else {}).items())).encode())
     arrays = {}
     for key, section in _SECTIONS:
         found = []
         for a in grid.findall(f"{section}/DataArray") if key != "field" else _field_arrays(grid):
-            if a.get("type") not in _TYPES:
+            where = stored(a)
+            if a.get("type") not in _TYPES or where is None:
                 return None
-            found.append(
-                _Array(
-                    a.get("Name", ""),
-                    _TYPES[a.get("type", "")],
-                    int(a.get("NumberOfComponents", "1")),
-                    int(a.get("offset", "0")),
-                )
-            )
+            dtype, components = _TYPES[a.get("type", "")], int(a.get("NumberOfComponents", "1"))
+            found.append(_Array(a.get("Name", ""), dtype, components, where[0], where[1], where[3]))
         arrays[key] = found
-    return AppendedFile(path, raw, form, start, arrays, mesh)
+    return VtuFile(path, form, arrays, b"".join(mesh))
 
 
 def _field_arrays(grid):
@@ -187,7 +188,7 @@ class SharedMesh:
         read here."""
         from vtkmodules.vtkCommonDataModel import vtkUnstructuredGrid
 
-        first = read_appended(path) if isinstance(path, Path) else None
+        first = read_vtu(path) if isinstance(path, Path) else None
         if first is None or not isinstance(data, vtkUnstructuredGrid):
             return None
         structure = vtkUnstructuredGrid()
@@ -201,7 +202,7 @@ class SharedMesh:
         from vtkmodules.util.numpy_support import numpy_to_vtk
         from vtkmodules.vtkCommonDataModel import vtkUnstructuredGrid
 
-        later = read_appended(path)
+        later = read_vtu(path)
         if later is None or later.form != self.form or later.mesh != self.mesh:
             return None
         out = vtkUnstructuredGrid()
