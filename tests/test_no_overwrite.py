@@ -80,6 +80,7 @@ def _full_disk(monkeypatch, suffix):
         monkeypatch.setattr(xr.Dataset, "to_zarr", to_zarr)
     else:
         import vtk
+        import vtkmodules.vtkIOXML
 
         class FullWriter(vtk.vtkXMLPolyDataWriter):
             def Write(self):  # noqa: N802  (VTK's name)
@@ -89,7 +90,7 @@ def _full_disk(monkeypatch, suffix):
             def GetErrorCode(self):  # noqa: N802
                 return vtk.vtkErrorCode.OutOfDiskSpaceError
 
-        monkeypatch.setattr(vtk, "vtkXMLPolyDataWriter", FullWriter)
+        monkeypatch.setattr(vtkmodules.vtkIOXML, "vtkXMLPolyDataWriter", FullWriter)  # where flowkit imports it
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
