@@ -125,7 +125,11 @@ def read_series(
     read = (
         (lambda file, data: grid_slice(file, data, velocity, allow_nonfinite))
         if grid
-        else (lambda file, data: mesh_slice(file, data, velocity, allow_nonfinite, sample, cell_data))
+        else (
+            lambda file, data: mesh_slice(
+                file, data, velocity, allow_nonfinite, sample, cell_data, later_files=len(series) > 1
+            )
+        )
     )
     read_arrays = (
         None

@@ -51,8 +51,8 @@ class SeriesMesh:
     """What a later file of a mesh series needs of the series' mesh, processed once from its
     `first` file: the dimension, the original point count and topology `signature` (which a
     later file must match), the order of the kept cells, the `remap` (None: none), and for a
-    `.vtu` with appended data its `shared` mesh (later files are then read without VTK's
-    reader where they hold it byte for byte)."""
+    `.vtu` series its `shared` mesh (later files are then read without VTK's reader where they
+    hold it byte for byte)."""
 
     first: str
     dim: int
@@ -198,9 +198,16 @@ _SURFACE = {5, 6, 7, 8, 9}  # triangle, strip, polygon, pixel, quad: boundary pa
 
 
 def mesh_slice(
-    path: Path | Step, data, velocity, allow_nonfinite: bool, sample, cell_data: str = "points"
+    path: Path | Step,
+    data,
+    velocity,
+    allow_nonfinite: bool,
+    sample,
+    cell_data: str = "points",
+    later_files: bool = False,
 ) -> MeshSlice:
-    """The first (or only) file of a mesh series: its mesh, processed, and its arrays."""
+    """The first (or only) file of a mesh series: its mesh, processed, and its arrays. With
+    `later_files`, what they are read against (`SharedMesh`) is kept too."""
     import logging
 
     from vtkmodules.util.numpy_support import vtk_to_numpy
@@ -259,7 +266,7 @@ def mesh_slice(
             )
         points = points[:, :2]
     cell_order = np.concatenate([np.flatnonzero(types == t) for t, _ in blocks])
-    shared = SharedMesh.of(path, data) if remap is None else None
+    shared = SharedMesh.of(path, data) if later_files and remap is None else None
     series = SeriesMesh(str(path), dim, n_points, signature, cell_order, remap, shared)
     return MeshSlice(
         points,

@@ -65,8 +65,9 @@ def read_vtu(path: Path) -> VtuFile | None:
         return None
     raw = path.read_bytes()
     tag = raw.find(b"<AppendedData")
-    close, marker = raw.find(b">", tag), raw.find(b"_", raw.find(b">", tag))
-    if tag >= 0 and min(close, marker) < 0:
+    close = raw.find(b">", tag) if tag >= 0 else -1
+    marker = raw.find(b"_", close) if close >= 0 else -1  # the appended data follow it
+    if tag >= 0 and marker < 0:
         return None
     encoding = re.search(rb'encoding\s*=\s*"(\w+)"', raw[tag:close]) if tag >= 0 else None
     appended = encoding.group(1).decode() if encoding else ""
