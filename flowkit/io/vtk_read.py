@@ -122,22 +122,13 @@ def read_series(
         )
     if cell_data not in ("points", "constant"):
         raise ValueError(f"cell_data must be 'points' or 'constant', got {cell_data!r}")
+    options = dict(velocity=velocity, allow_nonfinite=allow_nonfinite, sample=sample, cell_data=cell_data)
     read = (
         (lambda file, data: grid_slice(file, data, velocity, allow_nonfinite))
         if grid
-        else (
-            lambda file, data: mesh_slice(
-                file, data, velocity, allow_nonfinite, sample, cell_data, later_files=len(series) > 1
-            )
-        )
+        else functools.partial(mesh_slice, **options, later_files=len(series) > 1)
     )
-    read_arrays = (
-        None
-        if grid
-        else functools.partial(
-            series_slice, velocity=velocity, allow_nonfinite=allow_nonfinite, sample=sample, cell_data=cell_data
-        )
-    )
+    read_arrays = None if grid else functools.partial(series_slice, **options)
     files = _VtkFiles(path, series, first, read, read_arrays)
     del first
     ref = files.reference
