@@ -144,7 +144,7 @@ def test_a_config_binds_into_a_bound_boundary_and_refuses_to_act_unbound():
             and bound.stochastic == config.stochastic
         )
         with pytest.raises(TypeError, match=f"{type(config).__name__} is a boundary config: bind it"):
-            config.apply_batch(field, x, x, jnp.zeros(2, jnp.int32), field.hints(2, jnp.float32))
+            config.apply_batch(field, x, x, jnp.zeros(2, jnp.int32), field.hints(2, jnp.float32), jnp.ones(2, bool))
     composed = fk.boundaries.compose(fk.Reflective(field.bounds), fk.ContinuousInlet("xmin", rate=10.0, slots=4)).bind(
         field
     )

@@ -17,9 +17,10 @@ KINDS_2D = ["triangle", "quad", "mixed2d"]
 
 
 @eqx.filter_jit
-def _locate(field, x):
-    """`(cell, found)` of each row of `x`, located from no hint."""
-    hint, found = field.locate(x, field.hints(x.shape[0], x.dtype))
+def _locate(field, x, unhinted: bool = False):
+    """`(cell, found)` of each row of `x`, located from unknown hints (or, `unhinted`, from no
+    hints at all: the bin search alone)."""
+    hint, found = field.locate(x, None if unhinted else field.hints(x.shape[0], x.dtype))
     return hint.cell, found
 
 
@@ -98,9 +99,10 @@ def test_bin_locator_is_complete(kind):
     for row, b in enumerate(bins):
         registered = set(grid.cells[grid.start[b] : grid.start[b + 1]].tolist())
         assert set(np.flatnonzero(contains[row]).tolist()) <= registered
-    cell, found = (np.asarray(a) for a in _locate(field, jnp.asarray(x)))
-    np.testing.assert_array_equal(found, contains.any(axis=1))
-    assert np.all(contains[np.flatnonzero(found), cell[found]])
+    for unhinted in (False, True):
+        cell, found = (np.asarray(a) for a in _locate(field, jnp.asarray(x), unhinted))
+        np.testing.assert_array_equal(found, contains.any(axis=1))
+        assert np.all(contains[np.flatnonzero(found), cell[found]])
 
 
 def test_walk_from_a_far_hint_and_from_none_agree():
@@ -121,6 +123,34 @@ def test_walk_from_a_far_hint_and_from_none_agree():
     np.testing.assert_allclose(v_cold, v_warm, atol=1e-12)  # cells may differ only on shared faces
     np.testing.assert_allclose(v_again, v_warm, atol=1e-12)
     np.testing.assert_allclose(v_near, v_warm, atol=1e-12)
+
+
+@pytest.mark.parametrize("integrator", [fk.Euler(), fk.Heun(), fk.RK4()], ids=lambda i: type(i).__name__)
+def test_rk_stages_locate_the_step_end_with_one_walk(integrator, monkeypatch):
+    """On a mesh, an RK step locates its end point as one more row of its stage scan: the end
+    point is the plain stages' to the bit, its hints and `inside` are the field's own location
+    of it, and the traced step holds one walk (the mesh's location code), not two."""
+    points, cells, types = meshes.mesh("mixed")
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    x = jnp.asarray(np.random.default_rng(2).uniform([0, 0, 0], [2, 1, 1], (300, 3)))
+    start, _ = field.locate_batch(x, None)
+    step = eqx.filter_jit(lambda f, x, h: integrator.step_batch(f, x, 0.0, 0.08, None, None, h))
+    result = step(field, x, start)
+    plain, last = eqx.filter_jit(fk.integrators.explicit_rk_step)(
+        lambda s, y, h: field.velocity_batch(s, y, None, h), x, 0.0, 0.08, integrator.tableau, start
+    )[:2]
+    np.testing.assert_allclose(result.x, plain, rtol=0, atol=1e-15)  # the same sums, up to their fusion
+    located, inside = eqx.filter_jit(lambda f, x, h: f.locate_batch(x, h))(field, result.x, last)
+    assert 0 < int(inside.sum()) < len(x)  # some steps leave the mesh
+    np.testing.assert_array_equal(result.inside, inside)
+    np.testing.assert_array_equal(result.hint.cell, located.cell)
+    np.testing.assert_allclose(result.hint.coords, located.coords, atol=1e-12)
+    assert not result.hint.exact  # the exact mark stays inside the stages
+    walks = []
+    walk = fk.MeshField._walk_and_search
+    monkeypatch.setattr(fk.MeshField, "_walk_and_search", lambda *a: walks.append(1) or walk(*a))
+    jax.make_jaxpr(lambda x: integrator.step_batch(field, x, 0.0, 0.08, None, None, start))(x)
+    assert len(walks) == 1
 
 
 def test_a_walk_out_of_steps_extrapolates_from_the_cell_its_coordinates_are_in():
@@ -204,7 +234,12 @@ def test_particles_leaving_the_mesh_are_marked_and_kept():
     assert np.all(traj.positions[-1, :, 0] <= 1.0) and np.all(traj.positions[-1, :, 0] > 0.98)
 
 
-def test_mesh_run_compiles_once_and_needs_no_host_traffic():
+def test_mesh_run_compiles_once_and_needs_no_host_traffic(monkeypatch):
+    """One compile, no host traffic in a chunk, and one walk in each program: in the chunk the
+    stages' walk serves the step's end too; the seeds' program searches their bins."""
+    walks = []
+    walk = fk.MeshField._walk_and_search
+    monkeypatch.setattr(fk.MeshField, "_walk_and_search", lambda *a: walks.append(1) or walk(*a))
     points, tets = fk.datasets.jittered_tet_box((6, 6, 6), jitter=0.2)
     flow = fk.fields.CellularFlow()
     times = np.linspace(0, 1, 5)
@@ -221,6 +256,7 @@ def test_mesh_run_compiles_once_and_needs_no_host_traffic():
     traj = run.run()  # three batches of 40 (the last padded), several chunks
     assert fk.tracker.compile_count() == before
     assert traj.positions.shape == (21, 100, 3) and (traj.status[-1] == fk.Status.ACTIVE).all()
+    assert len(walks) == 2  # the seeds' program and the chunk's
 
 
 def test_bin_grid_registers_every_overlapped_bin_even_for_huge_cells():

@@ -52,9 +52,11 @@ class AbstractBoundary(eqx.Module):
 
     - `apply(x_prev, x_next, status, key) -> (x, status)` for ONE particle: walls that need no
       neighbour and no field (wrap, reflect, clamp, absorb on a box or a sphere).
-    - `apply_batch(field, x_prev, x_next, status, hint) -> (x, status, hint, inside)` for a block:
-      by default `apply` vmapped, then the field's `locate_batch`. Mesh walls override it to use
-      the cell walk.
+    - `apply_batch(field, x_prev, x_next, status, hint, inside) -> (x, status, hint, inside)` for
+      a block whose step ends `x_next` are located already (`hint`, `inside`: the integrator's
+      stages located them, or the tracker did); the returned `hint` and `inside` locate `x`. By
+      default `apply` vmapped, then the field's `locate_batch` of the points it gives. Mesh walls
+      override it to use the cell walk.
     - `restart(field, args, t, h, step, block) -> (x, status, hint, generation, lost)` at the end
       of the step `[t, t + h]` (global step number `step`): put particles back
       (inlets); a restarted slot gets `generation + 1`, so outputs start a new path. `lost` counts
@@ -80,11 +82,17 @@ class AbstractBoundary(eqx.Module):
         return x_next, status
 
     def apply_batch(
-        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
     ):
         """`(x, status, hint, inside)` of a block of particles after their step."""
         x, status = jax.vmap(self.apply, in_axes=(0, 0, 0, None))(x_prev, x_next, status, None)
-        hint, inside = field.locate_batch(x, hint)
+        hint, inside = field.locate_batch(x, hint)  # where the walls put them
         return x, status, hint, inside
 
     def restart(
@@ -159,7 +167,13 @@ class AbstractBoundaryConfig(AbstractBoundary):
         raise self._unbound()
 
     def apply_batch(
-        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
     ):
         raise self._unbound()
 

@@ -3,11 +3,11 @@
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import PRNGKeyArray
+from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
 from .._custom_types import Bounds, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
-from ..fields.base import as_bounds
+from ..fields.base import AbstractField, Hints, as_bounds
 from .base import AbstractBoundary
 from .modes import wall_mode
 
@@ -139,3 +139,15 @@ class Mixed(AbstractBox):
 
 class Open(AbstractBoundary):
     """No walls: particles move freely; only the field's own domain limits them."""
+
+    def apply_batch(
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
+    ):
+        """The step's ends as they are, located as they came."""
+        return x_next, status, hint, inside

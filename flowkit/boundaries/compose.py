@@ -2,7 +2,7 @@
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._custom_types import Args, HostOrDevice, Positions, ScalarLike, TimeLike
 from .._status import Status
@@ -45,11 +45,17 @@ class Composed(AbstractBoundary):
         return seeds
 
     def apply_batch(
-        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
     ):
-        x, new_status, new_hint, inside = self.parts[0].apply_batch(field, x_prev, x_next, status, hint)
+        x, new_status, new_hint, inside = self.parts[0].apply_batch(field, x_prev, x_next, status, hint, inside)
         for part in self.parts[1:]:
-            x2, status2, hint2, inside2 = part.apply_batch(field, x_prev, x, new_status, new_hint)
+            x2, status2, hint2, inside2 = part.apply_batch(field, x_prev, x, new_status, new_hint, inside)
             going = new_status == Status.ACTIVE
             x = jnp.where(going[:, None], x2, x)
             new_status = jnp.where(going, status2, new_status)

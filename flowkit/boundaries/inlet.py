@@ -19,7 +19,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Int
+from jaxtyping import Array, ArrayLike, Bool, Int
 
 from .._custom_types import Args, Positions, TimeLike
 from .._status import Status
@@ -81,9 +81,15 @@ class AbstractInlet(AbstractBoundary):
         return np.asarray(self.inlet.lo), np.asarray(self.inlet.hi)
 
     def apply_batch(
-        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
     ):
-        return self.walls.apply_batch(field, x_prev, x_next, status, hint)
+        return self.walls.apply_batch(field, x_prev, x_next, status, hint, inside)
 
     def origins(self, seeds):
         """Seeds projected onto the inlet plane (NumPy or JAX): where `grid` mode restarts each slot."""
@@ -254,9 +260,15 @@ class BoundContinuousInlet(AbstractInlet):
         return np.asarray(self.surface.vertices[0], np.float64)
 
     def apply_batch(
-        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
     ):
-        x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint)
+        x, status_b, hint_b, inside = self.walls.apply_batch(field, x_prev, x_next, status, hint, inside)
         if self.outlet is None:
             return x, status_b, hint_b, inside
         tolerance = plane_tolerance(field.bounds, x.dtype)

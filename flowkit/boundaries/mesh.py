@@ -51,19 +51,24 @@ class BoundMeshWalls(AbstractBoundary):
         return centre, normal, (across < 0) & ~is_open
 
     def apply_batch(
-        self, field: AbstractField, x_prev: Positions, x_next: Positions, status: Int[Array, " n"], hint: Hints
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
     ):
-        found, inside = field.locate_batch(x_next, hint)
         active = status == Status.ACTIVE
         if self.mode in ("absorb", "stick"):
-            centre, normal, wall = self._wall(field, found, x_next, active & ~inside)
+            centre, normal, wall = self._wall(field, hint, x_next, active & ~inside)
             hit = active & ~inside & wall
             step = x_next - x_prev
             along = jnp.sum(step * normal, axis=1)
             s = jnp.clip(jnp.sum((centre - x_prev) * normal, axis=1) / jnp.where(along == 0, 1, along), 0, 1)
             x = jnp.where(hit[:, None], x_prev + s[:, None] * step, x_next)
             absorbed = jnp.asarray(Status.ABSORBED, status.dtype)
-            return x, jnp.where(hit, absorbed, status), select(hit, hint, found), inside | hit
+            return x, jnp.where(hit, absorbed, status), hint, inside | hit
 
         nudge = 64 * jnp.finfo(x_next.dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(x_next.dtype)
 
@@ -83,7 +88,7 @@ class BoundMeshWalls(AbstractBoundary):
         pending = active & ~inside
         none = jnp.zeros_like(inside)
         _, x, found, inside, hit, _, escaped = jax.lax.while_loop(
-            more, bounce, (0, x_next, found, inside, none, pending, none)
+            more, bounce, (0, x_next, hint, inside, none, pending, none)
         )
         stuck = (
             hit & ~inside & ~escaped

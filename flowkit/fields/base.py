@@ -29,7 +29,10 @@ class Hints(eqx.Module):
     - `point`: the point that was located (NaN where none was, or where it lay outside): a row
       evaluated again at exactly this point reuses the location instead of repeating it;
     - `coords`: its parametric coordinates in `cell`, which start the next location's Newton
-      iterations warm.
+      iterations warm;
+    - `exact` (static): these hints locate exactly the rows they come with, as `locate_batch`
+      returned them for those rows: a field that locates takes them as they are, with no
+      location code in the program (an integrator's stages, which locate once per point).
 
     Fields that locate nothing (grids, closed forms) carry cell -1 and zero-width arrays.
     """
@@ -37,6 +40,7 @@ class Hints(eqx.Module):
     cell: Int[HostOrDevice, " n"]
     point: Float[HostOrDevice, "n w"]
     coords: Float[HostOrDevice, "n w"]
+    exact: bool = eqx.field(default=False, static=True)
 
     @classmethod
     def of_cells(cls, cell: Int[HostOrDevice, " n"], width: int, dtype: DTypeLike, xp: ModuleType = jnp) -> "Hints":
@@ -53,6 +57,10 @@ class Hints(eqx.Module):
     def skip(self, mask: Bool[Array, " n"]) -> "Hints":
         """These hints with the rows `mask` marked `SKIP`."""
         return eqx.tree_at(lambda h: h.cell, self, jnp.where(mask, SKIP, self.cell))
+
+    def marked(self, exact: bool) -> "Hints":
+        """These hints, marked as locating exactly the rows they come with (or not)."""
+        return Hints(self.cell, self.point, self.coords, exact)
 
     def rows(self, index: ArrayLike | slice) -> "Hints":
         """The rows `index` (any NumPy-style index along the first axis)."""
@@ -90,6 +98,11 @@ class AbstractField(eqx.Module):
     forcings: ClassVar["Forcings | None"] = None
     """Other fields evaluated at the particles beside the field's own samples (wind, waves; see
     `flowkit.fields.forcing`); data fields hold them, closed forms none."""
+    shared_location: ClassVar[bool] = False
+    """Whether integrators locate each step's end point together with their stages' points
+    (one location in the compiled step, not two) and hand the tracker its hints: for fields
+    whose `locate_batch` is a costly search (a mesh's walk) and whose `settle_batch` leaves
+    points where they are."""
     time_invariant: ClassVar[frozenset[str]] = frozenset(
         {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
         | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings"}
@@ -131,9 +144,10 @@ class AbstractField(eqx.Module):
         are degrees: what a forcing gives) and the updated hints; `velocity_batch` by default."""
         return self.velocity_batch(t, x, args, hint)
 
-    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
-        """Updated hints and whether each row of `x` lies in the domain."""
-        return hint, jax.vmap(self.in_domain)(x)
+    def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
+        """Updated hints and whether each row of `x` lies in the domain; `hint` None: rows
+        located nowhere yet (which a field may search for without checking any hint)."""
+        return self.hints(x.shape[0], x.dtype) if hint is None else hint, jax.vmap(self.in_domain)(x)
 
     def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
         """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`; none by default."""
@@ -153,10 +167,13 @@ class AbstractField(eqx.Module):
         with a land mask), or None: no land at all, and no cost in the step."""
         return None
 
-    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints, reflect: bool = False) -> tuple[Positions, Hints]:
+    def settle_batch(
+        self, t: TimeLike, x: Positions, hint: Hints | None, reflect: bool = False
+    ) -> tuple[Positions, Hints | None]:
         """Positions after a step, at its end time `t`, brought into the field's own range
         (`canonical_batch`; a layered ocean also keeps depths in the water: `reflect` mirrors
-        them at the surface and the sea floor, for random walks), and their hints."""
+        them at the surface and the sea floor, for random walks), and their hints (None, as
+        given, where it located nothing: seeds)."""
         return self.canonical_batch(x), hint
 
     def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"] | None:

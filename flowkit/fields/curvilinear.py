@@ -136,7 +136,7 @@ class CurvilinearField(AbstractMeshField):
     def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         return self.mesh.hints(n, dtype, xp)
 
-    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+    def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
         return self.mesh.locate(x, hint)
 
     def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:

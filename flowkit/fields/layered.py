@@ -240,10 +240,12 @@ class LayeredField(AbstractField):
         x = jnp.asarray(x)[None]
         return self.surface.locate(x[:, :2], self.hints(1, x.dtype))[1][0]
 
-    def locate_batch(self, x: Positions, hint: Hints) -> tuple[Hints, Bool[Array, " n"]]:
+    def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
         return self.surface.locate(x[:, :2], hint)
 
-    def settle_batch(self, t: TimeLike, x: Positions, hint: Hints, reflect: bool = False) -> tuple[Positions, Hints]:
+    def settle_batch(
+        self, t: TimeLike, x: Positions, hint: Hints | None, reflect: bool = False
+    ) -> tuple[Positions, Hints | None]:
         """Depths kept between the surface and the sea floor at each row's place at time `t`:
         clamped (advection: a particle that reaches the surface stays there), or with `reflect`
         mirrored at both (a random walk, so that a well-mixed column stays mixed)."""

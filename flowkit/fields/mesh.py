@@ -18,7 +18,7 @@ from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weigh
 from .locator import MeshTopology, mesh_topology
 from .lookup import IndexLookup
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
-from .slices import as_series
+from .slices import as_series, sample_series, sampled
 
 
 class AbstractMeshField(AbstractField):
@@ -89,6 +89,7 @@ class MeshField(AbstractMeshField):
         | {"components", "points", "nodes"}
         | {"n_cells", "kinds", "face_planes", "boundary_faces"}
     )
+    shared_location: ClassVar[bool] = True
     bin_shape: tuple[int, ...] = eqx.field(static=True)
     sample_layout: tuple[tuple[str, int, bool], ...] = eqx.field(static=True)
     cell_values: bool = eqx.field(static=True)
@@ -143,15 +144,8 @@ class MeshField(AbstractMeshField):
                 f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}"
             )
         samples, forcing_fields = forcing.split(samples)
-        layout, columns = [], []
-        for name, array in samples.items():
-            a = np.asarray(array)
-            vector = a.ndim == (2 if times is None else 3)
-            series, _, _ = as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
-            layout.append((str(name), series.shape[-1], vector))
-            columns.append(series)
-        self.sample_layout = tuple(layout)
-        self.sample_values = jnp.asarray(np.concatenate(columns, axis=-1), dtype) if columns else None
+        self.sample_layout, table = sample_series(samples, times, n_points)
+        self.sample_values = None if table is None else jnp.asarray(table, dtype)
 
         grid = topology.grid
         self.neighbours = jnp.asarray(topology.neighbours, jnp.int32)
@@ -301,34 +295,13 @@ class MeshField(AbstractMeshField):
         centre = jnp.mean(corners, axis=1)
         return centre, jnp.max(jnp.linalg.norm(corners - centre[:, None], axis=-1), axis=1)
 
-    def _walk(self, x, cell, stopped):
+    def _walk_and_search(self, x, cell, xi, walled, found):
         """Walk from `cell` toward each row's point across the most violated face, up to
-        `walk_steps` cells; rows `stopped` do not move. `(cell, found, xi)`, `xi` in that `cell`:
-        the boundary cell a row would leave through, or the last one checked when out of steps."""
-        n = x.shape[0]
-
-        def more(carry):
-            i, _, _, found, stopped, _ = carry
-            return (i < self.walk_steps) & jnp.any(~found & ~stopped)
-
-        def body(carry):
-            i, cell, checked, found, stopped, xi = carry
-            active = ~found & ~stopped
-            inside, xi_new, _, across = self._check(cell, x, ~active)
-            xi = jnp.where(active[:, None], xi_new.astype(xi.dtype), xi)
-            checked = jnp.where(active, cell, checked)
-            found = found | (active & inside)
-            blocked = active & ~inside & (across < 0)
-            cell = jnp.where(active & ~inside & (across >= 0), across, cell)
-            return i + 1, cell, checked, found, stopped | blocked, xi
-
-        start = (jnp.asarray(0), cell, cell, jnp.zeros(n, bool), stopped, jnp.zeros((n, self.dim), x.dtype))
-        _, _, cell, found, _, xi = jax.lax.while_loop(more, body, start)
-        return cell, found, xi
-
-    def _bin_search(self, x, cell, found, xi):
-        """Search the bin of each row of `x` not yet `found` for a containing cell. A point in no
-        cell keeps `cell` and `xi` (where its walk stopped: the wall it left through)."""
+        `walk_steps` cells, then search the row's bin for a containing cell (rows `walled`: the
+        bin straight away): one loop with one check per row and iteration. `(cell, found, xi)`:
+        the containing cell, or for a point in no cell the last one its walk checked (the wall
+        it would leave through; for a `walled` row the `cell` and `xi` given), `xi` in that
+        cell. Rows already `found` take no part."""
         tol = self._tolerance()
         shape = jnp.asarray(self.bin_shape, jnp.int32)
         s = (x - self.bin_origin) * self.bin_inv_size
@@ -338,26 +311,40 @@ class MeshField(AbstractMeshField):
         for axis in range(1, self.dim):
             flat = flat * self.bin_shape[axis] + idx[:, axis]
         first = self.bin_start[flat]
-        count = jnp.where(in_box & ~found, self.bin_start[flat + 1] - first, 0)
+        count = jnp.where(in_box, self.bin_start[flat + 1] - first, 0)
         last = self.bin_cells.shape[0] - 1
 
         def more(carry):
-            j, _, found, _ = carry
-            return jnp.any((j < count) & ~found)
+            _, _, _, found, steps, j = carry
+            return jnp.any(~found & ((steps < self.walk_steps) | (j < count)))
+
+        def candidates(cell, found, steps, j):
+            """The cell each row checks next: its walk's, or its bin's next (carried through the
+            loop, so that the check's gathers read it instead of recomputing it)."""
+            return jnp.where(found | (steps < self.walk_steps), cell, self.bin_cells[jnp.clip(first + j, 0, last)])
 
         def body(carry):
-            j, cell, found, xi = carry
-            candidate = self.bin_cells[jnp.clip(first + j, 0, last)]
-            searching = (j < count) & ~found
-            inside, xi_c, _, _ = self._check(candidate, x, ~searching)
-            hit = searching & inside
-            xi = jnp.where(hit[:, None], xi_c.astype(xi.dtype), xi)
-            return j + 1, jnp.where(hit, candidate, cell), found | hit, xi
+            candidate, result, xi, found, steps, j = carry
+            walking = ~found & (steps < self.walk_steps)
+            # bins are searched once no row walks: a far candidate's Newton iterations, which
+            # rarely converge, would otherwise hold up every walking row's
+            searching = ~found & ~walking & (j < count) & ~jnp.any(walking)
+            inside, xi_c, _, across = self._check(candidate, x, ~(walking | searching))
+            hit = (walking | searching) & inside
+            result = jnp.where(walking | hit, candidate, result)
+            xi = jnp.where((walking | hit)[:, None], xi_c.astype(xi.dtype), xi)
+            moves = walking & ~inside & (across >= 0)
+            steps = jnp.where(moves, steps + 1, jnp.where(walking & ~inside, self.walk_steps, steps))
+            found, j = found | hit, j + searching
+            return candidates(jnp.where(moves, across, candidate), found, steps, j), result, xi, found, steps, j
 
-        _, cell, found, xi = jax.lax.while_loop(more, body, (jnp.asarray(0), cell, found, xi))
+        steps = jnp.where(walled, self.walk_steps, 0).astype(jnp.int32)
+        j = jnp.zeros(x.shape[0], jnp.int32)
+        start = (candidates(cell, found, steps, j), cell, xi, found, steps, j)
+        _, cell, xi, found, _, _ = jax.lax.while_loop(more, body, start)
         return cell, found, xi
 
-    def locate(self, x: Positions, hint: Hints | Int[Array, " n"]) -> tuple[Hints, Bool[Array, " n"]]:
+    def locate(self, x: Positions, hint: Hints | Int[Array, " n"] | None) -> tuple[Hints, Bool[Array, " n"]]:
         """Where every row of `x` lies, as hints (cell, point, coordinates; not differentiable:
         cells are integers), and whether it lies inside the mesh. `hint` may also be bare cells.
 
@@ -366,11 +353,20 @@ class MeshField(AbstractMeshField):
         end of a step is the next step's first stage). The rows that left it walk across faces
         from the cell next to their hint, and those the walk does not settle (unknown hint,
         walked onto the mesh boundary, out of steps) are searched in their bin, in compact
-        batches of the rows concerned (at most an eighth of the rows each); on simplices the
-        first walking step, which settles most, is one batch of a sixteenth with no loop. Rows
-        hinted `SKIP` are not located (found, cell `SKIP`): the tracker's stopped particles.
+        batches of the rows concerned (at most a sixteenth of the rows each). Rows hinted `SKIP`
+        are not located (found, cell `SKIP`): the tracker's stopped particles.
+        `exact` hints (this location's own result for these rows) are returned as they are;
+        rows with no hint at all (`hint` None: seeds) are searched in their bins alone, unless
+        the `lookup` starts them somewhere.
         """
+        if isinstance(hint, Hints) and hint.exact:
+            return hint, jnp.isfinite(hint.point[:, 0]) | (hint.cell == SKIP)
         x, n = jax.lax.stop_gradient(x), x.shape[0]
+        if hint is None and self.lookup is None:
+            none, everywhere = jnp.zeros(n, bool), jnp.ones(n, bool)
+            cell, found, xi = self._walk_and_search(x, jnp.zeros(n, jnp.int32), jnp.zeros_like(x), everywhere, none)
+            return Hints(cell, jnp.where(found[:, None], x, jnp.nan), xi), found
+        hint = self.hints(n, x.dtype) if hint is None else hint
         hint = jax.lax.stop_gradient(hint if isinstance(hint, Hints) else Hints.of_cells(hint, self.dim, x.dtype))
         hint = hint if self.lookup is None else self.lookup.started(x, hint)
         skip = hint.cell == SKIP
@@ -384,19 +380,7 @@ class MeshField(AbstractMeshField):
         cell = jnp.where(known, cell, 0)
         start = jnp.where(across >= 0, across, cell)
         walled = ~known | (across < 0)
-        if all(_cells.KINDS[name].simplex for name in self.kinds):
-            # a few multiply-adds per check: one step for the (few) rows that left, no loop
-            moving = ~found & ~walled
-            rows = jnp.nonzero(moving, size=min(n, max(64, n // 16)), fill_value=n)[0]
-            fill, take = rows == n, jnp.minimum(rows, n - 1)
-            inside, xi_next, _, across = self._check(start[take], x[take], fill)
-            hit, blocked = ~fill & inside, ~fill & ~inside & (across < 0)
-            drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
-            cell = drop(cell, start[take])
-            xi = drop(xi, jnp.where((hit | blocked)[:, None], xi_next, xi[take]))
-            found, walled = drop(found, hit), drop(walled, blocked)
-            start = drop(start, jnp.where(hit | blocked, start[take], across))
-        batch = min(n, max(64, n // 8))
+        batch = min(n, max(64, n // 16))
 
         def more(carry):
             return jnp.any(carry[0])
@@ -406,10 +390,8 @@ class MeshField(AbstractMeshField):
             rows = jnp.nonzero(pending, size=batch, fill_value=n)[0]
             fill = rows == n  # padding: neither walked nor searched, dropped on the way back
             take = jnp.minimum(rows, n - 1)
-            xb, wb = x[take], walled[take] | fill
-            c, f, z = self._walk(xb, jnp.where(wb, cell[take], start[take]), wb)
-            z = jnp.where(wb[:, None], xi[take], z)
-            c, f, z = self._bin_search(xb, c, f | fill, z)
+            wb = walled[take] | fill
+            c, f, z = self._walk_and_search(x[take], jnp.where(wb, cell[take], start[take]), xi[take], wb, fill)
             drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
             return drop(pending, False), drop(cell, c), drop(found, f), drop(xi, z)
 
@@ -459,7 +441,7 @@ class MeshField(AbstractMeshField):
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         return jnp.where((hint.cell == SKIP)[:, None], 0, values), hint
 
-    def locate_batch(self, x: Positions, hint: Hints | Int[Array, " n"]) -> tuple[Hints, Bool[Array, " n"]]:
+    def locate_batch(self, x: Positions, hint: Hints | Int[Array, " n"] | None) -> tuple[Hints, Bool[Array, " n"]]:
         return self.locate(x, hint)
 
     def sample_batch(self, t: TimeLike, x: Positions, hint: Hints | Int[Array, " n"]) -> dict[str, Array]:
@@ -468,22 +450,18 @@ class MeshField(AbstractMeshField):
         hint, found = self.locate(x, hint)
         table = self._interpolate(self.sample_values, t, jnp.maximum(hint.cell, 0), x, hint.coords)
         table = jnp.where(found[:, None], table, jnp.nan)
-        out, column = {}, 0
-        for name, c, vector in self.sample_layout:
-            out[name] = table[:, column : column + c] if vector else table[:, column]
-            column += c
-        return out
+        return sampled(table, self.sample_layout)
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN outside the mesh (never a value invented by extrapolation)."""
         x = jnp.asarray(x)[None]
-        hint, found = self.locate(x, self.hints(1, x.dtype))
+        hint, found = self.locate(x, None)
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         return jnp.where(found[:, None], values, jnp.nan)[0]
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         x = jnp.asarray(x)[None]
-        return self.locate(x, self.hints(1, x.dtype))[1][0]
+        return self.locate(x, None)[1][0]
 
     def probe(self, points, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Values at `points` (`(n, dim)`) and at time `t` like `vtkProbeFilter`: `(values, valid)`,
@@ -495,6 +473,6 @@ class MeshField(AbstractMeshField):
 
 @eqx.filter_jit
 def _probe(field: MeshField, t, points):
-    hint, found = field.locate(points, field.hints(points.shape[0], points.dtype))
+    hint, found = field.locate(points, None)
     values = field._interpolate(field.values, t, jnp.maximum(hint.cell, 0), points, hint.coords, field.cell_values)
     return jnp.where(found[:, None], values, 0), found

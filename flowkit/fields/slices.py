@@ -31,6 +31,30 @@ def as_series(array, times, n_points: int, name: str):
     return a, t, (float(t[0]), float(t[-1]))
 
 
+def sample_series(
+    samples: Mapping, times, n_points: int
+) -> tuple[tuple[tuple[str, int, bool], ...], np.ndarray | None]:
+    """The sampled arrays `{name: (P[, c]) or (T, P[, c])}` side by side as one `(T, P, s)`
+    table (None without any), and their layout: `(name, columns, vector)` each."""
+    layout, columns = [], []
+    for name, array in samples.items():
+        a = np.asarray(array)
+        vector = a.ndim == (2 if times is None else 3)
+        series, _, _ = as_series(a if vector else a[..., None], times, n_points, f"samples[{name!r}]")
+        layout.append((str(name), series.shape[-1], vector))
+        columns.append(series)
+    return tuple(layout), np.concatenate(columns, axis=-1) if columns else None
+
+
+def sampled(table, layout: tuple[tuple[str, int, bool], ...]) -> dict:
+    """The `(n, s)` rows of a sample table split back into the named arrays of its `layout`."""
+    out, column = {}, 0
+    for name, c, vector in layout:
+        out[name] = table[:, column : column + c] if vector else table[:, column]
+        column += c
+    return out
+
+
 def sample_columns(samples: Mapping) -> np.ndarray:
     """One slice of `MeshField.sample_values`: the sampled arrays `{name: (P,) or (P, c)}` side by
     side as `(P, s)` columns, in the order given (the order of `sample_layout`)."""

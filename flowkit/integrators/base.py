@@ -4,7 +4,7 @@ import abc
 from typing import ClassVar, NamedTuple
 
 import equinox as eqx
-from jaxtyping import Array, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._custom_types import Args, Position, Positions, TimeLike
 from ..fields.base import AbstractField, Hints
@@ -27,6 +27,9 @@ class StepResult(NamedTuple):
     hint: Hints | None = None
     """The field's location `Hints` after the step's last evaluation, or None to keep the ones
     the step started with."""
+    inside: Bool[Array, " n"] | None = None
+    """Whether each end point `x` lies in the field's domain, where the step located it (then
+    `hint` locates `x`; fields with `shared_location`), or None: the tracker locates `x`."""
 
 
 class AbstractIntegrator(eqx.Module):

@@ -14,10 +14,16 @@ from .base import AbstractIntegrator, StepResult, hints_for
 
 
 def explicit_rk_step(
-    vf: Callable, x, t: TimeLike, dt: TimeLike, tableau: _tableau.ButcherTableau, hint: Hints | None = None
+    vf: Callable,
+    x,
+    t: TimeLike,
+    dt: TimeLike,
+    tableau: _tableau.ButcherTableau,
+    hint: Hints | None = None,
+    locate: Callable | None = None,
 ):
     """One explicit RK step of $\\dot x = u(t, x)$ for `x` an array of any shape, or a pytree of
-    them (a particle model's state); returns `(x_new, hint)`.
+    them (a particle model's state); returns `(x_new, hint, inside)`.
 
     `vf(t, x, hint) -> (u, hint)`: the hint (where a mesh field found each point) goes from each
     stage to the next, so every stage's point location starts from the previous stage's cell.
@@ -26,26 +32,55 @@ def explicit_rk_step(
     derivatives stage-major as `K[s, *x.shape]`. On XLA's CPU backend this is faster than the
     same stages written out in straight-line code, which XLA fuses into one kernel that
     recomputes the earlier stages' lookups per element (figures in benchmarks/RESULTS.md).
+
+    With `locate(x, hint) -> (hint, inside)`, the step's end point is one more row of the same
+    scan: each row locates its point once and hands `vf` the hints as `exact`, and the last
+    row evaluates nothing. The program then holds one location, not one in the stages and one
+    for the end point (a mesh's walk is most of a step's compile time); `hint` locates
+    `x_new` and `inside` says whether it lies in the domain. Without `locate`, `inside` is None.
     """
     dtype = jax.tree.leaves(x)[0].dtype
     a = jnp.asarray(tableau.a, dtype)
     b = jnp.asarray(tableau.b, dtype)
     c = jnp.asarray(tableau.c, dtype)
     stages = b.shape[0]
-    if stages == 1:  # Euler: no stage loop needed
+    if locate is None and stages == 1:  # Euler: no stage loop needed
         u, hint = vf(t, x, hint)
-        return jax.tree.map(lambda y, v: y + dt * v, x, u), hint
+        return jax.tree.map(lambda y, v: y + dt * v, x, u), hint, None
+    rows = stages
+    if locate is not None:
+        a, c, rows = jnp.concatenate([a, b[None]]), jnp.concatenate([c, jnp.ones(1, dtype)]), stages + 1
 
     def stage(carry, row):
-        k, hint = carry
+        k, hint, _, _ = carry
         i, a_i, c_i = row
         y = jax.tree.map(lambda y0, kk: y0 + dt * jnp.tensordot(a_i, kk, axes=1), x, k)
-        u, hint = vf(t + c_i * dt, y, hint)
-        return (jax.tree.map(lambda kk, v: kk.at[i].set(v), k, u), hint), None
+        if locate is None:
+            u, hint = vf(t + c_i * dt, y, hint)
+            return (jax.tree.map(lambda kk, v: kk.at[i].set(v), k, u), hint, None, None), None
+        hint, inside = locate(y, hint)
+
+        def evaluate(k):
+            u, _ = vf(t + c_i * dt, y, hint.marked(True))
+            return jax.tree.map(lambda kk, v: kk.at[i].set(v), k, u)
+
+        return (jax.lax.cond(i < stages, evaluate, lambda k: k, k), hint, inside, y), None
 
     k0 = jax.tree.map(lambda y: jnp.repeat(jnp.zeros_like(y)[None], stages, axis=0), x)
-    (k, hint), _ = jax.lax.scan(stage, (k0, hint), (jnp.arange(stages), a, c))
-    return jax.tree.map(lambda y0, kk: y0 + dt * jnp.tensordot(b, kk, axes=1), x, k), hint
+    inside, y = (None, None) if locate is None else (jnp.zeros(jax.tree.leaves(x)[0].shape[0], bool), x)
+    (k, hint, inside, y), _ = jax.lax.scan(stage, (k0, hint, inside, y), (jnp.arange(rows), a, c))
+    if locate is not None:  # the last row's point is the step's end
+        return y, hint, inside
+    return jax.tree.map(lambda y0, kk: y0 + dt * jnp.tensordot(b, kk, axes=1), x, k), hint, None
+
+
+def end_locator(field: AbstractField, in_state: bool = False) -> Callable | None:
+    """`explicit_rk_step`'s `locate` for `field`: its `locate_batch` where it shares its location
+    (`shared_location`), else None. `in_state`: the step's `x` is a particle model's state,
+    whose positions are its `"x"`."""
+    if not field.shared_location:
+        return None
+    return (lambda y, h: field.locate_batch(y["x"], h)) if in_state else field.locate_batch
 
 
 class AbstractRungeKutta(AbstractIntegrator):
@@ -74,10 +109,16 @@ class AbstractRungeKutta(AbstractIntegrator):
         keys: Array | None = None,
         hint: Hints | None = None,
     ) -> StepResult:
-        x_new, hint = explicit_rk_step(
-            lambda s, y, h: field.velocity_batch(s, y, args, h), x, t, dt, self.tableau, hints_for(field, x, hint)
+        x_new, hint, inside = explicit_rk_step(
+            lambda s, y, h: field.velocity_batch(s, y, args, h),
+            x,
+            t,
+            dt,
+            self.tableau,
+            hints_for(field, x, hint),
+            end_locator(field),
         )
-        return StepResult(x_new, hint=hint)
+        return StepResult(x_new, hint=hint, inside=inside)
 
     def step_particles(
         self,
@@ -93,9 +134,10 @@ class AbstractRungeKutta(AbstractIntegrator):
     ):
         state = {"x": x, **variables}
         vf = lambda s, y, h: particles.rates_batch(field, s, y, args, h)  # noqa: E731
-        new, hint = explicit_rk_step(vf, state, t, dt, self.tableau, hints_for(field, x, hint))
+        hint = hints_for(field, x, hint)
+        new, hint, inside = explicit_rk_step(vf, state, t, dt, self.tableau, hint, end_locator(field, in_state=True))
         x_new = new.pop("x")
-        return StepResult(x_new, hint=hint), new
+        return StepResult(x_new, hint=hint, inside=inside), new
 
 
 class Euler(AbstractRungeKutta):

@@ -185,7 +185,7 @@ def relocated(hint: Hints):
     """`hint` with its located points forgotten (cells kept): the field locates each row again,
     so that its coordinates, and the velocity's derivatives with respect to `x`, follow `x`
     (a row at its hinted point would reuse constant coordinates)."""
-    return eqx.tree_at(lambda h: h.point, hint, jnp.full_like(hint.point, jnp.nan))
+    return eqx.tree_at(lambda h: h.point, hint.marked(False), jnp.full_like(hint.point, jnp.nan))
 
 
 def derivatives(particles: AbstractParticles, field: AbstractField, t: TimeLike, state: dict, args: Args, hint: Hints):

@@ -15,7 +15,7 @@ from .._custom_types import Args, Position, Positions, ScalarLike, TimeLike, Vel
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator, StepResult, hints_for
-from ..integrators.runge_kutta import AbstractRungeKutta, explicit_rk_step
+from ..integrators.runge_kutta import AbstractRungeKutta, end_locator, explicit_rk_step
 from .base import AbstractParticles, Fluid, fluid_batch, relocated
 from .exponential import EXPONENTIAL, exponential_form, exponential_step
 
@@ -251,8 +251,11 @@ class Inertial(AbstractParticles):
                 a, _, h = self._accelerations(field, s, y["x"], y["velocity"], args, h)
                 return {"x": y["velocity"], "velocity": a}, h
 
-            new, hint = explicit_rk_step(rates, {"x": x, "velocity": v}, t, dt, integrator.tableau, hint)
-            return StepResult(new["x"], hint=hint), {"velocity": new["velocity"]}
+            state = {"x": x, "velocity": v}
+            new, hint, inside = explicit_rk_step(
+                rates, state, t, dt, integrator.tableau, hint, end_locator(field, in_state=True)
+            )
+            return StepResult(new["x"], hint=hint, inside=inside), {"velocity": new["velocity"]}
 
         def relax(s, y, u, h):
             return self._accelerations(field, s, y, u, args, h)

@@ -276,7 +276,12 @@ def advance(
 def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
     """`located_seeds` as its own program, compiled with the XLA options of the seeds' devices."""
     program = _seed_program(tuple(sorted(options_for(state.x).items())))
-    return program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
+    located, frame = program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
+    # hints that a field makes afresh (no location, constants) come back replicated: laid out
+    # as the seeds' own, which is how the chunk program takes and returns them
+    laid_out = lambda new, old: new if new.sharding == old.sharding else jax.device_put(new, old.sharding)  # noqa: E731
+    hint = jax.tree.map(laid_out, located.hint, state.hint)
+    return dataclasses.replace(located, hint=hint), frame
 
 
 @functools.cache
@@ -290,7 +295,9 @@ def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool,
     A particle model's variables start at its initial values there, but for those `state`
     already holds (given by the run). Returns the state and frame 0."""
     field, particles, args = pieces.field, pieces.particles, pieces.args
-    x, hint = field.settle_batch(t0, state.x, state.hint)  # seeds below a layered sea floor start on it
+    # seeds, located nowhere yet (a mesh searches their bins alone); below a layered sea floor
+    # they start on it, located there
+    x, hint = field.settle_batch(t0, state.x, None)
     state = eqx.tree_at(lambda s: s.x, state, x)
     hint, inside = field.locate_batch(state.x, hint)
     status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))

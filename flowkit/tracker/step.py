@@ -45,7 +45,7 @@ def one_step(
     # longitudes in one period; depths in the water, mirrored at the surface and the floor in random walks
     x_new, step_hint = field.settle_batch(t + h, result.x, step_hint, reflect=pieces.integrator.stochastic)
     finite = jnp.all(jnp.isfinite(x_new), axis=-1)
-    x_b, hint_b, new_status, moved, walled = _judged(pieces, x, x_new, status, step_hint, moving, finite)
+    x_b, hint_b, new_status, moved, walled = _judged(pieces, x, x_new, status, step_hint, result.inside, moving, finite)
     x_next = jnp.where(moved[:, None], x_b, x)
     hint = select(moved, hint_b, hint)
     crossing = _crossing(x, x_new, x_b)  # a wall's stop is where the step's chord met it
@@ -118,13 +118,16 @@ def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
     return result, stepped, masked if result.hint is None else result.hint
 
 
-def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, moving, finite):
-    """The boundary applied to the step's end points, and what follows for each row:
+def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, inside, moving, finite):
+    """The boundary applied to the step's end points (located by the integrator, `inside` not
+    None, or here), and what follows for each row:
     `(x_b, hint_b, status, moved, walled)`: a non-finite end is `NONFINITE`, a wall's stop keeps
     the wall's status, an end outside the domain is `OUT_OF_DOMAIN`, on land `BEACHED` (at its
     last wet position); `moved`: the row takes `x_b`; `walled`: a wall stopped it in the step."""
     code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
-    x_b, status_b, hint_b, inside = pieces.boundary.apply_batch(pieces.field, x, x_new, status, step_hint)
+    if inside is None:
+        step_hint, inside = pieces.field.locate_batch(x_new, step_hint)
+    x_b, status_b, hint_b, inside = pieces.boundary.apply_batch(pieces.field, x, x_new, status, step_hint, inside)
     stopped_by_wall = status_b != Status.ACTIVE
     outside = jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)
     new_status = jnp.where(moving & stopped_by_wall, status_b, outside)
