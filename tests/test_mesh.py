@@ -125,6 +125,32 @@ def test_walk_from_a_far_hint_and_from_none_agree():
     np.testing.assert_allclose(v_near, v_warm, atol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["tetra", "mixed"])
+def test_points_at_their_hinted_points_are_not_located_again(kind):
+    """A batch whose rows all lie at their hinted points (a step's first stage; stopped rows
+    `SKIP`) gets its hints back as they are, the same as the full location gives them."""
+    points, cells, types = meshes.mesh(kind)
+    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    x = jnp.asarray(np.random.default_rng(3).uniform([0.05] * 3, [1.95, 0.95, 0.95], (200, 3)))
+    located, _ = _locate_with(field, x, None)
+    hint = located.skip(jnp.arange(200) % 7 == 0)
+    again, found = _locate_with(field, x, hint)
+    assert bool(found.all())
+    for a, b in zip(jax.tree.leaves(again), jax.tree.leaves(hint)):
+        np.testing.assert_array_equal(a, b)
+    moved = x.at[1].add(1e-3)  # one row elsewhere: every row through the full location
+    full, found = _locate_with(field, moved, hint)
+    assert bool(found.all())
+    np.testing.assert_array_equal(np.delete(np.asarray(full.cell), 1), np.delete(np.asarray(hint.cell), 1))
+    kept = np.flatnonzero((np.arange(200) % 7 != 0) & (np.arange(200) != 1))  # a SKIP row's coordinates are unused
+    np.testing.assert_allclose(np.asarray(full.coords)[kept], np.asarray(hint.coords)[kept], rtol=0, atol=1e-12)
+
+
+@eqx.filter_jit
+def _locate_with(field, x, hint):
+    return field.locate(x, hint)
+
+
 @pytest.mark.parametrize("integrator", [fk.Euler(), fk.Heun(), fk.RK4()], ids=lambda i: type(i).__name__)
 def test_rk_stages_locate_the_step_end_with_one_walk(integrator, monkeypatch):
     """On a mesh, an RK step locates its end point as one more row of its stage scan: the end
@@ -302,3 +328,10 @@ def test_face_neighbours_and_simplex_maps_match_direct_definitions():
     maps = fk.fields.locator.simplex_maps(tets_points, tets)
     edges = np.stack([tets_points[tets[:, k]] - tets_points[tets[:, 0]] for k in (1, 2, 3)], axis=-1)
     np.testing.assert_allclose(maps[:, 3:].reshape(-1, 3, 3), np.linalg.inv(edges), rtol=1e-10, atol=1e-10)
+    # a mesh with curved kinds: each hexahedron's row also holds its corners, relative to node 0
+    hexes = np.flatnonzero(np.asarray(topology.kinds)[topology.kind_index] == fk.fields.cells.HEXAHEDRON)
+    corners = topology.points[topology.nodes[hexes, :8]]
+    frame = topology.affine_map[hexes, 12:]
+    np.testing.assert_array_equal(frame[:, :3], corners[:, 0])
+    np.testing.assert_allclose(frame[:, 3:-1].reshape(-1, 7, 3), corners[:, 1:] - corners[:, :1], rtol=0, atol=1e-15)
+    assert len(hexes) and topology.affine_map.shape[1] == 12 + fk.fields.cells.box_columns(3)

@@ -14,6 +14,7 @@ in the same parametric coordinates, so the Newton steps of a mixed mesh are one 
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import jax.numpy as jnp
 import numpy as np
@@ -210,14 +211,15 @@ def _solve_columns(columns, rhs):
 
 def _jacobian_columns(kind: CellKind, xi, rel):
     """Shape-function values at `xi` (list of `(n,)` coordinates) and the columns of the map's
-    Jacobian `dx/dxi`, with node coordinates `rel[k][a]` (each `(n,)`)."""
+    Jacobian `dx/dxi`, with node coordinates `rel[k][a]` (each `(n,)`) relative to node 0 (`rel[0]`
+    None)."""
     import jax
 
     dim = kind.dim
     n_k = _shape_list(kind, xi)
     units = [tuple(jnp.ones_like(v) if b == a else jnp.zeros_like(v) for b, v in enumerate(xi)) for a in range(dim)]
     dn = [jax.jvp(lambda *q: _shape_list(kind, q), tuple(xi), unit)[1] for unit in units]
-    columns = [[sum(rel[k][a] * dn[b][k] for k in range(kind.nodes)) for a in range(dim)] for b in range(dim)]
+    columns = [[sum(rel[k][a] * dn[b][k] for k in range(1, kind.nodes)) for a in range(dim)] for b in range(dim)]
     return n_k, columns
 
 
@@ -227,9 +229,29 @@ def _shape_list(kind: CellKind, xi):
     return [w[..., k] for k in range(kind.nodes)]
 
 
+def box_columns(dim: int) -> int:
+    """Columns of a `box_frame`: node 0, the other nodes relative to it, the cell's size."""
+    return dim * BOX[dim].nodes + 1
+
+
+def box_frame(corners, xp: ModuleType = np):
+    """`(n, box_columns)` of corners `(n, nodes, dim)`: node 0, nodes 1.. relative to node 0 (a
+    mesh's table computes them in float64, so float32 keeps their precision far from the
+    origin), and the largest of those offsets' components (the scale of the convergence test)."""
+    rel = corners[:, 1:] - corners[:, :1]
+    size = xp.max(xp.abs(rel), axis=(1, 2))
+    return xp.concatenate([corners[:, 0], rel.reshape(len(corners), -1), size[:, None]], axis=1)
+
+
 def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=None):
     """Parametric coordinates of `target` (`(n, dim)`) in cells of `kind` with node coordinates
-    `corners[n, nodes, dim]`, and whether Newton converged there.
+    `corners[n, nodes, dim]`, and whether Newton converged there (`newton_in_frame`)."""
+    return newton_in_frame(kind, box_frame(corners, jnp), target, steps, xi, done)
+
+
+def newton_in_frame(kind: CellKind, frame, target, steps: int, xi=None, done=None):
+    """Parametric coordinates of `target` (`(n, dim)`) in cells of `kind` given by their
+    `box_frame` rows `frame`, and whether Newton converged there.
 
     Coordinates are relative to node 0 (so float32 keeps its precision far from the origin).
     At most `steps` Newton iterations start from `xi` (default: the cell centre); a row stops
@@ -248,8 +270,8 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=Non
     import jax
 
     dim = kind.dim
-    rel = [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(kind.nodes)]
-    d = [target[:, a] - corners[:, 0, a] for a in range(dim)]
+    rel = [None] + [[frame[:, dim * k + a] for a in range(dim)] for k in range(1, kind.nodes)]
+    d = [target[:, a] - frame[:, a] for a in range(dim)]
     if xi is None:
         xi = [jnp.full(target.shape[:1], kind.centre[a], target.dtype) for a in range(dim)]
     else:
@@ -258,7 +280,7 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=Non
 
     def newton_step(xi):
         n_k, columns = _jacobian_columns(kind, xi, rel)
-        residual = [sum(n_k[j] * rel[j][a] for j in range(kind.nodes)) - d[a] for a in range(dim)]
+        residual = [sum(n_k[j] * rel[j][a] for j in range(1, kind.nodes)) - d[a] for a in range(dim)]
         delta = _solve_columns(columns, residual)
         return [jnp.clip(v - e, -2.0, 3.0) for v, e in zip(xi, delta)]
 
@@ -281,19 +303,17 @@ def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=Non
         stopped = jnp.zeros(target.shape[:1], bool) if done is None else done
         _, xi, _ = jax.lax.while_loop(more, iterate, (jnp.asarray(0), xi, stopped))
     residual = _residual(kind, xi, rel, d)
-    miss = jnp.zeros_like(d[0])
-    size = jnp.zeros_like(d[0])
-    for a in range(dim):
+    miss = jnp.abs(residual[0])
+    for a in range(1, dim):
         miss = jnp.maximum(miss, jnp.abs(residual[a]))
-        for k in range(kind.nodes):
-            size = jnp.maximum(size, jnp.abs(rel[k][a]))
-    return jnp.stack(xi, axis=-1), miss <= small * size
+    return jnp.stack(xi, axis=-1), miss <= small * frame[:, -1]
 
 
 def _residual(kind: CellKind, xi, rel, d):
-    """`x(xi) - target` of `kind`'s map, per component (node coordinates relative to node 0)."""
+    """`x(xi) - target` of `kind`'s map, per component (node coordinates relative to node 0:
+    `rel[0]` is None)."""
     n_k = _shape_list(kind, xi)
-    return [sum(n_k[k] * rel[k][a] for k in range(kind.nodes)) - d[a] for a in range(kind.dim)]
+    return [sum(n_k[k] * rel[k][a] for k in range(1, kind.nodes)) - d[a] for a in range(kind.dim)]
 
 
 def isoparametric_weights(kind: CellKind, corners, target, xi):
@@ -312,7 +332,7 @@ def isoparametric_weights(kind: CellKind, corners, target, xi):
         d_corners, d_target, _ = tangents
         dim = kind.dim
         coords = [xi[:, a] for a in range(dim)]
-        rel = [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(kind.nodes)]
+        rel = [None] + [[corners[:, k, a] - corners[:, 0, a] for a in range(dim)] for k in range(1, kind.nodes)]
         n_k, columns = _jacobian_columns(kind, coords, rel)
         # x(xi) = sum_k N_k(xi) X_k, so J dxi = dx - sum_k N_k(xi) dX_k
         moved = [d_target[:, a] - sum(n_k[k] * d_corners[:, k, a] for k in range(kind.nodes)) for a in range(dim)]

@@ -36,7 +36,7 @@ class MeshTopology(NamedTuple):
     kinds: tuple[CellKind, ...]
     neighbours: np.ndarray
     affine_map: np.ndarray
-    """`affine_maps`: barycentrics of the simplices, Newton's starting point in the others."""
+    """`affine_maps`: barycentrics of the simplices, Newton's starting point and box frame in the others."""
     grid: BinGrid
     single: bool
     """Whether the points are exactly float32 numbers (as most CFD files write them)."""
@@ -233,17 +233,24 @@ def affine_maps(
     affine in `x`: for simplices the barycentrics of nodes 1..d (`simplex_maps`); for the other
     kinds the map's linearisation at the cell centre (`point` the centre's image, `A` the
     inverse Jacobian there), whose `centre + A @ (x - point)` starts Newton one iteration on
-    (within rounding of the exact coordinates in a parallelepiped)."""
+    (within rounding of the exact coordinates in a parallelepiped).
+
+    A mesh with non-simplex kinds has `cells.box_columns(dim)` more columns: the cell's `box_frame`,
+    what Newton iterates on, so that a row's check gathers one row of this table instead of its
+    node ids and then each node's coordinates (zeros in simplices)."""
     import jax
 
     dim = points.shape[1]
-    maps = np.zeros((len(nodes), dim + dim * dim))
+    curved = not all(kind.simplex for kind in kinds)
+    maps = np.zeros((len(nodes), dim + dim * dim + (_cells.box_columns(dim) if curved else 0)))
     for k, kind in enumerate(kinds):
         rows = np.flatnonzero(kind_index == k)
         cell_nodes = nodes[rows, : kind.nodes]
         if kind.simplex:  # in chunks: the maps' float64 temporaries were the topology's peak of memory
             for start in range(0, len(rows), 2**17):
-                maps[rows[start : start + 2**17]] = simplex_maps(points, cell_nodes[start : start + 2**17])
+                maps[rows[start : start + 2**17], : dim + dim * dim] = simplex_maps(
+                    points, cell_nodes[start : start + 2**17]
+                )
             continue
         centre = np.asarray(kind.centre, np.float64)
         with jax.default_device(jax.devices("cpu")[0]), jax.enable_x64(True):
@@ -256,7 +263,12 @@ def affine_maps(
         inverse = np.zeros_like(jacobian)
         inverse[ok] = np.linalg.inv(jacobian[ok])
         maps[rows] = np.concatenate(
-            [np.einsum("rka,k->ra", corners, weights), inverse.reshape(len(rows), dim * dim)], axis=1
+            [
+                np.einsum("rka,k->ra", corners, weights),
+                inverse.reshape(len(rows), dim * dim),
+                _cells.box_frame(np.stack(_cells.as_box_corners(kind, list(corners.transpose(1, 0, 2))), axis=1)),
+            ],
+            axis=1,
         )
     return maps
 

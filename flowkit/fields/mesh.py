@@ -208,35 +208,31 @@ class MeshField(AbstractMeshField):
         Newton starts from the cell's linearisation at its centre, or, for rows whose `warm`
         hint located a point in this same cell, from that point's coordinates moved by the
         linearisation: a row at exactly that point starts converged, and does no iteration."""
-        width, faces = self.nodes.shape[1], self.neighbours.shape[1]
+        faces = self.neighbours.shape[1]
         kind_of_row = None if self.kind_of_cell is None else self.kind_of_cell[cell]
         curved = [k for k, name in enumerate(self.kinds) if not _cells.KINDS[name].simplex]
         newton = None
+        maps = self.affine_map[cell]
         if curved:
-            nodes = self.nodes[cell]
-            own = [self.points[nodes[:, i]] for i in range(width)]
             kinds = [_cells.KINDS[self.kinds[k]] for k in curved]
             pick = [None if kind_of_row is None else kind_of_row == k for k in curved]
-            corners = _cells.chosen([_cells.as_box_corners(kind, own) for kind in kinds], pick)
             centre = _cells.chosen([[jnp.asarray(c, x.dtype) for c in kind.centre] for kind in kinds], pick)
             if len(curved) < len(self.kinds):  # rows of simplices take no iterations
                 simplex = sum(kind_of_row == k for k in range(len(self.kinds)) if k not in curved) > 0
                 done = simplex if done is None else simplex | done
-            maps = self.affine_map[cell]
             start = _cells.barycentric(maps, x) + jnp.stack(jnp.broadcast_arrays(*centre), axis=-1)
             if warm is not None:
                 near = (warm.cell == cell) & jnp.isfinite(warm.point[:, 0])
                 moved = warm.coords + _cells.linear(maps, x - jnp.where(near[:, None], warm.point, x))
                 start = jnp.where(near[:, None], moved, start)
             start = jnp.clip(start, -2.0, 3.0)
-            newton = _cells.newton_coords(
-                _cells.BOX[self.dim], jnp.stack(corners, axis=1), x, self.newton_steps, xi=start, done=done
-            )
+            frame = maps[:, self.dim * (self.dim + 1) :]  # the box map, one row per cell (locator.affine_maps)
+            newton = _cells.newton_in_frame(_cells.BOX[self.dim], frame, x, self.newton_steps, xi=start, done=done)
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
             if kind.simplex:
-                xi = _cells.barycentric(self.affine_map[cell], x)
+                xi = _cells.barycentric(maps, x)
                 v, converged = -_cells.simplex_weights(xi), jnp.ones(x.shape[0], bool)
             else:
                 xi, converged = newton
@@ -370,9 +366,17 @@ class MeshField(AbstractMeshField):
         hint = jax.lax.stop_gradient(hint if isinstance(hint, Hints) else Hints.of_cells(hint, self.dim, x.dtype))
         hint = hint if self.lookup is None else self.lookup.started(x, hint)
         skip = hint.cell == SKIP
-        known = hint.cell >= 0
+        again = (hint.cell >= 0) & jnp.all(x == hint.point, axis=1)  # located there already
+        # a step's first stage is where the step before ended: nothing to locate
+        return jax.lax.cond(
+            jnp.all(again | skip), lambda: (hint, again | skip), lambda: self._located(x, hint, skip, again)
+        )
+
+    def _located(self, x, hint: Hints, skip, again) -> tuple[Hints, Bool[Array, " n"]]:
+        """`locate` of rows not all at their hinted points (`again`): each checked in its hinted
+        cell (no Newton iteration where `again`), then walked and searched in compact batches."""
+        n, known = x.shape[0], hint.cell >= 0
         cell = jnp.maximum(hint.cell, 0)
-        again = known & jnp.all(x == hint.point, axis=1)  # located there already: no iteration
         inside, xi, _, across = self._check(cell, x, skip | again, hint)
         found = (inside & known) | skip
         # the walk starts across the violated face; a row at the mesh boundary (or with no hint)
