@@ -134,7 +134,15 @@ def test_aks_profile_from_a_roms_file_is_the_files_column_at_its_w_depths(tmp_pa
     active = traj.status[-1] == fk.Status.ACTIVE
     floor = field.water_depth(12 * 3600.0, traj.positions[-1, active, :2])
     depth = traj.positions[-1, active, 2]
-    assert active.sum() >= 0.9 * len(seeds) and np.all(depth >= 0) and np.all(depth <= floor + 1e-3)
+    assert active.sum() >= 0.85 * len(seeds) and np.all(depth >= 0) and np.all(depth <= floor + 1e-3)
+    # the others reached land or left through the subset's open edges (which of those few near
+    # an edge leave depends on the walk's rounding), nothing else
+    left = traj.status[-1] == fk.Status.OUT_OF_DOMAIN
+    assert set(np.unique(traj.status[-1]).tolist()) <= {fk.Status.ACTIVE, fk.Status.BEACHED, fk.Status.OUT_OF_DOMAIN}
+    for lon_last, lat_last in traj.positions[-1, left, :2]:
+        d = (ds.lon_rho.values - lon_last) ** 2 + (ds.lat_rho.values - lat_last) ** 2
+        j, i = np.unravel_index(np.argmin(d), d.shape)
+        assert min(j, i, d.shape[0] - 1 - j, d.shape[1] - 1 - i) <= 3
     assert np.std(depth) > 1.0  # they did mix
 
 
