@@ -4,7 +4,14 @@ box, 96 x 48 x 40 lattice: 184 320 points, ~870 000 tets, `CellularFlow` in floa
 read or compiled before). Prints the read time (VTK parsing in worker processes, the topology
 processed once, the locator built), compile and run times, the end-to-end time and peak RSS.
 
+Then, after the timings above, VTK's `vtkStreamTracer` (RK4, one thread, its best interpolator)
+on the first file's mesh and velocity from `--vtk-seeds` of the same seeds, with a step length
+equal to the mean displacement of flowkit's step: its rate counts the particle-steps beyond
+those of a run from a tenth of the seeds, so the locator VTK builds in each run is not counted.
+VTK's tracer is steady, so it interpolates one slice where flowkit interpolates two.
+
     python benchmarks/mesh_series.py [--files 40] [--folder /tmp/flowkit-brief] [--particles 7500] [--steps 1500]
+        [--vtk-seeds 300]
 
 The series is written once into `--folder` (about 0.5 GB for 40 files) and reused.
 """
@@ -26,6 +33,7 @@ def main():
     parser.add_argument("--shape", type=int, nargs=3, default=(96, 48, 40))
     parser.add_argument("--particles", type=int, default=7500)
     parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--vtk-seeds", type=int, default=300, help="0: no VTK run")
     args = parser.parse_args()
     start = time.perf_counter()
     import flowkit as fk
@@ -61,6 +69,20 @@ def main():
         f"{traj.status_counts()}"
     )
     print(f"end to end (import, read, build, compile, track): {total:.1f} s; peak RSS {rss:.2f} GB")
+    if args.vtk_seeds:
+        from mesh import vtk_rate  # benchmarks/mesh.py
+
+        points, cells = np.asarray(field.points, np.float64), np.asarray(field.nodes)
+        values = np.asarray(field.values[0], np.float64)
+        moved = np.linalg.norm(np.diff(traj.positions, axis=0), axis=-1) / 50  # frames every 50 steps
+        step_length = float(np.nanmean(np.where(traj.status[1:] == fk.Status.ACTIVE, moved, np.nan)))
+        kw = dict(points=points, cells=cells, types=np.full(len(cells), 10), values=values, steps=args.steps)
+        few = max(1, args.vtk_seeds // 10)
+        vtk = vtk_rate(seeds=seeds[: args.vtk_seeds], step_length=step_length, baseline=seeds[:few], **kw)
+        print(
+            f"VTK vtkStreamTracer, {args.vtk_seeds} seeds (less a run from {few}): {vtk / 1e6:.3f} M "
+            f"particle-steps/s; flowkit/VTK {info.particle_steps_per_s / vtk:.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -59,12 +59,14 @@ def explicit_rk_step(
             u, hint = vf(t + c_i * dt, y, hint)
             return (jax.tree.map(lambda kk, v: kk.at[i].set(v), k, u), hint, None, None), None
         hint, inside = locate(y, hint)
-
-        def evaluate(k):
-            u, _ = vf(t + c_i * dt, y, hint.marked(True))
-            return jax.tree.map(lambda kk, v: kk.at[i].set(v), k, u)
-
-        return (jax.lax.cond(i < stages, evaluate, lambda k: k, k), hint, inside, y), None
+        # the last row evaluates nothing; it writes zeros into the last stage's slot, read no
+        # more, so that the update stays in place (inside the `cond` it copied all of `K`)
+        u = jax.lax.cond(
+            i < stages,
+            lambda: jax.tree.map(lambda kk, v: v.astype(kk.dtype), k, vf(t + c_i * dt, y, hint.marked(True))[0]),
+            lambda: jax.tree.map(lambda kk: jnp.zeros_like(kk[0]), k),
+        )
+        return (jax.tree.map(lambda kk, v: kk.at[jnp.minimum(i, stages - 1)].set(v), k, u), hint, inside, y), None
 
     k0 = jax.tree.map(lambda y: jnp.repeat(jnp.zeros_like(y)[None], stages, axis=0), x)
     inside, y = (None, None) if locate is None else (jnp.zeros(jax.tree.leaves(x)[0].shape[0], bool), x)
