@@ -276,13 +276,18 @@ class MeshField(AbstractMeshField):
         _, _, face, across = self._check(jnp.maximum(cell, 0), x, done)
         return face, across
 
-    def _check(self, cell, x, done=None, warm: Hints | None = None):
+    def _check(self, cell, x, done=None, warm: Hints | None = None, across: bool = True):
         """`(inside, xi, face, across)`: whether each row of `x` lies in `cell`, its coordinates
-        there, the face it lies most beyond and the cell across that face (-1: the boundary)."""
+        there, the face it lies most beyond and the cell across that face (-1: the boundary;
+        None unless `across`: a gather into the neighbour table that few rows need)."""
         xi, v, converged = self._coords(cell, x, done, warm)
         face = jnp.argmax(v, axis=1)
-        across = jnp.take_along_axis(self.neighbours[cell], face[:, None], axis=1)[:, 0]
-        return (jnp.max(v, axis=1) <= self._tolerance()) & converged, xi, face, across
+        beyond = self._across(cell, face) if across else None
+        return (jnp.max(v, axis=1) <= self._tolerance()) & converged, xi, face, beyond
+
+    def _across(self, cell, face):
+        """The cell across `face` of each `cell` (-1: the boundary)."""
+        return self.neighbours[cell, face]
 
     def cell_centres(self, cell: Int[Array, " n"]) -> tuple[Positions, Float[Array, " n"]]:
         """The centre of each `cell` (the mean of its nodes: a point inside it) and its radius
@@ -377,13 +382,9 @@ class MeshField(AbstractMeshField):
         cell (no Newton iteration where `again`), then walked and searched in compact batches."""
         n, known = x.shape[0], hint.cell >= 0
         cell = jnp.maximum(hint.cell, 0)
-        inside, xi, _, across = self._check(cell, x, skip | again, hint)
+        inside, xi, face, _ = self._check(cell, x, skip | again, hint, across=False)
         found = (inside & known) | skip
-        # the walk starts across the violated face; a row at the mesh boundary (or with no hint)
-        # goes straight to its bin, keeping its hinted cell as the wall it would leave through
         cell = jnp.where(known, cell, 0)
-        start = jnp.where(across >= 0, across, cell)
-        walled = ~known | (across < 0)
         batch = min(n, max(64, n // 16))
 
         def more(carry):
@@ -394,8 +395,11 @@ class MeshField(AbstractMeshField):
             rows = jnp.nonzero(pending, size=batch, fill_value=n)[0]
             fill = rows == n  # padding: neither walked nor searched, dropped on the way back
             take = jnp.minimum(rows, n - 1)
-            wb = walled[take] | fill
-            c, f, z = self._walk_and_search(x[take], jnp.where(wb, cell[take], start[take]), xi[take], wb, fill)
+            # the walk starts across the violated face; a row at the mesh boundary (or with no
+            # hint) goes straight to its bin, keeping its hinted cell as the wall it would leave by
+            across = self._across(cell[take], face[take])
+            wb = ~known[take] | (across < 0) | fill
+            c, f, z = self._walk_and_search(x[take], jnp.where(wb, cell[take], across), xi[take], wb, fill)
             drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
             return drop(pending, False), drop(cell, c), drop(found, f), drop(xi, z)
 
