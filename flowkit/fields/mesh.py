@@ -351,7 +351,8 @@ class MeshField(AbstractMeshField):
 
         Every row is first checked in its hinted cell, which is where nearly all RK stage points
         lie, Newton starting from the hint's coordinates (none at the hinted point itself: the
-        end of a step is the next step's first stage). The rows that left it walk across faces
+        end of a step is the next step's first stage; a batch all at its hinted points, or
+        `SKIP`, gets its hints back unchecked). The rows that left it walk across faces
         from the cell next to their hint, and those the walk does not settle (unknown hint,
         walked onto the mesh boundary, out of steps) are searched in their bin, in compact
         batches of the rows concerned (at most a sixteenth of the rows each). Rows hinted `SKIP`
