@@ -14,7 +14,6 @@ in the same parametric coordinates, so the Newton steps of a mixed mesh are one 
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 
 import jax.numpy as jnp
 import numpy as np
@@ -234,22 +233,17 @@ def box_columns(dim: int) -> int:
     return dim * BOX[dim].nodes + 1
 
 
-def box_frame(corners, xp: ModuleType = np):
-    """`(n, box_columns)` of corners `(n, nodes, dim)`: node 0, nodes 1.. relative to node 0 (a
-    mesh's table computes them in float64, so float32 keeps their precision far from the
-    origin), and the largest of those offsets' components (the scale of the convergence test)."""
+def box_frame(corners: np.ndarray) -> np.ndarray:
+    """`(n, box_columns)` of corners `(n, nodes, dim)` (host side): node 0, nodes 1.. relative to
+    node 0 (in the corners' precision, float64 for a mesh's table, so that float32 keeps them
+    exact far from the origin), and the largest of those offsets' components (the scale of the
+    convergence test)."""
     rel = corners[:, 1:] - corners[:, :1]
-    size = xp.max(xp.abs(rel), axis=(1, 2))
-    return xp.concatenate([corners[:, 0], rel.reshape(len(corners), -1), size[:, None]], axis=1)
+    size = np.max(np.abs(rel), axis=(1, 2))
+    return np.concatenate([corners[:, 0], rel.reshape(len(corners), -1), size[:, None]], axis=1)
 
 
-def newton_coords(kind: CellKind, corners, target, steps: int, xi=None, done=None):
-    """Parametric coordinates of `target` (`(n, dim)`) in cells of `kind` with node coordinates
-    `corners[n, nodes, dim]`, and whether Newton converged there (`newton_in_frame`)."""
-    return newton_in_frame(kind, box_frame(corners, jnp), target, steps, xi, done)
-
-
-def newton_in_frame(kind: CellKind, frame, target, steps: int, xi=None, done=None):
+def newton_coords(kind: CellKind, frame, target, steps: int, xi=None, done=None):
     """Parametric coordinates of `target` (`(n, dim)`) in cells of `kind` given by their
     `box_frame` rows `frame`, and whether Newton converged there.
 

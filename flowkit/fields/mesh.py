@@ -227,7 +227,7 @@ class MeshField(AbstractMeshField):
                 start = jnp.where(near[:, None], moved, start)
             start = jnp.clip(start, -2.0, 3.0)
             frame = maps[:, self.dim * (self.dim + 1) :]  # the box map, one row per cell (locator.affine_maps)
-            newton = _cells.newton_in_frame(_cells.BOX[self.dim], frame, x, self.newton_steps, xi=start, done=done)
+            newton = _cells.newton_coords(_cells.BOX[self.dim], frame, x, self.newton_steps, xi=start, done=done)
         out = None
         for k, name in enumerate(self.kinds):
             kind = _cells.KINDS[name]
