@@ -50,6 +50,10 @@ class BoundMeshWalls(AbstractBoundary):
             is_open = is_open | self.open_faces[jnp.maximum(cell, 0), face]
         return centre, normal, (across < 0) & ~is_open
 
+    @property
+    def passes_inside(self) -> bool:
+        return True  # walls and openings act on the rows `~inside` alone
+
     def apply_batch(
         self,
         field: AbstractField,

@@ -17,6 +17,7 @@ from .._xla import options_for
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
+from .native import applies as kernel_applies, kernel_steps
 from .pieces import RunPieces, Slots, State, Times
 from .step import is_due, one_step, started, step_times
 
@@ -33,9 +34,11 @@ def advance_local(
     n_blocks,
     record_velocity: bool,
     given=(),
+    native: bool = False,
 ):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
-    saved frames. `n_blocks` is the number of blocks on all devices together.
+    saved frames. `n_blocks` is the number of blocks on all devices together. `native`: the
+    devices are CPUs, whose steps the mesh kernel takes where it applies (`tracker.native`).
 
     `particles` is the particle model (`flowkit.particles`): a plain tracer steps positions
     alone; any other model steps positions and its variables together, which also restart
@@ -56,6 +59,7 @@ def advance_local(
     first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
     skippable = not boundary.restarts
     busy = functools.partial(_busy, times, save_every=save_every)
+    by_kernel = native and kernel_applies(pieces, state.x.dtype)
 
     def run_block(inputs, first):
         """One save interval of one block: its steps (skipped if nothing moves), then its frame
@@ -65,14 +69,8 @@ def advance_local(
 
         def go(carry):
             """The steps, also returning the positions before the last one."""
-
-            def step(c, k):
-                return (
-                    one_step(pieces, times, c[0], k, slots, block_id, n_blocks=n_blocks, given=given)[0],
-                    c[0][0],
-                ), None
-
-            return jax.lax.scan(step, (carry, carry[0]), steps)[0]
+            steps_of = kernel_steps if by_kernel else jax_steps
+            return steps_of(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks, given=given)
 
         def idle(carry):
             return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0]
@@ -130,6 +128,16 @@ def advance_local(
         step=state.step + saves * save_every,
         courant=courant,
     ), frames
+
+
+def jax_steps(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, steps, block_id, *, n_blocks, given):
+    """The global `steps` of a block by `one_step` in a `lax.scan` (`carry` as `one_step`'s),
+    and each row's position before the last of them."""
+
+    def step(c, k):
+        return (one_step(pieces, times, c[0], k, slots, block_id, n_blocks=n_blocks, given=given)[0], c[0][0]), None
+
+    return jax.lax.scan(step, (carry, carry[0]), steps)[0]
 
 
 def _busy(times: Times, status, t_release, first, *, save_every: int):
@@ -235,6 +243,7 @@ def advance(
     record_velocity: bool,
     mesh,
     given: tuple = (),
+    native: bool = False,
 ):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
     dynamic, static = eqx.partition(pieces, eqx.is_array)
@@ -252,6 +261,7 @@ def advance(
             n_blocks=n_blocks,
             record_velocity=record_velocity,
             given=given,
+            native=native,
         )
 
     if mesh is None:

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .. import _dtypes
+from .. import _dtypes, native
 from .._custom_types import PathLike
 from .._status import Status
 from ..io.atomic import refuse_existing
@@ -24,6 +24,7 @@ from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
 from .memory import check_memory
+from .native import applies as kernel_applies
 from .pieces import RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare, share
 from .sinks import MemorySink, ZarrSink
@@ -255,6 +256,7 @@ class TrackRun:
             record_velocity=self.plan.record_velocity,
             mesh=self.mesh,
             given=tuple(sorted(self.plan.given)),
+            native=self.devices[0].platform == "cpu" and native.available(),
         )
 
     def initial_state(self, start: int = 0, pieces: RunPieces | None = None):
@@ -311,8 +313,11 @@ class TrackRun:
         if self._compiled is None:
             self._first_batch = self.initial_state()  # the first batch starts from it (seeds located once)
             state, slots, _ = self._first_batch
-            self._compiled, seconds = compiled_program((self.pieces, self.run_times, state, slots), self._kwargs())
+            kwargs = self._kwargs()
+            self._compiled, seconds = compiled_program((self.pieces, self.run_times, state, slots), kwargs)
             self.compile_s += seconds
+            if kwargs["native"] and kernel_applies(self.pieces, state.x.dtype):
+                _log.info("steps: the CPU mesh kernel (flowkit.native)")
         return self._compiled
 
     def advance(self, state: State, slots: Slots) -> tuple[State, Frame]:

@@ -30,17 +30,29 @@ def is_due(t: TimeLike, t_release, dt: TimeLike):
 
 
 def one_step(
-    pieces: RunPieces, times: Times, carry: tuple, k, slots: Slots, block_id, *, n_blocks: int, given: tuple = ()
+    pieces: RunPieces,
+    times: Times,
+    carry: tuple,
+    k,
+    slots: Slots,
+    block_id,
+    *,
+    n_blocks: int,
+    given: tuple = (),
+    held=None,
 ) -> tuple[tuple, None]:
     """One step of a block of particles: the integrator (or the particle model) steps the
     moving ones, the field settles them, the boundary applies, and the domain, land and
     finiteness checks, restarts and releases set their statuses (all `jnp.where`).
-    `carry` is `(x, status, exit_time, hint, variables, generation, lost)`."""
+    `carry` is `(x, status, exit_time, hint, variables, generation, lost)`; rows `held` sit
+    the step out (the mesh kernel took it for them already)."""
     field, particles, args = pieces.field, pieces.particles, pieces.args
     carries = not is_tracer(particles)
     x, status, exit_time, hint, variables, generation, lost = carry
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
+    if held is not None:
+        moving = moving & ~held
     result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
     # longitudes in one period; depths in the water, mirrored at the surface and the floor in random walks
     x_new, step_hint = field.settle_batch(t + h, result.x, step_hint, reflect=pieces.integrator.stochastic)
@@ -95,6 +107,8 @@ def one_step(
         generation, lost = restarted, lost + more
     # Release whoever is due by the end of this step: they start moving with the next one.
     due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
+    if held is not None:
+        due = due & ~held
     new_status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), new_status)
     if carries:
         variables = started(particles, field, args, t + h, x_next, variables, hint, due, given)

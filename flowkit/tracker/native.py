@@ -1,0 +1,151 @@
+"""A save interval's steps through the CPU mesh kernel (`flowkit.native`), where it applies.
+
+The kernel carries each particle of a block through all of the interval's steps before the
+next particle, so that its cells stay in cache from stage to stage and step to step; a pass of
+XLA kernels over the whole block per stage cannot keep them there. It takes the steps that stay
+inside the mesh, which is nearly all of them. A step it cannot finish by the hinted check and
+the walk (a point beyond a boundary face or out of walking steps, a non-finite end) it leaves
+undone; from that step on the row is stepped here by `one_step`, in compact batches, with the
+rest of the block held: bin search, walls, openings and statuses stay in one place.
+"""
+
+from typing import cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import native
+from .._status import Status
+from ..fields.base import Hints
+from ..fields.mesh import MeshField
+from ..integrators.runge_kutta import AbstractRungeKutta
+from ..particles.base import is_tracer
+from .pieces import RunPieces, Slots, Times
+from .step import is_due, one_step, step_times
+
+KIND_CODES = {"tetra": 0, "hexahedron": 1, "wedge": 2, "pyramid": 3}
+"""The kernel's code of each 3-D cell kind (`mesh_chunk.cc`, `enum Kind`)."""
+
+
+def applies(pieces: RunPieces, dtype) -> bool:
+    """Whether the kernel takes the steps of this run, with positions of `dtype`, where the
+    devices are CPUs and the kernel is built (`TrackRun` checks those):
+    tracers stepped by an explicit Runge–Kutta method on a 3-D `MeshField` of point data stored
+    in the positions' precision, under a boundary that leaves steps ending inside the mesh as
+    they are. Anything else (particle models, stochastic or adaptive integrators, cell data,
+    2-D meshes, inlets) takes the JAX step, which computes the same tracks."""
+    field, dtype = pieces.field, jnp.dtype(dtype)
+    return (
+        dtype.name in native.TARGETS
+        and type(field) is MeshField
+        and field.dim == 3
+        and not field.cell_values
+        and field.values.dtype == dtype
+        and field.affine_map.dtype == dtype
+        and all(kind in KIND_CODES for kind in field.kinds)
+        and isinstance(pieces.integrator, AbstractRungeKutta)
+        and not pieces.integrator.stochastic
+        and is_tracer(pieces.particles)
+        and pieces.boundary.passes_inside
+        and not pieces.boundary.restarts
+    )
+
+
+def kernel_steps(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, steps, block_id, *, n_blocks, given):
+    """The global `steps` of a block (`carry` as `one_step`'s), and each row's position before
+    the last of them: the kernel's, then `one_step` from where it stopped for the rows it left."""
+    field = cast(MeshField, pieces.field)  # as `applies` checked
+    x, status, exit_time, hint, variables, generation, lost = carry
+    dtype = x.dtype
+    t, h = step_times(times, steps)
+    due = (status == Status.NOT_RELEASED)[:, None] & jax.vmap(
+        lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
+    )(t + h)
+    release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
+    n = x.shape[0]
+    row = lambda width, kind=dtype: jax.ShapeDtypeStruct((n, width) if width else (n,), kind)  # noqa: E731
+    call = jax.ffi.ffi_call(
+        native.TARGETS[jnp.dtype(dtype).name],
+        (row(3), row(0, jnp.int32), row(0, jnp.int32), row(3), row(3), row(0, jnp.int32), row(3)),
+    )
+    x, status_k, cell, point, coords, resume, before = call(
+        x,
+        status.astype(jnp.int32),
+        hint.cell.astype(jnp.int32),
+        hint.point.astype(dtype),
+        hint.coords.astype(dtype),
+        release,
+        t.astype(dtype),
+        h.astype(dtype),
+        jnp.asarray(_tableau(cast(AbstractRungeKutta, pieces.integrator).tableau), dtype),
+        field.affine_map,
+        field.nodes,
+        field.kind_of_cell if field.kind_of_cell is not None else jnp.zeros(0, jnp.int32),
+        jnp.asarray([KIND_CODES[k] for k in field.kinds], jnp.int32),
+        field.neighbours,
+        field.values,
+        field.times if field.times is not None else jnp.zeros(0, dtype),
+        newton_steps=np.int64(field.newton_steps),
+        walk_steps=np.int64(field.walk_steps),
+        tolerance=float(field._tolerance()),
+    )
+    hint = Hints(cell.astype(hint.cell.dtype), point.astype(hint.point.dtype), coords.astype(hint.coords.dtype))
+    carry = (x, status_k.astype(status.dtype), exit_time, hint, variables, generation, lost)
+    left = resume < steps.shape[0]
+
+    finish = lambda c, b: _finished(pieces, times, c, b, slots, steps, resume, left, block_id, n_blocks, given)  # noqa: E731
+    return jax.lax.cond(jnp.any(left), finish, lambda c, b: (c, b), carry, before)
+
+
+def _finished(
+    pieces: RunPieces, times: Times, carry, before, slots: Slots, steps, resume, left, block_id, n_blocks, given
+):
+    """The rows `left` by the kernel stepped by `one_step` from their `resume` step on (held
+    before it), in compact batches of at most a sixteenth of the block."""
+    n, count = carry[0].shape[0], steps.shape[0]
+    batch = min(n, max(64, n // 16))
+    lost = carry[6]
+
+    def body(loop):
+        left, carry, before = loop
+        rows = jnp.nonzero(left, size=batch, fill_value=n)[0]
+        take = lambda tree: jax.tree.map(lambda a: a[jnp.minimum(rows, n - 1)], tree)  # noqa: E731
+        start = jnp.where(rows == n, count, take(resume))  # padding is held throughout
+        batch_slots = take(slots)
+
+        def step(c, i):
+            rows_carry, prior = c
+            held = i < start
+            new = one_step(
+                pieces,
+                times,
+                rows_carry + (lost,),
+                steps[i],
+                batch_slots,
+                block_id,
+                n_blocks=n_blocks,
+                given=given,
+                held=held,
+            )[0]
+            return (new[:6], jnp.where(held[:, None], prior, rows_carry[0])), None
+
+        (rows_carry, rows_before), _ = jax.lax.scan(step, (take(carry[:6]), take(before)), jnp.arange(count))
+        put = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
+        carry = jax.tree.map(put, carry[:6], rows_carry) + (lost,)
+        return put(left, False), carry, put(before, rows_before)
+
+    _, carry, before = jax.lax.while_loop(lambda loop: jnp.any(loop[0]), body, (left, carry, before))
+    return carry, before
+
+
+def _tableau(tableau) -> np.ndarray:
+    """`(rows, rows + 1)`: the stage matrix with the weights as its last row, the nodes (1 for
+    the end point) as the last column: one row per point the kernel locates."""
+    stages = tableau.b.shape[0]
+    table = np.zeros((stages + 1, stages + 2))
+    table[:stages, :stages] = tableau.a
+    table[stages, :stages] = tableau.b
+    table[:stages, -1] = tableau.c
+    table[stages, -1] = 1.0
+    return table

@@ -1,0 +1,80 @@
+"""The CPU mesh kernel (`flowkit.native`, `flowkit.tracker.native`) against the JAX step."""
+
+import jax
+import numpy as np
+import pytest
+from meshes import mesh
+
+import flowkit as fk
+from flowkit.tracker.native import applies
+
+
+def _run(field, seeds, dtype, native: bool, monkeypatch, **kwargs):
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
+    run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), None, 10, dtype=dtype, **kwargs)
+    assert run._kwargs()["native"] is native
+    return run
+
+
+def _flow(points, t_scale=0.0):
+    """A cellular flow with a drift along x that carries about half of the particles out."""
+    s = np.pi * points / np.array([2.0, 1.0, 1.0])
+    u = np.sin(s[:, 0]) * np.cos(s[:, 1]) * np.cos(s[:, 2]) + 0.8
+    v = -0.5 * np.cos(s[:, 0]) * np.sin(s[:, 1]) * np.cos(s[:, 2])
+    w = -0.5 * np.cos(s[:, 0]) * np.cos(s[:, 1]) * np.sin(s[:, 2])
+    return np.stack([u, v, w], axis=1) * (1 + t_scale)
+
+
+@pytest.mark.parametrize(
+    "kind, dtype, tolerance", [("hexahedron", "float64", 1e-9), ("mixed", "float64", 1e-9), ("tetra", "float32", 2e-4)]
+)
+def test_kernel_tracks_equal_the_jax_steps(kind, dtype, tolerance, monkeypatch):
+    """Particles that stay, leave through the outlet (the JAX step takes their last step:
+    statuses and exit times) and start late come out as the JAX step alone gives them."""
+    assert fk.native.available(), "the CPU mesh kernel was not built: see the install's output"
+    points, cells, types = mesh(kind, shape=(9, 5, 5))
+    rng = np.random.default_rng(1)
+    seeds = rng.uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (300, 3))
+    t_release = np.where(rng.random(300) < 0.3, 0.37, 0.0)
+    field = fk.MeshField(points, cells, _flow(points), types, dtype=dtype)
+    runs = [_run(field, seeds, dtype, native, monkeypatch, t_release=t_release) for native in (True, False)]
+    assert applies(runs[0].pieces, dtype)
+    native, reference = (run.run() for run in runs)
+    left = reference.status[-1] == fk.Status.OUT_OF_DOMAIN
+    assert 0.2 < left.mean() < 0.9
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=tolerance)
+
+
+def test_kernel_interpolates_a_time_series_as_the_jax_step(monkeypatch):
+    points, cells, types = mesh("hexahedron", shape=(7, 4, 4))
+    times = np.array([0.0, 0.3, 0.7, 1.2])
+    values = np.stack([_flow(points, t_scale=np.sin(3 * t)) for t in times])
+    field = fk.MeshField(points, cells, values, types, times=times, dtype="float64")
+    seeds = np.random.default_rng(2).uniform([0.05, 0.1, 0.1], [1.0, 0.9, 0.9], (200, 3))
+    native, reference = (_run(field, seeds, "float64", on, monkeypatch).run() for on in (True, False))
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+    assert np.abs(native.positions[-1] - seeds).max() > 0.3
+
+
+def test_kernel_takes_only_what_it_computes_alike():
+    """Particle models, stochastic integrators, 2-D meshes and boundaries that act on steps
+    ending inside the domain take the JAX step."""
+    points, cells, types = mesh("hexahedron")
+    field = fk.MeshField(points, cells, _flow(points), types)
+    seeds = np.full((4, 3), 0.5)
+
+    def pieces(**kwargs):
+        return fk.tracker.TrackRun(field, seeds, 0.0, 0.1, 0.01, **kwargs).pieces
+
+    assert applies(pieces(), "float32")
+    assert applies(pieces(boundary=fk.MeshWalls("reflect")), "float32")
+    assert not applies(pieces(), "float64")  # positions in another precision than the field's
+    assert not applies(pieces(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)), "float32")
+    assert not applies(pieces(boundary=fk.Reflective(field.bounds)), "float32")
+    assert not applies(pieces(particles=fk.particles.Inertial(diameter=1e-4, density=1000.0)), "float32")
+    points2, cells2, types2 = mesh("quad")
+    flat = fk.MeshField(points2, cells2, np.ones((len(points2), 2)), types2)
+    assert not applies(fk.tracker.TrackRun(flat, np.full((4, 2), 0.5), 0.0, 0.1, 0.01).pieces, "float32")
