@@ -182,9 +182,8 @@ inline T violation(int32_t kind, const T xi[3], int* face) {
 // Whether x lies in `cell` (MeshField._check): its coordinates there and the face it lies most
 // beyond. `warm`: the hint whose coordinates start Newton when it located a point in this cell.
 template <typename T>
-inline bool check(const Mesh<T>& m, int32_t cell, const T x[3], const Hint<T>* warm, T xi[3], int* face) {
-  const T* row = m.map + cell * m.map_cols;
-  const int32_t kind = m.kind(cell);
+inline bool check(const Mesh<T>& m, int32_t cell, const T* row, int32_t kind, const T x[3], const Hint<T>* warm, T xi[3],
+                  int* face) {
   bool converged = true;
   if (kind == kTetra) {
     const T d[3] = {x[0] - row[0], x[1] - row[1], x[2] - row[2]};
@@ -208,20 +207,35 @@ inline bool check(const Mesh<T>& m, int32_t cell, const T x[3], const Hint<T>* w
   return violation(kind, xi, face) <= m.tolerance && converged;
 }
 
+constexpr int kMapColumns = 37;  // the widest 3-D cell table row (`locator.affine_maps`)
+
+// A particle's cell as last read from the tables: its table row and kind, and its nodes' values
+// in the two time slices around the last time asked for. A particle stays in a cell for several
+// stages and steps; these reads then come from here instead of tables larger than the cache.
+template <typename T>
+struct CellCache {
+  int32_t cell = -1, kind = 0, count = 0;
+  int64_t slice = -1;
+  T row[kMapColumns];
+  T now[8][3], later[8][3];
+};
+
 // Where `y` lies, from the hint before it (MeshField.locate without its bin search): false when
 // the walk does not settle it.
 template <typename T>
-inline bool locate(const Mesh<T>& m, const T y[3], Hint<T>& hint) {
+inline bool locate(const Mesh<T>& m, const T y[3], Hint<T>& hint, const CellCache<T>& cache) {
   if (hint.cell < 0) return false;
   if (y[0] == hint.point[0] && y[1] == hint.point[1] && y[2] == hint.point[2]) return true;
   T xi[3];
   int face;
   int32_t cell = hint.cell;
-  bool inside = check(m, cell, y, &hint, xi, &face);
+  const bool cached = cache.cell == cell;
+  bool inside = check(m, cell, cached ? cache.row : m.map + cell * m.map_cols, cached ? cache.kind : m.kind(cell), y,
+                      &hint, xi, &face);
   for (int s = 0; !inside && s < m.walk_steps; ++s) {
     cell = m.neighbours[cell * m.faces + face];
     if (cell < 0) return false;
-    inside = check(m, cell, y, static_cast<const Hint<T>*>(nullptr), xi, &face);
+    inside = check(m, cell, m.map + cell * m.map_cols, m.kind(cell), y, static_cast<const Hint<T>*>(nullptr), xi, &face);
   }
   if (!inside) return false;
   hint.cell = cell;
@@ -229,25 +243,29 @@ inline bool locate(const Mesh<T>& m, const T y[3], Hint<T>& hint) {
   return true;
 }
 
+// `cache` holding `cell` and the time slices from `slice` on.
+template <typename T>
+inline void refill(const Mesh<T>& m, int32_t cell, int64_t slice, CellCache<T>& cache) {
+  static constexpr int kNodes[4] = {4, 8, 6, 5};
+  if (cache.cell != cell) {
+    cache.kind = m.kind(cell);
+    cache.count = kNodes[cache.kind];
+    std::copy(m.map + cell * m.map_cols, m.map + (cell + 1) * m.map_cols, cache.row);
+  }
+  const T* now = m.values + slice * m.n_points * 3;
+  const T* later = now + m.n_points * 3;
+  const int32_t* node = m.nodes + cell * m.node_cols;
+  for (int i = 0; i < cache.count; ++i)
+    for (int c = 0; c < 3; ++c) {
+      cache.now[i][c] = now[int64_t(node[i]) * 3 + c];
+      if (m.times != nullptr) cache.later[i][c] = later[int64_t(node[i]) * 3 + c];
+    }
+  cache.cell = cell, cache.slice = slice;
+}
+
 // The velocity at time t of a point located by `hint` (node weights, linear in time).
 template <typename T>
-inline void velocity(const Mesh<T>& m, T t, const Hint<T>& hint, T u[3]) {
-  const int32_t kind = m.kind(hint.cell);
-  const T r = hint.coords[0], s = hint.coords[1], z = hint.coords[2];
-  T w[8];
-  int count;
-  if (kind == kTetra) {
-    w[0] = 1 - (r + s + z), w[1] = r, w[2] = s, w[3] = z, count = 4;
-  } else if (kind == kHexahedron) {
-    box_shape(hint.coords, w);
-    count = 8;
-  } else if (kind == kWedge) {
-    const T v = 1 - r - s;
-    w[0] = v * (1 - z), w[1] = r * (1 - z), w[2] = s * (1 - z), w[3] = v * z, w[4] = r * z, w[5] = s * z, count = 6;
-  } else {
-    const T rm = 1 - r, sm = 1 - s, zm = 1 - z;
-    w[0] = rm * sm * zm, w[1] = r * sm * zm, w[2] = r * s * zm, w[3] = rm * s * zm, w[4] = z, count = 5;
-  }
+inline void velocity(const Mesh<T>& m, T t, const Hint<T>& hint, CellCache<T>& cache, T u[3]) {
   int64_t it = 0;
   T wt = 0;
   if (m.times != nullptr) {
@@ -255,21 +273,52 @@ inline void velocity(const Mesh<T>& m, T t, const Hint<T>& hint, T u[3]) {
     it = std::min<int64_t>(std::max<int64_t>(it, 0), m.n_times - 2);
     wt = clip((t - m.times[it]) / (m.times[it + 1] - m.times[it]), T(0), T(1));
   }
-  const T* now = m.values + it * m.n_points * 3;
-  const T* later = now + m.n_points * 3;
-  const int32_t* node = m.nodes + hint.cell * m.node_cols;
-  u[0] = u[1] = u[2] = 0;
-  for (int i = 0; i < count; ++i) {
-    const T* a = now + int64_t(node[i]) * 3;
-    for (int c = 0; c < 3; ++c) {
-      T value = a[c];
-      if (m.times != nullptr) value = value + wt * (later[int64_t(node[i]) * 3 + c] - value);
-      u[c] += w[i] * value;
+  if (cache.cell != hint.cell || cache.slice != it) refill(m, hint.cell, it, cache);
+  const int32_t kind = cache.kind;
+  const T r = hint.coords[0], s = hint.coords[1], z = hint.coords[2];
+  T w[8];
+  if (kind == kTetra) {
+    w[0] = 1 - (r + s + z), w[1] = r, w[2] = s, w[3] = z;
+  } else if (kind == kHexahedron) {
+    box_shape(hint.coords, w);
+  } else if (kind == kWedge) {
+    const T v = 1 - r - s;
+    w[0] = v * (1 - z), w[1] = r * (1 - z), w[2] = s * (1 - z), w[3] = v * z, w[4] = r * z, w[5] = s * z;
+  } else {
+    const T rm = 1 - r, sm = 1 - s, zm = 1 - z;
+    w[0] = rm * sm * zm, w[1] = r * sm * zm, w[2] = r * s * zm, w[3] = rm * s * zm, w[4] = z;
+  }
+  T u0 = 0, u1 = 0, u2 = 0;
+  if (m.times == nullptr) {
+    for (int i = 0; i < cache.count; ++i) {
+      const T* v = cache.now[i];
+      u0 += w[i] * v[0], u1 += w[i] * v[1], u2 += w[i] * v[2];
+    }
+  } else {
+    for (int i = 0; i < cache.count; ++i) {
+      const T* v = cache.now[i];
+      const T* later = cache.later[i];
+      u0 += w[i] * (v[0] + wt * (later[0] - v[0]));
+      u1 += w[i] * (v[1] + wt * (later[1] - v[1]));
+      u2 += w[i] * (v[2] + wt * (later[2] - v[2]));
     }
   }
+  u[0] = u0, u[1] = u1, u[2] = u2;
 }
 
 constexpr int kMaxRows = 16;  // tableau rows (stages + the end point)
+constexpr int kGroup = 8;     // particles stepped side by side
+
+// One particle through a save's steps: where it is, its hints, its stage derivatives.
+template <typename T>
+struct Particle {
+  T x[3], before[3], y[3];
+  T K[kMaxRows][3];
+  Hint<T> hint, stage;
+  CellCache<T> cache;
+  int32_t status, release, resume;
+  bool moving;
+};
 
 template <ffi::DataType DT>
 ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buffer<ffi::S32> cell_in,
@@ -288,7 +337,8 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   const int rows = static_cast<int>(tab_dims[0]);
   if (rows > kMaxRows || rows < 2) return ffi::Error::InvalidArgument("mesh chunk: tableau rows out of range");
   const auto map_dims = affine_map.dimensions();
-  if (map_dims[1] < 12) return ffi::Error::InvalidArgument("mesh chunk: a 3-D cell table needs 12 columns or more");
+  if (map_dims[1] < 12 || map_dims[1] > kMapColumns)
+    return ffi::Error::InvalidArgument("mesh chunk: a 3-D cell table has 12 to 37 columns");
   const auto node_dims = nodes.dimensions();
   const auto value_dims = values.dimensions();
   Mesh<T> m{affine_map.typed_data(),
@@ -314,56 +364,89 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
     c[i] = tab[i * (rows + 1) + rows];
   }
   const int stages = rows - 1;
+  // each row's nonzero stage weights (RK4: 0, 1, 1, 1 and 4 of them)
+  int terms[kMaxRows], term_stage[kMaxRows][kMaxRows];
+  T term_weight[kMaxRows][kMaxRows];
+  for (int i = 0; i < rows; ++i) {
+    terms[i] = 0;
+    for (int j = 0; j < std::min(i, stages); ++j)
+      if (a[i][j] != 0) term_stage[i][terms[i]] = j, term_weight[i][terms[i]++] = a[i][j];
+  }
   const T* t_start = step_start.typed_data();
   const T* h_step = step_length.typed_data();
 
-  for (int64_t p = 0; p < n; ++p) {
-    T x[3], before[3];
-    Hint<T> hint;
-    for (int d = 0; d < 3; ++d) {
-      x[d] = before[d] = x_in.typed_data()[3 * p + d];
-      hint.point[d] = point_in.typed_data()[3 * p + d];
-      hint.coords[d] = coords_in.typed_data()[3 * p + d];
-    }
-    hint.cell = cell_in.typed_data()[p];
-    int32_t status = status_in.typed_data()[p];
-    int32_t resume = static_cast<int32_t>(steps);
-    for (int64_t k = 0; k < steps && resume == steps; ++k) {
-      const T h = h_step[k];
-      if (status == kActive && h != 0) {
-        T K[kMaxRows][3];
-        T y[3];
-        Hint<T> stage = hint;
-        bool settled = true;
-        for (int i = 0; i < rows && settled; ++i) {
-          for (int d = 0; d < 3; ++d) {
-            T sum = 0;
-            for (int j = 0; j < stages; ++j) sum += a[i][j] * (j < i ? K[j][d] : T(0));
-            y[d] = x[d] + h * sum;
-          }
-          settled = locate(m, y, stage);
-          if (settled && i < stages) velocity(m, t_start[k] + c[i] * h, stage, K[i]);
-        }
-        if (!settled || !(std::isfinite(y[0]) && std::isfinite(y[1]) && std::isfinite(y[2]))) {
-          resume = static_cast<int32_t>(k);
-          break;
-        }
-        for (int d = 0; d < 3; ++d) before[d] = x[d], x[d] = y[d];
-        hint = stage;
-      } else {
-        for (int d = 0; d < 3; ++d) before[d] = x[d];
+  // Particles go through the steps in groups of kGroup, stage by stage across the group: one
+  // particle's stages form a chain of dependent latencies (locate, interpolate, next stage
+  // point), which the core overlaps only between independent particles.
+  for (int64_t first = 0; first < n; first += kGroup) {
+    const int g_count = static_cast<int>(std::min<int64_t>(kGroup, n - first));
+    Particle<T> group[kGroup];
+    for (int g = 0; g < g_count; ++g) {
+      const int64_t p = first + g;
+      Particle<T>& q = group[g];
+      for (int d = 0; d < 3; ++d) {
+        q.x[d] = q.before[d] = x_in.typed_data()[3 * p + d];
+        q.hint.point[d] = point_in.typed_data()[3 * p + d];
+        q.hint.coords[d] = coords_in.typed_data()[3 * p + d];
       }
-      if (status == kNotReleased && release_step.typed_data()[p] == k) status = kActive;
+      q.hint.cell = cell_in.typed_data()[p];
+      q.status = status_in.typed_data()[p];
+      q.release = release_step.typed_data()[p];
+      q.resume = static_cast<int32_t>(steps);
     }
-    for (int d = 0; d < 3; ++d) {
-      x_out->typed_data()[3 * p + d] = x[d];
-      point_out->typed_data()[3 * p + d] = hint.point[d];
-      coords_out->typed_data()[3 * p + d] = hint.coords[d];
-      before_out->typed_data()[3 * p + d] = before[d];
+    for (int64_t k = 0; k < steps; ++k) {
+      const T h = h_step[k];
+      for (int g = 0; g < g_count; ++g) {
+        Particle<T>& q = group[g];
+        q.moving = q.resume == steps && q.status == kActive && h != 0;
+        q.stage = q.hint;
+        if (q.resume == steps)
+          for (int d = 0; d < 3; ++d) q.before[d] = q.x[d];
+      }
+      for (int i = 0; i < rows; ++i) {
+        for (int g = 0; g < g_count; ++g) {
+          Particle<T>& q = group[g];
+          if (!q.moving) continue;
+          T sum[3] = {0, 0, 0};
+          for (int e = 0; e < terms[i]; ++e) {
+            const T* K = q.K[term_stage[i][e]];
+            const T weight = term_weight[i][e];
+            sum[0] += weight * K[0], sum[1] += weight * K[1], sum[2] += weight * K[2];
+          }
+          for (int d = 0; d < 3; ++d) q.y[d] = q.x[d] + h * sum[d];
+          if (!locate(m, q.y, q.stage, q.cache)) {
+            q.moving = false, q.resume = static_cast<int32_t>(k);
+          } else if (i < stages) {
+            velocity(m, t_start[k] + c[i] * h, q.stage, q.cache, q.K[i]);
+          }
+        }
+      }
+      for (int g = 0; g < g_count; ++g) {
+        Particle<T>& q = group[g];
+        if (q.moving) {
+          if (std::isfinite(q.y[0]) && std::isfinite(q.y[1]) && std::isfinite(q.y[2])) {
+            for (int d = 0; d < 3; ++d) q.x[d] = q.y[d];
+            q.hint = q.stage;
+          } else {
+            q.resume = static_cast<int32_t>(k);
+          }
+        }
+        if (q.resume == steps && q.status == kNotReleased && q.release == k) q.status = kActive;
+      }
     }
-    cell_out->typed_data()[p] = hint.cell;
-    status_out->typed_data()[p] = status;
-    resume_out->typed_data()[p] = resume;
+    for (int g = 0; g < g_count; ++g) {
+      const int64_t p = first + g;
+      const Particle<T>& q = group[g];
+      for (int d = 0; d < 3; ++d) {
+        x_out->typed_data()[3 * p + d] = q.x[d];
+        point_out->typed_data()[3 * p + d] = q.hint.point[d];
+        coords_out->typed_data()[3 * p + d] = q.hint.coords[d];
+        before_out->typed_data()[3 * p + d] = q.before[d];
+      }
+      cell_out->typed_data()[p] = q.hint.cell;
+      status_out->typed_data()[p] = q.status;
+      resume_out->typed_data()[p] = q.resume;
+    }
   }
   return ffi::Error::Success();
 }
