@@ -1,11 +1,12 @@
 // The mesh tracker's steps for a block of particles, each particle carried through all the
-// steps of a save interval before the next one: its cells stay in the core's L1 cache from
-// stage to stage and step to step, which no stage-by-stage pass over the block can do.
+// steps of a save interval before the next one: its cells stay in the core's cache from stage
+// to stage and step to step, which no stage-by-stage pass over the block can do.
 //
 // The arithmetic is MeshField's (flowkit/fields/mesh.py, cells.py): the same check of a point
-// in its hinted cell (Newton warm from the hint's coordinates, the same stopping rule), the same
-// walk across the most violated face, the same shape functions and linear interpolation in time,
-// the same Butcher tableau. A step it cannot finish that way (a point the walk does not settle:
+// in its hinted cell (Newton warm from the hint's coordinates, the same acceptance test; Newton
+// stops once its residual is at rounding level, where the JAX path stops on a small update: the
+// coordinates agree to rounding), the same walk across the most violated face, the same shape
+// functions and linear interpolation in time, the same Butcher tableau. A step it cannot finish that way (a point the walk does not settle:
 // beyond a boundary face, out of walking steps; an end point not finite; a row with no cell) is
 // left undone: the row stops there, with the step's index in `resume`, and the compiled JAX step
 // takes it from that step on (bin search, walls, statuses).
