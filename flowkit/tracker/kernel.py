@@ -19,7 +19,7 @@ from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
 from .native import applies as kernel_applies, kernel_steps
 from .pieces import RunPieces, Slots, State, Times
-from .step import is_due, one_step, started, step_times
+from .step import is_due, jax_steps, started, step_times
 
 
 def advance_local(
@@ -128,16 +128,6 @@ def advance_local(
         step=state.step + saves * save_every,
         courant=courant,
     ), frames
-
-
-def jax_steps(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, steps, block_id, *, n_blocks, given):
-    """The global `steps` of a block by `one_step` in a `lax.scan` (`carry` as `one_step`'s),
-    and each row's position before the last of them."""
-
-    def step(c, k):
-        return (one_step(pieces, times, c[0], k, slots, block_id, n_blocks=n_blocks, given=given)[0], c[0][0]), None
-
-    return jax.lax.scan(step, (carry, carry[0]), steps)[0]
 
 
 def _busy(times: Times, status, t_release, first, *, save_every: int):

@@ -22,7 +22,7 @@ from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
 from .pieces import RunPieces, Slots, Times
-from .step import is_due, one_step, step_times
+from .step import is_due, jax_steps, step_times
 
 KIND_CODES = {"tetra": 0, "hexahedron": 1, "wedge": 2, "pyramid": 3}
 """The kernel's code of each 3-D cell kind (`mesh_chunk.cc`, `enum Kind`)."""
@@ -112,27 +112,20 @@ def _finished(
         rows = jnp.nonzero(left, size=batch, fill_value=n)[0]
         take = lambda tree: jax.tree.map(lambda a: a[jnp.minimum(rows, n - 1)], tree)  # noqa: E731
         start = jnp.where(rows == n, count, take(resume))  # padding is held throughout
-        batch_slots = take(slots)
-
-        def step(c, i):
-            rows_carry, prior = c
-            held = i < start
-            new = one_step(
-                pieces,
-                times,
-                rows_carry + (lost,),
-                steps[i],
-                batch_slots,
-                block_id,
-                n_blocks=n_blocks,
-                given=given,
-                held=held,
-            )[0]
-            return (new[:6], jnp.where(held[:, None], prior, rows_carry[0])), None
-
-        (rows_carry, rows_before), _ = jax.lax.scan(step, (take(carry[:6]), take(before)), jnp.arange(count))
+        rows_carry, rows_before = jax_steps(
+            pieces,
+            times,
+            take(carry[:6]) + (lost,),
+            take(slots),
+            steps,
+            block_id,
+            n_blocks=n_blocks,
+            given=given,
+            start=start,
+            before=take(before),
+        )
         put = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
-        carry = jax.tree.map(put, carry[:6], rows_carry) + (lost,)
+        carry = jax.tree.map(put, carry[:6], rows_carry[:6]) + (lost,)
         return put(left, False), carry, put(before, rows_before)
 
     _, carry, before = jax.lax.while_loop(lambda loop: jnp.any(loop[0]), body, (left, carry, before))

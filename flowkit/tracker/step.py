@@ -115,6 +115,33 @@ def one_step(
     return (x_next, new_status, exit_time, hint, variables, generation, lost), None
 
 
+def jax_steps(
+    pieces: RunPieces,
+    times: Times,
+    carry: tuple,
+    slots: Slots,
+    steps,
+    block_id,
+    *,
+    n_blocks: int,
+    given: tuple = (),
+    start=None,
+    before=None,
+):
+    """The global `steps` of a block by `one_step` in a `lax.scan` (`carry` as `one_step`'s),
+    and each row's position before the last of them. With `start`, row `i` sits out the steps
+    before its `start[i]`-th (the mesh kernel took them) and keeps its `before` through them."""
+
+    def step(c, i):
+        rows, prior = c
+        held = None if start is None else i < start
+        new = one_step(pieces, times, rows, steps[i], slots, block_id, n_blocks=n_blocks, given=given, held=held)[0]
+        return (new, rows[0] if held is None else jnp.where(held[:, None], prior, rows[0])), None
+
+    first = carry[0] if before is None else before
+    return jax.lax.scan(step, (carry, first), jnp.arange(steps.shape[0]))[0]
+
+
 def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
     """`(result, stepped variables, hints)` of one step of the rows not `SKIP`ped in `masked`,
     by the particle model (a tracer: the integrator alone); stochastic ones get per-step keys."""
