@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -209,117 +210,297 @@ inline bool check(const Mesh<T>& m, int32_t cell, const T* row, int32_t kind, co
 }
 
 constexpr int kMapColumns = 37;  // the widest 3-D cell table row (`locator.affine_maps`)
+constexpr int kMaxRows = 16;     // tableau rows (stages + the end point)
+constexpr int kGroup = 8;        // particles stepped side by side, one SIMD lane each
+constexpr int kMixed = -1;       // a mesh of several kinds: each lane's kind chosen in the arithmetic
 
-// A particle's cell as last read from the tables: its table row and kind, and its nodes' values
-// in the two time slices around the last time asked for. A particle stays in a cell for several
-// stages and steps; these reads then come from here instead of tables larger than the cache.
+// A group of particles through a save's steps, a structure of arrays with one lane per particle,
+// so that the arithmetic of a stage (the stage point, the check of its hinted cell, Newton, the
+// interpolation) runs across the group in SIMD lanes; only the walks and table reads go lane by lane.
 template <typename T>
-struct CellCache {
-  int32_t cell = -1, kind = 0, count = 0;
-  int64_t slice = -1;
-  T row[kMapColumns];
-  T now[8][3], later[8][3];
+struct Group {
+  T x[3][kGroup], before[3][kGroup], y[3][kGroup];
+  T K[kMaxRows][3][kGroup];
+  // where x is (the step's hint) and where y is (the stage's)
+  int32_t cell[kGroup], stage_cell[kGroup];
+  T point[3][kGroup], coords[3][kGroup], stage_point[3][kGroup], stage_coords[3][kGroup];
+  int32_t status[kGroup], release[kGroup], resume[kGroup];
+  bool moving[kGroup];
+  // each particle's cell as last read from the tables: its table row and kind, and its nodes'
+  // values in the two time slices from `cached_slice` on (zero past the kind's node count). A
+  // particle stays in a cell for several stages and steps; these reads then come from here
+  // instead of tables larger than the cache.
+  int32_t cached_cell[kGroup], kind[kGroup];
+  int64_t cached_slice[kGroup];
+  T row[kMapColumns][kGroup];
+  T now[8][3][kGroup], later[8][3][kGroup];
 };
 
-// Where `y` lies, from the hint before it (MeshField.locate without its bin search): false when
-// the walk does not settle it.
 template <typename T>
-inline bool locate(const Mesh<T>& m, const T y[3], Hint<T>& hint, const CellCache<T>& cache) {
-  if (hint.cell < 0) return false;
-  if (y[0] == hint.point[0] && y[1] == hint.point[1] && y[2] == hint.point[2]) return true;
-  T xi[3];
-  int face;
-  int32_t cell = hint.cell;
-  const bool cached = cache.cell == cell;
-  bool inside = check(m, cell, cached ? cache.row : m.map + cell * m.map_cols, cached ? cache.kind : m.kind(cell), y,
-                      &hint, xi, &face);
-  for (int s = 0; !inside && s < m.walk_steps; ++s) {
-    cell = m.neighbours[cell * m.faces + face];
-    if (cell < 0) return false;
-    inside = check(m, cell, m.map + cell * m.map_cols, m.kind(cell), y, static_cast<const Hint<T>*>(nullptr), xi, &face);
-  }
-  if (!inside) return false;
-  hint.cell = cell;
-  for (int a = 0; a < 3; ++a) hint.point[a] = y[a], hint.coords[a] = xi[a];
-  return true;
+inline bool finite(T v) {  // std::isfinite, in a form that vectorises
+  return std::abs(v) <= std::numeric_limits<T>::max();
 }
 
-// `cache` holding `cell` and the time slices from `slice` on.
+// Lane g's cache holding `cell` and the time slices from `slice` on.
 template <typename T>
-inline void refill(const Mesh<T>& m, int32_t cell, int64_t slice, CellCache<T>& cache) {
+inline void fill(const Mesh<T>& m, Group<T>& q, int g, int32_t cell, int64_t slice) {
   static constexpr int kNodes[4] = {4, 8, 6, 5};
-  if (cache.cell != cell) {
-    cache.kind = m.kind(cell);
-    cache.count = kNodes[cache.kind];
-    std::copy(m.map + cell * m.map_cols, m.map + (cell + 1) * m.map_cols, cache.row);
+  if (q.cached_cell[g] != cell) {
+    q.kind[g] = m.kind(cell);
+    const T* row = m.map + cell * m.map_cols;
+    for (int c = 0; c < m.map_cols; ++c) q.row[c][g] = row[c];
   }
+  const int count = kNodes[q.kind[g]];
   const T* now = m.values + slice * m.n_points * 3;
   const T* later = now + m.n_points * 3;
   const int32_t* node = m.nodes + cell * m.node_cols;
-  for (int i = 0; i < cache.count; ++i)
+  for (int i = 0; i < 8; ++i)
     for (int c = 0; c < 3; ++c) {
-      cache.now[i][c] = now[int64_t(node[i]) * 3 + c];
-      if (m.times != nullptr) cache.later[i][c] = later[int64_t(node[i]) * 3 + c];
+      const bool real = i < count;
+      q.now[i][c][g] = real ? now[int64_t(node[i]) * 3 + c] : T(0);
+      if (m.times != nullptr) q.later[i][c][g] = real ? later[int64_t(node[i]) * 3 + c] : T(0);
     }
-  cache.cell = cell, cache.slice = slice;
+  q.cached_cell[g] = cell, q.cached_slice[g] = slice;
 }
 
-// The velocity at time t of a point located by `hint` (node weights, linear in time).
+// The largest violation of the coordinates `r, s, t` in a cell of `kind` (`violation`'s value
+// without its face).
 template <typename T>
-inline void velocity(const Mesh<T>& m, T t, const Hint<T>& hint, CellCache<T>& cache, T u[3]) {
-  int64_t it = 0;
-  T wt = 0;
-  if (m.times != nullptr) {
-    it = (std::upper_bound(m.times, m.times + m.n_times, t) - m.times) - 1;
-    it = std::min<int64_t>(std::max<int64_t>(it, 0), m.n_times - 2);
-    wt = clip((t - m.times[it]) / (m.times[it + 1] - m.times[it]), T(0), T(1));
+inline T worst(int32_t kind, T r, T s, T t) {
+  const T tet = std::max(std::max(r + s + t - 1, -r), std::max(-s, -t));
+  const T planes = std::max(std::max(-r, -s), -t);
+  const T hex = std::max(planes, std::max(std::max(r - 1, s - 1), t - 1));
+  const T wedge = std::max(planes, std::max(r + s - 1, t - 1));
+  const T beyond = t - 1, lift = std::max(beyond, T(0));
+  const T pyramid = std::max(std::max(std::max(std::max(-r, r - 1), std::max(-s, s - 1)) + lift, beyond), -t);
+  return kind == kTetra ? tet : kind == kHexahedron ? hex : kind == kWedge ? wedge : pyramid;
+}
+
+// `check` of each lane's stage point y in its hinted cell (held in the lane's cache), across the
+// group: the coordinates and whether y lies inside. `Kind` is the mesh's one kind, or kMixed.
+template <typename T, int Kind>
+inline void check_group(const Mesh<T>& m, const Group<T>& q, T xi[3][kGroup], bool inside[kGroup]) {
+  const T eps16 = 16 * std::numeric_limits<T>::epsilon();
+  bool box[kGroup], any_box = false;
+  for (int g = 0; g < kGroup; ++g) {
+    const int32_t kind = Kind == kMixed ? q.kind[g] : Kind;
+    const T d0 = q.y[0][g] - q.row[0][g], d1 = q.y[1][g] - q.row[1][g], d2 = q.y[2][g] - q.row[2][g];
+    T lin[3];
+    for (int a = 0; a < 3; ++a) lin[a] = q.row[3 + 3 * a][g] * d0 + q.row[4 + 3 * a][g] * d1 + q.row[5 + 3 * a][g] * d2;
+    box[g] = kind != kTetra;
+    any_box |= box[g];
+    if (Kind == kTetra) {
+      for (int a = 0; a < 3; ++a) xi[a][g] = lin[a];
+      continue;
+    }
+    // a box cell starts Newton warm from the stage's hint (same cell), else from its centre
+    const bool warm = finite(q.stage_point[0][g]);
+    const T w0 = q.y[0][g] - q.stage_point[0][g], w1 = q.y[1][g] - q.stage_point[1][g];
+    const T w2 = q.y[2][g] - q.stage_point[2][g];
+    const T centre[3] = {kind == kWedge ? T(1) / T(3) : T(0.5), kind == kWedge ? T(1) / T(3) : T(0.5),
+                         kind == kPyramid ? T(0.2) : T(0.5)};
+    for (int a = 0; a < 3; ++a) {
+      const T moved = q.row[3 + 3 * a][g] * w0 + q.row[4 + 3 * a][g] * w1 + q.row[5 + 3 * a][g] * w2;
+      const T start = warm ? q.stage_coords[a][g] + moved : lin[a] + centre[a];
+      xi[a][g] = box[g] ? clip(start, T(-2), T(3)) : lin[a];
+    }
   }
-  if (cache.cell != hint.cell || cache.slice != it) refill(m, hint.cell, it, cache);
-  const int32_t kind = cache.kind;
-  const T r = hint.coords[0], s = hint.coords[1], z = hint.coords[2];
-  T w[8];
-  if (kind == kTetra) {
-    w[0] = 1 - (r + s + z), w[1] = r, w[2] = s, w[3] = z;
-  } else if (kind == kHexahedron) {
-    box_shape(hint.coords, w);
-  } else if (kind == kWedge) {
-    const T v = 1 - r - s;
-    w[0] = v * (1 - z), w[1] = r * (1 - z), w[2] = s * (1 - z), w[3] = v * z, w[4] = r * z, w[5] = s * z;
-  } else {
-    const T rm = 1 - r, sm = 1 - s, zm = 1 - z;
-    w[0] = rm * sm * zm, w[1] = r * sm * zm, w[2] = r * s * zm, w[3] = rm * s * zm, w[4] = z;
+  bool converged[kGroup];
+  for (int g = 0; g < kGroup; ++g) converged[g] = true;
+  if (Kind != kTetra && any_box) {
+    // Newton on each lane's box polynomial (`newton`), lanes stopping as they settle
+    T a[7][3][kGroup], target[3][kGroup], res[3][kGroup], size[kGroup];
+    bool active[kGroup];
+    for (int g = 0; g < kGroup; ++g) {
+      for (int d = 0; d < 3; ++d) {
+        const T x1 = q.row[15 + d][g], x2 = q.row[18 + d][g], x3 = q.row[21 + d][g], x4 = q.row[24 + d][g];
+        const T x5 = q.row[27 + d][g], x6 = q.row[30 + d][g], x7 = q.row[33 + d][g];
+        a[0][d][g] = x1, a[1][d][g] = x3, a[2][d][g] = x4;
+        a[3][d][g] = x2 - x1 - x3, a[4][d][g] = x5 - x1 - x4, a[5][d][g] = x7 - x3 - x4;
+        a[6][d][g] = x1 - x2 + x3 + x4 - x5 + x6 - x7;
+        target[d][g] = q.y[d][g] - q.row[12 + d][g];
+      }
+      size[g] = q.row[36][g];
+    }
+    auto residual = [&](int g) {
+      const T r = xi[0][g], s = xi[1][g], t = xi[2][g];
+      const T rs = r * s, rt = r * t, st = s * t, rst = rs * t;
+      for (int d = 0; d < 3; ++d)
+        res[d][g] = a[0][d][g] * r + a[1][d][g] * s + a[2][d][g] * t + a[3][d][g] * rs + a[4][d][g] * rt +
+                    a[5][d][g] * st + a[6][d][g] * rst - target[d][g];
+    };
+    auto largest_res = [&](int g) {
+      return std::max(std::max(std::abs(res[0][g]), std::abs(res[1][g])), std::abs(res[2][g]));
+    };
+    bool any = false;
+    for (int g = 0; g < kGroup; ++g) {
+      residual(g);
+      active[g] = box[g] && largest_res(g) > eps16 * size[g];
+      any |= active[g];
+    }
+    for (int i = 0; i < m.newton_steps && any; ++i) {
+      any = false;
+      for (int g = 0; g < kGroup; ++g) {
+        const T r = xi[0][g], s = xi[1][g], t = xi[2][g];
+        T c0[3], c1[3], c2[3];
+        for (int d = 0; d < 3; ++d) {
+          c0[d] = a[0][d][g] + a[3][d][g] * s + a[4][d][g] * t + a[6][d][g] * (s * t);
+          c1[d] = a[1][d][g] + a[3][d][g] * r + a[5][d][g] * t + a[6][d][g] * (r * t);
+          c2[d] = a[2][d][g] + a[4][d][g] * r + a[5][d][g] * s + a[6][d][g] * (r * s);
+        }
+        const T e0 = res[0][g], e1 = res[1][g], e2 = res[2][g];
+        const T k12[3] = {c1[1] * c2[2] - c1[2] * c2[1], c1[2] * c2[0] - c1[0] * c2[2], c1[0] * c2[1] - c1[1] * c2[0]};
+        const T det = c0[0] * k12[0] + c0[1] * k12[1] + c0[2] * k12[2];
+        const T rc2[3] = {e1 * c2[2] - e2 * c2[1], e2 * c2[0] - e0 * c2[2], e0 * c2[1] - e1 * c2[0]};
+        const T c1r[3] = {c1[1] * e2 - c1[2] * e1, c1[2] * e0 - c1[0] * e2, c1[0] * e1 - c1[1] * e0};
+        const T delta[3] = {e0 * k12[0] + e1 * k12[1] + e2 * k12[2], c0[0] * rc2[0] + c0[1] * rc2[1] + c0[2] * rc2[2],
+                            c0[0] * c1r[0] + c0[1] * c1r[1] + c0[2] * c1r[2]};
+        const T inverse = det == 0 ? T(0) : 1 / det;
+        for (int d = 0; d < 3; ++d) xi[d][g] = active[g] ? clip(xi[d][g] - delta[d] * inverse, T(-2), T(3)) : xi[d][g];
+        const T kept[3] = {res[0][g], res[1][g], res[2][g]};
+        residual(g);
+        for (int d = 0; d < 3; ++d) res[d][g] = active[g] ? res[d][g] : kept[d];
+        active[g] = active[g] && largest_res(g) > eps16 * size[g];
+        any |= active[g];
+      }
+    }
+    for (int g = 0; g < kGroup; ++g) converged[g] = !box[g] || largest_res(g) <= m.small * size[g];
   }
-  T u0 = 0, u1 = 0, u2 = 0;
+  for (int g = 0; g < kGroup; ++g) {
+    const int32_t kind = Kind == kMixed ? q.kind[g] : Kind;
+    inside[g] = worst(kind, xi[0][g], xi[1][g], xi[2][g]) <= m.tolerance && converged[g];
+  }
+}
+
+// Where each moving lane's stage point y lies, from its stage hint (MeshField.locate without its
+// bin search): the hinted cell checked across the group, walks lane by lane. A lane the walk
+// does not settle stops moving, to resume at step k in the JAX step.
+template <typename T, int Kind>
+inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k) {
+  bool need[kGroup], any = false;
+  for (int g = 0; g < kGroup; ++g) {
+    need[g] = q.moving[g] && !(q.y[0][g] == q.stage_point[0][g] && q.y[1][g] == q.stage_point[1][g] &&
+                               q.y[2][g] == q.stage_point[2][g] && q.stage_cell[g] >= 0);
+    any |= need[g];
+  }
+  if (!any) return;
+  for (int g = 0; g < kGroup; ++g) {
+    if (!need[g]) continue;
+    if (q.stage_cell[g] < 0) {
+      q.moving[g] = false, q.resume[g] = k, need[g] = false;
+    } else if (q.cached_cell[g] != q.stage_cell[g]) {
+      fill(m, q, g, q.stage_cell[g], slice);
+    }
+  }
+  T xi[3][kGroup];
+  bool inside[kGroup];
+  check_group<T, Kind>(m, q, xi, inside);
+  for (int g = 0; g < kGroup; ++g) {
+    if (!need[g]) continue;
+    T lane[3] = {xi[0][g], xi[1][g], xi[2][g]};
+    int32_t cell = q.stage_cell[g];
+    bool found = inside[g];
+    if (!found) {  // the walk across the most violated face, as `locate`
+      const T y[3] = {q.y[0][g], q.y[1][g], q.y[2][g]};
+      int face;
+      violation(q.kind[g], lane, &face);
+      for (int s = 0; !found && s < m.walk_steps; ++s) {
+        cell = m.neighbours[cell * m.faces + face];
+        if (cell < 0) break;
+        found = check(m, cell, m.map + cell * m.map_cols, m.kind(cell), y, static_cast<const Hint<T>*>(nullptr), lane,
+                      &face);
+      }
+    }
+    if (!found) {
+      q.moving[g] = false, q.resume[g] = k;
+      continue;
+    }
+    q.stage_cell[g] = cell;
+    for (int a = 0; a < 3; ++a) q.stage_point[a][g] = q.y[a][g], q.stage_coords[a][g] = lane[a];
+  }
+}
+
+// Each moving lane's velocity at its stage hint (node weights, linear in time between slices
+// `slice` and `slice + 1` with weight `wt`), into `u`.
+template <typename T, int Kind>
+inline void velocity_group(const Mesh<T>& m, Group<T>& q, int64_t slice, T wt, T u[3][kGroup]) {
+  for (int g = 0; g < kGroup; ++g)
+    if (q.moving[g] && (q.cached_cell[g] != q.stage_cell[g] || q.cached_slice[g] != slice))
+      fill(m, q, g, q.stage_cell[g], slice);
+  constexpr int count = Kind == kTetra ? 4 : Kind == kWedge ? 6 : Kind == kPyramid ? 5 : 8;
+  T w[8][kGroup];
+  for (int g = 0; g < kGroup; ++g) {
+    const int32_t kind = Kind == kMixed ? q.kind[g] : Kind;
+    const T r = q.stage_coords[0][g], s = q.stage_coords[1][g], z = q.stage_coords[2][g];
+    const T rm = 1 - r, sm = 1 - s, zm = 1 - z, v = 1 - r - s;
+    T tet[4] = {1 - (r + s + z), r, s, z};
+    T hex[8] = {rm * sm * zm, r * sm * zm, r * s * zm, rm * s * zm, rm * sm * z, r * sm * z, r * s * z, rm * s * z};
+    T wedge[6] = {v * zm, r * zm, s * zm, v * z, r * z, s * z};
+    T pyramid[5] = {rm * sm * zm, r * sm * zm, r * s * zm, rm * s * zm, z};
+    for (int i = 0; i < count; ++i) {
+      const T of_tet = i < 4 ? tet[i] : T(0), of_wedge = i < 6 ? wedge[i] : T(0), of_pyramid = i < 5 ? pyramid[i] : T(0);
+      w[i][g] = kind == kTetra ? of_tet : kind == kHexahedron ? hex[i] : kind == kWedge ? of_wedge : of_pyramid;
+    }
+  }
+  for (int g = 0; g < kGroup; ++g) u[0][g] = u[1][g] = u[2][g] = 0;
   if (m.times == nullptr) {
-    for (int i = 0; i < cache.count; ++i) {
-      const T* v = cache.now[i];
-      u0 += w[i] * v[0], u1 += w[i] * v[1], u2 += w[i] * v[2];
-    }
+    for (int i = 0; i < count; ++i)
+      for (int c = 0; c < 3; ++c)
+        for (int g = 0; g < kGroup; ++g) u[c][g] += w[i][g] * q.now[i][c][g];
   } else {
-    for (int i = 0; i < cache.count; ++i) {
-      const T* v = cache.now[i];
-      const T* later = cache.later[i];
-      u0 += w[i] * (v[0] + wt * (later[0] - v[0]));
-      u1 += w[i] * (v[1] + wt * (later[1] - v[1]));
-      u2 += w[i] * (v[2] + wt * (later[2] - v[2]));
-    }
+    for (int i = 0; i < count; ++i)
+      for (int c = 0; c < 3; ++c)
+        for (int g = 0; g < kGroup; ++g) {
+          const T v = q.now[i][c][g];
+          u[c][g] += w[i][g] * (v + wt * (q.later[i][c][g] - v));
+        }
   }
-  u[0] = u0, u[1] = u1, u[2] = u2;
 }
 
-constexpr int kMaxRows = 16;  // tableau rows (stages + the end point)
-constexpr int kGroup = 8;     // particles stepped side by side
-
-// One particle through a save's steps: where it is, its hints, its stage derivatives.
-template <typename T>
-struct Particle {
-  T x[3], before[3], y[3];
-  T K[kMaxRows][3];
-  Hint<T> hint, stage;
-  CellCache<T> cache;
-  int32_t status, release, resume;
-  bool moving;
-};
+// The particles from `first` on (a group, `count` of them real) through the call's steps.
+template <typename T, int Kind>
+void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int terms[], const int term_stage[][kMaxRows],
+               const T term_weight[][kMaxRows], const T* h_step, const int64_t* slice_of, const T* wt_of) {
+  const int stages = rows - 1;
+  for (int64_t k = 0; k < steps; ++k) {
+    const T h = h_step[k];
+    for (int g = 0; g < kGroup; ++g) {
+      const bool going = q.resume[g] == steps;
+      q.moving[g] = going && q.status[g] == kActive && h != 0;
+      q.stage_cell[g] = q.cell[g];
+      for (int d = 0; d < 3; ++d) {
+        q.stage_point[d][g] = q.point[d][g], q.stage_coords[d][g] = q.coords[d][g];
+        if (going) q.before[d][g] = q.x[d][g];
+      }
+    }
+    for (int i = 0; i < rows; ++i) {
+      for (int d = 0; d < 3; ++d) {
+        T sum[kGroup] = {};
+        for (int e = 0; e < terms[i]; ++e) {
+          const T weight = term_weight[i][e];
+          const T* K = q.K[term_stage[i][e]][d];
+          for (int g = 0; g < kGroup; ++g) sum[g] += weight * K[g];
+        }
+        for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+      }
+      const int64_t slice = slice_of[k * rows + i];
+      locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k));
+      if (i < stages) velocity_group<T, Kind>(m, q, slice, wt_of[k * rows + i], q.K[i]);
+    }
+    for (int g = 0; g < kGroup; ++g) {
+      if (q.moving[g]) {
+        if (finite(q.y[0][g]) && finite(q.y[1][g]) && finite(q.y[2][g])) {
+          q.cell[g] = q.stage_cell[g];
+          for (int d = 0; d < 3; ++d)
+            q.x[d][g] = q.y[d][g], q.point[d][g] = q.stage_point[d][g], q.coords[d][g] = q.stage_coords[d][g];
+        } else {
+          q.resume[g] = static_cast<int32_t>(k);
+        }
+      }
+      if (q.resume[g] == steps && q.status[g] == kNotReleased && q.release[g] == k) q.status[g] = kActive;
+    }
+  }
+}
 
 template <ffi::DataType DT>
 ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buffer<ffi::S32> cell_in,
@@ -375,78 +556,56 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   }
   const T* t_start = step_start.typed_data();
   const T* h_step = step_length.typed_data();
-
-  // Particles go through the steps in groups of kGroup, stage by stage across the group: one
-  // particle's stages form a chain of dependent latencies (locate, interpolate, next stage
-  // point), which the core overlaps only between independent particles.
-  for (int64_t first = 0; first < n; first += kGroup) {
-    const int g_count = static_cast<int>(std::min<int64_t>(kGroup, n - first));
-    Particle<T> group[kGroup];
-    for (int g = 0; g < g_count; ++g) {
-      const int64_t p = first + g;
-      Particle<T>& q = group[g];
-      for (int d = 0; d < 3; ++d) {
-        q.x[d] = q.before[d] = x_in.typed_data()[3 * p + d];
-        q.hint.point[d] = point_in.typed_data()[3 * p + d];
-        q.hint.coords[d] = coords_in.typed_data()[3 * p + d];
-      }
-      q.hint.cell = cell_in.typed_data()[p];
-      q.status = status_in.typed_data()[p];
-      q.release = release_step.typed_data()[p];
-      q.resume = static_cast<int32_t>(steps);
-    }
-    for (int64_t k = 0; k < steps; ++k) {
-      const T h = h_step[k];
-      for (int g = 0; g < g_count; ++g) {
-        Particle<T>& q = group[g];
-        q.moving = q.resume == steps && q.status == kActive && h != 0;
-        q.stage = q.hint;
-        if (q.resume == steps)
-          for (int d = 0; d < 3; ++d) q.before[d] = q.x[d];
-      }
+  // each row's time slice and weight in time, the same for every particle
+  std::vector<int64_t> slice_of(steps * rows, 0);
+  std::vector<T> wt_of(steps * rows, T(0));
+  if (m.times != nullptr)
+    for (int64_t k = 0; k < steps; ++k)
       for (int i = 0; i < rows; ++i) {
-        for (int g = 0; g < g_count; ++g) {
-          Particle<T>& q = group[g];
-          if (!q.moving) continue;
-          T sum[3] = {0, 0, 0};
-          for (int e = 0; e < terms[i]; ++e) {
-            const T* K = q.K[term_stage[i][e]];
-            const T weight = term_weight[i][e];
-            sum[0] += weight * K[0], sum[1] += weight * K[1], sum[2] += weight * K[2];
-          }
-          for (int d = 0; d < 3; ++d) q.y[d] = q.x[d] + h * sum[d];
-          if (!locate(m, q.y, q.stage, q.cache)) {
-            q.moving = false, q.resume = static_cast<int32_t>(k);
-          } else if (i < stages) {
-            velocity(m, t_start[k] + c[i] * h, q.stage, q.cache, q.K[i]);
-          }
-        }
+        const T t = t_start[k] + c[i] * h_step[k];
+        int64_t it = (std::upper_bound(m.times, m.times + m.n_times, t) - m.times) - 1;
+        it = std::min<int64_t>(std::max<int64_t>(it, 0), m.n_times - 2);
+        slice_of[k * rows + i] = it;
+        wt_of[k * rows + i] = clip((t - m.times[it]) / (m.times[it + 1] - m.times[it]), T(0), T(1));
       }
-      for (int g = 0; g < g_count; ++g) {
-        Particle<T>& q = group[g];
-        if (q.moving) {
-          if (std::isfinite(q.y[0]) && std::isfinite(q.y[1]) && std::isfinite(q.y[2])) {
-            for (int d = 0; d < 3; ++d) q.x[d] = q.y[d];
-            q.hint = q.stage;
-          } else {
-            q.resume = static_cast<int32_t>(k);
-          }
-        }
-        if (q.resume == steps && q.status == kNotReleased && q.release == k) q.status = kActive;
-      }
-    }
-    for (int g = 0; g < g_count; ++g) {
-      const int64_t p = first + g;
-      const Particle<T>& q = group[g];
+  const int32_t one_kind = m.kind_of_cell == nullptr ? m.kind_code[0] : kMixed;
+  auto run = one_kind == kTetra        ? run_group<T, kTetra>
+             : one_kind == kHexahedron ? run_group<T, kHexahedron>
+             : one_kind == kWedge      ? run_group<T, kWedge>
+             : one_kind == kPyramid    ? run_group<T, kPyramid>
+                                       : run_group<T, kMixed>;
+
+  const T* x0 = x_in.typed_data();
+  const T* p0 = point_in.typed_data();
+  const T* xi0 = coords_in.typed_data();
+  Group<T> q;
+  for (int64_t first = 0; first < n; first += kGroup) {
+    const int count = static_cast<int>(std::min<int64_t>(kGroup, n - first));
+    for (int g = 0; g < kGroup; ++g) {
+      const int64_t p = first + std::min(g, count - 1);  // lanes past the end: copies of the last, not written
       for (int d = 0; d < 3; ++d) {
-        x_out->typed_data()[3 * p + d] = q.x[d];
-        point_out->typed_data()[3 * p + d] = q.hint.point[d];
-        coords_out->typed_data()[3 * p + d] = q.hint.coords[d];
-        before_out->typed_data()[3 * p + d] = q.before[d];
+        q.x[d][g] = q.before[d][g] = x0[3 * p + d];
+        q.point[d][g] = p0[3 * p + d];
+        q.coords[d][g] = xi0[3 * p + d];
       }
-      cell_out->typed_data()[p] = q.hint.cell;
-      status_out->typed_data()[p] = q.status;
-      resume_out->typed_data()[p] = q.resume;
+      q.cell[g] = cell_in.typed_data()[p];
+      q.status[g] = status_in.typed_data()[p];
+      q.release[g] = release_step.typed_data()[p];
+      q.resume[g] = static_cast<int32_t>(steps);
+      q.cached_cell[g] = -1, q.cached_slice[g] = -1;
+    }
+    run(m, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data());
+    for (int g = 0; g < count; ++g) {
+      const int64_t p = first + g;
+      for (int d = 0; d < 3; ++d) {
+        x_out->typed_data()[3 * p + d] = q.x[d][g];
+        point_out->typed_data()[3 * p + d] = q.point[d][g];
+        coords_out->typed_data()[3 * p + d] = q.coords[d][g];
+        before_out->typed_data()[3 * p + d] = q.before[d][g];
+      }
+      cell_out->typed_data()[p] = q.cell[g];
+      status_out->typed_data()[p] = q.status[g];
+      resume_out->typed_data()[p] = q.resume[g];
     }
   }
   return ffi::Error::Success();
