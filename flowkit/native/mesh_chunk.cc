@@ -473,7 +473,9 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
         if (going) q.before[d][g] = q.x[d][g];
       }
     }
-    for (int i = 0; i < rows; ++i) {
+    bool any_moving = false;
+    for (int g = 0; g < kGroup; ++g) any_moving |= q.moving[g];
+    for (int i = 0; i < rows && any_moving; ++i) {
       for (int d = 0; d < 3; ++d) {
         T sum[kGroup] = {};
         for (int e = 0; e < terms[i]; ++e) {
@@ -578,25 +580,46 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   const T* x0 = x_in.typed_data();
   const T* p0 = point_in.typed_data();
   const T* xi0 = coords_in.typed_data();
+  const int32_t* status0 = status_in.typed_data();
+  const int32_t* release0 = release_step.typed_data();
+  // Only particles that move in this call take lanes (active, or released in it); the others
+  // leave as they came, so that a group is not held back by stopped lanes.
+  std::vector<int64_t> live;
+  live.reserve(n);
+  for (int64_t p = 0; p < n; ++p) {
+    if (status0[p] == kActive || (status0[p] == kNotReleased && release0[p] >= 0)) {
+      live.push_back(p);
+      continue;
+    }
+    for (int d = 0; d < 3; ++d) {
+      x_out->typed_data()[3 * p + d] = before_out->typed_data()[3 * p + d] = x0[3 * p + d];
+      point_out->typed_data()[3 * p + d] = p0[3 * p + d];
+      coords_out->typed_data()[3 * p + d] = xi0[3 * p + d];
+    }
+    cell_out->typed_data()[p] = cell_in.typed_data()[p];
+    status_out->typed_data()[p] = status0[p];
+    resume_out->typed_data()[p] = static_cast<int32_t>(steps);
+  }
+  const int64_t n_live = static_cast<int64_t>(live.size());
   Group<T> q;
-  for (int64_t first = 0; first < n; first += kGroup) {
-    const int count = static_cast<int>(std::min<int64_t>(kGroup, n - first));
+  for (int64_t first = 0; first < n_live; first += kGroup) {
+    const int count = static_cast<int>(std::min<int64_t>(kGroup, n_live - first));
     for (int g = 0; g < kGroup; ++g) {
-      const int64_t p = first + std::min(g, count - 1);  // lanes past the end: copies of the last, not written
+      const int64_t p = live[first + std::min(g, count - 1)];  // lanes past the end: copies of the last, not written
       for (int d = 0; d < 3; ++d) {
         q.x[d][g] = q.before[d][g] = x0[3 * p + d];
         q.point[d][g] = p0[3 * p + d];
         q.coords[d][g] = xi0[3 * p + d];
       }
       q.cell[g] = cell_in.typed_data()[p];
-      q.status[g] = status_in.typed_data()[p];
-      q.release[g] = release_step.typed_data()[p];
+      q.status[g] = status0[p];
+      q.release[g] = release0[p];
       q.resume[g] = static_cast<int32_t>(steps);
       q.cached_cell[g] = -1, q.cached_slice[g] = -1;
     }
     run(m, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data());
     for (int g = 0; g < count; ++g) {
-      const int64_t p = first + g;
+      const int64_t p = live[first + g];
       for (int d = 0; d < 3; ++d) {
         x_out->typed_data()[3 * p + d] = q.x[d][g];
         point_out->typed_data()[3 * p + d] = q.point[d][g];

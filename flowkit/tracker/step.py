@@ -130,7 +130,10 @@ def jax_steps(
 ):
     """The global `steps` of a block by `one_step` in a `lax.scan` (`carry` as `one_step`'s),
     and each row's position before the last of them. With `start`, row `i` sits out the steps
-    before its `start[i]`-th (the mesh kernel took them) and keeps its `before` through them."""
+    before its `start[i]`-th (the mesh kernel took them) and keeps its `before` through them;
+    then the steps run from the first row's start only while some row that takes steps is
+    active (most rows the kernel hands back leave the domain in their first step)."""
+    count = steps.shape[0]
 
     def step(c, i):
         rows, prior = c
@@ -139,7 +142,19 @@ def jax_steps(
         return (new, rows[0] if held is None else jnp.where(held[:, None], prior, rows[0])), None
 
     first = carry[0] if before is None else before
-    return jax.lax.scan(step, (carry, first), jnp.arange(steps.shape[0]))[0]
+    if start is None:
+        return jax.lax.scan(step, (carry, first), jnp.arange(count))[0]
+    takes = start < count  # rows that take steps (not padding)
+
+    def going(loop):
+        i, (rows, _) = loop
+        return (i < count) & jnp.any(takes & (rows[1] == Status.ACTIVE))
+
+    i, (rows, prior) = jax.lax.while_loop(
+        going, lambda loop: (loop[0] + 1, step(loop[1], loop[0])[0]), (jnp.min(start), (carry, first))
+    )
+    # the steps left out move no row: the position before the last of them is where each row stands
+    return rows, jnp.where((takes & (i < count))[:, None], rows[0], prior)
 
 
 def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
