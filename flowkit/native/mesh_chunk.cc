@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -263,113 +264,168 @@ inline void fill(const Mesh<T>& m, Group<T>& q, int g, int32_t cell, int64_t sli
   q.cached_cell[g] = cell, q.cached_slice[g] = slice;
 }
 
-// The largest violation of the coordinates `r, s, t` in a cell of `kind` (`violation`'s value
-// without its face).
+// Arithmetic across a group's lanes, kWidth lanes at a time: GCC's vector extensions, as wide
+// as the baseline x86-64 registers (SSE: 4 floats, 2 doubles). M: a lane mask (-1 or 0).
+constexpr int kBytes = 16;
 template <typename T>
-inline T worst(int32_t kind, T r, T s, T t) {
-  const T tet = std::max(std::max(r + s + t - 1, -r), std::max(-s, -t));
-  const T planes = std::max(std::max(-r, -s), -t);
-  const T hex = std::max(planes, std::max(std::max(r - 1, s - 1), t - 1));
-  const T wedge = std::max(planes, std::max(r + s - 1, t - 1));
-  const T beyond = t - 1, lift = std::max(beyond, T(0));
-  const T pyramid = std::max(std::max(std::max(std::max(-r, r - 1), std::max(-s, s - 1)) + lift, beyond), -t);
-  return kind == kTetra ? tet : kind == kHexahedron ? hex : kind == kWedge ? wedge : pyramid;
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(kBytes)));
+  typedef int32_t M __attribute__((vector_size(kBytes)));
+  typedef int32_t Kinds __attribute__((vector_size(kBytes)));
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(kBytes)));
+  typedef int64_t M __attribute__((vector_size(kBytes)));
+  typedef int32_t Kinds __attribute__((vector_size(kBytes / 2)));
+};
+template <typename T>
+constexpr int kWidth = kBytes / sizeof(T);
+
+template <typename V, typename E>
+inline V load(const E* lanes) {
+  V v;
+  std::memcpy(&v, lanes, sizeof v);
+  return v;
+}
+template <typename V, typename E>
+inline void store(E* lanes, V v) {
+  std::memcpy(lanes, &v, sizeof v);
+}
+template <typename V>
+inline V vmax(V a, V b) {  // std::max(a, b), lane by lane
+  return a < b ? b : a;
+}
+template <typename V>
+inline V vmin(V a, V b) {  // std::min(a, b)
+  return b < a ? b : a;
+}
+template <typename V>
+inline V vabs(V a) {
+  return a < 0 ? -a : a;
+}
+template <typename M>
+inline bool any(M mask) {
+  for (int g = 0; g < int(sizeof(M) / sizeof(mask[0])); ++g)
+    if (mask[g]) return true;
+  return false;
+}
+
+// The lanes whose kind is `kind`, as a mask of V's width (all or none for a mesh of one kind).
+template <typename T, int Kind>
+inline typename Simd<T>::M of_kind(const typename Simd<T>::Kinds& kinds, int32_t kind) {
+  using M = typename Simd<T>::M;
+  if (Kind != kMixed) return M{} - (Kind == kind ? 1 : 0);
+  return __builtin_convertvector(kinds == kind, M);
+}
+
+// The largest violation of the coordinates `r, s, t` in each lane's cell (`violation`'s value
+// without its face).
+template <typename T, int Kind>
+inline typename Simd<T>::V worst(const typename Simd<T>::Kinds& kinds, typename Simd<T>::V r, typename Simd<T>::V s,
+                                 typename Simd<T>::V t) {
+  using V = typename Simd<T>::V;
+  const V tet = vmax(vmax(r + s + t - 1, -r), vmax(-s, -t));
+  if (Kind == kTetra) return tet;
+  const V planes = vmax(vmax(-r, -s), -t);
+  const V hex = vmax(planes, vmax(vmax(r - 1, s - 1), t - 1));
+  if (Kind == kHexahedron) return hex;
+  const V wedge = vmax(planes, vmax(r + s - 1, t - 1));
+  const V beyond = t - 1, lift = vmax(beyond, V{});
+  const V pyramid = vmax(vmax(vmax(vmax(-r, r - 1), vmax(-s, s - 1)) + lift, beyond), -t);
+  return of_kind<T, Kind>(kinds, kTetra) ? tet
+         : of_kind<T, Kind>(kinds, kHexahedron) ? hex
+         : of_kind<T, Kind>(kinds, kWedge)      ? wedge
+                                                : pyramid;
 }
 
 // `check` of each lane's stage point y in its hinted cell (held in the lane's cache), across the
 // group: the coordinates and whether y lies inside. `Kind` is the mesh's one kind, or kMixed.
+// `check_group` of the lanes from `o` on, a vector of them.
 template <typename T, int Kind>
-inline void check_group(const Mesh<T>& m, const Group<T>& q, T xi[3][kGroup], bool inside[kGroup]) {
-  const T eps16 = 16 * std::numeric_limits<T>::epsilon();
-  bool box[kGroup], any_box = false;
-  for (int g = 0; g < kGroup; ++g) {
-    const int32_t kind = Kind == kMixed ? q.kind[g] : Kind;
-    const T d0 = q.y[0][g] - q.row[0][g], d1 = q.y[1][g] - q.row[1][g], d2 = q.y[2][g] - q.row[2][g];
-    T lin[3];
-    for (int a = 0; a < 3; ++a) lin[a] = q.row[3 + 3 * a][g] * d0 + q.row[4 + 3 * a][g] * d1 + q.row[5 + 3 * a][g] * d2;
-    box[g] = kind != kTetra;
-    any_box |= box[g];
-    if (Kind == kTetra) {
-      for (int a = 0; a < 3; ++a) xi[a][g] = lin[a];
-      continue;
-    }
+inline void check_lanes(const Mesh<T>& m, const Group<T>& q, int o, T xi_out[3][kGroup], bool inside_out[kGroup]) {
+  using V = typename Simd<T>::V;
+  using M = typename Simd<T>::M;
+  const auto kinds = load<typename Simd<T>::Kinds>(q.kind + o);
+  const V y[3] = {load<V>(q.y[0] + o), load<V>(q.y[1] + o), load<V>(q.y[2] + o)};
+  auto row = [&](int c) { return load<V>(q.row[c] + o); };
+  auto linear_of = [&](const V d[3], V out[3]) {
+    for (int a = 0; a < 3; ++a) out[a] = row(3 + 3 * a) * d[0] + row(4 + 3 * a) * d[1] + row(5 + 3 * a) * d[2];
+  };
+  const V d[3] = {y[0] - row(0), y[1] - row(1), y[2] - row(2)};
+  V xi[3];
+  linear_of(d, xi);
+  M converged = M{} - 1;
+  const M box = ~of_kind<T, Kind>(kinds, kTetra);
+  if (Kind != kTetra && any(box)) {
     // a box cell starts Newton warm from the stage's hint (same cell), else from its centre
-    const bool warm = finite(q.stage_point[0][g]);
-    const T w0 = q.y[0][g] - q.stage_point[0][g], w1 = q.y[1][g] - q.stage_point[1][g];
-    const T w2 = q.y[2][g] - q.stage_point[2][g];
-    const T centre[3] = {kind == kWedge ? T(1) / T(3) : T(0.5), kind == kWedge ? T(1) / T(3) : T(0.5),
-                         kind == kPyramid ? T(0.2) : T(0.5)};
+    const V point[3] = {load<V>(q.stage_point[0] + o), load<V>(q.stage_point[1] + o), load<V>(q.stage_point[2] + o)};
+    const M warm = vabs(point[0]) <= std::numeric_limits<T>::max();  // std::isfinite
+    const V w[3] = {y[0] - point[0], y[1] - point[1], y[2] - point[2]};
+    V moved[3];
+    linear_of(w, moved);
+    const M wedge = of_kind<T, Kind>(kinds, kWedge), pyramid = of_kind<T, Kind>(kinds, kPyramid);
+    const V half = V{} + T(0.5), third = V{} + T(1) / T(3);
+    const V centre[3] = {wedge ? third : half, wedge ? third : half, pyramid ? V{} + T(0.2) : half};
     for (int a = 0; a < 3; ++a) {
-      const T moved = q.row[3 + 3 * a][g] * w0 + q.row[4 + 3 * a][g] * w1 + q.row[5 + 3 * a][g] * w2;
-      const T start = warm ? q.stage_coords[a][g] + moved : lin[a] + centre[a];
-      xi[a][g] = box[g] ? clip(start, T(-2), T(3)) : lin[a];
+      const V start = warm ? load<V>(q.stage_coords[a] + o) + moved[a] : xi[a] + centre[a];
+      xi[a] = box ? vmin(vmax(start, V{} - 2), V{} + 3) : xi[a];
     }
-  }
-  bool converged[kGroup];
-  for (int g = 0; g < kGroup; ++g) converged[g] = true;
-  if (Kind != kTetra && any_box) {
     // Newton on each lane's box polynomial (`newton`), lanes stopping as they settle
-    T a[7][3][kGroup], target[3][kGroup], res[3][kGroup], size[kGroup];
-    bool active[kGroup];
-    for (int g = 0; g < kGroup; ++g) {
-      for (int d = 0; d < 3; ++d) {
-        const T x1 = q.row[15 + d][g], x2 = q.row[18 + d][g], x3 = q.row[21 + d][g], x4 = q.row[24 + d][g];
-        const T x5 = q.row[27 + d][g], x6 = q.row[30 + d][g], x7 = q.row[33 + d][g];
-        a[0][d][g] = x1, a[1][d][g] = x3, a[2][d][g] = x4;
-        a[3][d][g] = x2 - x1 - x3, a[4][d][g] = x5 - x1 - x4, a[5][d][g] = x7 - x3 - x4;
-        a[6][d][g] = x1 - x2 + x3 + x4 - x5 + x6 - x7;
-        target[d][g] = q.y[d][g] - q.row[12 + d][g];
-      }
-      size[g] = q.row[36][g];
+    V A[7][3], target[3];
+    for (int c = 0; c < 3; ++c) {
+      const V x1 = row(15 + c), x2 = row(18 + c), x3 = row(21 + c), x4 = row(24 + c);
+      const V x5 = row(27 + c), x6 = row(30 + c), x7 = row(33 + c);
+      A[0][c] = x1, A[1][c] = x3, A[2][c] = x4;
+      A[3][c] = x2 - x1 - x3, A[4][c] = x5 - x1 - x4, A[5][c] = x7 - x3 - x4;
+      A[6][c] = x1 - x2 + x3 + x4 - x5 + x6 - x7;
+      target[c] = y[c] - row(12 + c);
     }
-    auto residual = [&](int g) {
-      const T r = xi[0][g], s = xi[1][g], t = xi[2][g];
-      const T rs = r * s, rt = r * t, st = s * t, rst = rs * t;
-      for (int d = 0; d < 3; ++d)
-        res[d][g] = a[0][d][g] * r + a[1][d][g] * s + a[2][d][g] * t + a[3][d][g] * rs + a[4][d][g] * rt +
-                    a[5][d][g] * st + a[6][d][g] * rst - target[d][g];
+    const V size = row(36);
+    const V settled = size * (16 * std::numeric_limits<T>::epsilon());
+    V e[3];
+    auto residual = [&]() {
+      const V r = xi[0], s = xi[1], t = xi[2];
+      const V rs = r * s, rt = r * t, st = s * t, rst = rs * t;
+      for (int c = 0; c < 3; ++c)
+        e[c] = A[0][c] * r + A[1][c] * s + A[2][c] * t + A[3][c] * rs + A[4][c] * rt + A[5][c] * st + A[6][c] * rst -
+               target[c];
     };
-    auto largest_res = [&](int g) {
-      return std::max(std::max(std::abs(res[0][g]), std::abs(res[1][g])), std::abs(res[2][g]));
-    };
-    bool any = false;
-    for (int g = 0; g < kGroup; ++g) {
-      residual(g);
-      active[g] = box[g] && largest_res(g) > eps16 * size[g];
-      any |= active[g];
-    }
-    for (int i = 0; i < m.newton_steps && any; ++i) {
-      any = false;
-      for (int g = 0; g < kGroup; ++g) {
-        const T r = xi[0][g], s = xi[1][g], t = xi[2][g];
-        T c0[3], c1[3], c2[3];
-        for (int d = 0; d < 3; ++d) {
-          c0[d] = a[0][d][g] + a[3][d][g] * s + a[4][d][g] * t + a[6][d][g] * (s * t);
-          c1[d] = a[1][d][g] + a[3][d][g] * r + a[5][d][g] * t + a[6][d][g] * (r * t);
-          c2[d] = a[2][d][g] + a[4][d][g] * r + a[5][d][g] * s + a[6][d][g] * (r * s);
-        }
-        const T e0 = res[0][g], e1 = res[1][g], e2 = res[2][g];
-        const T k12[3] = {c1[1] * c2[2] - c1[2] * c2[1], c1[2] * c2[0] - c1[0] * c2[2], c1[0] * c2[1] - c1[1] * c2[0]};
-        const T det = c0[0] * k12[0] + c0[1] * k12[1] + c0[2] * k12[2];
-        const T rc2[3] = {e1 * c2[2] - e2 * c2[1], e2 * c2[0] - e0 * c2[2], e0 * c2[1] - e1 * c2[0]};
-        const T c1r[3] = {c1[1] * e2 - c1[2] * e1, c1[2] * e0 - c1[0] * e2, c1[0] * e1 - c1[1] * e0};
-        const T delta[3] = {e0 * k12[0] + e1 * k12[1] + e2 * k12[2], c0[0] * rc2[0] + c0[1] * rc2[1] + c0[2] * rc2[2],
-                            c0[0] * c1r[0] + c0[1] * c1r[1] + c0[2] * c1r[2]};
-        const T inverse = det == 0 ? T(0) : 1 / det;
-        for (int d = 0; d < 3; ++d) xi[d][g] = active[g] ? clip(xi[d][g] - delta[d] * inverse, T(-2), T(3)) : xi[d][g];
-        const T kept[3] = {res[0][g], res[1][g], res[2][g]};
-        residual(g);
-        for (int d = 0; d < 3; ++d) res[d][g] = active[g] ? res[d][g] : kept[d];
-        active[g] = active[g] && largest_res(g) > eps16 * size[g];
-        any |= active[g];
+    auto largest_e = [&]() { return vmax(vmax(vabs(e[0]), vabs(e[1])), vabs(e[2])); };
+    residual();
+    M active = box & (largest_e() > settled);
+    for (int i = 0; i < m.newton_steps && any(active); ++i) {
+      const V r = xi[0], s = xi[1], t = xi[2];
+      V c0[3], c1[3], c2[3];
+      for (int c = 0; c < 3; ++c) {
+        c0[c] = A[0][c] + A[3][c] * s + A[4][c] * t + A[6][c] * (s * t);
+        c1[c] = A[1][c] + A[3][c] * r + A[5][c] * t + A[6][c] * (r * t);
+        c2[c] = A[2][c] + A[4][c] * r + A[5][c] * s + A[6][c] * (r * s);
       }
+      const V k12[3] = {c1[1] * c2[2] - c1[2] * c2[1], c1[2] * c2[0] - c1[0] * c2[2], c1[0] * c2[1] - c1[1] * c2[0]};
+      const V det = c0[0] * k12[0] + c0[1] * k12[1] + c0[2] * k12[2];
+      const V rc2[3] = {e[1] * c2[2] - e[2] * c2[1], e[2] * c2[0] - e[0] * c2[2], e[0] * c2[1] - e[1] * c2[0]};
+      const V c1r[3] = {c1[1] * e[2] - c1[2] * e[1], c1[2] * e[0] - c1[0] * e[2], c1[0] * e[1] - c1[1] * e[0]};
+      const V delta[3] = {e[0] * k12[0] + e[1] * k12[1] + e[2] * k12[2],
+                          c0[0] * rc2[0] + c0[1] * rc2[1] + c0[2] * rc2[2], c0[0] * c1r[0] + c0[1] * c1r[1] + c0[2] * c1r[2]};
+      const V inverse = det == 0 ? V{} : 1 / det;
+      // settled lanes keep their coordinates (and so recompute the residual they had)
+      for (int a = 0; a < 3; ++a) xi[a] = active ? vmin(vmax(xi[a] - delta[a] * inverse, V{} - 2), V{} + 3) : xi[a];
+      residual();
+      active = active & (largest_e() > settled);
     }
-    for (int g = 0; g < kGroup; ++g) converged[g] = !box[g] || largest_res(g) <= m.small * size[g];
+    converged = ~box | (largest_e() <= size * m.small);
   }
-  for (int g = 0; g < kGroup; ++g) {
-    const int32_t kind = Kind == kMixed ? q.kind[g] : Kind;
-    inside[g] = worst(kind, xi[0][g], xi[1][g], xi[2][g]) <= m.tolerance && converged[g];
-  }
+  const M inside = (worst<T, Kind>(kinds, xi[0], xi[1], xi[2]) <= m.tolerance) & converged;
+  for (int a = 0; a < 3; ++a) store(xi_out[a] + o, xi[a]);
+  for (int g = 0; g < kWidth<T>; ++g) inside_out[o + g] = inside[g] != 0;
+}
+
+template <typename T, int Kind>
+inline void check_group(const Mesh<T>& m, const Group<T>& q, T xi_out[3][kGroup], bool inside_out[kGroup]) {
+  for (int o = 0; o < kGroup; o += kWidth<T>) check_lanes<T, Kind>(m, q, o, xi_out, inside_out);
 }
 
 // Where each moving lane's stage point y lies, from its stage hint (MeshField.locate without its
