@@ -483,33 +483,35 @@ inline void velocity_group(const Mesh<T>& m, Group<T>& q, int64_t slice, T wt, T
   for (int g = 0; g < kGroup; ++g)
     if (q.moving[g] && (q.cached_cell[g] != q.stage_cell[g] || q.cached_slice[g] != slice))
       fill(m, q, g, q.stage_cell[g], slice);
+  using V = typename Simd<T>::V;
   constexpr int count = Kind == kTetra ? 4 : Kind == kWedge ? 6 : Kind == kPyramid ? 5 : 8;
-  T w[8][kGroup];
-  for (int g = 0; g < kGroup; ++g) {
-    const int32_t kind = Kind == kMixed ? q.kind[g] : Kind;
-    const T r = q.stage_coords[0][g], s = q.stage_coords[1][g], z = q.stage_coords[2][g];
-    const T rm = 1 - r, sm = 1 - s, zm = 1 - z, v = 1 - r - s;
-    T tet[4] = {1 - (r + s + z), r, s, z};
-    T hex[8] = {rm * sm * zm, r * sm * zm, r * s * zm, rm * s * zm, rm * sm * z, r * sm * z, r * s * z, rm * s * z};
-    T wedge[6] = {v * zm, r * zm, s * zm, v * z, r * z, s * z};
-    T pyramid[5] = {rm * sm * zm, r * sm * zm, r * s * zm, rm * s * zm, z};
+  for (int o = 0; o < kGroup; o += kWidth<T>) {
+    const auto kinds = load<typename Simd<T>::Kinds>(q.kind + o);
+    const V r = load<V>(q.stage_coords[0] + o), s = load<V>(q.stage_coords[1] + o), z = load<V>(q.stage_coords[2] + o);
+    const V rm = 1 - r, sm = 1 - s, zm = 1 - z, v = 1 - r - s;
+    const V tet[4] = {1 - (r + s + z), r, s, z};
+    const V hex[8] = {rm * sm * zm, r * sm * zm, r * s * zm, rm * s * zm, rm * sm * z, r * sm * z, r * s * z, rm * s * z};
+    const V wedge[6] = {v * zm, r * zm, s * zm, v * z, r * z, s * z};
+    const V pyramid[5] = {rm * sm * zm, r * sm * zm, r * s * zm, rm * s * zm, z};
+    V w[count];
     for (int i = 0; i < count; ++i) {
-      const T of_tet = i < 4 ? tet[i] : T(0), of_wedge = i < 6 ? wedge[i] : T(0), of_pyramid = i < 5 ? pyramid[i] : T(0);
-      w[i][g] = kind == kTetra ? of_tet : kind == kHexahedron ? hex[i] : kind == kWedge ? of_wedge : of_pyramid;
+      if (Kind == kTetra) w[i] = tet[i];
+      if (Kind == kHexahedron) w[i] = hex[i];
+      if (Kind == kWedge) w[i] = wedge[i];
+      if (Kind == kPyramid) w[i] = pyramid[i];
+      if (Kind == kMixed)
+        w[i] = of_kind<T, Kind>(kinds, kTetra)        ? (i < 4 ? tet[i] : V{})
+               : of_kind<T, Kind>(kinds, kHexahedron) ? hex[i]
+               : of_kind<T, Kind>(kinds, kWedge)      ? (i < 6 ? wedge[i] : V{})
+                                                      : (i < 5 ? pyramid[i] : V{});
     }
-  }
-  for (int g = 0; g < kGroup; ++g) u[0][g] = u[1][g] = u[2][g] = 0;
-  if (m.times == nullptr) {
+    V sum[3] = {};
     for (int i = 0; i < count; ++i)
-      for (int c = 0; c < 3; ++c)
-        for (int g = 0; g < kGroup; ++g) u[c][g] += w[i][g] * q.now[i][c][g];
-  } else {
-    for (int i = 0; i < count; ++i)
-      for (int c = 0; c < 3; ++c)
-        for (int g = 0; g < kGroup; ++g) {
-          const T v = q.now[i][c][g];
-          u[c][g] += w[i][g] * (v + wt * (q.later[i][c][g] - v));
-        }
+      for (int c = 0; c < 3; ++c) {
+        const V now = load<V>(q.now[i][c] + o);
+        sum[c] += m.times == nullptr ? w[i] * now : w[i] * (now + wt * (load<V>(q.later[i][c] + o) - now));
+      }
+    for (int c = 0; c < 3; ++c) store(u[c] + o, sum[c]);
   }
 }
 
