@@ -261,8 +261,10 @@ def test_particles_leaving_the_mesh_are_marked_and_kept():
 
 
 def test_mesh_run_compiles_once_and_needs_no_host_traffic(monkeypatch):
-    """One compile, no host traffic in a chunk, and one walk in each program: in the chunk the
-    stages' walk serves the step's end too; the seeds' program searches their bins."""
+    """One compile, no host traffic in a chunk, and one walk in each program of the JAX step:
+    in the chunk the stages' walk serves the step's end too; the seeds' program searches their
+    bins. (The CPU mesh kernel's program holds no walk: `test_mesh_kernel.py`.)"""
+    monkeypatch.setenv("FLOWKIT_NATIVE", "0")
     walks = []
     walk = fk.MeshField._walk_and_search
     monkeypatch.setattr(fk.MeshField, "_walk_and_search", lambda *a: walks.append(1) or walk(*a))

@@ -78,3 +78,33 @@ def test_kernel_takes_only_what_it_computes_alike():
     points2, cells2, types2 = mesh("quad")
     flat = fk.MeshField(points2, cells2, np.ones((len(points2), 2)), types2)
     assert not applies(fk.tracker.TrackRun(flat, np.full((4, 2), 0.5), 0.0, 0.1, 0.01).pieces, "float32")
+
+
+def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_inside(monkeypatch):
+    """With no walking (`walk_steps=0`) every point that leaves its hinted cell is found by its
+    bin's search, in the kernel as in the JAX step. Particles that stay inside the mesh never
+    need the JAX step: the run compiles the kernel's program alone; a run where they leave
+    also compiles the program with the JAX step, once."""
+    points, cells, types = mesh("tetra", shape=(9, 5, 5))
+    stay = 0.3 * _flow(points) - np.array([0.24, 0.0, 0.0])  # the cellular part, tangent to the walls
+    seeds = np.random.default_rng(3).uniform([0.3, 0.25, 0.25], [1.7, 0.75, 0.75], (200, 3))
+    field = fk.MeshField(points, cells, stay, types, dtype="float64", walk_steps=0)
+    fk.tracker.clear_caches()
+    before = fk.tracker.compile_count()
+    native = _run(field, seeds, "float64", True, monkeypatch).run()
+    assert fk.tracker.compile_count() == before + 1
+    reference = _run(field, seeds, "float64", False, monkeypatch).run()
+    assert (reference.status[-1] == fk.Status.ACTIVE).all()
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+    assert np.abs(native.positions[-1] - seeds).max() > 0.1
+
+    leave = fk.MeshField(points, cells, _flow(points), types, dtype="float64", walk_steps=0)
+    before = fk.tracker.compile_count()
+    native = _run(leave, seeds, "float64", True, monkeypatch).run()
+    assert fk.tracker.compile_count() == before + 1  # the kernel's program is the first run's (same shapes)
+    reference = _run(leave, seeds, "float64", False, monkeypatch).run()
+    assert (reference.status[-1] == fk.Status.OUT_OF_DOMAIN).any()
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)

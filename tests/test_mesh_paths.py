@@ -238,5 +238,8 @@ def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
 def test_skipped_blocks_need_no_host_traffic_and_compile_once(monkeypatch):
     monkeypatch.setattr(fk.tracker.plan, "BLOCK", 16)
     run = _leaving_run(chunk_saves=4)
-    before, _ = advance_without_host_traffic(run)
-    assert fk.tracker.compile_count() == before
+    advance_without_host_traffic(run)  # on CPUs also the program that finishes the mesh kernel's steps, once
+    compiled = fk.tracker.compile_count()
+    run.run()
+    _leaving_run(chunk_saves=4).run()
+    assert fk.tracker.compile_count() == compiled

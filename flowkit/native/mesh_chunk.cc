@@ -1,15 +1,19 @@
-// The mesh tracker's steps for a block of particles, each particle carried through all the
-// steps of a save interval before the next one: its cells stay in the core's cache from stage
-// to stage and step to step, which no stage-by-stage pass over the block can do.
+// The mesh tracker's steps for a block of particles, each group of 8 carried through all the
+// steps of a save interval before the next group: its cells stay in the core's cache from stage
+// to stage and step to step, which no stage-by-stage pass over the block can do. A group's
+// arithmetic (stage points, the check of each hinted cell, Newton, the interpolation) runs in
+// SIMD vectors across its lanes; walks, bin searches and table reads go lane by lane. Only the
+// particles that move in the call take lanes.
 //
 // The arithmetic is MeshField's (flowkit/fields/mesh.py, cells.py): the same check of a point
 // in its hinted cell (Newton warm from the hint's coordinates, the same acceptance test; Newton
 // stops once its residual is at rounding level, where the JAX path stops on a small update: the
-// coordinates agree to rounding), the same walk across the most violated face, the same shape
-// functions and linear interpolation in time, the same Butcher tableau. A step it cannot finish that way (a point the walk does not settle:
-// beyond a boundary face, out of walking steps; an end point not finite; a row with no cell) is
-// left undone: the row stops there, with the step's index in `resume`, and the compiled JAX step
-// takes it from that step on (bin search, walls, statuses).
+// coordinates agree to rounding), the same walk across the most violated face, the same search
+// of the point's bin, the same shape functions and linear interpolation in time, the same
+// Butcher tableau. A step it cannot finish that way (a point in no cell: outside the mesh; an
+// end point not finite; a row with no cell) is left undone: the row stops there, with the
+// step's index in `resume`, and the compiled JAX step takes it from that step on (walls,
+// openings, statuses).
 
 #include <algorithm>
 #include <cmath>
@@ -47,6 +51,12 @@ struct Mesh {
   T small;      // sqrt(eps): Newton's stop and convergence test
   int newton_steps;
   int walk_steps;
+  // the uniform bin grid holding each cell in every bin its bounding box overlaps
+  const T* bin_origin;     // (3,)
+  const T* bin_inv_size;   // (3,)
+  const int32_t* bin_shape;  // (3,)
+  const int32_t* bin_start;  // (bins + 1,): bin b's cells are bin_cells[bin_start[b]:bin_start[b + 1]]
+  const int32_t* bin_cells;
 
   int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
 };
@@ -208,6 +218,31 @@ inline bool check(const Mesh<T>& m, int32_t cell, const T* row, int32_t kind, co
     converged = newton(m, row + 12, x, xi);
   }
   return violation(kind, xi, face) <= m.tolerance && converged;
+}
+
+// The cell of y's bin that holds it (MeshField._walk_and_search's search: the bin's cells in
+// order, the first that holds y), for a point the walk did not settle; false if none does (y
+// lies outside the mesh).
+template <typename T>
+inline bool search(const Mesh<T>& m, const T y[3], int32_t* cell, T xi[3]) {
+  int64_t bin = 0;
+  for (int a = 0; a < 3; ++a) {
+    const T s = (y[a] - m.bin_origin[a]) * m.bin_inv_size[a];
+    const T shape = static_cast<T>(m.bin_shape[a]);
+    if (!(s >= -m.tolerance * shape && s <= shape * (1 + m.tolerance))) return false;  // beyond the grid, or NaN
+    bin = bin * m.bin_shape[a] + std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(std::floor(s)), 0),
+                                                   m.bin_shape[a] - 1);
+  }
+  for (int32_t j = m.bin_start[bin]; j < m.bin_start[bin + 1]; ++j) {
+    const int32_t candidate = m.bin_cells[j];
+    int face;
+    if (check(m, candidate, m.map + candidate * m.map_cols, m.kind(candidate), y, static_cast<const Hint<T>*>(nullptr),
+              xi, &face)) {
+      *cell = candidate;
+      return true;
+    }
+  }
+  return false;
 }
 
 constexpr int kMapColumns = 37;  // the widest 3-D cell table row (`locator.affine_maps`)
@@ -456,7 +491,7 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
     T lane[3] = {xi[0][g], xi[1][g], xi[2][g]};
     int32_t cell = q.stage_cell[g];
     bool found = inside[g];
-    if (!found) {  // the walk across the most violated face, as `locate`
+    if (!found) {  // the walk across the most violated face, then the bin, as `locate`
       const T y[3] = {q.y[0][g], q.y[1][g], q.y[2][g]};
       int face;
       violation(q.kind[g], lane, &face);
@@ -466,6 +501,7 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
         found = check(m, cell, m.map + cell * m.map_cols, m.kind(cell), y, static_cast<const Hint<T>*>(nullptr), lane,
                       &face);
       }
+      if (!found) found = search(m, y, &cell, lane);
     }
     if (!found) {
       q.moving[g] = false, q.resume[g] = k;
@@ -568,7 +604,9 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
                  ffi::Buffer<DT> step_start, ffi::Buffer<DT> step_length, ffi::Buffer<DT> tableau,
                  ffi::Buffer<DT> affine_map, ffi::Buffer<ffi::S32> nodes, ffi::Buffer<ffi::S32> kind_of_cell,
                  ffi::Buffer<ffi::S32> kind_code, ffi::Buffer<ffi::S32> neighbours, ffi::Buffer<DT> values,
-                 ffi::Buffer<DT> times, ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
+                 ffi::Buffer<DT> times, ffi::Buffer<DT> bin_origin, ffi::Buffer<DT> bin_inv_size,
+                 ffi::Buffer<ffi::S32> bin_shape, ffi::Buffer<ffi::S32> bin_start, ffi::Buffer<ffi::S32> bin_cells,
+                 ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
                  ffi::ResultBuffer<ffi::S32> cell_out, ffi::ResultBuffer<DT> point_out,
                  ffi::ResultBuffer<DT> coords_out, ffi::ResultBuffer<ffi::S32> resume_out,
                  ffi::ResultBuffer<DT> before_out, int64_t newton_steps, int64_t walk_steps, double tolerance) {
@@ -598,7 +636,12 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
             static_cast<T>(tolerance),
             std::sqrt(std::numeric_limits<T>::epsilon()),
             static_cast<int>(newton_steps),
-            static_cast<int>(walk_steps)};
+            static_cast<int>(walk_steps),
+            bin_origin.typed_data(),
+            bin_inv_size.typed_data(),
+            bin_shape.typed_data(),
+            bin_start.typed_data(),
+            bin_cells.typed_data()};
   const T* tab = tableau.typed_data();
   T a[kMaxRows][kMaxRows], c[kMaxRows];
   for (int i = 0; i < rows; ++i) {
@@ -713,6 +756,11 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   .Arg<ffi::Buffer<ffi::S32>>() \
   .Arg<ffi::Buffer<ffi::DT>>() \
   .Arg<ffi::Buffer<ffi::DT>>() \
+  .Arg<ffi::Buffer<ffi::DT>>() \
+  .Arg<ffi::Buffer<ffi::DT>>() \
+  .Arg<ffi::Buffer<ffi::S32>>() \
+  .Arg<ffi::Buffer<ffi::S32>>() \
+  .Arg<ffi::Buffer<ffi::S32>>() \
   .Ret<ffi::Buffer<ffi::DT>>() \
   .Ret<ffi::Buffer<ffi::S32>>() \
   .Ret<ffi::Buffer<ffi::S32>>() \

@@ -35,10 +35,15 @@ def advance_local(
     record_velocity: bool,
     given=(),
     native: bool = False,
+    finish: bool = True,
 ):
-    """Advance this device's particles by `saves * save_every` steps; return the state and the
-    saved frames. `n_blocks` is the number of blocks on all devices together. `native`: the
-    devices are CPUs, whose steps the mesh kernel takes where it applies (`tracker.native`).
+    """Advance this device's particles by `saves * save_every` steps; return the state, the
+    saved frames and, per block, the steps the mesh kernel left unfinished. `n_blocks` is the
+    number of blocks on all devices together. `native`: the devices are CPUs, whose steps the
+    mesh kernel takes where it applies (`tracker.native`); `finish`: the JAX step finishes the
+    steps the kernel leaves (a point outside the mesh); without it they are only counted, and
+    a chunk with any must be run again with `finish` (a program without the JAX step compiles
+    in a fraction of the time).
 
     `particles` is the particle model (`flowkit.particles`): a plain tracer steps positions
     alone; any other model steps positions and its variables together, which also restart
@@ -64,21 +69,24 @@ def advance_local(
     def run_block(inputs, first):
         """One save interval of one block: its steps (skipped if nothing moves), then its frame
         and the Courant number of its last step."""
-        carry, courant, slots, block_id = inputs
+        carry, courant, undone, slots, block_id = inputs
         steps = first + jnp.arange(save_every, dtype=state.step.dtype)
 
         def go(carry):
-            """The steps, also returning the positions before the last one."""
-            steps_of = kernel_steps if by_kernel else jax_steps
-            return steps_of(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks, given=given)
+            """The steps, also returning the positions before the last one and the rows left unfinished."""
+            at = dict(n_blocks=n_blocks, given=given)
+            if by_kernel:
+                return kernel_steps(pieces, times, carry, slots, steps, block_id, finish=finish, **at)
+            return *jax_steps(pieces, times, carry, slots, steps, block_id, **at), none
 
         def idle(carry):
-            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0]
+            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0], none
 
+        none = jnp.zeros((), jnp.int32)
         if skippable:
-            carry, before = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
+            carry, before, left = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
         else:
-            carry, before = go(carry)
+            carry, before, left = go(carry)
         x, status, _, hint, variables, generation, _ = carry
         t_end, h = step_times(times, first + save_every - 1)
         frame = frame_of(
@@ -92,42 +100,35 @@ def advance_local(
             generation if boundary.restarts else None,
             record_velocity,
         )
-        return (carry, jnp.maximum(courant, step_courant(field, before, x, status, hint))), frame
+        return (carry, jnp.maximum(courant, step_courant(field, before, x, status, hint)), undone + left), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
     block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
 
     def one_save(carry, m):
-        rows, lost, courant, slots, order = carry
+        rows, lost, courant, undone, slots, order = carry
         first = state.step + m * save_every
         if skippable and blocks > 1:
             rows, slots, order = _compacted(rows, slots, order, busy(rows[1], slots.t_release, first), blocks)
         blocked = tuple(split(a) for a in rows) + (lost,)
-        (blocked, courant), frame = jax.lax.map(
-            lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids)
+        (blocked, courant, undone), frame = jax.lax.map(
+            lambda inputs: run_block(inputs, first), (blocked, courant, undone, jax.tree.map(split, slots), block_ids)
         )
         rows, lost = tuple(merge(a) for a in blocked[:6]), blocked[6]
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
-        return (rows, lost, courant, slots, order), frame
+        return (rows, lost, courant, undone, slots, order), frame
 
     rows = (state.x, state.status, state.exit_time, state.hint, state.variables, state.generation)
     order = jnp.arange(n, dtype=jnp.int32)
-    (rows, lost, courant, _, order), frames = jax.lax.scan(
-        one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype)
+    undone = jnp.zeros(blocks, jnp.int32)
+    (rows, lost, courant, undone, _, order), frames = jax.lax.scan(
+        one_save, (rows, state.lost, state.courant, undone, slots, order), jnp.arange(saves, dtype=state.step.dtype)
     )
     x, status, exit_time, hint, variables, generation = (_in_slot_order(a, order) for a in rows)
-    return State(
-        x=x,
-        status=status,
-        exit_time=exit_time,
-        hint=hint,
-        variables=variables,
-        generation=generation,
-        lost=lost,
-        step=state.step + saves * save_every,
-        courant=courant,
-    ), frames
+    step = state.step + saves * save_every
+    new = State(x, status, exit_time, hint, variables, generation, lost, step, courant)
+    return new, frames, undone
 
 
 def _busy(times: Times, status, t_release, first, *, save_every: int):
@@ -234,8 +235,10 @@ def advance(
     mesh,
     given: tuple = (),
     native: bool = False,
+    finish: bool = True,
 ):
-    """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a stride."""
+    """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a
+    stride; and per block the steps the mesh kernel left unfinished (`advance_local`)."""
     dynamic, static = eqx.partition(pieces, eqx.is_array)
     n_blocks = blocks * (1 if mesh is None else mesh.size)
 
@@ -252,6 +255,7 @@ def advance(
             record_velocity=record_velocity,
             given=given,
             native=native,
+            finish=finish,
         )
 
     if mesh is None:
@@ -267,7 +271,7 @@ def advance(
             state_spec,
             jax.tree.map(lambda _: p, slots),
         ),
-        out_specs=(state_spec, PartitionSpec(None, "particles")),
+        out_specs=(state_spec, PartitionSpec(None, "particles"), p),
         check_vma=False,
     )
     return fn(dynamic, times, state, slots)
