@@ -397,9 +397,10 @@ class MeshField(AbstractMeshField):
             fill = rows == n  # padding: neither walked nor searched, dropped on the way back
             take = jnp.minimum(rows, n - 1)
             # the walk starts across the violated face; a row at the mesh boundary (or with no
-            # hint) goes straight to its bin, keeping its hinted cell as the wall it would leave by
+            # hint, or no walking at all) goes straight to its bin, keeping its hinted cell as
+            # the wall it would leave by
             across = self._across(cell[take], face[take])
-            wb = ~known[take] | (across < 0) | fill
+            wb = ~known[take] | (across < 0) | fill | (self.walk_steps == 0)
             c, f, z = self._walk_and_search(x[take], jnp.where(wb, cell[take], across), xi[take], wb, fill)
             drop = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
             return drop(pending, False), drop(cell, c), drop(found, f), drop(xi, z)

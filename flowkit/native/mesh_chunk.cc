@@ -9,11 +9,11 @@
 // in its hinted cell (Newton warm from the hint's coordinates, the same acceptance test; Newton
 // stops once its residual is at rounding level, where the JAX path stops on a small update: the
 // coordinates agree to rounding), the same walk across the most violated face, the same search
-// of the point's bin, the same shape functions and linear interpolation in time, the same
-// Butcher tableau. A step it cannot finish that way (a point in no cell: outside the mesh; an
-// end point not finite; a row with no cell) is left undone: the row stops there, with the
-// step's index in `resume`, and the compiled JAX step takes it from that step on (walls,
-// openings, statuses).
+// of the point's bin, the same shape functions (extrapolated from the last cell checked for a
+// stage point outside the mesh) and linear interpolation in time, the same Butcher tableau. A
+// step it cannot finish that way (an end point outside the mesh or not finite; a row with no
+// cell) is left undone: the row stops there, with the step's index in `resume`, and the
+// compiled JAX step takes it from that step on (walls, openings, statuses).
 
 #include <algorithm>
 #include <cmath>
@@ -463,11 +463,12 @@ inline void check_group(const Mesh<T>& m, const Group<T>& q, T xi_out[3][kGroup]
   for (int o = 0; o < kGroup; o += kWidth<T>) check_lanes<T, Kind>(m, q, o, xi_out, inside_out);
 }
 
-// Where each moving lane's stage point y lies, from its stage hint (MeshField.locate without its
-// bin search): the hinted cell checked across the group, walks lane by lane. A lane the walk
-// does not settle stops moving, to resume at step k in the JAX step.
+// Where each moving lane's stage point y lies, from its stage hint (MeshField.locate): the
+// hinted cell checked across the group, walks and bin searches lane by lane. A lane whose step
+// ends outside the mesh (`end_point`: the tableau's last row) stops moving, to resume at step k
+// in the JAX step.
 template <typename T, int Kind>
-inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k) {
+inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k, bool end_point) {
   bool need[kGroup], any = false;
   for (int g = 0; g < kGroup; ++g) {
     need[g] = q.moving[g] && !(q.y[0][g] == q.stage_point[0][g] && q.y[1][g] == q.stage_point[1][g] &&
@@ -489,26 +490,37 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
   for (int g = 0; g < kGroup; ++g) {
     if (!need[g]) continue;
     T lane[3] = {xi[0][g], xi[1][g], xi[2][g]};
-    int32_t cell = q.stage_cell[g];
+    int32_t cell = q.stage_cell[g];  // the last cell checked
     bool found = inside[g];
     if (!found) {  // the walk across the most violated face, then the bin, as `locate`
       const T y[3] = {q.y[0][g], q.y[1][g], q.y[2][g]};
       int face;
       violation(q.kind[g], lane, &face);
       for (int s = 0; !found && s < m.walk_steps; ++s) {
-        cell = m.neighbours[cell * m.faces + face];
-        if (cell < 0) break;
+        const int32_t next = m.neighbours[cell * m.faces + face];
+        if (next < 0) break;
+        cell = next;
         found = check(m, cell, m.map + cell * m.map_cols, m.kind(cell), y, static_cast<const Hint<T>*>(nullptr), lane,
                       &face);
       }
-      if (!found) found = search(m, y, &cell, lane);
+      T binned[3];
+      int32_t holder;
+      if (!found && search(m, y, &holder, binned)) {
+        found = true, cell = holder;
+        for (int a = 0; a < 3; ++a) lane[a] = binned[a];
+      }
     }
-    if (!found) {
+    if (!found && end_point) {  // a step ending outside the mesh: the JAX step's boundary takes it
       q.moving[g] = false, q.resume[g] = k;
       continue;
     }
+    // a stage point outside the mesh keeps the last cell checked and its coordinates there: its
+    // velocity is extrapolated from the cell it would leave through, as the JAX step's
     q.stage_cell[g] = cell;
-    for (int a = 0; a < 3; ++a) q.stage_point[a][g] = q.y[a][g], q.stage_coords[a][g] = lane[a];
+    for (int a = 0; a < 3; ++a) {
+      q.stage_point[a][g] = found ? q.y[a][g] : std::numeric_limits<T>::quiet_NaN();
+      q.stage_coords[a][g] = lane[a];
+    }
   }
 }
 
@@ -580,7 +592,7 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
         for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
       }
       const int64_t slice = slice_of[k * rows + i];
-      locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k));
+      locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k), i == stages);
       if (i < stages) velocity_group<T, Kind>(m, q, slice, wt_of[k * rows + i], q.K[i]);
     }
     for (int g = 0; g < kGroup; ++g) {
