@@ -62,162 +62,189 @@ struct Mesh {
 };
 
 template <typename T>
-struct Hint {
-  int32_t cell;
-  T point[3];
-  T coords[3];
-};
-
-template <typename T>
 inline T clip(T v, T lo, T hi) {
   return std::min(std::max(v, lo), hi);
 }
 
+// The location's arithmetic is written once for V = T, one lane (the walks and bin searches),
+// and for V = Simd<T>::V, a vector of lanes of a group (GCC's vector extensions, as wide as the
+// baseline x86-64 registers: 4 floats, 2 doubles; wider vectors are lowered lane by lane). M: a
+// lane mask, bool or a vector of -1 or 0.
+constexpr int kBytes = 16;
 template <typename T>
-inline void linear(const T* row, const T d[3], T out[3]) {
-  for (int i = 0; i < 3; ++i) out[i] = row[3 + 3 * i] * d[0] + row[3 + 3 * i + 1] * d[1] + row[3 + 3 * i + 2] * d[2];
-}
-
-template <typename T>
-inline void centre_of(int32_t kind, T c[3]) {
-  c[0] = kind == kWedge ? T(1) / T(3) : T(0.5);
-  c[1] = kind == kWedge ? T(1) / T(3) : T(0.5);
-  c[2] = kind == kPyramid ? T(0.2) : T(0.5);
-}
-
-// The trilinear box map's hexahedron shape functions at xi (node order of VTK_HEXAHEDRON).
-template <typename T>
-inline void box_shape(const T xi[3], T n[8]) {
-  const T r = xi[0], s = xi[1], t = xi[2];
-  const T rm = 1 - r, sm = 1 - s, tm = 1 - t;
-  n[0] = rm * sm * tm, n[1] = r * sm * tm, n[2] = r * s * tm, n[3] = rm * s * tm;
-  n[4] = rm * sm * t, n[5] = r * sm * t, n[6] = r * s * t, n[7] = rm * s * t;
-}
-
-// The box map relative to node 0 as a polynomial, x(xi) - X0 = sum_m A_m mono_m(xi) over the
-// monomials r, s, t, rs, rt, st, rst: its residual and Jacobian then cost 21 and 27 products
-// (the shape functions' form costs about three times that).
-template <typename T>
-struct BoxPolynomial {
-  T a[7][3];
-
-  explicit BoxPolynomial(const T* rel) {  // rel: nodes 1..7 relative to node 0
-    for (int d = 0; d < 3; ++d) {
-      const T x1 = rel[d], x2 = rel[3 + d], x3 = rel[6 + d], x4 = rel[9 + d];
-      const T x5 = rel[12 + d], x6 = rel[15 + d], x7 = rel[18 + d];
-      a[0][d] = x1, a[1][d] = x3, a[2][d] = x4;
-      a[3][d] = x2 - x1 - x3, a[4][d] = x5 - x1 - x4, a[5][d] = x7 - x3 - x4;
-      a[6][d] = x1 - x2 + x3 + x4 - x5 + x6 - x7;
-    }
-  }
-
-  void residual(const T xi[3], const T target[3], T out[3]) const {
-    const T r = xi[0], s = xi[1], t = xi[2];
-    const T rs = r * s, rt = r * t, st = s * t, rst = rs * t;
-    for (int d = 0; d < 3; ++d)
-      out[d] = a[0][d] * r + a[1][d] * s + a[2][d] * t + a[3][d] * rs + a[4][d] * rt + a[5][d] * st + a[6][d] * rst -
-               target[d];
-  }
-
-  void jacobian(const T xi[3], T col[3][3]) const {  // col[b][d] = dx_d / dxi_b
-    const T r = xi[0], s = xi[1], t = xi[2];
-    for (int d = 0; d < 3; ++d) {
-      col[0][d] = a[0][d] + a[3][d] * s + a[4][d] * t + a[6][d] * (s * t);
-      col[1][d] = a[1][d] + a[3][d] * r + a[5][d] * t + a[6][d] * (r * t);
-      col[2][d] = a[2][d] + a[4][d] * r + a[5][d] * s + a[6][d] * (r * s);
-    }
-  }
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(kBytes)));
+  typedef int32_t M __attribute__((vector_size(kBytes)));
+  typedef int32_t Kinds __attribute__((vector_size(kBytes)));
 };
-
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(kBytes)));
+  typedef int64_t M __attribute__((vector_size(kBytes)));
+  typedef int32_t Kinds __attribute__((vector_size(kBytes / 2)));
+};
 template <typename T>
-inline T largest(const T v[3]) {
-  return std::max(std::max(std::abs(v[0]), std::abs(v[1])), std::abs(v[2]));
+constexpr int kWidth = kBytes / sizeof(T);
+
+template <typename V, typename E>
+inline V load(const E* lanes) {
+  V v;
+  std::memcpy(&v, lanes, sizeof v);
+  return v;
+}
+template <typename V, typename E>
+inline void store(E* lanes, V v) {
+  std::memcpy(lanes, &v, sizeof v);
+}
+template <typename V>
+inline V vmax(V a, V b) {  // std::max(a, b), lane by lane
+  return a < b ? b : a;
+}
+template <typename V>
+inline V vmin(V a, V b) {  // std::min(a, b)
+  return b < a ? b : a;
+}
+template <typename V>
+inline V vabs(V a) {
+  return a < 0 ? -a : a;
+}
+inline bool any(bool mask) { return mask; }
+template <typename M>
+inline bool any(M mask) {
+  for (int g = 0; g < int(sizeof(M) / sizeof(mask[0])); ++g)
+    if (mask[g]) return true;
+  return false;
 }
 
-// Newton on the box frame (`cells.newton_coords`'s map and acceptance): xi in, coordinates
-// out, and whether the map reproduces x to sqrt(eps) of the cell's size there. Each row stops
-// as soon as its residual is at rounding level (16 eps of the cell's size, the containment
-// tolerance's scale): from a warm start that is after one iteration, where the update rule of
-// the JAX path needs a second one to see its update fall below sqrt(eps).
-template <typename T>
-inline bool newton(const Mesh<T>& m, const T* frame, const T x[3], T xi[3]) {
-  const BoxPolynomial<T> box(frame + 3);
-  const T target[3] = {x[0] - frame[0], x[1] - frame[1], x[2] - frame[2]};
-  const T size = frame[24];
-  const T settled = 16 * std::numeric_limits<T>::epsilon() * size;
-  T res[3];
-  box.residual(xi, target, res);
-  for (int i = 0; i < m.newton_steps && largest(res) > settled; ++i) {
-    T col[3][3];
-    box.jacobian(xi, col);
-    const T* c0 = col[0];
-    const T* c1 = col[1];
-    const T* c2 = col[2];
-    const T k12[3] = {c1[1] * c2[2] - c1[2] * c2[1], c1[2] * c2[0] - c1[0] * c2[2], c1[0] * c2[1] - c1[1] * c2[0]};
-    const T det = c0[0] * k12[0] + c0[1] * k12[1] + c0[2] * k12[2];
-    const T rc2[3] = {res[1] * c2[2] - res[2] * c2[1], res[2] * c2[0] - res[0] * c2[2], res[0] * c2[1] - res[1] * c2[0]};
-    const T c1r[3] = {c1[1] * res[2] - c1[2] * res[1], c1[2] * res[0] - c1[0] * res[2], c1[0] * res[1] - c1[1] * res[0]};
-    const T delta[3] = {res[0] * k12[0] + res[1] * k12[1] + res[2] * k12[2], c0[0] * rc2[0] + c0[1] * rc2[1] + c0[2] * rc2[2],
-                        c0[0] * c1r[0] + c0[1] * c1r[1] + c0[2] * c1r[2]};
-    const T inverse = det == 0 ? T(0) : 1 / det;
-    for (int a = 0; a < 3; ++a) xi[a] = clip(xi[a] - delta[a] * inverse, T(-2), T(3));
-    box.residual(xi, target, res);
+inline bool negate(bool mask) { return !mask; }
+template <typename M>
+inline M negate(M mask) {
+  return ~mask;
+}
+template <typename M>
+inline M everywhere() {
+  return M{} - 1;
+}
+template <>
+inline bool everywhere<bool>() {
+  return true;
+}
+
+// The violation of each face of the lanes' cells by the coordinates (r, s, t), in the face
+// order of the neighbour table (-inf past a kind's faces; `MeshField._check`'s violations), for
+// the kinds `is(kind)` picks among the lanes.
+template <typename T, typename V, typename Is>
+inline void violations(Is is, V r, V s, V t, V v[6]) {
+  const V none = V{} - std::numeric_limits<T>::infinity();
+  const V tet[6] = {-(1 - (r + s + t)), -r, -s, -t, none, none};
+  const V hex[6] = {-r, r - 1, -s, s - 1, -t, t - 1};
+  const V wedge[6] = {-r, -s, r + s - 1, -t, t - 1, none};
+  const V beyond = t - 1, lift = vmax(beyond, V{});
+  const V pyramid[6] = {vmax(-r + lift, beyond), vmax(r - 1 + lift, beyond), vmax(-s + lift, beyond),
+                        vmax(s - 1 + lift, beyond), -t, none};
+  for (int i = 0; i < 6; ++i)
+    v[i] = is(kTetra) ? tet[i] : is(kHexahedron) ? hex[i] : is(kWedge) ? wedge[i] : pyramid[i];
+}
+
+// The coordinates `xi` of y in the lanes' cells (`MeshField._coords`), and whether Newton
+// converged there. `row(c)`: column c of the lanes' cell table rows; `is(kind)`: the lanes of a
+// kind. A box cell's Newton starts, in the lanes `warm`, from the coordinates `coords` of
+// `point` (the stage's hint, in the same cell) moved by the cell's linear map, elsewhere from
+// the centre; it runs on the box map written as a polynomial, x(xi) - X0 = sum_m A_m mono_m(xi)
+// over the monomials r, s, t, rs, rt, st, rst (residual and Jacobian in 21 and 27 products),
+// and each lane stops once its residual is at rounding level (16 eps of the cell's size): from
+// a warm start after one iteration, where the JAX path's update rule needs a second one to see
+// its update fall below sqrt(eps). The acceptance test is the JAX path's.
+template <typename T, typename V, typename M, typename Row, typename Is>
+inline M coordinates(const Mesh<T>& m, Row row, Is is, const V y[3], M warm, const V point[3], const V coords[3],
+                     V xi[3]) {
+  auto linear_of = [&](const V d[3], V out[3]) {
+    for (int a = 0; a < 3; ++a) out[a] = row(3 + 3 * a) * d[0] + row(4 + 3 * a) * d[1] + row(5 + 3 * a) * d[2];
+  };
+  const V d[3] = {y[0] - row(0), y[1] - row(1), y[2] - row(2)};
+  linear_of(d, xi);
+  const M box = negate(is(kTetra));
+  if (!any(box)) return everywhere<M>();
+  V moved[3] = {};
+  if (any(warm)) {
+    const V w[3] = {y[0] - point[0], y[1] - point[1], y[2] - point[2]};
+    linear_of(w, moved);
   }
-  return largest(res) <= m.small * size;
-}
-
-// The largest violation of `xi` in a cell of `kind` and the face it belongs to (the first
-// largest, as argmax).
-template <typename T>
-inline T violation(int32_t kind, const T xi[3], int* face) {
-  T v[6];
-  int count;
-  const T r = xi[0], s = xi[1], t = xi[2];
-  if (kind == kTetra) {
-    v[0] = -(1 - (r + s + t)), v[1] = -r, v[2] = -s, v[3] = -t, count = 4;
-  } else if (kind == kHexahedron) {
-    v[0] = -r, v[1] = r - 1, v[2] = -s, v[3] = s - 1, v[4] = -t, v[5] = t - 1, count = 6;
-  } else if (kind == kWedge) {
-    v[0] = -r, v[1] = -s, v[2] = r + s - 1, v[3] = -t, v[4] = t - 1, count = 5;
-  } else {
-    const T beyond = t - 1, lift = std::max(beyond, T(0));
-    const T tri[4] = {-r + lift, r - 1 + lift, -s + lift, s - 1 + lift};
-    for (int i = 0; i < 4; ++i) v[i] = std::max(tri[i], beyond);
-    v[4] = -t, count = 5;
+  const V half = V{} + T(0.5), third = V{} + T(1) / T(3);
+  const V centre[3] = {is(kWedge) ? third : half, is(kWedge) ? third : half, is(kPyramid) ? V{} + T(0.2) : half};
+  for (int a = 0; a < 3; ++a) {
+    const V start = warm ? coords[a] + moved[a] : xi[a] + centre[a];
+    xi[a] = box ? vmin(vmax(start, V{} - 2), V{} + 3) : xi[a];
   }
-  int best = 0;
-  for (int i = 1; i < count; ++i)
-    if (v[i] > v[best]) best = i;
-  *face = best;
-  return v[best];
-}
-
-// Whether x lies in `cell` (MeshField._check): its coordinates there and the face it lies most
-// beyond. `warm`: the hint whose coordinates start Newton when it located a point in this cell.
-template <typename T>
-inline bool check(const Mesh<T>& m, int32_t cell, const T* row, int32_t kind, const T x[3], const Hint<T>* warm, T xi[3],
-                  int* face) {
-  bool converged = true;
-  if (kind == kTetra) {
-    const T d[3] = {x[0] - row[0], x[1] - row[1], x[2] - row[2]};
-    linear(row, d, xi);
-  } else {
-    T start[3];
-    if (warm != nullptr && warm->cell == cell && std::isfinite(warm->point[0])) {
-      const T d[3] = {x[0] - warm->point[0], x[1] - warm->point[1], x[2] - warm->point[2]};
-      linear(row, d, start);
-      for (int a = 0; a < 3; ++a) start[a] = warm->coords[a] + start[a];
-    } else {
-      const T d[3] = {x[0] - row[0], x[1] - row[1], x[2] - row[2]};
-      T c[3];
-      centre_of(kind, c);
-      linear(row, d, start);
-      for (int a = 0; a < 3; ++a) start[a] += c[a];
+  V A[7][3], target[3];
+  for (int c = 0; c < 3; ++c) {  // row(12..14): node 0; row(15..35): nodes 1..7 relative to it
+    const V x1 = row(15 + c), x2 = row(18 + c), x3 = row(21 + c), x4 = row(24 + c);
+    const V x5 = row(27 + c), x6 = row(30 + c), x7 = row(33 + c);
+    A[0][c] = x1, A[1][c] = x3, A[2][c] = x4;
+    A[3][c] = x2 - x1 - x3, A[4][c] = x5 - x1 - x4, A[5][c] = x7 - x3 - x4;
+    A[6][c] = x1 - x2 + x3 + x4 - x5 + x6 - x7;
+    target[c] = y[c] - row(12 + c);
+  }
+  const V size = row(36);
+  const V settled = size * (16 * std::numeric_limits<T>::epsilon());
+  V e[3];
+  auto residual = [&]() {
+    const V r = xi[0], s = xi[1], t = xi[2];
+    const V rs = r * s, rt = r * t, st = s * t, rst = rs * t;
+    for (int c = 0; c < 3; ++c)
+      e[c] = A[0][c] * r + A[1][c] * s + A[2][c] * t + A[3][c] * rs + A[4][c] * rt + A[5][c] * st + A[6][c] * rst -
+             target[c];
+  };
+  auto largest_e = [&]() { return vmax(vmax(vabs(e[0]), vabs(e[1])), vabs(e[2])); };
+  residual();
+  M active = box & (largest_e() > settled);
+  for (int i = 0; i < m.newton_steps && any(active); ++i) {
+    const V r = xi[0], s = xi[1], t = xi[2];
+    V c0[3], c1[3], c2[3];  // the Jacobian's columns
+    for (int c = 0; c < 3; ++c) {
+      c0[c] = A[0][c] + A[3][c] * s + A[4][c] * t + A[6][c] * (s * t);
+      c1[c] = A[1][c] + A[3][c] * r + A[5][c] * t + A[6][c] * (r * t);
+      c2[c] = A[2][c] + A[4][c] * r + A[5][c] * s + A[6][c] * (r * s);
     }
-    for (int a = 0; a < 3; ++a) xi[a] = clip(start[a], T(-2), T(3));
-    converged = newton(m, row + 12, x, xi);
+    const V k12[3] = {c1[1] * c2[2] - c1[2] * c2[1], c1[2] * c2[0] - c1[0] * c2[2], c1[0] * c2[1] - c1[1] * c2[0]};
+    const V det = c0[0] * k12[0] + c0[1] * k12[1] + c0[2] * k12[2];
+    const V rc2[3] = {e[1] * c2[2] - e[2] * c2[1], e[2] * c2[0] - e[0] * c2[2], e[0] * c2[1] - e[1] * c2[0]};
+    const V c1r[3] = {c1[1] * e[2] - c1[2] * e[1], c1[2] * e[0] - c1[0] * e[2], c1[0] * e[1] - c1[1] * e[0]};
+    const V delta[3] = {e[0] * k12[0] + e[1] * k12[1] + e[2] * k12[2], c0[0] * rc2[0] + c0[1] * rc2[1] + c0[2] * rc2[2],
+                        c0[0] * c1r[0] + c0[1] * c1r[1] + c0[2] * c1r[2]};
+    const V inverse = det == 0 ? V{} : 1 / det;
+    // settled lanes keep their coordinates (and so recompute the residual they had)
+    for (int a = 0; a < 3; ++a) xi[a] = active ? vmin(vmax(xi[a] - delta[a] * inverse, V{} - 2), V{} + 3) : xi[a];
+    residual();
+    active = active & (largest_e() > settled);
   }
-  return violation(kind, xi, face) <= m.tolerance && converged;
+  return negate(box) | (largest_e() <= size * m.small);
+}
+
+// The face a point lies most beyond: the first largest violation (as argmax).
+template <typename T>
+inline int first_largest(const T v[6]) {
+  int best = 0;
+  for (int i = 1; i < 6; ++i)
+    if (v[i] > v[best]) best = i;
+  return best;
+}
+
+// Whether y lies in `cell` (MeshField._check, Newton from the cell's centre): its coordinates
+// there and the face it lies most beyond.
+template <typename T>
+inline bool check(const Mesh<T>& m, int32_t cell, const T y[3], T xi[3], int* face) {
+  const T* row = m.map + cell * m.map_cols;
+  const int32_t kind = m.kind(cell);
+  auto is = [kind](int32_t k) { return kind == k; };
+  const T none[3] = {};
+  const bool converged = coordinates<T, T, bool>(m, [row](int c) { return row[c]; }, is, y, false, none, none, xi);
+  T v[6];
+  violations<T, T>(is, xi[0], xi[1], xi[2], v);
+  *face = first_largest(v);
+  return v[*face] <= m.tolerance && converged;
 }
 
 // The cell of y's bin that holds it (MeshField._walk_and_search's search: the bin's cells in
@@ -236,8 +263,7 @@ inline bool search(const Mesh<T>& m, const T y[3], int32_t* cell, T xi[3]) {
   for (int32_t j = m.bin_start[bin]; j < m.bin_start[bin + 1]; ++j) {
     const int32_t candidate = m.bin_cells[j];
     int face;
-    if (check(m, candidate, m.map + candidate * m.map_cols, m.kind(candidate), y, static_cast<const Hint<T>*>(nullptr),
-              xi, &face)) {
+    if (check(m, candidate, y, xi, &face)) {
       *cell = candidate;
       return true;
     }
@@ -299,55 +325,6 @@ inline void fill(const Mesh<T>& m, Group<T>& q, int g, int32_t cell, int64_t sli
   q.cached_cell[g] = cell, q.cached_slice[g] = slice;
 }
 
-// Arithmetic across a group's lanes, kWidth lanes at a time: GCC's vector extensions, as wide
-// as the baseline x86-64 registers (SSE: 4 floats, 2 doubles). M: a lane mask (-1 or 0).
-constexpr int kBytes = 16;
-template <typename T>
-struct Simd;
-template <>
-struct Simd<float> {
-  typedef float V __attribute__((vector_size(kBytes)));
-  typedef int32_t M __attribute__((vector_size(kBytes)));
-  typedef int32_t Kinds __attribute__((vector_size(kBytes)));
-};
-template <>
-struct Simd<double> {
-  typedef double V __attribute__((vector_size(kBytes)));
-  typedef int64_t M __attribute__((vector_size(kBytes)));
-  typedef int32_t Kinds __attribute__((vector_size(kBytes / 2)));
-};
-template <typename T>
-constexpr int kWidth = kBytes / sizeof(T);
-
-template <typename V, typename E>
-inline V load(const E* lanes) {
-  V v;
-  std::memcpy(&v, lanes, sizeof v);
-  return v;
-}
-template <typename V, typename E>
-inline void store(E* lanes, V v) {
-  std::memcpy(lanes, &v, sizeof v);
-}
-template <typename V>
-inline V vmax(V a, V b) {  // std::max(a, b), lane by lane
-  return a < b ? b : a;
-}
-template <typename V>
-inline V vmin(V a, V b) {  // std::min(a, b)
-  return b < a ? b : a;
-}
-template <typename V>
-inline V vabs(V a) {
-  return a < 0 ? -a : a;
-}
-template <typename M>
-inline bool any(M mask) {
-  for (int g = 0; g < int(sizeof(M) / sizeof(mask[0])); ++g)
-    if (mask[g]) return true;
-  return false;
-}
-
 // The lanes whose kind is `kind`, as a mask of V's width (all or none for a mesh of one kind).
 template <typename T, int Kind>
 inline typename Simd<T>::M of_kind(const typename Simd<T>::Kinds& kinds, int32_t kind) {
@@ -356,104 +333,25 @@ inline typename Simd<T>::M of_kind(const typename Simd<T>::Kinds& kinds, int32_t
   return __builtin_convertvector(kinds == kind, M);
 }
 
-// The largest violation of the coordinates `r, s, t` in each lane's cell (`violation`'s value
-// without its face).
-template <typename T, int Kind>
-inline typename Simd<T>::V worst(const typename Simd<T>::Kinds& kinds, typename Simd<T>::V r, typename Simd<T>::V s,
-                                 typename Simd<T>::V t) {
-  using V = typename Simd<T>::V;
-  const V tet = vmax(vmax(r + s + t - 1, -r), vmax(-s, -t));
-  if (Kind == kTetra) return tet;
-  const V planes = vmax(vmax(-r, -s), -t);
-  const V hex = vmax(planes, vmax(vmax(r - 1, s - 1), t - 1));
-  if (Kind == kHexahedron) return hex;
-  const V wedge = vmax(planes, vmax(r + s - 1, t - 1));
-  const V beyond = t - 1, lift = vmax(beyond, V{});
-  const V pyramid = vmax(vmax(vmax(vmax(-r, r - 1), vmax(-s, s - 1)) + lift, beyond), -t);
-  return of_kind<T, Kind>(kinds, kTetra) ? tet
-         : of_kind<T, Kind>(kinds, kHexahedron) ? hex
-         : of_kind<T, Kind>(kinds, kWedge)      ? wedge
-                                                : pyramid;
-}
-
-// `check` of each lane's stage point y in its hinted cell (held in the lane's cache), across the
-// group: the coordinates and whether y lies inside. `Kind` is the mesh's one kind, or kMixed.
 // `check_group` of the lanes from `o` on, a vector of them.
 template <typename T, int Kind>
 inline void check_lanes(const Mesh<T>& m, const Group<T>& q, int o, T xi_out[3][kGroup], bool inside_out[kGroup]) {
   using V = typename Simd<T>::V;
   using M = typename Simd<T>::M;
   const auto kinds = load<typename Simd<T>::Kinds>(q.kind + o);
-  const V y[3] = {load<V>(q.y[0] + o), load<V>(q.y[1] + o), load<V>(q.y[2] + o)};
-  auto row = [&](int c) { return load<V>(q.row[c] + o); };
-  auto linear_of = [&](const V d[3], V out[3]) {
-    for (int a = 0; a < 3; ++a) out[a] = row(3 + 3 * a) * d[0] + row(4 + 3 * a) * d[1] + row(5 + 3 * a) * d[2];
-  };
-  const V d[3] = {y[0] - row(0), y[1] - row(1), y[2] - row(2)};
-  V xi[3];
-  linear_of(d, xi);
-  M converged = M{} - 1;
-  const M box = ~of_kind<T, Kind>(kinds, kTetra);
-  if (Kind != kTetra && any(box)) {
-    // a box cell starts Newton warm from the stage's hint (same cell), else from its centre
-    const V point[3] = {load<V>(q.stage_point[0] + o), load<V>(q.stage_point[1] + o), load<V>(q.stage_point[2] + o)};
-    const M warm = vabs(point[0]) <= std::numeric_limits<T>::max();  // std::isfinite
-    const V w[3] = {y[0] - point[0], y[1] - point[1], y[2] - point[2]};
-    V moved[3];
-    linear_of(w, moved);
-    const M wedge = of_kind<T, Kind>(kinds, kWedge), pyramid = of_kind<T, Kind>(kinds, kPyramid);
-    const V half = V{} + T(0.5), third = V{} + T(1) / T(3);
-    const V centre[3] = {wedge ? third : half, wedge ? third : half, pyramid ? V{} + T(0.2) : half};
-    for (int a = 0; a < 3; ++a) {
-      const V start = warm ? load<V>(q.stage_coords[a] + o) + moved[a] : xi[a] + centre[a];
-      xi[a] = box ? vmin(vmax(start, V{} - 2), V{} + 3) : xi[a];
-    }
-    // Newton on each lane's box polynomial (`newton`), lanes stopping as they settle
-    V A[7][3], target[3];
-    for (int c = 0; c < 3; ++c) {
-      const V x1 = row(15 + c), x2 = row(18 + c), x3 = row(21 + c), x4 = row(24 + c);
-      const V x5 = row(27 + c), x6 = row(30 + c), x7 = row(33 + c);
-      A[0][c] = x1, A[1][c] = x3, A[2][c] = x4;
-      A[3][c] = x2 - x1 - x3, A[4][c] = x5 - x1 - x4, A[5][c] = x7 - x3 - x4;
-      A[6][c] = x1 - x2 + x3 + x4 - x5 + x6 - x7;
-      target[c] = y[c] - row(12 + c);
-    }
-    const V size = row(36);
-    const V settled = size * (16 * std::numeric_limits<T>::epsilon());
-    V e[3];
-    auto residual = [&]() {
-      const V r = xi[0], s = xi[1], t = xi[2];
-      const V rs = r * s, rt = r * t, st = s * t, rst = rs * t;
-      for (int c = 0; c < 3; ++c)
-        e[c] = A[0][c] * r + A[1][c] * s + A[2][c] * t + A[3][c] * rs + A[4][c] * rt + A[5][c] * st + A[6][c] * rst -
-               target[c];
-    };
-    auto largest_e = [&]() { return vmax(vmax(vabs(e[0]), vabs(e[1])), vabs(e[2])); };
-    residual();
-    M active = box & (largest_e() > settled);
-    for (int i = 0; i < m.newton_steps && any(active); ++i) {
-      const V r = xi[0], s = xi[1], t = xi[2];
-      V c0[3], c1[3], c2[3];
-      for (int c = 0; c < 3; ++c) {
-        c0[c] = A[0][c] + A[3][c] * s + A[4][c] * t + A[6][c] * (s * t);
-        c1[c] = A[1][c] + A[3][c] * r + A[5][c] * t + A[6][c] * (r * t);
-        c2[c] = A[2][c] + A[4][c] * r + A[5][c] * s + A[6][c] * (r * s);
-      }
-      const V k12[3] = {c1[1] * c2[2] - c1[2] * c2[1], c1[2] * c2[0] - c1[0] * c2[2], c1[0] * c2[1] - c1[1] * c2[0]};
-      const V det = c0[0] * k12[0] + c0[1] * k12[1] + c0[2] * k12[2];
-      const V rc2[3] = {e[1] * c2[2] - e[2] * c2[1], e[2] * c2[0] - e[0] * c2[2], e[0] * c2[1] - e[1] * c2[0]};
-      const V c1r[3] = {c1[1] * e[2] - c1[2] * e[1], c1[2] * e[0] - c1[0] * e[2], c1[0] * e[1] - c1[1] * e[0]};
-      const V delta[3] = {e[0] * k12[0] + e[1] * k12[1] + e[2] * k12[2],
-                          c0[0] * rc2[0] + c0[1] * rc2[1] + c0[2] * rc2[2], c0[0] * c1r[0] + c0[1] * c1r[1] + c0[2] * c1r[2]};
-      const V inverse = det == 0 ? V{} : 1 / det;
-      // settled lanes keep their coordinates (and so recompute the residual they had)
-      for (int a = 0; a < 3; ++a) xi[a] = active ? vmin(vmax(xi[a] - delta[a] * inverse, V{} - 2), V{} + 3) : xi[a];
-      residual();
-      active = active & (largest_e() > settled);
-    }
-    converged = ~box | (largest_e() <= size * m.small);
+  auto is = [&kinds](int32_t kind) { return of_kind<T, Kind>(kinds, kind); };
+  auto row = [&q, o](int c) { return load<V>(q.row[c] + o); };
+  V y[3], point[3], coords[3], xi[3];
+  for (int a = 0; a < 3; ++a) {
+    y[a] = load<V>(q.y[a] + o), point[a] = load<V>(q.stage_point[a] + o), coords[a] = load<V>(q.stage_coords[a] + o);
   }
-  const M inside = (worst<T, Kind>(kinds, xi[0], xi[1], xi[2]) <= m.tolerance) & converged;
+  const M warm = vabs(point[0]) <= std::numeric_limits<T>::max();  // a finite hint: std::isfinite
+  const M converged = coordinates<T, V, M>(m, row, is, y, warm, point, coords, xi);
+  V v[6];
+  violations<T, V>(is, xi[0], xi[1], xi[2], v);
+  V worst = v[0];
+  for (int i = 1; i < 6; ++i) worst = vmax(worst, v[i]);
+  const M inside = (worst <= m.tolerance) & converged;
   for (int a = 0; a < 3; ++a) store(xi_out[a] + o, xi[a]);
   for (int g = 0; g < kWidth<T>; ++g) inside_out[o + g] = inside[g] != 0;
 }
@@ -494,14 +392,14 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
     bool found = inside[g];
     if (!found) {  // the walk across the most violated face, then the bin, as `locate`
       const T y[3] = {q.y[0][g], q.y[1][g], q.y[2][g]};
-      int face;
-      violation(q.kind[g], lane, &face);
+      T v[6];
+      violations<T, T>([&q, g](int32_t k) { return q.kind[g] == k; }, lane[0], lane[1], lane[2], v);
+      int face = first_largest(v);
       for (int s = 0; !found && s < m.walk_steps; ++s) {
         const int32_t next = m.neighbours[cell * m.faces + face];
         if (next < 0) break;
         cell = next;
-        found = check(m, cell, m.map + cell * m.map_cols, m.kind(cell), y, static_cast<const Hint<T>*>(nullptr), lane,
-                      &face);
+        found = check(m, cell, y, lane, &face);
       }
       T binned[3];
       int32_t holder;
