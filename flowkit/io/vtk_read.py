@@ -182,7 +182,24 @@ def read_series(
     )  # while the threads read
     pieces = [ref.arrays, *later]
     pieces = [pieces[i] for i in files.resolve_times(times, [p.time for p in pieces])]
-    return build(pieces, files.times, topology)
+    del later  # it holds its reads' results: the slices are freed once stacked
+    field = build(pieces, files.times, topology)
+    _release_freed_memory()
+    return field
+
+
+def _release_freed_memory() -> None:
+    """Hand the memory a series' reading freed back to the system (a collection, then glibc's
+    `malloc_trim`): freed slices otherwise stay in the process's heap, and what the run
+    allocates next comes on top of them in its peak (0.3 GB on the brief's 40 files)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc
+        pass
 
 
 class _VtkFiles(SliceSource):
