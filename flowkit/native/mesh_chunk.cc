@@ -110,6 +110,10 @@ template <typename V>
 inline V vabs(V a) {
   return a < 0 ? -a : a;
 }
+template <typename T, typename V>
+inline auto finite(V v) {  // std::isfinite, lane by lane
+  return vabs(v) <= std::numeric_limits<T>::max();
+}
 inline bool any(bool mask) { return mask; }
 template <typename M>
 inline bool any(M mask) {
@@ -298,11 +302,6 @@ struct Group {
   T now[8][3][kGroup], later[8][3][kGroup];
 };
 
-template <typename T>
-inline bool finite(T v) {  // std::isfinite, in a form that vectorises
-  return std::abs(v) <= std::numeric_limits<T>::max();
-}
-
 // Lane g's cache holding `cell` and the time slices from `slice` on.
 template <typename T>
 inline void fill(const Mesh<T>& m, Group<T>& q, int g, int32_t cell, int64_t slice) {
@@ -345,7 +344,7 @@ inline void check_lanes(const Mesh<T>& m, const Group<T>& q, int o, T xi_out[3][
   for (int a = 0; a < 3; ++a) {
     y[a] = load<V>(q.y[a] + o), point[a] = load<V>(q.stage_point[a] + o), coords[a] = load<V>(q.stage_coords[a] + o);
   }
-  const M warm = vabs(point[0]) <= std::numeric_limits<T>::max();  // a finite hint: std::isfinite
+  const M warm = finite<T>(point[0]);  // a hint that located a point
   const M converged = coordinates<T, V, M>(m, row, is, y, warm, point, coords, xi);
   V v[6];
   violations<T, V>(is, xi[0], xi[1], xi[2], v);
@@ -495,7 +494,7 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
     }
     for (int g = 0; g < kGroup; ++g) {
       if (q.moving[g]) {
-        if (finite(q.y[0][g]) && finite(q.y[1][g]) && finite(q.y[2][g])) {
+        if (finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g])) {
           q.cell[g] = q.stage_cell[g];
           for (int d = 0; d < 3; ++d)
             q.x[d][g] = q.y[d][g], q.point[d][g] = q.stage_point[d][g], q.coords[d][g] = q.stage_coords[d][g];
