@@ -31,13 +31,27 @@ _USER_ERRORS = (
 def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve().parents[1] / "conf") -> None:
     """Before Hydra composes the run: an override naming a key or a group option that does not
     exist ends the run with one line naming the closest valid one (`seed.n=500` -> `seeds.n`),
-    exit status 2, instead of Hydra's several lines."""
+    exit status 2, instead of Hydra's several lines. So does one that adds a key the config
+    lacks (`+key=value`, `++key=value`) or sets Hydra's own keys (`_target_`, `_convert_`), which
+    would make the run build (and import, and call) something else."""
     import difflib
 
     groups = {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in conf.iterdir() if d.is_dir()}
     main = OmegaConf.load(conf / f"{config_name}.yaml")
     chosen = {k: v for item in main.get("defaults", []) if isinstance(item, DictConfig) for k, v in item.items()}
-    overrides = [a.split("=", 1) for a in argv if "=" in a and not a.startswith(("-", "+", "~", "hydra"))]
+    overrides = []
+    for arg in argv:  # `key=value`, `+key=value`, `++key=value`, `~key[=value]`
+        if arg.startswith("-") or ("=" not in arg and not arg.startswith("~")):
+            continue
+        key, _, value = arg.lstrip("+~").partition("=")
+        if key.startswith("hydra"):
+            continue
+        if any(part.startswith("_") for part in key.split(".")):
+            _refuse(
+                f"{arg}: {key.rsplit('.', 1)[-1]} is not a setting; what a run builds comes from the config "
+                "groups (choose an option, e.g. field=vtk) and their keys"
+            )
+        overrides.append((key, value))
     for key, value in overrides:
         if key in groups:
             for option in value.split(","):
@@ -58,7 +72,7 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
             _refuse(
                 f"{key}: no such key in the {config_name} config"
                 + (f"; did you mean {near[0]}?" if near else "")
-                + " (add a new key with +key=value)"
+                + " (the keys are those of conf/, with or without + or ++)"
             )
 
 
@@ -112,6 +126,16 @@ def _refuse(message: str, status: int = 2) -> None:
     raise SystemExit(status)
 
 
+def _exit_now(status: int) -> None:
+    """Exit with `status` once the logs are written, without the interpreter's teardown: a
+    Ctrl-C can leave XLA's compiler or a reader's threads running, and tearing the interpreter
+    down under them crashed (a segfault, exit -11)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 @contextlib.contextmanager
 def user_errors():
     """Inside an app: a bad value, a missing file or an unknown option ends the run with one
@@ -134,7 +158,8 @@ def user_errors():
                 f"; here: python {' '.join(again)} hydra.run.dir={HydraConfig.get().runtime.output_dir} resume=true"
             )
         _log.error("%s", message)
-        _refuse(message, 130)
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        _exit_now(130)
     except BaseException:
         _log.exception("the run failed")
         raise

@@ -13,6 +13,7 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 
 from ._custom_types import BoundsLike, Counts, PathLike, PointsLike
+from ._paths import open_npz, refuse_special
 from .fields.base import AbstractField, as_bounds
 
 
@@ -92,6 +93,7 @@ def off_walls(field: AbstractField, points: PointsLike, fraction: float = 1e-3) 
     from .fields.mesh import AbstractMeshField
 
     points = np.asarray(points, np.float64)
+    field = field if isinstance(field, AbstractField) else field.template  # a streamed series' geometry
     if not isinstance(field, AbstractMeshField) or not len(points):
         return points, np.zeros(len(points), bool)
     on, centre = _on_boundary(field.as_mesh(), jnp.asarray(points))
@@ -115,9 +117,16 @@ def _on_boundary(mesh, x):
 
 def in_flow(field: AbstractField, points: PointsLike, t: float | None = None) -> np.ndarray:
     """Whether each of `points` `(N, dim)` lies where particles move at time `t` (default: the
-    start of the field's data): inside its mesh, off land, in the water column."""
+    start of the field's data): inside its mesh, off land, in the water column. A streamed
+    series (`fk.io.StreamedField`) is asked through its slices around `t`."""
     t = float(field.time_range[0]) if t is None and np.isfinite(field.time_range[0]) else float(t or 0.0)
-    return np.asarray(_in_flow(field, t, jnp.asarray(np.asarray(points, np.float64))))
+    return np.asarray(_in_flow(_field_at(field, t), t, jnp.asarray(np.asarray(points, np.float64))))
+
+
+def _field_at(field, t: float) -> AbstractField:
+    """`field` itself, or for a streamed series (not itself a field: its data stays on disk) the
+    field of its slices around `t`."""
+    return field if isinstance(field, AbstractField) else field.near(t)
 
 
 @eqx.filter_jit
@@ -187,9 +196,10 @@ def from_file(path: PathLike, with_release: bool = False):
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"seeds file {path} does not exist")
+    refuse_special(path, "seeds file ")
     t_release = None
     if path.suffix == ".npz":
-        with np.load(path) as data:
+        with open_npz(path, "seeds file") as data:
             key = next((k for k in ("positions", "seeds") if k in data), None)
             if key is None:
                 raise ValueError(

@@ -17,8 +17,8 @@ import flowkit as fk
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(args, cwd):
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+def _run(args, cwd, env=None):
+    env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
     result = subprocess.run(
         [sys.executable, str(ROOT / "apps" / "track.py"), *args],
         cwd=cwd,
@@ -96,6 +96,27 @@ def test_inlet_outlet_on_the_pipe_sample(tmp_path):
     reader.SetFileName(str(tmp_path / "trajectories.vtp"))
     reader.Update()
     assert reader.GetOutput().GetNumberOfLines() == 2000 + summary["restarts"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["field=abc", "boundary=inlet_outlet", "boundary.inlet=xmin", "boundary.outlet=xmax", "t1=1", "seeds.n=500"],
+        ["field.stream=true", "seeds=random", "seeds.n=500", "t1=0.5"],
+        ["seeds=random", "seeds.n=500", "t1=0.5", "output.store=true", "batch_size=200"],
+    ],
+    ids=["analytic_inlet_outlet", "streamed_random_seeds", "store_in_batches"],
+)
+def test_app_paths_on_two_devices(tmp_path, args):
+    """The app's paths as it runs on this 2-core machine by default: particles sharded over two
+    CPU devices (an analytic field's empty hints once came back unsharded from the second chunk
+    on; a streamed series had no `settle_batch` for random seeds)."""
+    env = dict(FLOWKIT_HOST_DEVICES="2")
+    result = _run([f"hydra.run.dir={tmp_path}", "compilation_cache=null", "output=minimal", *args], tmp_path, env)
+    assert "| cpu × 2 (cpu)" in result.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert sum(summary["status_counts"].values()) == summary["n_particles"] >= 400
 
 
 @pytest.mark.slow
@@ -341,12 +362,12 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
         (
             ["seedz.n=5"],
             2,
-            "error: seedz.n: no such key in the track config; did you mean seeds.n? (add a new key with +key=value)",
+            "error: seedz.n: no such key in the track config; did you mean seeds.n? (the keys are those of conf/, with or without + or ++)",
         ),  # a misspelt key
         (
             ["seed.n=500"],
             2,
-            "error: seed.n: no such key in the track config; did you mean seeds.n? (add a new key with +key=value)",
+            "error: seed.n: no such key in the track config; did you mean seeds.n? (the keys are those of conf/, with or without + or ++)",
         ),
         (
             ["integrator=rk5"],
@@ -358,6 +379,18 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
         ),
         (["seeds.n=-5"], 2, "error: seeds.n must be a positive integer, got -5"),  # at build time: one line
         (["dt=0"], 2, "error: dt must be non-zero"),
+        (
+            ["++field._target_=numpy.load", "++field.allow_pickle=true"],
+            2,
+            "error: ++field._target_=numpy.load: _target_ is not a setting; what a run builds comes from the config "
+            "groups (choose an option, e.g. field=vtk) and their keys",
+        ),  # nothing the config lacks is built, imported or called, however the key is prefixed
+        (
+            ["+field.allow_pickle=true"],
+            2,
+            "error: field.allow_pickle: no such key in the track config; did you mean field.allow_nonfinite? (the "
+            "keys are those of conf/, with or without + or ++)",
+        ),
         (["field=vtk", "field.path=missing.vtu"], 2, "error: VTK file missing.vtu does not exist"),
     ],
 )
@@ -384,6 +417,23 @@ def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
         assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [names]
     if (tmp_path / "track.log").exists():  # a run that started keeps its error in its log
         assert names[len("error: ") :] in (tmp_path / "track.log").read_text()
+
+
+def test_a_fifo_as_the_field_path_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "flow.vtu"
+    os.mkfifo(fifo)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "apps" / "track.py"), f"field.path={fifo}", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {fifo}: a FIFO (named pipe), not a file or folder; give the data file itself"
+    )
 
 
 def test_full_error_shows_the_traceback(tmp_path):

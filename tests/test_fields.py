@@ -101,7 +101,8 @@ def test_grid_interpolation_is_second_order():
 def test_periodic_axis_with_its_end_node_repeated_gets_the_right_period(caplog):
     """`np.linspace(0, 2π, 25)` on an axis of period 2π: the end plane repeats the first and is
     dropped (logged), so the field and its trajectories equal those of the 24 distinct nodes.
-    Decided from the coordinates: `periodic=True` means the 25 nodes span 25 steps."""
+    Decided from the coordinates: `periodic=True` would mean the 25 nodes span 25 steps, which
+    an axis spanning 2π with equal end planes is refused for, naming `periodic=2π`."""
     field = fk.fields.ABCFlow()
     distinct = fk.GridField.from_function(
         field, [np.linspace(0, 2 * np.pi, 24, endpoint=False)] * 3, periodic=True, dtype="float64"
@@ -116,9 +117,8 @@ def test_periodic_axis_with_its_end_node_repeated_gets_the_right_period(caplog):
     a = fk.track(distinct, seeds, 0.0, 3.0, 0.01, save_every=100, dtype="float64")
     b = fk.track(repeated, seeds, 0.0, 3.0, 0.01, save_every=100, dtype="float64")
     np.testing.assert_allclose(b.positions, a.positions, atol=1e-12)
-    assert fk.GridField.from_function(
-        field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64"
-    ).shape == (25, 25, 25)
+    with pytest.raises(ValueError, match=r"periodic axis 0 spans 6.28319 and has the same values on its end node.*give periodic=6.28318"):
+        fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64")
     uniform_in_z = fk.GridField(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(4.0, False))
     assert uniform_in_z.shape == (4, 3)  # equal end planes, but the stated period says distinct nodes
     with pytest.raises(ValueError, match="periodic axis 0 spans 3 with spacing 1: neither one period of 5"):
@@ -202,3 +202,24 @@ def test_npz_round_trip(tmp_path):
     np.savez(tmp_path / "bad.npz", velocity=np.zeros((3, 3, 2)), x=np.arange(3.0))
     with pytest.raises(ValueError, match="bad.npz.*missing \\['y'\\]"):
         fk.io.load_grid_npz(tmp_path / "bad.npz")
+
+
+def test_periodic_true_on_an_axis_whose_end_node_repeats_the_first_names_the_period():
+    """A round span alone (`linspace(0, 360, 37)`) or equal end planes alone (a period of 7.3
+    sampled with its end node) are refused; data constant along the axis (Parcels' zonal flow)
+    and distinct nodes spanning a round period are not."""
+    lat = np.array([-1.0, 0.0, 1.0])
+    lon = np.linspace(0.0, 360.0, 37)
+    noise = np.random.default_rng(0).normal(size=(37, 3, 2))
+    with pytest.raises(ValueError, match=r"axis 0 spans 360, so its end node.*give periodic=360.0 "):
+        fk.GridField(noise, [lon, lat], periodic=(True, False))
+    x = np.linspace(0.0, 7.3, 30)
+    wave = np.zeros((30, 3, 2))
+    wave[..., 0] = np.sin(2 * np.pi * x / 7.3)[:, None]
+    with pytest.raises(ValueError, match=r"axis 0 has the same values on its end node as on its first.*periodic=7.3 "):
+        fk.GridField(wave, [x, lat], periodic=(True, False))
+    wave[..., 0] = 0.1
+    assert fk.GridField(wave, [x, lat], periodic=(True, False)).shape == (30, 3)
+    distinct = np.linspace(0.0, 360.0, 36, endpoint=False)
+    assert fk.GridField(noise[:36], [distinct, lat], periodic=(True, False)).shape == (36, 3)
+    assert fk.GridField(noise, [lon, lat], periodic=(360.0, False)).shape == (36, 3)

@@ -151,6 +151,22 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
     np.testing.assert_array_equal(fk.Trajectory.load(run / "trajectories.zarr").positions, _run().positions)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("at", ["read: velocity", "particles ×"], ids=["reading", "compiling"])
+def test_ctrl_c_while_the_default_job_reads_or_compiles_exits_130_in_one_line(tmp_path, at):
+    """The default job (a mesh series read by VTK, the CPU mesh kernel compiled): Ctrl-C once
+    the series is read (seeding, building the field) or at the header (compiling) ends the run
+    with its line and status 130; the interpreter's teardown under XLA's threads crashed (-11)."""
+    app = _app([f"hydra.run.dir={tmp_path}", "compilation_cache=null", "output=minimal"], tmp_path)
+    for line in app.stdout:
+        if at in line:
+            app.send_signal(signal.SIGINT)
+            break
+    _, err = app.communicate(timeout=240)
+    assert app.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("error: interrupted") and "Traceback" not in err
+
+
 def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_fit_is_refused(tmp_path, monkeypatch):
     import tracemalloc
 

@@ -59,6 +59,24 @@ def test_from_file_npz_and_csv(tmp_path):
         fk.seeding.from_file(tmp_path / "missing.csv")
 
 
+def test_seeds_files_that_would_run_code_or_never_end_are_refused_by_name(tmp_path):
+    import os
+    import pickle
+
+    np.savez(tmp_path / "objects.npz", positions=np.array([{"x": 1.0}], dtype=object))
+    with pytest.raises(ValueError, match=r"seeds file .*objects.npz: holds pickled \(object\) arrays"):
+        fk.seeding.from_file(tmp_path / "objects.npz")
+    (tmp_path / "pickle.npz").write_bytes(pickle.dumps([[0.1, 0.2]]))
+    with pytest.raises(ValueError, match=r"seeds file .*pickle.npz: not an .npz archive of numeric arrays"):
+        fk.seeding.from_file(tmp_path / "pickle.npz")
+    os.mkfifo(tmp_path / "fifo.csv")
+    with pytest.raises(ValueError, match=r"seeds file .*fifo.csv: a FIFO \(named pipe\), not a file or folder"):
+        fk.seeding.from_file(tmp_path / "fifo.csv")
+    os.mkfifo(tmp_path / "fifo.npz")
+    with pytest.raises(ValueError, match=r"grid field file .*fifo.npz: a FIFO"):
+        fk.io.load_grid_npz(tmp_path / "fifo.npz")
+
+
 def _channel_with_cylinder():
     """The channel with a cylinder hole, a uniform flow, and its triangles' corners and areas."""
     points, cells = channel_with_cylinder()

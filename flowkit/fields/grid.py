@@ -25,6 +25,7 @@ from .grid_inputs import (
     checked_series,
     is_uniform,
     longitude_origin,
+    refuse_repeated_end,
     repeats_first_node,
     sample_tables,
 )
@@ -185,6 +186,8 @@ class GridField(AbstractField):
         samples, forcing_fields = forcing.split(samples)
         extra, self.scalar_samples = sample_tables(samples, data.shape[0], shape, times is not None)
         for i in range(dim):
+            if periodic[i] and periods[i] is None:
+                refuse_repeated_end(np_axes[i], data, i)
             if periodic[i] and repeats_first_node(np_axes[i], periods[i], i):
                 np_axes[i] = np_axes[i][:-1]
                 data = np.take(data, np.arange(shape[i] - 1), axis=i + 1)

@@ -125,6 +125,36 @@ def is_uniform(axis: np.ndarray) -> bool:
     return bool(np.all(np.abs(steps - mean) <= 1e-6 * abs(mean) + 2 * axis_resolution(axis)))
 
 
+def refuse_repeated_end(axis: np.ndarray, data: np.ndarray, index: int) -> None:
+    """`periodic=True` takes an axis's `n` nodes as `n` distinct ones spanning the period `n * h`.
+    Raise when the end node looks like a repeat of the first: the axis spans a round period (2π,
+    360, 1, ...), or the data on the end node equal those on the first while not constant along
+    the axis. The message names `periodic=<period>`, which drops the end node."""
+    span = float(axis[-1] - axis[0])
+    tolerance = 1e-6 * abs(span) + len(axis) * axis_resolution(axis)
+    decade = 10.0 ** np.floor(np.log10(span))
+    round_spans = [np.pi, 2 * np.pi, 4 * np.pi, 180.0, 360.0, *(m * decade for m in (1.0, 2.0, 2.5, 5.0, 10.0))]
+    named = next((p for p in round_spans if abs(span - p) <= tolerance), None)
+    along = index + 1  # data: times first
+    first, last = np.take(data, 0, axis=along), np.take(data, -1, axis=along)
+    planes = [np.take(data, k, axis=along) for k in (1, len(axis) // 2)]
+    scale = max(float(np.nanmax(np.abs(p), initial=0.0)) for p in (first, last, *planes))
+    same = lambda a: np.allclose(a, first, rtol=1e-6, atol=1e-6 * scale, equal_nan=True)  # noqa: E731
+    varies = not all(same(p) for p in planes)
+    equal_ends = len(axis) > 2 and varies and same(last)
+    if named is None and not equal_ends:
+        return
+    why = " and ".join(
+        ([f"spans {span:g}"] if named is not None else [])
+        + (["has the same values on its end node as on its first"] if equal_ends else [])
+    )
+    raise ValueError(
+        f"GridField: periodic axis {index} {why}, so its end node looks like a repeat of the first; "
+        f"periodic=True takes the {len(axis)} nodes as distinct (period {span * len(axis) / (len(axis) - 1):g}): "
+        f"give periodic={span!r} to drop the end node, or the axis without it"
+    )
+
+
 def repeats_first_node(axis: np.ndarray, period: float | None, index: int) -> bool:
     """Whether a periodic `axis` ends with a repeat of its first node, decided from the
     coordinates alone: with a stated `period`, whether the axis spans it (within the round-off of

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._custom_types import Files
+from .._paths import refuse_special
 from . import solvers
 
 
@@ -166,6 +167,8 @@ def format_of(path: Files) -> Format:
     first = path[0] if isinstance(path, (list, tuple)) and path else path
     if not isinstance(first, (str, Path)):
         raise TypeError(f"path: give a file name, a glob pattern or a list of them, got {type(first).__name__}")
+    for given in path if isinstance(path, (list, tuple)) else [path]:
+        refuse_special(str(given))
     first = Path(str(first).rstrip("/"))
     name = first.name.lower()
     if first.is_dir() and not name.endswith(".zarr"):

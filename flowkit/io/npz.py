@@ -2,7 +2,7 @@
 
 Layout: `velocity` with shape `(nx, ny[, nz], dim)` or `(nt, nx, ny[, nz], dim)`, one
 coordinate array per axis named `x`, `y` (, `z`), optional `time` (for a time series) and
-optional `periodic` (a bool per axis).
+optional `periodic` (per axis the period, 0 where not periodic; or a bool per axis).
 """
 
 import math
@@ -14,10 +14,18 @@ from jax.typing import DTypeLike
 
 from .._custom_types import PathLike
 from .._dtypes import resolve
+from .._paths import open_npz, refuse_special
 from ..fields.grid import GridField
 from .stream import SliceSource, StreamedField
 
 _AXES = ("x", "y", "z")
+
+
+def _periodic(stored: np.ndarray) -> tuple:
+    """Per axis `False` or the period (or `True`, from files that stored flags)."""
+    if stored.dtype == bool:
+        return tuple(bool(p) for p in stored)
+    return tuple(float(p) if p > 0 else False for p in stored)
 
 
 def save_grid_npz(path: PathLike, field: GridField) -> Path:
@@ -30,7 +38,8 @@ def save_grid_npz(path: PathLike, field: GridField) -> Path:
     else:
         arrays["velocity"] = values
         arrays["time"] = np.asarray(field.times)
-    arrays["periodic"] = np.asarray(field.periodic, dtype=bool)
+    lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
+    arrays["periodic"] = np.where(field.periodic, hi - lo, 0.0)  # the periods, so a load takes them as stated
     np.savez(path, **arrays)
     return path
 
@@ -55,7 +64,8 @@ def load_grid_npz(
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"grid field file {path} does not exist")
-    with np.load(path) as data:
+    refuse_special(path, "grid field file ")
+    with open_npz(path, "grid field file") as data:
         if "velocity" not in data:
             raise ValueError(f"{path}: expected an array named 'velocity', found {sorted(data.files)}")
         source = _NpzSlices(path, data["time"] if "time" in data else None)
@@ -67,7 +77,7 @@ def load_grid_npz(
             raise ValueError(f"{path}: a {dim}-D field needs coordinate arrays {list(_AXES[:dim])}; missing {missing}")
         axes = [data[name] for name in _AXES[:dim]]
         if periodic is None:
-            periodic = tuple(bool(p) for p in data["periodic"]) if "periodic" in data else False
+            periodic = _periodic(data["periodic"]) if "periodic" in data else False
         streamed = source.times is not None and choose_streaming(
             stream, source.shape[0], math.prod(source.shape[1:]) * resolve(dtype).itemsize, max_device_bytes, str(path)
         )

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax
 
 from .._xla import options_for
-from .kernel import advance
+from .kernel import advance, laid_out_as
 
 _COMPILED: dict = {}
 _MAX_PROGRAMS = 64
@@ -48,5 +48,10 @@ def compiled_program(call_args, call_kwargs):
     compiled = advance.lower(*call_args, **call_kwargs).compile(options_for(leaves))
     if len(_COMPILED) >= _MAX_PROGRAMS:  # forget the oldest program rather than grow without bound
         _COMPILED.pop(next(iter(_COMPILED)))
-    _COMPILED[key] = lambda *args: compiled(*args, **call_kwargs)
-    return _COMPILED[key], time.perf_counter() - start
+
+    def program(pieces, times, state, slots):
+        new_state, *results = compiled(pieces, times, state, slots, **call_kwargs)
+        return laid_out_as(new_state, state), *results
+
+    _COMPILED[key] = program
+    return program, time.perf_counter() - start

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
-from jaxtyping import PRNGKeyArray
+from jaxtyping import PRNGKeyArray, PyTree
 
 from .._custom_types import Args, TimeLike
 from .._status import Status
@@ -281,11 +281,14 @@ def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, 
     """`located_seeds` as its own program, compiled with the XLA options of the seeds' devices."""
     program = _seed_program(tuple(sorted(options_for(state.x).items())))
     located, frame = program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
-    # hints that a field makes afresh (no location, constants) come back replicated: laid out
-    # as the seeds' own, which is how the chunk program takes and returns them
-    laid_out = lambda new, old: new if new.sharding == old.sharding else jax.device_put(new, old.sharding)  # noqa: E731
-    hint = jax.tree.map(laid_out, located.hint, state.hint)
-    return dataclasses.replace(located, hint=hint), frame
+    return dataclasses.replace(located, hint=laid_out_as(located.hint, state.hint)), frame
+
+
+def laid_out_as(new: PyTree, like: PyTree) -> PyTree:
+    """`new` with each array on `like`'s sharding. A program's results that it makes afresh
+    (a field's constant hints, empty `(N, 0)` hints that an inlet's restart rebuilds) come
+    back replicated whatever the program was told; the chunk program takes them sharded."""
+    return jax.tree.map(lambda a, b: a if a.sharding == b.sharding else jax.device_put(a, b.sharding), new, like)
 
 
 @functools.cache
