@@ -362,12 +362,14 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
         (
             ["seedz.n=5"],
             2,
-            "error: seedz.n: no such key in the track config; did you mean seeds.n? (the keys are those of conf/, with or without + or ++)",
+            "error: seedz.n: no such key in the track config; did you mean seeds.n? (the keys are those of conf/, "
+            "with or without + or ++)",
         ),  # a misspelt key
         (
             ["seed.n=500"],
             2,
-            "error: seed.n: no such key in the track config; did you mean seeds.n? (the keys are those of conf/, with or without + or ++)",
+            "error: seed.n: no such key in the track config; did you mean seeds.n? (the keys are those of conf/, "
+            "with or without + or ++)",
         ),
         (
             ["integrator=rk5"],
