@@ -188,6 +188,8 @@ class Trajectory(eqx.Module):
 
             from .io.store import unfinished
 
+            if path.suffix == ".zarr":
+                _check_chunks(path)
             opened = (
                 xr.open_zarr(path, consolidated=False, decode_times=False)
                 if path.suffix == ".zarr"
@@ -366,3 +368,30 @@ def _seconds_of(ds):
         return dated.from_units(values)
 
     return seconds
+
+
+def _check_chunks(path: Path) -> None:
+    """A streamed store is refused when a chunk file of its written batches is missing (it would
+    read as NaN positions and unwritten statuses): zarr's listing of the store against the
+    chunks those batches wrote."""
+    import zarr
+
+    from .io.store import missing_chunks, unfinished
+
+    if not path.is_dir():
+        raise ValueError(f"{path}: a file, not a zarr store (a folder)")
+    try:
+        group = zarr.open_group(str(path), mode="r")
+    except (ValueError, OSError, KeyError, TypeError) as err:  # no zarr.json, or a damaged one
+        raise ValueError(f"{path}: not a readable zarr store ({type(err).__name__}: {err})") from None
+    if "flowkit_batches" not in group.attrs:
+        return  # not streamed by fk.track (Trajectory.save wrote it)
+    n = group["status"].shape[0]
+    progress = unfinished(group.attrs, n)
+    missing = missing_chunks(group, n if progress is None else progress[2])
+    if missing:
+        raise ValueError(
+            f"{path} is damaged: {len(missing)} chunk file(s) of its written batches are missing "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); its data cannot be read whole: "
+            "run the job again (overwrite=True)"
+        )

@@ -107,6 +107,7 @@ class _NpzSlices(SliceSource):
     def __init__(self, path: Path, times):
         self.description = str(path)
         self.path = path
+        self.files = [path]
         self.times = None if times is None else np.asarray(times, np.float64)
         with zipfile.ZipFile(path) as archive, archive.open("velocity.npy") as member:
             version = np.lib.format.read_magic(member)

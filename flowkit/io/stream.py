@@ -18,6 +18,9 @@ import abc
 import logging
 import math
 import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -39,10 +42,27 @@ class SliceSource(abc.ABC):
 
     description: str
     times: np.ndarray
+    files: Sequence[Any]
+    """What it reads from: files, folders, or a solver's time steps (`flowkit.io.solvers.Step`)."""
 
     @abc.abstractmethod
     def read(self, k: int) -> dict[str, np.ndarray]:
         """The arrays of slice `k`."""
+
+    def stamps(self) -> list[tuple[str, int, int]]:
+        """What identifies the slices on disk without reading them: `(path, size, modification
+        time in ns)` of each file, and of every file under a folder (a solver's case; a time
+        step of one counts as its case's folder)."""
+        stamps = []
+        for item in self.files:
+            path = Path(str(getattr(getattr(item, "case", None), "path", item)))
+            for file in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
+                try:
+                    stat = os.stat(file)
+                    stamps.append((str(file), stat.st_size, stat.st_mtime_ns))
+                except OSError:
+                    stamps.append((str(file), -1, -1))
+        return stamps
 
 
 def device_budget() -> int:

@@ -440,6 +440,7 @@ class _Slices(SliceSource):
         self.land, self.fill = None, None
         datasets = [datasets[0]] + [conformed(d, datasets[0], layout.names, layout.dims) for d in datasets[1:]]
         self.steps, self.times, self.origin = time_axis(datasets, time_dim)
+        self.files = [d.encoding["source"] for d in datasets if d.encoding.get("source")]  # opened from files
 
     def read(self, k: int, out=None) -> dict:
         """Slice `k` as `{"values", "samples"}`, in `self.dtype`; written into `out` when given

@@ -16,7 +16,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .. import _dtypes, native
 from .._custom_types import PathLike
 from .._status import Status
-from ..io.atomic import refuse_existing
 from ..io.stream import device_budget, swap_window
 from ..trajectory import Frame
 from .cache import compiled_program
@@ -27,7 +26,7 @@ from .memory import check_memory
 from .native import applies as kernel_applies
 from .pieces import RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare, share
-from .sinks import MemorySink, ZarrSink
+from .sinks import MemorySink, ZarrSink, check_output
 from .step import is_due
 from .tally import Tally, run_stats
 from .windows import WindowFeeder, plan_windows
@@ -106,9 +105,9 @@ class TrackRun:
             )
         if resume and output is None:
             raise ValueError("resume=True continues a streamed store: give output= the store a run began")
-        if output is not None and not resume:
-            refuse_existing(output, overwrite, " (a trajectory store; resume=True continues the run that made it)")
-        self.output, self.resume = output, bool(resume)
+        if output is not None:
+            check_output(output, overwrite, resume)
+        self.output, self.resume, self.overwrite = output, bool(resume), bool(overwrite)
         dtype = plan.dtype
         self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         if plan.origin_hints is not None:
@@ -144,20 +143,16 @@ class TrackRun:
         self._ctrl_c: list[bool] = []  # Ctrl-C noted during run()
         self.identity = None
         if output is not None:  # what a store records of the run, for resume
-            settings = dict(
-                t0=plan.t0,
-                t1=plan.t1,
-                dt=plan.dt,
-                save_every=plan.save_every,
-                n_saves=plan.n_saves,
-                batch_size=self.batch_size,
-                padded=self.padded_batch,
-                dtype=dtype.name,
-                record_velocity=plan.record_velocity,
-                part=self.first_particle,
+            self.identity = run_identity(
+                self.pieces,
+                plan.seeds,
+                plan.t_release,
+                times=dict(t0=plan.t0, t1=plan.t1, dt=plan.dt, save_every=plan.save_every, n_saves=plan.n_saves),
+                batches=dict(batch_size=self.batch_size, padded=self.padded_batch, part=self.first_particle),
+                output=dict(dtype=dtype.name, record_velocity=plan.record_velocity),
+                key=plan.key,
+                series=plan.stream,
             )
-            series = None if plan.stream is None else (plan.stream.source.description, plan.stream.times.tolist())
-            self.identity = run_identity(self.pieces, plan.seeds, plan.t_release, settings, plan.key, series)
 
     def _lay_out_blocks(self, batch_size, block_policy, bucket):
         """Batches of at most `batch_size` particles, each split over the devices into blocks."""
@@ -389,6 +384,9 @@ class TrackRun:
                 )
         except KeyboardInterrupt:
             raise Interrupted(self._interrupted(sink, tally.chunk)) from None
+        except BaseException:
+            sink.close()  # a store's lock released; an overwrite's new store removed, the old one kept
+            raise
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
@@ -429,6 +427,7 @@ class TrackRun:
                 run=self.identity,
                 batch_size=self.batch_size,
                 resume=self.resume,
+                overwrite=self.overwrite,
             )
         return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts)
 
@@ -479,15 +478,14 @@ class TrackRun:
         """Where a Ctrl-C stopped the run, and what was kept."""
         t = self.plan.saved_times[min(chunk * self.chunk_saves, self.plan.n_saves)]
         if self.output is not None:
-            kept = (
-                f"{sink.batches_done} of {math.ceil(self.n_particles / self.batch_size)} batches are in "
-                f"{self.output}; fk.track(..., output=..., resume=True) (resume=true in the app) "
-                "continues the run"
+            replacing = sink.path != sink.final
+            kept = sink.close() + (
+                ""
+                if replacing
+                else "; fk.track(..., output=..., resume=True) (resume=true in the app) continues the run"
             )
         else:
-            kept = (
-                "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
-            )
+            kept = sink.close()
         return f"interrupted at t = {t:g}: {kept}"
 
 

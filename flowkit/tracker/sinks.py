@@ -10,8 +10,11 @@ A store says what it holds while the run goes on (`flowkit.io.store`), so that a
 run can be resumed and a partial store is never taken for a whole one.
 """
 
+import contextlib
 import dataclasses
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Protocol
 
@@ -20,8 +23,10 @@ from jax.typing import DTypeLike
 
 from .._custom_types import PathLike
 from .._status import Status
-from ..io.store import NOT_WRITTEN_STATUS
+from ..io.atomic import refuse_existing, replace
+from ..io.store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive
 from ..trajectory import Trajectory
+from .identity import differences
 
 
 class TrajectorySink(Protocol):
@@ -42,6 +47,9 @@ class TrajectorySink(Protocol):
 
     def finish(self, stats):
         """The run's result, carrying `stats`."""
+
+    def close(self) -> str:
+        """After a run that stopped part-way: what was kept, for its message."""
 
 
 class MemorySink:
@@ -96,6 +104,9 @@ class MemorySink:
     def write_exit_time(self, particles: slice, exit_time) -> None:
         self.exit_time[particles] = exit_time
 
+    def close(self) -> str:
+        return "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
+
     def finish(self, stats) -> Trajectory:
         return Trajectory(
             times=self.times,
@@ -111,9 +122,17 @@ class MemorySink:
         )
 
 
+_EXISTS = " (a trajectory store; resume=True continues the run that made it)"
+
+
 class ZarrSink:
     """Creates the store for `n` particles at `times` and writes regions of it; `finish` opens
-    it lazily as an `xarray.Dataset` with the run's stats as JSON in `attrs["flowkit_stats"]`."""
+    it lazily as an `xarray.Dataset` with the run's stats as JSON in `attrs["flowkit_stats"]`.
+
+    One process writes a store (`StoreLock`): a second writer is refused, a lock whose process is
+    gone is taken over. With `overwrite` an existing store stays as it is until the new one,
+    written beside it, is complete and takes its place. `run` is the run's identity (`run_identity`):
+    `resume` continues a store only of the same run, and names the parts that differ."""
 
     def __init__(
         self,
@@ -127,17 +146,43 @@ class ZarrSink:
         with_generation: bool,
         frames_per_chunk: int,
         *,
-        run: str = "",
+        run: dict,
         batch_size: int | None = None,
         resume: bool = False,
+        overwrite: bool = False,
     ):
+        self.final = self.path = Path(path)
+        self.batches_done = 0
+        self.lock = StoreLock(self.final)
+        self.lock.acquire()
+        try:
+            if resume and self.path.exists():
+                check_store(self.path)
+                if self._reopen(run):
+                    return
+                shutil.rmtree(self.path)  # it holds no batch yet: made anew
+            elif self.path.exists():
+                refuse_existing(
+                    self.path, overwrite, " (a trajectory store; resume=True continues the run that made it)"
+                )
+                self.path = self.final.with_name(f".{self.final.name}.new-{os.getpid()}")  # swapped in when whole
+                shutil.rmtree(self.path, ignore_errors=True)
+            self._create(n, times, dim, dtype, t_release, with_velocity, with_generation, frames_per_chunk)
+            self.group.attrs.update(
+                {
+                    "flowkit_batches": -(-n // max(n if batch_size is None else int(batch_size), 1)),
+                    "flowkit_batch_size": n if batch_size is None else int(batch_size),
+                    "flowkit_identity": run,
+                }
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def _create(self, n, times, dim, dtype, t_release, with_velocity, with_generation, frames_per_chunk) -> None:
         import zarr
 
-        self.path = Path(path)
-        if resume and self.path.exists() and self._reopen(run):
-            return
-        self.group, self.batches_done = zarr.open_group(str(self.path), mode="w"), 0
-        batch_size = n if batch_size is None else int(batch_size)
+        self.group = zarr.open_group(str(self.path), mode="a")
         self.group.attrs.update(
             {
                 "featureType": "trajectory",
@@ -145,9 +190,7 @@ class ZarrSink:
                 "source": "flowkit",
                 "flowkit_complete": False,
                 "flowkit_batches_done": 0,
-                "flowkit_batches": -(-n // max(batch_size, 1)),
-                "flowkit_batch_size": batch_size,
-                "flowkit_run": run,
+                "flowkit_store_format": STORE_FORMAT,
             }
         )
         rows, frames = int(min(n, 2**16)), len(times)
@@ -174,10 +217,16 @@ class ZarrSink:
 
     def _array(self, name: str, shape: tuple, chunks: tuple, kind, dims: list[str], attrs: dict):
         """A new array of the store; unwritten parts read as NaN (or `NOT_WRITTEN_STATUS`), never
-        as a value posing as data."""
+        as a value posing as data. Every chunk written is a file, fill values or not."""
         fill = np.nan if np.issubdtype(np.dtype(kind), np.floating) else NOT_WRITTEN_STATUS
         created = self.group.create_array(
-            name, shape=shape, chunks=chunks, dtype=kind, dimension_names=dims, fill_value=fill
+            name,
+            shape=shape,
+            chunks=chunks,
+            dtype=kind,
+            dimension_names=dims,
+            fill_value=fill,
+            config={"write_empty_chunks": True},
         )
         created.attrs.update(attrs)
         return created
@@ -186,32 +235,44 @@ class ZarrSink:
         """A new `(particles, frames)` array of the store."""
         return self._array(name, self._shape, self._chunks, kind, ["trajectory", "obs"], attrs)
 
-    def _reopen(self, run: str) -> bool:
+    def _reopen(self, run: dict) -> bool:
         """A store this same run began: its arrays and how many batches it holds; False when it
         holds none yet (it is then made anew)."""
         import zarr
 
         group = zarr.open_group(str(self.path), mode="r+")
-        made_by = group.attrs.get("flowkit_run")
-        if made_by != run:
+        recorded = group.attrs.get("flowkit_identity")
+        differ = differences(recorded or {}, run)
+        if differ:
+            self.close()
+            why = (
+                f"its {', '.join(differ)} differ from this run's"
+                if recorded
+                else "it records no run identity: an earlier flowkit made it"
+            )
             raise ValueError(
-                f"{self.path}: made by another run (its field, seeds, times, integrator, particles, key "
-                "or batch size differ), so resume=True cannot continue it; give output= a new path, or "
-                "overwrite=True to replace it"
+                f"{self.path}: made by another run ({why}), so resume=True cannot continue it; give output= "
+                "a new path, or overwrite=True to replace it"
             )
         self.group, self.batches_done = group, int(group.attrs["flowkit_batches_done"])
         if self.batches_done == 0:
             return False
-        self.positions = [group[name] for name in ("x", "y", "z") if name in group]
-        self.status, self.exit_time = group["status"], group["exit_time"]
-        self.generation = group["generation"] if "generation" in group else None
-        self.velocities = [group[name] for name in ("u", "v", "w") if name in group]
-        self.samples = {name: group[name] for name in group.array_keys() if group[name].attrs.get("flowkit_role")}
+        every_chunk = {"write_empty_chunks": True}
+        opened = lambda name: group[name].with_config(every_chunk)  # noqa: E731
+        self.positions = [opened(name) for name in ("x", "y", "z") if name in group]
+        self.status, self.exit_time = opened("status"), opened("exit_time")
+        self.generation = opened("generation") if "generation" in group else None
+        self.velocities = [opened(name) for name in ("u", "v", "w") if name in group]
+        self.samples = {name: opened(name) for name in group.array_keys() if group[name].attrs.get("flowkit_role")}
         self._dtype = group["x"].dtype
         self._shape, self._chunks = group["status"].shape, group["status"].chunks
         return True
 
     def write_frames(self, frames: slice, particles: slice, frame) -> None:
+        with self._writing():
+            self._write_frames(frames, particles, frame)
+
+    def _write_frames(self, frames: slice, particles: slice, frame) -> None:
         positions, status, velocities, generation = frame.positions, frame.status, frame.velocities, frame.generation
         if self.generation is not None:
             self.generation[particles, frames] = np.asarray(generation).T
@@ -240,17 +301,72 @@ class ZarrSink:
                     )
                 self.samples[name][particles, frames] = values
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """A write that fails (a full disk, a folder gone) raises one line naming the store and
+        what it keeps."""
+        try:
+            yield
+        except OSError as err:
+            if err.errno is None:
+                raise
+            raise OSError(
+                err.errno,
+                f"{self.final}: writing batch {self.batches_done + 1} failed ({os.strerror(err.errno)}); "
+                + self._kept()
+                + ("; free space, then resume=True finishes the run" if self.path == self.final else ""),
+            ) from None
+
     def write_exit_time(self, particles: slice, exit_time) -> None:
-        self.exit_time[particles] = np.asarray(exit_time)
+        with self._writing():
+            self.exit_time[particles] = np.asarray(exit_time)
 
     def batch_done(self) -> None:
-        self.batches_done += 1
-        self.group.attrs["flowkit_batches_done"] = self.batches_done
+        with self._writing():
+            self.batches_done += 1
+            self.group.attrs["flowkit_batches_done"] = self.batches_done
 
     def finish(self, stats):
         import xarray as xr
 
-        self.group.attrs["flowkit_complete"] = True
-        opened = xr.open_dataset(self.path, engine="zarr", consolidated=False, chunks=None)
+        with self._writing():
+            self.group.attrs["flowkit_complete"] = True
+        if self.path != self.final:  # an overwrite: the new store takes the old one's place
+            replace(self.path, self.final)
+            self.path = self.final
+        self.lock.release()
+        opened = xr.open_dataset(self.final, engine="zarr", consolidated=False, chunks=None)
         opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
         return opened
+
+    def close(self) -> str:
+        kept = self._kept()
+        if self.path != self.final:  # an overwrite that did not finish: the old store stays
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = self.final
+        self.lock.release()
+        return kept
+
+    def _kept(self) -> str:
+        if self.path != self.final:
+            return f"the store it replaces is unchanged at {self.final} and nothing of this run was kept"
+        group = getattr(self, "group", None)
+        total = "?" if group is None else group.attrs.get("flowkit_batches", "?")
+        return f"{self.batches_done} of {total} batches are in {self.final}"
+
+
+def check_output(path: PathLike, overwrite: bool, resume: bool) -> None:
+    """Before a run compiles: a store it cannot write is refused in one line (a busy store; one
+    that exists, unless `overwrite` or `resume`; for `resume`, a path that is not a store). The
+    sink claims the store when the run starts, so a run that slips in between is still refused."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if resume:
+        check_store(path)
+    lock = StoreLock(path)
+    holder = lock.holder() if lock.path.exists() else None
+    if holder is not None and lock_alive(holder):
+        raise FileExistsError(lock.busy(holder))
+    if not resume:
+        refuse_existing(path, overwrite, _EXISTS)
