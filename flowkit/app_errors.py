@@ -5,6 +5,7 @@ naming it and exit status 2, not a traceback."""
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -66,6 +67,10 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
             known |= {
                 f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))
             }
+    types = {f.name: f.type for f in dataclasses.fields(schema)}
+    for key, value in overrides:
+        if key in types:
+            _check_type(key, value, types[key])
     for key, _ in overrides:
         if key not in groups and key not in known:
             near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
@@ -74,6 +79,29 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
                 + (f"; did you mean {near[0]}?" if near else "")
                 + " (the keys are those of conf/, with or without + or ++)"
             )
+
+
+def _check_type(key: str, value: str, kind) -> None:
+    """One line for a value a typed key of the schema cannot take (Hydra's own is six lines)."""
+    takes = {int: "an integer", float: "a number", bool: "true or false"}
+    base = next((t for t in takes if kind in (t, t | None)), None)
+    if base is None:
+        return
+    for item in value.split(","):  # a sweep's values
+        item = item.strip()
+        if kind is not base and item.lower() in ("null", "none", "~"):
+            continue
+        try:
+            if base is bool:
+                ok = item.lower() in ("true", "false", "yes", "no", "on", "off", "1", "0")
+            elif base is int:
+                ok = int(item) == int(item)  # "nan", "1e9", "2.5" raise
+            else:
+                ok = math.isfinite(float(item))
+        except ValueError:
+            ok = False
+        if not ok:
+            _refuse(f"{key}={item}: {key} takes {takes[base]}{' (or null)' if kind is not base else ''}")
 
 
 RESULTS = ("summary.json", "sweep_summary.csv")

@@ -381,6 +381,8 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
         ),
         (["seeds.n=-5"], 2, "error: seeds.n must be a positive integer, got -5"),  # at build time: one line
         (["dt=0"], 2, "error: dt must be non-zero"),
+        (["batch_size=nan"], 2, "error: batch_size=nan: batch_size takes an integer (or null)"),
+        (["batch_size=0"], 2, "error: batch_size must be a positive integer, got 0"),
         (
             ["++field._target_=numpy.load", "++field.allow_pickle=true"],
             2,

@@ -94,6 +94,8 @@ class TrackRun:
     ):
         """This process's share of the plan's particles over the devices, in blocks and chunks;
         the pieces placed on the devices; the memory checked."""
+        if batch_size is not None:
+            batch_size = _positive_integer(batch_size, "batch_size")
         self.n_particles_total = plan.seeds.shape[0]
         plan, output, self.first_particle = share(plan, part, output)
         self.plan, self.progress, self.warmup = plan, progress, bool(warmup)
@@ -158,8 +160,6 @@ class TrackRun:
         """Batches of at most `batch_size` particles, each split over the devices into blocks."""
         n, devices = self.n_particles, self.devices
         batch = n if batch_size is None else min(int(batch_size), n)
-        if batch < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.batch_size = batch
         per_device = math.ceil(batch / len(devices))
         self.block_policy = devices[0].platform if block_policy is None else str(block_policy)
@@ -487,6 +487,18 @@ class TrackRun:
         else:
             kept = sink.close()
         return f"interrupted at t = {t:g}: {kept}"
+
+
+def _positive_integer(value, name: str) -> int:
+    """`value` as an int, or one line naming `name` when it is not a positive whole number."""
+    try:
+        whole = int(value)
+        ok = not isinstance(value, bool) and whole == float(value) and whole >= 1
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return whole
 
 
 def _progress_bar(progress, total):
