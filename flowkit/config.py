@@ -32,6 +32,7 @@ from .io.atomic import written
 from .io.stream import StreamedField
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
+from .tracker.memory import check_seed_memory
 from .trajectory import RunStats, Trajectory
 
 _log = logging.getLogger("flowkit")
@@ -175,12 +176,30 @@ def build(cfg: DictConfig):
     """Instantiate `(field, seeds, integrator, boundary, particles)` from a composed `track` config."""
     field = build_field(cfg)
     particles = instantiate(cfg.particles, _convert_="all") if cfg.get("particles") is not None else None
+    _check_seeds_fit(cfg, field.dim)
     return (
         field,
         build_seeds(cfg, field),
         instantiate(cfg.integrator, _convert_="all"),
         build_boundary(cfg, field),
         particles,
+    )
+
+
+def _check_seeds_fit(cfg: DictConfig, dim: int) -> None:
+    """Before seeding: the seeds asked for (`seeds.n`, or a lattice's `resolution`) and their
+    frames fit the host's memory (`tracker.memory.check_seed_memory`)."""
+    seeds = cfg.seeds
+    resolution = seeds.get("resolution")
+    n = int(np.prod(list(resolution))) if resolution else seeds.get("n")
+    if not isinstance(n, int) or n < 1:
+        return  # build_seeds names what is wrong
+    times = [cfg.get(k) for k in ("t0", "t1", "dt")]
+    frames = 0
+    if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(cfg.save_every, int):
+        frames = int(abs((times[1] - times[0]) / times[2]) / max(cfg.save_every, 1)) + 2
+    check_seed_memory(
+        n, dim, frames, np.dtype(cfg.dtype).itemsize, bool(cfg.record_velocity), bool(cfg.output.get("store"))
     )
 
 

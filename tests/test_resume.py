@@ -3,6 +3,7 @@ is refused or read in part, and `resume=True` finishes it exactly as an uninterr
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -208,6 +209,40 @@ def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_f
         ]
         == 100_000
     )
+
+
+def test_seeds_that_cannot_fit_are_refused_before_anything_scales_with_them(tmp_path, monkeypatch):
+    """10⁹ seeds: refused in one line naming what bounds a run, before seeding (the app) or
+    before the seeds are copied (`fk.track`), not by NumPy after minutes."""
+    from flowkit.tracker import api, memory
+
+    app = subprocess.run(
+        [sys.executable, str(ROOT / "apps" / "track.py"), "seeds=random", "seeds.n=1000000000"]
+        + [f"hydra.run.dir={tmp_path / 'app'}", "compilation_cache=null"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+    )
+    assert app.returncode == 2 and "Traceback" not in app.stderr
+    assert re.fullmatch(
+        r"error: 1000000000 particles need about 208\.62 GiB of host memory before tracking begins \(their seeds, "
+        r"release times, origins and cells\) and [\d.]+ GiB are available: track them in several runs of fewer "
+        r"seeds, each with its own output= \(batch_size= bounds the particles tracked at once, not the seeds a "
+        r"run holds\)",
+        app.stderr.strip().splitlines()[-1],
+    )
+    field = fk.fields.DoubleGyre()
+    seeds = np.zeros((200_000, 2))
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**24)  # 16 MiB
+    monkeypatch.setattr(api, "prepare", lambda *a, **k: pytest.fail("prepared before the memory check"))
+    with pytest.raises(MemoryError, match=r"200000 particles need about .* track them in several runs"):
+        fk.track(field, seeds, 0.0, 1.0, 0.1)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)
+    with pytest.raises(
+        MemoryError, match=r"the run's frames need .*output='tracks\.zarr'.*batch by batch \(batch_size=\)"
+    ):
+        fk.track(field, seeds, 0.0, 100.0, 0.01)
 
 
 def test_a_ctrl_c_swallowed_in_a_callback_is_noted_and_not_reported(monkeypatch):

@@ -18,7 +18,7 @@ from .courant import DEFAULT_COURANT
 from .kernel import advance_local, located_seeds, particle_keys
 from .pieces import Slots, State, Times
 from .plan import RunPlan, prepare
-from .run import TrackRun
+from .run import TrackRun, check_seeds_fit
 from .step import is_due
 
 
@@ -139,7 +139,9 @@ def track(
         particle_state=particle_state,
         courant=courant,
     )
-    plan = prepare(field, seeds, t0, t1, dt, integrator, boundary, save_every, **inputs)
+    positional = (field, seeds, t0, t1, dt, integrator, boundary, save_every)
+    check_seeds_fit(positional, inputs, streamed=output is not None)
+    plan = prepare(*positional, **inputs)
     if plan.traced:
         host_only = {
             "batch_size": batch_size,

@@ -22,11 +22,7 @@ def check_memory(host: int, device: int, per_particle: int, budget: int, batch: 
     the `batch_size` that fits."""
     available = available_memory()
     if host > 0.8 * available:  # (a store needs only a chunk of frames at a time)
-        raise MemoryError(
-            f"the run's frames need {_size(host)} of host memory and {_size(available)} are "
-            "available: stream them to a store (output='tracks.zarr'; output.store=true in the app), "
-            "which finishes the run in bounded memory, or save fewer frames (a larger save_every)"
-        )
+        raise MemoryError(_frames_message(host, available))
     if device > budget:
         fits = int(
             0.9 * (budget - (device - batch * per_particle)) // max(per_particle, 1)
@@ -41,6 +37,38 @@ def check_memory(host: int, device: int, per_particle: int, budget: int, batch: 
             f"a batch of {batch} particles needs {_size(device)} of device memory and {_size(budget)} "
             f"may be used: give batch_size={fits} (or less)"
         )
+
+
+PREPARE_BYTES = 64
+"""Host bytes per particle and coordinate that a run holds before tracking, whatever its batch
+size: the seeds in float64 as drawn, checked and kept, their origins and located cells."""
+
+
+def check_seed_memory(n: int, dim: int, frames: int, itemsize: int, with_velocity: bool, streamed: bool) -> None:
+    """Refuse, before anything that scales with the seed count is allocated (seeding included),
+    a run of `n` particles whose preparation or whose `frames` saved frames (held in memory
+    unless `streamed` to a store) would exceed 80 % of the host memory available, naming what
+    bounds it: fewer seeds per run, or a store (`output=`) tracked in batches (`batch_size=`)."""
+    available = available_memory()
+    prepare = n * (PREPARE_BYTES * dim + 32)
+    if prepare > 0.8 * available:
+        raise MemoryError(
+            f"{n} particles need about {_size(prepare)} of host memory before tracking begins (their "
+            f"seeds, release times, origins and cells) and {_size(available)} are available: track them "
+            "in several runs of fewer seeds, each with its own output= (batch_size= bounds the particles "
+            "tracked at once, not the seeds a run holds)"
+        )
+    held = 0 if streamed else n * frames * (dim * itemsize * (2 if with_velocity else 1) + 1)
+    if prepare + held > 0.8 * available:
+        raise MemoryError(_frames_message(prepare + held, available))
+
+
+def _frames_message(host: int, available: int) -> str:
+    return (
+        f"the run's frames need {_size(host)} of host memory and {_size(available)} are available: "
+        "stream them to a store (output='tracks.zarr'; output.store=true in the app), which finishes "
+        "the run in bounded memory batch by batch (batch_size=), or save fewer frames (a larger save_every)"
+    )
 
 
 def _size(n: int) -> str:

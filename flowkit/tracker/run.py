@@ -22,7 +22,7 @@ from .cache import compiled_program
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
-from .memory import check_memory
+from .memory import check_memory, check_seed_memory
 from .native import applies as kernel_applies
 from .pieces import RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare, share
@@ -66,6 +66,7 @@ class TrackRun:
         the others lay the run out, as for `fk.track`."""
         layout = dict(batch_size=batch_size, devices=devices, chunk_saves=chunk_saves, progress=progress)
         layout.update(output=output, bucket=bucket, warmup=warmup, part=part, block_policy=block_policy)
+        check_seeds_fit(inputs, named_inputs, streamed=output is not None)
         self._lay_out(prepare(*inputs, **named_inputs), overwrite=overwrite, resume=resume, **layout)
 
     @classmethod
@@ -487,6 +488,30 @@ class TrackRun:
         else:
             kept = sink.close()
         return f"interrupted at t = {t:g}: {kept}"
+
+
+def check_seeds_fit(inputs: tuple, named: dict, streamed: bool) -> None:
+    """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
+    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
+    import inspect
+
+    given = inspect.signature(prepare).bind_partial(*inputs, **named).arguments
+    shape = np.shape(given.get("seeds", ()))
+    if len(shape) != 2:
+        return  # prepare names what is wrong with them
+    times = [given.get(k) for k in ("t0", "t1", "dt")]
+    every = given.get("save_every", 1)
+    frames = 0
+    if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(every, int) and every > 0:
+        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40))
+    check_seed_memory(
+        shape[0],
+        shape[1],
+        frames,
+        _dtypes.resolve(given.get("dtype", "float32")).itemsize,
+        bool(given.get("record_velocity", False)),
+        streamed,
+    )
 
 
 def _positive_integer(value, name: str) -> int:
