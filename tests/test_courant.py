@@ -122,3 +122,19 @@ def test_auto_dt_needs_cells_and_flow():
         fk.track(still, seeds, 0.0, 1.0, "auto")
     with pytest.raises(ValueError, match="courant must be a positive number"):
         fk.track(fk.datasets.double_gyre_grid(nx=21, ny=11, nt=3), seeds, 0.0, 1.0, "auto", courant=-1)
+
+
+def test_a_collapsed_hexahedron_is_left_out_of_dt_auto_by_name(caplog):
+    """A hexahedron whose +x face lies on its -x face has no size along x: its Courant rate was
+    infinite, so `dt='auto'` refused the field as "not finite". It is left out, and said so."""
+    shape = (5, 4, 4)
+    points = np.stack(np.meshgrid(*[np.linspace(0, 1, k) for k in shape], indexing="ij"), -1).reshape(-1, 3)
+    cells = fk.datasets.lattice_hexahedra(shape)
+    first = cells[0]
+    for moved, onto in ((1, 0), (2, 3), (5, 4), (6, 7)):
+        points[first[moved]] = points[first[onto]]
+    field = fk.MeshField(points, cells, np.tile([0.3, 0.1, 0.0], (len(points), 1)), cell_types=np.full(len(cells), 12))
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        rate = field.max_courant_rate()
+    assert "have two nodes at one point (collapsed; cell 0 is one): left out of the Courant number" in caplog.text
+    np.testing.assert_allclose(rate, 0.3 / 0.25)  # the other cells' shortest edges, a quarter, at 0.3 m/s

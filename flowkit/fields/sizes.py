@@ -7,6 +7,7 @@ longitude-latitude grid at high latitude count as narrow; depth is not counted t
 models' vertical steps are set by their own levels).
 """
 
+import logging
 import math
 from types import ModuleType
 
@@ -60,5 +61,13 @@ def mesh_max_rate(points, nodes, velocity, spherical: bool, per_cell: bool = Fal
     speed = np.asarray(xp.abs(velocity[..., :2] if spherical else velocity).max(axis=(0, 2)), np.float64)
     edges = shortest_edges(points, nodes, spherical, xp=np)
     fastest = speed if per_cell else speed[nodes].max(axis=1)
-    rate = fastest / np.maximum(edges, np.finfo(np.float64).tiny)
+    collapsed = edges <= 1e-12 * max(float(np.ptp(points, axis=0).max(initial=0.0)), np.finfo(np.float64).tiny)
+    if collapsed.any():  # no volume, so no particle is located in them: not a step's measure
+        logging.getLogger("flowkit").warning(
+            "mesh: %d cell(s) have two nodes at one point (collapsed; cell %d is one): left out of the "
+            "Courant number and dt='auto'",
+            int(collapsed.sum()),
+            int(np.flatnonzero(collapsed)[0]),
+        )
+    rate = np.where(collapsed, 0.0, fastest / np.maximum(edges, np.finfo(np.float64).tiny))
     return float(np.nanmax(rate)) if len(rate) else 0.0

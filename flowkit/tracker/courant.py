@@ -66,7 +66,13 @@ def report(courant: float | None, dt: float, integrator: AbstractIntegrator) -> 
     """Warn once when the run's largest Courant number exceeds the integrator's limit, naming
     a dt that brings it to half the limit."""
     limit = integrator.courant_limit
-    if courant is not None and courant > limit:
+    if courant is not None and math.isinf(courant):
+        _log.warning(
+            "a step ended in a cell of zero size along an axis (a collapsed cell): its Courant number is "
+            "infinite; the mesh has cells to mend (dt=%g elsewhere is measured by the other cells)",
+            abs(dt),
+        )
+    elif courant is not None and courant > limit:
         better = abs(dt) * 0.5 * limit / courant
         _log.warning(
             "the largest Courant number of the run is %.3g (over %g for %s): steps of dt=%g jump "
