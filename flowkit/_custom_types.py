@@ -30,3 +30,7 @@ BoundsLike = PointsLike
 """`(lo, hi)` as a user gives it: two corners, each a sequence or array of coordinates."""
 Counts = ArrayLike | Sequence[int]
 """A count per axis (`(64, 32)`), or one for every axis."""
+ArrayInput = ArrayLike | Sequence[Any]
+"""An array as a user gives it: NumPy or JAX, or (nested) sequences of numbers."""
+PeriodicLike = ArrayLike | Sequence[bool | float]
+"""Per axis (or one for all) `True`, `False` or the period."""

@@ -102,3 +102,35 @@ def test_no_function_over_80_lines():
                 if lines > 80:
                     long[f"{path.relative_to(root)}:{node.name}"] = lines
     assert not long, long
+
+
+def _parameters(node) -> list:
+    arguments = node.args
+    every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return [a for a in every if a.arg not in ("self", "cls")]
+
+
+def test_public_parameters_are_annotated():
+    """At least 84 % of the parameters of flowkit's public functions and methods (names without
+    a leading underscore, and dunders such as `__init__`, in classes whose names have none),
+    counted on the source: the share issue 30 reached (80 %) fell to 75 % once unwatched."""
+    import ast
+    from pathlib import Path
+
+    counts = [0, 0]
+
+    def visit(node, public: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, public and not child.name.startswith("_"))
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = child.name
+                if public and (not name.startswith("_") or (name.startswith("__") and name.endswith("__"))):
+                    parameters = _parameters(child)
+                    counts[0] += sum(p.annotation is not None for p in parameters)
+                    counts[1] += len(parameters)
+
+    for path in Path(fk.__file__).parent.rglob("*.py"):
+        visit(ast.parse(path.read_text()), True)
+    assert counts[1] > 1500 and counts[0] / counts[1] >= 0.84, counts

@@ -3,12 +3,14 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike
 
+from .._custom_types import BoundsLike, Counts, PointsLike
 from .._status import Status
 from ..trajectory import Trajectory
 
 
-def histogram(traj: Trajectory, bins, bounds, frames=None) -> np.ndarray:
+def histogram(traj: Trajectory, bins: Counts, bounds: BoundsLike, frames: Counts | None = None) -> np.ndarray:
     """Counts of ACTIVE particles per grid cell, per saved frame.
 
     **Arguments:** `bins` (one count per axis), `bounds` `(lo, hi)`, `frames` (indices; default
@@ -30,7 +32,7 @@ def histogram(traj: Trajectory, bins, bounds, frames=None) -> np.ndarray:
     return np.asarray(counts)
 
 
-def per_area(counts, bounds) -> np.ndarray:
+def per_area(counts: ArrayLike, bounds: BoundsLike) -> np.ndarray:
     """Counts on lon/lat cells (`(..., n_lon, n_lat)`, the box `bounds` in degrees) per km² of
     the sphere: a cell spans R² Δλ Δ(sin φ), less toward the poles."""
     from ..fields.grid import EARTH_RADIUS
@@ -64,7 +66,7 @@ def bandwidth_factor(n: int, dim: int, rule: str = "scott") -> float:
     raise ValueError(f"bandwidth must be 'scott', 'silverman' or a number, got {rule!r}")
 
 
-def kde(points, where, bandwidth="scott", chunk: int = 4096) -> np.ndarray:
+def kde(points: PointsLike, where: PointsLike, bandwidth: str | float = "scott", chunk: int = 4096) -> np.ndarray:
     """Gaussian kernel density of `points` `(n, d)` evaluated at `where` `(m, d)`, integrating to 1.
 
     The kernel covariance is the data covariance times `factor**2` (Scott or Silverman's rule,

@@ -1,11 +1,13 @@
 """Axis-aligned box walls: periodic, reflect, slip, absorb, or a mix per axis."""
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
-from .._custom_types import Bounds, Position, Positions, ScalarLike, StatusCode
+from .._custom_types import Bounds, BoundsLike, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
 from ..fields.base import AbstractField, Hints, as_bounds
 from .base import AbstractBoundary
@@ -77,7 +79,7 @@ class AbstractBox(AbstractBoundary):
         return jnp.where(masks["slip"] & outside, 0, out)
 
 
-def uniform(bounds, mode: str) -> tuple[Bounds, tuple[str, ...]]:
+def uniform(bounds: BoundsLike, mode: str) -> tuple[Bounds, tuple[str, ...]]:
     """`(bounds, modes)` of a box with the same wall `mode` on every axis."""
     bounds = as_bounds(bounds)
     return bounds, (mode,) * bounds[0].shape[0]
@@ -89,7 +91,7 @@ class Periodic(AbstractBox):
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(self, bounds):
+    def __init__(self, bounds: BoundsLike):
         self.bounds, self.modes = uniform(bounds, "periodic")
 
 
@@ -99,7 +101,7 @@ class Reflective(AbstractBox):
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(self, bounds):
+    def __init__(self, bounds: BoundsLike):
         self.bounds, self.modes = uniform(bounds, "reflect")
 
 
@@ -109,7 +111,7 @@ class Clamp(AbstractBox):
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(self, bounds):
+    def __init__(self, bounds: BoundsLike):
         self.bounds, self.modes = uniform(bounds, "slip")
 
 
@@ -119,7 +121,7 @@ class Absorbing(AbstractBox):
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(self, bounds):
+    def __init__(self, bounds: BoundsLike):
         self.bounds, self.modes = uniform(bounds, "absorb")
 
 
@@ -129,7 +131,7 @@ class Mixed(AbstractBox):
     bounds: Bounds
     modes: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(self, bounds, modes):
+    def __init__(self, bounds: BoundsLike, modes: Sequence[str]):
         self.bounds = as_bounds(bounds)
         modes = tuple(modes)
         if len(modes) != self.bounds[0].shape[0]:

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._custom_types import Position, Positions, ScalarLike, StatusCode
+from .._custom_types import PointsLike, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
 from .base import AbstractBoundary, mirrored
 from .modes import wall_mode
@@ -89,7 +89,7 @@ class Sphere(AbstractRound):
     mode: str = eqx.field(static=True)
     max_bounces: int = eqx.field(static=True)
 
-    def __init__(self, centre, radius, mode: str = "reflect", max_bounces: int = 4):
+    def __init__(self, centre: PointsLike, radius: ScalarLike, mode: str = "reflect", max_bounces: int = 4):
         self.centre = jnp.asarray(np.asarray(centre, np.float64))
         if self.centre.ndim != 1 or self.centre.shape[0] not in (2, 3) or not float(radius) > 0:
             raise ValueError(
@@ -111,7 +111,9 @@ class Cylinder(AbstractRound):
     mode: str = eqx.field(static=True)
     max_bounces: int = eqx.field(static=True)
 
-    def __init__(self, centre, axis, radius, mode: str = "reflect", max_bounces: int = 4):
+    def __init__(
+        self, centre: PointsLike, axis: PointsLike, radius: ScalarLike, mode: str = "reflect", max_bounces: int = 4
+    ):
         centre, axis = np.asarray(centre, np.float64), np.asarray(axis, np.float64)
         if centre.shape != (3,) or axis.shape != (3,) or not np.linalg.norm(axis) > 0 or not float(radius) > 0:
             raise ValueError(

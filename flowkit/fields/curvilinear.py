@@ -10,7 +10,7 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float
 
-from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from .base import Hints
 from .forcing import Forcings
@@ -60,13 +60,13 @@ class CurvilinearField(AbstractMeshField):
 
     def __init__(
         self,
-        lon,
-        lat,
-        values,
-        times=None,
+        lon: ArrayInput,
+        lat: ArrayInput,
+        values: ArrayInput,
+        times: TimesLike | None = None,
         *,
-        depth=None,
-        land=None,
+        depth: ArrayInput | None = None,
+        land: ArrayInput | None = None,
         time_origin: TimeOrigin | None = None,
         dtype: DTypeLike = "float32",
         **mesh_options,

@@ -13,7 +13,17 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float, Int
 
-from .._custom_types import Args, Bounds, HostOrDevice, Position, Positions, TimeLike
+from .._custom_types import (
+    Args,
+    ArrayInput,
+    Bounds,
+    HostOrDevice,
+    PeriodicLike,
+    Position,
+    Positions,
+    TimeLike,
+    TimesLike,
+)
 from .._time import TimeOrigin
 from ..fields.base import Hints
 from . import forcing
@@ -142,15 +152,15 @@ class GridField(AbstractField):
 
     def __init__(
         self,
-        data,
+        data: ArrayInput,
         axes: Sequence,
-        times=None,
-        periodic=False,
+        times: TimesLike | None = None,
+        periodic: PeriodicLike = False,
         interpolation: str = "linear",
         dtype: DTypeLike = "float32",
         *,
         spherical: bool = False,
-        land=None,
+        land: ArrayInput | None = None,
         time_origin: TimeOrigin | None = None,
         staggering: str = "A",
         samples: dict | None = None,
@@ -221,8 +231,8 @@ class GridField(AbstractField):
         cls,
         fn: Callable,
         axes: Sequence,
-        times=None,
-        periodic=False,
+        times: TimesLike | None = None,
+        periodic: PeriodicLike = False,
         interpolation: str = "linear",
         dtype: DTypeLike = "float32",
         args: Args = None,

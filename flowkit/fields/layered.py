@@ -11,7 +11,7 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float
 
-from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import forcing
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices
@@ -81,16 +81,16 @@ class LayeredField(AbstractField):
 
     def __init__(
         self,
-        points,
-        cells,
-        depths,
-        velocity,
-        water_depth,
-        times=None,
+        points: ArrayInput,
+        cells: ArrayInput,
+        depths: ArrayInput,
+        velocity: ArrayInput,
+        water_depth: ArrayInput,
+        times: TimesLike | None = None,
         *,
         spherical: bool = True,
         grid_shape: tuple[int, int] | None = None,
-        land=None,
+        land: ArrayInput | None = None,
         samples: Mapping | None = None,
         time_origin: TimeOrigin | None = None,
         dtype: DTypeLike = "float32",

@@ -12,7 +12,7 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, Bool, Float, Int
 
-from .._custom_types import Args, Bounds, Position, Positions, TimeLike, Velocity
+from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Positions, TimeLike, TimesLike, Velocity
 from . import cells as _cells, forcing, mesh_faces as _faces
 from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
@@ -104,11 +104,11 @@ class MeshField(AbstractMeshField):
 
     def __init__(
         self,
-        points,
-        cells,
-        values,
-        cell_types=None,
-        times=None,
+        points: ArrayInput,
+        cells: ArrayInput,
+        values: ArrayInput,
+        cell_types: ArrayInput | None = None,
+        times: TimesLike | None = None,
         *,
         samples: Mapping | None = None,
         dtype: DTypeLike = "float32",
@@ -473,7 +473,7 @@ class MeshField(AbstractMeshField):
         x = jnp.asarray(x)[None]
         return self.locate(x, None)[1][0]
 
-    def probe(self, points, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def probe(self, points: PointsLike, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Values at `points` (`(n, dim)`) and at time `t` like `vtkProbeFilter`: `(values, valid)`,
         values 0 where a point lies outside the mesh."""
         points = jnp.asarray(np.asarray(points), self.points.dtype)

@@ -1,14 +1,16 @@
 """Writing results for ParaView with the `vtk` package."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from jaxtyping import ArrayLike
 
-from .._custom_types import PathLike
+from .._custom_types import PathLike, PointsLike, TimesLike
 from .._status import Status
 
 
-def write_vti(path: PathLike, arrays: dict, origin, spacing, time: float | None = None) -> Path:
+def write_vti(path: PathLike, arrays: dict, origin: PointsLike, spacing: PointsLike, time: float | None = None) -> Path:
     """Write point data on a regular grid as a `.vti` (`vtkImageData`, compressed XML).
 
     `arrays` maps names to `(nx, ny[, nz])` scalars or `(nx, ny[, nz], C)` vectors on the same
@@ -88,7 +90,7 @@ def read_vti_arrays(path: PathLike) -> dict:
     return out
 
 
-def polydata(points, point_arrays: dict, lines=None):
+def polydata(points: ArrayLike, point_arrays: dict, lines: tuple | None = None):
     from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
     from vtkmodules.vtkCommonCore import vtkPoints
     from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
@@ -211,7 +213,7 @@ def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> 
     return path
 
 
-def write_pvd(path: PathLike, files, times, relative_to=None) -> Path:
+def write_pvd(path: PathLike, files: Sequence[PathLike], times: TimesLike, relative_to: PathLike | None = None) -> Path:
     """A ParaView `.pvd` collection listing `files` (paths) at `times`, with paths relative to
     its folder (or to `relative_to`, where it will be moved)."""
     import os

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from .._custom_types import Args, Position, Positions, ScalarLike, TimeLike, Velocity
+from .._custom_types import Args, Param, Position, Positions, ScalarLike, TimeLike, Velocity
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
 from ..integrators.base import AbstractIntegrator, StepResult, hints_for
@@ -65,17 +65,17 @@ class Inertial(AbstractParticles):
 
     def __init__(
         self,
-        diameter,
-        density,
-        fluid_density=1.2,
-        viscosity=1.8e-5,
-        gravity=9.81,
-        drag="stokes",
-        lift=False,
-        added_mass=False,
-        pressure_gradient=False,
+        diameter: Param,
+        density: Param,
+        fluid_density: Param = 1.2,
+        viscosity: Param = 1.8e-5,
+        gravity: Param = 9.81,
+        drag: str = "stokes",
+        lift: bool = False,
+        added_mass: bool = False,
+        pressure_gradient: bool = False,
         restitution: ScalarLike = 1.0,
-        scheme="auto",
+        scheme: str = "auto",
     ):
         for name, value in (
             ("diameter", diameter),

@@ -16,9 +16,10 @@ from ..io.stream import StreamedField
 from ..trajectory import Trajectory
 from .courant import DEFAULT_COURANT
 from .kernel import advance_local, located_seeds, particle_keys
+from .memory import check_seeds_fit
 from .pieces import Slots, State, Times
 from .plan import RunPlan, prepare
-from .run import TrackRun, check_seeds_fit
+from .run import TrackRun
 from .step import is_due
 
 

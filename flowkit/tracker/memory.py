@@ -2,6 +2,8 @@
 
 import os
 
+import numpy as np
+
 
 def available_memory() -> int:
     """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it)."""
@@ -73,3 +75,29 @@ def _frames_message(host: int, available: int) -> str:
 
 def _size(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def check_seeds_fit(inputs: tuple, named: dict, streamed: bool) -> None:
+    """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
+    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
+    import inspect
+
+    from .plan import prepare
+
+    given = inspect.signature(prepare).bind_partial(*inputs, **named).arguments
+    shape = np.shape(given.get("seeds", ()))
+    if len(shape) != 2:
+        return  # prepare names what is wrong with them
+    times = [given.get(k) for k in ("t0", "t1", "dt")]
+    every = given.get("save_every", 1)
+    frames = 0
+    if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(every, int) and every > 0:
+        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40))
+    check_seed_memory(
+        shape[0],
+        shape[1],
+        frames,
+        np.dtype(given.get("dtype", "float32")).itemsize,
+        bool(given.get("record_velocity", False)),
+        streamed,
+    )

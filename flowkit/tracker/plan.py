@@ -461,3 +461,15 @@ def share(plan: RunPlan, part, output) -> tuple[RunPlan, Any, int]:
     if output is not None:  # one store per share, never two writers on one store
         output = Path(output).with_name(f"{Path(output).stem}.part{index}{Path(output).suffix}")
     return plan, output, first
+
+
+def positive_integer(value, name: str) -> int:
+    """`value` as an int, or one line naming `name` when it is not a positive whole number."""
+    try:
+        whole = int(value)
+        ok = not isinstance(value, bool) and whole == float(value) and whole >= 1
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return whole

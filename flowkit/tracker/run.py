@@ -22,10 +22,10 @@ from .cache import compiled_program
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
-from .memory import check_memory, check_seed_memory
+from .memory import check_memory, check_seeds_fit
 from .native import applies as kernel_applies
 from .pieces import RunPieces, Slots, State, Times
-from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, prepare, share
+from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
 from .sinks import MemorySink, ZarrSink, check_output
 from .step import is_due
 from .tally import Tally, run_stats
@@ -96,7 +96,7 @@ class TrackRun:
         """This process's share of the plan's particles over the devices, in blocks and chunks;
         the pieces placed on the devices; the memory checked."""
         if batch_size is not None:
-            batch_size = _positive_integer(batch_size, "batch_size")
+            batch_size = positive_integer(batch_size, "batch_size")
         self.n_particles_total = plan.seeds.shape[0]
         plan, output, self.first_particle = share(plan, part, output)
         self.plan, self.progress, self.warmup = plan, progress, bool(warmup)
@@ -488,42 +488,6 @@ class TrackRun:
         else:
             kept = sink.close()
         return f"interrupted at t = {t:g}: {kept}"
-
-
-def check_seeds_fit(inputs: tuple, named: dict, streamed: bool) -> None:
-    """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
-    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
-    import inspect
-
-    given = inspect.signature(prepare).bind_partial(*inputs, **named).arguments
-    shape = np.shape(given.get("seeds", ()))
-    if len(shape) != 2:
-        return  # prepare names what is wrong with them
-    times = [given.get(k) for k in ("t0", "t1", "dt")]
-    every = given.get("save_every", 1)
-    frames = 0
-    if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(every, int) and every > 0:
-        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40))
-    check_seed_memory(
-        shape[0],
-        shape[1],
-        frames,
-        _dtypes.resolve(given.get("dtype", "float32")).itemsize,
-        bool(given.get("record_velocity", False)),
-        streamed,
-    )
-
-
-def _positive_integer(value, name: str) -> int:
-    """`value` as an int, or one line naming `name` when it is not a positive whole number."""
-    try:
-        whole = int(value)
-        ok = not isinstance(value, bool) and whole == float(value) and whole >= 1
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return whole
 
 
 def _progress_bar(progress, total):

@@ -20,12 +20,13 @@ from typing import Protocol
 
 import numpy as np
 from jax.typing import DTypeLike
+from jaxtyping import ArrayLike
 
 from .._custom_types import PathLike
 from .._status import Status
 from ..io.atomic import refuse_existing, replace
 from ..io.store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive
-from ..trajectory import Trajectory
+from ..trajectory import Frame, RunStats, Trajectory
 from .identity import differences
 
 
@@ -33,10 +34,10 @@ class TrajectorySink(Protocol):
     """What the tracker's driver writes a run into: frames are `flowkit.trajectory.Frame`s of
     host arrays, stats a `flowkit.RunStats`."""
 
-    def write_frames(self, frames: slice, particles: slice, frame) -> None:
+    def write_frames(self, frames: slice, particles: slice, frame: Frame) -> None:
         """Frames `frames` of particles `particles` (host arrays with leading axes `(F, P)`)."""
 
-    def write_exit_time(self, particles: slice, exit_time) -> None:
+    def write_exit_time(self, particles: slice, exit_time: ArrayLike) -> None:
         """The exit times of particles `particles`, once their batch has finished."""
 
     batches_done: int
@@ -45,7 +46,7 @@ class TrajectorySink(Protocol):
     def batch_done(self) -> None:
         """Record that the next batch is whole."""
 
-    def finish(self, stats):
+    def finish(self, stats: RunStats):
         """The run's result, carrying `stats`."""
 
     def close(self) -> str:
@@ -64,7 +65,14 @@ class MemorySink:
         return n * (frames * per_frame + 2 * itemsize)
 
     def __init__(
-        self, n: int, times, dim: int, dtype: DTypeLike, t_release, with_velocity: bool, with_generation: bool
+        self,
+        n: int,
+        times: ArrayLike,
+        dim: int,
+        dtype: DTypeLike,
+        t_release: ArrayLike,
+        with_velocity: bool,
+        with_generation: bool,
     ):
         frames = len(times)
         self.times, self.t_release = np.asarray(times, dtype), np.asarray(t_release, dtype)
@@ -80,7 +88,7 @@ class MemorySink:
     def batch_done(self) -> None:
         self.batches_done += 1
 
-    def write_frames(self, frames: slice, particles: slice, frame) -> None:
+    def write_frames(self, frames: slice, particles: slice, frame: Frame) -> None:
         self.positions[frames, particles] = frame.positions
         self.status[frames, particles] = frame.status
         if self.velocities is not None:
@@ -101,13 +109,13 @@ class MemorySink:
             store[name][frames, particles] = a
         return store
 
-    def write_exit_time(self, particles: slice, exit_time) -> None:
+    def write_exit_time(self, particles: slice, exit_time: ArrayLike) -> None:
         self.exit_time[particles] = exit_time
 
     def close(self) -> str:
         return "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
 
-    def finish(self, stats) -> Trajectory:
+    def finish(self, stats: RunStats) -> Trajectory:
         return Trajectory(
             times=self.times,
             positions=self.positions,
@@ -138,10 +146,10 @@ class ZarrSink:
         self,
         path: PathLike,
         n: int,
-        times,
+        times: ArrayLike,
         dim: int,
         dtype: DTypeLike,
-        t_release,
+        t_release: ArrayLike,
         with_velocity: bool,
         with_generation: bool,
         frames_per_chunk: int,
@@ -268,7 +276,7 @@ class ZarrSink:
         self._shape, self._chunks = group["status"].shape, group["status"].chunks
         return True
 
-    def write_frames(self, frames: slice, particles: slice, frame) -> None:
+    def write_frames(self, frames: slice, particles: slice, frame: Frame) -> None:
         with self._writing():
             self._write_frames(frames, particles, frame)
 
@@ -317,7 +325,7 @@ class ZarrSink:
                 + ("; free space, then resume=True finishes the run" if self.path == self.final else ""),
             ) from None
 
-    def write_exit_time(self, particles: slice, exit_time) -> None:
+    def write_exit_time(self, particles: slice, exit_time: ArrayLike) -> None:
         with self._writing():
             self.exit_time[particles] = np.asarray(exit_time)
 
@@ -326,7 +334,7 @@ class ZarrSink:
             self.batches_done += 1
             self.group.attrs["flowkit_batches_done"] = self.batches_done
 
-    def finish(self, stats):
+    def finish(self, stats: RunStats):
         import xarray as xr
 
         with self._writing():
