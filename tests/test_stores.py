@@ -100,6 +100,8 @@ def test_a_store_missing_a_chunk_file_is_refused_whole_and_in_part(tmp_path, mon
     next(p for p in sorted((partial / "status" / "c").rglob("*")) if p.is_file()).unlink()
     with pytest.raises(ValueError, match=r"partial\.zarr is damaged: 1 chunk file\(s\)"):
         fk.Trajectory.load(partial, partial=True)
+    with pytest.raises(ValueError, match=r"partial\.zarr is damaged: 1 chunk file\(s\) of its 1 written batches"):
+        _track(partial, resume=True)
 
 
 def test_one_writer_per_store_and_a_dead_writers_lock_is_taken_over(tmp_path, caplog):

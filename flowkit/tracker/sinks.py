@@ -25,7 +25,7 @@ from jaxtyping import ArrayLike
 from .._custom_types import PathLike
 from .._status import Status
 from ..io.atomic import refuse_existing, replace
-from ..io.store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive
+from ..io.store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive, missing_chunks
 from ..trajectory import Frame, RunStats, Trajectory
 from .identity import differences
 
@@ -265,6 +265,15 @@ class ZarrSink:
         self.group, self.batches_done = group, int(group.attrs["flowkit_batches_done"])
         if self.batches_done == 0:
             return False
+        held = min(self.batches_done * int(group.attrs["flowkit_batch_size"]), group["status"].shape[0])
+        missing = missing_chunks(group, held)
+        if missing:
+            self.close()
+            raise ValueError(
+                f"{self.path} is damaged: {len(missing)} chunk file(s) of its {self.batches_done} written batches "
+                f"are missing ({', '.join(missing[:3])}), so resume=True cannot finish it; overwrite=True runs "
+                "the job again"
+            )
         every_chunk = {"write_empty_chunks": True}
         opened = lambda name: group[name].with_config(every_chunk)  # noqa: E731
         self.positions = [opened(name) for name in ("x", "y", "z") if name in group]
