@@ -190,3 +190,25 @@ def test_two_processes_writing_one_new_store_one_is_refused(tmp_path):
     seeds = np.random.default_rng(winner).uniform((0.1, 0.1), (1.9, 0.9), (3000, 2))
     np.testing.assert_allclose(fk.Trajectory.load(store).positions[0], seeds, rtol=1e-6)
     shutil.rmtree(store)
+
+
+def test_a_resume_onto_a_streamed_series_whose_file_changed_is_refused(tmp_path, monkeypatch):
+    """A streamed series stays on disk: its files are identified by name, size and modification
+    time, so a slice rewritten after the run began is seen without reading the series."""
+    gyre = fk.fields.DoubleGyre()
+    times = np.linspace(0.0, T1, 6)
+    series = fk.GridField.from_function(gyre, [np.linspace(0, 2, 41), np.linspace(0, 1, 21)], times=times)
+    path = fk.io.save_grid_npz(tmp_path / "series.npz", series)
+    store = tmp_path / "tracks.zarr"
+    restore = _stopped_after(monkeypatch, 1)
+    with pytest.raises(_Stop):
+        _track(store, field=fk.io.load_grid_npz(path, stream=True))
+    restore()
+    shutil.copytree(store, tmp_path / "copy.zarr")
+    _track(tmp_path / "copy.zarr", field=fk.io.load_grid_npz(path, stream=True), resume=True)  # the same files
+    later = np.asarray(series.values).copy()
+    later[4] *= 1.01  # a later slice, not among the template's first two
+    fk.io.save_grid_npz(path, fk.GridField(later, series.axes, times=times))
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
+    with pytest.raises(ValueError, match=r"made by another run \(its field differ from this run's\)"):
+        _track(store, field=fk.io.load_grid_npz(path, stream=True), resume=True)
