@@ -133,8 +133,14 @@ def test_overwrite_keeps_the_old_store_until_the_new_one_is_whole(tmp_path, monk
     restore()
     np.testing.assert_array_equal(fk.Trajectory.load(store).positions, before)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tracks.zarr"]  # nothing beside it
+    (tmp_path / ".tracks.zarr.new-1").mkdir()  # what a killed overwrite leaves
     _track(store, seeds=SEEDS[::-1], overwrite=True)
     np.testing.assert_array_equal(fk.Trajectory.load(store).positions, before[:, ::-1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tracks.zarr"]
+    plain = tmp_path / "plain.zarr"
+    plain.write_text("an earlier file")
+    _track(plain, overwrite=True)  # a file's place taken by a store
+    assert fk.Trajectory.load(plain).positions.shape[1] == 400
 
 
 def test_unclear_store_faults_are_one_line_naming_the_store(tmp_path, monkeypatch):

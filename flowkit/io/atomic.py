@@ -50,9 +50,9 @@ def written(path: PathLike, overwrite: bool = False) -> Iterator[Path]:
 
 
 def replace(source: Path, target: Path) -> None:
-    """Move `source` to `target`, replacing it: a file in one atomic rename; a folder by moving
-    the old one aside first, then removing it."""
-    if target.is_dir() and not target.is_symlink():
+    """Move `source` to `target`, replacing it: a file in one atomic rename; a folder (or a
+    folder's place) by moving the old one aside first, then removing it."""
+    if (target.is_dir() and not target.is_symlink()) or (source.is_dir() and target.exists()):
         aside = target.with_name(f".{target.name}.old-{os.getpid()}")
         _remove(aside)
         os.replace(target, aside)

@@ -170,11 +170,10 @@ class ZarrSink:
                     return
                 shutil.rmtree(self.path)  # it holds no batch yet: made anew
             elif self.path.exists():
-                refuse_existing(
-                    self.path, overwrite, " (a trajectory store; resume=True continues the run that made it)"
-                )
+                refuse_existing(self.path, overwrite, _EXISTS)
+                for stale in self.final.parent.glob(f".{self.final.name}.new-*"):  # killed overwrites' (ours now)
+                    shutil.rmtree(stale, ignore_errors=True)
                 self.path = self.final.with_name(f".{self.final.name}.new-{os.getpid()}")  # swapped in when whole
-                shutil.rmtree(self.path, ignore_errors=True)
             self._create(n, times, dim, dtype, t_release, with_velocity, with_generation, frames_per_chunk)
             self.group.attrs.update(
                 {
