@@ -85,7 +85,7 @@ def _check_type(key: str, value: str, kind) -> None:
     """One line for a value a typed key of the schema cannot take (Hydra's own is six lines)."""
     takes = {int: "an integer", float: "a number", bool: "true or false"}
     base = next((t for t in takes if kind in (t, t | None)), None)
-    if base is None:
+    if base is None or any(mark in value for mark in ("(", "${", "[")):  # a sweep's range(...), an interpolation
         return
     for item in value.split(","):  # a sweep's values
         item = item.strip()

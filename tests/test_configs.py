@@ -212,3 +212,17 @@ def test_particle_models_compose(name):
     assert type(particles).__name__ == name.capitalize()
     if name == "inertial":
         assert float(particles.diameter) == 2e-5 and particles.drag == "schiller_naumann"
+
+
+def test_typed_keys_are_checked_before_hydra_but_sweeps_pass(capsys):
+    from flowkit.app_errors import check_overrides
+
+    check_overrides(["seed=range(0,3)", "batch_size=100,200", "courant=0.25", "batch_size=null"], "track")
+    for arg, line in (
+        ("seed=1.5", "error: seed=1.5: seed takes an integer"),
+        ("batch_size=100,nan", "error: batch_size=nan: batch_size takes an integer (or null)"),
+        ("++field._convert_=none", "error: ++field._convert_=none: _convert_ is not a setting"),
+    ):
+        with pytest.raises(SystemExit) as ended:
+            check_overrides([arg], "track")
+        assert ended.value.code == 2 and capsys.readouterr().err.startswith(line)
