@@ -154,3 +154,62 @@ def test_croco_grid_file_given_found_from_grd_file_or_named_when_missing(tmp_pat
     )  # float32 lon/lat in the history, float64 in the grid file
     with pytest.raises(ValueError, match="grid= is for ROMS/CROCO output"):
         fk.io.read(tmp_path / "croco_grd.nc", grid=tmp_path / "croco_grd.nc")
+
+
+def _damaged(tmp_path, name, change):
+    """A copy of OpenDrift's Nordic ROMS file with `change` applied (encodings dropped)."""
+    ds = xr.open_dataset(OCEAN / "Nordic_subset.nc")
+    for var in ds.variables.values():
+        var.encoding.clear()
+    path = tmp_path / f"{name}.nc"
+    change(ds).to_netcdf(path)
+    return path
+
+
+@needs_ocean
+def test_a_damaged_roms_file_is_mended_from_its_own_grid_or_refused(tmp_path, caplog):
+    """Each of the ROMS damage cases that once ran silently wrong: no `angle` (the xi axis's
+    angle from lon_rho/lat_rho), no `mask_rho` (land from mask_u and mask_v; no mask at all is
+    said), `u` all NaN (refused), speeds in km/h (converted) or in unknown units (refused)."""
+    import warnings
+
+    warnings.simplefilter("ignore", xr.SerializationWarning)
+    whole = fk.io.read(OCEAN / "Nordic_subset.nc", dtype="float64")
+    ds = xr.open_dataset(OCEAN / "Nordic_subset.nc")
+    inner = np.zeros(ds.h.shape, bool)
+    inner[2:-2, 2:-2] = True
+    water = np.argwhere(inner & (ds.mask_rho.values == 1) & (ds.h.values > 50))
+    points = [(float(ds.lon_rho[j, i]), float(ds.lat_rho[j, i]), 5.0) for j, i in water[:: len(water) // 4][:4]]
+    reference = np.array([_metres_per_second(whole, 3600.0, x) for x in points])
+    with caplog.at_level("WARNING", logger="flowkit"):
+        no_angle = fk.io.read(_damaged(tmp_path, "angle", lambda d: d.drop_vars("angle")), dtype="float64")
+    assert "no 'angle' in the history or grid file: the xi axis's angle to east is taken from lon_rho" in caplog.text
+    speeds = np.array([_metres_per_second(no_angle, 3600.0, x) for x in points])
+    a, b = speeds[:, :2], reference[:, :2]
+    turned = np.arctan2(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0], np.sum(a * b, axis=1))
+    assert np.all(np.abs(np.rad2deg(turned)) < 0.3)  # the computed angle is within 0.15° of the file's (0.3 m/s speeds)
+    no_mask = fk.io.read(_damaged(tmp_path, "mask", lambda d: d.drop_vars("mask_rho")), dtype="float64")
+    np.testing.assert_array_equal(np.asarray(no_mask.land), np.asarray(whole.land))
+    assert int(np.asarray(whole.land).sum()) == 185
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="flowkit"):
+        fk.io.read(_damaged(tmp_path, "masks", lambda d: d.drop_vars(["mask_rho", "mask_u", "mask_v", "mask_psi"])))
+    assert "no 'mask_rho', 'mask_u' or 'mask_v': no land, as in a run without masking" in caplog.text
+    with pytest.raises(ValueError, match=r"nan\.nc: velocity 'u' is NaN everywhere at time step 0"):
+        fk.io.read(_damaged(tmp_path, "nan", lambda d: d.assign(u=d.u * np.nan)))
+
+    def in_kmh(d):
+        d = d.assign(u=d.u * 3.6, v=d.v * 3.6)
+        d.u.attrs["units"] = d.v.attrs["units"] = "km/h"
+        return d
+
+    kmh = fk.io.read(_damaged(tmp_path, "kmh", in_kmh), dtype="float64")
+    converted = np.array([_metres_per_second(kmh, 3600.0, x) for x in points])
+    np.testing.assert_allclose(converted, reference, rtol=1e-5, atol=1e-7)
+
+    def in_furlongs(d):
+        d.u.attrs["units"] = d.v.attrs["units"] = "furlong/fortnight"
+        return d
+
+    with pytest.raises(ValueError, match=r"velocity 'u' has units 'furlong/fortnight', which is not a speed"):
+        fk.io.read(_damaged(tmp_path, "furlongs", in_furlongs))

@@ -69,7 +69,26 @@ SPEED_UNITS = {
     "cm s-1": 0.01,
     "cm/s": 0.01,
     "mm s-1": 0.001,
+    "km h-1": 1 / 3.6,
+    "km/h": 1 / 3.6,
+    "knots": 1852 / 3600,
+    "kt": 1852 / 3600,
 }
+"""Speed units as files write them, and the factor to m/s."""
+
+
+def speed_scale(var, where_: str) -> float:
+    """The factor from `var`'s `units` to m/s; `ValueError` naming the file, the variable and
+    the units for units that are not a speed flowkit knows (missing units are taken as m/s)."""
+    units = attr(var, "units")
+    if not units:
+        return 1.0
+    if units not in SPEED_UNITS and units.lower() not in SPEED_UNITS:
+        raise ValueError(
+            f"{where_}: velocity {var.name!r} has units {units!r}, which is not a speed flowkit converts "
+            f"({', '.join(sorted(SPEED_UNITS))})"
+        )
+    return SPEED_UNITS.get(units, SPEED_UNITS.get(units.lower(), 1.0))
 
 
 def attr(var, name: str) -> str:

@@ -21,7 +21,8 @@ from jax.typing import ArrayLike, DTypeLike
 
 from ..fields.curvilinear import quad_cells
 from ..fields.layered import LayeredField
-from .cf import where
+from .cf import speed_scale, where
+from .checks import check_velocity
 
 _log = logging.getLogger("flowkit")
 
@@ -76,9 +77,19 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
     mask = grid_var("mask_rho", required=False)
     land = _horizontal(mask, rho, where(history)) == 0 if mask is not None else np.zeros(lon.shape, bool)
     angle_var = grid_var("angle", required=False)
-    angle = np.zeros(lon.shape) if angle_var is None else _horizontal(angle_var, rho, where(history))
-    if angle_var is not None and str(angle_var.attrs.get("units", "")).lower().startswith("deg"):
+    angle = grid_angle(lon, lat) if angle_var is None else _horizontal(angle_var, rho, where(history))
+    if angle_var is None:
+        _log.warning(
+            "from_roms: %s: no 'angle' in the history or grid file: the xi axis's angle to east is taken from "
+            "lon_rho/lat_rho (%.3g° to %.3g°)",
+            where(history),
+            *np.rad2deg([angle.min(), angle.max()]),
+        )
+    elif str(angle_var.attrs.get("units", "")).lower().startswith("deg"):
         angle = np.deg2rad(angle)
+    scales = {name: speed_scale(history[name], where(history)) for name in ("u", "v", "w") if name in history}
+    if len({scales["u"], scales["v"]}) > 1:
+        raise ValueError(f"{where(history)}: 'u' and 'v' have different units")
     stretching = _stretching(history, grid_var, where(history))
     time_dim = next((d for d in history["u"].dims if d not in ("s_rho",) and not d.startswith(("eta", "xi"))), None)
     from .xarray import time_axis
@@ -100,16 +111,25 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
         "" if has_w else "; no w: particles keep their depth",
     )
     sample = list(sample or ())
-    depths, velocity, water = [], [], []
+    depths: list[np.ndarray] = []
+    velocity: list[np.ndarray] = []
+    water: list[np.ndarray] = []
     samples: dict[str, list] = {name: [] for name in sample}
     for ds, k in steps:
         step = ds if k is None else ds.isel({time_dim: k})
+        for name in ("u", "v"):  # NaN everywhere: no flow (its faces' mean would read as 0)
+            check_velocity(step[name].values, where(history), repr(name), len(velocity), _time(times, len(velocity)))
         d, u, bottom = _slice(step, h, angle, stretching, has_w)
+        u[..., :2] *= scales["u"]
+        if has_w:
+            u[..., 2] *= scales.get("w", 1.0)
         depths.append(d)
         velocity.append(u)
         water.append(bottom)
         for name in sample:
             samples[name].append(_sampled(step, name, len(stretching["s"])))
+    if mask is None:
+        land = _unmasked_land(grid_var, velocity, lon.shape, where(history), grid_ds)
     # flowkit's node order: x (xi) first, then y (eta), as `CurvilinearField`
     nodes = lambda a: np.swapaxes(np.asarray(a), 1, 2).reshape(len(steps), lon.size, *np.asarray(a).shape[3:])  # noqa: E731
     lon_t, lat_t = lon.T, np.asarray(lat).T
@@ -253,6 +273,49 @@ def _slice(step, h, angle, stretching, has_w):
     depth = zeta[None] - z  # below the free surface, positive down; level 0 is the deepest
     velocity = np.stack(components, axis=-1)
     return np.moveaxis(depth[::-1], 0, -1), np.moveaxis(velocity[::-1], 0, -2), h + zeta
+
+
+def _time(times, k: int) -> float | None:
+    return None if times is None else float(times[k])
+
+
+def grid_angle(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """The angle (radians) between the grid's xi axis and east at each rho point `(eta, xi)`,
+    from the points' own longitudes and latitudes: ROMS's `angle`, for files without it."""
+    east = np.gradient(np.unwrap(lon, period=360.0, axis=1), axis=1) * np.cos(np.deg2rad(lat))
+    return np.arctan2(np.gradient(lat, axis=1), east)
+
+
+def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds) -> np.ndarray:
+    """No `mask_rho`: land from `mask_u` and `mask_v` where the files hold them (a rho point is
+    water when a face beside it is, ROMS making the face masks from mask_rho); else a run without
+    masking, which has no land (said); but rho points where u and v are zero or NaN at every
+    level and time look like land, and are refused."""
+    faces = [grid_var(name, required=False) for name in ("mask_u", "mask_v")]
+    if all(face is not None for face in faces):
+        wet = [
+            _to_rho(np.asarray(face.values, np.float64), axis, shape[axis], face.name, source) > 0
+            for face, axis in zip(faces, (1, 0))
+        ]
+        land = ~(wet[0] | wet[1])
+        _log.warning(
+            "from_roms: %s: no 'mask_rho': land from 'mask_u' and 'mask_v' (%d land nodes)", source, int(land.sum())
+        )
+        return land
+    still = np.all([np.all((v == 0) | np.isnan(v), axis=(-2, -1)) for v in velocity], axis=0)
+    if still.any():
+        grid_file = "a grid file" if grid_ds is None else f"the grid file {where(grid_ds)}"
+        raise ValueError(
+            f"{source}: no 'mask_rho' in the history file nor {grid_file}, but u and v are zero or NaN at every "
+            f"level and time at {int(still.sum())} of {still.size} rho points (land): pass grid='..._grd.nc' "
+            "holding mask_rho"
+        )
+    _log.warning(
+        "from_roms: %s: no 'mask_rho', 'mask_u' or 'mask_v': no land, as in a run without masking (pass grid= a "
+        "file holding mask_rho if the model had land)",
+        source,
+    )
+    return np.zeros(still.shape, bool)
 
 
 def _w_to_rho(values: np.ndarray) -> np.ndarray:
