@@ -77,16 +77,7 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
     mask = grid_var("mask_rho", required=False)
     land = _horizontal(mask, rho, where(history)) == 0 if mask is not None else np.zeros(lon.shape, bool)
     angle_var = grid_var("angle", required=False)
-    angle = grid_angle(lon, lat) if angle_var is None else _horizontal(angle_var, rho, where(history))
-    if angle_var is None:
-        _log.warning(
-            "from_roms: %s: no 'angle' in the history or grid file: the xi axis's angle to east is taken from "
-            "lon_rho/lat_rho (%.3g° to %.3g°)",
-            where(history),
-            *np.rad2deg([angle.min(), angle.max()]),
-        )
-    elif str(angle_var.attrs.get("units", "")).lower().startswith("deg"):
-        angle = np.deg2rad(angle)
+    angle = _angle(angle_var, lon, lat, where(history))
     scales = {name: speed_scale(history[name], where(history)) for name in ("u", "v", "w") if name in history}
     if len({scales["u"], scales["v"]}) > 1:
         raise ValueError(f"{where(history)}: 'u' and 'v' have different units")
@@ -98,18 +89,7 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
     has_w = (
         "w" in history.variables and "s_w" in history["w"].dims and history.sizes["s_w"] == history.sizes["s_rho"] + 1
     )
-    _log.info(
-        "from_roms: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v "
-        "averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
-        where(history),
-        stretching["vtransform"],
-        len(stretching["s"]),
-        stretching["hc"],
-        *lon.shape,
-        ", rotated to east/north by 'angle'" if angle_var is not None else "",
-        int(land.sum()),
-        "" if has_w else "; no w: particles keep their depth",
-    )
+    _log_layout(where(history), stretching, lon.shape, angle_var is not None, int(land.sum()), has_w)
     sample = list(sample or ())
     depths: list[np.ndarray] = []
     velocity: list[np.ndarray] = []
@@ -277,6 +257,37 @@ def _slice(step, h, angle, stretching, has_w):
 
 def _time(times, k: int) -> float | None:
     return None if times is None else float(times[k])
+
+
+def _log_layout(source: str, stretching: dict, shape: tuple, turned: bool, land: int, has_w: bool) -> None:
+    _log.info(
+        "from_roms: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v "
+        "averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
+        source,
+        stretching["vtransform"],
+        len(stretching["s"]),
+        stretching["hc"],
+        *shape,
+        ", rotated to east/north by 'angle'" if turned else "",
+        land,
+        "" if has_w else "; no w: particles keep their depth",
+    )
+
+
+def _angle(angle_var, lon: np.ndarray, lat: np.ndarray, source: str) -> np.ndarray:
+    """The grid's `angle` in radians at the rho points; where the files lack it, `grid_angle`
+    (said in the log)."""
+    if angle_var is None:
+        angle = grid_angle(lon, lat)
+        _log.warning(
+            "from_roms: %s: no 'angle' in the history or grid file: the xi axis's angle to east is taken from "
+            "lon_rho/lat_rho (%.3g° to %.3g°)",
+            source,
+            *np.rad2deg([angle.min(), angle.max()]),
+        )
+        return angle
+    angle = _horizontal(angle_var, ("eta_rho", "xi_rho"), source)
+    return np.deg2rad(angle) if str(angle_var.attrs.get("units", "")).lower().startswith("deg") else angle
 
 
 def grid_angle(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
