@@ -376,7 +376,7 @@ def _check_chunks(path: Path) -> None:
     chunks those batches wrote."""
     import zarr
 
-    from .io.store import missing_chunks, unfinished
+    from .io.store import missing_chunks
 
     if not path.is_dir():
         raise ValueError(f"{path}: a file, not a zarr store (a folder)")
@@ -386,9 +386,7 @@ def _check_chunks(path: Path) -> None:
         raise ValueError(f"{path}: not a readable zarr store ({type(err).__name__}: {err})") from None
     if "flowkit_batches" not in group.attrs:
         return  # not streamed by fk.track (Trajectory.save wrote it)
-    n = group["status"].shape[0]
-    progress = unfinished(group.attrs, n)
-    missing = missing_chunks(group, n if progress is None else progress[2])
+    missing = missing_chunks(group)
     if missing:
         raise ValueError(
             f"{path} is damaged: {len(missing)} chunk file(s) of its written batches are missing "

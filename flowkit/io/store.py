@@ -56,14 +56,17 @@ def check_store(path: Path) -> None:
         raise ValueError(f"{path}: a zarr store that no flowkit run streamed (no flowkit_batches); {what}")
 
 
-def missing_chunks(group, rows: int) -> list[str]:
-    """The chunk keys of `group`'s per-particle arrays over particles `[0, rows)` that zarr's
-    listing of the store lacks (stores of `STORE_FORMAT` only: others may leave out chunks of
-    fill values)."""
+def missing_chunks(group) -> list[str]:
+    """The chunk keys of `group`'s per-particle arrays over the particles its written batches
+    hold that zarr's listing of the store lacks (stores of `STORE_FORMAT` only: others may leave
+    out chunks of fill values)."""
     import itertools
 
     from zarr.core.sync import sync
 
+    n = group["status"].shape[0] if "status" in group else 0
+    progress = unfinished(group.attrs, n)
+    rows = n if progress is None else progress[2]
     if group.attrs.get("flowkit_store_format") != STORE_FORMAT or rows == 0:
         return []
 

@@ -264,8 +264,7 @@ class ZarrSink:
         self.group, self.batches_done = group, int(group.attrs["flowkit_batches_done"])
         if self.batches_done == 0:
             return False
-        held = min(self.batches_done * int(group.attrs["flowkit_batch_size"]), group["status"].shape[0])
-        missing = missing_chunks(group, held)
+        missing = missing_chunks(group)
         if missing:
             self.close()
             raise ValueError(
