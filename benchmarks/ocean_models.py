@@ -167,9 +167,9 @@ def main():
     )
     args = parser.parse_args()
     if args.opendrift_convention:
-        import flowkit.io.roms
+        import flowkit.io.ocean.roms
 
-        flowkit.io.roms._to_rho = index_aligned
+        flowkit.io.ocean.roms.to_centres = index_aligned
     seeds = seeds_in_water(args.file, args.particles)
     start = time.perf_counter()
     field = fk.io.read(args.file)

@@ -187,8 +187,9 @@ class Profile(AbstractProfile):
     down, the last coordinate of a position) and held beyond them; with `times`, one profile
     per time, linear in time between them. A function `fn(t, x)` for `Vertical` and `Horizontal`.
 
-    `Profile.from_roms(path, "AKs", lon, lat)` reads a ROMS history file's vertical diffusivity
-    (`AKs`, `AKt`, `AKv` on the w-levels) in the water column nearest to `(lon, lat)`."""
+    `flowkit.io.ocean.roms.column_profile(path, "AKs", lon, lat)` reads a ROMS history file's
+    vertical diffusivity (`AKs`, `AKt`, `AKv` on the w-levels) in the water column nearest to
+    `(lon, lat)`."""
 
     depths: Array
     values: Array
@@ -217,16 +218,6 @@ class Profile(AbstractProfile):
             return k
         later = jnp.interp(z, self.depths[it + 1].astype(x.dtype), self.values[it + 1].astype(x.dtype))
         return k + wt * (later - k)
-
-    @classmethod
-    def from_roms(cls, path, variable: str = "AKs", lon: float | None = None, lat: float | None = None, grid=None):
-        """The profile of `variable` in the wet water column nearest to `(lon, lat)` (the
-        domain's middle by default) of a ROMS/CROCO file: depths below the free surface of its
-        w-levels (from `h`, `zeta`, `hc`, `Cs_w`, `s_w`, `Vtransform`; `grid` a separate grid
-        file), at the file's times (seconds from its first, as `fk.io.read` counts them)."""
-        from .io.roms import column_profile
-
-        return cls(*column_profile(path, variable, lon, lat, grid))
 
 
 class WindDriven(AbstractProfile):

@@ -45,6 +45,21 @@ def test_auto_dt_on_a_grid_keeps_the_courant_number_under_half_and_fills_the_sav
     np.testing.assert_allclose(traj.stats.courant, courant.max(), rtol=1e-9)
 
 
+def test_auto_dt_spans_at_most_one_of_the_datas_time_intervals(caplog):
+    """A tide sampled every 524 s in a slow flow: the Courant number alone would take one step
+    across the whole run; no step spans more than one interval of the data (ADCIRC's case)."""
+    times = 524.0 * np.arange(43)
+    x, y = np.linspace(0, 1e5, 11), np.linspace(0, 5e4, 6)
+    values = np.zeros((len(times), 11, 6, 2))
+    values[..., 0] = 1e-3 * np.cos(2 * np.pi * times / 44_712.0)[:, None, None]  # the M2 tide, 1 mm/s
+    field = fk.GridField(values, [x, y], times=times, dtype="float64")
+    assert field.max_courant_rate() * 6 * 3600 < 0.5  # one step of 6 h by the Courant number
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        traj = fk.track(field, [[5e4, 2.5e4]], 0.0, 6 * 3600.0, "auto", dtype="float64")
+    assert _steps(traj) <= 524.0 and traj.stats.n_steps == 42  # 21 600 s / 524 s, rounded up
+    assert "no step spans more than the data's time step (524 s)" in caplog.text
+
+
 def test_auto_dt_on_a_graded_tetrahedral_mesh():
     points, tets = fk.datasets.jittered_tet_box((8, 8, 8), (1.0, 1.0, 1.0), 0.2, 1)
     points = points**2  # cells shrink toward the corner at the origin (4x finer there than at the far side)

@@ -13,7 +13,7 @@ import xarray as xr
 from test_vtk import SHARED
 
 import flowkit as fk
-from flowkit.io.roms import level_heights
+from flowkit.io.ocean.roms import level_heights
 
 OCEAN = SHARED / "ocean-real"
 needs_ocean = pytest.mark.skipif(
@@ -152,7 +152,7 @@ def test_croco_grid_file_given_found_from_grd_file_or_named_when_missing(tmp_pat
     np.testing.assert_allclose(
         np.asarray(found.table), np.asarray(given.table), rtol=1e-6, atol=1e-9
     )  # float32 lon/lat in the history, float64 in the grid file
-    with pytest.raises(ValueError, match="grid= is for ROMS/CROCO output"):
+    with pytest.raises(ValueError, match="CF gridded output is read by its own conventions; grid does not apply"):
         fk.io.read(tmp_path / "croco_grd.nc", grid=tmp_path / "croco_grd.nc")
 
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import equinox as eqx
+import h5netcdf
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -112,7 +113,25 @@ def _triangles(nx, ny):
     return i.reshape(-1), j.reshape(-1), cells
 
 
-def _fvcom(path, *, cartesian=False, days=(0.0, 0.25, 0.5), topology=False):
+def _fvcom_clock(days: np.ndarray, times_only: bool = False) -> dict:
+    """FVCOM's exact clocks of modified Julian days `58000 + days`: `Itime` (days), `Itime2`
+    (milliseconds since midnight) and `Times` (text); `Times` alone with `times_only`."""
+    mjd = 58000 + days
+    whole = np.floor(mjd)
+    dates = np.datetime64("1858-11-17T00:00:00", "ms") + np.round(mjd * 86_400_000).astype(np.int64)
+    text = np.array([f"{np.datetime_as_string(d, unit='us')}" for d in dates], dtype="S26")
+    clock = {"Times": ("time", text)}
+    if not times_only:
+        clock["Itime"] = ("time", whole.astype(np.int32), {"units": "days since 1858-11-17 00:00:00"})
+        clock["Itime2"] = (
+            "time",
+            np.round((mjd - whole) * 86_400_000).astype(np.int32),
+            {"units": "msec since 00:00:00"},
+        )
+    return clock
+
+
+def _fvcom(path, *, cartesian=False, days=(0.0, 0.25, 0.5), topology=False, times_only=False):
     """An FVCOM history file as FVCOM writes it: lon/lat and x/y on nodes, lonc/latc on elements,
     `nv(three, nele)` from 1, `siglay(siglay, node)`, `u`, `v`, `ww` on elements per layer,
     `zeta` per node, times in modified Julian days. u = 0.2 + 2 (lonc - 5) m/s per degree, v = -0.1 k."""
@@ -148,11 +167,7 @@ def _fvcom(path, *, cartesian=False, days=(0.0, 0.25, 0.5), topology=False):
             ),
             "ww": (("time", "siglay", "nele"), np.zeros(u.shape, np.float32), {"long_name": "Upward Water Velocity"}),
             "ua": (("time", "nele"), u[:, 0].astype(np.float32), {"long_name": "Vertically Averaged x-velocity"}),
-            "Itime": (
-                "time",
-                np.floor(58000 + np.asarray(days)).astype(np.int32),
-                {"units": "days since 1858-11-17 00:00:00"},
-            ),
+            **_fvcom_clock(np.asarray(days), times_only=times_only),
         },
         coords={
             "lon": (
@@ -171,7 +186,7 @@ def _fvcom(path, *, cartesian=False, days=(0.0, 0.25, 0.5), topology=False):
             "latc": ("nele", latc.astype(np.float32)),
             "time": (
                 "time",
-                58000.0 + np.asarray(days),
+                (58000.0 + np.asarray(days)).astype(np.float32),  # FVCOM's float32 days: 337 s apart here
                 {"units": "days since 1858-11-17 00:00:00", "format": "modified julian day (MJD)", "time_zone": "UTC"},
             ),
         },
@@ -197,7 +212,8 @@ def test_fvcom_sigma_layers_and_element_velocity_on_the_nodes(tmp_path, topology
     lon, lat, x, y, h, zeta, siglay = _fvcom(tmp_path / "fvcom_0001.nc", topology=topology)
     field = fk.io.read(tmp_path / "fvcom_0001.nc", dtype="float64")
     assert isinstance(field, fk.fields.LayeredField) and field.spherical and field.levels == 5
-    assert field.time_origin.date.startswith("2017-09-04")  # MJD 58000
+    assert field.time_origin.date == "2017-09-04T00:00:00"  # MJD 58000
+    np.testing.assert_array_equal(np.asarray(field.times), [0.0, 21600.0, 43200.0])  # not the float32 days
     interior = [12, 40, 75]  # nodes with all six triangles around them: the face mean is exact for linear u
     for t_index in (0, 2):
         t = 0.25 * 86400.0 * t_index
@@ -212,6 +228,22 @@ def test_fvcom_sigma_layers_and_element_velocity_on_the_nodes(tmp_path, topology
             np.testing.assert_allclose(
                 field.water_depth(t, [[lon[node], lat[node]]]), [h[node] + zeta[t_index, node]], rtol=1e-6
             )
+
+
+@pytest.mark.parametrize("clock", ["Times", "time"])
+def test_fvcom_times_from_its_text_clock_or_said_from_float32_days(tmp_path, clock, caplog):
+    days = (0.0, 1 / 24, 2 / 24)
+    _fvcom(tmp_path / "fvcom_0001.nc", days=days, times_only=True)
+    if clock == "time":  # a file without FVCOM's exact clocks
+        xr.load_dataset(tmp_path / "fvcom_0001.nc").drop_vars("Times").to_netcdf(tmp_path / "bare.nc")
+    with caplog.at_level("WARNING", logger="flowkit"):
+        field = fk.io.read(tmp_path / ("fvcom_0001.nc" if clock == "Times" else "bare.nc"))
+    if clock == "Times":
+        np.testing.assert_array_equal(np.asarray(field.times), [0.0, 3600.0, 7200.0])
+        assert "Itime" not in caplog.text
+    else:
+        assert "neither Itime/Itime2 nor Times" in caplog.text
+        assert np.abs(np.asarray(field.times) - [0.0, 3600.0, 7200.0]).max() > 1.0  # the float32 days drift
 
 
 def test_fvcom_cartesian_run_and_daily_files_equal_one_file(tmp_path):
@@ -230,7 +262,8 @@ def test_fvcom_cartesian_run_and_daily_files_equal_one_file(tmp_path):
 
 def _adcirc(path):
     """A `fort.64.nc` as ADCIRC writes it: `mesh` topology, `element(nele, nvertex)` from 1,
-    `x`/`y` in degrees, `u-vel`/`v-vel` per node with -99999 at dry nodes."""
+    `x`/`y` in degrees, `u-vel`/`v-vel` per node with -99999 at dry nodes, and the scalar `neta`
+    beside the dimension `neta` of its boundary nodes `nbdv` (which xarray cannot open as is)."""
     i, j, cells = _triangles(9, 7)
     lon, lat = -75.0 + 0.01 * i, 35.0 + 0.01 * j
     u = np.full((2, len(lon)), 0.3)
@@ -270,7 +303,13 @@ def _adcirc(path):
             "time": ("time", [0.0, 3600.0], {"units": "seconds since 2008-08-01 00:00:00 +00:00"}),
         },
     )
-    ds.to_netcdf(path, encoding={"u-vel": {"_FillValue": -99999.0}, "v-vel": {"_FillValue": -99999.0}})
+    ds.to_netcdf(
+        path, engine="h5netcdf", encoding={"u-vel": {"_FillValue": -99999.0}, "v-vel": {"_FillValue": -99999.0}}
+    )
+    with h5netcdf.File(path, "a") as f:  # ADCIRC's counts: scalars named as the dimensions they count
+        f.dimensions["neta"] = 3
+        f.create_variable("neta", (), "i4")[...] = 3
+        f.create_variable("nbdv", ("neta",), "i4")[:] = [1, 2, 3]
     return lon, lat
 
 
@@ -289,7 +328,7 @@ def test_adcirc_depth_averaged_tracks_in_degrees_with_two_coordinates(tmp_path):
 
 def test_ugrid_errors_name_the_file_and_variable(tmp_path):
     _adcirc(tmp_path / "fort.64.nc")
-    ds = xr.open_dataset(tmp_path / "fort.64.nc").load()
+    ds = xr.open_dataset(tmp_path / "fort.64.nc", drop_variables=["neta"]).load()
     ds.drop_vars("element").to_netcdf(tmp_path / "no_cells.nc")
     with pytest.raises(ValueError, match=r"no_cells\.nc: the face-node connectivity 'element'"):
         fk.io.read(tmp_path / "no_cells.nc")
@@ -297,6 +336,8 @@ def test_ugrid_errors_name_the_file_and_variable(tmp_path):
     with pytest.raises(ValueError, match=r"no_velocity\.nc: no eastward velocity found .*velocity='u,v'"):
         fk.io.read(tmp_path / "no_velocity.nc")
     with pytest.raises(
-        ValueError, match=r"fort\.64\.nc: unstructured \(UGRID\) output is read by its own conventions; periodic"
+        ValueError,
+        match=r"fort\.64\.nc: unstructured \(UGRID: SCHISM, ADCIRC, Delft3D-FM\) output is read by its own "
+        r"conventions; periodic",
     ):
         fk.io.read(tmp_path / "fort.64.nc", periodic=True)

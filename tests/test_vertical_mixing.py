@@ -14,6 +14,7 @@ from test_vtk import SHARED
 
 import flowkit as fk
 from flowkit.diffusion import Profile, Vertical, WindDriven
+from flowkit.io.ocean.roms import column_profile
 
 OCEAN = SHARED / "ocean-real"
 H = 20.0
@@ -111,7 +112,7 @@ def test_aks_profile_from_a_roms_file_is_the_files_column_at_its_w_depths(tmp_pa
     j, i = 10, 15
     assert ds.mask_rho.values[j, i] == 1
     lon, lat = float(ds.lon_rho.values[j, i]), float(ds.lat_rho.values[j, i])
-    profile = Profile.from_roms(path, "AKs", lon, lat)
+    profile = column_profile(path, "AKs", lon, lat)
     h, hc = float(ds.h.values[j, i]), float(ds.hc.values)
     assert int(ds.Vtransform.values) == 2
     for k in range(3):
@@ -122,7 +123,7 @@ def test_aks_profile_from_a_roms_file_is_the_files_column_at_its_w_depths(tmp_pa
         got = [float(profile(t, jnp.asarray([lon, lat, d]))) for d in below[1:-1]]
         np.testing.assert_allclose(got, aks[k, 1:-1, j, i], rtol=1e-5)
     with pytest.raises(ValueError, match=r"nordic_aks.nc: temp has dims .* expected \(time, 's_w'"):
-        Profile.from_roms(path, "temp")
+        column_profile(path, "temp")
     # the real file's currents with that mixing: the walk stays between its surface and its floor
     field = fk.io.read(path)
     wet = np.argwhere(ds.mask_rho.values[1:-1, 1:-1] == 1)[::2][:200] + 1

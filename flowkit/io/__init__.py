@@ -1,5 +1,6 @@
 """Reading and writing fields and results on the host (NumPy allowed here, never in a step)."""
 
+from . import ocean as ocean
 from .npz import load_grid_npz as load_grid_npz, save_grid_npz as save_grid_npz
 from .read import read as read, read_vtk as read_vtk
 from .stream import StreamedField as StreamedField

@@ -22,3 +22,8 @@ def check_velocity(values, where: str, variable, step: int, time: float | None =
         )
     if not np.any(np.where(finite, values, 0)):
         _log.warning("%s: velocity %s is zero everywhere at %s", where, variable, at)
+
+
+def is_default(value, default) -> bool:
+    """Whether an option was left at its default (a user's `None`, `False` or equal value)."""
+    return value is None if default is None else type(value) is type(default) and value == default

@@ -59,9 +59,11 @@ def _read_cf(path, velocity=None, *, periodic=False, **options):
 
 
 def _read_selafin(path, velocity=None, **options):
-    from .selafin import read_selafin
+    from .ocean.telemac import opened
+    from .xarray import from_xarray
 
-    return read_selafin(path, velocity, **options)
+    names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
+    return from_xarray([opened(Path(path))], **names, **options)
 
 
 _VTK_OPTIONS = frozenset(

@@ -7,6 +7,7 @@ from jax.typing import DTypeLike
 
 from .._custom_types import Files, TimesLike
 from ..fields import forcing
+from .checks import is_default
 from .formats import format_of
 from .stream import StreamedField
 
@@ -47,7 +48,7 @@ def read(
       - a solver's output, its time steps the series (`flowkit.io.formats.FORMATS` lists the readers):
         an OpenFOAM case directory (reconstructed or `processor*/`), its `*.foam` or
         `system/controlDict`; EnSight Gold `.case`; Exodus II `.e`/`.exo`/`.ex2`/`.g`;
-        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.selafin`);
+        CGNS `.cgns`; Fluent `.cas`/`.cas.h5`; TELEMAC Selafin `.slf` (`flowkit.io.ocean.telemac`);
         VTKHDF `.vtkhdf`/`.hdf`; Nek5000 `.nek5000`;
         PLOT3D `.xyz` (with its `.q`); Tecplot ASCII `.tec`. Parts, element blocks and zones are
         merged into one domain, points they share joined; surface parts (boundary patches) are
@@ -97,7 +98,7 @@ def read(
     given = {name: value for name, value in locals().items() if name in _COMMON}  # the common options
     fmt = format_of(path)
     refused = sorted(
-        name for name, value in given.items() if name not in fmt.options and not _is_default(value, _COMMON[name])
+        name for name, value in given.items() if name not in fmt.options and not is_default(value, _COMMON[name])
     )
     if refused:
         raise ValueError(
@@ -126,10 +127,6 @@ _COMMON = {
     if name not in ("path", "velocity", "samples", "options")
 }
 """`read`'s options common to the formats, with their defaults (each format takes some)."""
-
-
-def _is_default(value, default) -> bool:
-    return value is None if default is None else type(value) is type(default) and value == default
 
 
 read_vtk = read

@@ -1,40 +1,26 @@
-"""Ocean and atmosphere data in: NetCDF/zarr files and xarray Datasets, read by their CF metadata
-into a `GridField` (or a `StreamedField` of one), on the host.
-
-What is found from the metadata, each with an override:
-
-- the velocity components by `standard_name` (`eastward_sea_water_velocity`,
-  `northward_wind`, `upward_sea_water_velocity`, ...), else by common names (`u`, `uo`,
-  `water_u`, `U`, ...);
-- the axes by `axis`, `units` and `standard_name` (longitude in `degrees_east`, latitude,
-  depth or height, time), else by common names;
-- time as seconds since the first time step, its date and calendar kept as the field's
-  `time_origin` (any CF calendar, through cftime);
-- a global longitude axis (with or without a repeated end column) is periodic;
-- land: NaN velocities in the first time step (or zeros of a `mask` variable) mark land nodes,
-  which become zero velocity and make the tracker beach particles there.
+"""Ocean and atmosphere data in: NetCDF/zarr files and xarray Datasets, opened lazily and read by
+the model that wrote them (`flowkit.io.ocean.MODELS`: ROMS, NEMO, the unstructured models, ...,
+and last CF gridded data), on the host.
 
 xarray never reaches the compiled program: slices are converted once, here.
 """
 
 import glob
+import inspect
 import logging
+import re
+import warnings
 from pathlib import Path
 
-import numpy as np
 from jax.typing import DTypeLike
 
 from .._custom_types import Files, PathLike
-from .._time import TimeOrigin
 from ..fields.base import AbstractField
-from ..fields.curvilinear import CurvilinearField
-from ..fields.grid import GridField
-from .cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
-from .checks import check_velocity
-from .roms import from_roms, is_roms
-from .series import conformed
-from .stream import SliceSource, StreamedField
-from .ugrid import from_ugrid, is_ugrid
+from .cf import where
+from .cf_times import UNDECODED_TIMES
+from .checks import is_default
+from .ocean import model_of
+from .stream import StreamedField
 
 _log = logging.getLogger("flowkit")
 
@@ -50,7 +36,6 @@ def is_dataset_path(path: PathLike) -> bool:
 
 def open_datasets(path: Files) -> list:
     """Each file of `path` (a file, a glob, a list) opened lazily: only its metadata is read."""
-    import xarray as xr
 
     if isinstance(path, (list, tuple)):
         files = [Path(p) for p in path]
@@ -65,12 +50,62 @@ def open_datasets(path: Files) -> list:
         if not file.exists():
             raise FileNotFoundError(f"dataset {file} does not exist")
         try:
-            ds = xr.open_zarr(file, consolidated=None) if file.suffix.lower() == ".zarr" else xr.open_dataset(file)
+            ds = _opened(file)
         except Exception as err:  # noqa: BLE001 -- every engine's own error becomes one naming the file
             raise ValueError(f"{file}: cannot be opened as NetCDF/zarr ({type(err).__name__}: {err})") from None
         ds.attrs["flowkit_source"] = str(file)
         opened.append(ds)
     return opened
+
+
+def _opened(file: Path):
+    """`file` opened lazily. A scalar variable named as a dimension that other variables use
+    (ADCIRC's `neta`, `nvel` beside its boundary arrays) is left out, which xarray cannot hold;
+    a time that cannot be decoded (a grid file's `seconds since 0000-01-01`) is kept as numbers
+    and marked, so that only a series that needs it is refused (`cf_times.time_axis`)."""
+    import xarray as xr
+
+    options: dict = {"drop_variables": []}
+    undecoded = None
+    while True:
+        try:
+            if file.suffix.lower() == ".zarr":
+                ds = xr.open_zarr(file, consolidated=None, **options)
+            else:
+                ds = xr.open_dataset(file, **options)
+        except ValueError as err:
+            clash = re.fullmatch(r"dimension '(.+)' already exists as a scalar variable", str(err))
+            if clash and clash[1] not in options["drop_variables"]:
+                options["drop_variables"].append(clash[1])
+                _log.info("%s: scalar variable %r left out (it is also a dimension's name)", file, clash[1])
+                continue
+            if ("decode time" in str(err) or "decoding variable" in str(err)) and undecoded is None:
+                undecoded = _undecodable_times(file, options)
+                options["decode_times"] = dict.fromkeys(undecoded, False)
+                continue
+            raise
+        if undecoded:
+            ds.attrs[UNDECODED_TIMES] = undecoded
+        return ds
+
+
+def _undecodable_times(file: Path, options: dict) -> list[str]:
+    """The variables of `file` whose CF times xarray cannot decode (FVCOM's `Itime2` in `msec
+    since 00:00:00`, a grid file's `seconds since 0000-01-01`): each kept as numbers."""
+    import xarray as xr
+
+    raw = xr.open_dataset(file, **options, decode_times=False)
+    failing = []
+    for name, var in raw.variables.items():
+        if " since " not in str(var.attrs.get("units", "")):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                xr.decode_cf(raw[[name]])
+        except ValueError:
+            failing.append(str(name))
+    return failing
 
 
 def read_cf(path: Files, velocity=None, **options) -> AbstractField | StreamedField:
@@ -101,6 +136,7 @@ def from_xarray(
     sample=None,
     coast: str = "noslip",
     grid=None,
+    plane: int | None = None,
 ) -> AbstractField | StreamedField:
     """A `GridField` from a structured `xarray.Dataset`, or a list of them along time (one per
     file), regular or rectilinear in lon/lat(/depth)/time, found from CF metadata.
@@ -125,10 +161,11 @@ def from_xarray(
       read from its own file); `None` (default) streams only when the series would exceed
       `max_device_bytes`.
     - `coast`: `"noslip"`, `"freeslip"` or `"partialslip"` next to land (`GridField(coast=)`).
-    - ROMS and CROCO native output (s-levels, C-grid) becomes a `LayeredField` (see
-      `flowkit.io.roms`); `grid`: the model's grid file, when the history file lacks the grid.
-    - Unstructured models (UGRID: FVCOM, SCHISM, ADCIRC) become a `LayeredField` on their mesh
-      (see `flowkit.io.ugrid`).
+    - A model's own output is read by its conventions (`flowkit.io.ocean.MODELS`, each row the
+      options it takes): ROMS and CROCO (s-levels, C-grid; `grid`: the model's grid file when
+      the history lacks it), NEMO (U, V, W grid files apart; `grid`: `mesh_mask.nc` or
+      `coordinates.nc`), the unstructured models (UGRID: FVCOM, SCHISM, ADCIRC), TELEMAC
+      Selafin (`plane`) become a `LayeredField` (or a `MeshField`) on the model's own grid.
     - `sample`: names of further variables on the velocity's grid (temperature, salinity, wind)
       to interpolate along trajectories and for particle models (`GridField(samples=)`); NaN on
       land. Regular A-grids held in memory.
@@ -142,349 +179,18 @@ def from_xarray(
     datasets = list(ds) if isinstance(ds, (list, tuple)) else [ds]
     if not datasets or not all(isinstance(d, xr.Dataset) for d in datasets):
         raise TypeError(f"from_xarray: expected an xarray.Dataset or a list of them, got {type(ds).__name__}")
-    first = datasets[0]
-    roms, ugrid = is_roms(first), any(is_ugrid(d) for d in datasets)
-    if roms or ugrid or grid is not None:
-        given = dict(x=x, y=y, z=z, time=time, mask=mask, land_value=land_value, periodic=periodic)
-        given.update(spherical=spherical, coast=None if coast == "noslip" else coast)
-        _refuse_for_native(first, roms, grid, given | (dict(u=u, v=v, w=w) if roms else dict(sample=sample)))
-        if roms:
-            return from_roms(datasets, grid, sample=[sample] if isinstance(sample, str) else sample, dtype=dtype)
-        return from_ugrid(datasets, u, v, w, dtype=dtype)
-    u, v = _velocity_names(first, u, v)
-    td = axis_of(first, tuple(first[u].dims), "time", time)
-    layout = layout_of(first, u, v, w, x, y, z, td)
-    if len(layout.names) > 2 and layout.staggering == "A" and w is None and layout.dims[2] is None:
-        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", where(first))
-    spherical, sign_w = _sphere(first, layout, spherical)
-    periodic = _periodic(layout, spherical, periodic)
-    sample = _checked_sample(first, layout, sample, stream)
-    source = _Slices(datasets, layout, td, _speed_scale(first[u]) if spherical else 1.0, sign_w, sample, dtype)
-    if land_value is not None:
-        source.fill = float(land_value)
-    first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
-    land = None if land_value is not None else _land_of(source, first, layout, mask, first_slice)
-    options = dict(periodic=periodic, interpolation=interpolation, coast=coast, dtype=dtype)
-    make = _maker(first, layout, spherical, land, source.origin, options)
-    return _assembled(make, source, first_slice, sample, stream, max_device_bytes, f"{where(first)} ({u}, {v})")
-
-
-def _refuse_for_native(first, roms: bool, grid, given: dict) -> None:
-    """ROMS/CROCO and UGRID output is read by its own conventions: the options that name axes,
-    land or periodicity do not apply to it (nor `grid=` to anything but ROMS/CROCO)."""
-    if grid is not None and not roms:
+    given = {
+        name: value for name, value in locals().items() if name in _OPTIONS and not is_default(value, _OPTIONS[name])
+    }
+    model = model_of(datasets)
+    refused = sorted(set(given) - model.options)
+    if refused:
         raise ValueError(
-            f"{where(first)}: grid= is for ROMS/CROCO output (s_rho levels, Cs_r, u and v); this file has none"
+            f"{where(datasets[0])}: {model.name} output is read by its own conventions; {', '.join(refused)} "
+            f"{'does' if len(refused) == 1 else 'do'} not apply to it (it takes {', '.join(sorted(model.options))})"
         )
-    named = sorted(k for k, value in given.items() if value not in (None, False))
-    if named:
-        raise ValueError(
-            f"{where(first)}: {'ROMS/CROCO' if roms else 'unstructured (UGRID)'} output is read by "
-            f"its own conventions; {', '.join(named)} do not apply to it"
-        )
+    return model.build(datasets, **given)
 
 
-def _velocity_names(first, u: str | None, v: str | None) -> tuple[str, str]:
-    """The eastward and northward velocity variables: as given, else by CF metadata and common names."""
-    u = component(first, "u", u, None)
-    if u is None:
-        raise ValueError(
-            f"{where(first)}: no eastward velocity found (by standard_name or as u, uo, water_u, ...) "
-            f"among {sorted(first.data_vars)}; pass u= and v="
-        )
-    v = component(first, "v", v, tuple(first[u].dims)) or component(first, "v", v, None)
-    if v is None:
-        raise ValueError(
-            f"{where(first)}: no northward velocity found beside {u!r} among {sorted(first.data_vars)}; pass v="
-        )
-    return u, v
-
-
-def _sphere(first, layout, spherical) -> tuple[bool, float]:
-    """Whether positions are lon/lat (default: when the axes are), and the sign that makes `w`
-    positive down on a sphere's depth axis (-1 where the axis is depth, positive down)."""
-    if spherical is None and layout.lonlat is not None:
-        spherical = True
-    if spherical is None:
-        xd = layout.dims[0][0]
-        lonlike = str(xd).lower() in ("lon", "longitude", "nav_lon")
-        spherical = (attr(first[xd], "units").lower() in AXES["x"][2] or lonlike) if xd in first.variables else False
-    zd = layout.dims[0][2] if len(layout.axes) == 3 else None
-    if zd is None or not spherical:
-        return bool(spherical), 1.0
-    if zd not in first.variables:
-        return True, -1.0
-    positive = attr(first[zd], "positive").lower()
-    down = positive == "down" or (not positive and attr(first[zd], "standard_name") in ("depth", ""))
-    return True, -1.0 if down else 1.0
-
-
-def _periodic(layout, spherical: bool, periodic):
-    """Per axis: default, longitude periodic with period 360 when it spans the globe (its end
-    column repeated or not); a curvilinear grid is never periodic."""
-    if periodic is not None:
-        return periodic
-    if layout.lonlat is not None:
-        return False
-    lon = layout.axes[0]
-    h, span = lon[1] - lon[0], lon[-1] - lon[0]
-    whole = spherical and len(lon) > 2 and (abs(span + h - 360) < 1e-3 * h or abs(span - 360) < 1e-3 * h)
-    if whole:
-        _log.info("from_xarray: longitude spans the globe: periodic with period 360")
-    return (360.0 if whole else False,) + (False,) * (len(layout.axes) - 1)
-
-
-def _checked_sample(first, layout, sample, stream) -> list[str]:
-    """The sampled variables' names, each on the velocity's grid (regular A-grids in memory)."""
-    sample = [sample] if isinstance(sample, str) else list(sample or ())
-    for name in sample:
-        if name not in first.data_vars:
-            raise ValueError(
-                f"{where(first)}: sample variable {name!r} not in the dataset (it has {sorted(first.data_vars)})"
-            )
-        if set(layout.dims[0]) - set(first[name].dims):
-            raise ValueError(
-                f"{where(first)}: sample variable {name!r} has dims {first[name].dims}, not the "
-                f"velocity's grid {layout.dims[0]}"
-            )
-    if sample and (layout.staggering != "A" or layout.lonlat is not None or stream):
-        raise ValueError(
-            f"{where(first)}: sample= is read on regular A-grids held in memory (stream=False); this "
-            f"grid is {'curvilinear' if layout.lonlat is not None else layout.staggering + '-grid'}"
-            f"{', streamed' if stream else ''}"
-        )
-    return sample
-
-
-def _land_of(source, first, layout, mask: str | None, first_slice: np.ndarray) -> np.ndarray:
-    """The land nodes (cells on a C-grid): NaN velocity in the first slice, or `mask` = 0; later
-    slices are zeroed there as they are read."""
-    land = layout.land(first_slice, _land(first, mask, layout) if mask is not None else None)
-    source.land = land if land.any() and layout.staggering == "A" else None
-    source.fill = 0.0 if layout.staggering == "C" else None  # a C-grid's NaN faces carry no flux
-    if land.any():
-        what = "nodes" if layout.staggering == "A" else "cells"
-        wet = f" or {mask} = 0" if mask else ""
-        _log.info("from_xarray: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, wet)
-    return land
-
-
-def _maker(first, layout, spherical: bool, land, origin, options: dict):
-    """`make(data, times, samples=None)`: the field of these slices, a `GridField` or, on a
-    curvilinear grid, a `CurvilinearField`."""
-    axes = layout.axes
-    if layout.lonlat is None:
-        grid = dict(options, spherical=spherical, land=land, time_origin=origin, staggering=layout.staggering)
-        return lambda data, times, samples=None: GridField(data, axes, times=times, samples=samples, **grid)
-    periodic, interpolation, coast = options["periodic"], options["interpolation"], options["coast"]
-    if not spherical or periodic or interpolation != "linear":
-        raise ValueError(
-            f"{where(first)}: a curvilinear grid is tracked on the sphere, linear in each cell, not "
-            f"periodic; got spherical={spherical}, periodic={periodic}, interpolation={interpolation!r}"
-        )
-    if coast != "noslip":
-        raise ValueError(
-            f"{where(first)}: coast={coast!r} is implemented on regular A-grids; this grid is "
-            "curvilinear (no slip at its coasts)"
-        )
-    depth = axes[2] if len(axes) == 3 else None
-
-    def make(data, times, samples=None):
-        return CurvilinearField(
-            *layout.lonlat, data, times, depth=depth, land=land, time_origin=origin, dtype=options["dtype"]
-        )
-
-    return make
-
-
-def _assembled(make, source, first_slice, sample: list[str], stream, max_device_bytes, description: str):
-    """The field of all of `source`'s slices: held in memory, or streamed (`StreamedField`)
-    when asked or when the series would exceed `max_device_bytes`."""
-    from .stream import StreamedField, choose_streaming
-
-    n = 1 if source.times is None else len(source.times)
-    if sample:  # the samples ride with the velocity, slice by slice, held in memory
-        slices = [source.read(k) for k in range(n)]
-        if n == 1:
-            return make(first_slice, None, slices[0]["samples"])
-        samples = {name: np.stack([p["samples"][name] for p in slices]) for name in sample}
-        return make(np.stack([p["values"] for p in slices]), source.times, samples)
-    if n == 1:
-        return make(first_slice, None)
-    slice_bytes = first_slice.size * np.dtype(source.dtype).itemsize
-    if choose_streaming(stream, n, slice_bytes, max_device_bytes, description):
-        template = make(np.stack([first_slice, source.read(1)["values"]]), source.times[:2])
-        return StreamedField(template, source, max_device_bytes)
-    series = np.empty((n,) + first_slice.shape, first_slice.dtype)
-    series[0] = first_slice
-    for k in range(1, n):
-        source.read(k, out=series[k])
-    return make(series, source.times)
-
-
-def _speed_scale(var) -> float:
-    units = attr(var, "units")
-    if not units:
-        _log.info("from_xarray: %r has no units: taken as m/s", var.name)
-        return 1.0
-    if units not in SPEED_UNITS:
-        raise ValueError(f"{var.name!r} has units {units!r}; a velocity in m/s (or cm/s) is expected on a lon/lat grid")
-    return SPEED_UNITS[units]
-
-
-def _land(ds, mask: str, layout: Layout) -> np.ndarray:
-    """Land from the zeros of the variable `mask`: on the velocity's nodes (A-grid) or on the
-    cell centres (C-grid)."""
-    if mask not in ds:
-        raise ValueError(f"{where(ds)}: mask variable {mask!r} not in the dataset (it has {sorted(ds.data_vars)})")
-    var = ds[mask]
-    names = [axis_of(ds, var.dims, a, None) for a in "xyz"[: len(layout.axes)]]
-    if None in names:
-        raise ValueError(
-            f"{where(ds)}: mask {mask!r} has dims {var.dims}: cannot find the velocity's "
-            f"{len(layout.axes)} spatial axes in them"
-        )
-    values = np.asarray(var.isel({d: 0 for d in var.dims if d not in names}).transpose(*names).values)
-    if layout.staggering == "A":
-        return values[np.ix_(*layout.takes[0])] == 0
-    centres = [layout.takes[1][0], layout.takes[0][1]] + ([layout.takes[0][2]] if len(names) == 3 else [])
-    land = values[np.ix_(*[np.maximum(t, 0) for t in centres])] == 0
-    for a, t in enumerate(centres):
-        land[(slice(None),) * a + (t < 0,)] = False
-    return land
-
-
-def _in_order(var, dims) -> np.ndarray:
-    """`var`'s values with its axes in the order `dims`: read as stored, transposed in NumPy (a
-    lazily transposed variable goes through xarray's vectorised indexing: 2 s a slice at 1/12°)."""
-    return np.transpose(np.asarray(var.values), [var.dims.index(d) for d in dims])
-
-
-def _taken(values, takes) -> np.ndarray:
-    """`values[takes]` per axis: a view where every axis is taken in order or reversed (regular
-    grids, descending latitudes), a gather otherwise (-1: a node that starts no cell, any value)."""
-    simple = []
-    for t in takes:
-        n = len(t)
-        if np.array_equal(t, np.arange(n)):
-            simple.append(slice(None))
-        elif np.array_equal(t, np.arange(n)[::-1]):
-            simple.append(slice(None, None, -1))
-        else:
-            return values[np.ix_(*[np.maximum(t, 0) for t in takes])]
-    return values[tuple(simple)]
-
-
-def _seconds(raw) -> np.ndarray:
-    """Decoded CF times (datetime64 or cftime objects) as seconds since the first."""
-    raw = np.asarray(raw)
-    if np.issubdtype(raw.dtype, np.datetime64):
-        return (raw - raw[0]) / np.timedelta64(1, "s")
-    if raw.dtype == object:
-        return np.array([(t - raw[0]).total_seconds() for t in raw], dtype=np.float64)
-    return np.asarray(raw, dtype=np.float64) - float(raw[0])
-
-
-def time_axis(datasets, time_dim):
-    """`(steps, times, origin)` of datasets consecutive along `time_dim`: each step as
-    `(dataset, index)`, seconds since the first step (None without a time dimension) and the
-    calendar date of that first step (None when the times are not dates)."""
-    if time_dim is None:
-        if len(datasets) > 1:
-            raise ValueError(f"{where(datasets[0])}: several datasets but no time dimension to join them along")
-        return [(datasets[0], None)], None, None
-    steps = [(d, k) for d in datasets for k in range(d.sizes[time_dim])]
-    raw = np.concatenate([np.asarray(d[time_dim].values) for d in datasets])
-    times = _seconds(raw)
-    if len(times) > 1 and not np.all(np.diff(times) > 0):
-        bad = int(np.argmin(np.diff(times) > 0))
-        raise ValueError(
-            f"{where(steps[bad + 1][0])}: times must increase across the files (step {bad + 1} at "
-            f"{raw[bad + 1]} does not follow {raw[bad]}); give the files in time order"
-        )
-    var = datasets[0][time_dim]
-    encoding = {**var.attrs, **var.encoding}
-    first = raw[0]
-    # a NumPy date, or a cftime date (non-standard calendars), which has isoformat and calendar
-    date = (
-        str(np.datetime_as_string(first, unit="s"))
-        if isinstance(first, np.datetime64)
-        else first.isoformat()
-        if hasattr(first, "isoformat")
-        else None
-    )
-    origin = None
-    if date is not None:
-        origin = TimeOrigin(
-            date.replace(" ", "T"),
-            str(encoding.get("units", f"seconds since {date}")),
-            str(encoding.get("calendar", getattr(first, "calendar", "standard")) or "standard"),
-        )
-    return steps, times, origin
-
-
-class _Slices(SliceSource):
-    """The velocity of one or more Datasets (consecutive in time) as `(n_x, n_y[, n_z], d)`
-    slices in flowkit's layout (`Layout`): axes ascending, depth velocity positive down, speeds
-    in m/s, land nodes 0 (or every NaN `fill`ed), read one time step at a time (`isel`: a lazily
-    opened file reads only that step)."""
-
-    def __init__(self, datasets, layout: Layout, time_dim, scale, sign_w, sample=(), dtype="float64"):
-        self.description = f"variables {layout.names} of {where(datasets[0])}" + (
-            f" and {len(datasets) - 1} more" if len(datasets) > 1 else ""
-        )
-        self.layout, self.time_dim = layout, time_dim
-        self.scale, self.sign_w = scale, sign_w
-        self.sample = tuple(sample)
-        self.dtype = np.dtype(dtype)
-        self.land, self.fill = None, None
-        datasets = [datasets[0]] + [conformed(d, datasets[0], layout.names, layout.dims) for d in datasets[1:]]
-        self.steps, self.times, self.origin = time_axis(datasets, time_dim)
-        self.files = [d.encoding["source"] for d in datasets if d.encoding.get("source")]  # opened from files
-
-    def read(self, k: int, out=None) -> dict:
-        """Slice `k` as `{"values", "samples"}`, in `self.dtype`; written into `out` when given
-        (a slice of a preallocated series: no copy per slice)."""
-        ds, index = self.steps[k]
-        if index is not None:
-            ds = ds.isel({self.time_dim: index})
-        shape = tuple(len(a) for a in self.layout.axes)
-        flat = self.layout.lonlat is not None  # a curvilinear grid is a mesh: values per node
-        data = np.empty(shape + (len(shape),), self.dtype) if out is None or flat else out
-        for c, (name, dims, takes) in enumerate(zip(self.layout.names, self.layout.dims, self.layout.takes)):
-            if dims is None:
-                data[..., c] = 0  # no vertical velocity: w = 0
-                continue
-            var = ds[name]
-            var = var.isel({d: 0 for d in var.dims if d not in dims})  # a single depth level
-            data[..., c] = _taken(_in_order(var, dims), takes)
-            for axis, t in enumerate(takes):
-                if (t < 0).any():
-                    data[(slice(None),) * axis + (t < 0, ..., c)] = np.nan  # nodes that start no cell
-        check_velocity(data, where(ds), self.layout.names, k, float(self.times[k]) if self.times is not None else None)
-        if self.scale != 1:
-            data *= self.scale
-        if self.layout.angle is not None:  # grid-relative components to eastward and northward
-            cos, sin = (a[..., None] if len(shape) == 3 else a for a in self.layout.angle)
-            data[..., 0], data[..., 1] = (
-                cos * data[..., 0] - sin * data[..., 1],
-                sin * data[..., 0] + cos * data[..., 1],
-            )
-        if len(shape) == 3:
-            data[..., 2] *= self.sign_w  # along the depth axis: positive down
-        if self.fill is not None:
-            np.copyto(data, self.dtype.type(self.fill), where=np.isnan(data))
-        elif self.land is not None:
-            data[self.land.reshape(data.shape[:-1])] = 0  # (a curvilinear grid's land comes flat, per node)
-        if flat:
-            data = data.reshape(-1, data.shape[-1])
-            if out is not None:
-                out[...] = data
-                data = out
-        samples = {}
-        for name in self.sample:  # on the velocity's own nodes (an A-grid)
-            var = ds[name]
-            dims = self.layout.dims[0]
-            var = var.isel({d: 0 for d in var.dims if d not in dims})
-            samples[name] = _taken(_in_order(var, dims), self.layout.takes[0]).astype(self.dtype)
-        return {"values": data, "samples": samples}
+_OPTIONS = {name: p.default for name, p in inspect.signature(from_xarray).parameters.items() if name != "ds"}
+"""`from_xarray`'s options and their defaults: those a user changed go to the model's `build`."""

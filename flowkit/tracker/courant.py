@@ -19,7 +19,8 @@ DEFAULT_COURANT = 0.5
 
 def auto_dt(field: AbstractField, t0: float, t1: float, save_every, courant: float = DEFAULT_COURANT) -> float:
     """The step whose Courant number `max_i |u_i| dt / size_i` is at most `courant` in the
-    data's fastest cell (`field.max_courant_rate()`, over all its nodes and times), shortened
+    data's fastest cell (`field.max_courant_rate()`, over all its nodes and times) and that spans
+    at most one of the data's time intervals (a tide sampled every 524 s), shortened
     so that a whole number of steps fills the save interval (a duration `save_every`) or else
     the run; signed like `t1 - t0`."""
     if not (isinstance(courant, (int, float)) and math.isfinite(courant) and courant > 0):
@@ -37,16 +38,28 @@ def auto_dt(field: AbstractField, t0: float, t1: float, save_every, courant: flo
         )
     span = abs(t1 - t0)
     interval = as_seconds(save_every, "save_every", duration=True) if isinstance(save_every, str) else span
-    steps = max(1, math.ceil(min(interval, span) * rate / courant - 1e-9))
+    data_step = _data_step(field)
+    per_second = max(rate / courant, 1.0 / data_step)
+    steps = max(1, math.ceil(min(interval, span) * per_second - 1e-9))
     dt = min(interval, span) / steps
     _log.info(
-        "dt=auto: %g s, Courant number %g in the data's fastest cell (%g cells/s there)%s",
+        "dt=auto: %g s, Courant number %g in the data's fastest cell (%g cells/s there)%s%s",
         dt,
         dt * rate,
         rate,
+        f"; no step spans more than the data's time step ({data_step:g} s)" if 1.0 / data_step > rate / courant else "",
         f"; {steps} steps per save of {interval:g} s" if interval < span else "",
     )
     return math.copysign(dt, t1 - t0)
+
+
+def _data_step(field: AbstractField) -> float:
+    """The shortest interval between the field's time slices (inf for a steady field): a step
+    of `dt="auto"` spans at most one, so that it does not leap over what the data samples."""
+    times = field.times
+    if times is None or len(times) < 2:
+        return math.inf
+    return float(np.min(np.diff(np.asarray(times, np.float64))))
 
 
 def has_cells(field: AbstractField) -> bool:

@@ -22,6 +22,7 @@ from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
 from ..fields.base import AbstractField, Hints
 from ..fields.forcing import sample_names
+from ..fields.layered import LayeredField
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..io.stream import StreamedField, refuse_streamed
@@ -164,6 +165,16 @@ def is_traced(tree) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
 
 
+def at_surface(field: AbstractField | StreamedField, seeds: np.ndarray) -> np.ndarray:
+    """Seeds given as `(lon, lat)` (or `(x, y)`) on a layered 3-D ocean field start at its
+    surface, depth 0, as OpenDrift's users seed (logged); other seeds as given."""
+    template = field.template if isinstance(field, StreamedField) else field
+    if not (isinstance(template, LayeredField) and field.dim == 3 and seeds.ndim == 2 and seeds.shape[1] == 2):
+        return seeds
+    _log.info("seeds: %d given as horizontal positions: started at the surface (depth 0)", len(seeds))
+    return np.column_stack([seeds, np.zeros(len(seeds))])
+
+
 def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: float, t_release, spare: int = 0):
     """`(seeds, t_release)` checked against the field: seeds of shape `(N, dim)` (or one `(dim,)`
     seed), finite and inside the field's box; one release time per seed, each between `t0` and
@@ -178,6 +189,8 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
     seeds = array(seeds)
     if seeds.ndim == 1 and seeds.shape[0] == field.dim:
         seeds = seeds[None]
+    if not traced:
+        seeds = at_surface(field, seeds)
     if seeds.ndim == 2 and seeds.shape[0] + spare == 0:
         raise ValueError("no seeds (N = 0): give at least one seed, or an inlet that releases particles")
     if seeds.ndim != 2 or seeds.shape[1] != field.dim:

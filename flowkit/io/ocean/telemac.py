@@ -16,37 +16,38 @@ from pathlib import Path
 import numpy as np
 from jax.typing import DTypeLike
 
-from .._custom_types import PathLike
-from .._time import TimeOrigin
-from ..fields.layered import LayeredField
-from ..fields.mesh import MeshField
+from ..._time import TimeOrigin
+from ...fields.layered import LayeredField
+from ...fields.mesh import MeshField
+from ..cf import where
 
 _log = logging.getLogger("flowkit")
-
-SUFFIXES = (".slf", ".selafin")
-"""Paths read as TELEMAC Selafin results by `fk.io.read`."""
 
 _UNSET_DATE = (1900, 1, 1, 0, 0, 0)
 
 
-def is_selafin_path(path: PathLike) -> bool:
-    return isinstance(path, (str, Path)) and Path(path).suffix.lower() in SUFFIXES
+def detect(datasets: list) -> bool:
+    """Whether the dataset is a Selafin file opened by `xarray-selafin` (its triangles in `ikle2`)."""
+    return "ikle2" in datasets[0].attrs
 
 
-def read_selafin(
-    path: PathLike,
-    velocity: str | None = None,
+def build(
+    datasets: list,
+    u: str | None = None,
+    v: str | None = None,
+    w: str | None = None,
     *,
     plane: int | None = None,
     dtype: DTypeLike = "float32",
-    **mesh_options,
 ) -> MeshField | LayeredField:
-    """The velocity of a Selafin file (see the module docstring). `velocity="U,V"` (or
-    `"U,V,W"`) names the variables by their Selafin ids; `plane` picks the plane of a 3-D file
-    without elevations (default: the top one, the surface)."""
-    path = Path(path)
-    ds = _opened(path)
-    names = velocity.split(",") if velocity else ["U", "V"]
+    """The velocity of a Selafin file (see the module docstring). `u`, `v` (and `w`) name the
+    variables by their Selafin ids (default `U`, `V`, `W`); `plane` picks the plane of a 3-D
+    file without elevations (default: the top one, the surface)."""
+    if len(datasets) > 1:
+        raise ValueError(f"{where(datasets[0])}: a Selafin file holds its own time series; give one file")
+    ds = datasets[0]
+    path = where(ds)
+    names = [u or "U", v or "V"] + ([w] if w else [])
     missing = [n for n in names if n not in ds.data_vars]
     if missing:
         raise ValueError(
@@ -60,13 +61,11 @@ def read_selafin(
 
     def flat(chosen=None):  # the 2-D field of the file, or of one of its planes
         data = np.stack([_values(ds, n) if chosen is None else _values(ds, n)[:, chosen] for n in names[:2]], axis=-1)
-        return MeshField(
-            points, triangles, data if series is not None else data[0], times=series, dtype=dtype, **mesh_options
-        )
+        return MeshField(points, triangles, data if series is not None else data[0], times=series, dtype=dtype)
 
     if "plan" not in ds.dims:
         _log.info(
-            "read_selafin: %s: 2-D, %d triangles, %d nodes, %d time steps",
+            "TELEMAC: %s: 2-D, %d triangles, %d nodes, %d time steps",
             path,
             len(triangles),
             len(points),
@@ -80,8 +79,7 @@ def read_selafin(
             raise ValueError(f"{path}: plane={plane} is not one of its {n_planes} planes (0 = bottom)")
         surface = " (the surface)" if chosen == n_planes - 1 else ""
         _log.warning(
-            "read_selafin: %s is 3-D (%d planes) but holds no plane elevations (ELEVATION Z): "
-            "tracked in 2-D on plane %d%s",
+            "TELEMAC: %s is 3-D (%d planes) but holds no plane elevations (ELEVATION Z): tracked in 2-D on plane %d%s",
             path,
             n_planes,
             chosen,
@@ -96,7 +94,7 @@ def read_selafin(
         components.append(-_values(ds, w)[:, ::-1])
     velocity_table = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, node, plane, C)
     _log.info(
-        "read_selafin: %s: 3-D, %d prisms' columns of %d planes over %d nodes, %d time steps%s",
+        "TELEMAC: %s: 3-D, %d prisms' columns of %d planes over %d nodes, %d time steps%s",
         path,
         len(triangles),
         n_planes,
@@ -105,21 +103,23 @@ def read_selafin(
         "" if w else "; no W: particles keep their depth",
     )
     water = elevation[:, -1] - elevation[:, 0]
-    options = dict(times=series, spherical=False, time_origin=origin, dtype=dtype, **mesh_options)
+    options = dict(times=series, spherical=False, time_origin=origin, dtype=dtype)
     return LayeredField(points, triangles, depths, velocity_table, water, **options)
 
 
-def _opened(path: Path):
+def opened(path: Path):
     """The Selafin file's dataset, loaded (the file is small beside its mesh work) and closed."""
     import xarray as xr
 
     if not path.exists():
         raise FileNotFoundError(f"Selafin file {path} does not exist")
     try:
-        with xr.open_dataset(path, engine="selafin") as opened:
-            return opened.load()
+        with xr.open_dataset(path, engine="selafin") as ds:
+            loaded = ds.load()
     except Exception as err:  # noqa: BLE001 -- the reader's own error becomes one naming the file
         raise ValueError(f"{path}: cannot be read as a TELEMAC Selafin file ({type(err).__name__}: {err})") from None
+    loaded.attrs["flowkit_source"] = str(path)
+    return loaded
 
 
 def _values(ds, name: str) -> np.ndarray:

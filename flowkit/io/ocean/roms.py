@@ -19,18 +19,23 @@ from pathlib import Path
 import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
-from ..fields.curvilinear import quad_cells
-from ..fields.layered import LayeredField
-from .cf import speed_scale, where
-from .checks import check_velocity
+from ..._custom_types import PathLike
+from ...diffusion import Profile
+from ...fields.layered import LayeredField
+from ..cf import speed_scale, where
+from ..cf_times import time_axis
+from ..cgrid import grid_angle, layered_on_grid, to_centres
+from ..checks import check_velocity
 
 _log = logging.getLogger("flowkit")
 
 _GRID = ("lon_rho", "lat_rho", "h")
 
 
-def is_roms(ds) -> bool:
-    """Whether `ds` is ROMS or CROCO native output: s-levels with stretching curves, `u`, `v`."""
+def detect(datasets: list) -> bool:
+    """Whether the first dataset is ROMS or CROCO native output: s-levels with stretching curves,
+    `u`, `v`."""
+    ds = datasets[0]
     return (
         "s_rho" in ds.dims
         and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables)
@@ -39,7 +44,7 @@ def is_roms(ds) -> bool:
     )
 
 
-def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -> LayeredField:
+def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32") -> LayeredField:
     """A `LayeredField` from ROMS or CROCO history/average files (one Dataset or several
     consecutive in time) and, where they lack it, the model's grid file (`grid`: a path or an
     `xarray.Dataset`; default: the file the history's `grd_file` attribute names, beside it).
@@ -56,6 +61,7 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
     """
     history = datasets[0]
     grid_ds = _grid_dataset(history, grid)
+    sample = [sample] if isinstance(sample, str) else list(sample or ())
 
     def grid_var(name, required=True):
         for ds in (
@@ -83,14 +89,11 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
         raise ValueError(f"{where(history)}: 'u' and 'v' have different units")
     stretching = _stretching(history, grid_var, where(history))
     time_dim = next((d for d in history["u"].dims if d not in ("s_rho",) and not d.startswith(("eta", "xi"))), None)
-    from .xarray import time_axis
-
     steps, times, origin = time_axis(datasets, time_dim)
     has_w = (
         "w" in history.variables and "s_w" in history["w"].dims and history.sizes["s_w"] == history.sizes["s_rho"] + 1
     )
     _log_layout(where(history), stretching, lon.shape, angle_var is not None, int(land.sum()), has_w)
-    sample = list(sample or ())
     depths: list[np.ndarray] = []
     velocity: list[np.ndarray] = []
     water: list[np.ndarray] = []
@@ -110,25 +113,7 @@ def from_roms(datasets, grid=None, *, sample=(), dtype: DTypeLike = "float32") -
             samples[name].append(_sampled(step, name, len(stretching["s"])))
     if mask is None:
         land = _unmasked_land(grid_var, velocity, lon.shape, where(history), grid_ds)
-    # flowkit's node order: x (xi) first, then y (eta), as `CurvilinearField`
-    nodes = lambda a: np.swapaxes(np.asarray(a), 1, 2).reshape(len(steps), lon.size, *np.asarray(a).shape[3:])  # noqa: E731
-    lon_t, lat_t = lon.T, np.asarray(lat).T
-    lon_t = np.unwrap(np.unwrap(lon_t, period=360.0, axis=0), period=360.0, axis=1)
-    points = np.stack([lon_t.reshape(-1), lat_t.reshape(-1)], axis=-1)
-    return LayeredField(
-        points,
-        quad_cells(lon_t.shape),
-        nodes(depths),
-        nodes(velocity),
-        nodes(water),
-        times=times if times is not None and len(times) > 1 else None,
-        land=land.T.reshape(-1),
-        samples={name: nodes(values) for name, values in samples.items()},
-        time_origin=origin,
-        spherical=True,
-        grid_shape=lon_t.shape,
-        dtype=dtype,
-    )
+    return layered_on_grid(lon, lat, depths, velocity, water, land, times, origin, dtype, samples=samples)
 
 
 def _grid_dataset(history, grid):
@@ -204,26 +189,6 @@ def level_heights(h: ArrayLike, zeta, s, curve, hc, vtransform) -> np.ndarray:
     return zeta + (zeta + h) * z0
 
 
-def _to_rho(values: np.ndarray, axis: int, n_rho: int, name: str, source: str) -> np.ndarray:
-    """Face values along `axis` (`n_rho - 1` faces between the rho points, or `n_rho` in a
-    subset cut on every dimension alike) at the rho points: the mean of the faces either side
-    that exist and are not NaN (0 where none is)."""
-    n_faces = values.shape[axis]
-    if n_faces not in (n_rho - 1, n_rho):
-        raise ValueError(
-            f"{source}: {name!r} has {n_faces} points along its staggered axis; a C-grid between "
-            f"{n_rho} rho points has {n_rho - 1}"
-        )
-    faces = np.moveaxis(values, axis, -1)
-    left = np.full(faces.shape[:-1] + (n_rho,), np.nan)
-    right = np.full_like(left, np.nan)
-    left[..., 1:] = faces[..., : n_rho - 1]  # the face west (south) of rho point i is face i - 1
-    right[..., : min(n_faces, n_rho)] = faces[..., : min(n_faces, n_rho)]
-    count = np.isfinite(left).astype(np.float64) + np.isfinite(right)
-    total = np.nan_to_num(left) + np.nan_to_num(right)
-    return np.moveaxis(np.where(count > 0, total / np.maximum(count, 1), 0.0), -1, axis)
-
-
 def _slice(step, h, angle, stretching, has_w):
     """One time step: level depths below the surface `(eta, xi, K)` (surface first), the
     velocity there `(eta, xi, K, 2 or 3)` (east, north[, down]) and the water depth `(eta, xi)`."""
@@ -236,8 +201,8 @@ def _slice(step, h, angle, stretching, has_w):
         raise ValueError(
             f"{source}: u and v must be (s_rho, eta, xi) per time step, got {step['u'].dims} and {step['v'].dims}"
         )
-    u = _to_rho(u, 2, n_xi, "u", source)
-    v = _to_rho(v, 1, n_eta, "v", source)
+    u = to_centres(u, 2, n_xi, "u", source)
+    v = to_centres(v, 1, n_eta, "v", source)
     if u.shape[1:] != (n_eta, n_xi) or v.shape[1:] != (n_eta, n_xi):
         raise ValueError(
             f"{source}: u and v do not lie between the {n_eta} x {n_xi} rho points (dims "
@@ -249,7 +214,7 @@ def _slice(step, h, angle, stretching, has_w):
     components = [east, north]
     if has_w:
         w = np.asarray(step["w"].transpose("s_w", ...).values, np.float64)
-        components.append(-_w_to_rho(w))  # upward on the s_w levels -> downward on the rho levels
+        components.append(-_wto_centres(w))  # upward on the s_w levels -> downward on the rho levels
     depth = zeta[None] - z  # below the free surface, positive down; level 0 is the deepest
     velocity = np.stack(components, axis=-1)
     return np.moveaxis(depth[::-1], 0, -1), np.moveaxis(velocity[::-1], 0, -2), h + zeta
@@ -290,13 +255,6 @@ def _angle(angle_var, lon: np.ndarray, lat: np.ndarray, source: str) -> np.ndarr
     return np.deg2rad(angle) if str(angle_var.attrs.get("units", "")).lower().startswith("deg") else angle
 
 
-def grid_angle(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-    """The angle (radians) between the grid's xi axis and east at each rho point `(eta, xi)`,
-    from the points' own longitudes and latitudes: ROMS's `angle`, for files without it."""
-    east = np.gradient(np.unwrap(lon, period=360.0, axis=1), axis=1) * np.cos(np.deg2rad(lat))
-    return np.arctan2(np.gradient(lat, axis=1), east)
-
-
 def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds) -> np.ndarray:
     """No `mask_rho`: land from `mask_u` and `mask_v` where the files hold them (a rho point is
     water when a face beside it is, ROMS making the face masks from mask_rho); else a run without
@@ -305,7 +263,7 @@ def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds)
     faces = [grid_var(name, required=False) for name in ("mask_u", "mask_v")]
     if all(face is not None for face in faces):
         wet = [
-            _to_rho(np.asarray(face.values, np.float64), axis, shape[axis], face.name, source) > 0
+            to_centres(np.asarray(face.values, np.float64), axis, shape[axis], face.name, source) > 0
             for face, axis in zip(faces, (1, 0))
         ]
         land = ~(wet[0] | wet[1])
@@ -329,7 +287,7 @@ def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds)
     return np.zeros(still.shape, bool)
 
 
-def _w_to_rho(values: np.ndarray) -> np.ndarray:
+def _wto_centres(values: np.ndarray) -> np.ndarray:
     """Values on the s_w levels (first axis) at the rho levels: the mean of the two around each."""
     return 0.5 * (values[:-1] + values[1:])
 
@@ -354,15 +312,18 @@ def _sampled(step, name: str, n_levels: int) -> np.ndarray:
     if vertical == ["s_w"]:
         if len(values) != n_levels + 1:
             raise ValueError(f"{where(step)}: {name!r} has {len(values)} s_w levels, expected {n_levels + 1}")
-        values = _w_to_rho(values)
+        values = _wto_centres(values)
     return np.moveaxis(values[::-1], 0, -1)  # level 0 is the deepest in the file
 
 
-def column_profile(path, variable: str, lon: float | None = None, lat: float | None = None, grid=None):
-    """`(depths, values, times)` of a w-level variable (`AKs`, `AKt`, `AKv`) in the wet water
-    column nearest to `(lon, lat)` (the domain's middle by default) of a ROMS/CROCO file:
-    depths `(T, W)` below the free surface, values `(T, W)`, times `(T,)` in seconds from the
-    file's first (None for one time). What `flowkit.diffusion.Profile.from_roms` reads."""
+def column_profile(
+    path: PathLike, variable: str = "AKs", lon: float | None = None, lat: float | None = None, grid=None
+) -> Profile:
+    """The `flowkit.diffusion.Profile` of a w-level variable (`AKs`, `AKt`, `AKv`) in the wet
+    water column nearest to `(lon, lat)` (the domain's middle by default) of a ROMS/CROCO file:
+    its depths below the free surface (from `h`, `zeta`, `hc`, `Cs_w`, `s_w`, `Vtransform`;
+    `grid` a separate grid file), at the file's times (seconds from its first, as `fk.io.read`
+    counts them)."""
     import xarray as xr
 
     history = xr.open_dataset(path)
@@ -399,4 +360,4 @@ def column_profile(path, variable: str, lon: float | None = None, lat: float | N
     seconds = (times - times[0]) / np.timedelta64(1, "s") if np.issubdtype(times.dtype, np.datetime64) else None
     if seconds is None and n > 1:
         seconds = np.array([(t - times[0]).total_seconds() for t in times])
-    return zeta[:, None] - z, np.asarray(var.values[:, :, j, i], np.float64), (seconds if n > 1 else None)
+    return Profile(zeta[:, None] - z, np.asarray(var.values[:, :, j, i], np.float64), seconds if n > 1 else None)

@@ -27,8 +27,9 @@ import logging
 import numpy as np
 from jax.typing import DTypeLike
 
-from ..fields.layered import LayeredField
-from .cf import attr, component, where
+from ...fields.layered import LayeredField
+from ..cf import attr, component, where
+from ..cf_times import time_axis
 
 _log = logging.getLogger("flowkit")
 
@@ -39,13 +40,18 @@ _MODEL_NAMES = {
 }
 
 
+def detect(datasets: list) -> bool:
+    """Whether one of `datasets` holds an unstructured mesh: a UGRID `mesh_topology`, or FVCOM's `nv`."""
+    return any(is_ugrid(ds) for ds in datasets)
+
+
 def is_ugrid(ds) -> bool:
     """Whether `ds` holds an unstructured mesh: a UGRID `mesh_topology`, or FVCOM's `nv`."""
     return _topology(ds) is not None or ("nv" in ds.variables and "nele" in ds.dims)
 
 
-def from_ugrid(
-    datasets, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype: DTypeLike = "float32"
+def build(
+    datasets: list, u: str | None = None, v: str | None = None, w: str | None = None, *, dtype: DTypeLike = "float32"
 ) -> LayeredField:
     """A `LayeredField` from the files of an unstructured model (see the module docstring):
     `datasets` opened lazily, in any order. `u`, `v`, `w` name the velocity variables.
@@ -65,8 +71,6 @@ def from_ugrid(
     level_dim = next(
         (d for d in first[u_name].dims if d not in (node_dim, face_dim, time_dim) and first.sizes[d] > 2), None
     )
-    from .xarray import time_axis
-
     _, times, origin = time_axis(joined, time_dim)
     weights = _face_to_node(points, cells)
 
