@@ -101,6 +101,27 @@ def test_particles_on_schism_levels_move_and_stay_in_the_water(tmp_path):
     assert np.all(shift > 100.0) and np.all(shift < 250.0)  # u in 0.06-0.14 m/s for 1800 s
 
 
+def test_schism_v10_combined_output_equals_the_split_output(tmp_path):
+    """The same run as SCHISM v10's combined `schout_1.nc` writes it: the mesh, `hvel` pairs
+    `(time, node, level, 2)` and `zcor` with junk under `node_bottom_index`."""
+    z, x, n_k = _schism_run(tmp_path)
+    split = fk.io.read(str(tmp_path / "*.nc"), dtype="float64")
+    out2d = xr.open_dataset(tmp_path / "out2d_1.nc")
+    u, v = (xr.open_dataset(tmp_path / f"{name}_1.nc")[name].values for name in ("horizontalVelX", "horizontalVelY"))
+    dims = ("time", "nSCHISM_hgrid_node", "nSCHISM_vgrid_layers")
+    combined = out2d[["SCHISM_hgrid", "SCHISM_hgrid_face_nodes", "depth"]].assign(
+        node_bottom_index=out2d.bottom_index_node,
+        zcor=(dims, np.nan_to_num(z.zCoordinates.values, nan=-9999.0)),
+        hvel=(dims + ("two",), np.nan_to_num(np.stack([u, v], axis=-1), nan=-9999.0)),
+        time=z.time,
+    )
+    (tmp_path / "v10").mkdir()
+    combined.to_netcdf(tmp_path / "v10" / "schout_1.nc")
+    field = fk.io.read(tmp_path / "v10" / "schout_1.nc", dtype="float64")
+    np.testing.assert_array_equal(np.asarray(field.table), np.asarray(split.table))
+    assert field.levels == n_k and np.asarray(field.times).tolist() == np.asarray(split.times).tolist()
+
+
 # -- FVCOM: faces, sigma layers, degrees or metres --------------------------------------------
 
 

@@ -29,6 +29,11 @@ def time_axis(datasets, time_dim):
             raise ValueError(f"{where(datasets[0])}: several datasets but no time dimension to join them along")
         return [(datasets[0], None)], None, None
     for ds in datasets:
+        if time_dim not in ds.variables:
+            raise ValueError(
+                f"{where(ds)}: the dimension {time_dim!r} has no variable of times; flowkit does not count "
+                "time steps as times"
+            )
         if time_dim in ds.attrs.get(UNDECODED_TIMES, ()):
             raise ValueError(
                 f"{where(ds)}: its times {time_dim!r} cannot be read as dates (units "

@@ -7,14 +7,16 @@ a `LayeredField` over the model's own triangles (and SCHISM's quadrilaterals), o
   `lon`/`lat`). Node coordinates in degrees are tracked on the sphere; an FVCOM Cartesian run,
   whose `lon`/`lat` are all 0, in the metres of its `x`/`y`.
 - The velocity: by `standard_name`, else by each model's names (FVCOM `u`, `v`, `ww`; SCHISM
-  `horizontalVelX`, `horizontalVelY`, `verticalVelocity`, or `hvel`; ADCIRC `u-vel`, `v-vel`;
+  `horizontalVelX`, `horizontalVelY`, `verticalVelocity`, or v10's `hvel` pairs; ADCIRC
+  `u-vel`, `v-vel`;
   the depth-averaged `ua`, `va` and `depthAverageVelX`, `depthAverageVelY`). Values on faces
   (FVCOM's element centres) are averaged to the nodes, each face weighted by its area (as
   OceanTracker does), since the mesh path interpolates node values.
 - The vertical: FVCOM's sigma layers (`siglay`, `ocean_sigma_coordinate`: a level lies
-  `-sigma (h + zeta)` below the free surface), SCHISM's `zCoordinates` per node and time (levels
-  below the sea floor, NaN, take the deepest wet level's values). A velocity without levels is
-  depth-averaged: positions are `(x, y)`.
+  `-sigma (h + zeta)` below the free surface), SCHISM's `zCoordinates` (v5.10's split
+  output) or `zcor` (v10's combined `schout_*.nc`) per node and time (levels below the sea
+  floor, NaN or under `node_bottom_index`, take the deepest wet level's values). A velocity
+  without levels is depth-averaged: positions are `(x, y)`.
 - Files holding different variables of the same times (SCHISM's `out2d_1.nc`,
   `horizontalVelX_1.nc`, `zCoordinates_1.nc`) are joined; files of consecutive times make the
   series.
@@ -105,9 +107,10 @@ def build(
         depths = np.zeros(velocity.shape[:3])
         water = _water_depth(first, read, velocity.shape[:2])
         vertical = "depth-averaged"
-    elif "zCoordinates" in first.variables:
-        depths, velocity, water = _schism_levels(read("zCoordinates"), velocity)
-        vertical = f"{depths.shape[2]} SCHISM levels (zCoordinates)"
+    elif "zCoordinates" in first.variables or "zcor" in first.variables:
+        name = "zCoordinates" if "zCoordinates" in first.variables else "zcor"
+        depths, velocity, water = _schism_levels(_above_bottom(first, read(name)), velocity)
+        vertical = f"{depths.shape[2]} SCHISM levels ({name})"
     else:
         sigma = _sigma(first, level_dim, len(points))
         water = _water_depth(first, read, velocity.shape[:2], required=True)
@@ -303,6 +306,17 @@ def _sigma(ds, level_dim, n_points):
             f"[{np.nanmin(sigma):g}, {np.nanmax(sigma):g}]"
         )
     return sigma
+
+
+def _above_bottom(ds, z: np.ndarray) -> np.ndarray:
+    """SCHISM's level heights `(T, K, P)` with the levels below each node's bottom NaN: those
+    under `node_bottom_index` (v10's combined output, 1-based; its values there are junk), as
+    the split output writes them."""
+    name = next((n for n in ("node_bottom_index", "bottom_index_node") if n in ds.variables), None)
+    if name is None:
+        return z
+    bottom = np.asarray(ds[name].values, np.int64) - 1
+    return np.where(np.arange(z.shape[1])[None, :, None] < bottom[None, None, :], np.nan, z)
 
 
 def _schism_levels(z, velocity):
