@@ -256,7 +256,9 @@ def test_fvcom_times_from_its_text_clock_or_said_from_float32_days(tmp_path, clo
     days = (0.0, 1 / 24, 2 / 24)
     _fvcom(tmp_path / "fvcom_0001.nc", days=days, times_only=True)
     if clock == "time":  # a file without FVCOM's exact clocks
-        xr.load_dataset(tmp_path / "fvcom_0001.nc").drop_vars("Times").to_netcdf(tmp_path / "bare.nc")
+        xr.load_dataset(tmp_path / "fvcom_0001.nc", decode_times=False).drop_vars("Times").to_netcdf(
+            tmp_path / "bare.nc"
+        )
     with caplog.at_level("WARNING", logger="flowkit"):
         field = fk.io.read(tmp_path / ("fvcom_0001.nc" if clock == "Times" else "bare.nc"))
     if clock == "Times":
@@ -265,6 +267,23 @@ def test_fvcom_times_from_its_text_clock_or_said_from_float32_days(tmp_path, clo
     else:
         assert "neither Itime/Itime2 nor Times" in caplog.text
         assert np.abs(np.asarray(field.times) - [0.0, 3600.0, 7200.0]).max() > 1.0  # the float32 days drift
+
+
+def test_velocity_units_as_models_spell_them_are_converted_or_refused(tmp_path):
+    _fvcom(tmp_path / "m.nc")
+    ds = xr.load_dataset(tmp_path / "m.nc", decode_times=False)
+    metres = fk.io.read(tmp_path / "m.nc", dtype="float64")
+    for units, factor in (("centimeters s-1", 100.0), ("cm/s", 100.0), ("knots", 3600 / 1852)):
+        name = tmp_path / f"{units.replace('/', '_')}.nc"
+        ds.assign(**{c: ds[c] * factor for c in ("u", "v")}).assign_attrs().pipe(
+            lambda d: d.assign(u=d.u.assign_attrs(units=units), v=d.v.assign_attrs(units=units))
+        ).to_netcdf(name)
+        np.testing.assert_allclose(
+            np.asarray(fk.io.read(name, dtype="float64").table), np.asarray(metres.table), rtol=1e-6, atol=1e-12
+        )
+    ds.assign(u=ds.u.assign_attrs(units="degC"), v=ds.v.assign_attrs(units="degC")).to_netcdf(tmp_path / "c.nc")
+    with pytest.raises(ValueError, match=r"c\.nc: velocity 'u' has units 'degC', which is not a speed"):
+        fk.io.read(tmp_path / "c.nc")
 
 
 def test_fvcom_cartesian_run_and_daily_files_equal_one_file(tmp_path):

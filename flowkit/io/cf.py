@@ -1,7 +1,9 @@
 """CF metadata: which variables are the velocity, which dimensions are which axes, and where each
 component's values sit in a field's table (A-grid, C-grid or curvilinear)."""
 
+import functools
 import logging
+import re
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -59,36 +61,34 @@ AXES = {
     ),
     "time": ({"T"}, ("time",), (), ("time", "t", "time_counter")),
 }
-SPEED_UNITS = {
-    "m s-1": 1.0,
-    "m/s": 1.0,
-    "m s**-1": 1.0,
-    "m.s-1": 1.0,
-    "meter second-1": 1.0,
-    "meters/second": 1.0,
-    "cm s-1": 0.01,
-    "cm/s": 0.01,
-    "mm s-1": 0.001,
-    "km h-1": 1 / 3.6,
-    "km/h": 1 / 3.6,
-    "knots": 1852 / 3600,
-    "kt": 1852 / 3600,
-}
-"""Speed units as files write them, and the factor to m/s."""
 
 
 def speed_scale(var, where_: str) -> float:
-    """The factor from `var`'s `units` to m/s; `ValueError` naming the file, the variable and
-    the units for units that are not a speed flowkit knows (missing units are taken as m/s)."""
+    """The factor from `var`'s `units` to m/s, read by pint (UDUNITS' spellings: `m s-1`,
+    `meters s-1`, `cm/s`, `km h-1`, `knots`, ...); `ValueError` naming the file, the variable and
+    the units for units that are not a speed (missing units are taken as m/s, logged)."""
     units = attr(var, "units")
     if not units:
+        _log.info("%s: velocity %r has no units: taken as m/s", where_, var.name)
         return 1.0
-    if units not in SPEED_UNITS and units.lower() not in SPEED_UNITS:
+    registry = _units()
+    try:
+        quantity = registry.Quantity(1.0, units)
+    except Exception:  # noqa: BLE001 -- pint's many parse errors: the units are not ones it knows
+        quantity = None
+    if quantity is None or not quantity.check("[length]/[time]"):
         raise ValueError(
-            f"{where_}: velocity {var.name!r} has units {units!r}, which is not a speed flowkit converts "
-            f"({', '.join(sorted(SPEED_UNITS))})"
+            f"{where_}: velocity {var.name!r} has units {units!r}, which is not a speed (m/s, cm s-1, km/h, knots, ...)"
         )
-    return SPEED_UNITS.get(units, SPEED_UNITS.get(units.lower(), 1.0))
+    return float(quantity.to("m/s").magnitude)
+
+
+@functools.cache
+def _units():
+    """pint's registry, reading UDUNITS' exponents (`s-1`, `m2`) as pint's `**`."""
+    import pint
+
+    return pint.UnitRegistry(preprocessors=[lambda text: re.sub(r"(?<=[A-Za-z])(-?\d+)", r"**\1", text)])
 
 
 def attr(var, name: str) -> str:

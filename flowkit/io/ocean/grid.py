@@ -26,7 +26,7 @@ from jax.typing import DTypeLike
 from ...fields.base import AbstractField
 from ...fields.curvilinear import CurvilinearField
 from ...fields.grid import GridField
-from ..cf import AXES, SPEED_UNITS, Layout, attr, axis_of, component, layout_of, where
+from ..cf import AXES, Layout, attr, axis_of, component, layout_of, speed_scale, where
 from ..cf_times import time_axis
 from ..checks import check_velocity
 from ..series import conformed
@@ -72,7 +72,8 @@ def build(
     spherical, sign_w = _sphere(first, layout, spherical)
     periodic = _periodic(layout, spherical, periodic)
     sample = _checked_sample(first, layout, sample, stream)
-    source = _Slices(datasets, layout, td, _speed_scale(first[u]) if spherical else 1.0, sign_w, sample, dtype)
+    scale = speed_scale(first[u], where(first)) if spherical else 1.0
+    source = _Slices(datasets, layout, td, scale, sign_w, sample, dtype)
     if land_value is not None:
         source.fill = float(land_value)
     first_slice = source.read(0)["values"]  # read once: its NaN mark the land (GridField zeroes them)
@@ -218,16 +219,6 @@ def _assembled(make, source, first_slice, sample: list[str], stream, max_device_
     for k in range(1, n):
         source.read(k, out=series[k])
     return make(series, source.times)
-
-
-def _speed_scale(var) -> float:
-    units = attr(var, "units")
-    if not units:
-        _log.info("from_xarray: %r has no units: taken as m/s", var.name)
-        return 1.0
-    if units not in SPEED_UNITS:
-        raise ValueError(f"{var.name!r} has units {units!r}; a velocity in m/s (or cm/s) is expected on a lon/lat grid")
-    return SPEED_UNITS[units]
 
 
 def _land(ds, mask: str, layout: Layout) -> np.ndarray:

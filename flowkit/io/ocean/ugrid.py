@@ -30,7 +30,7 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from ...fields.layered import LayeredField
-from ..cf import attr, component, where
+from ..cf import attr, component, speed_scale, where
 from ..cf_times import time_axis
 
 _log = logging.getLogger("flowkit")
@@ -103,6 +103,12 @@ def build(
     if w_name is not None and level_dim is not None:
         components.append(-read(w_name))  # upward in the files, positive down here
     velocity = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, P, K, C)
+    scales = {name: speed_scale(first[name], source) for name in names}  # u and v, or the hvel pair
+    if len(set(scales.values())) > 1:
+        raise ValueError(f"{source}: {' and '.join(map(repr, names))} have different units")
+    velocity[..., :2] *= scales[u_name]
+    if len(components) > 2:
+        velocity[..., 2] *= speed_scale(first[w_name], source)
     if level_dim is None:
         depths = np.zeros(velocity.shape[:3])
         water = _water_depth(first, read, velocity.shape[:2])
