@@ -109,3 +109,56 @@ def test_nemo_refusals_name_the_file_and_what_is_missing(tmp_path):
     ).to_netcdf(both)
     with pytest.raises(ValueError, match=r"'uo', 'speed' could each be NEMO's u velocity; name one"):
         fk.io.read([str(both), FILES[1]])
+
+
+def _w_file(u_path: Path, folder: Path) -> np.ndarray:
+    """A W grid file beside the U file as NEMO writes it: `wo` (upward, m/s) on the tops of the
+    T levels, `depthw` from 0; here `1e-5 k` on the k-th top. Returns `depthw`."""
+    u = xr.open_dataset(u_path, decode_times=False)
+    levels = u.depthu.values.astype(np.float64)
+    tops = np.concatenate([[0.0], 0.5 * (levels[:-1] + levels[1:])]).astype(np.float32)
+    wo = np.broadcast_to((1e-5 * np.arange(len(tops)))[None, :, None, None], u.uo.shape).astype(np.float32)
+    w = u[["time_counter_bounds"]].assign(
+        wo=(("time_counter", "depthw", "y", "x"), wo, {"long_name": "ocean vertical velocity", "units": "m/s"}),
+    )
+    w = w.assign_coords(depthw=("depthw", tops, {"units": "m", "positive": "down"}))
+    w.to_netcdf(folder / u_path.name.replace("U.nc", "W.nc"))
+    return tops
+
+
+def test_a_w_file_is_taken_at_the_t_levels_positive_down_and_a_mesh_mask_gives_land_and_partial_steps(tmp_path):
+    for path in FILES + [str(NEMO / "coordinates.nc")]:
+        shutil.copy(path, tmp_path)
+    tops = [_w_file(Path(p), tmp_path) for p in FILES if p.endswith("U.nc")][0]
+    plain = fk.io.read(sorted(str(p) for p in tmp_path.glob("ORCA*[UV].nc")), dtype="float64")
+    field = fk.io.read(sorted(str(p) for p in tmp_path.glob("ORCA*.nc")), dtype="float64")
+    grid = _raw("coordinates.nc")
+    j, i, level = 40, 20, 5
+    levels = _raw(Path(FILES[0]).name).depthu.values.astype(np.float64)
+    x = jax.numpy.asarray([grid.glamt.values[0, j, i], grid.gphit.values[0, j, i], levels[level]])
+    assert float(field(0.0, x)[2]) == pytest.approx(-0.5e-5 * (2 * level + 1), rel=1e-5)  # upward in the file
+    np.testing.assert_allclose(np.asarray(field(0.0, x)[:2]), np.asarray(plain(0.0, x)[:2]), rtol=1e-12)
+    # a mesh mask: land where tmask is 0, the floor the sum of e3t_0 over the wet levels (partial steps)
+    uo = _raw(Path(FILES[0]).name).uo.values[0]
+    vo = _raw(Path(FILES[1]).name).vo.values[0]
+    moving = lambda a: np.nan_to_num(a) != 0  # noqa: E731
+    wet = moving(uo) | np.roll(moving(uo), 1, axis=2) | moving(vo) | np.roll(moving(vo), 1, axis=1)
+    thickness = np.diff(np.concatenate([tops, [levels[-1] + 1.0]]))
+    e3t = np.broadcast_to(thickness[:, None, None], wet.shape).copy()
+    bottom = np.argmin(np.cumprod(wet, axis=0), axis=0) - 1
+    e3t[bottom, np.arange(60)[:, None], np.arange(60)[None]] *= 0.5  # the deepest wet cell half full
+    mask = xr.Dataset(
+        {
+            "tmask": (("t", "z", "y", "x"), wet[None].astype(np.int8)),
+            "e3t_0": (("t", "z", "y", "x"), e3t[None]),
+            "glamt": (("t", "y", "x"), grid.glamt.values),
+            "gphit": (("t", "y", "x"), grid.gphit.values),
+        }
+    )
+    mask.to_netcdf(tmp_path / "mesh_mask.nc")
+    (tmp_path / "coordinates.nc").unlink()
+    masked = fk.io.read(sorted(str(p) for p in tmp_path.glob("ORCA*.nc")), dtype="float64")
+    np.testing.assert_array_equal(np.asarray(masked.land), (~wet[0]).T.reshape(-1))  # x first
+    assert np.mean(np.asarray(masked.land) == np.asarray(plain.land)) > 0.98  # NEMO's zeros: the same land
+    column = np.asarray([[grid.glamt.values[0, j, i], grid.gphit.values[0, j, i]]])
+    assert masked.water_depth(0.0, column)[0] == pytest.approx(np.sum(np.where(wet[:, j, i], e3t[:, j, i], 0)))
