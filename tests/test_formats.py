@@ -274,7 +274,7 @@ def test_bad_solver_output_is_refused_naming_what_is_wrong(tmp_path):
     root = foam.write_case(tmp_path / "no_u", lambda t, x: np.ones_like(x), times=(0.0, 1.0))
     for folder in ("0", "1"):
         (root / folder / "U").unlink()
-    with pytest.raises(ValueError, match=r"no_u \(time 1\): no velocity-like vector array"):
+    with pytest.raises(ValueError, match=r"no_u \(time 1\): no array is a velocity by its name"):
         fk.io.read(root)
     grid, _ = _hexes(shape=(4, 3, 3))
     lost = write_ensight(tmp_path, "lost", [grid])
@@ -284,7 +284,7 @@ def test_bad_solver_output_is_refused_naming_what_is_wrong(tmp_path):
         fk.io.read(lost)
     scalar, _ = _hexes(shape=(4, 3, 3), arrays=lambda p: {"p": p[:, 0]})
     exo = _write(vtk.vtkIOSSWriter(), tmp_path / "scalar.exo", scalar)
-    with pytest.raises(ValueError, match="scalar.exo.*no velocity-like vector array"):
+    with pytest.raises(ValueError, match="scalar.exo.*no array is a velocity by its name"):
         fk.io.read(exo)
     apart = vtk.vtkMultiBlockDataSet()
     with_p, _ = _hexes(shape=(3, 3, 3))

@@ -133,7 +133,7 @@ def test_bad_inputs_have_clear_errors(tmp_path, gyre_pvd):
     with pytest.raises(ValueError, match="truncated.vti: VTK could not read this file"):
         fk.io.read_vtk(truncated)
     scalar = _image((3, 3, 3), np.ones((27, 1)), name="p")
-    with pytest.raises(ValueError, match="no velocity-like vector array; point arrays \\{'p': 1\\}"):
+    with pytest.raises(ValueError, match="no array is a velocity by its name; point arrays \\{'p': 1\\}"):
         fk.io.read_vtk(_write_vti(tmp_path / "scalar.vti", scalar))
     with pytest.raises(ValueError, match="has 2 components on a 3-D grid"):
         fk.io.read_vtk(_write_vti(tmp_path / "two.vti", _image((3, 3, 3), np.ones((27, 2)))))

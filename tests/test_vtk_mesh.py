@@ -197,7 +197,9 @@ def test_bad_mesh_files_have_clear_errors(tmp_path, sample):
     def write(name, arrays, pts=points, cls=cells):
         return _write(vtk.vtkXMLUnstructuredGridWriter(), tmp_path / name, _grid(pts, cls, types[: len(cls)], arrays))
 
-    with pytest.raises(ValueError, match=r"no_velocity.vtu: no velocity-like vector array; point arrays \{'p': 1\}"):
+    with pytest.raises(
+        ValueError, match=r"no_velocity.vtu: no array is a velocity by its name; point arrays \{'p': 1\}"
+    ):
         fk.io.read_vtk(write("no_velocity.vtu", {"p": points[:, 0]}))
     with pytest.raises(ValueError, match="two.vtu: velocity 'velocity' has 2 components on a 3-D mesh"):
         fk.io.read_vtk(write("two.vtu", {"velocity": values[:, :2]}))
@@ -238,7 +240,7 @@ def test_shared_bad_files(name):
     expected = {
         "truncated": "VTK could not read this file",
         "missing_file": r"1 listed file\(s\) do not exist",
-        "no_velocity": r"no velocity-like vector array; point arrays \{'p': 1\}",
+        "no_velocity": r"no array is a velocity by its name; point arrays \{'p': 1\}",
         "velocity_2comp": "has 2 components on a 3-D mesh",
         "velocity_nan": r"10 non-finite points \(point ids \[22, 23, 42, 47, 62, 72, 96, 139, 182, 214\]\)",
         "empty": "the mesh is empty",

@@ -1,6 +1,7 @@
 """Which arrays of a VTK data set are the velocity: by name, by a ParaView Calculator
 expression, or the only vector; point data before cell data."""
 
+import logging
 import re
 
 import numpy as np
@@ -9,7 +10,24 @@ from .._custom_types import PathLike
 from .solvers import Step
 from .vtk_blocks import vtk_errors
 
-_VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow")
+_log = logging.getLogger("flowkit")
+
+_VELOCITY_NAMES = ("velocity", "u", "vel", "velocities", "v", "uvw", "flow", "velocityxyz")
+"""Vector arrays named as a velocity: OpenFOAM's `U`, CGNS' and EnSight's `Velocity`, Exodus'
+`vel`/`velocity`, ..."""
+_COMPONENTS = (("sv_u", "sv_v", "sv_w"), ("u", "v", "w"))
+"""Scalar arrays that are a velocity's components: Fluent's solution variables `SV_U`, `SV_V`,
+`SV_W` (its CFF files), `u, v, w`; besides the spellings `_component_names` builds."""
+_MOMENTUM = (("momentum", "density"), ("rhou", "rho"), ("rhovelocity", "density"))
+"""A conserved momentum and its density (CGNS' `Momentum*` with `Density`, PLOT3D's `q`):
+where a file holds these and no velocity, the velocity is momentum over density."""
+_OTHER_MEANINGS = frozenset(
+    {"force", "bf", "grad", "gradient", "vorticity", "normal", "normals", "coords", "coordinates", "displacement"}
+    | {"acceleration", "stress", "shear", "flux", "momentum", "tcoords", "position", "points", "curl", "omega"}
+    | {"magnitude", "mag", "tangent", "tangents", "wss", "traction", "heat"}
+)
+"""Words naming a vector that is not a velocity (body force `SV_BF_V`, gradients, normals,
+vorticity, wall shear stress, ...): never taken as the only vector of a file."""
 
 
 def is_expression(velocity: str) -> bool:
@@ -22,10 +40,34 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"[(\[].*?[)\]]", "", name.lower())) if w]
 
 
-def _velocity_name(arrays: dict, path) -> str | None:
-    """The vector array of `arrays` (name: components) that is the velocity, or None: one named
-    like a velocity (`U`, `Velocity`), else one whose first word is (`velocity_liq (m/s)`,
-    `velocity_n`), else the only vector array. Two equally good candidates are an error."""
+def velocity_by_meaning(point_arrays: dict, cell_arrays: dict, path, keep_cells: bool = False) -> str:
+    """The velocity among a file's arrays (name: components), by what solvers call it, point data
+    first (cell data first with `keep_cells`):
+
+    1. a vector named as a velocity (`U`, `Velocity`, `vel`), or whose first word is one
+       (`velocity_liq (m/s)`);
+    2. scalar components (Fluent's `SV_U`, `SV_V`, `SV_W`; `u, v, w`; `VelocityX`, `X_VELOCITY`,
+       ...), as `"SV_U,SV_V,SV_W"`;
+    3. momentum over density (`"Momentum/Density"`, logged);
+    4. the only vector, unless its name says it is something else (`SV_BF_V`, `Normals`, ...).
+
+    Two candidates equally plausible, or none, are refused in one line listing the arrays and
+    naming `velocity=`."""
+    order = (cell_arrays, point_arrays) if keep_cells else (point_arrays, cell_arrays)
+    for rule in (_named_vector, _component_names, _momentum, _only_vector):
+        for arrays in order:
+            found = rule(arrays, path)
+            if found is not None:
+                return found
+    raise ValueError(
+        f"{path}: no array is a velocity by its name; point arrays {point_arrays}, cell arrays {cell_arrays} "
+        "(name: components). A velocity is a vector named U, Velocity or vel, components SV_U, SV_V, SV_W or "
+        "u, v, w, or Momentum with Density; pass velocity=NAME"
+    )
+
+
+def _named_vector(arrays: dict, path) -> str | None:
+    """A vector named like a velocity (`U`, `Velocity`), else whose first word is one."""
     vectors = [n for n, c in arrays.items() if c in (2, 3)]
     exact = [n for key in _VELOCITY_NAMES for n in vectors if n.lower() == key]
     if exact:
@@ -33,20 +75,39 @@ def _velocity_name(arrays: dict, path) -> str | None:
     worded = [n for n in vectors if _words(n)[:1] and _words(n)[0] in _VELOCITY_NAMES]
     if len(worded) > 1:
         raise ValueError(f"{path}: several vector arrays are named like a velocity: {worded}; pass velocity=NAME")
-    if worded:
-        return worded[0]
+    return worded[0] if worded else None
+
+
+def _momentum(arrays: dict, path) -> str | None:
+    """`"Momentum/Density"` where the arrays hold a momentum vector and its density."""
+    names = {name.lower(): name for name in arrays}
+    for momentum, density in _MOMENTUM:
+        if arrays.get(names.get(momentum)) == 3 and arrays.get(names.get(density)) == 1:
+            expression = f"{names[momentum]}/{names[density]}"
+            _log.info(
+                "%s: no velocity array; the velocity is %s (momentum over density, as a compressible solver writes)",
+                path,
+                expression,
+            )
+            return expression
+    return None
+
+
+def _only_vector(arrays: dict, path) -> str | None:
+    """The only vector array, unless its name says it is something else."""
+    vectors = [n for n, c in arrays.items() if c in (2, 3) and not set(_words(n)) & _OTHER_MEANINGS]
     if len(vectors) > 1:
         raise ValueError(f"{path}: several vector arrays {vectors}, none named like a velocity; pass velocity=NAME")
     return vectors[0] if vectors else None
 
 
-def _component_names(arrays: dict) -> str | None:
-    """Scalar arrays that are a velocity's components, as `"U,V,W"`: `u, v, w`, `velocity_x,
-    ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or axis first as Fluent
-    writes them (`X_VELOCITY`, `x-velocity`), or None."""
+def _component_names(arrays: dict, path=None) -> str | None:
+    """Scalar arrays that are a velocity's components, as `"U,V,W"`: Fluent's `SV_U, SV_V, SV_W`,
+    `u, v, w`, `velocity_x, ..._y[, ..._z]` with any separator (`VelocityX`, `vel x`, `vx`), or
+    axis first as Fluent's ASCII files write them (`X_VELOCITY`, `x-velocity`), or None."""
     scalars = {name.lower(): name for name, width in arrays.items() if width == 1}
     separators = ("", "_", " ", "-", ".")
-    candidates = [("u", "v", "w")] + [
+    candidates = list(_COMPONENTS) + [
         tuple(f"{base}{sep}{axis}" for axis in "xyz") for base in ("velocity", "vel", "v", "u") for sep in separators
     ]
     candidates += [tuple(f"{axis}{sep}{base}" for axis in "xyz") for base in ("velocity", "vel") for sep in separators]
@@ -120,8 +181,8 @@ def vector_arrays(data, path: PathLike | Step, velocity: str | None, keep_cells:
     """`(values, name, on_cells)`: the velocity as `(n_points, C)` point data in the file's
     floating precision, or with `keep_cells` and the velocity among the cell arrays, per cell
     `(n_cells, C)`, `on_cells` true. `velocity` is an array's name, scalar components
-    (`"U,V,W"`), an expression over the arrays (`Momentum/Density`), or None (`_velocity_name`,
-    else `_component_names`; point data first, cell data first with `keep_cells`). Cell data
+    (`"U,V,W"`), an expression over the arrays (`Momentum/Density`), or None
+    (`velocity_by_meaning`). Cell data
     used at the points goes through `vtkCellDataToPointData`."""
 
     def listing(attributes):
@@ -132,17 +193,7 @@ def vector_arrays(data, path: PathLike | Step, velocity: str | None, keep_cells:
 
     point_arrays, cell_arrays = listing(data.GetPointData()), listing(data.GetCellData())
     if velocity is None:
-        for arrays in (cell_arrays, point_arrays) if keep_cells else (point_arrays, cell_arrays):
-            velocity = _velocity_name(arrays, path)
-            if velocity is not None:
-                break
-        else:
-            velocity = _component_names(point_arrays) or _component_names(cell_arrays)
-            if velocity is None:
-                raise ValueError(
-                    f"{path}: no velocity-like vector array; point arrays {point_arrays}, cell arrays "
-                    f"{cell_arrays} (name: components). Pass velocity=NAME"
-                )
+        velocity = velocity_by_meaning(point_arrays, cell_arrays, path, keep_cells)
     if "," in velocity:  # components in scalar arrays, "U,V,W"
         parts = [vector_arrays(data, path, name.strip(), keep_cells) for name in velocity.split(",")]
         if any(values.shape[1] != 1 for values, _, _ in parts) or len({on for _, _, on in parts}) > 1:
