@@ -134,3 +134,20 @@ def test_a_later_file_written_otherwise_goes_through_vtks_reader(tmp_path):
     (tmp_path / "s_1.vtu").write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="s_1.vtu: VTK could not read this file"):
         fk.io.read_vtk(pvd, stream=False)
+
+
+def test_a_paraview_json_series_reads_as_its_pvd(tmp_path):
+    """`s.vtu.series` as `foamToVTK` and ParaView write it lists the same files and times as the
+    `.pvd`; a broken one is refused naming the layout."""
+    import json
+
+    pvd = _series(tmp_path)
+    listed = {"file-series-version": "1.0", "files": [{"name": f"s_{k}.vtu", "time": 0.5 * k} for k in (2, 0, 1)]}
+    (tmp_path / "s.vtu.series").write_text(json.dumps(listed))
+    series = fk.io.read(tmp_path / "s.vtu.series", dtype="float64", stream=False)
+    collection = fk.io.read(pvd, dtype="float64", stream=False)
+    np.testing.assert_array_equal(np.asarray(series.values), np.asarray(collection.values))
+    np.testing.assert_array_equal(np.asarray(series.times), [0.0, 0.5, 1.0])
+    (tmp_path / "broken.vtm.series").write_text('{"files": [{"file": "s_0.vtu"}]}')
+    with pytest.raises(ValueError, match=r"broken\.vtm\.series: not a ParaView series file .*\"file-series-version\""):
+        fk.io.read(tmp_path / "broken.vtm.series")

@@ -94,8 +94,9 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "VTK",
         "`.vti`, `.vtr`, `.vts`, `.vtu`, `.vtp` (and their parallel `.p*`), `.vtm`/`.vtmb`, "
-        "legacy `.vtk`, a `.pvd` collection",
-        (".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm", ".vtmb", ".vtk", ".pvd"),
+        "legacy `.vtk`, a `.pvd` collection, ParaView's JSON series (`.vtu.series`, `.vtm.series`, ...)",
+        (".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm", ".vtmb", ".vtk", ".pvd")
+        + (".series",),
         _read_vtk,
         _VTK_OPTIONS,
     ),

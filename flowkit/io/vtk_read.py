@@ -32,10 +32,9 @@ from .vtk_slices import (
 
 
 def _series(path, velocity=None, skip_zero_time=True):
-    """[(item, time or None)] for a .pvd, a glob pattern, a list of files, one file, or a
-    solver's case (its time steps, items `formats.Step`)."""
+    """[(item, time or None)] for a .pvd, a ParaView `.series` file, a glob pattern, a list of
+    files, one file, or a solver's case (its time steps, items `formats.Step`)."""
     import glob
-    import xml.etree.ElementTree as ET
 
     if isinstance(path, (list, tuple)):
         return [(Path(p), None) for p in path]
@@ -44,24 +43,10 @@ def _series(path, velocity=None, skip_zero_time=True):
     if fmt.make_reader is not None and path.exists():
         case = fmt.open_case(path, velocity, skip_zero_time=skip_zero_time)
         return [(Step(case, k), t) for k, t in enumerate(case.times)]
-    if path.suffix.lower() == ".pvd":
+    if path.suffix.lower() in (".pvd", ".series"):
         if not path.exists():
             raise FileNotFoundError(f"collection {path} does not exist")
-        try:
-            root = ET.parse(path).getroot()
-        except ET.ParseError as err:
-            raise ValueError(f"{path}: not a valid .pvd collection ({err})") from None
-        entries = root.findall("./Collection/DataSet")
-        if not entries:
-            raise ValueError(f"{path}: the collection lists no DataSet entries")
-        parts = {e.get("part", "0") for e in entries}
-        if len(parts) > 1:
-            raise ValueError(
-                f"{path}: {len(parts)} parts per time step; multi-part grids are not supported (merge them first)"
-            )
-        series = sorted(
-            ((path.parent / e.get("file"), float(e.get("timestep", "nan"))) for e in entries), key=lambda item: item[1]
-        )
+        series = sorted(_pvd(path) if path.suffix.lower() == ".pvd" else _json_series(path), key=lambda item: item[1])
         missing = [str(f) for f, _ in series if not f.exists()]
         if missing:
             raise FileNotFoundError(f"{path}: {len(missing)} listed file(s) do not exist: {missing}")
@@ -72,6 +57,42 @@ def _series(path, velocity=None, skip_zero_time=True):
             raise FileNotFoundError(f"no files match {path}")
         return [(Path(f), None) for f in files]
     return [(path, None)]
+
+
+def _pvd(path: Path) -> list[tuple[Path, float]]:
+    """The files and times a `.pvd` collection lists (one part per time step)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise ValueError(f"{path}: not a valid .pvd collection ({err})") from None
+    entries = root.findall("./Collection/DataSet")
+    if not entries:
+        raise ValueError(f"{path}: the collection lists no DataSet entries")
+    parts = {e.get("part", "0") for e in entries}
+    if len(parts) > 1:
+        raise ValueError(
+            f"{path}: {len(parts)} parts per time step; multi-part grids are not supported (merge them first)"
+        )
+    return [(path.parent / e.get("file"), float(e.get("timestep", "nan"))) for e in entries]
+
+
+def _json_series(path: Path) -> list[tuple[Path, float]]:
+    """The files and times of ParaView's JSON series file (`pitzDaily.vtm.series`, written by
+    `foamToVTK` and ParaView): `{"file-series-version": "1.0", "files": [{"name", "time"}]}`."""
+    import json
+
+    try:
+        entries = [(path.parent / str(e["name"]), float(e["time"])) for e in json.loads(path.read_text())["files"]]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(
+            f"{path}: not a ParaView series file ({type(err).__name__}: {err}); expected "
+            '{"file-series-version": "1.0", "files": [{"name": ..., "time": ...}, ...]}'
+        ) from None
+    if not entries:
+        raise ValueError(f"{path}: the series lists no files")
+    return entries
 
 
 def _series_times(path, file_times, times, n: int):
