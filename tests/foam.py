@@ -175,7 +175,15 @@ def _write_fields(folder: Path, mesh, velocity, t, name_u="U") -> None:
 
 
 def write_case(
-    root, velocity, times=(0.0, 0.5, 1.0), shape=(6, 5, 4), zero_holds_u=True, processors=1, split=0, name="U"
+    root,
+    velocity,
+    times=(0.0, 0.5, 1.0),
+    shape=(6, 5, 4),
+    zero_holds_u=True,
+    processors=1,
+    split=0,
+    name="U",
+    application="icoFoam",
 ):
     """An OpenFOAM case at `root` whose `U` at time `t` is `velocity(t, x)` at the cell centres
     (and the boundary faces' centres); `p` is `|x|`. With `processors > 1` it is decomposed
@@ -184,7 +192,7 @@ def write_case(
     _write(
         root / "system" / "controlDict",
         "dictionary",
-        "application icoFoam;\nstartFrom startTime;\nstartTime 0;\nstopAt endTime;\nendTime "
+        f"application {application};\nstartFrom startTime;\nstartTime 0;\nstopAt endTime;\nendTime "
         "1;\ndeltaT 0.1;\nwriteControl timeStep;\nwriteInterval 1;\nwriteFormat ascii;\n",
     )
     shares = [(root, box_mesh(shape, split=split))]

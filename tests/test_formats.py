@@ -174,6 +174,24 @@ def test_openfoam_time_zero_is_skipped_unless_asked_for_and_holding_the_velocity
         )
 
 
+@pytest.mark.parametrize("said_by", ["application", "fvSchemes"])
+def test_a_steady_openfoam_case_is_its_last_iteration(tmp_path, caplog, said_by):
+    """simpleFoam's iterations 100, 200, 282 are not times: the converged last one is the field."""
+
+    def flow(t, x):
+        return np.stack([t / 282 + 0 * x[:, 0], 0.2 + 0 * x[:, 0], 0 * x[:, 0]], axis=1)
+
+    application = "simpleFoam" if said_by == "application" else "icoFoam"
+    root = foam.write_case(tmp_path / "steady", flow, times=(0.0, 100.0, 200.0, 282.0), application=application)
+    if said_by == "fvSchemes":
+        (root / "system" / "fvSchemes").write_text("ddtSchemes\n{\n    default         steadyState; // steady\n}\n")
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        field = fk.io.read(root, dtype="float64")
+    assert field.times is None and "the last iteration (282) is read as a steady field" in caplog.text
+    np.testing.assert_allclose(field.probe(np.array([[0.5, 0.5, 0.5]]), 0.0)[0], [[1.0, 0.2, 0.0]], rtol=1e-6)
+    assert np.asarray(fk.io.read(root, dtype="float64", steady=False).times).tolist() == [100.0, 200.0, 282.0]
+
+
 def test_openfoam_case_with_polyhedral_cells(tmp_path, caplog):
     """Split faces make polyhedra on both sides, as snappyHexMesh leaves them. They are
     decomposed into tetrahedra on their own nodes (VTK 9's OpenFOAM reader no longer has its

@@ -41,9 +41,11 @@ class Format:
     after_information: Callable[[Any, Path], None] | None = None
     case: type[solvers.SolverCase] = solvers.SolverCase
 
-    def open_case(self, path: Path, velocity: str | None = None, *, skip_zero_time: bool = True) -> solvers.SolverCase:
+    def open_case(
+        self, path: Path, velocity: str | None = None, *, skip_zero_time: bool = True, steady: bool | None = None
+    ) -> solvers.SolverCase:
         """The solver's case at `path`, opened with this format's reader."""
-        return self.case(path, self, velocity, skip_zero_time=skip_zero_time)
+        return self.case(path, self, velocity, skip_zero_time=skip_zero_time, steady=steady)
 
 
 def _read_vtk(path, velocity=None, **options):
@@ -78,6 +80,7 @@ _VTK_OPTIONS = frozenset(
         "stream",
         "max_device_bytes",
         "skip_zero_time",
+        "steady",
     }
 )
 _SOLVER = dict(read=_read_vtk, options=_VTK_OPTIONS)

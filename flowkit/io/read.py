@@ -26,6 +26,7 @@ def read(
     stream: bool | None = None,
     max_device_bytes: int | None = None,
     skip_zero_time: bool = True,
+    steady: bool | None = None,
     samples: Mapping | None = None,
     **options,
 ):
@@ -76,6 +77,10 @@ def read(
     - `skip_zero_time`: an OpenFOAM case's `0/` directory (the initial condition, often the
       flow at rest) is left out of the series, as ParaView does; `False` keeps it when it holds
       the velocity.
+    - `steady`: an OpenFOAM case run by a steady solver (its `system/fvSchemes` says
+      `steadyState`, or its `application` is `simpleFoam`, `potentialFoam`, ...) is read as a
+      steady field from its last (converged) iteration (`None`, the default; logged); `False`
+      keeps every written iteration as a time series, `True` takes the last time of any case.
     - `samples`: forcing fields by name, `{"wind": fk.io.read(wind_files)}`: other fields (wind,
       waves), each on its own grid and time axis, evaluated at the particles like the file's own
       arrays (`flowkit.fields.forcing`): particle models read them (`fk.particles.Windage`) and

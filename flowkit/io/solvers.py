@@ -3,6 +3,7 @@ each format's configured reader, and a case opened once with it, one data set pe
 
 import contextlib
 import logging
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -163,7 +164,15 @@ class SolverCase:
     (`times`, `[None]` for a steady file) and the merged data set at each. Reads are serialised
     (one reader, several threads asking)."""
 
-    def __init__(self, path: Path, fmt: "Format", velocity: str | None = None, *, skip_zero_time: bool = True):
+    def __init__(
+        self,
+        path: Path,
+        fmt: "Format",
+        velocity: str | None = None,
+        *,
+        skip_zero_time: bool = True,
+        steady: bool | None = None,
+    ):
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist")
         self.path, self.format = path, fmt
@@ -254,13 +263,41 @@ class SolverCase:
         return out
 
 
+STEADY_SOLVERS = frozenset(
+    {"simpleFoam", "potentialFoam", "SRFSimpleFoam", "porousSimpleFoam", "rhoSimpleFoam", "buoyantSimpleFoam"}
+    | {"rhoPorousSimpleFoam", "chtMultiRegionSimpleFoam", "adjointShapeOptimizationFoam", "laplacianFoam"}
+)
+"""OpenFOAM's applications that iterate to a steady state."""
+
+
+def steady_solver(case_dir: Path) -> str | None:
+    """Why an OpenFOAM case is steady, or None: `system/fvSchemes` says `ddtSchemes { default
+    steadyState; }`, or `system/controlDict` names a steady solver as its `application`."""
+    schemes, control = case_dir / "system" / "fvSchemes", case_dir / "system" / "controlDict"
+    text = lambda p: re.sub(r"//.*|/\*.*?\*/", "", p.read_text(errors="replace"), flags=re.S) if p.exists() else ""  # noqa: E731
+    if re.search(r"ddtSchemes\s*\{[^}]*default\s+steadyState\s*;", text(schemes)):
+        return "a steady case (system/fvSchemes: ddtSchemes default steadyState)"
+    application = re.search(r"^\s*application\s+(\w+)\s*;", text(control), flags=re.M)
+    if application and application[1] in STEADY_SOLVERS:
+        return f"a steady solver (system/controlDict: application {application[1]})"
+    return None
+
+
 class OpenFoamCase(SolverCase):
     """An OpenFOAM case (reconstructed, or its `processor*/` shares joined into one mesh): the
     boundary patches come with the first read (they name regions, typed by the case's
     `constant/polyMesh/boundary`), and the `0/` directory is skipped as ParaView does."""
 
-    def __init__(self, path: Path, fmt: "Format", velocity: str | None = None, *, skip_zero_time: bool = True):
-        super().__init__(path, fmt, velocity, skip_zero_time=skip_zero_time)
+    def __init__(
+        self,
+        path: Path,
+        fmt: "Format",
+        velocity: str | None = None,
+        *,
+        skip_zero_time: bool = True,
+        steady: bool | None = None,
+    ):
+        super().__init__(path, fmt, velocity, skip_zero_time=skip_zero_time, steady=steady)
         self.case_dir, self.decomposed = openfoam_case(path)
         self._read_patches(True)
         if len(self.times) > 1 and self.times[0] == 0.0:
@@ -275,6 +312,7 @@ class OpenFoamCase(SolverCase):
                 )
                 _log.info("%s: time directory 0 %s; the series starts at %g", self.case_dir, why, self.times[1])
                 self.times = self.times[1:]
+        self._keep_last_if_steady(steady)
         shown = ", ".join(f"{t:g}" for t in self.times[:6]) + (
             f", ... {self.times[-1]:g}" if len(self.times) > 6 else ""
         )
@@ -284,6 +322,21 @@ class OpenFoamCase(SolverCase):
             len(self.times),
             shown if self.times[0] is not None else "steady",
         )
+
+    def _keep_last_if_steady(self, steady: bool | None) -> None:
+        """A steady solver's iterations are not times: its last (converged) one is the field."""
+        why = steady_solver(self.case_dir) if steady is None else ("steady=True" if steady else None)
+        if why is None or len(self.times) < 2 or self.times[0] is None:
+            return
+        _log.info(
+            "%s: %s: the last iteration (%g) is read as a steady field, not %d iterations as times "
+            "(steady=False reads them all)",
+            self.case_dir,
+            why,
+            self.times[-1],
+            len(self.times),
+        )
+        self.times = self.times[-1:]
 
     def _read_patches(self, on: bool) -> None:
         """Read the boundary patches beside the internal mesh, or the internal mesh alone."""

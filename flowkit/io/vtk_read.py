@@ -31,7 +31,7 @@ from .vtk_slices import (
 )
 
 
-def _series(path, velocity=None, skip_zero_time=True):
+def _series(path, velocity=None, skip_zero_time=True, steady=None):
     """[(item, time or None)] for a .pvd, a ParaView `.series` file, a glob pattern, a list of
     files, one file, or a solver's case (its time steps, items `formats.Step`)."""
     import glob
@@ -41,7 +41,7 @@ def _series(path, velocity=None, skip_zero_time=True):
     path = Path(path)
     fmt = format_of(path)
     if fmt.make_reader is not None and path.exists():
-        case = fmt.open_case(path, velocity, skip_zero_time=skip_zero_time)
+        case = fmt.open_case(path, velocity, skip_zero_time=skip_zero_time, steady=steady)
         return [(Step(case, k), t) for k, t in enumerate(case.times)]
     if path.suffix.lower() in (".pvd", ".series"):
         if not path.exists():
@@ -124,6 +124,7 @@ def read_series(
     stream: bool | None = None,
     max_device_bytes: int | None = None,
     skip_zero_time: bool = True,
+    steady: bool | None = None,
     **mesh_options,
 ):
     """`fk.io.read` for VTK's own files and the solvers' outputs that the `vtk` package reads
@@ -133,7 +134,7 @@ def read_series(
 
     from .stream import StreamedField, choose_streaming
 
-    series = _series(path, velocity, skip_zero_time)
+    series = _series(path, velocity, skip_zero_time, steady)
     first = read_dataset(series[0][0])
     grid = is_grid(first)
     if grid and sample:
