@@ -108,3 +108,24 @@ def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_ins
     np.testing.assert_array_equal(native.status, reference.status)
     np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
     np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_zero_volume_cells_are_named_and_change_no_track(native, monkeypatch, caplog):
+    """200 flat tetrahedra (a lattice hexahedron's planar face, as a mesher can leave them)
+    among a tet box's cells: the same tracks as without them, on the kernel and the JAX step."""
+    points, tets = fk.datasets.jittered_tet_box((9, 6, 6), (2.0, 1.0, 1.0), 0.0, 3)
+    ids = np.arange(9 * 6 * 6).reshape(9, 6, 6)
+    rng = np.random.default_rng(0)
+    i, j, k = (rng.integers(0, n - 1, 200) for n in (9, 6, 6))
+    flat = np.stack([ids[i, j, k], ids[i + 1, j, k], ids[i + 1, j + 1, k], ids[i, j + 1, k]], axis=1)  # a z face
+    cells = np.concatenate([tets, flat])
+    order = rng.permutation(len(cells))
+    clean = fk.MeshField(points, tets, _flow(points), dtype="float64")
+    with caplog.at_level("WARNING", logger="flowkit"):
+        dirty = fk.MeshField(points, cells[order], _flow(points), dtype="float64")
+    assert "200 of 1200 cells have no volume" in caplog.text
+    seeds = fk.seeding.random_inside(500, clean, key=jax.random.key(1))
+    runs = [_run(field, seeds, "float64", native, monkeypatch).run() for field in (clean, dirty)]
+    np.testing.assert_array_equal(runs[0].status, runs[1].status)
+    np.testing.assert_allclose(runs[0].positions, runs[1].positions, atol=1e-12)

@@ -46,6 +46,8 @@ class CellKind:
     kind's map in the same parametric coordinates; `(a,)` is node `a`, `(a, b, c)` the virtual
     point `X_a + X_b - X_c` (a wedge's triangles completed to parallelograms, whose bilinear
     term vanishes; a pyramid's apex repeated). One Newton loop then serves every kind."""
+    simplices: tuple[tuple[int, ...], ...] = ()
+    """Simplices (node ids) that tile the cell: the sum of their sizes is its volume (area)."""
 
 
 def _quad_shape(xi):
@@ -91,7 +93,9 @@ def _pyramid_violations(xi):
     return jnp.concatenate([jnp.maximum(triangles, beyond[..., None]), -t[..., None]], axis=-1)
 
 
-TRIANGLE = CellKind("triangle", 2, 3, ((1, 2), (0, 2), (0, 1)), {VTK_TRIANGLE: (0, 1, 2)}, simplex=True)
+TRIANGLE = CellKind(
+    "triangle", 2, 3, ((1, 2), (0, 2), (0, 1)), {VTK_TRIANGLE: (0, 1, 2)}, simplex=True, simplices=((0, 1, 2),)
+)
 QUAD = CellKind(
     "quad",
     2,
@@ -103,8 +107,17 @@ QUAD = CellKind(
     violations=_box_violations,
     centre=(0.5, 0.5),
     box_corners=((0,), (1,), (2,), (3,)),
+    simplices=((0, 1, 2), (0, 2, 3)),
 )
-TETRA = CellKind("tetra", 3, 4, ((1, 2, 3), (0, 2, 3), (0, 1, 3), (0, 1, 2)), {VTK_TETRA: (0, 1, 2, 3)}, simplex=True)
+TETRA = CellKind(
+    "tetra",
+    3,
+    4,
+    ((1, 2, 3), (0, 2, 3), (0, 1, 3), (0, 1, 2)),
+    {VTK_TETRA: (0, 1, 2, 3)},
+    simplex=True,
+    simplices=((0, 1, 2, 3),),
+)
 HEXAHEDRON = CellKind(
     "hexahedron",
     3,
@@ -116,6 +129,7 @@ HEXAHEDRON = CellKind(
     violations=_box_violations,
     centre=(0.5, 0.5, 0.5),
     box_corners=tuple((i,) for i in range(8)),
+    simplices=((0, 1, 3, 4), (1, 2, 3, 6), (1, 4, 5, 6), (3, 4, 6, 7), (1, 3, 4, 6)),
 )
 WEDGE = CellKind(
     "wedge",
@@ -128,6 +142,7 @@ WEDGE = CellKind(
     violations=_wedge_violations,
     centre=(1 / 3, 1 / 3, 0.5),
     box_corners=((0,), (1,), (1, 2, 0), (2,), (3,), (4,), (4, 5, 3), (5,)),
+    simplices=((0, 1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5)),
 )
 PYRAMID = CellKind(
     "pyramid",
@@ -140,6 +155,7 @@ PYRAMID = CellKind(
     violations=_pyramid_violations,
     centre=(0.5, 0.5, 0.2),
     box_corners=((0,), (1,), (2,), (3,), (4,), (4,), (4,), (4,)),
+    simplices=((0, 1, 2, 4), (0, 2, 3, 4)),
 )
 
 KINDS: dict[str, CellKind] = {k.name: k for k in (TRIANGLE, QUAD, TETRA, HEXAHEDRON, WEDGE, PYRAMID)}

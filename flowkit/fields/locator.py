@@ -8,12 +8,15 @@
 - `simplex_maps`: per-cell inverse affine maps of triangles and tetrahedra (barycentrics).
 """
 
+import logging
 from typing import NamedTuple
 
 import numpy as np
 
 from . import cells as _cells
 from .cells import CellKind
+
+_log = logging.getLogger("flowkit")
 
 
 class BinGrid(NamedTuple):
@@ -101,12 +104,44 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
     if nodes.min() < 0 or nodes.max() >= n_points:
         raise ValueError(f"MeshField: node ids must lie in [0, {n_points}), got [{nodes.min()}, {nodes.max()}]")
 
-    grid = bin_grid(points, nodes, bin_scale=bin_scale)
-    neighbours = face_neighbours(nodes, kind_index, kinds, max(len(k.faces) for k in kinds))
+    usable = ~degenerate_cells(points, nodes, kind_index, kinds)
+    grid = bin_grid(points, nodes, bin_scale=bin_scale, usable=usable)
+    neighbours = face_neighbours(nodes, kind_index, kinds, max(len(k.faces) for k in kinds), usable)
     single = bool(np.array_equal(points.astype(np.float32).astype(np.float64), points))
     return MeshTopology(
         points, nodes, kind_index, kinds, neighbours, affine_maps(points, nodes, kind_index, kinds), grid, single
     )
+
+
+def cell_measures(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]):
+    """Each cell's volume (area in 2-D): the sum of its simplices' (`CellKind.simplices`)."""
+    measure = np.zeros(len(nodes))
+    dim = points.shape[1]
+    for k, kind in enumerate(kinds):
+        rows = np.flatnonzero(kind_index == k) if len(kinds) > 1 else np.arange(len(nodes))
+        for simplex in kind.simplices:
+            corners = points[nodes[np.ix_(rows, simplex)]]
+            edges = corners[:, 1:] - corners[:, :1]
+            measure[rows] += np.abs(np.linalg.det(edges)) / (2.0 if dim == 2 else 6.0)
+    return measure
+
+
+def degenerate_cells(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]):
+    """Cells of no volume (area): zero-volume slivers, flat or collapsed cells, under 1e-9 of
+    their bounding box's cube. No point lies in one, and its faces would link cells wrongly:
+    they are left out of point location (counted and named in the log)."""
+    lo, hi = cell_boxes(points, nodes)
+    extent = np.max(hi - lo, axis=1)
+    flat = cell_measures(points, nodes, kind_index, kinds) <= 1e-9 * extent ** points.shape[1]
+    if flat.any():
+        _log.warning(
+            "mesh: %d of %d cells have no volume (zero-volume, flat or collapsed; cell ids %s): left out of "
+            "point location, so no particle is placed or walks through them",
+            int(flat.sum()),
+            len(nodes),
+            ", ".join(map(str, np.flatnonzero(flat)[:5])) + (", ..." if flat.sum() > 5 else ""),
+        )
+    return flat
 
 
 def cell_boxes(points: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,11 +155,13 @@ def cell_boxes(points: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.nd
     return lo, hi
 
 
-def bin_grid(points: np.ndarray, nodes: np.ndarray, bin_scale: float = 0.75, max_bins: int = 2**24) -> BinGrid:
+def bin_grid(
+    points: np.ndarray, nodes: np.ndarray, bin_scale: float = 0.75, max_bins: int = 2**24, usable=None
+) -> BinGrid:
     """Register every cell in every bin its bounding box overlaps.
 
     Bins are `bin_scale` times the mean cell extent along each axis (anisotropic meshes get
-    anisotropic bins), capped at `max_bins` bins in all.
+    anisotropic bins), capped at `max_bins` bins in all. Cells not `usable` (no volume) are in no bin.
     """
     lo, hi = cell_boxes(points, nodes)
     origin = points.min(axis=0)
@@ -138,7 +175,9 @@ def bin_grid(points: np.ndarray, nodes: np.ndarray, bin_scale: float = 0.75, max
     first = np.clip(np.floor((lo - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
     last = np.clip(np.floor((hi - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
     del lo, hi
-    cell, flat = _overlaps(first, last - first + 1, shape)
+    rows = np.arange(len(nodes), dtype=np.int32) if usable is None else np.flatnonzero(usable).astype(np.int32)
+    cell, flat = _overlaps(first[rows], (last - first + 1)[rows], shape)
+    cell = rows[cell]
     counts = np.bincount(flat, minlength=int(np.prod(shape)))
     # unique keys (bin, cell): sorting their values is the stable order of `flat` at a fraction
     # of an argsort's cost; each bin lists its cells in ascending order. Cell and bin ids are
@@ -186,17 +225,17 @@ def bin_of(grid: BinGrid, x: np.ndarray) -> np.ndarray:
 
 
 def face_neighbours(
-    nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...], max_faces: int
+    nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...], max_faces: int, usable=None
 ) -> np.ndarray:
     """`(C, max_faces)` id of the cell across each face, -1 on the boundary (and for unused slots).
 
     Faces are matched by their sorted node ids (packed into two integers per face); a face
-    shared by exactly two cells links them.
+    shared by exactly two cells links them. Cells not `usable` (no volume) link none.
     """
     base = np.int64(nodes.max()) + 2  # node ids and -1 (a triangle's missing fourth) fit base
     highs, lows, owners, slots = [], [], [], []
     for k, kind in enumerate(kinds):
-        cells = np.flatnonzero(kind_index == k)
+        cells = np.flatnonzero((kind_index == k) & (True if usable is None else usable))
         corners = nodes if len(cells) == len(nodes) else nodes[cells]
         for f, face in enumerate(kind.faces):
             ids = _sorted_columns([corners[:, i] for i in face] + [np.full(len(cells), -1, np.int64)] * (4 - len(face)))
