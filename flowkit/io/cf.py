@@ -243,7 +243,7 @@ def layout_of(
             return Layout(names, dims, [takes] * len(names), axes, "A")
         lon, lat = (np.asarray(c.transpose(*su[:2]).values, np.float64) for c in lonlat)
         _log.info(
-            "from_xarray: %s is a curvilinear grid (2-D %s, %s): tracked as a mesh of its cells",
+            "%s is a curvilinear grid (2-D %s, %s): tracked as a mesh of its cells",
             where(ds),
             lonlat[0].name,
             lonlat[1].name,
@@ -272,9 +272,9 @@ def layout_of(
     takes = [[face_takes[a] if a == comp else centre_takes[a] for a in range(len(axes))] for comp in range(len(names))]
     dims = [su, sv] + ([sw if sw is not None else None] if len(su) == 3 else [])
     if len(su) == 3 and sw is None:
-        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", where(ds))
+        _log.info("%s has no vertical velocity: tracking in 3-D with w = 0", where(ds))
     _log.info(
-        "from_xarray: %s is an Arakawa C-grid (%s on x faces, %s on y faces): interpolated face to face",
+        "%s is an Arakawa C-grid (%s on x faces, %s on y faces): interpolated face to face",
         where(ds),
         u,
         v,
@@ -316,7 +316,7 @@ def _angle(ds, spatial):
         angle = np.asarray(ds["angle"].transpose(*spatial).values, np.float64)
         angle = np.deg2rad(angle) if attr(ds["angle"], "units").lower().startswith("deg") else angle
         _log.info(
-            "from_xarray: %s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds)
+            "%s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds)
         )
         return np.cos(angle), np.sin(angle)
     return None
@@ -350,7 +350,7 @@ def grid_angle(ds, u, lon, lat):
     north = lat2 - lat
     norm = np.hypot(east, north)
     _log.info(
-        "from_xarray: %s: %r is grid-relative (standard_name %r): turned to east/north by %s",
+        "%s: %r is grid-relative (standard_name %r): turned to east/north by %s",
         where(ds),
         u,
         attr(ds[u], "standard_name"),

@@ -311,7 +311,7 @@ class TrackRun:
             self._first_batch = self.initial_state()  # the first batch starts from it (seeds located once)
             args, kwargs = (self.pieces, self.run_times, *self._first_batch[:2]), self._kwargs()
             if kwargs["native"] and kernel_applies(self.pieces, self.plan.dtype):
-                _log.info("steps: the CPU mesh kernel (flowkit.native)")
+                _log.debug("steps: the CPU mesh kernel (flowkit.native)")
                 self._compiled = self._kernel_chunk(args, kwargs)
             else:
                 program = self._program(args, kwargs)
@@ -335,7 +335,8 @@ class TrackRun:
                 new_state, frames, undone = alone(pieces, times, state, slots)
                 if not np.any(jax.device_get(undone)):
                     return new_state, frames
-                _log.info("steps: points outside the mesh; the JAX step finishes the kernel's steps from here")
+                _log.info("particles are leaving the mesh: compiling the steps that record their exits (once)")
+                _log.debug("steps: points outside the mesh; the JAX step finishes the kernel's steps from here")
                 alone = None
             finishing = finishing or self._program(args, kwargs)
             return finishing(pieces, times, state, slots)[:2]

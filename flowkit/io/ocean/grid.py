@@ -68,7 +68,7 @@ def build(
     td = axis_of(first, tuple(first[u].dims), "time", time)
     layout = layout_of(first, u, v, w, x, y, z, td)
     if len(layout.names) > 2 and layout.staggering == "A" and w is None and layout.dims[2] is None:
-        _log.info("from_xarray: %s has no vertical velocity: tracking in 3-D with w = 0", where(first))
+        _log.info("%s has no vertical velocity: tracking in 3-D with w = 0", where(first))
     spherical, sign_w = _sphere(first, layout, spherical)
     periodic = _periodic(layout, spherical, periodic)
     sample = _checked_sample(first, layout, sample, stream)
@@ -129,7 +129,7 @@ def _periodic(layout, spherical: bool, periodic):
     h, span = lon[1] - lon[0], lon[-1] - lon[0]
     whole = spherical and len(lon) > 2 and (abs(span + h - 360) < 1e-3 * h or abs(span - 360) < 1e-3 * h)
     if whole:
-        _log.info("from_xarray: longitude spans the globe: periodic with period 360")
+        _log.info("CF: longitude spans the globe: periodic with period 360")
     return (360.0 if whole else False,) + (False,) * (len(layout.axes) - 1)
 
 
@@ -164,7 +164,7 @@ def _land_of(source, first, layout, mask: str | None, first_slice: np.ndarray) -
     if land.any():
         what = "nodes" if layout.staggering == "A" else "cells"
         wet = f" or {mask} = 0" if mask else ""
-        _log.info("from_xarray: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, wet)
+        _log.info("CF: %d of %d %s are land (NaN velocity%s)", int(land.sum()), land.size, what, wet)
     return land
 
 

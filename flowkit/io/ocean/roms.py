@@ -136,7 +136,7 @@ def _grid_dataset(history, grid):
                 f"{source}: the grid is in {named!r} (its grd_file attribute), not found as {grid}; pass "
                 f"grid='path/to/{Path(named).name}'"
             )
-        _log.info("from_roms: %s: grid read from %s (its grd_file attribute)", source, grid)
+        _log.info("ROMS/CROCO: %s: grid read from %s (its grd_file attribute)", source, grid)
     grid = Path(grid)
     if not grid.exists():
         raise FileNotFoundError(f"grid file {grid} does not exist")
@@ -169,7 +169,7 @@ def _stretching(history, grid_var, source) -> dict:
         vtransform = int(history["s_rho"].attrs["Vtransform"])
     else:
         vtransform = 1
-        _log.info("from_roms: %s has no Vtransform: taken as 1 (ROMS' original transform)", source)
+        _log.info("ROMS/CROCO: %s has no Vtransform: taken as 1 (ROMS' original transform)", source)
     if vtransform not in (1, 2):
         raise ValueError(f"{source}: Vtransform {vtransform} is not 1 or 2 (the transforms ROMS and CROCO define)")
     name, curve = curve.name, np.asarray(curve.values, np.float64)
@@ -226,7 +226,7 @@ def _time(times, k: int) -> float | None:
 
 def _log_layout(source: str, stretching: dict, shape: tuple, turned: bool, land: int, has_w: bool) -> None:
     _log.info(
-        "from_roms: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v "
+        "ROMS/CROCO: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v "
         "averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
         source,
         stretching["vtransform"],
@@ -245,7 +245,7 @@ def _angle(angle_var, lon: np.ndarray, lat: np.ndarray, source: str) -> np.ndarr
     if angle_var is None:
         angle = grid_angle(lon, lat)
         _log.warning(
-            "from_roms: %s: no 'angle' in the history or grid file: the xi axis's angle to east is taken from "
+            "ROMS/CROCO: %s: no 'angle' in the history or grid file: the xi axis's angle to east is taken from "
             "lon_rho/lat_rho (%.3g° to %.3g°)",
             source,
             *np.rad2deg([angle.min(), angle.max()]),
@@ -268,7 +268,7 @@ def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds)
         ]
         land = ~(wet[0] | wet[1])
         _log.warning(
-            "from_roms: %s: no 'mask_rho': land from 'mask_u' and 'mask_v' (%d land nodes)", source, int(land.sum())
+            "ROMS/CROCO: %s: no 'mask_rho': land from 'mask_u' and 'mask_v' (%d land nodes)", source, int(land.sum())
         )
         return land
     still = np.all([np.all((v == 0) | np.isnan(v), axis=(-2, -1)) for v in velocity], axis=0)
@@ -280,7 +280,7 @@ def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds)
             "holding mask_rho"
         )
     _log.warning(
-        "from_roms: %s: no 'mask_rho', 'mask_u' or 'mask_v': no land, as in a run without masking (pass grid= a "
+        "ROMS/CROCO: %s: no 'mask_rho', 'mask_u' or 'mask_v': no land, as in a run without masking (pass grid= a "
         "file holding mask_rho if the model had land)",
         source,
     )

@@ -125,7 +125,7 @@ def build(
         depths, velocity = depths[:, :, order], velocity[:, :, order]
         vertical = f"{len(order)} sigma layers"
     _log.info(
-        "from_ugrid: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
+        "UGRID: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
         source,
         len(points),
         len(cells),
