@@ -315,9 +315,7 @@ def _angle(ds, spatial):
     if "angle" in ds and set(ds["angle"].dims) == set(spatial):
         angle = np.asarray(ds["angle"].transpose(*spatial).values, np.float64)
         angle = np.deg2rad(angle) if attr(ds["angle"], "units").lower().startswith("deg") else angle
-        _log.info(
-            "%s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds)
-        )
+        _log.info("%s: grid-relative velocities rotated to east and north by the variable 'angle'", where(ds))
         return np.cos(angle), np.sin(angle)
     return None
 
