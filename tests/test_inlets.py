@@ -296,6 +296,25 @@ def test_bad_inlets_are_refused(pipe, channel):
         fk.track(channel, [[1.0, 0.5]], 0, 1, 0.1, boundary=fk.MeshWalls("reflect"))
 
 
+def test_a_small_inlet_patch_restarts_seeds_spread_through_the_domain_on_the_patch(pipe, caplog):
+    """The default mode on an inlet that is part of a face (a real case's inlet patch): seeds
+    spread through the pipe do not all project onto it, so the restarts are drawn on the patch."""
+    small = {"point": [0, 0, 0], "normal": [-1, 0, 0], "lo": [0, -0.2, -0.2], "hi": [0, 0.2, 0.2]}
+    seeds = _pipe_seeds(200)
+    with caplog.at_level("INFO", logger="flowkit"):
+        traj = fk.track(pipe, seeds, 0.0, 4.0, 0.05, boundary=fk.InletOutlet(small), dtype="float64")
+    assert "seeds project outside the inlet" in caplog.text and "mode='random', key=0" in caplog.text
+    restarted = traj.generation[-1] > 0
+    assert restarted.sum() > 20
+    first = np.argmax(traj.generation > 0, axis=0)[restarted]  # the frame after each first restart
+    x = traj.positions[first, np.flatnonzero(restarted)]
+    assert np.abs(x[:, 1:]).max() < 0.3  # on the patch: its faces, which reach a face past its box (y, z kept)
+    on_patch = fk.track(
+        pipe, seeds[np.all(np.abs(seeds[:, 1:]) < 0.2, axis=1)], 0.0, 0.5, 0.05, boundary=fk.InletOutlet(small)
+    )
+    assert on_patch.stats.n_particles > 0  # every seed projects onto the patch: grid, no key needed
+
+
 def test_ensemble_with_an_inlet_equals_separate_runs():
     def channel_of(speed):
         return fk.fields.Analytic(

@@ -70,11 +70,11 @@ class AbstractInlet(AbstractBoundary):
 
     @property
     def stochastic(self) -> bool:
-        return self.mode != "grid"
+        return self.mode in ("random", "flux")
 
     @property
     def restarts_at_origins(self) -> bool:
-        return self.mode == "grid"
+        return self.mode in ("grid", "auto")
 
     @property
     def origin_region(self) -> tuple[np.ndarray, np.ndarray]:
@@ -114,7 +114,7 @@ class AbstractInlet(AbstractBoundary):
             pending, x, hint = carry
             rows = jnp.nonzero(pending, size=size, fill_value=n)[0]
             take = jnp.minimum(rows, n - 1)
-            if self.mode == "grid":
+            if self.mode in ("grid", "auto"):  # auto: grid where traced inputs leave it unresolved
                 new_x, new_hint = block.origin[take], block.origin_hint.rows(take)
             else:
                 u = _uniforms(block.keys[take], step, dim + 3, x.dtype)
@@ -194,7 +194,9 @@ class InletOutlet(AbstractInletConfig):
       `{point, normal[, lo, hi]}` with the normal pointing out of the domain. On a `MeshField`
       the inlet is the mesh's boundary faces on that plane (e.g. the disc of a pipe's end).
     - `mode`: `grid` (each slot returns to its own seed, projected onto the inlet plane),
-      `random` (uniform over the inlet), `flux` (in proportion to the inflow `u · n` there).
+      `random` (uniform over the inlet), `flux` (in proportion to the inflow `u · n` there);
+      `auto` (default): `grid` when every seed projects onto the inlet, else `random` (a
+      small patch of a real case, seeds spread through the domain), logged.
     - `walls`: what the rest of the boundary does: `"reflect"`, `"absorb"`/`"stick"`,
       `"slip"`, `"open"` (mesh walls on a `MeshField`, box walls otherwise) or any boundary.
     - `resolution`: simplices per side covering a box face (fields without a mesh; `flux` is
@@ -207,9 +209,9 @@ class InletOutlet(AbstractInletConfig):
     mode: str = eqx.field(static=True)
     resolution: int = eqx.field(static=True)
 
-    def __init__(self, inlet="xmin", outlet="xmax", mode: str = "grid", walls="open", resolution: int = 32):
+    def __init__(self, inlet="xmin", outlet="xmax", mode: str = "auto", walls="open", resolution: int = 32):
         self.inlet, self.outlet = inlet, outlet
-        self.mode = _check_mode(mode)
+        self.mode = _check_mode(mode, INLET_MODES + ("auto",))
         self.walls = _check_walls(walls)
         self.resolution = int(resolution)
 
