@@ -182,6 +182,26 @@ def test_plots_are_written(tmp_path):
     assert all(p.stat().st_size > 10_000 for p in paths)
 
 
+def test_pictures_evaluate_a_curvilinear_field_in_located_batches(tmp_path):
+    """A projected model grid's picture: the speed behind the particles located once per batch
+    (`speeds_at`), equal to the field at each point, NaN outside; the snapshot is written."""
+    from flowkit.analysis.plots import plot_snapshot, speeds_at
+    from flowkit.fields.curvilinear import CurvilinearField
+
+    radius, angle = np.meshgrid(np.linspace(1, 3, 120), np.linspace(0.2, 1.3, 150), indexing="ij")
+    lon, lat = 10 + 3 * radius * np.cos(angle), 50 + 2 * radius * np.sin(angle)  # a curved, skewed grid
+    values = np.stack([np.cos(angle) * 0.3, np.sin(radius) * 0.2], axis=-1)
+    field = CurvilinearField(lon, lat, values, dtype="float64")
+    rng = np.random.default_rng(0)
+    points = rng.uniform([lon.min() - 0.5, lat.min() - 0.5], [lon.max() + 0.5, lat.max() + 0.5], (300, 2))
+    got = speeds_at(field, 0.0, points, chunk=128)
+    one = np.array([np.asarray(field(0.0, jnp.asarray(p))) for p in points[:40]])
+    np.testing.assert_allclose(got[:40], one, rtol=1e-12, equal_nan=True)
+    assert np.isnan(got).any() and np.isfinite(got).any()
+    traj = fk.track(field, points[np.isfinite(got[:, 0])][:50], 0.0, 3600.0, 600.0)
+    assert plot_snapshot(traj, -1, tmp_path / "snapshot.png", field).exists()
+
+
 def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
     import matplotlib
 
