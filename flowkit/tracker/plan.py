@@ -28,6 +28,7 @@ from ..integrators.runge_kutta import RK4
 from ..io.stream import StreamedField, refuse_streamed
 from ..particles.base import AbstractParticles, Tracer, is_tracer
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
+from .origins import locate_origins, resolve_inlet_mode
 from .pieces import RunPieces
 
 _log = logging.getLogger("flowkit")
@@ -226,57 +227,6 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
         period = hi - lo
         seeds = seeds + np.where(bounded, 0, period * np.round((canonical - seeds) / period))
     return seeds, t_release
-
-
-def locate_origins(field: AbstractField | StreamedField, boundary: AbstractBoundary, seeds, origins) -> Hints:
-    """Where the `grid` restart points lie, as host-side hints (located once, here, not at
-    every restart).
-
-    `grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
-    domain must project into the domain and the inlet's region (seeds outside never move)."""
-    hints, bad = _projected(field, boundary, seeds, origins)
-    if bad.any():
-        raise ValueError(
-            f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside "
-            "the domain or the inlet's region (grid mode restarts each slot at its seed's "
-            "projection); seed on or in front of the inlet, or use mode='random'"
-        )
-    return hints
-
-
-def _projected(field: AbstractField, boundary: AbstractBoundary, seeds, origins) -> tuple[Hints, np.ndarray]:
-    """The hints of the seeds' projections onto the inlet, and which seeds inside the domain
-    project outside it or the inlet's region."""
-    locate = eqx.filter_jit(field.locate_batch)
-    dtype = field.bounds[0].dtype
-    unknown = field.hints(len(seeds), dtype)
-    inside = np.asarray(locate(jnp.asarray(seeds, dtype), unknown)[1])
-    hints, lands = locate(jnp.asarray(origins, dtype), unknown)
-    hints, lands = jax.tree.map(np.array, hints), np.array(lands)
-    region = boundary.origin_region
-    if region is not None:
-        scale = 1e-9 * np.max(np.asarray(field.bounds[1]) - np.asarray(field.bounds[0]))
-        lands &= np.all((origins >= region[0] - scale) & (origins <= region[1] + scale), axis=1)
-    return hints, inside & ~lands
-
-
-def resolve_inlet_mode(field: AbstractField, boundary: AbstractBoundary, seeds, key):
-    """An inlet's default `mode="auto"`: `grid` (each slot back at its seed's projection) when
-    every seed projects onto the inlet, else `random` on the inlet (a small patch of a real
-    case, seeds spread through the domain), logged; `(boundary, key)`, a key made if none."""
-    if getattr(boundary, "mode", None) != "auto":
-        return boundary, key
-    _, bad = _projected(field, boundary, seeds, boundary.origins(seeds))
-    if not bad.any():
-        return dataclasses.replace(boundary, mode="grid"), key
-    _log.info(
-        "boundary: %d of %d seeds project outside the inlet: particles leaving through the outlet restart at "
-        "random on the inlet (mode='random'%s; mode='grid' would restart each at its seed's projection)",
-        int(bad.sum()),
-        len(seeds),
-        "" if key is not None else ", key=0",
-    )
-    return dataclasses.replace(boundary, mode="random"), jax.random.key(0) if key is None else key
 
 
 def check_particles(

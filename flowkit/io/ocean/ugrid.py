@@ -109,21 +109,7 @@ def build(
     velocity[..., :2] *= scales[u_name]
     if len(components) > 2:
         velocity[..., 2] *= speed_scale(first[w_name], source)
-    if level_dim is None:
-        depths = np.zeros(velocity.shape[:3])
-        water = _water_depth(first, read, velocity.shape[:2])
-        vertical = "depth-averaged"
-    elif "zCoordinates" in first.variables or "zcor" in first.variables:
-        name = "zCoordinates" if "zCoordinates" in first.variables else "zcor"
-        depths, velocity, water = _schism_levels(_above_bottom(first, read(name)), velocity)
-        vertical = f"{depths.shape[2]} SCHISM levels ({name})"
-    else:
-        sigma = _sigma(first, level_dim, len(points))
-        water = _water_depth(first, read, velocity.shape[:2], required=True)
-        depths = -sigma[None] * water[..., None]
-        order = np.argsort(depths[0, 0])
-        depths, velocity = depths[:, :, order], velocity[:, :, order]
-        vertical = f"{len(order)} sigma layers"
+    depths, velocity, water, vertical = _vertical(first, read, velocity, level_dim, len(points))
     _log.info(
         "UGRID: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
         source,
@@ -146,6 +132,27 @@ def build(
         time_origin=origin,
         dtype=dtype,
     )
+
+
+def _vertical(first, read, velocity: np.ndarray, level_dim, n_points: int):
+    """`(depths, velocity, water depth, description)`: the levels below the free surface of a
+    depth-averaged model, SCHISM's z levels, or sigma layers."""
+    if level_dim is None:
+        depths = np.zeros(velocity.shape[:3])
+        water = _water_depth(first, read, velocity.shape[:2])
+        vertical = "depth-averaged"
+    elif "zCoordinates" in first.variables or "zcor" in first.variables:
+        name = "zCoordinates" if "zCoordinates" in first.variables else "zcor"
+        depths, velocity, water = _schism_levels(_above_bottom(first, read(name)), velocity)
+        vertical = f"{depths.shape[2]} SCHISM levels ({name})"
+    else:
+        sigma = _sigma(first, level_dim, n_points)
+        water = _water_depth(first, read, velocity.shape[:2], required=True)
+        depths = -sigma[None] * water[..., None]
+        order = np.argsort(depths[0, 0])
+        depths, velocity = depths[:, :, order], velocity[:, :, order]
+        vertical = f"{len(order)} sigma layers"
+    return depths, velocity, water, vertical
 
 
 def _topology(ds):
