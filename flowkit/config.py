@@ -175,6 +175,7 @@ def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
 def build(cfg: DictConfig):
     """Instantiate `(field, seeds, integrator, boundary, particles)` from a composed `track` config."""
     field = build_field(cfg)
+    run_times(cfg, field)
     particles = instantiate(cfg.particles, _convert_="all") if cfg.get("particles") is not None else None
     _check_seeds_fit(cfg, field.dim)
     return (
@@ -184,6 +185,41 @@ def build(cfg: DictConfig):
         build_boundary(cfg, field),
         particles,
     )
+
+
+STEADY_SPAN = 2.0
+"""`t1 - t0` of a run on a field without times (a steady file, a closed-form flow) when `t1` is
+not given, in seconds."""
+
+
+def run_times(cfg: DictConfig, field: AbstractField | StreamedField) -> None:
+    """`t0` and `t1` from the data where not given (`null`): its first and last times (a steady
+    field: `t0 = 0`, `t1 = t0 + STEADY_SPAN`), logged; checked against the data's times and `dt`
+    before anything is seeded, so a run that cannot start says so at once. Set in `cfg`."""
+    lo, hi = (float(v) for v in field.time_range)
+    for key, value, default in (("t0", cfg.t0, lo), ("t1", cfg.t1, hi)):
+        if value is None:
+            chosen = default if np.isfinite(default) else (0.0 if key == "t0" else float(cfg.t0) + STEADY_SPAN)
+            cfg[key] = chosen
+            why = (
+                "the data's " + ("first" if key == "t0" else "last") + " time"
+                if np.isfinite(default)
+                else ("the field has no times" + ("" if key == "t0" else f": t0 + {STEADY_SPAN:g} s; give t1"))
+            )
+            _log.info("%s: %g s (%s)", key, chosen, why)
+    numbers = [v for v in (cfg.t0, cfg.t1) if isinstance(v, (int, float))]
+    outside = [
+        f"{k}={v:g}" for k, v in (("t0", cfg.t0), ("t1", cfg.t1)) if isinstance(v, (int, float)) and not lo <= v <= hi
+    ]
+    if outside:
+        raise ValueError(
+            f"{' and '.join(outside)} {'lies' if len(outside) == 1 else 'lie'} outside the field's times "
+            f"[{lo:g}, {hi:g}] s; leave t0 and t1 out to run over the data's times"
+        )
+    if len(numbers) == 2 and isinstance(cfg.dt, (int, float)) and abs(cfg.dt) > abs(cfg.t1 - cfg.t0) > 0:
+        raise ValueError(
+            f"dt={cfg.dt:g} is longer than the run (t0={cfg.t0:g} to t1={cfg.t1:g}); give a shorter dt or dt=auto"
+        )
 
 
 def _check_seeds_fit(cfg: DictConfig, dim: int) -> None:

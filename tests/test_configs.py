@@ -226,3 +226,24 @@ def test_typed_keys_are_checked_before_hydra_but_sweeps_pass(capsys):
         with pytest.raises(SystemExit) as ended:
             check_overrides([arg], "track")
         assert ended.value.code == 2 and capsys.readouterr().err.startswith(line)
+
+
+def test_run_times_come_from_the_data_and_are_checked_before_seeding(vtk_series, caplog):
+    """Without t0 and t1 a run spans the data's times; a t0 outside them or a dt longer than the
+    run is refused before seeding (a field without times runs t0 + 2 s, said)."""
+    from flowkit.config import build, run_times
+
+    series = ["field=vtk", f"field.path={vtk_series}", "seeds.resolution=[4,3]"]
+    cfg = _compose(series)
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        run_times(cfg, fk.io.read(vtk_series))
+    assert (cfg.t0, cfg.t1) == (0.0, 2.0) and "t1: 2 s (the data's last time)" in caplog.text
+    with pytest.raises(ValueError, match=r"t0=3 and t1=4 lie outside the field's times \[0, 2\] s"):
+        build(_compose([*series, "t0=3", "t1=4"]))
+    with pytest.raises(ValueError, match=r"dt=5 is longer than the run \(t0=0 to t1=2\)"):
+        build(_compose([*series, "dt=5"]))
+    cfg = _compose(["field=double_gyre"])
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        run_times(cfg, fk.fields.DoubleGyre())
+    assert (cfg.t0, cfg.t1) == (0.0, 2.0) and "the field has no times: t0 + 2 s; give t1" in caplog.text
