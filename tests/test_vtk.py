@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jax
@@ -201,7 +202,9 @@ def test_pathlines_vtp_and_particle_clouds_read_back_with_vtk(tmp_path):
     np.testing.assert_array_equal(vtk_to_numpy(data.GetArray("status"))[ids == 5], traj.status[:, 5])
     assert data.GetArray("velocity").GetNumberOfComponents() == 3
     pvd = traj.save(tmp_path / "clouds.pvd")
-    series = fk.io.vtk_read._series(pvd)
+    from flowkit.io.vtk_read import _series
+
+    series = _series(pvd)
     assert [t for _, t in series] == pytest.approx(list(traj.times))
     cloud = vtk.vtkXMLPolyDataReader()
     cloud.SetFileName(str(series[3][0]))
@@ -258,3 +261,28 @@ def test_velocity_keeps_the_files_floating_precision():
     assert single.dtype == np.float32 and whole.dtype == np.float64
     np.testing.assert_array_equal(single, values)
     np.testing.assert_array_equal(whole, values)
+
+
+def test_particle_clouds_draw_each_stopped_particle_once_at_short_times(tmp_path):
+    """A particle that leaves appears in the cloud of the frame it stopped in, not frozen at the
+    exit in every later one; a late release only from its release on; float32 times as written."""
+    field = fk.fields.Uniform([1.0, 0.0])
+    seeds = np.array([[0.1, 0.5], [0.5, 0.5], [0.9, 0.5]])
+    box = fk.GridField.from_function(field, [np.linspace(0, 1, 11), np.linspace(0, 1, 6)])
+    traj = fk.track(box, seeds, 0.0, 0.5, 0.05, t_release=[0.0, 0.0, 0.2], save_every=2)
+    pvd = traj.save(tmp_path / "clouds.pvd")
+    entries = ET.parse(pvd).getroot().findall("./Collection/DataSet")
+    assert [e.get("timestep") for e in entries][:3] == ["0.0", "0.1", "0.2"]  # not 0.10000000149011612
+    counts = []
+    for entry in entries:
+        reader = vtk.vtkXMLPolyDataReader()
+        reader.SetFileName(str(tmp_path / entry.get("file")))
+        reader.Update()
+        ids = vtk_to_numpy(reader.GetOutput().GetPointData().GetArray("particle_id"))
+        counts.append(sorted(ids.tolist()))
+    status = np.asarray(traj.status)
+    for k, ids in enumerate(counts):
+        moving = np.flatnonzero(status[k] == fk.Status.ACTIVE).tolist()
+        stopped_now = [i for i in range(3) if status[k, i] > 1 and (k == 0 or status[k - 1, i] <= 1)]
+        assert ids == sorted(moving + stopped_now)
+    assert status[-1, 2] == fk.Status.OUT_OF_DOMAIN and 2 not in counts[-1] and any(2 in c for c in counts)

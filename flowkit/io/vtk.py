@@ -178,8 +178,10 @@ def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> 
     """A `.pvd` collection of one `.vtp` particle cloud per saved time (for animation in ParaView).
 
     The clouds go to a folder named like the `.pvd` (ParaView's own layout), each with point
-    arrays `particle_id`, `status`, `age` (time since release; 0 before it), `velocity` when
-    recorded, the samples and the particle model's variables. Folder and collection are
+    arrays `particle_id`, `status`, `age` (time since release), `velocity` when recorded, the
+    samples and the particle model's variables. A cloud holds the particles moving at its time
+    and those that stopped since the frame before, where they stopped (left, beached,
+    absorbed); particles not yet released, or stopped earlier, are not drawn again. Folder and collection are
     written under temporary names and renamed when whole; existing ones are refused unless
     `overwrite`.
     """
@@ -192,7 +194,12 @@ def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> 
     with written(path, overwrite) as collection, written(folder, overwrite) as clouds:
         clouds.mkdir()
         files = []
+        status = np.asarray(traj.status)
         for k in range(len(traj.times)):
+            before = status[k - 1] if k else np.full_like(status[0], Status.ACTIVE)
+            shown = (status[k] == Status.ACTIVE) | (
+                (status[k] != Status.NOT_RELEASED) & (before <= Status.NOT_RELEASED)
+            )
             arrays = {
                 "particle_id": np.asarray(traj.particle_id[k]),
                 "status": np.asarray(traj.status[k]).astype(np.int32),
@@ -206,27 +213,29 @@ def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> 
                 arrays[name] = np.asarray(values[k])
             for name, values in (traj.variables or {}).items():
                 arrays[f"particle_{name}"] = np.asarray(values[k])
+            arrays = {key: value[shown] for key, value in arrays.items()}
             name = f"{folder.name}_0_{k}.vtp"
-            write_polydata(polydata(np.asarray(traj.positions[k]), arrays), clouds / name)
+            write_polydata(polydata(np.asarray(traj.positions[k])[shown], arrays), clouds / name)
             files.append(folder / name)  # where it will be once the folder is renamed
-        write_pvd(collection, files, np.asarray(traj.times, dtype=np.float64), relative_to=path.parent)
+        write_pvd(collection, files, np.asarray(traj.times), relative_to=path.parent)
     return path
 
 
 def write_pvd(path: PathLike, files: Sequence[PathLike], times: TimesLike, relative_to: PathLike | None = None) -> Path:
     """A ParaView `.pvd` collection listing `files` (paths) at `times`, with paths relative to
-    its folder (or to `relative_to`, where it will be moved)."""
+    its folder (or to `relative_to`, where it will be moved). Each time is written as the
+    shortest decimal of its own precision (a float32 0.05 as `0.05`, not `0.05000000074505806`)."""
     import os
     import xml.etree.ElementTree as ET
 
     path = Path(path)
     collection = ET.Element("VTKFile", type="Collection", version="1.0", byte_order="LittleEndian")
     datasets = ET.SubElement(collection, "Collection")
-    for file, t in zip(files, times):
+    for file, t in zip(files, np.asarray(times)):
         ET.SubElement(
             datasets,
             "DataSet",
-            timestep=repr(float(t)),
+            timestep=np.format_float_positional(t, unique=True, trim="0"),
             part="0",
             file=os.path.relpath(file, path.parent if relative_to is None else relative_to),
         )
