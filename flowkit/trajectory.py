@@ -237,6 +237,10 @@ class Trajectory(eqx.Module):
         names = [n for n in (("lon", "lat", "z") if "lon" in ds else ("x", "y", "z")) if n in ds]
         positions = np.stack([ds[n].values.T for n in names], axis=-1)
         velocities = np.stack([ds[n].values.T for n in ("u", "v", "w")[: len(names)]], axis=-1) if "u" in ds else None
+        if (
+            velocities is not None and "lon" in ds and ds["u"].attrs.get("units") == "m s-1"
+        ):  # back to degrees per second
+            velocities = _to_degrees_per_second(velocities, positions)
 
         def role(kind):
             return {
@@ -285,8 +289,8 @@ class Trajectory(eqx.Module):
             {"units": "1", "comment": "inf: still active at the end"},
         )
         if self.velocities is not None:
-            for i, name in enumerate(["u", "v", "w"][: len(positions)]):
-                data_vars[name] = (_PER_FRAME, self.velocities[..., i].T, {"units": "1"})
+            for name, values, attrs in _velocity_variables(self.velocities, self.positions, bool(spherical)):
+                data_vars[name] = (_PER_FRAME, values.T, attrs)
         roles = (
             ("sample", "", self.samples, "interpolated from the field; NaN outside its domain"),
             ("particle", "particle_", self.variables, "carried by the particle model"),
@@ -331,6 +335,41 @@ class Trajectory(eqx.Module):
 
 
 _PER_FRAME = ("trajectory", "obs")
+
+
+def _velocity_variables(velocities, positions, spherical: bool):
+    """`(name, (T, N) values, attrs)` of the recorded velocity: on a sphere eastward and
+    northward in m/s (the degrees per second the tracker steps in, at each particle's latitude)
+    and the depth rate in m/s positive down; else in the positions' units per second."""
+    from .fields.grid import EARTH_RADIUS
+
+    velocities = np.asarray(velocities, np.float64)
+    names = ("u", "v", "w")[: velocities.shape[-1]]
+    if not spherical:
+        return [
+            (n, velocities[..., i], {"units": "1", "comment": "position units per second"}) for i, n in enumerate(names)
+        ]
+    metres = np.pi / 180 * EARTH_RADIUS
+    east = velocities[..., 0] * metres * np.cos(np.deg2rad(np.asarray(positions)[..., 1]))
+    out = [
+        ("u", east, {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
+        ("v", velocities[..., 1] * metres, {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
+    ]
+    if len(names) > 2:
+        out.append(("w", velocities[..., 2], {"long_name": "depth rate (positive down)", "units": "m s-1"}))
+    return out
+
+
+def _to_degrees_per_second(velocities: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """`_velocity_variables`' m/s on a sphere back to the degrees per second the tracker steps in."""
+    from .fields.grid import EARTH_RADIUS
+
+    degrees = np.array(velocities, np.float64)
+    degrees[..., :2] /= np.pi / 180 * EARTH_RADIUS
+    degrees[..., 0] /= np.cos(np.deg2rad(positions[..., 1]))
+    return degrees.astype(np.asarray(velocities).dtype)
+
+
 _POSITIONS = {
     False: (
         ("x", {"standard_name": "projection_x_coordinate", "units": "1"}),

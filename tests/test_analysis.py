@@ -250,9 +250,16 @@ def test_cf_trajectory_round_trip(tmp_path, suffix):
     for name in ("times", "positions", "status", "velocities", "t_release", "exit_time"):
         np.testing.assert_array_equal(getattr(again, name), getattr(traj, name))
     spherical = traj.save(tmp_path / f"s{suffix}", spherical=True)
-    assert fk.Trajectory.load(spherical).positions.shape == traj.positions.shape
+    back = fk.Trajectory.load(spherical)
+    assert back.positions.shape == traj.positions.shape
+    np.testing.assert_allclose(back.velocities, traj.velocities, rtol=1e-5)  # degrees per second again
     ds = traj.to_xarray(spherical=True)
     assert ds["lon"].attrs["units"] == "degrees_east" and ds["lat"].attrs["standard_name"] == "latitude"
+    assert ds["u"].attrs["units"] == "m s-1"  # an oceanographer's units, not degrees per second
+    lat = np.deg2rad(traj.positions[..., 1].T)
+    np.testing.assert_allclose(
+        ds["u"].values, traj.velocities[..., 0].T * np.pi / 180 * 6_371_000.0 * np.cos(lat), rtol=1e-5
+    )
 
 
 def test_from_xarray_reproduces_a_direct_grid_field():
