@@ -180,11 +180,21 @@ def build(cfg: DictConfig):
     _check_seeds_fit(cfg, field.dim)
     return (
         field,
-        build_seeds(cfg, field),
+        _at_surface_for(particles, build_seeds(cfg, field), cfg),
         instantiate(cfg.integrator, _convert_="all"),
         build_boundary(cfg, field),
         particles,
     )
+
+
+def _at_surface_for(particles, seeds: np.ndarray, cfg: DictConfig) -> np.ndarray:
+    """Drawn seeds (not a file's) start at the surface for a surface drift (`Windage` acts
+    above its `depth`): a 3-D random or lattice seeding would put nearly all below it."""
+    depth = getattr(particles, "depth", None)
+    if not isinstance(depth, float) or seeds.shape[1] != 3 or str(cfg.seeds._target_).endswith("from_file"):
+        return seeds
+    _log.info("seeds: started at the surface, where %s acts (above %g m)", type(particles).__name__, depth)
+    return np.column_stack([seeds[:, :2], np.zeros(len(seeds))])
 
 
 STEADY_SPAN = 2.0

@@ -80,8 +80,9 @@ class Forcings(eqx.Module):
         for name, forcing in self.named.items():
             f = forcing.field
             outside = ~np.asarray(_inside(forcing, jnp.asarray(seeds, f.bounds[0].dtype)))
-            if outside.any():
-                _log.info(
+            if outside.any():  # most seeds outside: a forcing for another region, said loudly
+                _log.log(
+                    logging.WARNING if outside.mean() > 0.5 else logging.INFO,
                     "forcing %r: %d of %d seeds lie outside its extent; it is zero there",
                     name,
                     outside.sum(),
@@ -89,8 +90,9 @@ class Forcings(eqx.Module):
                 )
             lo, hi = f.time_range
             start, end = sorted((t0 + forcing.offset, t1 + forcing.offset))
-            if start < lo or end > hi:
-                _log.info(
+            if start < lo or end > hi:  # none of the run within its times: another period, said loudly
+                _log.log(
+                    logging.WARNING if end <= lo or start >= hi else logging.INFO,
                     "forcing %r: the run's times [%g, %g] s reach past its own [%g, %g] s (on its time axis); "
                     "its first or last slice is held there",
                     name,

@@ -229,6 +229,25 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
     return seeds, t_release
 
 
+def _warn_if_below_a_surface_drift(particles: AbstractParticles, seeds: np.ndarray) -> None:
+    """A surface drift (`Windage` above its `depth`) on seeds that all start deeper moves none."""
+    depth = getattr(particles, "depth", None)
+    if (
+        isinstance(depth, float)
+        and seeds.ndim == 2
+        and seeds.shape[1] == 3
+        and len(seeds)
+        and np.all(seeds[:, 2] > depth)
+    ):
+        _log.warning(
+            "particles: %s acts above %g m, and all %d seeds start deeper: it moves none of them; seed at the "
+            "surface ((lon, lat) seeds start there)",
+            type(particles).__name__,
+            depth,
+            len(seeds),
+        )
+
+
 def check_particles(
     particles: object, integrator: AbstractIntegrator, field: AbstractField | StreamedField, dt: TimeLike
 ) -> AbstractParticles:
@@ -365,6 +384,8 @@ def prepare(
             "concrete (untraced) inputs"
         )
     seeds, t_release = check_seeds(field, seeds, t0, t1, t_release, spare)
+    if not traced:
+        _warn_if_below_a_surface_drift(particles, seeds)
     if field.forcings is not None and not traced:
         field.forcings.report(seeds, t0, t1)
     given = check_particle_state(particle_state, particles, seeds.shape[0])
