@@ -191,9 +191,9 @@ def _at_surface_for(particles, seeds: np.ndarray, cfg: DictConfig) -> np.ndarray
     """Drawn seeds (not a file's) start at the surface for a surface drift (`Windage` acts
     above its `depth`): a 3-D random or lattice seeding would put nearly all below it."""
     depth = getattr(particles, "depth", None)
-    if not isinstance(depth, float) or seeds.shape[1] != 3 or str(cfg.seeds._target_).endswith("from_file"):
+    if depth is None or np.ndim(depth) != 0 or seeds.shape[1] != 3 or str(cfg.seeds._target_).endswith("from_file"):
         return seeds
-    _log.info("seeds: started at the surface, where %s acts (above %g m)", type(particles).__name__, depth)
+    _log.info("seeds: started at the surface, where %s acts (above %g m)", type(particles).__name__, float(depth))
     return np.column_stack([seeds[:, :2], np.zeros(len(seeds))])
 
 

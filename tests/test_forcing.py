@@ -84,6 +84,25 @@ def test_a_particle_outside_the_forcing_gets_zero_wind_and_the_seeds_outside_are
     np.testing.assert_allclose(traj.positions[-1, 1], alone.positions[-1, 0], atol=1e-6)
 
 
+def test_a_forcing_for_another_region_warns_and_windage_below_its_depth_warns(caplog):
+    """Most seeds outside a forcing's extent is a warning (a wind file of another region), and a
+    3-D run whose seeds all lie below windage's depth is told the wind moves none of them."""
+    small = fk.GridField(
+        np.broadcast_to([10.0, 0.0], (3, 3, 2)).copy(), [np.linspace(0, 4, 3), np.linspace(50, 60, 3)], spherical=True
+    )
+    field = fk.GridField(currents(), [LON, LAT], spherical=True, samples={"wind": small})
+    with caplog.at_level("WARNING", logger="flowkit"):
+        fk.track(field, np.array([[7.0, 55.0], [8.0, 55.0]]), 0.0, 3600.0, 600.0, particles=Windage(0.03))
+    assert "forcing 'wind': 2 of 2 seeds lie outside its extent" in caplog.text
+    depths = np.array([0.0, 10.0, 50.0])
+    values = np.broadcast_to([0.1, 0.0, 0.0], (len(LON), len(LAT), 3, 3)).copy()
+    deep = fk.GridField(values, [LON, LAT, depths], spherical=True, samples={"wind": wind_field()})
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="flowkit"):
+        fk.track(deep, np.array([[5.0, 55.0, 5.0], [6.0, 55.0, 20.0]]), 0.0, 3600.0, 600.0, particles=Windage(0.03))
+    assert "Windage acts above 0.1 m, and all 2 seeds start deeper" in caplog.text
+
+
 def test_a_forcing_on_another_calendar_origin_is_read_at_the_same_date():
     """Currents dated from 2024-01-02, wind from 2024-01-01T12:00: at the run's time 0 the wind
     is the wind file's slice at 12 h; a wind on [0, 360) serves positions on [-180, 180)."""

@@ -232,13 +232,10 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
 def _warn_if_below_a_surface_drift(particles: AbstractParticles, seeds: np.ndarray) -> None:
     """A surface drift (`Windage` above its `depth`) on seeds that all start deeper moves none."""
     depth = getattr(particles, "depth", None)
-    if (
-        isinstance(depth, float)
-        and seeds.ndim == 2
-        and seeds.shape[1] == 3
-        and len(seeds)
-        and np.all(seeds[:, 2] > depth)
-    ):
+    if depth is None or np.ndim(depth) != 0 or seeds.ndim != 2 or seeds.shape[1] != 3 or not len(seeds):
+        return
+    depth = float(depth)
+    if np.all(seeds[:, 2] > depth):
         _log.warning(
             "particles: %s acts above %g m, and all %d seeds start deeper: it moves none of them; seed at the "
             "surface ((lon, lat) seeds start there)",
