@@ -247,3 +247,15 @@ def test_run_times_come_from_the_data_and_are_checked_before_seeding(vtk_series,
     with caplog.at_level(logging.INFO, logger="flowkit"):
         run_times(cfg, fk.fields.DoubleGyre())
     assert (cfg.t0, cfg.t1) == (0.0, 2.0) and "the field has no times: t0 + 2 s; give t1" in caplog.text
+
+
+def test_drawn_seeds_start_at_the_surface_for_windage_but_a_files_do_not(caplog):
+    from flowkit.config import _at_surface_for
+
+    seeds = np.array([[5.0, 55.0, 12.0], [6.0, 56.0, 40.0]])
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        drawn = _at_surface_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=random"]))
+    np.testing.assert_array_equal(drawn, [[5.0, 55.0, 0.0], [6.0, 56.0, 0.0]])
+    assert "started at the surface, where Windage acts (above 0.1 m)" in caplog.text
+    np.testing.assert_array_equal(_at_surface_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=file"])), seeds)
+    np.testing.assert_array_equal(_at_surface_for(None, seeds, _compose(["seeds=random"])), seeds)
