@@ -85,7 +85,7 @@ def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out:
                 ).name
             )
     if cfg.output.vtp:
-        files.append(traj.save(out / "trajectories.vtp", overwrite=cfg.overwrite).name)
+        files.append(traj.save(out / "trajectories.vtp", spherical=field.spherical, overwrite=cfg.overwrite).name)
         if summary["status_counts"]["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
             write_deposition_vtp(traj, out / "deposition.vtp")
             files.append("deposition.vtp")

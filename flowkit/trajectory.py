@@ -146,7 +146,7 @@ class Trajectory(eqx.Module):
             from .io.vtk import write_pathlines_vtp
 
             refuse_existing(path, overwrite)
-            return write_pathlines_vtp(self, path)  # written whole or not at all
+            return write_pathlines_vtp(self, path, spherical)  # written whole or not at all
         with written(path, overwrite) as temporary:
             if path.suffix == ".zarr":
                 self.to_xarray(spherical, time_origin).to_zarr(temporary, mode="w", consolidated=False)

@@ -286,3 +286,21 @@ def test_particle_clouds_draw_each_stopped_particle_once_at_short_times(tmp_path
         stopped_now = [i for i in range(3) if status[k, i] > 1 and (k == 0 or status[k - 1, i] <= 1)]
         assert ids == sorted(moving + stopped_now)
     assert status[-1, 2] == fk.Status.OUT_OF_DOMAIN and 2 not in counts[-1] and any(2 in c for c in counts)
+
+
+def test_pathlines_on_a_sphere_restart_at_the_dateline(tmp_path):
+    """A global field's particle crossing 180° E is two polylines on a sphere, not one across the globe."""
+    lon, lat = np.linspace(-180, 175, 72), np.linspace(-60, 60, 25)
+    values = np.broadcast_to([2.0, 0.0], (72, 25, 2)).copy()  # 2 m/s eastward
+    field = fk.GridField(values, [lon, lat], spherical=True, periodic=(360.0, False))
+    seeds = np.array([[178.0, 0.0], [0.0, 10.0]])
+    traj = fk.track(field, seeds, 0.0, 4 * 86400.0, 3600.0, save_every=6)
+    assert np.abs(np.diff(traj.positions[:, 0, 0])).max() > 180  # wrapped into [-180, 180)
+    lines = []
+    for spherical in (True, False):
+        path = traj.save(tmp_path / f"{spherical}.vtp", spherical=spherical)
+        reader = vtk.vtkXMLPolyDataReader()
+        reader.SetFileName(str(path))
+        reader.Update()
+        lines.append(reader.GetOutput().GetNumberOfLines())
+    assert lines == [3, 2]

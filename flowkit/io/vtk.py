@@ -135,7 +135,7 @@ def write_polydata(poly, path: Path) -> Path:
     return write_xml(writer, poly, path)
 
 
-def write_pathlines_vtp(traj, path: PathLike) -> Path:
+def write_pathlines_vtp(traj, path: PathLike, spherical: bool = False) -> Path:
     """One polyline per path through its saved positions (`.vtp`, for ParaView).
 
     A path is a particle, or with inlets (`Trajectory.generation`) one life of a slot: a slot
@@ -143,7 +143,8 @@ def write_pathlines_vtp(traj, path: PathLike) -> Path:
     inlet (spare slots never released draw nothing). Point arrays: `time`, `particle_id`,
     `status` (a stopped particle's line ends in repeated points with its stop status; threshold
     on `status == 0` to see only active motion), `velocity` when recorded, and every sampled
-    array (`Trajectory.samples`) under its name.
+    array (`Trajectory.samples`) under its name. On a sphere (`spherical`: lon, lat), a step
+    across the dateline starts a new polyline, so none is drawn across the globe.
     """
     positions = np.asarray(traj.positions)
     n_frames, n, dim = positions.shape
@@ -168,10 +169,22 @@ def write_pathlines_vtp(traj, path: PathLike) -> Path:
             else np.zeros(0, np.int64)
         )
     count = int(keep.sum())
-    offsets = np.append(starts, count).astype(np.int64)
     points = major(positions)[keep]
+    if spherical:
+        starts = np.union1d(starts, _dateline(points, starts))
+    offsets = np.append(starts, count).astype(np.int64)
     arrays = {name: values[keep] for name, values in arrays.items()}
     return write_polydata(polydata(points, arrays, lines=(offsets, np.arange(count, dtype=np.int64))), Path(path))
+
+
+def _dateline(points: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Indices of points whose longitude jumps by more than 180° from the point before along a
+    line (the dateline crossed, positions wrapped): where a polyline must restart."""
+    if len(points) < 2:
+        return np.zeros(0, np.int64)
+    jump = np.abs(np.diff(points[:, 0])) > 180.0
+    jump[starts[starts > 0] - 1] = False  # already a line's first point
+    return np.flatnonzero(jump) + 1
 
 
 def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> Path:
