@@ -141,10 +141,13 @@ def write_text(path: Path, text: str) -> None:
 
 def inputs(cfg: DictConfig) -> dict:
     """What the run read: the field's builder and every path it or the seeds were given (a
-    builder with no path reads the sample `flowkit.datasets` writes)."""
+    builder with no path reads the sample `flowkit.datasets` writes, named as `dataset`)."""
     found = {"field": cfg.field._target_}
     for group in ("field", "seeds"):
-        for key, value in OmegaConf.to_container(cfg[group], resolve=True).items():
+        given = OmegaConf.to_container(cfg[group], resolve=True)
+        for key, value in given.items():
+            if key == "dataset" and given.get("path") is not None:
+                continue  # a sample's name, unused when a path is read
             if key in ("path", "grid", "file", "dataset") and value is not None:
                 found[f"{group}.{key}"] = (
                     str(value)

@@ -515,6 +515,7 @@ def test_solver_files_run_through_the_app_with_every_output(tmp_path, kind):
     assert "faces the flow leaves through are open" in result.stdout
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status_counts"]["out_of_domain"] > 250 and summary["inputs"]["field.path"] == str(path)
+    assert "field.dataset" not in summary["inputs"]  # the sample's name, not what was read
     for name in summary["files"] + ["track.log"]:
         assert (run / name).stat().st_size > 0
     assert {
