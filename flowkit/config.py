@@ -108,11 +108,26 @@ def build_boundary(cfg: DictConfig, field: AbstractField | StreamedField):
     return instantiate(cfg.boundary, _convert_="all", **extra)
 
 
-def grid_resolution(n: int, bounds) -> list[int]:
-    """Points per axis for about `n` grid points spread over `bounds` in proportion to its sides."""
+def grid_resolution(n: int, bounds, spherical: bool = False) -> list[int]:
+    """Points per axis for about `n` grid points spread over `bounds` in proportion to its sides;
+    on a sphere the sides in kilometres (degrees of longitude at the middle latitude, of
+    latitude, and a depth's metres), so an ocean's lattice is not hundreds of levels deep."""
     sides = np.asarray(bounds[1], dtype=np.float64) - np.asarray(bounds[0], dtype=np.float64)
-    spacing = (np.prod(sides) / n) ** (1 / len(sides))
-    return [max(2, int(round(side / spacing))) for side in sides]
+    if spherical:
+        middle = np.deg2rad(0.5 * (bounds[0][1] + bounds[1][1]))
+        sides = sides * np.array([111.2 * np.cos(middle), 111.2, 1e-3][: len(sides)])
+    counts = np.zeros(len(sides), np.int64)
+    free = np.ones(len(sides), bool)
+    while free.any():  # an axis too short for 2 points gets 2, and the others share the rest
+        left = n / np.prod(counts[~free]) if (~free).any() else n
+        spacing = (np.prod(sides[free]) / max(left, 1.0)) ** (1 / free.sum())
+        wanted = np.round(sides / spacing).astype(np.int64)
+        short = free & (wanted < 2)
+        if not short.any():
+            counts[free] = wanted[free]
+            break
+        counts[short], free = 2, free & ~short
+    return [int(c) for c in counts]
 
 
 def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
@@ -132,7 +147,7 @@ def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
         if seeds_cfg["resolution"] is None:
             if asked is None:
                 raise ValueError("seeds: give resolution (one count per axis) or n (a total)")
-            seeds_cfg["resolution"] = grid_resolution(int(asked), seeds_cfg["bounds"])
+            seeds_cfg["resolution"] = grid_resolution(int(asked), seeds_cfg["bounds"], bool(field.spherical))
     if "key" in parameters:
         seeds_cfg["key"] = jax.random.key(int(cfg.seed))
     if "field" in parameters:

@@ -259,3 +259,13 @@ def test_drawn_seeds_start_at_the_surface_for_windage_but_a_files_do_not(caplog)
     assert "started at the surface, where Windage acts (above 0.1 m)" in caplog.text
     np.testing.assert_array_equal(_at_surface_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=file"])), seeds)
     np.testing.assert_array_equal(_at_surface_for(None, seeds, _compose(["seeds=random"])), seeds)
+
+
+def test_an_ocean_lattice_is_spread_by_distance_not_hundreds_of_levels_deep():
+    from flowkit.config import grid_resolution
+
+    box = [[4.0, 59.0, 0.0], [8.0, 62.0, 3000.0]]  # 4° x 3° of the Nordic Seas, 3 km deep
+    ocean = grid_resolution(1000, box, spherical=True)
+    assert ocean[2] == 2 and 900 <= np.prod(ocean) <= 1100 and ocean[1] > ocean[0]  # a degree of lon is shorter
+    assert grid_resolution(1000, box) == [2, 2, 250]  # the box's own units: metres of depth dominate
+    assert np.prod(grid_resolution(300, [[0, 0, 0], [10, 1, 0.01]])) == pytest.approx(300, rel=0.1)
