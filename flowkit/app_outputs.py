@@ -1,6 +1,7 @@
 """What the `track` app writes beside its trajectories: the run's summary, the density,
 deposition and snapshot files it was asked for, and its pictures."""
 
+import logging
 import platform
 import time
 from collections import Counter
@@ -16,6 +17,8 @@ from .analysis.deposition import deposition_map, write_deposition_map_vtp, write
 from .analysis.plots import plot_density, plot_pathlines, plot_snapshot, view_box
 from .io.atomic import written
 from .trajectory import RunStats, Trajectory
+
+_log = logging.getLogger("flowkit")
 
 
 def summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunStats, cache: Counter) -> dict:
@@ -73,7 +76,7 @@ def summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunS
 
 def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path, summary: dict) -> list[str]:
     """Write the trajectories in the formats `cfg.output` asks for, and the deposition on walls;
-    return the names of the files written (and to be written: pictures, summary)."""
+    return the names of the files written."""
     field = run.plan.stream or run.plan.pieces.field
     files = [] if run.output is None else [run.output.name]
     if cfg.output.trajectories:
@@ -99,24 +102,41 @@ def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out:
                 files.append("deposition_map.vtp")
     if cfg.output.get("clouds"):
         files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
-    if cfg.output.plot:
-        files += ["trajectories.png", "snapshot.png", "density.png"]
-    return files + ["summary.json"]
+    return files
 
 
-def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) -> None:
-    """Pathlines, the last frame and the particles' density at the end, over the field."""
+def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) -> list[str]:
+    """Pathlines, the last frame and the particles' density at the end, over the field; the
+    names of those drawn. A picture that fails is said in the log and left out: a finished run's
+    data is kept whatever its pictures do."""
     stream, field = run.plan.stream, run.plan.stream or run.plan.pieces.field
     at = lambda t: stream.near(t) if stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
     times = np.asarray(traj.times, dtype=np.float64)
-    plot_pathlines(
-        traj,
-        out / "trajectories.png",
-        field=at(times[0]),
-        max_lines=cfg.output.max_plot_lines,
-        color_by=cfg.output.color_by,
-    )
-    plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1]))
+    pictures = {
+        "trajectories.png": lambda: plot_pathlines(
+            traj,
+            out / "trajectories.png",
+            field=at(times[0]),
+            max_lines=cfg.output.max_plot_lines,
+            color_by=cfg.output.color_by,
+        ),
+        "snapshot.png": lambda: plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1])),
+        "density.png": lambda: _density_picture(cfg, traj, field, at(times[-1]), out / "density.png"),
+    }
+    drawn = []
+    for name, draw in pictures.items():
+        try:
+            draw()
+            drawn.append(name)
+        except Exception as err:  # noqa: BLE001 -- every picture's failure is one line, the run goes on
+            _log.warning(
+                "%s not drawn (%s: %s); the trajectories and summary are written", name, type(err).__name__, err
+            )
+    return drawn
+
+
+def _density_picture(cfg: DictConfig, traj: Trajectory, field, near, path: Path) -> None:
+    """The particles' density at the end, on square cells of the particles' region."""
     lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
     lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
     sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
@@ -127,9 +147,9 @@ def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) ->
     plot_density(
         cells if field.dim == 2 else cells.sum(axis=2),
         (lo[:2], hi[:2]),
-        out / "density.png",
+        path,
         time=float(traj.times[-1]),
-        field=at(times[-1]),
+        field=near,
         projected=field.dim == 3,
     )
 

@@ -342,10 +342,11 @@ def run_track(cfg: DictConfig, output_dir: PathLike | None = None) -> Trajectory
         info = traj.stats
     summary = outputs.summary(cfg, run, traj, info, _cache_counts() - cache_before)
     summary["boundary"] = boundary_name
-    files = summary["files"] = outputs.write_outputs(cfg, run, traj, out, summary)
-    outputs.write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    files = outputs.write_outputs(cfg, run, traj, out, summary)
     if cfg.output.plot:
-        outputs.plot(cfg, run, traj, out)
+        files += outputs.plot(cfg, run, traj, out)
+    files = summary["files"] = files + ["summary.json"]
+    outputs.write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
     courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
     _log.info(
         "done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s",

@@ -269,3 +269,19 @@ def test_an_ocean_lattice_is_spread_by_distance_not_hundreds_of_levels_deep():
     assert ocean[2] == 2 and 900 <= np.prod(ocean) <= 1100 and ocean[1] > ocean[0]  # a degree of lon is shorter
     assert grid_resolution(1000, box) == [2, 2, 250]  # the box's own units: metres of depth dominate
     assert np.prod(grid_resolution(300, [[0, 0, 0], [10, 1, 0.01]])) == pytest.approx(300, rel=0.1)
+
+
+def test_a_picture_that_fails_is_said_and_not_listed(tmp_path, caplog, monkeypatch):
+    import flowkit.app_outputs
+
+    def broken(*args, **kwargs):
+        raise MemoryError("207589536000 bytes")
+
+    monkeypatch.setattr(flowkit.app_outputs, "plot_snapshot", broken)
+    cfg = _compose(["field=double_gyre", "seeds.resolution=[4,3]", "t1=0.5", "dt=0.05", "progress=false"])
+    with caplog.at_level(logging.WARNING, logger="flowkit"):
+        run_track(cfg, output_dir=tmp_path)
+    assert "snapshot.png not drawn (MemoryError: 207589536000 bytes)" in caplog.text
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert "snapshot.png" not in summary["files"] and {"trajectories.png", "density.png"} <= set(summary["files"])
+    assert not (tmp_path / "snapshot.png").exists()
