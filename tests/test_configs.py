@@ -231,7 +231,7 @@ def test_typed_keys_are_checked_before_hydra_but_sweeps_pass(capsys):
 def test_run_times_come_from_the_data_and_are_checked_before_seeding(vtk_series, caplog):
     """Without t0 and t1 a run spans the data's times; a t0 outside them or a dt longer than the
     run is refused before seeding (a field without times runs t0 + 2 s, said)."""
-    from flowkit.config import build, run_times
+    from flowkit.app_defaults import run_times
 
     series = ["field=vtk", f"field.path={vtk_series}", "seeds.resolution=[4,3]"]
     cfg = _compose(series)
@@ -250,19 +250,19 @@ def test_run_times_come_from_the_data_and_are_checked_before_seeding(vtk_series,
 
 
 def test_drawn_seeds_start_at_the_surface_for_windage_but_a_files_do_not(caplog):
-    from flowkit.config import _at_surface_for
+    from flowkit.app_defaults import surface_seeds_for
 
     seeds = np.array([[5.0, 55.0, 12.0], [6.0, 56.0, 40.0]])
     with caplog.at_level(logging.INFO, logger="flowkit"):
-        drawn = _at_surface_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=random"]))
+        drawn = surface_seeds_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=random"]))
     np.testing.assert_array_equal(drawn, [[5.0, 55.0, 0.0], [6.0, 56.0, 0.0]])
     assert "started at the surface, where Windage acts (above 0.1 m)" in caplog.text
-    np.testing.assert_array_equal(_at_surface_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=file"])), seeds)
-    np.testing.assert_array_equal(_at_surface_for(None, seeds, _compose(["seeds=random"])), seeds)
+    np.testing.assert_array_equal(surface_seeds_for(fk.particles.Windage(0.03), seeds, _compose(["seeds=file"])), seeds)
+    np.testing.assert_array_equal(surface_seeds_for(None, seeds, _compose(["seeds=random"])), seeds)
 
 
 def test_an_ocean_lattice_is_spread_by_distance_not_hundreds_of_levels_deep():
-    from flowkit.config import grid_resolution
+    from flowkit.app_defaults import grid_resolution
 
     box = [[4.0, 59.0, 0.0], [8.0, 62.0, 3000.0]]  # 4° x 3° of the Nordic Seas, 3 km deep
     ocean = grid_resolution(1000, box, spherical=True)

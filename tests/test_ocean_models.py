@@ -207,9 +207,9 @@ def test_a_damaged_roms_file_is_mended_from_its_own_grid_or_refused(tmp_path, ca
     converted = np.array([_metres_per_second(kmh, 3600.0, x) for x in points])
     np.testing.assert_allclose(converted, reference, rtol=1e-5, atol=1e-7)
 
-    def in_furlongs(d):
-        d.u.attrs["units"] = d.v.attrs["units"] = "furlong/fortnight"
+    def in_metres(d):  # a length, not a speed (furlong/fortnight is one: pint converts it)
+        d.u.attrs["units"] = d.v.attrs["units"] = "m"
         return d
 
-    with pytest.raises(ValueError, match=r"velocity 'u' has units 'furlong/fortnight', which is not a speed"):
-        fk.io.read(_damaged(tmp_path, "furlongs", in_furlongs))
+    with pytest.raises(ValueError, match=r"velocity 'u' has units 'm', which is not a speed"):
+        fk.io.read(_damaged(tmp_path, "metres", in_metres))

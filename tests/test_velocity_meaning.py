@@ -33,7 +33,7 @@ def test_fluent_components_not_its_body_force():
     values, name, on_cells = vector_arrays(_data({}, cells), "room.cas.h5", None, keep_cells=True)
     assert name == "SV_U,SV_V,SV_W" and on_cells
     np.testing.assert_array_equal(values, np.column_stack([u, v, w]))
-    with pytest.raises(ValueError, match=r"room\.cas\.h5: no array is a velocity by its name .*'SV_BF_V': 3"):
+    with pytest.raises(ValueError, match=r"room\.cas\.h5: no array is a velocity by its name; .*'SV_BF_V': 3"):
         vector_arrays(_data({}, {"SV_BF_V": cells["SV_BF_V"], "SV_P": p}), "room.cas.h5", None)
 
 

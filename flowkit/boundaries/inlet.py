@@ -159,7 +159,7 @@ class AbstractInletConfig(AbstractBoundaryConfig):
 
     @property
     def stochastic(self) -> bool:
-        return self.mode != "grid"
+        return self.mode in ("random", "flux")
 
     def _geometry(self, field):
         """`(inlet, outlet, walls, surface)` resolved against `field`."""
