@@ -150,8 +150,7 @@ def _speed_background(fig, ax, field, t, box, colourbar: bool = True):
 def speeds_at(field: AbstractField | StreamedField, t: float, points: np.ndarray, chunk: int = 8192) -> np.ndarray:
     """The field's velocity `(n, dim)` at `points` at time `t`, NaN outside its domain: located
     once and evaluated in batches of `chunk` (one compiled shape), as a run evaluates its
-    particles. (`jax.vmap(field)` of a mesh or curvilinear field would search every bin for
-    every point at once: 200 GB for a picture's 20 000 points.)"""
+    particles."""
     import jax.numpy as jnp
 
     field = field.near(t) if isinstance(field, StreamedField) else field

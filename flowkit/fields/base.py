@@ -233,13 +233,11 @@ def node_rows(
     """`table[T, P, c]` at rows given by their `(n, k)` `nodes` and shape-function `weights`,
     linear in time between the slices around `t` (`times` None: one steady slice)."""
     it, wt = time_weights(times, t)
-    now = table[it]
-    later = table[it + 1] if times is not None else None
     total = None
-    for i in range(nodes.shape[1]):
-        row = now[nodes[:, i]]
-        if later is not None:
-            row = row + wt * (later[nodes[:, i]] - row)
+    for i in range(nodes.shape[1]):  # rows gathered with their slice (a batched `t` takes no slice per point)
+        row = table[it, nodes[:, i]]
+        if times is not None:
+            row = row + wt * (table[it + 1, nodes[:, i]] - row)
         total = weights[:, i : i + 1] * row if total is None else total + weights[:, i : i + 1] * row
     return total.astype(weights.dtype)
 

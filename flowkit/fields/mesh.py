@@ -368,7 +368,11 @@ class MeshField(AbstractMeshField):
             none, everywhere = jnp.zeros(n, bool), jnp.ones(n, bool)
             cell, found, xi = self._walk_and_search(x, jnp.zeros(n, jnp.int32), jnp.zeros_like(x), everywhere, none)
             return Hints(cell, jnp.where(found[:, None], x, jnp.nan), xi), found
-        hint = self.hints(n, x.dtype) if hint is None else hint
+        if hint is None:  # seeds, probes, one point: no `lax.cond` (under `jax.vmap` a cond's
+            # batched predicate turns it into a select over every table it closes over, per point)
+            hint = self.hints(n, x.dtype)
+            hint = eqx.tree_at(lambda h: h.cell, hint, self.lookup.cells(x))
+            return self._located(x, hint, jnp.zeros(n, bool), jnp.zeros(n, bool))
         hint = jax.lax.stop_gradient(hint if isinstance(hint, Hints) else Hints.of_cells(hint, self.dim, x.dtype))
         hint = hint if self.lookup is None else self.lookup.started(x, hint)
         skip = hint.cell == SKIP
@@ -436,8 +440,8 @@ class MeshField(AbstractMeshField):
         t = jnp.asarray(t, x.dtype)
         if per_cell:
             it, wt = time_weights(self.times, t)
-            row = table[it][cell]
-            return (row if self.times is None else row + wt * (table[it + 1][cell] - row)).astype(x.dtype)
+            row = table[it, cell]
+            return (row if self.times is None else row + wt * (table[it + 1, cell] - row)).astype(x.dtype)
         return node_rows(table, self.times, t, self.nodes[cell], self._weights(cell, x, xi))
 
     def velocity_batch(
