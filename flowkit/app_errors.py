@@ -71,9 +71,15 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
     for key, value in overrides:
         if key in types:
             _check_type(key, value, types[key])
-    for key, _ in overrides:
+    for key, value in overrides:
         if key not in groups and key not in known:
-            near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
+            head, dot, rest = key.partition(".")
+            group = difflib.get_close_matches(head, sorted(groups), n=1, cutoff=0.6)  # feild=vtk, sead.n=5
+            near = (
+                [f"{group[0]}{dot}{rest}" + ("" if dot else f"={value}")]
+                if group and (not dot or f"{group[0]}.{rest}" in known)
+                else difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.5)
+            )
             _refuse(
                 f"{key}: no such key in the {config_name} config"
                 + (f"; did you mean {near[0]}?" if near else "")
@@ -149,6 +155,14 @@ def _dotted(tree, prefix="") -> list[str]:
     return keys
 
 
+def _to_log_file(message: str) -> None:
+    """`message` as an ERROR line in the run's log files only (the console shows `error: ...`)."""
+    record = _log.makeRecord(_log.name, logging.ERROR, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers + _log.handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+
+
 def _refuse(message: str, status: int = 2) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(status)
@@ -173,11 +187,12 @@ def user_errors():
     try:
         yield
     except _USER_ERRORS as err:
-        _log.error("%s: %s", type(err).__name__, err)  # the run's log keeps its error
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
-        _refuse(" ".join(str(cause).split()))
+        message = " ".join(str(cause).split())
+        _to_log_file(f"{type(cause).__name__}: {message}")  # the run's log keeps its error; the console, one line
+        _refuse(message)
     except KeyboardInterrupt as err:  # Ctrl-C, while reading, compiling or tracking
         message = str(err) or "interrupted before tracking began (reading the data or compiling): nothing was written"
         if "resume=True" in message:

@@ -14,7 +14,8 @@ from omegaconf import DictConfig, OmegaConf
 from . import __version__, tracker
 from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
-from .analysis.plots import plot_density, plot_pathlines, plot_snapshot, view_box
+from .analysis.picture import view_box
+from .analysis.plots import plot_density, plot_pathlines, plot_snapshot
 from .io.atomic import written
 from .trajectory import RunStats, Trajectory
 
@@ -135,14 +136,27 @@ def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) ->
     return drawn
 
 
+PER_CELL = 10
+"""Particles a density cell holds on average when they are spread evenly over the picture."""
+
+
+def density_bins(n: int, sides, most: int) -> list[int]:
+    """Cells along each side of a density picture of `n` particles over a box of `sides`: square,
+    at most `most` along the longer side, and no more than `n / PER_CELL` in all."""
+    sides = np.asarray(sides, dtype=np.float64)
+    across = min(most, np.sqrt(max(n, 1) / PER_CELL * sides.max() / sides.min()))
+    return [max(1, round(across * side / sides.max())) for side in sides]
+
+
 def _density_picture(cfg: DictConfig, traj: Trajectory, field, near, path: Path) -> None:
-    """The particles' density at the end, on square cells of the particles' region."""
+    """The particles' density at the end, on square cells of the particles' region: at most
+    `output.density_bins` along its longer side, and no more cells than the particles fill
+    with `PER_CELL` each if spread evenly (a count of 0–6 is noise, not a density)."""
     lo, hi = (np.array(b, dtype=np.float64) for b in field.bounds)
     lo[:2], hi[:2] = view_box(traj, field)  # the particles' region, not a whole globe
-    sides = (hi - lo) * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0, 1.0][: field.dim] if field.spherical else 1.0)
-    bins = [max(1, round(cfg.output.density_bins * side / sides[:2].max())) for side in sides[:2]] + [
-        cfg.output.density_bins
-    ] * (field.dim - 2)  # square cells on the map
+    sides = (hi - lo)[:2] * ([np.cos(np.deg2rad(0.5 * (lo[1] + hi[1]))), 1.0] if field.spherical else 1.0)
+    there = int(np.all(np.isfinite(np.asarray(traj.positions[-1])), axis=1).sum())
+    bins = density_bins(there, sides, cfg.output.density_bins) + [1] * (field.dim - 2)
     cells = histogram(traj, bins, (lo, hi), frames=[-1])[0]
     plot_density(
         cells if field.dim == 2 else cells.sum(axis=2),

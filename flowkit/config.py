@@ -34,6 +34,7 @@ from .io.stream import StreamedField
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
 from .tracker.memory import check_seed_memory
+from .tracker.plan import AUTO_FRAMES
 from .trajectory import RunStats, Trajectory
 
 _log = logging.getLogger("flowkit")
@@ -193,6 +194,8 @@ def _check_seeds_fit(cfg: DictConfig, dim: int) -> None:
     frames = 0
     if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(cfg.save_every, int):
         frames = int(abs((times[1] - times[0]) / times[2]) / max(cfg.save_every, 1)) + 2
+    elif cfg.save_every == "auto":
+        frames = AUTO_FRAMES + 1
     check_seed_memory(
         n, dim, frames, np.dtype(cfg.dtype).itemsize, bool(cfg.record_velocity), bool(cfg.output.get("store"))
     )

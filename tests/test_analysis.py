@@ -185,7 +185,8 @@ def test_plots_are_written(tmp_path):
 def test_pictures_evaluate_a_curvilinear_field_in_located_batches(tmp_path):
     """A projected model grid's picture: the speed behind the particles located once per batch
     (`speeds_at`), equal to the field at each point, NaN outside; the snapshot is written."""
-    from flowkit.analysis.plots import plot_snapshot, speeds_at
+    from flowkit.analysis.picture import speeds_at
+    from flowkit.analysis.plots import plot_snapshot
     from flowkit.fields.curvilinear import CurvilinearField
 
     radius, angle = np.meshgrid(np.linspace(1, 3, 120), np.linspace(0.2, 1.3, 150), indexing="ij")
@@ -208,7 +209,7 @@ def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from flowkit.analysis.plots import _land
+    from flowkit.analysis.picture import land as draw_land
 
     lon, lat = np.meshgrid(np.linspace(0, 3, 4), np.linspace(60, 62, 3), indexing="ij")
     points = np.column_stack([lon.ravel(), lat.ravel()])
@@ -219,7 +220,7 @@ def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
         points, quads, np.full((1, 12, 1), 1.0), np.ones((1, 12, 1, 2)), np.full((1, 12), 10.0), land=land
     )
     fig, ax = plt.subplots()
-    _land(ax, field)
+    draw_land(ax, field)
     drawn = np.concatenate([p.vertices for c in ax.collections for p in c.get_paths()])
     np.testing.assert_allclose(
         [drawn[:, 0].min(), drawn[:, 0].max(), drawn[:, 1].min(), drawn[:, 1].max()], [0.0, 1.5, 60.0, 62.0]

@@ -357,7 +357,7 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
         (
             ["save_every=1.5"],
             2,
-            "error: save_every must be a positive integer (steps) or a duration like '6h', got 1.5",
+            "error: save_every must be a positive integer (steps), a duration like '6h' or 'auto', got 1.5",
         ),
         (
             ["seedz.n=5"],
@@ -419,6 +419,7 @@ def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
     assert names in result.stderr and "Traceback" not in result.stderr
     if code == 2:
         assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [names]
+        assert (result.stdout + result.stderr).count(names[len("error: ") :]) == 1  # said once, on the console
     if (tmp_path / "track.log").exists():  # a run that started keeps its error in its log
         assert names[len("error: ") :] in (tmp_path / "track.log").read_text()
 

@@ -19,13 +19,13 @@ PER_POINT = 2_000  # bytes of scratch a point may take (a copied table took 5 MB
 
 def _mesh():
     points, cells, types = mesh("mixed", (9, 6, 6))
-    return fk.MeshField(points, cells, np.stack([velocity(points) * (1 + k) for k in range(3)]), types, times=[0.0, 1.0, 2.0]), [2, 1, 1]
+    values = np.stack([velocity(points) * (1 + k) for k in range(3)])
+    return fk.MeshField(points, cells, values, types, times=[0.0, 1.0, 2.0])
 
 
 def _projected(tmp_path):
-    path, lon, lat = _arctic_like(tmp_path / "arctic.nc")
-    field = fk.io.read(path, dtype="float64")
-    return field, (lon, lat)
+    path, _, _ = _arctic_like(tmp_path / "arctic.nc")
+    return fk.io.read(path, dtype="float64")
 
 
 def _curvilinear(tmp_path):
@@ -46,8 +46,8 @@ def _fields(tmp_path):
         times=np.linspace(0, 1, 5),
     )
     return {
-        "mesh": _mesh()[0],
-        "projected z-level grid": _projected(tmp_path)[0],
+        "mesh": _mesh(),
+        "projected z-level grid": _projected(tmp_path),
         "rotated curvilinear grid": _curvilinear(tmp_path),
         "layered column": still_column(),
         "grid series": grid,
@@ -68,7 +68,7 @@ def test_vmap_of_a_field_takes_memory_in_proportion_to_its_points(tmp_path):
 def test_vmap_of_a_field_equals_its_located_batch(tmp_path):
     """The one-point path over many points at per-point times gives what a run's batched path
     gives at each time (NaN where the batch finds no cell)."""
-    from flowkit.analysis.plots import speeds_at
+    from flowkit.analysis.picture import speeds_at
 
     rng = np.random.default_rng(1)
     for name, field in _fields(tmp_path).items():

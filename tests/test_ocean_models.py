@@ -154,6 +154,12 @@ def test_croco_grid_file_given_found_from_grd_file_or_named_when_missing(tmp_pat
     )  # float32 lon/lat in the history, float64 in the grid file
     with pytest.raises(ValueError, match="CF gridded output is read by its own conventions; grid does not apply"):
         fk.io.read(tmp_path / "croco_grd.nc", grid=tmp_path / "croco_grd.nc")
+    # the grid file among the paths, in either order (the app's field.path=[his,grd])
+    for paths in ([OCEAN / "croco_grd.nc", OCEAN / "croco_his.nc"], [OCEAN / "croco_his.nc", OCEAN / "croco_grd.nc"]):
+        listed = fk.io.read(paths, dtype="float64")
+        np.testing.assert_array_equal(np.asarray(listed.table), np.asarray(given.table))
+    with pytest.raises(ValueError, match="croco_grd.nc is a grid file, and grid=.* another: give one"):
+        fk.io.read([OCEAN / "croco_his.nc", OCEAN / "croco_grd.nc"], grid=OCEAN / "croco_grd.nc")
 
 
 def _damaged(tmp_path, name, change):

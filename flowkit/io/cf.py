@@ -339,7 +339,8 @@ def grid_angle(ds, u, lon, lat):
         x, y = forward.transform(lon, lat)
         step = 1e-3 * np.nanmax(np.hypot(np.diff(x, axis=0), np.diff(y, axis=0)))  # a thousandth of a cell along x
         lon2, lat2 = forward.transform(x + step, y, direction="INVERSE")
-        source = f"its grid_mapping {mapping!r} ({crs.name})"
+        kind = crs.name if crs.name not in ("", "undefined") else ds[mapping].attrs.get("grid_mapping_name", "")
+        source = f"its grid_mapping {mapping!r}" + (f" ({kind.replace('_', ' ')})" if kind else "")
     else:
         lon2, lat2 = np.gradient(lon, axis=0), np.gradient(lat, axis=0)
         lon2, lat2 = lon + lon2, lat + lat2

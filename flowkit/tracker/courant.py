@@ -37,7 +37,8 @@ def auto_dt(field: AbstractField, t0: float, t1: float, save_every, courant: flo
             "so no step size follows from it: give dt in seconds"
         )
     span = abs(t1 - t0)
-    interval = as_seconds(save_every, "save_every", duration=True) if isinstance(save_every, str) else span
+    duration = isinstance(save_every, str) and save_every != AUTO
+    interval = as_seconds(save_every, "save_every", duration=True) if duration else span
     data_step = _data_step(field)
     per_second = max(rate / courant, 1.0 / data_step)
     steps = max(1, math.ceil(min(interval, span) * per_second - 1e-9))

@@ -104,6 +104,11 @@ def check_samples(field: AbstractField, names, reader: str) -> None:
         )
 
 
+AUTO_FRAMES = 50
+"""Frames a run saves with `save_every="auto"` (besides the first): enough for pathlines and an
+animation, whatever the step."""
+
+
 def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: float, save_every):
     """Check the run's times; return `(n_steps, save_every, n_saves, saved_times)`."""
     for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
@@ -136,7 +141,9 @@ def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: fl
             n_steps,
             abs(t1 - t0) - (n_steps - 1) * abs(dt),
         )
-    if isinstance(save_every, str):  # a duration: a whole number of steps
+    if save_every == AUTO:  # about AUTO_FRAMES frames, whatever the step
+        save_every = max(1, math.ceil(n_steps / AUTO_FRAMES))
+    elif isinstance(save_every, str):  # a duration: a whole number of steps
         seconds = as_seconds(save_every, "save_every", duration=True)
         steps = seconds / abs(dt)
         if seconds <= 0 or abs(steps - round(steps)) > 1e-9 * max(1.0, steps) or round(steps) < 1:
@@ -146,7 +153,9 @@ def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: fl
             )
         save_every = int(round(steps))
     elif isinstance(save_every, bool) or int(save_every) != save_every or save_every < 1:
-        raise ValueError(f"save_every must be a positive integer (steps) or a duration like '6h', got {save_every!r}")
+        raise ValueError(
+            f"save_every must be a positive integer (steps), a duration like '6h' or 'auto', got {save_every!r}"
+        )
     save_every = min(int(save_every), n_steps)
     if n_steps % save_every:
         _log.info(

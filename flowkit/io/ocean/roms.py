@@ -35,13 +35,24 @@ _GRID = ("lon_rho", "lat_rho", "h")
 def detect(datasets: list) -> bool:
     """Whether the first dataset is ROMS or CROCO native output: s-levels with stretching curves,
     `u`, `v`."""
-    ds = datasets[0]
+    histories, _ = _split_grid(datasets)
+    ds = histories[0]
     return (
         "s_rho" in ds.dims
         and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables)
         and "u" in ds.variables
         and "v" in ds.variables
     )
+
+
+def _split_grid(datasets: list) -> tuple[list, object]:
+    """The history files and the grid file among `datasets` (a file with the grid's variables
+    and no `u`, given beside the histories in any order; None if none is)."""
+    grids = [ds for ds in datasets if "u" not in ds.variables and any(n in ds.variables for n in _GRID)]
+    histories = [ds for ds in datasets if not any(ds is g for g in grids)]
+    if len(grids) > 1 or not histories:
+        return datasets, None
+    return histories, (grids[0] if grids else None)
 
 
 def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32") -> LayeredField:
@@ -59,8 +70,11 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
     grid file, a `u`/`v` whose sizes are not those of faces between the rho points, or a
     `Vtransform` other than 1 or 2.
     """
+    datasets, given = _split_grid(datasets)
+    if given is not None and grid is not None:
+        raise ValueError(f"{where(given)} is a grid file, and grid={grid!r} another: give one")
     history = datasets[0]
-    grid_ds = _grid_dataset(history, grid)
+    grid_ds = _grid_dataset(history, given if grid is None else grid)
     sample = [sample] if isinstance(sample, str) else list(sample or ())
 
     def grid_var(name, required=True):
