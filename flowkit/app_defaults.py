@@ -8,6 +8,7 @@ from omegaconf import DictConfig
 
 from .fields.base import AbstractField
 from .io.stream import StreamedField
+from .tracker.courant import AUTO, has_cells
 
 _log = logging.getLogger("flowkit")
 
@@ -49,6 +50,13 @@ STEADY_SPAN = 2.0
 not given, in seconds."""
 
 
+CLOSED_FORM_STEPS = 400
+"""Steps of a run with `dt=auto` on a closed-form flow (which has no cells for a Courant number)."""
+
+SHORT_RUN = 0.01
+"""A run shorter than this fraction of the data's record is said (a toy `t1` on a 3-day file)."""
+
+
 def run_times(cfg: DictConfig, field: AbstractField | StreamedField) -> None:
     """`t0` and `t1` from the data where not given (`null`): its first and last times (a steady
     field: `t0 = 0`, `t1 = t0 + STEADY_SPAN`), logged; checked against the data's times and `dt`
@@ -65,6 +73,23 @@ def run_times(cfg: DictConfig, field: AbstractField | StreamedField) -> None:
             )
             _log.info("%s: %g s (%s)", key, chosen, why)
     numbers = [v for v in (cfg.t0, cfg.t1) if isinstance(v, (int, float))]
+    if cfg.dt == AUTO and len(numbers) == 2 and isinstance(field, AbstractField) and not has_cells(field):
+        cfg.dt = (cfg.t1 - cfg.t0) / CLOSED_FORM_STEPS
+        _log.info(
+            "dt: %g s (dt=auto counts cells, and a closed-form flow has none: the run in %d steps)",
+            cfg.dt,
+            CLOSED_FORM_STEPS,
+        )
+    record = hi - lo
+    if len(numbers) == 2 and np.isfinite(record) and 0 < abs(cfg.t1 - cfg.t0) < SHORT_RUN * record:
+        _log.warning(
+            "the run (t0=%g to t1=%g s) covers %.2g %% of the data's record of %g s; leave t0 and t1 out "
+            "to run over all of it",
+            cfg.t0,
+            cfg.t1,
+            100 * abs(cfg.t1 - cfg.t0) / record,
+            record,
+        )
     outside = [
         f"{k}={v:g}" for k, v in (("t0", cfg.t0), ("t1", cfg.t1)) if isinstance(v, (int, float)) and not lo <= v <= hi
     ]

@@ -1,4 +1,5 @@
-"""Test setup: float64 available (accuracy tests ask for it explicitly), keys by fixture."""
+"""Test setup: float64 available (accuracy tests ask for it explicitly), keys by fixture, JAX's
+compilation cache in `helpers.TEST_CACHE`."""
 
 import os
 
@@ -6,10 +7,14 @@ os.environ.setdefault("FLOWKIT_HOST_DEVICES", "2")  # sharding is exercised even
 
 import jax
 import pytest
+from helpers import TEST_CACHE  # noqa: E402
 
 import flowkit  # (before JAX: one CPU device per core, so sharding is exercised)
 
 jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_compilation_cache_dir", str(TEST_CACHE))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+jax.config.update("jax_compilation_cache_max_size", 2 * 2**30)  # bytes; the least recently used go first
 
 
 @pytest.fixture

@@ -1,5 +1,8 @@
 """Shared references for the tests."""
 
+import os
+from pathlib import Path
+
 import jax
 import numpy as np
 import vtk
@@ -8,6 +11,11 @@ from vtk.util.numpy_support import numpy_to_vtk, vtk_to_numpy
 import flowkit as fk
 
 ALL_INTEGRATORS = [fk.Euler(), fk.Midpoint(), fk.Heun(), fk.RK4()]
+
+TEST_CACHE = Path(os.environ.get("FLOWKIT_TEST_CACHE", Path.home() / ".cache" / "flowkit" / "jax-tests"))
+"""JAX's persistent compilation cache for the test processes and the apps they start: a run
+after the first reuses the programs XLA compiled then (compiling is most of the suite's time)."""
+APP_CACHE = f"compilation_cache={TEST_CACHE}"
 
 
 def exp_sin_field():

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import APP_CACHE
 from scipy import stats
 
 import flowkit as fk
@@ -312,7 +313,7 @@ def test_ftle_app(tmp_path):
             str(ROOT / "apps" / "ftle.py"),
             "resolution=[41,21]",
             "T=-5",
-            "compilation_cache=null",
+            APP_CACHE,
             f"hydra.run.dir={tmp_path}",
         ],
         capture_output=True,

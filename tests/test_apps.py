@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import vtk
 from foam import write_case
+from helpers import APP_CACHE
 
 import flowkit as fk
 
@@ -73,7 +74,7 @@ def test_inlet_outlet_on_the_pipe_sample(tmp_path):
     result = _run(
         [
             f"hydra.run.dir={tmp_path}",
-            "compilation_cache=null",
+            APP_CACHE,
             "field=vtk",
             "field.dataset=pipe",
             "boundary=inlet_outlet",
@@ -113,7 +114,7 @@ def test_app_paths_on_two_devices(tmp_path, args):
     CPU devices (an analytic field's empty hints once came back unsharded from the second chunk
     on; a streamed series had no `settle_batch` for random seeds)."""
     env = dict(FLOWKIT_HOST_DEVICES="2")
-    result = _run([f"hydra.run.dir={tmp_path}", "compilation_cache=null", "output=minimal", *args], tmp_path, env)
+    result = _run([f"hydra.run.dir={tmp_path}", APP_CACHE, "output=minimal", *args], tmp_path, env)
     assert "| cpu × 2 (cpu)" in result.stdout
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert sum(summary["status_counts"].values()) == summary["n_particles"] >= 400
@@ -131,7 +132,7 @@ def test_inertial_droplets_deposit_in_the_pipe(tmp_path):
         "boundary=mesh_absorb",
     ]
     result = _run(
-        [*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false", "seeds=random", "seeds.n=500"],
+        [*args, f"hydra.run.dir={tmp_path}", APP_CACHE, "progress=false", "seeds=random", "seeds.n=500"],
         cwd=tmp_path,
     )
     assert "exponential drag update" in result.stdout + result.stderr and "particles Inertial" in result.stdout
@@ -161,7 +162,7 @@ def test_openfoam_case_with_patch_named_inlet_and_outlet(tmp_path):
     result = _run(
         [
             f"hydra.run.dir={tmp_path / 'run'}",
-            "compilation_cache=null",
+            APP_CACHE,
             "field=vtk",
             f"field.path={case}",
             "boundary=inlet_outlet",
@@ -222,7 +223,7 @@ def test_joblib_parallel_sweep(tmp_path):
             "seeds.n=100",
             "t1=0.3",
             "progress=false",
-            "compilation_cache=null",
+            APP_CACHE,
             f"hydra.sweep.dir={tmp_path}",
         ],
         cwd=tmp_path,
@@ -272,7 +273,7 @@ def test_multi_host_processes_split_the_particles(tmp_path):
         "seeds.n=301",
         "t1=0.5",
         "progress=false",
-        "compilation_cache=null",
+        APP_CACHE,
         "output=minimal",
     ]
     env = dict(os.environ, PYTHONWARNINGS="ignore", FLOWKIT_HOST_DEVICES="1")
@@ -329,7 +330,7 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
         "dt=auto",
         "save_every=12h",
     ]
-    result = _run([*args, f"hydra.run.dir={tmp_path}", "compilation_cache=null", "progress=false"], cwd=tmp_path)
+    result = _run([*args, f"hydra.run.dir={tmp_path}", APP_CACHE, "progress=false"], cwd=tmp_path)
     assert "field GridField (360, 180), 10 times" in result.stdout
     with xr.open_dataset(tmp_path / "trajectories.nc") as ds:
         assert ds["time"].values[0] == np.datetime64("2024-01-02") and ds["time"].values[-1] == np.datetime64(
@@ -406,7 +407,7 @@ def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
             str(ROOT / "apps" / "track.py"),
             *args,
             f"hydra.run.dir={tmp_path}",
-            "compilation_cache=null",
+            APP_CACHE,
             "progress=false",
         ],
         cwd=tmp_path,
@@ -444,7 +445,7 @@ def test_a_fifo_as_the_field_path_is_refused_not_waited_on(tmp_path):
 def test_full_error_shows_the_traceback(tmp_path):
     env = dict(os.environ, HYDRA_FULL_ERROR="1", PYTHONWARNINGS="ignore")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "apps" / "ftle.py"), "dt=0", f"hydra.run.dir={tmp_path}", "compilation_cache=null"],
+        [sys.executable, str(ROOT / "apps" / "ftle.py"), "dt=0", f"hydra.run.dir={tmp_path}", APP_CACHE],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -502,7 +503,7 @@ def test_solver_files_run_through_the_app_with_every_output(tmp_path, kind):
     result = _run(
         [
             f"hydra.run.dir={run}",
-            "compilation_cache=null",
+            APP_CACHE,
             "field=vtk",
             f"field.path={path}",
             "seeds=random",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import APP_CACHE
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
@@ -27,7 +28,7 @@ def vtk_series(tmp_path_factory):
 
 def _compose(overrides):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="track", overrides=["compilation_cache=null", *overrides])
+        return compose(config_name="track", overrides=[APP_CACHE, *overrides])
 
 
 def test_groups_are_complete():

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import APP_CACHE
 
 import flowkit as fk
 
@@ -201,7 +202,7 @@ def test_runs_and_sweeps_started_together_get_their_own_folders(tmp_path):
         "seeds.n=50",
         "t1=0.2",
         "progress=false",
-        "compilation_cache=null",
+        APP_CACHE,
         "output=minimal",
     ]
     started = [
@@ -235,7 +236,7 @@ def test_a_run_folder_holding_results_is_refused_unless_overwrite(tmp_path):
         "seeds.n=20",
         "t1=0.1",
         "progress=false",
-        "compilation_cache=null",
+        APP_CACHE,
         "output=minimal",
     ]
     refused = _app(args, tmp_path)

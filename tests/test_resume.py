@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import APP_CACHE
 
 import flowkit as fk
 
@@ -100,7 +101,7 @@ JOB = [
     "save_every=8000",
     "batch_size=300",
     "progress=false",
-    "compilation_cache=null",
+    APP_CACHE,
     "output=minimal",
     "output.store=true",
 ]
@@ -158,7 +159,7 @@ def test_ctrl_c_while_the_default_job_reads_or_compiles_exits_130_in_one_line(tm
     """The default job (a mesh series read by VTK, the CPU mesh kernel compiled): Ctrl-C once
     the series is read (seeding, building the field) or at the header (compiling) ends the run
     with its line and status 130; the interpreter's teardown under XLA's threads crashed (-11)."""
-    app = _app([f"hydra.run.dir={tmp_path}", "compilation_cache=null", "output=minimal"], tmp_path)
+    app = _app([f"hydra.run.dir={tmp_path}", APP_CACHE, "output=minimal"], tmp_path)
     for line in app.stdout:
         if at in line:
             app.send_signal(signal.SIGINT)
@@ -218,7 +219,7 @@ def test_seeds_that_cannot_fit_are_refused_before_anything_scales_with_them(tmp_
 
     app = subprocess.run(
         [sys.executable, str(ROOT / "apps" / "track.py"), "seeds=random", "seeds.n=1000000000"]
-        + [f"hydra.run.dir={tmp_path / 'app'}", "compilation_cache=null"],
+        + [f"hydra.run.dir={tmp_path / 'app'}", APP_CACHE],
         capture_output=True,
         text=True,
         timeout=120,

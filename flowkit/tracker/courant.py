@@ -78,12 +78,18 @@ _HAS_CELLS: dict = {}
 
 def report(courant: float | None, dt: float, integrator: AbstractIntegrator) -> None:
     """Warn once when the run's largest Courant number exceeds the integrator's limit, naming
-    a dt that brings it to half the limit."""
+    a dt that brings it to half the limit, or is 0 (nothing moved)."""
     limit = integrator.courant_limit
     if courant is not None and math.isinf(courant):
         _log.warning(
             "a step ended in a cell of zero size along an axis (a collapsed cell): its Courant number is "
             "infinite; the mesh has cells to mend (dt=%g elsewhere is measured by the other cells)",
+            abs(dt),
+        )
+    elif courant == 0:
+        _log.warning(
+            "the largest Courant number of the run is 0: no particle crossed any part of a cell in a "
+            "step (the flow is still where they are, or dt=%g is far too short for it)",
             abs(dt),
         )
     elif courant is not None and courant > limit:
