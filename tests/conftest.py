@@ -14,7 +14,6 @@ import flowkit  # (before JAX: one CPU device per core, so sharding is exercised
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_compilation_cache_dir", str(TEST_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
-jax.config.update("jax_compilation_cache_max_size", 2 * 2**30)  # bytes; the least recently used go first
 
 
 @pytest.fixture

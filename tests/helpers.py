@@ -14,7 +14,8 @@ ALL_INTEGRATORS = [fk.Euler(), fk.Midpoint(), fk.Heun(), fk.RK4()]
 
 TEST_CACHE = Path(os.environ.get("FLOWKIT_TEST_CACHE", Path.home() / ".cache" / "flowkit" / "jax-tests"))
 """JAX's persistent compilation cache for the test processes and the apps they start: a run
-after the first reuses the programs XLA compiled then (compiling is most of the suite's time)."""
+after the first reuses the programs XLA compiled then (compiling is most of the suite's time);
+delete the folder to start afresh."""
 APP_CACHE = f"compilation_cache={TEST_CACHE}"
 
 

@@ -46,7 +46,10 @@ def test_default_job(tmp_path):
     ):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["n_particles"] == 17**3 and summary["n_steps"] == 400 and summary["status_counts"]["active"] == 17**3
+    assert summary["n_particles"] == 17**3 and summary["status_counts"]["active"] == 17**3
+    # dt=auto: a step of Courant number 0.5 in the data's fastest cell, whole steps over the 2 s
+    assert summary["n_steps"] * summary["dt"] == pytest.approx(2.0) and 0 < summary["courant"] <= 0.5
+    assert "dt=auto: " in result.stdout
     reader = vtk.vtkXMLPolyDataReader()
     reader.SetFileName(str(tmp_path / "trajectories.vtp"))
     reader.Update()

@@ -47,8 +47,11 @@ def on_sphere(field) -> bool:
 
 
 def when(origin, t) -> str:
-    """A time for a title: the date on dated data, else `t = ... s`."""
-    return date(origin, t) if origin is not None else f"t = {t:g} s"
+    """A time for a title: the date on dated data, else `t = ...` in its unit (`t = 3 days`)."""
+    if origin is not None:
+        return date(origin, t)
+    scale, unit = time_unit(t)
+    return f"t = {t / scale:.4g} {unit}"
 
 
 def date(origin, t) -> str:
