@@ -98,7 +98,14 @@ def run_times(cfg: DictConfig, field: AbstractField | StreamedField) -> None:
             f"{' and '.join(outside)} {'lies' if len(outside) == 1 else 'lie'} outside the field's times "
             f"[{lo:g}, {hi:g}] s; leave t0 and t1 out to run over the data's times"
         )
-    if len(numbers) == 2 and isinstance(cfg.dt, (int, float)) and abs(cfg.dt) > abs(cfg.t1 - cfg.t0) > 0:
+    check_step(cfg)
+
+
+def check_step(cfg: DictConfig) -> None:
+    """A `dt` longer than a run of given numbers `t0` and `t1` is refused (before any reading
+    when the user gave all three)."""
+    numbers = [v for v in (cfg.t0, cfg.t1, cfg.dt) if isinstance(v, (int, float))]
+    if len(numbers) == 3 and abs(cfg.dt) > abs(cfg.t1 - cfg.t0) > 0:
         raise ValueError(
             f"dt={cfg.dt:g} is longer than the run (t0={cfg.t0:g} to t1={cfg.t1:g}); give a shorter dt or dt=auto"
         )

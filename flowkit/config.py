@@ -27,7 +27,7 @@ from . import __version__, app_outputs as outputs, tracker
 from ._custom_types import PathLike
 from .analysis.ftle import ftle
 from .analysis.plots import plot_ftle
-from .app_defaults import grid_resolution, run_times, surface_seeds_for
+from .app_defaults import check_step, grid_resolution, run_times, surface_seeds_for
 from .fields.base import AbstractField
 from .io.atomic import written
 from .io.stream import StreamedField
@@ -169,6 +169,7 @@ def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
 
 def build(cfg: DictConfig):
     """Instantiate `(field, seeds, integrator, boundary, particles)` from a composed `track` config."""
+    check_step(cfg)  # what needs no data, before reading it
     field = build_field(cfg)
     run_times(cfg, field)
     particles = instantiate(cfg.particles, _convert_="all") if cfg.get("particles") is not None else None

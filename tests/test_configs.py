@@ -243,11 +243,18 @@ def test_run_times_come_from_the_data_and_are_checked_before_seeding(vtk_series,
         build(_compose([*series, "t0=3", "t1=4"]))
     with pytest.raises(ValueError, match=r"dt=5 is longer than the run \(t0=0 to t1=2\)"):
         build(_compose([*series, "dt=5"]))
+    with pytest.raises(ValueError, match=r"dt=5 is longer than the run"):  # all given: before reading
+        build(_compose(["field=vtk", "field.path=/nonexistent/flow.vtu", "t0=0", "t1=2", "dt=5"]))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        run_times(_compose([*series, "t0=0", "t1=0.01"]), fk.io.read(vtk_series))
+    assert "covers 0.5 % of the data's record of 2 s" in caplog.text
     cfg = _compose(["field=double_gyre"])
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="flowkit"):
         run_times(cfg, fk.fields.DoubleGyre())
     assert (cfg.t0, cfg.t1) == (0.0, 2.0) and "the field has no times: t0 + 2 s; give t1" in caplog.text
+    assert cfg.dt == 0.005 and "a closed-form flow has none: the run in 400 steps" in caplog.text  # dt=auto
 
 
 def test_drawn_seeds_start_at_the_surface_for_windage_but_a_files_do_not(caplog):

@@ -6,6 +6,7 @@ import numpy as np
 import pyproj
 import pytest
 import xarray as xr
+from helpers import APP_CACHE
 
 import flowkit as fk
 
@@ -161,3 +162,30 @@ def test_z_levels_on_a_projected_grid_with_land_open_and_track(tmp_path):
         * R
     )
     np.testing.assert_allclose(moved, 8640.0, rtol=2e-3)
+
+
+@pytest.mark.parametrize("grid", ["arctic z-levels", "lambert wind"])
+def test_the_app_draws_its_pictures_on_a_projected_grid(tmp_path, grid):
+    """The track app on a polar-stereographic z-level ocean and on a Lambert wind grid (where
+    its pictures once asked for 200 GB): every picture is drawn and listed in the summary, with
+    the data's own times and the default step."""
+    import json
+
+    from hydra import compose, initialize_config_dir
+    from test_configs import CONF
+
+    from flowkit.config import run_track
+
+    path = _arctic_like(tmp_path / "arctic.nc")[0] if grid == "arctic z-levels" else _lambert_winds(tmp_path / "a.nc")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(
+            config_name="track",
+            overrides=["field=netcdf", f"field.path={path}", "seeds=random", "seeds.n=200", "progress=false"]
+            + ["output.vtp=false", "output.clouds=false", APP_CACHE],
+        )
+    run_track(cfg, output_dir=tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    pictures = ["trajectories.png", "snapshot.png", "density.png"]
+    assert set(pictures) <= set(summary["files"])
+    assert all((tmp_path / "run" / name).stat().st_size > 20_000 for name in pictures)
+    assert summary["t1"] - summary["t0"] == {"arctic z-levels": 86400.0, "lambert wind": 43200.0}[grid]
