@@ -111,15 +111,17 @@ def test_nemo_refusals_name_the_file_and_what_is_missing(tmp_path):
         fk.io.read([str(both), FILES[1]])
 
 
-def _w_file(u_path: Path, folder: Path) -> np.ndarray:
-    """A W grid file beside the U file as NEMO writes it: `wo` (upward, m/s) on the tops of the
-    T levels, `depthw` from 0; here `1e-5 k` on the k-th top. Returns `depthw`."""
+def _w_file(u_path: Path, folder: Path, units: str = "m/s") -> np.ndarray:
+    """A W grid file beside the U file as NEMO writes it: `wo` (upward) on the tops of the T
+    levels, `depthw` from 0; here `1e-5 k` m/s on the k-th top (in `units`: m/s or mm/s).
+    Returns `depthw`."""
     u = xr.open_dataset(u_path, decode_times=False)
     levels = u.depthu.values.astype(np.float64)
     tops = np.concatenate([[0.0], 0.5 * (levels[:-1] + levels[1:])]).astype(np.float32)
-    wo = np.broadcast_to((1e-5 * np.arange(len(tops)))[None, :, None, None], u.uo.shape).astype(np.float32)
+    per_metre = {"m/s": 1.0, "mm/s": 1e3}[units]
+    wo = np.broadcast_to((per_metre * 1e-5 * np.arange(len(tops)))[None, :, None, None], u.uo.shape)
     w = u[["time_counter_bounds"]].assign(
-        wo=(("time_counter", "depthw", "y", "x"), wo, {"long_name": "ocean vertical velocity", "units": "m/s"}),
+        wo=(("time_counter", "depthw", "y", "x"), wo.astype(np.float32), {"long_name": "vertical", "units": units}),
     )
     w = w.assign_coords(depthw=("depthw", tops, {"units": "m", "positive": "down"}))
     w.to_netcdf(folder / u_path.name.replace("U.nc", "W.nc"))
@@ -138,6 +140,11 @@ def test_a_w_file_is_taken_at_the_t_levels_positive_down_and_a_mesh_mask_gives_l
     x = jax.numpy.asarray([grid.glamt.values[0, j, i], grid.gphit.values[0, j, i], levels[level]])
     assert float(field(0.0, x)[2]) == pytest.approx(-0.5e-5 * (2 * level + 1), rel=1e-5)  # upward in the file
     np.testing.assert_allclose(np.asarray(field(0.0, x)[:2]), np.asarray(plain(0.0, x)[:2]), rtol=1e-12)
+    for p in FILES:  # W in mm/s (U and V in m/s): each component in its own units
+        if p.endswith("U.nc"):
+            _w_file(Path(p), tmp_path, units="mm/s")
+    in_mm = fk.io.read(sorted(str(p) for p in tmp_path.glob("ORCA*.nc")), dtype="float64")
+    np.testing.assert_allclose(np.asarray(in_mm(0.0, x)), np.asarray(field(0.0, x)), rtol=1e-6)
     # a mesh mask: land where tmask is 0, the floor the sum of e3t_0 over the wet levels (partial steps)
     uo = _raw(Path(FILES[0]).name).uo.values[0]
     vo = _raw(Path(FILES[1]).name).vo.values[0]

@@ -97,13 +97,19 @@ def build(
     lon, lat = _centres(grid_ds, u_sets[0][u_name], source)
     angle = grid_angle(lon, lat)
     levels = _levels(u_sets[0][u_name], v_sets[0][v_name], source)
-    scale = speed_scale(u_sets[0][u_name], source)
+    scales = [
+        speed_scale(sets[0][name], source)
+        for sets, name in ((u_sets, u_name), (v_sets, v_name), (w_sets, w_name))
+        if sets
+    ]
+    if scales[0] != scales[1]:
+        raise ValueError(f"{source}: {u_name!r} and {v_name!r} have different units")
     velocity = []
     for k in range(len(u_steps)):
         faces = [_faces(steps[k], name, time_dim) for steps, name in readers]
         for values, (_, name) in zip(faces, readers):
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
-        velocity.append(_at_centres(faces, angle, scale, source))
+        velocity.append(_at_centres(faces, angle, scales, source))
     land, water, wet_levels = _water(grid_ds, velocity, levels, source)
     filled = [_below_floor(values, wet_levels) for values in velocity]
     _log.info(
@@ -256,18 +262,19 @@ def _faces(step, name: str, time_dim) -> np.ndarray:
     return values if values.ndim == 3 else values[None]
 
 
-def _at_centres(faces: list[np.ndarray], angle: np.ndarray, scale: float, source: str) -> np.ndarray:
-    """The velocity at the T points `(y, x, K, C)`: east, north (and down)."""
+def _at_centres(faces: list[np.ndarray], angle: np.ndarray, scales: list[float], source: str) -> np.ndarray:
+    """The velocity at the T points `(y, x, K, C)`: east, north (and down), in m/s (`scales`:
+    each of U, V (and W)'s units in m/s)."""
     n_y, n_x = angle.shape
     u = to_centres(faces[0], 2, n_x, "u", source)
     v = to_centres(faces[1], 1, n_y, "v", source)
     cos, sin = np.cos(angle), np.sin(angle)
-    components = [cos * u - sin * v, sin * u + cos * v]
+    components = [scales[0] * (cos * u - sin * v), scales[0] * (sin * u + cos * v)]
     if len(faces) > 2:  # W on the top of each level, upward: the level's mean, downward
         w = np.nan_to_num(faces[2])
         below = np.concatenate([w[1:], np.zeros_like(w[:1])])[: len(u)]
-        components.append(-0.5 * (w[: len(u)] + below))
-    return np.moveaxis(np.stack(components, axis=-1), 0, 2) * scale
+        components.append(-0.5 * scales[2] * (w[: len(u)] + below))
+    return np.moveaxis(np.stack(components, axis=-1), 0, 2)
 
 
 def _water(grid_ds, velocity: list[np.ndarray], levels: np.ndarray, source: str):
