@@ -4,6 +4,7 @@ and the sea floor of a `LayeredField`, and buoyant rise beside the mixing."""
 
 import shutil
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -184,17 +185,21 @@ def test_aks_at_each_particle_from_a_roms_file_mixes_each_column_by_its_own_diff
     z = 0.3 * depth[k] + 0.7 * depth[k + 1]
     x = jnp.asarray([float(ds.lon_rho.values[j, i]), float(ds.lat_rho.values[j, i]), z], jnp.float32)
     expected = 0.3 * on_rho[k] + 0.7 * on_rho[k + 1]
-    got = field.samples_at(0.0, x[None], field.hints(1, x.dtype))["AKs"][0]
-    np.testing.assert_allclose(float(got), expected, rtol=1e-4)
-
-    def sampler(y):
-        return {n: v[0] for n, v in field.samples_at(0.0, y[None], field.hints(1, y.dtype)).items()}
-
     mixing = Vertical("AKs")
     assert mixing.sample_names == {"AKs"}
+
+    @eqx.filter_jit  # one compiled program, not the field's loops op by op
+    def at(field, x):
+        def sampler(y):
+            return {n: v[0] for n, v in field.samples_at(0.0, y[None], field.hints(1, y.dtype)).items()}
+
+        return sampler(x)["AKs"], mixing.drift_correction(0.0, x, sampler)[2], mixing(0.0, x, sampler)[2]
+
+    got, correction, diffusivity = at(field, x)
+    np.testing.assert_allclose(float(got), expected, rtol=1e-4)
     slope = (on_rho[k + 1] - on_rho[k]) / (depth[k + 1] - depth[k])
-    np.testing.assert_allclose(float(mixing.drift_correction(0.0, x, sampler)[2]), slope, rtol=1e-3)
-    np.testing.assert_allclose(float(mixing(0.0, x, sampler)[2]), expected, rtol=1e-4)
+    np.testing.assert_allclose(float(correction), slope, rtol=1e-3)
+    np.testing.assert_allclose(float(diffusivity), expected, rtol=1e-4)
 
     rng = np.random.default_rng(5)
     wet = np.argwhere((ds.mask_rho.values == 1) & (ds.h.values < 200))
