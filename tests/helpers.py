@@ -18,6 +18,10 @@ after the first reuses the programs XLA compiled then (compiling is most of the 
 delete the folder to start afresh."""
 APP_CACHE = f"compilation_cache={TEST_CACHE}"
 
+HANG = 1800
+"""Seconds after which a subprocess the tests start (an app, a script) counts as hung: far over
+what it takes on a loaded 2-core machine, so only a hang trips it."""
+
 
 def exp_sin_field():
     """$\\dot x = x \\cos t$ per component: exact $x(t) = x_0 e^{\\sin t - \\sin t_0}$

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
-from helpers import APP_CACHE
+from helpers import APP_CACHE, HANG
 from scipy import stats
 
 import flowkit as fk
@@ -318,7 +318,7 @@ def test_ftle_app(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("ftle.npz", "ftle.vti", "ftle.png", "summary.json"):

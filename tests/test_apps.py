@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import vtk
 from foam import write_case
-from helpers import APP_CACHE
+from helpers import APP_CACHE, HANG
 
 import flowkit as fk
 
@@ -26,7 +26,7 @@ def _run(args, cwd, env=None):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -302,7 +302,7 @@ def test_multi_host_processes_split_the_particles(tmp_path):
         for i in range(2)
     ]
     for p in processes:
-        output, _ = p.communicate(timeout=300)
+        output, _ = p.communicate(timeout=HANG)
         assert p.returncode == 0, output
     _run([*job, f"hydra.run.dir={tmp_path / 'single'}"], cwd=tmp_path)
     single = np.load(tmp_path / "single" / "trajectories.npz")
@@ -417,7 +417,7 @@ def test_bad_configs_end_with_one_clear_message(tmp_path, args, code, names):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert result.returncode == code, result.stderr
     assert names in result.stderr and "Traceback" not in result.stderr
@@ -437,7 +437,7 @@ def test_a_fifo_as_the_field_path_is_refused_not_waited_on(tmp_path):
         env=dict(os.environ, PYTHONWARNINGS="ignore"),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
@@ -453,7 +453,7 @@ def test_full_error_shows_the_traceback(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert result.returncode != 0 and "Traceback" in result.stderr
 
@@ -544,7 +544,7 @@ def test_an_output_folder_that_cannot_be_written_is_named_in_one_line(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [

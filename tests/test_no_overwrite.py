@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from helpers import APP_CACHE
+from helpers import APP_CACHE, HANG
 
 import flowkit as fk
 
@@ -212,7 +212,7 @@ def test_runs_and_sweeps_started_together_get_their_own_folders(tmp_path):
         _app(["-m", *job, "dt=0.02,0.04"], tmp_path),
     ]
     for process in started:
-        output = process.communicate(timeout=300)[0]
+        output = process.communicate(timeout=HANG)[0]
         assert process.returncode == 0, output
     runs = sorted(tmp_path.glob("outputs/*/*/summary.json"))
     assert len(runs) == 2 and sorted(json.loads(p.read_text())["dt"] for p in runs) == [0.01, 0.02]
@@ -240,7 +240,7 @@ def test_a_run_folder_holding_results_is_refused_unless_overwrite(tmp_path):
         "output=minimal",
     ]
     refused = _app(args, tmp_path)
-    output = refused.communicate(timeout=300)[0]
+    output = refused.communicate(timeout=HANG)[0]
     assert (
         refused.returncode == 2
         and output.strip().splitlines()[-1]
@@ -249,6 +249,6 @@ def test_a_run_folder_holding_results_is_refused_unless_overwrite(tmp_path):
     )
     assert (tmp_path / "summary.json").read_text() == "{}"
     allowed = _app([*args, "overwrite=true"], tmp_path)
-    output = allowed.communicate(timeout=300)[0]
+    output = allowed.communicate(timeout=HANG)[0]
     assert allowed.returncode == 0, output
     assert json.loads((tmp_path / "summary.json").read_text())["n_particles"] > 0

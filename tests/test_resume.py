@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from helpers import APP_CACHE
+from helpers import APP_CACHE, HANG
 
 import flowkit as fk
 
@@ -115,7 +115,7 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
         if "particles ×" in line:  # the header: compilation starts now
             early.send_signal(signal.SIGINT)
             break
-    _, err = early.communicate(timeout=240)
+    _, err = early.communicate(timeout=HANG)
     assert (
         early.returncode == 130
         and err.strip().splitlines()[-1].startswith("error: interrupted")
@@ -129,7 +129,7 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
     while _batches_done(run / "trajectories.zarr") < 2 and late.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     late.send_signal(signal.SIGINT)
-    _, err = late.communicate(timeout=240)
+    _, err = late.communicate(timeout=HANG)
     (line,) = err.strip().splitlines()[-1:]
     assert late.returncode == 130 and "Traceback" not in err, err
     assert (
@@ -142,7 +142,7 @@ def test_ctrl_c_in_the_app_stops_in_one_line_and_resume_finishes_the_run(tmp_pat
     assert done < 6
     # resumed with the command the line gave
     resumed = _app([*JOB, f"hydra.run.dir={run}", "resume=true"], tmp_path)
-    out, err = resumed.communicate(timeout=240)
+    out, err = resumed.communicate(timeout=HANG)
     assert resumed.returncode == 0, out + err
     summary = json.loads((run / "summary.json").read_text())
     assert (
@@ -164,7 +164,7 @@ def test_ctrl_c_while_the_default_job_reads_or_compiles_exits_130_in_one_line(tm
         if at in line:
             app.send_signal(signal.SIGINT)
             break
-    _, err = app.communicate(timeout=240)
+    _, err = app.communicate(timeout=HANG)
     assert app.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("error: interrupted") and "Traceback" not in err
 
@@ -222,7 +222,7 @@ def test_seeds_that_cannot_fit_are_refused_before_anything_scales_with_them(tmp_
         + [f"hydra.run.dir={tmp_path / 'app'}", APP_CACHE],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
         env=dict(os.environ, PYTHONWARNINGS="ignore"),
     )
     assert app.returncode == 2 and "Traceback" not in app.stderr

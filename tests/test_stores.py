@@ -12,6 +12,7 @@ import sys
 import jax
 import numpy as np
 import pytest
+from helpers import HANG
 
 import flowkit as fk
 from flowkit.io.store import StoreLock
@@ -187,7 +188,7 @@ def test_two_processes_writing_one_new_store_one_is_refused(tmp_path):
         subprocess.Popen([sys.executable, "-c", script, str(store), str(k)], env=env, stderr=subprocess.PIPE, text=True)
         for k in (1, 2)
     ]
-    errors = [run.communicate(timeout=240)[1] for run in runs]
+    errors = [run.communicate(timeout=HANG)[1] for run in runs]
     codes = sorted(run.returncode for run in runs)
     assert codes[0] == 0 and codes[1] != 0, errors
     refused = errors[[run.returncode for run in runs].index(codes[1])]

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import HANG
 
 import flowkit as fk
 
@@ -312,7 +313,7 @@ def test_four_devices_give_the_same_tracks_as_one(tmp_path):
         "np.testing.assert_array_equal(a.status, b.status)\n"
         "print('ok')\n"
     )
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=HANG)
     assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
 
 
@@ -365,7 +366,7 @@ def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warn
         "JAX_PLATFORMS": "cpu",
     }
     code = "import warnings\nwarnings.simplefilter('always')\n" + script + "print(len(jax.devices()))\n"
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == str(devices)
     assert ("imported after JAX had started" in result.stderr) == warns
@@ -379,7 +380,7 @@ def test_no_log_line_about_backends_nobody_asked_for():
         "jax\njax.devices()\nlogging.getLogger('flowkit').info('still here')\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG)
     assert result.returncode == 0, result.stderr
     assert "Unable to initialize backend" not in result.stderr and "still here" in result.stderr
 
