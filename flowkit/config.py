@@ -196,7 +196,7 @@ def _check_seeds_fit(cfg: DictConfig, dim: int) -> None:
     if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(cfg.save_every, int):
         frames = int(abs((times[1] - times[0]) / times[2]) / max(cfg.save_every, 1)) + 2
     elif cfg.save_every == "auto":
-        frames = AUTO_FRAMES + 1
+        frames = 2 * AUTO_FRAMES + 1  # at most
     check_seed_memory(
         n, dim, frames, np.dtype(cfg.dtype).itemsize, bool(cfg.record_velocity), bool(cfg.output.get("store"))
     )

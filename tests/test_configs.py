@@ -293,3 +293,44 @@ def test_a_picture_that_fails_is_said_and_not_listed(tmp_path, caplog, monkeypat
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert "snapshot.png" not in summary["files"] and {"trajectories.png", "density.png"} <= set(summary["files"])
     assert not (tmp_path / "snapshot.png").exists()
+
+
+def test_defaults_fit_an_openfoam_case_from_0_5_and_a_three_day_ocean_file(tmp_path, caplog):
+    """With nothing given, a run spans the data: an OpenFOAM case whose first time is 0.5 runs
+    from 0.5 (no "t0=0 lies outside"), a 3-day ocean file for its 3 days; each with `dt=auto`
+    (a Courant number of at most 0.5 in the fastest cell, no step over the data's time step) and
+    50 to 100 frames (every step of a shorter run)."""
+    import pandas as pd
+    import xarray as xr
+    from foam import write_case
+
+    from flowkit.tracker.plan import AUTO_FRAMES
+
+    case = write_case(
+        tmp_path / "case", lambda t, x: np.stack([1.0 + 0 * x[:, 0], 0 * x[:, 0], 0 * x[:, 0]], 1), times=(0.5, 1.0)
+    )
+    times = pd.date_range("2020-03-01", periods=73, freq="h")
+    u = np.full((len(times), 11, 21), 0.2, np.float32)
+    ocean = xr.Dataset(
+        {
+            "uo": (("time", "lat", "lon"), u, {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
+            "vo": (("time", "lat", "lon"), 0 * u, {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
+        },
+        coords={
+            "time": times,
+            "lon": ("lon", np.linspace(0, 2, 21), {"units": "degrees_east"}),
+            "lat": ("lat", np.linspace(50, 51, 11), {"units": "degrees_north"}),
+        },
+    )
+    ocean.to_netcdf(tmp_path / "ocean.nc")
+    for field, span in (
+        (["field=vtk", f"field.path={case}"], (0.5, 1.0)),
+        (["field=netcdf", f"field.path={tmp_path / 'ocean.nc'}"], (0.0, 3 * 86400.0)),
+    ):
+        cfg = _compose([*field, "seeds=random", "seeds.n=20", "progress=false", "output=minimal"])
+        traj = run_track(cfg, output_dir=tmp_path / field[0])
+        assert (float(traj.times[0]), float(traj.times[-1])) == pytest.approx(span)
+        frames = len(traj.times) - 1
+        assert frames == traj.stats.n_steps or AUTO_FRAMES <= frames <= 2 * AUTO_FRAMES
+        assert 0 < traj.stats.courant <= 0.5 and (traj.status == fk.Status.ACTIVE).any()
+    assert traj.stats.n_steps == 72  # the ocean's: no step spans more than the data's hour

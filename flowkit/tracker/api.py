@@ -69,7 +69,8 @@ def track(
       then has `generation` (and `particle_id`) per frame, and a `ContinuousInlet`'s spare slots
       are appended after the seeds (seeds may then be empty, shape `(0, dim)`).
     - `save_every`: save a frame every this many steps, or every duration (`"6h"`, `"2.5s"`:
-      a whole number of steps), or `"auto"` (about 50 frames over the run), and always at `t1`.
+      a whole number of steps), or `"auto"` (50 to 100 frames over the run; a shorter run saves
+      every step), and always at `t1`.
     - `t_release`: `(N,)` release times; a particle waits (status `NOT_RELEASED`) at its seed
       until the first step that starts at or after its release time.
     - `args`: passed to the field as its third argument.

@@ -105,8 +105,8 @@ def check_samples(field: AbstractField, names, reader: str) -> None:
 
 
 AUTO_FRAMES = 50
-"""Frames a run saves with `save_every="auto"` (besides the first): enough for pathlines and an
-animation, whatever the step."""
+"""The fewest frames a run saves with `save_every="auto"` (besides the first; at most twice as
+many, and every step of a shorter run): enough for pathlines and an animation, whatever the step."""
 
 
 def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: float, save_every):
@@ -141,8 +141,8 @@ def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: fl
             n_steps,
             abs(t1 - t0) - (n_steps - 1) * abs(dt),
         )
-    if save_every == AUTO:  # about AUTO_FRAMES frames, whatever the step
-        save_every = max(1, math.ceil(n_steps / AUTO_FRAMES))
+    if save_every == AUTO:  # AUTO_FRAMES to twice that many frames, whatever the step
+        save_every = max(1, n_steps // AUTO_FRAMES)
     elif isinstance(save_every, str):  # a duration: a whole number of steps
         seconds = as_seconds(save_every, "save_every", duration=True)
         steps = seconds / abs(dt)
