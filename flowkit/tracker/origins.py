@@ -16,20 +16,35 @@ from ..io.stream import StreamedField
 _log = logging.getLogger("flowkit")
 
 
-def locate_origins(field: AbstractField | StreamedField, boundary: AbstractBoundary, seeds, origins) -> Hints:
-    """Where the `grid` restart points lie, as host-side hints (located once, here, not at
-    every restart).
+def inlet_origins(field: AbstractField | StreamedField, boundary: AbstractBoundary, seeds, key):
+    """`(boundary, key, hints)`: an inlet's default `mode="auto"` resolved, and where its `grid`
+    restart points lie, as host-side hints (located once, here, not at every restart; None for
+    a boundary that restarts nowhere fixed).
 
     `grid` inlets restart slots at their seeds projected onto the inlet: every seed inside the
-    domain must project into the domain and the inlet's region (seeds outside never move)."""
-    hints, bad = _projected(field, boundary, seeds, origins)
+    domain must project into the domain and the inlet's region (seeds outside never move).
+    `auto` is `grid` when they all do, else `random` on the inlet (a small patch of a real
+    case, seeds spread through the domain), logged, with a key made if none was given."""
+    auto = getattr(boundary, "mode", None) == "auto"
+    if not (auto or boundary.restarts_at_origins):
+        return boundary, key, None
+    hints, bad = _projected(field, boundary, seeds, boundary.origins(seeds))
+    if auto and bad.any():
+        _log.info(
+            "boundary: %d of %d seeds project outside the inlet: particles leaving through the outlet restart at "
+            "random on the inlet (mode='random'%s; mode='grid' would restart each at its seed's projection)",
+            int(bad.sum()),
+            len(seeds),
+            "" if key is not None else ", key=0",
+        )
+        return dataclasses.replace(boundary, mode="random"), jax.random.key(0) if key is None else key, None
     if bad.any():
         raise ValueError(
             f"boundary: {int(bad.sum())} of {len(seeds)} seeds project onto the inlet plane outside "
             "the domain or the inlet's region (grid mode restarts each slot at its seed's "
             "projection); seed on or in front of the inlet, or use mode='random'"
         )
-    return hints
+    return (dataclasses.replace(boundary, mode="grid") if auto else boundary), key, hints
 
 
 def _projected(field: AbstractField, boundary: AbstractBoundary, seeds, origins) -> tuple[Hints, np.ndarray]:
@@ -46,22 +61,3 @@ def _projected(field: AbstractField, boundary: AbstractBoundary, seeds, origins)
         scale = 1e-9 * np.max(np.asarray(field.bounds[1]) - np.asarray(field.bounds[0]))
         lands &= np.all((origins >= region[0] - scale) & (origins <= region[1] + scale), axis=1)
     return hints, inside & ~lands
-
-
-def resolve_inlet_mode(field: AbstractField, boundary: AbstractBoundary, seeds, key):
-    """An inlet's default `mode="auto"`: `grid` (each slot back at its seed's projection) when
-    every seed projects onto the inlet, else `random` on the inlet (a small patch of a real
-    case, seeds spread through the domain), logged; `(boundary, key)`, a key made if none."""
-    if getattr(boundary, "mode", None) != "auto":
-        return boundary, key
-    _, bad = _projected(field, boundary, seeds, boundary.origins(seeds))
-    if not bad.any():
-        return dataclasses.replace(boundary, mode="grid"), key
-    _log.info(
-        "boundary: %d of %d seeds project outside the inlet: particles leaving through the outlet restart at "
-        "random on the inlet (mode='random'%s; mode='grid' would restart each at its seed's projection)",
-        int(bad.sum()),
-        len(seeds),
-        "" if key is not None else ", key=0",
-    )
-    return dataclasses.replace(boundary, mode="random"), jax.random.key(0) if key is None else key

@@ -28,7 +28,7 @@ from ..integrators.runge_kutta import RK4
 from ..io.stream import StreamedField, refuse_streamed
 from ..particles.base import AbstractParticles, Tracer, is_tracer
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
-from .origins import locate_origins, resolve_inlet_mode
+from .origins import inlet_origins
 from .pieces import RunPieces
 
 _log = logging.getLogger("flowkit")
@@ -407,12 +407,10 @@ def prepare(
             )
         seeds = np.concatenate([seeds, np.repeat(np.asarray(boundary.parking, np.float64)[None], spare, axis=0)])
         t_release = np.concatenate([t_release, np.full(spare, np.inf)])
+    origin_hints = None
     if not traced:
-        boundary, key = resolve_inlet_mode(field, boundary, seeds, key)
+        boundary, key, origin_hints = inlet_origins(field, boundary, seeds, key)
     origins = boundary.origins(seeds)
-    origin_hints = (
-        locate_origins(field, boundary, seeds, origins) if boundary.restarts_at_origins and not traced else None
-    )
     pieces = _dtypes.cast_floating(
         RunPieces(field=field, integrator=integrator, boundary=boundary, particles=particles, args=args), dtype
     )
