@@ -341,7 +341,7 @@ def _velocity_variables(velocities, positions, spherical: bool):
     """`(name, (T, N) values, attrs)` of the recorded velocity: on a sphere eastward and
     northward in m/s (the degrees per second the tracker steps in, at each particle's latitude)
     and the depth rate in m/s positive down; else in the positions' units per second."""
-    from .fields.grid import EARTH_RADIUS
+    from .fields.grid import metres_per_second
 
     velocities = np.asarray(velocities, np.float64)
     names = ("u", "v", "w")[: velocities.shape[-1]]
@@ -349,11 +349,10 @@ def _velocity_variables(velocities, positions, spherical: bool):
         return [
             (n, velocities[..., i], {"units": "1", "comment": "position units per second"}) for i, n in enumerate(names)
         ]
-    metres = np.pi / 180 * EARTH_RADIUS
-    east = velocities[..., 0] * metres * np.cos(np.deg2rad(np.asarray(positions)[..., 1]))
+    metres = metres_per_second(velocities, np.asarray(positions)[..., 1])
     out = [
-        ("u", east, {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
-        ("v", velocities[..., 1] * metres, {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
+        ("u", metres[..., 0], {"standard_name": "eastward_sea_water_velocity", "units": "m s-1"}),
+        ("v", metres[..., 1], {"standard_name": "northward_sea_water_velocity", "units": "m s-1"}),
     ]
     if len(names) > 2:
         out.append(("w", velocities[..., 2], {"long_name": "depth rate (positive down)", "units": "m s-1"}))

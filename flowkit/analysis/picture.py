@@ -10,7 +10,7 @@ import numpy as np
 from .._custom_types import PathLike
 from ..fields.base import AbstractField
 from ..fields.curvilinear import CurvilinearField
-from ..fields.grid import EARTH_RADIUS, GridField
+from ..fields.grid import GridField, metres_per_second
 from ..fields.layered import LayeredField
 from ..io.stream import StreamedField
 from ..trajectory import Trajectory
@@ -104,8 +104,7 @@ def field_map(field, times, box) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
     for t in times:
         u = speeds_at(field, float(t), points)[:, :2]
         if on_sphere(field):  # degrees per second back to m/s
-            u = u * np.pi / 180 * EARTH_RADIUS
-            u[:, 0] *= np.cos(np.deg2rad(gy.ravel()))
+            u = metres_per_second(u, gy.ravel())
         speeds.append(np.linalg.norm(u, axis=-1))
     speed = np.mean(speeds, axis=0).reshape(gx.shape)
     return gx, gy, speed, np.isfinite(speed)

@@ -103,13 +103,11 @@ def _line_colours(segments, times, origin, until, color_by, field) -> tuple[np.n
     duration = np.maximum(np.abs(np.diff(times)), 1e-300)[:, None]
     speed = np.linalg.norm(segments[:, :, 1] - segments[:, :, 0], axis=-1) / duration
     label = "speed along the path"
-    if on_sphere(field):  # degrees per second to m/s (the mean latitude's scale for longitude)
-        from ..fields.grid import EARTH_RADIUS
+    if on_sphere(field):  # degrees per second to m/s at the segment's mean latitude
+        from ..fields.grid import metres_per_second
 
-        latitude = np.deg2rad(0.5 * (segments[:, :, 0, 1] + segments[:, :, 1, 1]))
-        step = segments[:, :, 1] - segments[:, :, 0]
-        metres = np.hypot(step[..., 0] * np.cos(latitude), step[..., 1]) * np.pi / 180 * EARTH_RADIUS
-        speed = metres / duration
+        latitude = 0.5 * (segments[:, :, 0, 1] + segments[:, :, 1, 1])
+        speed = np.linalg.norm(metres_per_second(segments[:, :, 1] - segments[:, :, 0], latitude), axis=-1) / duration
         label += " (m/s)"
     finite = speed[np.isfinite(speed)]
     return speed, label, (0.0, float(np.percentile(finite, 99)) if finite.size else 1.0)

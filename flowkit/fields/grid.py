@@ -52,6 +52,16 @@ def degrees_per_second(u, lat):
     return u.at[..., 0].multiply(_DEGREES / (EARTH_RADIUS * cos_lat)).at[..., 1].multiply(_DEGREES / EARTH_RADIUS)
 
 
+def metres_per_second(u, lat) -> np.ndarray:
+    """The inverse of `degrees_per_second`, on the host: velocities `(..., dim)` in degrees of
+    longitude and latitude per second at latitudes `lat` `(...)` as m/s east and north (float64);
+    depth stays in m/s."""
+    metres = np.array(u, np.float64)
+    metres[..., :2] *= EARTH_RADIUS / _DEGREES
+    metres[..., 0] *= np.cos(np.deg2rad(np.asarray(lat, np.float64)))
+    return metres
+
+
 class GridField(AbstractField):
     """Velocity sampled on a 2-D or 3-D structured grid, multilinear in space, linear in time.
 
