@@ -14,7 +14,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Positions, TimeLike, TimesLike, Velocity
 from . import cells as _cells, forcing, mesh_faces as _faces
-from .base import SKIP, AbstractField, Hints, node_rows, time_slices, time_weights
+from .base import SKIP, AbstractField, Hints, node_rows, slice_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
 from .lookup import IndexLookup
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -440,8 +440,8 @@ class MeshField(AbstractMeshField):
         t = jnp.asarray(t, x.dtype)
         if per_cell:
             it, wt = time_weights(self.times, t)
-            row = table[it, cell]
-            return (row if self.times is None else row + wt * (table[it + 1, cell] - row)).astype(x.dtype)
+            row = slice_rows(table, it, cell)
+            return (row if self.times is None else row + wt * (slice_rows(table, it + 1, cell) - row)).astype(x.dtype)
         return node_rows(table, self.times, t, self.nodes[cell], self._weights(cell, x, xi))
 
     def velocity_batch(
