@@ -55,6 +55,7 @@ def summary(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, info: RunS
         "restarts": int(np.asarray(traj.generation)[-1].sum()) if traj.generation is not None else 0,
         "status_counts": traj.status_counts(),
         "field": type(pieces.field).__name__,
+        "velocity": velocity_record(pieces.field),
         "integrator": type(pieces.integrator).__name__,
         "particles": type(pieces.particles).__name__,
         "t0": plan.t0,
@@ -189,6 +190,22 @@ def inputs(cfg: DictConfig) -> dict:
                     else str(Path(value).resolve())
                 )
     return found
+
+
+def velocity_record(field) -> dict | None:
+    """Which of the file's arrays the velocity is, and why: a vector or components named as a
+    velocity, or momentum over density (a compressible solver's file); None for a field not
+    read from a solver's arrays."""
+    name = getattr(field, "velocity_array", "")
+    if not name:
+        return None
+    if "/" in name:
+        meaning = "momentum over density (the file holds no velocity)"
+    elif "," in name:
+        meaning = "components"
+    else:
+        meaning = "vector"
+    return {"array": name, "meaning": meaning}
 
 
 def versions() -> dict:

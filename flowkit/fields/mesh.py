@@ -66,6 +66,8 @@ class MeshField(AbstractMeshField):
     - `regions`: named boundary regions, `{"patch:inlet": {point, normal, lo, hi}}`, that
       boundaries take by name; `fk.io.read` makes them from a solver's patches (None for a
       curved patch, which boundaries refuse by name).
+    - `velocity_array`: what the values were read from, for the run's record: an array's name,
+      components (`SV_U,SV_V`) or `Momentum/Density`; empty for arrays given directly.
     """
 
     points: Float[Array, "P dim"]
@@ -87,7 +89,7 @@ class MeshField(AbstractMeshField):
     time_invariant: ClassVar[frozenset[str]] = (
         AbstractField.time_invariant
         | {"components", "points", "nodes"}
-        | {"n_cells", "kinds", "face_planes", "boundary_faces"}
+        | {"n_cells", "kinds", "face_planes", "boundary_faces", "velocity_array"}
     )
     shared_location: ClassVar[bool] = True
     bin_shape: tuple[int, ...] = eqx.field(static=True)
@@ -98,6 +100,7 @@ class MeshField(AbstractMeshField):
     geometry_eps: float = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
+    velocity_array: str = eqx.field(static=True)
     regions: dict
     forcings: forcing.Forcings | None
     lookup: IndexLookup | None
@@ -118,6 +121,7 @@ class MeshField(AbstractMeshField):
         bin_scale: float = 0.75,
         topology: MeshTopology | None = None,
         regions: Mapping | None = None,
+        velocity_array: str = "",
     ):
         from .._dtypes import resolve
 
@@ -167,6 +171,7 @@ class MeshField(AbstractMeshField):
         self.newton_steps = int(newton_steps)
         self.periodic = (False,) * dim
         self.regions = dict(regions or {})
+        self.velocity_array = str(velocity_array)
         if self.times is not None:
             self.times = jnp.asarray(self.times, dtype)
         self.forcings = forcing.made(self, forcing_fields, "MeshField: samples", set(samples))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .vtk_blocks import joined, merged, vtk_errors
+from .vtk_blocks import cell_dimension, joined, merged, vtk_errors
 
 if TYPE_CHECKING:
     from .formats import Format
@@ -187,6 +187,8 @@ class SolverCase:
         self.surfaces: dict | None = None
         """`{name: surface data set}` of the boundary patches and surface parts, from the first read."""
         self.domain_centre = None
+        self.domain_dim = 3
+        """The cells' dimension: 2 for a 2-D case, whose patches are lines in its plane."""
 
     def describe(self, k: int) -> str:
         """Time step `k` in messages: the path, and the time where the case has several."""
@@ -199,6 +201,7 @@ class SolverCase:
         volume = merged(data, where, surfaces)
         if first:
             self.surfaces, self.domain_centre = surfaces, volume.GetCenter()
+            self.domain_dim = cell_dimension(volume)
         return volume
 
     def dataset(self, k: int):
@@ -248,14 +251,14 @@ class SolverCase:
         out = {}
         for name, surface in (self.surfaces or {}).items():
             kind = patch_kind(name, types.get(name.split("/")[-1]))
-            points = np.asarray(vtk_to_numpy(surface.GetPoints().GetData()), np.float64)
+            points = np.asarray(vtk_to_numpy(surface.GetPoints().GetData()), np.float64)[:, : self.domain_dim]
             centre = points.mean(axis=0)
             normal = np.linalg.svd(points - centre, full_matrices=False)[2][-1]
             if np.abs((points - centre) @ normal).max() > 1e-5 * max(np.ptp(points, axis=0).max(), 1e-300):
                 _log.info("%s: patch %r is not planar; it is not a region an inlet or outlet can name", self.path, name)
                 out[f"patch:{name}"] = dict(kind=kind)
                 continue
-            if (np.asarray(self.domain_centre) - centre) @ normal > 0:
+            if (np.asarray(self.domain_centre)[: self.domain_dim] - centre) @ normal > 0:
                 normal = -normal
             out[f"patch:{name}"] = dict(
                 point=centre, normal=normal, lo=points.min(axis=0), hi=points.max(axis=0), kind=kind
@@ -386,17 +389,19 @@ def patch_kind(name: str, solver_type: str | None = None) -> str | None:
     """Whether a boundary patch is a `"wall"` or `"open"` (particles may leave through it): by
     the solver's own type where it has one (OpenFOAM's `wall` against `patch`; `symmetry`,
     `empty`, `wedge`, `cyclic` are not crossed), else by the words of its name (Exodus and CGNS
-    side sets: `wall`, `body`, `symmetry` against `inlet`, `outlet`, `farfield`, `opening`);
-    None when neither says."""
-    import re
-
+    side sets: `wall`, `body`, `symmetry` against `inlet`, `outlet`, `farfield`, `opening`; a
+    place such as `bottom` or `cylinder` is a wall unless the name also says open, as in
+    `outlet_bottom`); None when neither says."""
     if solver_type is not None:
         return "open" if solver_type in ("patch", "inlet", "outlet") else "wall"
     words = name.lower()
-    if re.search(r"wall|solid|body|obstacle|cylinder|symm|bottom|floor|ceiling", words):
-        return "wall"
-    if re.search(r"inlet|inflow|outlet|outflow|opening|far_?field|exit|outer|freestream", words):
-        return "open"
+    for pattern, kind in (
+        (r"wall|solid|body|obstacle|symm", "wall"),
+        (r"inlet|inflow|outlet|outflow|opening|far_?field|exit|outer|freestream", "open"),
+        (r"cylinder|bottom|floor|ceiling", "wall"),
+    ):
+        if re.search(pattern, words):
+            return kind
     return None
 
 

@@ -134,17 +134,22 @@ def _on_points(data):
     return out
 
 
-def _expression(data, path, expression: str) -> np.ndarray:
-    """`(n_points, C)`: a ParaView Calculator expression over the data's arrays (`Momentum/Density`),
-    evaluated at the nodes by VTK's `vtkArrayCalculator` (cell arrays first moved to the points)."""
+def _expression(data, path, expression: str, on_cells: bool) -> np.ndarray:
+    """`(n, C)`: a ParaView Calculator expression over the data's arrays (`Momentum/Density`),
+    evaluated by VTK's `vtkArrayCalculator` per cell (`on_cells`: over the cell arrays, as a
+    cell-centred solver's velocity is its cell momentum over its cell density) or per node."""
     from vtkmodules.util.numpy_support import vtk_to_numpy
     from vtkmodules.vtkFiltersCore import vtkArrayCalculator
 
-    data = _on_points(data)
     calc = vtkArrayCalculator()
     calc.SetInputData(data)
-    calc.SetAttributeTypeToPointData()
-    attributes = data.GetPointData()
+    if on_cells:
+        calc.SetAttributeTypeToCellData()
+    else:
+        data = _on_points(data)
+        calc.SetInputData(data)
+        calc.SetAttributeTypeToPointData()
+    attributes = data.GetCellData() if on_cells else data.GetPointData()
     for i in range(attributes.GetNumberOfArrays()):
         name, width = attributes.GetArrayName(i), attributes.GetArray(i).GetNumberOfComponents()
         if width == 1:
@@ -159,10 +164,34 @@ def _expression(data, path, expression: str) -> np.ndarray:
         f"{[attributes.GetArrayName(i) for i in range(attributes.GetNumberOfArrays())]}",
     ):
         calc.Update()
-    result = calc.GetOutput().GetPointData().GetArray("flowkit velocity expression")
+    output = calc.GetOutput()
+    result = (output.GetCellData() if on_cells else output.GetPointData()).GetArray("flowkit velocity expression")
     if result is None:
         raise ValueError(f"{path}: velocity expression {expression!r} gave no result")
-    return np.asarray(vtk_to_numpy(result), dtype=np.float64).reshape(data.GetNumberOfPoints(), -1)
+    rows = data.GetNumberOfCells() if on_cells else data.GetNumberOfPoints()
+    return np.asarray(vtk_to_numpy(result), dtype=np.float64).reshape(rows, -1)
+
+
+def _expression_arrays(data, path, expression: str, point_arrays: dict, cell_arrays: dict, keep_cells: bool):
+    """`(values, on_cells)` of an expression: over the cells where all its arrays are cell
+    arrays (then moved to the points by `vtkCellDataToPointData` unless `keep_cells`), else over
+    the points."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+
+    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression)) & (set(point_arrays) | set(cell_arrays))
+    if not named or not named.isdisjoint(point_arrays):
+        return _expression(data, path, expression, on_cells=False), False
+    values = _expression(data, path, expression, on_cells=True)
+    if keep_cells:
+        return values, True
+    holder = data.NewInstance()
+    holder.ShallowCopy(data)
+    column = numpy_to_vtk(values, deep=True)
+    column.SetName("flowkit velocity expression")
+    holder.GetCellData().AddArray(column)
+    return _values(
+        _on_points(holder).GetPointData().GetArray("flowkit velocity expression"), data.GetNumberOfPoints()
+    ), False
 
 
 def _values(array, rows: int) -> np.ndarray:
@@ -208,7 +237,8 @@ def vector_arrays(data, path: PathLike | Step, velocity: str | None, keep_cells:
     if velocity in cell_arrays:
         return _values(_on_points(data).GetPointData().GetArray(velocity), data.GetNumberOfPoints()), velocity, False
     if is_expression(velocity):
-        return _expression(data, path, velocity), velocity, False
+        values, on_cells = _expression_arrays(data, path, velocity, point_arrays, cell_arrays, keep_cells)
+        return values, velocity, on_cells
     raise ValueError(
         f"{path}: no array named {velocity!r}; point arrays {point_arrays}, cell arrays "
         f"{cell_arrays} (name: components)"

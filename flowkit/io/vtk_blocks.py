@@ -5,6 +5,9 @@ line."""
 
 import contextlib
 import logging
+import os
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -14,7 +17,9 @@ _log = logging.getLogger("flowkit")
 @contextlib.contextmanager
 def vtk_errors(where, what: str = "VTK could not read this file (truncated or corrupt?)"):
     """Run VTK calls with its error output captured; errors become one `ValueError` naming
-    `where` and saying `what` went wrong, with VTK's own words."""
+    `where` and saying `what` went wrong, with VTK's own words. Both of VTK's channels are
+    heard: the output window (`vtkErrorMacro`) and its logger, where some readers (Fluent's)
+    report a file they misread and go on with garbage values."""
     from vtkmodules.vtkCommonCore import vtkLogger, vtkOutputWindow, vtkStringOutputWindow
 
     messages = vtkStringOutputWindow()
@@ -22,14 +27,21 @@ def vtk_errors(where, what: str = "VTK could not read this file (truncated or co
     vtkOutputWindow.SetInstance(messages)
     verbosity = vtkLogger.GetCurrentVerbosityCutoff()
     vtkLogger.SetStderrVerbosity(vtkLogger.VERBOSITY_OFF)
+    descriptor, logged = tempfile.mkstemp(prefix="flowkit-vtk-", suffix=".log")
+    os.close(descriptor)
+    vtkLogger.LogToFile(logged, vtkLogger.TRUNCATE, vtkLogger.VERBOSITY_ERROR)
     try:
         yield
     finally:
         vtkOutputWindow.SetInstance(previous)
         vtkLogger.SetStderrVerbosity(verbosity)
+        vtkLogger.EndLogToFile(logged)
+        errors = [line.split("ERR|", 1)[1].strip() for line in Path(logged).read_text().splitlines() if "ERR|" in line]
+        os.unlink(logged)
     text = messages.GetOutput()
-    if "ERROR" in text:
-        detail = " ".join(line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line)[:300]
+    if "ERROR" in text or errors:
+        lines = [line.strip() for line in text.splitlines() if line.strip() and "ERROR" not in line]
+        detail = " ".join(dict.fromkeys(lines + errors))[:300]  # each message once
         raise ValueError(f"{where}: {what}: {detail}")
 
 

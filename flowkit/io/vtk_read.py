@@ -187,6 +187,7 @@ def read_series(
             cell_values=ref.arrays.on_cells,
             topology=topology,
             regions=regions,
+            velocity_array=ref.arrays.name,
             **mesh_options,
         )
 

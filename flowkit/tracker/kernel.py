@@ -83,6 +83,7 @@ def advance_local(
             return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0], none
 
         none = jnp.zeros((), jnp.int32)
+        generation_before = carry[5]
         if skippable:
             carry, before, left = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
         else:
@@ -100,7 +101,9 @@ def advance_local(
             generation if boundary.restarts else None,
             record_velocity,
         )
-        return (carry, jnp.maximum(courant, step_courant(field, before, x, status, hint)), undone + left), frame
+        # a row restarted at an inlet in this interval jumped there: not a step through cells
+        moved = status if not boundary.restarts else jnp.where(generation == generation_before, status, -1)
+        return (carry, jnp.maximum(courant, step_courant(field, before, x, moved, hint)), undone + left), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
