@@ -6,6 +6,7 @@ density cells that the particle count supports."""
 from pathlib import Path
 
 import matplotlib
+import meshes
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +14,7 @@ import xarray as xr
 
 import flowkit as fk
 from flowkit.analysis import plots
+from flowkit.analysis.outline import outline_segments
 from flowkit.app_outputs import PER_CELL, density_bins
 
 matplotlib.use("Agg")
@@ -110,3 +112,36 @@ def test_density_cells_hold_enough_particles(n):
     assert nx == pytest.approx(2 * ny, abs=1)
     if n == 10**6:
         assert (nx, ny) == (50, 25)
+
+
+@pytest.mark.parametrize("kind", ["tetra", "mixed", "quad", "mixed2d"])
+def test_a_mesh_outline_is_its_boundary_seen_from_above(kind):
+    """A box meshed in tets or mixed cells (3-D) or triangles and quads (2-D): its outline is
+    the box's edges and nothing inside, the faces' own diagonals and seams left out."""
+    points, cells, types = meshes.mesh(kind, (6, 5, 4))
+    field = fk.MeshField(points, cells, meshes.velocity(points)[:, : points.shape[1]], types)
+    segments = outline_segments(field)
+    on_side = [np.isclose(segments[..., axis], edge).all(axis=1) for axis, edge in ((0, 0), (0, 2), (1, 0), (1, 1))]
+    assert np.all(np.any(on_side, axis=0))
+    length = np.linalg.norm(segments[:, 1] - segments[:, 0], axis=1).sum()
+    assert length == pytest.approx(6.0 if points.shape[1] == 2 else 12.0)  # the perimeter; in 3-D top and bottom
+
+
+def test_pictures_of_a_real_mesh_draw_its_outline_and_name_its_open_patches(figures):
+    """The 2-D EnSight cylinder: the cylinder's circle among the drawn outline, and its planar
+    boundary parts named on the pathlines, the snapshot and the density."""
+    from matplotlib.collections import LineCollection
+
+    field = fk.io.read(Path(__file__).parent / "data" / "cfd" / "ensight_cylinder" / "cylinder_Re35.case")
+    seeds = np.column_stack([np.full(20, 0.2), np.linspace(-3, 3, 20)])
+    traj = fk.track(field, seeds, 0.0, 0.3, 0.003, save_every=10)
+    plots.plot_pathlines(traj, "p.png", field=field)
+    plots.plot_snapshot(traj, 5, "s.png", field=field)
+    plots.plot_density(np.ones((30, 15)), ((0.0, -3.75), (15.0, 3.75)), "d.png", field=field)
+    for fig in figures:
+        ax = fig.axes[0]
+        names = {text.get_text() for text in ax.texts}
+        assert {"inlet", "outlet", "outlet_top", "outlet_bottom"} <= names
+        drawn = np.concatenate([c.get_segments() for c in ax.collections if isinstance(c, LineCollection)])
+        radius = np.hypot(drawn[..., 0] - 2.5, drawn[..., 1])
+        assert np.sum(np.isclose(radius, 0.5, atol=2e-3).all(axis=1)) >= 60  # the cylinder wall's 63 edges

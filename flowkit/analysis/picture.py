@@ -14,6 +14,7 @@ from ..fields.grid import GridField, metres_per_second
 from ..fields.layered import LayeredField
 from ..io.stream import StreamedField
 from ..trajectory import Trajectory
+from .outline import draw_outline, mesh_of
 
 GRID = (161, 121)
 """Points across and up a picture's box where the field is evaluated (its speed and outline)."""
@@ -93,6 +94,8 @@ def field_map(field, times, box) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], GRID[0]), np.linspace(lo[1], hi[1], GRID[1]), indexing="xy")
     flat = [gx.ravel(), gy.ravel()]
     f_lo, f_hi = (np.asarray(b, dtype=np.float64) for b in field.bounds)
+    if field.dim == 3 and not on_sphere(field) and mesh_of(field) is not None:  # its outline is drawn from its faces
+        return gx, gy, None, np.ones(gx.shape, bool)
     if field.dim == 3 and not on_sphere(field):  # the outline of the domain at five depths
         levels = f_lo[2] + (np.arange(5) + 0.5) / 5 * (f_hi[2] - f_lo[2])
         points = np.concatenate([np.stack(flat + [np.full(gx.size, z)], axis=-1) for z in levels])
@@ -112,11 +115,11 @@ def field_map(field, times, box) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
 
 def speed_background(fig, ax, field, times, box, label: str) -> bool:
     """The field's speed over the picture's box in grey with its colour bar (`label`, with m/s
-    on a sphere), colour limits at the 99th percentile, and the domain's outline; on a sphere
-    the land. False where nothing is drawn behind the outline: a 3-D plane view, or water at
-    rest everywhere."""
+    on a sphere), colour limits at the 99th percentile, and the domain's outline (a mesh's own,
+    `draw_outline`); on a sphere the land. False where nothing is drawn behind the outline: a
+    3-D plane view, or water at rest everywhere."""
     gx, gy, speed, inside = field_map(field, times, box)
-    if inside.any() and not inside.all():
+    if not draw_outline(ax, field) and inside.any() and not inside.all():
         ax.contour(gx, gy, inside.astype(float), levels=[0.5], colors="0.35", linewidths=0.7, zorder=2)
     drawn = speed is not None and bool(np.nanmax(speed, initial=0.0) > 0)
     if drawn:

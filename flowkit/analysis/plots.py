@@ -9,6 +9,7 @@ from .._status import Status
 from ..fields.base import AbstractField
 from ..io.stream import StreamedField
 from ..trajectory import Trajectory
+from .outline import draw_outline
 from .picture import (
     axes,
     figure,
@@ -151,6 +152,7 @@ def plot_scalar_map(
         say(ax, "no finite value to show")
     if on_sphere(field):
         land(ax, field)
+    draw_outline(ax, field)
     axes(ax, field, box)
     ax.set_title(title, fontsize=9)
     return save(fig, path)
