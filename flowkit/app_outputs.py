@@ -16,7 +16,9 @@ from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
 from .analysis.picture import view_box
 from .analysis.plots import plot_density, plot_pathlines, plot_snapshot
+from .fields.base import AbstractField
 from .io.atomic import written
+from .io.stream import StreamedField
 from .trajectory import RunStats, Trajectory
 
 _log = logging.getLogger("flowkit")
@@ -192,7 +194,7 @@ def inputs(cfg: DictConfig) -> dict:
     return found
 
 
-def velocity_record(field) -> dict | None:
+def velocity_record(field: AbstractField | StreamedField) -> dict | None:
     """Which of the file's arrays the velocity is, and why: a vector or components named as a
     velocity, or momentum over density (a compressible solver's file); None for a field not
     read from a solver's arrays."""

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import h5py
+import jax
 import numpy as np
 import pytest
 from helpers import APP_CACHE, HANG
@@ -197,3 +198,68 @@ def test_app_tracks_a_real_2d_case_with_the_auto_boundary(tmp_path):
     assert np.all(on_open_side)
     distance = np.hypot(*(tracks["positions"] - [2.5, 0.0]).transpose(2, 0, 1))  # from the cylinder's axis
     assert np.nanmin(distance) > 0.5 - 1e-3  # never inside it (radius 0.5)
+
+
+@pytest.fixture(scope="module")
+def pitz_daily(tmp_path_factory):
+    """OpenFOAM's pitzDaily as a user ran it (steady, three iterations written) and OpenFOAM's
+    own streamlines through it: `(case directory, [streamline points (n, 3)], [U along them])`."""
+    import tarfile
+
+    import vtk
+
+    root = tmp_path_factory.mktemp("pitzDaily")
+    with tarfile.open(DATA / "pitzDaily.tar.xz") as archive:
+        archive.extractall(root, filter="data")
+    reader = vtk.vtkPolyDataReader()
+    reader.SetFileName(str(root / "postProcessing" / "streamlines" / "262" / "tracks.vtk"))
+    reader.ReadAllVectorsOn()
+    reader.Update()
+    tracks = reader.GetOutput()
+    points = vtk_to_numpy(tracks.GetPoints().GetData()).astype(np.float64)
+    velocity = vtk_to_numpy(tracks.GetPointData().GetArray("U")).astype(np.float64)
+    lines, ids, rows = tracks.GetLines(), vtk.vtkIdList(), []
+    lines.InitTraversal()
+    while lines.GetNextCell(ids):
+        rows.append(np.array([ids.GetId(i) for i in range(ids.GetNumberOfIds())]))
+    return root, [points[r] for r in rows], [velocity[r] for r in rows]
+
+
+def test_steady_openfoam_case_equals_openfoams_streamline_samples_and_its_streamlines(pitz_daily, caplog):
+    """The steady case reads as its last iteration (262), not as three times; flowkit's velocity
+    at the points of OpenFOAM's streamlines equals the `U` OpenFOAM sampled there (median within
+    1e-3 of the mean speed); and flowkit's pathlines from OpenFOAM's seeds follow its
+    streamlines to the outlet."""
+    from scipy.spatial import cKDTree
+
+    case, lines, sampled = pitz_daily
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        field = fk.io.read(case, dtype="float64")
+    assert field.times is None and "the last iteration (262) is read as a steady field" in caplog.text
+    points, velocity = np.concatenate(lines), np.concatenate(sampled)
+    gap = np.linalg.norm(speeds_at(field, 0.0, points) - velocity, axis=1)
+    assert np.median(gap) <= 1e-3 * np.linalg.norm(velocity, axis=1).mean()
+
+    seeds = np.column_stack([np.full(10, -0.0205), np.linspace(0.001, 0.0251, 10), np.full(10, 1e-5)])
+    traj = fk.track(field, seeds, 0.0, 0.3, "auto", save_every=10, dtype="float64")
+    assert np.all(np.asarray(traj.status[-1]) == fk.Status.OUT_OF_DOMAIN)  # all reached the outlet
+    for k, line in enumerate(lines):  # OpenFOAM's lines run in seed order
+        path = np.asarray(traj.positions)[:, k, :2]
+        distance, _ = cKDTree(line[:, :2]).query(path)
+        assert np.median(distance) < 2e-4 and distance.max() < 1e-3  # the step is 25.4 mm high
+        np.testing.assert_allclose(path[-1], line[-1, :2], atol=1e-3)
+
+
+def test_inlet_restarts_land_on_a_real_inlet_patch_that_is_not_a_box_face(pitz_daily):
+    """pitzDaily's inlet is the channel above the step (y in [0, 25.4 mm] of a box reaching
+    down to -25.4 mm): with `InletOutlet`'s default mode, particles leaving by the outlet
+    restart on that patch, never below it."""
+    field = fk.io.read(pitz_daily[0])
+    seeds = fk.seeding.random_inside(200, field, key=jax.random.key(0))
+    traj = fk.track(field, seeds, 0.0, 0.03, "auto", boundary=fk.InletOutlet("patch:inlet", "patch:outlet"))
+    generation, positions = np.asarray(traj.generation), np.asarray(traj.positions)
+    restarted = np.diff(generation, axis=0) > 0
+    assert restarted.sum() > 20
+    at = positions[1:][restarted]
+    assert np.all(at[:, 1] >= -1e-6) and np.all(at[:, 1] <= 0.0254 + 1e-6)  # on the patch's extent
+    assert np.all(at[:, 0] < 0.01)  # near the inlet plane x = -0.0206, one frame after the restart

@@ -1,16 +1,23 @@
 """A mesh's outline in a picture's x–y plane: the boundary a CFD engineer recognises (walls,
 openings, obstacles), drawn from the mesh's own boundary faces, and its patches named."""
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..fields.base import AbstractField
 from ..fields.mesh import MeshField
+from ..io.stream import StreamedField
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 FOLD_DEGREES = 30.0
 """Boundary edges where the surface turns by more than this are drawn (a box's edges, a pipe's
 rims); smooth curved walls show only where they turn away from the view."""
 
 
-def mesh_of(field) -> MeshField | None:
+def mesh_of(field: AbstractField | StreamedField | None) -> MeshField | None:
     """The `MeshField` behind `field` (a streamed series' template), or None for other fields."""
     field = getattr(field, "template", field)
     return field if isinstance(field, MeshField) else None
@@ -44,7 +51,7 @@ def outline_segments(mesh: MeshField) -> np.ndarray:
     return points[drawn][:, :, :2]
 
 
-def draw_outline(ax, field) -> bool:
+def draw_outline(ax: "Axes", field: AbstractField | StreamedField | None) -> bool:
     """The mesh's outline (`outline_segments`) and the names of its planar patches at their
     centres (open ones in blue, walls in grey); False for a field that is not a mesh."""
     from matplotlib.collections import LineCollection

@@ -277,7 +277,9 @@ def steady_solver(case_dir: Path) -> str | None:
     """Why an OpenFOAM case is steady, or None: `system/fvSchemes` says `ddtSchemes { default
     steadyState; }`, or `system/controlDict` names a steady solver as its `application`."""
     schemes, control = case_dir / "system" / "fvSchemes", case_dir / "system" / "controlDict"
-    text = lambda p: re.sub(r"//.*|/\*.*?\*/", "", p.read_text(errors="replace"), flags=re.S) if p.exists() else ""  # noqa: E731
+    # comments out: `//` to the end of its line (OpenFOAM's `// * * *` banner precedes every
+    # dictionary), `/* ... */` across lines
+    text = lambda p: re.sub(r"//[^\n]*|/\*.*?\*/", "", p.read_text(errors="replace"), flags=re.S) if p.exists() else ""  # noqa: E731
     if re.search(r"ddtSchemes\s*\{[^}]*default\s+steadyState\s*;", text(schemes)):
         return "a steady case (system/fvSchemes: ddtSchemes default steadyState)"
     application = re.search(r"^\s*application\s+(\w+)\s*;", text(control), flags=re.M)
