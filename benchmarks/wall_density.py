@@ -6,13 +6,16 @@ and zero on every wall, with the wall-normal velocity quadratic in the distance 
 Tracked three ways from the same uniform seeds, RK4:
 
 - `closed form`: the flow itself (`fk.fields.Analytic`) in a reflective box;
-- `mesh, walls`: the flow sampled on the nodes of an n × n quad mesh, `fk.MeshWalls("reflect")`;
-- `mesh, none`: the same mesh with no boundary (a particle crossing a wall would leave).
+- `mesh, walls`: the flow sampled on the nodes of an n × n quad mesh, `fk.MeshWalls("reflect")`,
+  whose faces are no-slip (the data at rest on them): beside them the normal velocity grows as
+  the distance squared (`flowkit.fields.near_wall`);
+- `mesh, none`: the same mesh with no boundary: linear interpolation up to the walls (a
+  particle crossing a wall would leave).
 
 Printed per run: the fraction of particles within each distance of a wall, as a ratio to an
-even spread (1 = no piling). Where the two mesh runs agree, the walls never acted: the piling
-comes from the interpolated field (linear shape functions make the normal velocity linear in
-the wall distance, so particles approach the wall exponentially).
+even spread (1 = no piling). Linear shape functions make the normal velocity linear in the wall
+distance, so without the walls' correction particles approach the walls exponentially and
+collect on them.
 
     python benchmarks/wall_density.py [--n 21] [--particles 5000] [--t1 10] [--dt 0.01]
 """

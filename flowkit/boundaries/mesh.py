@@ -18,7 +18,8 @@ from jaxtyping import Array, Bool, Int
 from .._custom_types import Positions, ScalarLike
 from .._status import Status
 from ..fields.base import AbstractField, Hints, select
-from ..fields.mesh import AbstractMeshField
+from ..fields.mesh import AbstractMeshField, MeshField
+from ..fields.near_wall import wall_table
 from .base import AbstractBoundary, AbstractBoundaryConfig, mirrored
 from .modes import wall_mode
 from .regions import Plane, plane_tolerance, region
@@ -53,6 +54,30 @@ class BoundMeshWalls(AbstractBoundary):
     @property
     def passes_inside(self) -> bool:
         return True  # walls and openings act on the rows `~inside` alone
+
+    def near_wall_field(self, field: MeshField) -> MeshField:
+        """`field` with its no-slip walls' table (`fields.near_wall`): beside the faces these
+        walls keep closed whose data are at rest, the tracker's normal velocity grows as the
+        square of the distance, and tracers do not pile up on them."""
+        cell, face, _ = field.boundary_faces()
+        centre, normal = field.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32))
+        tolerance = plane_tolerance(field.bounds, centre.dtype)
+        is_open = np.zeros(len(cell), bool)
+        for opening in self.open:
+            is_open |= np.asarray(opening.holds(centre, normal, tolerance))
+        if self.open_faces is not None:
+            is_open |= np.asarray(self.open_faces)[cell, face]
+        table = wall_table(field, ~is_open)
+        if table is None:
+            return field
+        _log.info(
+            "walls: %d faces are no-slip (the data at rest on them): the normal velocity in their cells "
+            "grows as the distance squared, as continuity has it",
+            int(np.count_nonzero(table[..., -1] > 0)),
+        )
+        return eqx.tree_at(
+            lambda f: f.near_wall, field, jnp.asarray(table, field.values.dtype), is_leaf=lambda leaf: leaf is None
+        )
 
     def apply_batch(
         self,

@@ -17,6 +17,7 @@ from . import cells as _cells, forcing, mesh_faces as _faces
 from .base import SKIP, AbstractField, Hints, node_rows, slice_rows, time_slices, time_weights
 from .locator import MeshTopology, mesh_topology
 from .lookup import IndexLookup
+from .near_wall import near_wall_velocity
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 from .slices import as_series, sample_series, sampled
 
@@ -101,6 +102,7 @@ class MeshField(AbstractMeshField):
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
     velocity_array: str = eqx.field(static=True)
+    near_wall: Float[Array, "C F k"] | None  # no-slip wall faces (`fields.near_wall`), set by the run's walls
     regions: dict
     forcings: forcing.Forcings | None
     lookup: IndexLookup | None
@@ -171,7 +173,7 @@ class MeshField(AbstractMeshField):
         self.newton_steps = int(newton_steps)
         self.periodic = (False,) * dim
         self.regions = dict(regions or {})
-        self.velocity_array = str(velocity_array)
+        self.velocity_array, self.near_wall = str(velocity_array), None
         if self.times is not None:
             self.times = jnp.asarray(self.times, dtype)
         self.forcings = forcing.made(self, forcing_fields, "MeshField: samples", set(samples))
@@ -452,12 +454,13 @@ class MeshField(AbstractMeshField):
     def velocity_batch(
         self, t: TimeLike, x: Positions, args: Args, hint: Hints | Int[Array, " n"]
     ) -> tuple[Positions, Hints]:
-        """Velocities at the rows of `x` for the tracker's RK stages: a stage point just outside
-        the mesh gets the value extrapolated from the boundary cell its walk stopped in (the
-        tracker then marks the step's particle `OUT_OF_DOMAIN` if its end point is outside);
-        `SKIP` rows get 0."""
+        """Velocities at the rows of `x` for the tracker's RK stages (beside no-slip walls as
+        `near_wall` has them): a stage point just outside the mesh gets the value extrapolated
+        from the boundary cell its walk stopped in; `SKIP` rows get 0."""
         hint, _ = self.locate(x, hint)
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
+        if self.near_wall is not None:
+            values = near_wall_velocity(self.near_wall, jnp.maximum(hint.cell, 0), x, values)
         return jnp.where((hint.cell == SKIP)[:, None], 0, values), hint
 
     def locate_batch(self, x: Positions, hint: Hints | Int[Array, " n"] | None) -> tuple[Hints, Bool[Array, " n"]]:

@@ -98,6 +98,7 @@ def kernel_steps(
         jnp.asarray(field.bin_shape, jnp.int32),
         field.bin_start,
         field.bin_cells,
+        field.near_wall.reshape(-1) if field.near_wall is not None else jnp.zeros(0, dtype),
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
         tolerance=float(field._tolerance()),

@@ -20,9 +20,11 @@ from .._custom_types import Args, TimeLike
 from .._time import as_seconds
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
+from ..boundaries.mesh import BoundMeshWalls
 from ..fields.base import AbstractField, Hints
 from ..fields.forcing import sample_names
 from ..fields.layered import LayeredField
+from ..fields.mesh import MeshField
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..io.stream import StreamedField, refuse_streamed
@@ -369,6 +371,8 @@ def prepare(
             )
         field = stream.template
     integrator, boundary = check_pieces(field, integrator, boundary, key)
+    if isinstance(boundary, BoundMeshWalls) and type(field) is MeshField and stream is None and not traced:
+        field = boundary.near_wall_field(field)
     dtype = _dtypes.resolve(dtype)
     origin = (stream or field).time_origin
     t0, t1 = _seconds(t0, "t0", origin), _seconds(t1, "t1", origin)
