@@ -70,14 +70,14 @@ class BoundMeshWalls(AbstractBoundary):
         table = wall_table(field, ~is_open)
         if table is None:
             return field
+        index, rows = table
         _log.info(
             "walls: %d faces are no-slip (the data at rest on them): the normal velocity in their cells "
             "grows as the distance squared, as continuity has it",
-            int(np.count_nonzero(table[..., -1] > 0)),
+            int(np.count_nonzero(rows[..., -1] > 0)),
         )
-        return eqx.tree_at(
-            lambda f: f.near_wall, field, jnp.asarray(table, field.values.dtype), is_leaf=lambda leaf: leaf is None
-        )
+        near = (jnp.asarray(index), jnp.asarray(rows, field.values.dtype))
+        return eqx.tree_at(lambda f: f.near_wall, field, near, is_leaf=lambda leaf: leaf is None)
 
     def apply_batch(
         self,

@@ -102,7 +102,7 @@ class MeshField(AbstractMeshField):
     time_range: tuple[float, float] = eqx.field(static=True)
     periodic: tuple[bool, ...] = eqx.field(static=True)
     velocity_array: str = eqx.field(static=True)
-    near_wall: Float[Array, "C F k"] | None  # no-slip wall faces (`fields.near_wall`), set by the run's walls
+    near_wall: tuple[Int[Array, " C"], Float[Array, "W F k"]] | None  # `fields.near_wall`, set by the run's walls
     regions: dict
     forcings: forcing.Forcings | None
     lookup: IndexLookup | None
@@ -460,7 +460,7 @@ class MeshField(AbstractMeshField):
         hint, _ = self.locate(x, hint)
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         if self.near_wall is not None:
-            values = near_wall_velocity(self.near_wall, jnp.maximum(hint.cell, 0), x, values)
+            values = near_wall_velocity(*self.near_wall, jnp.maximum(hint.cell, 0), x, values)
         return jnp.where((hint.cell == SKIP)[:, None], 0, values), hint
 
     def locate_batch(self, x: Positions, hint: Hints | Int[Array, " n"] | None) -> tuple[Hints, Bool[Array, " n"]]:

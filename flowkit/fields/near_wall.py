@@ -22,11 +22,11 @@ NO_SLIP = 1e-6
 largest speed, at every time."""
 
 
-def wall_table(mesh, walls: np.ndarray) -> np.ndarray | None:
-    """`(C, F, dim + 2)`: per cell and local face, the outward unit normal `n`, the offset `n·c`
-    of its plane and the cell's height `h` above it, for the faces among `walls` (`(B,)` bool
-    over `mesh.boundary_faces()`) whose nodes are at rest; zeros (`h = 0`: no correction)
-    elsewhere. None where no such face exists."""
+def wall_table(mesh, walls: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """`(index (C,), rows (W, F, dim + 2))`: the cells with a face among `walls` (`(B,)` bool over
+    `mesh.boundary_faces()`) whose nodes are at rest, each one's row (-1: none) of per-face
+    outward unit normal `n`, plane offset `n·c` and the cell's height `h` above the plane (zeros,
+    `h = 0`, for its other faces). None where no such face exists."""
     cell, face, nodes = mesh.boundary_faces()
     values = np.asarray(mesh.values, np.float64)  # (T, P, dim): node values; cell data has none at the wall
     if mesh.cell_values or not walls.any():
@@ -44,21 +44,29 @@ def wall_table(mesh, walls: np.ndarray) -> np.ndarray | None:
     ids = np.asarray(mesh.nodes)[cell]  # (W, k), -1 past a smaller kind's nodes
     corners = np.asarray(mesh.points, np.float64)[np.maximum(ids, 0)]
     height = np.where(ids >= 0, offset[:, None] - np.einsum("wkd,wd->wk", corners, normal), -np.inf).max(axis=1)
-    dim = mesh.dim
-    table = np.zeros((mesh.n_cells, np.asarray(mesh.neighbours).shape[1], dim + 2))
-    table[cell, face] = np.column_stack([normal, offset, height])
-    return table
+    walled, row = np.unique(cell, return_inverse=True)
+    index = np.full(mesh.n_cells, -1, np.int32)
+    index[walled] = np.arange(len(walled), dtype=np.int32)
+    rows = np.zeros((len(walled), np.asarray(mesh.neighbours).shape[1], mesh.dim + 2))
+    rows[row.ravel(), face] = np.column_stack([normal, offset, height])
+    return index, rows
 
 
 def near_wall_velocity(
-    table: Float[Array, "C F k"], cell: Int[Array, " n"], x: Float[Array, "n dim"], u: Float[Array, "n dim"]
+    index: Int[Array, " C"],
+    rows: Float[Array, "W F k"],
+    cell: Int[Array, " n"],
+    x: Float[Array, "n dim"],
+    u: Float[Array, "n dim"],
 ) -> Float[Array, "n dim"]:
     """`u` at the rows of `x` (in `cell`) with its component along each no-slip wall face of the
-    cell scaled by `y/h` (`y` the distance inside that face's plane, clipped to [0, h])."""
-    rows = table[cell].astype(u.dtype)  # (n, F, dim + 2)
+    cell (`wall_table`) scaled by `y/h` (`y` the distance inside that face's plane, clipped to
+    [0, h])."""
+    at = index[cell]
+    table = jnp.where((at >= 0)[:, None, None], rows[jnp.maximum(at, 0)], 0).astype(u.dtype)  # (n, F, dim + 2)
     dim = u.shape[1]
-    for f in range(rows.shape[1]):
-        normal, offset, height = rows[:, f, :dim], rows[:, f, dim], rows[:, f, dim + 1]
+    for f in range(table.shape[1]):
+        normal, offset, height = table[:, f, :dim], table[:, f, dim], table[:, f, dim + 1]
         inside = offset - jnp.sum(normal * x, axis=1)
         scale = jnp.where(height > 0, jnp.clip(inside / jnp.where(height > 0, height, 1), 0, 1), 1)
         u = u - ((1 - scale) * jnp.sum(u * normal, axis=1))[:, None] * normal

@@ -57,9 +57,10 @@ struct Mesh {
   const int32_t* bin_shape;  // (3,)
   const int32_t* bin_start;  // (bins + 1,): bin b's cells are bin_cells[bin_start[b]:bin_start[b + 1]]
   const int32_t* bin_cells;
-  // per cell and face: a no-slip wall's outward normal, plane offset and the cell's height above
-  // it (height 0: none), or null (`flowkit/fields/near_wall.py`)
-  const T* wall;
+  // cells beside no-slip walls (`flowkit/fields/near_wall.py`), or null: each cell's row (-1:
+  // none) of per-face outward normal, plane offset and the cell's height above it (0: no wall)
+  const int32_t* wall_index;
+  const T* wall_rows;
 
   int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
 };
@@ -429,8 +430,8 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
 template <typename T>
 inline void near_wall(const Mesh<T>& m, const Group<T>& q, T u[3][kGroup]) {
   for (int g = 0; g < kGroup; ++g) {
-    if (!q.moving[g] || q.stage_cell[g] < 0) continue;
-    const T* row = m.wall + int64_t(q.stage_cell[g]) * m.faces * 5;
+    if (!q.moving[g] || q.stage_cell[g] < 0 || m.wall_index[q.stage_cell[g]] < 0) continue;
+    const T* row = m.wall_rows + int64_t(m.wall_index[q.stage_cell[g]]) * m.faces * 5;
     for (int f = 0; f < m.faces; ++f, row += 5) {
       if (!(row[4] > 0)) continue;
       const T inside = row[3] - (row[0] * q.y[0][g] + row[1] * q.y[1][g] + row[2] * q.y[2][g]);
@@ -477,7 +478,7 @@ inline void velocity_group(const Mesh<T>& m, Group<T>& q, int64_t slice, T wt, T
       }
     for (int c = 0; c < 3; ++c) store(u[c] + o, sum[c]);
   }
-  if (m.wall != nullptr) near_wall(m, q, u);
+  if (m.wall_index != nullptr) near_wall(m, q, u);
 }
 
 // The particles from `first` on (a group, `count` of them real) through the call's steps.
@@ -535,7 +536,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
                  ffi::Buffer<ffi::S32> kind_code, ffi::Buffer<ffi::S32> neighbours, ffi::Buffer<DT> values,
                  ffi::Buffer<DT> times, ffi::Buffer<DT> bin_origin, ffi::Buffer<DT> bin_inv_size,
                  ffi::Buffer<ffi::S32> bin_shape, ffi::Buffer<ffi::S32> bin_start, ffi::Buffer<ffi::S32> bin_cells,
-                 ffi::Buffer<DT> wall,
+                 ffi::Buffer<ffi::S32> wall_index, ffi::Buffer<DT> wall_rows,
                  ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
                  ffi::ResultBuffer<ffi::S32> cell_out, ffi::ResultBuffer<DT> point_out,
                  ffi::ResultBuffer<DT> coords_out, ffi::ResultBuffer<ffi::S32> resume_out,
@@ -572,7 +573,8 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
             bin_shape.typed_data(),
             bin_start.typed_data(),
             bin_cells.typed_data(),
-            wall.element_count() > 0 ? wall.typed_data() : nullptr};
+            wall_index.element_count() > 0 ? wall_index.typed_data() : nullptr,
+            wall_rows.typed_data()};
   const T* tab = tableau.typed_data();
   T a[kMaxRows][kMaxRows], c[kMaxRows];
   for (int i = 0; i < rows; ++i) {
@@ -689,6 +691,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   .Arg<ffi::Buffer<ffi::DT>>() \
   .Arg<ffi::Buffer<ffi::DT>>() \
   .Arg<ffi::Buffer<ffi::DT>>() \
+  .Arg<ffi::Buffer<ffi::S32>>() \
   .Arg<ffi::Buffer<ffi::S32>>() \
   .Arg<ffi::Buffer<ffi::S32>>() \
   .Arg<ffi::Buffer<ffi::S32>>() \
