@@ -263,3 +263,22 @@ def test_inlet_restarts_land_on_a_real_inlet_patch_that_is_not_a_box_face(pitz_d
     at = positions[1:][restarted]
     assert np.all(at[:, 1] >= -1e-6) and np.all(at[:, 1] <= 0.0254 + 1e-6)  # on the patch's extent
     assert np.all(at[:, 0] < 0.01)  # near the inlet plane x = -0.0206, one frame after the restart
+
+
+def test_a_real_2d_case_takes_inlets_and_deposits_on_its_walls():
+    """The 2-D EnSight cylinder: `InletOutlet` on its named line patches restarts particles on
+    the inlet line (x = 0), and absorbing walls hold particles where their steps met the box's
+    sides; tracers flow round the cylinder, never onto it."""
+    field = fk.io.read(DATA / "ensight_cylinder" / "cylinder_Re35.case")
+    seeds = np.column_stack([np.linspace(10.0, 14.5, 60), np.linspace(-3.0, 3.0, 60)])
+    flow = fk.track(field, seeds, 0.0, 0.2, "auto", boundary=fk.InletOutlet("patch:inlet", "patch:outlet"))
+    restarted = np.diff(np.asarray(flow.generation), axis=0) > 0
+    assert restarted.sum() >= 30
+    assert np.all(np.asarray(flow.positions)[1:][restarted][:, 0] < 3.0)  # from x = 0, one frame later
+    seeds = np.column_stack([np.full(40, 1.0), np.linspace(-0.45, 0.45, 40)])  # upstream of the cylinder
+    held = fk.track(field, seeds, 0.0, 0.8, "auto", boundary=fk.MeshWalls("absorb"))
+    stuck = np.asarray(held.status[-1]) == fk.Status.ABSORBED
+    assert stuck.sum() >= 30
+    at = np.asarray(held.positions[-1])[stuck]
+    assert np.all((at[:, 0] > 15 - 1e-3) | (np.abs(at[:, 1]) > 3.75 - 1e-3))  # the outlet or the sides
+    assert np.hypot(np.asarray(held.positions)[..., 0] - 2.5, np.asarray(held.positions)[..., 1]).min() > 0.5
