@@ -2,8 +2,13 @@
 compilation cache in `helpers.TEST_CACHE`."""
 
 import os
+import signal
 
 os.environ.setdefault("FLOWKIT_HOST_DEVICES", "2")  # sharding is exercised even on a 1-core machine
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # a suite started in the background (`bash .ci/run &`) inherits Ctrl-C ignored, and so would
+    # the apps it starts: the Ctrl-C tests need Python's own handler, as a user's terminal gives
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import jax
 import pytest
