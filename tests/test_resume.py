@@ -23,14 +23,14 @@ import sys
 import flowkit as fk
 field = fk.fields.DoubleGyre()
 seeds = fk.seeding.uniform_grid((60, 30), field.bounds, include_boundaries=False)
-fk.track(field, seeds, 0.0, 20.0, 0.00025, save_every=8000, batch_size=300, output=sys.argv[1])
+fk.track(field, seeds, 0.0, 10.0, 0.00025, save_every=8000, batch_size=300, output=sys.argv[1])
 """
 
 
 def _run(**kwargs):
     field = fk.fields.DoubleGyre()
     seeds = fk.seeding.uniform_grid((60, 30), field.bounds, include_boundaries=False)
-    return fk.track(field, seeds, 0.0, 20.0, kwargs.pop("dt", 0.00025), save_every=8000, batch_size=300, **kwargs)
+    return fk.track(field, seeds, 0.0, 10.0, kwargs.pop("dt", 0.00025), save_every=8000, batch_size=300, **kwargs)
 
 
 def _batches_done(store: Path) -> int:
@@ -96,7 +96,7 @@ def _app(args, cwd):
 JOB = [
     "field=double_gyre",
     "seeds.resolution=[60,30]",
-    "t1=20",
+    "t1=10",
     "dt=0.00025",
     "save_every=8000",
     "batch_size=300",
