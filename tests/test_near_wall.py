@@ -64,6 +64,9 @@ def test_tracers_do_not_collect_on_the_no_slip_walls_of_a_cavity(caplog):
     for width in (1e-3, 0.025):  # a twentieth and half of a cell
         assert _near_walls(final["walls"], width) == pytest.approx(_near_walls(final["closed"], width), abs=0.5)
     assert 0.9 < _near_walls(final["walls"], 0.025) < 1.1
+    x = final["walls"]
+    for distance in (x[:, 0], 1 - x[:, 0], x[:, 1], 1 - x[:, 1]):  # each wall's strip of half a cell
+        assert 0.7 < np.mean(distance < 0.025) / 0.025 < 1.3  # about 75 particles: within their noise
     assert _near_walls(final["walls"], 1e-4) < 5 and _near_walls(final["none"], 1e-4) > 100
 
 
