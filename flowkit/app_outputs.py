@@ -19,6 +19,7 @@ from .analysis.plots import plot_density, plot_pathlines, plot_snapshot
 from .fields.base import AbstractField
 from .io.atomic import written
 from .io.stream import StreamedField
+from .io.vtk_arrays import is_expression
 from .trajectory import RunStats, Trajectory
 
 _log = logging.getLogger("flowkit")
@@ -201,7 +202,7 @@ def velocity_record(field: AbstractField | StreamedField) -> dict | None:
     name = getattr(field, "velocity_array", "")
     if not name:
         return None
-    if "/" in name:
+    if is_expression(name):
         meaning = "momentum over density (the file holds no velocity)"
     elif "," in name:
         meaning = "components"

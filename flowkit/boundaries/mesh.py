@@ -43,13 +43,18 @@ class BoundMeshWalls(AbstractBoundary):
         cell, mesh = hint.cell, field.as_mesh()
         face, across = mesh.exit_face(cell, x, ~outside)
         centre, normal = mesh.face_planes(jnp.maximum(cell, 0), face)
-        tolerance = plane_tolerance(field.bounds, x.dtype)
-        is_open = jnp.zeros(x.shape[0], bool)
+        return centre, normal, (across < 0) & ~self._opened(field, jnp.maximum(cell, 0), face, centre, normal)
+
+    def _opened(self, field, cell, face, centre, normal):
+        """Whether each boundary face (`cell`, local `face`, its plane) is open: on an open
+        region, or among the faces the flow leaves through."""
+        tolerance = plane_tolerance(field.bounds, centre.dtype)
+        is_open = jnp.zeros(cell.shape[0], bool)
         for opening in self.open:
             is_open = is_open | opening.holds(centre, normal, tolerance)
         if self.open_faces is not None:
-            is_open = is_open | self.open_faces[jnp.maximum(cell, 0), face]
-        return centre, normal, (across < 0) & ~is_open
+            is_open = is_open | self.open_faces[cell, face]
+        return is_open
 
     @property
     def passes_inside(self) -> bool:
@@ -59,14 +64,8 @@ class BoundMeshWalls(AbstractBoundary):
         """`field` with its no-slip walls' table (`fields.near_wall`): beside the faces these
         walls keep closed whose data are at rest, the tracker's normal velocity grows as the
         square of the distance, and tracers do not pile up on them."""
-        cell, face, _ = field.boundary_faces()
-        centre, normal = field.face_planes(jnp.asarray(cell, jnp.int32), jnp.asarray(face, jnp.int32))
-        tolerance = plane_tolerance(field.bounds, centre.dtype)
-        is_open = np.zeros(len(cell), bool)
-        for opening in self.open:
-            is_open |= np.asarray(opening.holds(centre, normal, tolerance))
-        if self.open_faces is not None:
-            is_open |= np.asarray(self.open_faces)[cell, face]
+        cell, face = (jnp.asarray(a, jnp.int32) for a in field.boundary_faces()[:2])
+        is_open = np.asarray(self._opened(field, cell, face, *field.face_planes(cell, face)))
         table = wall_table(field, ~is_open)
         if table is None:
             return field

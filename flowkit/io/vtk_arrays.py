@@ -141,13 +141,12 @@ def _expression(data, path, expression: str, on_cells: bool) -> np.ndarray:
     from vtkmodules.util.numpy_support import vtk_to_numpy
     from vtkmodules.vtkFiltersCore import vtkArrayCalculator
 
+    data = data if on_cells else _on_points(data)
     calc = vtkArrayCalculator()
     calc.SetInputData(data)
     if on_cells:
         calc.SetAttributeTypeToCellData()
     else:
-        data = _on_points(data)
-        calc.SetInputData(data)
         calc.SetAttributeTypeToPointData()
     attributes = data.GetCellData() if on_cells else data.GetPointData()
     for i in range(attributes.GetNumberOfArrays()):
