@@ -1,5 +1,5 @@
-"""Arakawa C-grid helpers shared by the curvilinear models (ROMS, CROCO, NEMO): face values at the
-cell centres, and the grid's angle to east."""
+"""Arakawa C-grid helpers shared by the curvilinear models (ROMS, CROCO, NEMO, MITgcm, MOM6): face
+values at the cell centres, the grid's angle to east, and the columns of z-level models."""
 
 from collections.abc import Mapping, Sequence
 
@@ -13,20 +13,25 @@ from ..fields.layered import LayeredField
 
 def to_centres(values: np.ndarray, axis: int, n_rho: int, name: str, source: str) -> np.ndarray:
     """Face values along `axis` at the `n_rho` cell centres (ROMS' rho points, NEMO's T points):
-    `n_rho - 1` faces between the centres (ROMS), or `n_rho` with face `i` east (north) of centre
-    `i` (NEMO, and a ROMS subset cut on every dimension alike); each centre the mean of the faces
-    either side that exist and are not NaN (0 where none is), as ROMS' `u2rho`."""
+    `n_rho - 1` faces between the centres (ROMS), `n_rho` with face `i` east (north) of centre
+    `i` (NEMO, and a ROMS subset cut on every dimension alike), or `n_rho + 1` with face `i` west
+    (south) of centre `i` (MOM6's symmetric grids, MITgcm's with its wrapped face); each centre
+    the mean of the faces either side that exist and are not NaN (0 where none is), as ROMS'
+    `u2rho`."""
     n_faces = values.shape[axis]
-    if n_faces not in (n_rho - 1, n_rho):
+    if n_faces not in (n_rho - 1, n_rho, n_rho + 1):
         raise ValueError(
             f"{source}: {name!r} has {n_faces} points along its staggered axis; a C-grid between "
-            f"{n_rho} centres has {n_rho - 1} or {n_rho}"
+            f"{n_rho} centres has {n_rho - 1}, {n_rho} or {n_rho + 1}"
         )
     faces = np.moveaxis(values, axis, -1)
-    left = np.full(faces.shape[:-1] + (n_rho,), np.nan)
-    right = np.full_like(left, np.nan)
-    left[..., 1:] = faces[..., : n_rho - 1]  # the face west (south) of rho point i is face i - 1
-    right[..., : min(n_faces, n_rho)] = faces[..., : min(n_faces, n_rho)]
+    if n_faces == n_rho + 1:
+        left, right = faces[..., :-1], faces[..., 1:]
+    else:
+        left = np.full(faces.shape[:-1] + (n_rho,), np.nan)
+        right = np.full_like(left, np.nan)
+        left[..., 1:] = faces[..., : n_rho - 1]  # the face west (south) of rho point i is face i - 1
+        right[..., : min(n_faces, n_rho)] = faces[..., : min(n_faces, n_rho)]
     count = np.isfinite(left).astype(np.float64) + np.isfinite(right)
     total = np.nan_to_num(left) + np.nan_to_num(right)
     return np.moveaxis(np.where(count > 0, total / np.maximum(count, 1), 0.0), -1, axis)
@@ -51,14 +56,16 @@ def layered_on_grid(
     origin: TimeOrigin | None,
     dtype: DTypeLike,
     samples: Mapping[str, Sequence[np.ndarray]] | None = None,
+    spherical: bool = True,
 ) -> LayeredField:
-    """The `LayeredField` of a curvilinear grid's centres `(eta, xi)` in degrees, from per-step
+    """The `LayeredField` of a curvilinear grid's centres `(eta, xi)` in degrees (metres where not
+    `spherical`), from per-step
     arrays in the models' `(eta, xi, ...)` order: level depths `(eta, xi, K)`, velocity `(eta,
     xi, K, C)`, water depth `(eta, xi)`, land `(eta, xi)`; in flowkit's node order (xi first, as
     `CurvilinearField`), longitudes unwrapped across the dateline."""
     n = len(depths)
     nodes = lambda a: np.swapaxes(np.asarray(a), 1, 2).reshape(n, lon.size, *np.asarray(a).shape[3:])  # noqa: E731
-    lon_t = np.unwrap(np.unwrap(lon.T, period=360.0, axis=0), period=360.0, axis=1)
+    lon_t = np.unwrap(np.unwrap(lon.T, period=360.0, axis=0), period=360.0, axis=1) if spherical else lon.T
     points = np.stack([lon_t.reshape(-1), np.asarray(lat).T.reshape(-1)], axis=-1)
     return LayeredField(
         points,
@@ -70,7 +77,46 @@ def layered_on_grid(
         land=land.T.reshape(-1),
         samples={name: nodes(values) for name, values in (samples or {}).items()},
         time_origin=origin,
-        spherical=True,
+        spherical=spherical,
         grid_shape=lon_t.shape,
         dtype=dtype,
     )
+
+
+def centred_velocity(
+    faces: Sequence[np.ndarray], cos: np.ndarray, sin: np.ndarray, scales: Sequence[float], source: str
+):
+    """The velocity at the centres `(y, x, K, C)`, east, north (and down) in m/s, from one time
+    step's faces `(K, y, x)`: U's along x and V's along y (`to_centres`), turned from the grid's
+    axes by the cosine and sine of its angle to east; W's on the top of each level (upward, the
+    last level's bottom at rest), the level's mean, downward. `scales`: each one's units in m/s."""
+    n_y, n_x = cos.shape
+    u = to_centres(faces[0], 2, n_x, "u", source)
+    v = to_centres(faces[1], 1, n_y, "v", source)
+    components = [scales[0] * (cos * u - sin * v), scales[0] * (sin * u + cos * v)]
+    if len(faces) > 2:
+        w = np.nan_to_num(faces[2])
+        below = np.concatenate([w[1:], np.zeros_like(w[:1])])[: len(u)]
+        components.append(-0.5 * scales[2] * (w[: len(u)] + below))
+    return np.moveaxis(np.stack(components, axis=-1), 0, 2)
+
+
+def z_columns(wet: np.ndarray, levels: np.ndarray, water: np.ndarray | None = None):
+    """`(land, water depth, wet levels)` of z-level columns `(y, x)` from each level's water
+    `wet` `(y, x, K)` (a column's wet levels end at its first dry one) and the levels' depths
+    (m, positive down); `water`: the columns' depths where the model gives them (partial
+    steps), else the floor half a level below the deepest wet level."""
+    n_wet = np.sum(np.cumprod(wet, axis=-1), axis=-1)
+    if water is None:
+        spacing = np.diff(levels) if len(levels) > 1 else np.ones(1)
+        floors = np.concatenate([levels[:-1] + 0.5 * spacing, levels[-1:] + 0.5 * spacing[-1:]])
+        water = floors[np.maximum(n_wet, 1) - 1]
+    return n_wet == 0, np.maximum(water, levels[0]), n_wet
+
+
+def below_floor(values: np.ndarray, n_wet: np.ndarray) -> np.ndarray:
+    """Velocities `(y, x, K, C)` with the levels below a column's floor holding its deepest wet
+    level's (0 on land)."""
+    last = np.maximum(n_wet - 1, 0)[..., None]
+    index = np.minimum(np.arange(values.shape[2]), last)
+    return np.take_along_axis(values, index[..., None], axis=2)

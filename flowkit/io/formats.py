@@ -68,6 +68,14 @@ def _read_selafin(path, velocity=None, **options):
     return from_xarray([opened(Path(path))], **names, **options)
 
 
+def _read_mitgcm(path, velocity=None, *, delta_t: float | None = None, **options):
+    from .ocean.mitgcm import open_mds
+    from .xarray import from_xarray
+
+    names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
+    return from_xarray([open_mds(path, delta_t)], **names, **options)
+
+
 _VTK_OPTIONS = frozenset(
     {
         "times",
@@ -94,6 +102,13 @@ FORMATS: tuple[Format, ...] = (
         frozenset({"sample", "dtype", "interpolation", "periodic", "stream", "max_device_bytes"}),
     ),
     Format("TELEMAC Selafin", "`.slf`, `.selafin`", (".slf", ".selafin"), _read_selafin, frozenset({"dtype"})),
+    Format(
+        "MITgcm MDS",
+        "a run directory of MDS output (`XC.meta`, `U.0000000010.data`, ...; `flowkit.io.ocean.mitgcm`)",
+        (),
+        _read_mitgcm,
+        frozenset({"dtype"}),
+    ),
     Format(
         "VTK",
         "`.vti`, `.vtr`, `.vts`, `.vtu`, `.vtp` (and their parallel `.p*`), `.vtm`/`.vtmb`, "
@@ -164,12 +179,12 @@ FORMATS: tuple[Format, ...] = (
 )
 """The formats, in the order they are matched."""
 
-OPENFOAM, VTK = (next(f for f in FORMATS if f.name == name) for name in ("OpenFOAM", "VTK"))
+OPENFOAM, VTK, MITGCM = (next(f for f in FORMATS if f.name == name) for name in ("OpenFOAM", "VTK", "MITgcm MDS"))
 
 
 def format_of(path: Files) -> Format:
     """The format of `path` (a path, a glob pattern, or a list of paths along time, by its first):
-    by its name's ending; a directory is an OpenFOAM case (or a zarr store)."""
+    by its name's ending; a directory is an OpenFOAM case, a MITgcm run (or a zarr store)."""
     first = path[0] if isinstance(path, (list, tuple)) and path else path
     if not isinstance(first, (str, Path)):
         raise TypeError(f"path: give a file name, a glob pattern or a list of them, got {type(first).__name__}")
@@ -180,9 +195,11 @@ def format_of(path: Files) -> Format:
     if first.is_dir() and not name.endswith(".zarr"):
         if (first / "system" / "controlDict").exists() or any(first.glob("processor*")):
             return OPENFOAM
+        if (first / "XC.meta").exists() or any(first.glob("XC.*.*.meta")):
+            return MITGCM
         raise ValueError(
-            f"{first}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/) "
-            "nor a zarr store; give a file or a case directory"
+            f"{first}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/), "
+            "a MITgcm run (no XC.meta) nor a zarr store; give a file or a case directory"
         )
     if name == "controldict":
         return OPENFOAM

@@ -137,6 +137,7 @@ def from_xarray(
     coast: str = "noslip",
     grid=None,
     plane: int | None = None,
+    face: int | None = None,
 ) -> AbstractField | StreamedField:
     """A `GridField` from a structured `xarray.Dataset`, or a list of them along time (one per
     file), regular or rectilinear in lon/lat(/depth)/time, found from CF metadata.
@@ -164,8 +165,9 @@ def from_xarray(
     - A model's own output is read by its conventions (`flowkit.io.ocean.MODELS`, each row the
       options it takes): ROMS and CROCO (s-levels, C-grid; `grid`: the model's grid file when
       the history lacks it), NEMO (U, V, W grid files apart; `grid`: `mesh_mask.nc` or
-      `coordinates.nc`), the unstructured models (UGRID: FVCOM, SCHISM, ADCIRC), TELEMAC
-      Selafin (`plane`) become a `LayeredField` (or a `MeshField`) on the model's own grid.
+      `coordinates.nc`), MITgcm (mnc NetCDF or xmitgcm's Datasets; `face`: the face of a cubed
+      sphere), the unstructured models (UGRID: FVCOM, SCHISM, ADCIRC), TELEMAC Selafin
+      (`plane`) become a `LayeredField` (or a `MeshField`) on the model's own grid.
     - `sample`: names of further variables on the velocity's grid (temperature, salinity, wind)
       to interpolate along trajectories and for particle models (`GridField(samples=)`); NaN on
       land. Regular A-grids held in memory.

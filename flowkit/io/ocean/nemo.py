@@ -28,7 +28,7 @@ from jax.typing import DTypeLike
 from ...fields.layered import LayeredField
 from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
-from ..cgrid import grid_angle, layered_on_grid, to_centres
+from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, z_columns
 from ..checks import check_velocity
 
 _log = logging.getLogger("flowkit")
@@ -109,9 +109,9 @@ def build(
         faces = [_faces(steps[k], name, time_dim) for steps, name in readers]
         for values, (_, name) in zip(faces, readers):
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
-        velocity.append(_at_centres(faces, angle, scales, source))
+        velocity.append(centred_velocity(faces, np.cos(angle), np.sin(angle), scales, source))
     land, water, wet_levels = _water(grid_ds, velocity, levels, source)
-    filled = [_below_floor(values, wet_levels) for values in velocity]
+    filled = [below_floor(values, wet_levels) for values in velocity]
     _log.info(
         "NEMO: %s: %d x %d T points, %d z-levels, %d time steps, %d land columns (%s)%s",
         source,
@@ -262,21 +262,6 @@ def _faces(step, name: str, time_dim) -> np.ndarray:
     return values if values.ndim == 3 else values[None]
 
 
-def _at_centres(faces: list[np.ndarray], angle: np.ndarray, scales: list[float], source: str) -> np.ndarray:
-    """The velocity at the T points `(y, x, K, C)`: east, north (and down), in m/s (`scales`:
-    each of U, V (and W)'s units in m/s)."""
-    n_y, n_x = angle.shape
-    u = to_centres(faces[0], 2, n_x, "u", source)
-    v = to_centres(faces[1], 1, n_y, "v", source)
-    cos, sin = np.cos(angle), np.sin(angle)
-    components = [scales[0] * (cos * u - sin * v), scales[0] * (sin * u + cos * v)]
-    if len(faces) > 2:  # W on the top of each level, upward: the level's mean, downward
-        w = np.nan_to_num(faces[2])
-        below = np.concatenate([w[1:], np.zeros_like(w[:1])])[: len(u)]
-        components.append(-0.5 * scales[2] * (w[: len(u)] + below))
-    return np.moveaxis(np.stack(components, axis=-1), 0, 2)
-
-
 def _water(grid_ds, velocity: list[np.ndarray], levels: np.ndarray, source: str):
     """`(land, water depth, wet levels)` per column `(y, x)`: from a mesh mask's `tmask` (and
     `e3t_0`: partial steps), else from NEMO's zeros (a level is wet where it moves at some time)."""
@@ -292,16 +277,4 @@ def _water(grid_ds, velocity: list[np.ndarray], levels: np.ndarray, source: str)
     else:
         wet = np.any([np.any(v[..., :2] != 0, axis=-1) for v in velocity], axis=0)
         water = None
-    n_wet = np.sum(np.cumprod(wet, axis=-1), axis=-1)
-    if water is None:
-        spacing = np.diff(levels) if len(levels) > 1 else np.ones(1)
-        floors = np.concatenate([levels[:-1] + 0.5 * spacing, levels[-1:] + 0.5 * spacing[-1:]])
-        water = floors[np.maximum(n_wet, 1) - 1]
-    return n_wet == 0, np.maximum(water, levels[0]), n_wet
-
-
-def _below_floor(values: np.ndarray, n_wet: np.ndarray) -> np.ndarray:
-    """The levels below a column's floor hold its deepest wet level's velocity (0 on land)."""
-    last = np.maximum(n_wet - 1, 0)[..., None]
-    index = np.minimum(np.arange(values.shape[2]), last)
-    return np.take_along_axis(values, index[..., None], axis=2)
+    return z_columns(wet, levels, water)
