@@ -94,7 +94,8 @@ def _write_mds(folder: Path, name: str, values: np.ndarray, iteration: int | Non
         tile = stem if tiles == 1 else f"{stem}.{t + 1:03d}.001"
         part.astype(">f4").tofile(folder / f"{tile}.data")
         dim_list = ",\n".join(f"   {a:5d}, {b:5d}, {c:5d}" for a, b, c in dims)
-        text = f" nDims = [ {len(shape)} ];\n dimList = [\n{dim_list}\n ];\n dataprec = [ 'float32' ];\n nrecords = [ 1 ];\n"
+        text = f" nDims = [ {len(shape)} ];\n dimList = [\n{dim_list}\n ];\n"
+        text += " dataprec = [ 'float32' ];\n nrecords = [ 1 ];\n"
         if iteration is not None:
             text += f" timeStepNumber = [ {iteration} ];\n"
         (folder / f"{tile}.meta").write_text(text)

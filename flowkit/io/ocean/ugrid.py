@@ -1,19 +1,23 @@
-"""Unstructured ocean models in NetCDF (the UGRID conventions: FVCOM, SCHISM, ADCIRC) read into
-a `LayeredField` over the model's own triangles (and SCHISM's quadrilaterals), on the host.
+"""Unstructured ocean models in NetCDF (the UGRID conventions: FVCOM, SCHISM, ADCIRC, Delft3D-FM)
+read into a `LayeredField` over the model's own triangles and quadrilaterals, on the host.
 
-- The mesh: the variable whose `cf_role` is `mesh_topology` names the node coordinates and the
-  face-node connectivity (its `start_index`; a fill value or NaN marks a triangle's missing
-  fourth corner in a mixed mesh). FVCOM files without it are read by FVCOM's names (`nv`,
-  `lon`/`lat`). Node coordinates in degrees are tracked on the sphere; an FVCOM Cartesian run,
+- The mesh: the variable whose `cf_role` is `mesh_topology` (the 2-D one, beside Delft3D-FM's
+  1-D networks) names the node coordinates and the face-node connectivity (its `start_index`;
+  a fill value or NaN pads a face of fewer corners in a mixed mesh). Delft3D-FM's pentagons and
+  hexagons are cut into triangles from their first corner. FVCOM files without it are read by
+  FVCOM's names (`nv`, `lon`/`lat`). Node coordinates in degrees are tracked on the sphere; an FVCOM Cartesian run,
   whose `lon`/`lat` are all 0, in the metres of its `x`/`y`.
 - The velocity: by `standard_name`, else by each model's names (FVCOM `u`, `v`, `ww`; SCHISM
   `horizontalVelX`, `horizontalVelY`, `verticalVelocity`, or v10's `hvel` pairs; ADCIRC
-  `u-vel`, `v-vel`;
-  the depth-averaged `ua`, `va` and `depthAverageVelX`, `depthAverageVelY`). Values on faces
+  `u-vel`, `v-vel`; Delft3D-FM `mesh2d_ucx`, `mesh2d_ucy`, `mesh2d_ucz`; the depth-averaged
+  `ua`, `va` and `depthAverageVelX`, `depthAverageVelY`). Of two variables of one meaning (a
+  3-D run's layer velocity and its depth average), the one on levels is taken. Values on faces
   (FVCOM's element centres) are averaged to the nodes, each face weighted by its area (as
   OceanTracker does), since the mesh path interpolates node values.
-- The vertical: FVCOM's sigma layers (`siglay`, `ocean_sigma_coordinate`: a level lies
-  `-sigma (h + zeta)` below the free surface), SCHISM's `zCoordinates` (v5.10's split
+- The vertical: sigma layers (FVCOM's `siglay`, Delft3D-FM's `mesh2d_layer_sigma`: standard
+  name `ocean_sigma_coordinate`; a level lies `-sigma` times the water column below the free
+  surface, the column `h + zeta`, or Delft3D-FM's `mesh2d_waterdepth`), Delft3D-FM's z-layers
+  (`mesh2d_layer_z`, heights below its water level `mesh2d_s1`), SCHISM's `zCoordinates` (v5.10's split
   output) or `zcor` (v10's combined `schout_*.nc`) per node and time (levels below the sea
   floor, NaN or under `node_bottom_index`, take the deepest wet level's values). A velocity
   without levels is depth-averaged: positions are `(x, y)`.
@@ -30,15 +34,15 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from ...fields.layered import LayeredField
-from ..cf import attr, component, speed_scale, where
+from ..cf import STANDARD, attr, component, speed_scale, where
 from ..cf_times import time_axis
 
 _log = logging.getLogger("flowkit")
 
 _MODEL_NAMES = {
-    "u": ("u-vel", "horizontalvelx", "hvel", "ua", "depthaveragevelx"),
-    "v": ("v-vel", "horizontalvely", "va", "depthaveragevely"),
-    "w": ("ww", "verticalvelocity"),
+    "u": ("u-vel", "horizontalvelx", "hvel", "mesh2d_ucx", "ua", "depthaveragevelx", "mesh2d_ucxa"),
+    "v": ("v-vel", "horizontalvely", "mesh2d_ucy", "va", "depthaveragevely", "mesh2d_ucya"),
+    "w": ("ww", "verticalvelocity", "mesh2d_ucz"),
 }
 
 
@@ -68,11 +72,11 @@ def build(
     u_name = _component(first, "u", u)
     pair = first[u_name].ndim >= 3 and first.sizes[first[u_name].dims[-1]] == 2  # SCHISM's hvel: (time, node, level, 2)
     names = [u_name] if pair else [u_name, _component(first, "v", v)]
-    w_name = _component(first, "w", w)
     time_dim = "time" if "time" in first[u_name].dims else None
     level_dim = next(
         (d for d in first[u_name].dims if d not in (node_dim, face_dim, time_dim) and first.sizes[d] > 2), None
     )
+    w_name = _component(first, "w", w, first[u_name].dims) if level_dim is not None or w is not None else None
     _, times, origin = time_axis(joined, time_dim)
     weights = _face_to_node(points, cells)
 
@@ -88,7 +92,7 @@ def build(
                 array = array[None]
             if level_dim not in var.dims:
                 array = array[:, None]
-            horizontal = var.dims[-1] if comp is None else [d for d in var.dims if d not in (time_dim, level_dim)][0]
+            horizontal = order[-1]
             if horizontal == face_dim:
                 array = _on_nodes(array, weights)
             elif array.shape[-1] != len(points):
@@ -123,7 +127,7 @@ def build(
     )
     return LayeredField(
         points,
-        cells,
+        _fanned(cells),
         depths,
         velocity,
         water,
@@ -156,7 +160,9 @@ def _vertical(first, read, velocity: np.ndarray, level_dim, n_points: int):
 
 
 def _topology(ds):
-    return next((ds[n] for n in ds.variables if attr(ds[n], "cf_role") == "mesh_topology"), None)
+    """The mesh's topology variable: the 2-D one where a file also holds 1-D networks."""
+    found = [ds[n] for n in ds.variables if attr(ds[n], "cf_role") == "mesh_topology"]
+    return next((t for t in found if str(t.attrs.get("topology_dimension", 2)) == "2"), None)
 
 
 def _joined(datasets) -> list:
@@ -215,7 +221,10 @@ def _mesh(ds):
     var = ds[name]
     if var.ndim != 2:
         raise ValueError(f"{where(ds)}: {name!r} must be 2-D (faces, corners), got dims {var.dims}")
-    corners = min(var.dims, key=lambda d: ds.sizes[d])
+    stated_faces = attr(topology, "face_dimension") if topology is not None else ""
+    corners = next((d for d in var.dims if stated_faces in var.dims and d != stated_faces), None) or min(
+        var.dims, key=lambda d: ds.sizes[d]
+    )  # the face dimension the topology names, else the shorter one
     table = np.asarray(var.transpose(..., corners).values, np.float64)
     fill = var.attrs.get("_FillValue", var.encoding.get("_FillValue"))
     valid = np.isfinite(table) & (table >= 0) & ((table != fill) if fill is not None else True)
@@ -238,8 +247,15 @@ def _mesh(ds):
     return np.column_stack([x, y]), cells, spherical, ds[xname].dims[0], faces
 
 
-def _component(ds, which, given):
-    """The variable of velocity component `which`; None for a missing `w`."""
+def _component(ds, which, given, dims=None):
+    """The variable of velocity component `which` (on `dims` where one is; of two with one
+    meaning, the one on levels); None for a missing `w`."""
+    if given is None:
+        meaning = [n for n in ds.data_vars if attr(ds[n], "standard_name") in STANDARD[which] and ds[n].ndim >= 2]
+        on_dims = [n for n in meaning if dims is not None and set(ds[n].dims) == set(dims)]
+        deepest = [n for n in meaning if ds[n].ndim == max(ds[m].ndim for m in meaning)]
+        if len(on_dims) == 1 or len(deepest) == 1:
+            return on_dims[0] if len(on_dims) == 1 else deepest[0]
     found = component(ds, which, given, None)
     if found is None:
         found = next((n for name in _MODEL_NAMES[which] for n in ds.data_vars if str(n).lower() == name), None)
@@ -274,6 +290,21 @@ def _face_to_node(points, cells):
     return csr_matrix(matrix.multiply(1.0 / np.maximum(total, np.finfo(float).tiny)[:, None]))
 
 
+def _fanned(cells: np.ndarray) -> np.ndarray:
+    """The faces of more than four corners (Delft3D-FM's pentagons, hexagons) cut into triangles
+    from their first corner; triangles and quadrilaterals kept (-1 pads a triangle)."""
+    if cells.shape[1] <= 4:
+        return cells
+    corners = (cells >= 0).sum(axis=1)
+    kept = cells[corners <= 4, :4]
+    fans = [
+        np.column_stack([cells[big, 0], cells[big, i], cells[big, i + 1], np.full(int(big.sum()), -1)])
+        for i in range(1, cells.shape[1] - 1)
+        if (big := (corners > 4) & (corners > i + 1)).any()
+    ]
+    return np.concatenate([kept, *fans]) if fans else kept
+
+
 def _on_nodes(array, weights):
     """`(T, K, C)` face values as `(T, K, P)` node values (NaN faces, dry, counted as 0)."""
     lead = array.shape[:-1]
@@ -282,8 +313,14 @@ def _on_nodes(array, weights):
 
 
 def _water_depth(first, read, shape, required=False):
-    """Sea floor below the free surface `(T, P)`: the bathymetry (`h`, `depth`) plus `zeta`
-    (`elevation`) when the files hold it."""
+    """Sea floor below the free surface `(T, P)`: the model's water column where it writes one
+    (`sea_floor_depth_below_sea_surface`: Delft3D-FM's `mesh2d_waterdepth`), else the
+    bathymetry (`h`, `depth`) plus `zeta` (`elevation`) when the files hold it."""
+    column = next(
+        (n for n in first.data_vars if attr(first[n], "standard_name") == "sea_floor_depth_below_sea_surface"), None
+    )
+    if column is not None:
+        return np.broadcast_to(np.nan_to_num(read(column)[:, 0]), shape).copy()
     bathymetry = next((n for n in ("h", "depth") if n in first.variables), None)
     if bathymetry is None:
         if required:
@@ -305,10 +342,17 @@ def _sigma(ds, level_dim, n_points):
         ),
         level_dim if level_dim in ds.variables else None,
     )
-    if name is None:
+    z_layers = [n for n in ds.variables if str(n).endswith("layer_z") and level_dim in ds[n].dims]
+    if name is None or z_layers:
         raise ValueError(
             f"{where(ds)}: no sigma coordinate for the velocity's levels {level_dim!r} (a variable "
             "with standard_name ocean_sigma_coordinate, as FVCOM's siglay)"
+            + (
+                f"; {z_layers[0]!r}: z-layers are not read, track the depth average (velocity="
+                "'mesh2d_ucxa,mesh2d_ucya')"
+                if z_layers
+                else ""
+            )
         )
     var = ds[name]
     sigma = np.asarray(var.transpose(*[d for d in var.dims if d != level_dim], level_dim).values, np.float64)
