@@ -456,7 +456,9 @@ def test_one_format_table_dispatches_every_kind_and_refuses_what_a_format_does_n
     assert format_of(Path("run/flow.cas.h5")).name == "Fluent CFF" and format_of(Path("run/flow.cas")).name == "Fluent"
     assert format_of("glo_cur_*.nc").name == "NetCDF/zarr" and format_of([Path("a.vtu"), Path("b.vtu")]).name == "VTK"
     assert all(
-        fmt.make_reader is not None for fmt in FORMATS if fmt.name not in ("NetCDF/zarr", "TELEMAC Selafin", "VTK")
+        fmt.make_reader is not None
+        for fmt in FORMATS
+        if fmt.name not in ("NetCDF/zarr", "TELEMAC Selafin", "MITgcm MDS", "VTK")
     )
     with pytest.raises(ValueError, match=r"flow\.txt: unsupported suffix '\.txt'; flowkit reads \[.*'\.slf'.*'\.vtu'"):
         fk.io.read(tmp_path / "flow.txt")

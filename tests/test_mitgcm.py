@@ -228,3 +228,14 @@ def test_mitgcm_refusals_name_the_directory_and_what_is_missing(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match=r"not an OpenFOAM case .* a MITgcm run \(no XC\.meta\)"):
         fk.io.read(tmp_path / "empty")
+
+
+@pytest.mark.slow
+def test_the_app_tracks_a_face_of_the_cubed_sphere(cs32, tmp_path):
+    from test_apps import _run
+
+    args = ["field=netcdf", f"field.path={cs32}", "field.face=1", "seeds=random", "seeds.n=50", "t1=432000"]
+    result = _run([*args, f"hydra.run.dir={tmp_path}", "output=minimal"], cwd=tmp_path)
+    assert "LayeredField" in result.stdout
+    traj = fk.Trajectory.load(tmp_path / "trajectories.npz")
+    assert traj.positions.shape[1] == 50 and np.all(np.isfinite(traj.positions[-1]))

@@ -119,13 +119,16 @@ def ocean_field(
     sample: Sequence[str] | None = None,
     coast: str = "noslip",
     grid: str | None = None,
+    face: int | None = None,
+    delta_t: float | None = None,
     dtype: DTypeLike = "float32",
     stream: bool | None = None,
     max_device_bytes: int | None = None,
     samples: Mapping[str, Mapping] | None = None,
 ):
     """A field from NetCDF/zarr ocean or atmosphere data (`flowkit.io.read`: a file, a glob of
-    daily files, a list; ROMS/CROCO with its `grid` file; TELEMAC `.slf`), or the embedded ocean
+    daily files, a list; ROMS/CROCO with its `grid` file; TELEMAC `.slf`; a MITgcm run directory,
+    with `face` (a cubed sphere's) and `delta_t` (its time step, where no namelist says)), or the embedded ocean
     sample (`sample_ocean`) when `path` is None. `samples`: forcing fields by name, each the
     options of its own `flowkit.io.read` (`{"wind": {"path": "era5.nc"}}`; a `path` of
     `"sample"` is the embedded wind, `sample_wind`); entries whose `path` is None are left out."""
@@ -136,8 +139,9 @@ def ocean_field(
         options["land_value"] = land_value
     if coast != "noslip":
         options["coast"] = coast
-    if grid is not None:
-        options["grid"] = grid
+    for name, value in (("grid", grid), ("face", face), ("delta_t", delta_t)):
+        if value is not None:
+            options[name] = value
     forcings = {}
     for name, given in (samples or {}).items():
         given = dict(given or {})
