@@ -153,6 +153,23 @@ def test_delft3d_fm_sigma_layers_take_the_layer_velocity_not_the_depth_average_a
         mesh2d_layer_z=("mesh2d_nLayers", [-8.75, -6.25, -3.75, -1.25], {"standard_name": "altitude"})
     )
     ds.to_netcdf(tmp_path / "z_map.nc")
+    ds.drop_vars(["mesh2d_ucz", "mesh2d_layer_z"]).assign(
+        mesh2d_layer_sigma=(
+            "mesh2d_nLayers",
+            [-0.875, -0.625, -0.375, -0.125],
+            {"standard_name": "ocean_sigma_coordinate"},
+        )
+    ).assign(
+        mesh2d_ww1=(
+            ("time", "mesh2d_nFaces", "mesh2d_nInterfaces"),
+            np.broadcast_to([0.0, 1e-3, 2e-3, 3e-3, 4e-3], (2, 6, 5)).copy(),
+            {"standard_name": "upward_sea_water_velocity"},
+        )
+    ).to_netcdf(tmp_path / "ww1_map.nc")
+    field = fk.io.read(tmp_path / "ww1_map.nc", dtype="float64")  # w on the interfaces only: each layer their mean
+    assert np.asarray(field(0.0, jnp.array([500.0, 500.0, 3.75])))[2] == pytest.approx(
+        -2.5e-3
+    )  # layer 2 of 4, bottom first
     with pytest.raises(ValueError, match=r"'mesh2d_layer_z': z-layers are not read, .*velocity='mesh2d_ucxa"):
         fk.io.read(tmp_path / "z_map.nc")
     field = fk.io.read(tmp_path / "z_map.nc", velocity="mesh2d_ucxa,mesh2d_ucxa")

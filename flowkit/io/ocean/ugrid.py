@@ -79,6 +79,8 @@ def build(
     w_name = _component(first, "w", w, first[u_name].dims) if level_dim is not None or w is not None else None
     _, times, origin = time_axis(joined, time_dim)
     weights = _face_to_node(points, cells)
+    if w_name is not None and level_dim is not None:
+        joined = [_on_layers(ds, w_name, level_dim) for ds in joined]
 
     def read(name, comp=None):  # (T, K, P) float64 on the nodes
         parts = []
@@ -288,6 +290,18 @@ def _face_to_node(points, cells):
     matrix = csr_matrix((np.repeat(area, k)[keep], (node[keep], face[keep])), shape=(len(points), len(cells)))
     total = np.asarray(matrix.sum(axis=1)).reshape(-1)
     return csr_matrix(matrix.multiply(1.0 / np.maximum(total, np.finfo(float).tiny)[:, None]))
+
+
+def _on_layers(ds, name: str, level_dim: str):
+    """`ds` with `name` on the layers `level_dim` where it is given on their interfaces (one more,
+    Delft3D-FM's `mesh2d_ww1`): each layer the mean of its two interfaces."""
+    var = ds[name]
+    interfaces = next((d for d in var.dims if d != level_dim and ds.sizes[d] == ds.sizes[level_dim] + 1), None)
+    if interfaces is None or level_dim in var.dims:
+        return ds
+    mean = 0.5 * (var.isel({interfaces: slice(1, None)}).values + var.isel({interfaces: slice(None, -1)}).values)
+    dims = tuple(level_dim if d == interfaces else d for d in var.dims)
+    return ds.assign({name: (dims, mean, var.attrs)})
 
 
 def _fanned(cells: np.ndarray) -> np.ndarray:
