@@ -66,6 +66,20 @@ def test_cs32_velocity_is_the_files_faces_at_the_tracer_point_turned_east(cs32, 
         np.testing.assert_allclose(_metres(got, lat), [east, north], rtol=1e-5, atol=1e-9)
 
 
+def test_an_xmitgcm_dataset_reads_as_the_run_directory(cs32):
+    """xmitgcm's names (`drF`, `Z`, `CS`, `SN`; times as timedeltas when given `delta_t` alone)."""
+    from flowkit.io.ocean.mitgcm import open_mds
+
+    ds = open_mds(cs32)
+    ds = ds.rename(DRF="drF", RC="Z", AngleCS="CS", AngleSN="SN").assign_coords(
+        time=("time", np.array([72000, 72020]) * np.timedelta64(86400, "s"))
+    )
+    field, direct = fk.io.from_xarray(ds, face=0, dtype="float64"), fk.io.read(cs32, face=0, dtype="float64")
+    np.testing.assert_array_equal(np.asarray(field.times), np.asarray(direct.times))
+    point = jnp.array([10.0, 5.0, 100.0])
+    np.testing.assert_array_equal(np.asarray(field(86400.0, point)), np.asarray(direct(86400.0, point)))
+
+
 def test_cs32_land_from_hfacc_and_twenty_days_keep_particles_in_water_and_moving(cs32):
     field = fk.io.read(cs32, face=0, dtype="float64")
     hfac = _mds(cs32, "hFacC").reshape(15, 6, 32, 32)[0, 0]

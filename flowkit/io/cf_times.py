@@ -11,9 +11,9 @@ UNDECODED_TIMES = "flowkit_undecoded_times"
 
 
 def seconds_since_first(raw) -> np.ndarray:
-    """Decoded CF times (datetime64 or cftime objects) as seconds since the first."""
+    """Decoded CF times (datetime64, timedelta64 or cftime objects) as seconds since the first."""
     raw = np.asarray(raw)
-    if np.issubdtype(raw.dtype, np.datetime64):
+    if np.issubdtype(raw.dtype, np.datetime64) or np.issubdtype(raw.dtype, np.timedelta64):
         return (raw - raw[0]) / np.timedelta64(1, "s")
     if raw.dtype == object:
         return np.array([(t - raw[0]).total_seconds() for t in raw], dtype=np.float64)
