@@ -59,6 +59,66 @@ def test_layers_point_one_way():
     assert not mutual, f"parts importing each other: {mutual}"
 
 
+def _module_imports() -> dict[str, set[str]]:
+    """Each flowkit module's imports of other flowkit modules at its top level (`if
+    TYPE_CHECKING:` blocks included: a circle of annotations is a circle of the design)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(fk.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text())
+        top = list(tree.body) + [n for b in tree.body if isinstance(b, (ast.If, ast.Try)) for n in b.body]
+        graph[name] = set()
+        for node in top:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    found = f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target
+                    if found in modules and found != name:
+                        graph[name].add(found)
+    return graph
+
+
+def test_no_import_circle_between_modules():
+    """No flowkit module imports, through others, a module that imports it (Tarjan's strongly
+    connected components of the module-level import graph are single modules)."""
+    graph = _module_imports()
+    assert "flowkit.fields.base" in graph["flowkit.fields.mesh"]  # the walk sees imports
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
 def test_no_module_over_500_lines():
     from pathlib import Path
 

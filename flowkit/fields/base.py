@@ -2,7 +2,7 @@
 
 import abc
 from types import ModuleType
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -12,9 +12,6 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._custom_types import Args, Bounds, BoundsLike, HostOrDevice, Position, Positions, TimeLike, Velocity
 from .._time import TimeOrigin
-
-if TYPE_CHECKING:
-    from .forcing import Forcings
 
 SKIP = -2
 """The hinted cell of a row whose result the caller discards (a particle that is not moving): a
@@ -72,6 +69,16 @@ def select(mask: Bool[Array, " n"], a, b):
     return jax.tree.map(lambda u, v: jnp.where(mask.reshape(mask.shape + (1,) * (u.ndim - 1)), u, v), a, b)
 
 
+class AbstractForcings(eqx.Module):
+    """Fields a field carries to be sampled beside its own arrays (`flowkit.fields.forcing.Forcings`)."""
+
+    named: eqx.AbstractVar[dict]
+
+    @abc.abstractmethod
+    def sample(self, t: TimeLike, x: Positions) -> dict[str, Array]:
+        """Each forcing's value at the rows of `x` at time `t`, by name."""
+
+
 class AbstractField(eqx.Module):
     """A velocity field $u(t, x)$ in `dim` dimensions.
 
@@ -95,7 +102,7 @@ class AbstractField(eqx.Module):
     spherical: ClassVar[bool] = False
     time_origin: ClassVar["TimeOrigin | None"] = None
     times: ClassVar[Float[Array, " T"] | None] = None
-    forcings: ClassVar["Forcings | None"] = None
+    forcings: ClassVar["AbstractForcings | None"] = None
     """Other fields evaluated at the particles beside the field's own samples (wind, waves; see
     `flowkit.fields.forcing`); data fields hold them, closed forms none."""
     shared_location: ClassVar[bool] = False

@@ -25,7 +25,7 @@ from jaxtyping import Array, Float
 
 from .._custom_types import Positions, TimeLike
 from .analytic import Uniform
-from .base import AbstractField
+from .base import AbstractField, AbstractForcings
 
 _log = logging.getLogger("flowkit")
 
@@ -66,7 +66,7 @@ class Forcing(eqx.Module):
         return jnp.where(inside[:, None], values, 0).astype(x.dtype)
 
 
-class Forcings(eqx.Module):
+class Forcings(AbstractForcings):
     """The forcing fields of a field, by name: what `AbstractField.samples_at` adds to its own samples."""
 
     named: dict[str, Forcing]

@@ -1,6 +1,6 @@
 """The faces of a `MeshField`'s cells: their planes (walls, inlets) and the mesh's boundary."""
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, runtime_checkable
 
 import jax.numpy as jnp
 import numpy as np
@@ -8,8 +8,22 @@ from jaxtyping import Array, Float, Int
 
 from . import cells as _cells
 
-if TYPE_CHECKING:
-    from .mesh import MeshField
+
+@runtime_checkable
+class CellTable(Protocol):
+    """What the faces are read from: a `MeshField`'s points, cells and their kinds."""
+
+    points: Any
+    nodes: Any
+    neighbours: Any
+    kind_of_cell: Any
+    kinds: tuple[str, ...]
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def n_cells(self) -> int: ...
 
 
 def face_table(kinds: tuple[str, ...], n_faces: int) -> np.ndarray:
@@ -25,7 +39,7 @@ def face_table(kinds: tuple[str, ...], n_faces: int) -> np.ndarray:
 
 
 def face_planes(
-    mesh: "MeshField", cell: Int[Array, " n"], face: Int[Array, " n"]
+    mesh: CellTable, cell: Int[Array, " n"], face: Int[Array, " n"]
 ) -> tuple[Float[Array, "n dim"], Float[Array, "n dim"]]:
     """`(centre, normal)` of face `face` of each `cell`: a point on it and its outward unit normal
     (a quad's from its diagonals, so a warped quad gets its mean plane)."""
@@ -45,7 +59,7 @@ def face_planes(
     return centre, normal / jnp.linalg.norm(normal, axis=1, keepdims=True)
 
 
-def boundary_faces(mesh: "MeshField") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def boundary_faces(mesh: CellTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The faces on the mesh boundary (host side): `(cell, face, nodes)` with `nodes` the `(B, 4)`
     node ids of each face (padded as in `face_planes`)."""
     neighbours = np.asarray(mesh.neighbours)

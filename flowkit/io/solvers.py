@@ -5,15 +5,13 @@ import contextlib
 import logging
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 from .vtk_blocks import cell_dimension, joined, merged, vtk_errors
-
-if TYPE_CHECKING:
-    from .formats import Format
 
 _log = logging.getLogger("flowkit")
 
@@ -159,6 +157,16 @@ def openfoam_reader(path: Path):
     return reader
 
 
+@runtime_checkable
+class ReaderRecipe(Protocol):
+    """What a case needs of its format (`flowkit.io.formats.Format`): its configured VTK reader of
+    a path, and what to set on it once it knows its arrays and zones."""
+
+    name: str
+    make_reader: Callable[[Path], Any] | None
+    after_information: Callable[[Any, Path], None] | None
+
+
 class SolverCase:
     """One case or file of a solver format, opened once with its VTK reader: its time steps
     (`times`, `[None]` for a steady file) and the merged data set at each. Reads are serialised
@@ -167,7 +175,7 @@ class SolverCase:
     def __init__(
         self,
         path: Path,
-        fmt: "Format",
+        fmt: "ReaderRecipe",
         velocity: str | None = None,
         *,
         skip_zero_time: bool = True,
@@ -296,7 +304,7 @@ class OpenFoamCase(SolverCase):
     def __init__(
         self,
         path: Path,
-        fmt: "Format",
+        fmt: "ReaderRecipe",
         velocity: str | None = None,
         *,
         skip_zero_time: bool = True,

@@ -404,7 +404,8 @@ class TrackRun:
                 load_wait_s=feeder.wait_s,
             )
         )
-        return sink.finish(run_stats(self, tally, run_s, warmup_s, streamed))
+        stats = run_stats(self.plan, self.n_particles, self.devices, self.compile_s, tally, run_s, warmup_s, streamed)
+        return sink.finish(stats)
 
     def _warm_up(self, compiled) -> float:
         """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""

@@ -2,13 +2,12 @@
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from ..trajectory import RunStats
 from .courant import has_cells, report
-
-if TYPE_CHECKING:
-    from .run import TrackRun
+from .plan import RunPlan
 
 _log = logging.getLogger("flowkit")
 
@@ -25,9 +24,18 @@ class Tally:
     chunk: int = 0
 
 
-def run_stats(run: "TrackRun", tally: Tally, run_s: float, warmup_s: float, streamed: dict) -> RunStats:
-    """The run's `RunStats`, after warning of seeds that could not start and releases not made."""
-    plan, n = run.plan, run.n_particles
+def run_stats(
+    plan: RunPlan,
+    n: int,
+    devices: Sequence,
+    compile_s: float,
+    tally: Tally,
+    run_s: float,
+    warmup_s: float,
+    streamed: dict,
+) -> RunStats:
+    """The `RunStats` of a run of `plan` with `n` particles on `devices`, after warning of seeds
+    that could not start and releases not made."""
     if tally.bar is not None:
         tally.bar.close()
     if tally.outside:
@@ -45,17 +53,17 @@ def run_stats(run: "TrackRun", tally: Tally, run_s: float, warmup_s: float, stre
             tally.lost,
             plan.pieces.boundary.extra_slots,
         )
-    courant = tally.courant if has_cells(run.pieces.field) else None
-    report(courant, plan.dt, run.pieces.integrator)
-    platform = run.devices[0].platform
+    courant = tally.courant if has_cells(plan.pieces.field) else None
+    report(courant, plan.dt, plan.pieces.integrator)
+    platform = devices[0].platform
     return RunStats(
         n,
         plan.n_steps,
         plan.n_saves + 1,
         plan.dtype.name,
         platform,
-        len(run.devices),
-        run.compile_s,
+        len(devices),
+        compile_s,
         run_s,
         tally.lost,
         warmup_s,
