@@ -9,9 +9,9 @@ import flowkit as fk
 from flowkit.tracker.native import applies
 
 
-def _run(field, seeds, dtype, native: bool, monkeypatch, **kwargs):
+def _run(field, seeds, dtype, native: bool, monkeypatch, boundary=None, **kwargs):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
-    run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), None, 10, dtype=dtype, **kwargs)
+    run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), boundary, 10, dtype=dtype, **kwargs)
     assert run._kwargs()["native"] is native
     return run
 
@@ -26,11 +26,18 @@ def _flow(points, t_scale=0.0):
 
 
 @pytest.mark.parametrize(
-    "kind, dtype, tolerance", [("hexahedron", "float64", 1e-9), ("mixed", "float64", 1e-9), ("tetra", "float32", 2e-4)]
+    "kind, dtype, tolerance",
+    [
+        ("hexahedron", "float64", 1e-9),
+        ("mixed", "float64", 1e-9),
+        ("tetra", "float32", 2e-4),
+        ("wedge", "float64", 1e-9),
+        ("pyramid", "float64", 1e-9),
+    ],
 )
 def test_kernel_tracks_equal_the_jax_steps(kind, dtype, tolerance, monkeypatch):
-    """Particles that stay, leave through the outlet (the JAX step takes their last step:
-    statuses and exit times) and start late come out as the JAX step alone gives them."""
+    """Particles that stay, leave through the outlet (the kernel stops them: statuses and exit
+    times) and start late come out as the JAX step alone gives them, on every cell kind."""
     assert fk.native.available(), "the CPU mesh kernel was not built: see the install's output"
     points, cells, types = mesh(kind, shape=(9, 5, 5))
     rng = np.random.default_rng(1)
@@ -83,8 +90,9 @@ def test_kernel_takes_only_what_it_computes_alike():
 def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_inside(monkeypatch):
     """With no walking (`walk_steps=0`) every point that leaves its hinted cell is found by its
     bin's search, in the kernel as in the JAX step. Particles that stay inside the mesh never
-    need the JAX step: the run compiles the kernel's program alone; a run where they leave
-    also compiles the program with the JAX step, once."""
+    need the JAX step: the run compiles the kernel's program alone; nor do particles that leave
+    a mesh without walls (the kernel stops them, `OUT_OF_DOMAIN` at the step's end). Leaving
+    through walls' openings compiles the program with the JAX step, once."""
     points, cells, types = mesh("tetra", shape=(9, 5, 5))
     stay = 0.3 * _flow(points) - np.array([0.24, 0.0, 0.0])  # the cellular part, tangent to the walls
     seeds = np.random.default_rng(3).uniform([0.3, 0.25, 0.25], [1.7, 0.75, 0.75], (200, 3))
@@ -102,9 +110,19 @@ def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_ins
     leave = fk.MeshField(points, cells, _flow(points), types, dtype="float64", walk_steps=0)
     before = fk.tracker.compile_count()
     native = _run(leave, seeds, "float64", True, monkeypatch).run()
-    assert fk.tracker.compile_count() == before + 1  # the kernel's program is the first run's (same shapes)
+    assert fk.tracker.compile_count() == before  # the kernel's program is the first run's (same shapes)
     reference = _run(leave, seeds, "float64", False, monkeypatch).run()
-    assert (reference.status[-1] == fk.Status.OUT_OF_DOMAIN).any()
+    assert (reference.status[-1] == fk.Status.OUT_OF_DOMAIN).mean() > 0.2
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+
+    walls = fk.MeshWalls("reflect", open=["xmax"])
+    before = fk.tracker.compile_count()
+    native = _run(leave, seeds, "float64", True, monkeypatch, boundary=walls).run()
+    assert fk.tracker.compile_count() == before + 2  # the kernel's program, then the one with the JAX step
+    reference = _run(leave, seeds, "float64", False, monkeypatch, boundary=walls).run()
+    assert (reference.status[-1] == fk.Status.OUT_OF_DOMAIN).mean() > 0.2
     np.testing.assert_array_equal(native.status, reference.status)
     np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
     np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
@@ -129,3 +147,18 @@ def test_zero_volume_cells_are_named_and_change_no_track(native, monkeypatch, ca
     runs = [_run(field, seeds, "float64", native, monkeypatch).run() for field in (clean, dirty)]
     np.testing.assert_array_equal(runs[0].status, runs[1].status)
     np.testing.assert_allclose(runs[0].positions, runs[1].positions, atol=1e-12)
+
+
+def test_a_step_into_missing_data_stops_nonfinite_in_the_kernel_as_in_the_jax_step(monkeypatch):
+    """NaN velocities in part of the mesh: the rows whose step ends not finite are `NONFINITE` at
+    the end of that step, where the step began, in the kernel as in the JAX step."""
+    points, cells, types = mesh("hexahedron", shape=(9, 5, 5))
+    values = _flow(points)
+    values[points[:, 0] > 1.5] = np.nan
+    field = fk.MeshField(points, cells, values, types, dtype="float64")
+    seeds = np.random.default_rng(4).uniform([0.05, 0.1, 0.1], [1.2, 0.9, 0.9], (200, 3))
+    native, reference = (_run(field, seeds, "float64", on, monkeypatch).run() for on in (True, False))
+    assert (reference.status[-1] == fk.Status.NONFINITE).mean() > 0.2
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)

@@ -11,9 +11,13 @@
 // coordinates agree to rounding), the same walk across the most violated face, the same search
 // of the point's bin, the same shape functions (extrapolated from the last cell checked for a
 // stage point outside the mesh) and linear interpolation in time, the same Butcher tableau. A
-// step it cannot finish that way (an end point outside the mesh or not finite; a row with no
-// cell) is left undone: the row stops there, with the step's index in `resume`, and the
-// compiled JAX step takes it from that step on (walls, openings, statuses).
+// step whose end is not finite stops the row (NONFINITE) where the step began, as the JAX step
+// stops it; so does an end outside the mesh under a boundary without walls (OUT_OF_DOMAIN,
+// `finish_exits`): each such row's step is returned in `stopped`, its exit time the step's end.
+// A step it cannot finish otherwise (an end outside the mesh where walls or openings decide; a
+// row with no cell) is left undone: the row stops there, with the step's index in `resume`, and
+// the compiled JAX step takes it from that step on. The status codes come from Python's
+// `flowkit._status.Status` as attributes.
 
 #include <algorithm>
 #include <cmath>
@@ -28,8 +32,12 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-constexpr int32_t kActive = 0;
-constexpr int32_t kNotReleased = 1;
+// Python's status codes (`flowkit._status.Status`), and whether an end outside the mesh stops
+// the row here (a boundary without walls) or is left to the JAX step.
+struct Codes {
+  int32_t active, not_released, out_of_domain, nonfinite;
+  bool finish_exits;
+};
 
 enum Kind : int32_t { kTetra = 0, kHexahedron = 1, kWedge = 2, kPyramid = 3 };
 
@@ -61,6 +69,7 @@ struct Mesh {
   // none) of per-face outward normal, plane offset and the cell's height above it (0: no wall)
   const int32_t* wall_index;
   const T* wall_rows;
+  Codes codes;
 
   int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
 };
@@ -294,7 +303,7 @@ struct Group {
   // where x is (the step's hint) and where y is (the stage's)
   int32_t cell[kGroup], stage_cell[kGroup];
   T point[3][kGroup], coords[3][kGroup], stage_point[3][kGroup], stage_coords[3][kGroup];
-  int32_t status[kGroup], release[kGroup], resume[kGroup];
+  int32_t status[kGroup], release[kGroup], resume[kGroup], stopped[kGroup];
   bool moving[kGroup];
   // each particle's cell as last read from the tables: its table row and kind, and its nodes'
   // values in the two time slices from `cached_slice` on (zero past the kind's node count). A
@@ -366,8 +375,8 @@ inline void check_group(const Mesh<T>& m, const Group<T>& q, T xi_out[3][kGroup]
 
 // Where each moving lane's stage point y lies, from its stage hint (MeshField.locate): the
 // hinted cell checked across the group, walks and bin searches lane by lane. A lane whose step
-// ends outside the mesh (`end_point`: the tableau's last row) stops moving, to resume at step k
-// in the JAX step.
+// ends outside the mesh (`end_point`: the tableau's last row) stops moving: it stops there (not
+// finite; outside with `finish_exits`), or it resumes at step k in the JAX step.
 template <typename T, int Kind>
 inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k, bool end_point) {
   bool need[kGroup], any = false;
@@ -411,8 +420,13 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
         for (int a = 0; a < 3; ++a) lane[a] = binned[a];
       }
     }
-    if (!found && end_point) {  // a step ending outside the mesh: the JAX step's boundary takes it
-      q.moving[g] = false, q.resume[g] = k;
+    if (!found && end_point) {  // a step ending outside the mesh
+      const bool finite_end = finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g]);
+      q.moving[g] = false;
+      if (!finite_end || m.codes.finish_exits)  // stopped where the step began, as the JAX step's
+        q.status[g] = finite_end ? m.codes.out_of_domain : m.codes.nonfinite, q.stopped[g] = k;
+      else  // the JAX step's boundary takes it
+        q.resume[g] = k;
       continue;
     }
     // a stage point outside the mesh keeps the last cell checked and its coordinates there: its
@@ -490,7 +504,7 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
     const T h = h_step[k];
     for (int g = 0; g < kGroup; ++g) {
       const bool going = q.resume[g] == steps;
-      q.moving[g] = going && q.status[g] == kActive && h != 0;
+      q.moving[g] = going && q.status[g] == m.codes.active && h != 0;
       q.stage_cell[g] = q.cell[g];
       for (int d = 0; d < 3; ++d) {
         q.stage_point[d][g] = q.point[d][g], q.stage_coords[d][g] = q.coords[d][g];
@@ -520,10 +534,11 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
           for (int d = 0; d < 3; ++d)
             q.x[d][g] = q.y[d][g], q.point[d][g] = q.stage_point[d][g], q.coords[d][g] = q.stage_coords[d][g];
         } else {
-          q.resume[g] = static_cast<int32_t>(k);
+          q.status[g] = m.codes.nonfinite, q.stopped[g] = static_cast<int32_t>(k);
         }
       }
-      if (q.resume[g] == steps && q.status[g] == kNotReleased && q.release[g] == k) q.status[g] = kActive;
+      if (q.resume[g] == steps && q.status[g] == m.codes.not_released && q.release[g] == k)
+        q.status[g] = m.codes.active;
     }
   }
 }
@@ -540,7 +555,9 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
                  ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
                  ffi::ResultBuffer<ffi::S32> cell_out, ffi::ResultBuffer<DT> point_out,
                  ffi::ResultBuffer<DT> coords_out, ffi::ResultBuffer<ffi::S32> resume_out,
-                 ffi::ResultBuffer<DT> before_out, int64_t newton_steps, int64_t walk_steps, double tolerance) {
+                 ffi::ResultBuffer<DT> before_out, ffi::ResultBuffer<ffi::S32> stopped_out, int64_t newton_steps,
+                 int64_t walk_steps, double tolerance, int64_t active, int64_t not_released, int64_t out_of_domain,
+                 int64_t nonfinite, int64_t finish_exits) {
   using T = ffi::NativeType<DT>;
   const int64_t n = status_in.element_count();
   const int64_t steps = step_start.element_count();
@@ -574,7 +591,9 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
             bin_start.typed_data(),
             bin_cells.typed_data(),
             wall_index.element_count() > 0 ? wall_index.typed_data() : nullptr,
-            wall_rows.typed_data()};
+            wall_rows.typed_data(),
+            Codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
+                  static_cast<int32_t>(out_of_domain), static_cast<int32_t>(nonfinite), finish_exits != 0}};
   const T* tab = tableau.typed_data();
   T a[kMaxRows][kMaxRows], c[kMaxRows];
   for (int i = 0; i < rows; ++i) {
@@ -621,7 +640,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   std::vector<int64_t> live;
   live.reserve(n);
   for (int64_t p = 0; p < n; ++p) {
-    if (status0[p] == kActive || (status0[p] == kNotReleased && release0[p] >= 0)) {
+    if (status0[p] == m.codes.active || (status0[p] == m.codes.not_released && release0[p] >= 0)) {
       live.push_back(p);
       continue;
     }
@@ -633,6 +652,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
     cell_out->typed_data()[p] = cell_in.typed_data()[p];
     status_out->typed_data()[p] = status0[p];
     resume_out->typed_data()[p] = static_cast<int32_t>(steps);
+    stopped_out->typed_data()[p] = -1;
   }
   const int64_t n_live = static_cast<int64_t>(live.size());
   Group<T> q;
@@ -649,6 +669,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
       q.status[g] = status0[p];
       q.release[g] = release0[p];
       q.resume[g] = static_cast<int32_t>(steps);
+      q.stopped[g] = -1;
       q.cached_cell[g] = -1, q.cached_slice[g] = -1;
     }
     run(m, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data());
@@ -663,6 +684,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
       cell_out->typed_data()[p] = q.cell[g];
       status_out->typed_data()[p] = q.status[g];
       resume_out->typed_data()[p] = q.resume[g];
+      stopped_out->typed_data()[p] = q.stopped[g];
     }
   }
   return ffi::Error::Success();
@@ -703,9 +725,15 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   .Ret<ffi::Buffer<ffi::DT>>() \
   .Ret<ffi::Buffer<ffi::S32>>() \
   .Ret<ffi::Buffer<ffi::DT>>() \
+  .Ret<ffi::Buffer<ffi::S32>>() \
   .Attr<int64_t>("newton_steps") \
   .Attr<int64_t>("walk_steps") \
-  .Attr<double>("tolerance")
+  .Attr<double>("tolerance") \
+  .Attr<int64_t>("active") \
+  .Attr<int64_t>("not_released") \
+  .Attr<int64_t>("out_of_domain") \
+  .Attr<int64_t>("nonfinite") \
+  .Attr<int64_t>("finish_exits")
 
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF32, Chunk<ffi::F32>, FLOWKIT_MESH_CHUNK_BINDING(F32));

@@ -3,8 +3,10 @@
 The kernel carries each group of particles of a block through all of the interval's steps
 before the next group, so that their cells stay in cache from stage to stage and step to
 step; a pass of XLA kernels over the whole block per stage cannot keep them there. It takes
-the steps whose points lie in the mesh, which is nearly all of them. A step it cannot finish
-(a point outside the mesh, a non-finite end) it leaves undone; with `finish`, from that step
+the steps whose points lie in the mesh, which is nearly all of them, and stops the rows whose
+step ends not finite (`NONFINITE`) or, under a boundary without walls (`fk.Open`), outside the
+mesh (`OUT_OF_DOMAIN`), as the JAX step does. A step it cannot finish (an end outside the mesh
+where walls or openings decide) it leaves undone; with `finish`, from that step
 on the row is stepped here by `one_step`, in compact batches, with the rest of the block held:
 walls, openings and statuses stay in one place. Without `finish` those rows are counted, and
 the run takes the chunk again with it (`TrackRun`): a program without the JAX step compiles in
@@ -19,6 +21,7 @@ import numpy as np
 
 from .. import native
 from .._status import Status
+from ..boundaries.box import Open
 from ..fields.base import Hints
 from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
@@ -74,9 +77,9 @@ def kernel_steps(
     row = lambda width, kind=dtype: jax.ShapeDtypeStruct((n, width) if width else (n,), kind)  # noqa: E731
     call = jax.ffi.ffi_call(
         native.TARGETS[jnp.dtype(dtype).name],
-        (row(3), row(0, jnp.int32), row(0, jnp.int32), row(3), row(3), row(0, jnp.int32), row(3)),
+        (row(3), row(0, jnp.int32), row(0, jnp.int32), row(3), row(3), row(0, jnp.int32), row(3), row(0, jnp.int32)),
     )
-    x, status_k, cell, point, coords, resume, before = call(
+    x, status_k, cell, point, coords, resume, before, stopped = call(
         x,
         status.astype(jnp.int32),
         hint.cell.astype(jnp.int32),
@@ -103,8 +106,15 @@ def kernel_steps(
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
         tolerance=float(field._tolerance()),
+        active=np.int64(Status.ACTIVE),
+        not_released=np.int64(Status.NOT_RELEASED),
+        out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
+        nonfinite=np.int64(Status.NONFINITE),
+        finish_exits=np.int64(isinstance(pieces.boundary, Open)),
     )
     hint = Hints(cell.astype(hint.cell.dtype), point.astype(hint.point.dtype), coords.astype(hint.coords.dtype))
+    ends = t + h  # a row the kernel stopped left the domain at the end of that step, as in `one_step`
+    exit_time = jnp.where(stopped >= 0, ends[jnp.maximum(stopped, 0)].astype(exit_time.dtype), exit_time)
     carry = (x, status_k.astype(status.dtype), exit_time, hint, variables, generation, lost)
     left = resume < steps.shape[0]
     if not finish:
