@@ -91,8 +91,7 @@ def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_ins
     """With no walking (`walk_steps=0`) every point that leaves its hinted cell is found by its
     bin's search, in the kernel as in the JAX step. Particles that stay inside the mesh never
     need the JAX step: the run compiles the kernel's program alone; nor do particles that leave
-    a mesh without walls (the kernel stops them, `OUT_OF_DOMAIN` at the step's end). Leaving
-    through walls' openings compiles the program with the JAX step, once."""
+    a mesh, without walls or through walls' openings (the kernel finishes their steps)."""
     points, cells, types = mesh("tetra", shape=(9, 5, 5))
     stay = 0.3 * _flow(points) - np.array([0.24, 0.0, 0.0])  # the cellular part, tangent to the walls
     seeds = np.random.default_rng(3).uniform([0.3, 0.25, 0.25], [1.7, 0.75, 0.75], (200, 3))
@@ -120,7 +119,7 @@ def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_ins
     walls = fk.MeshWalls("reflect", open=["xmax"])
     before = fk.tracker.compile_count()
     native = _run(leave, seeds, "float64", True, monkeypatch, boundary=walls).run()
-    assert fk.tracker.compile_count() == before + 2  # the kernel's program, then the one with the JAX step
+    assert fk.tracker.compile_count() == before + 1  # the kernel's program with the walls, no JAX step
     reference = _run(leave, seeds, "float64", False, monkeypatch, boundary=walls).run()
     assert (reference.status[-1] == fk.Status.OUT_OF_DOMAIN).mean() > 0.2
     np.testing.assert_array_equal(native.status, reference.status)
@@ -159,6 +158,33 @@ def test_a_step_into_missing_data_stops_nonfinite_in_the_kernel_as_in_the_jax_st
     seeds = np.random.default_rng(4).uniform([0.05, 0.1, 0.1], [1.2, 0.9, 0.9], (200, 3))
     native, reference = (_run(field, seeds, "float64", on, monkeypatch).run() for on in (True, False))
     assert (reference.status[-1] == fk.Status.NONFINITE).mean() > 0.2
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["tetra", "hexahedron"])
+@pytest.mark.parametrize("mode", ["reflect", "slip", "absorb", "stick"])
+def test_walls_and_openings_finish_in_the_kernel_as_in_the_jax_step(kind, mode, monkeypatch):
+    """A flow that drives particles into the side walls and out through the open end: bounces,
+    slides, absorptions (at the crossing, their exit times inside the step) and exits come out
+    of the kernel as out of the JAX step, and no program with the JAX step is compiled."""
+    points, cells, types = mesh(kind, shape=(9, 5, 5))
+    values = _flow(points) + np.array([0.0, 0.6, 0.4])  # toward y = 1 and z = 1
+    field = fk.MeshField(points, cells, values, types, dtype="float64")
+    seeds = np.random.default_rng(5).uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
+    walls = fk.MeshWalls(mode, open=["xmax"])
+    fk.tracker.clear_caches()
+    before = fk.tracker.compile_count()
+    native = _run(field, seeds, "float64", True, monkeypatch, boundary=walls).run()
+    assert fk.tracker.compile_count() == before + 1
+    reference = _run(field, seeds, "float64", False, monkeypatch, boundary=walls).run()
+    final = reference.status[-1]
+    assert (final == fk.Status.OUT_OF_DOMAIN).any()
+    if mode in ("absorb", "stick"):
+        assert (final == fk.Status.ABSORBED).mean() > 0.2
+    else:
+        assert (final == fk.Status.ACTIVE).mean() > 0.2
     np.testing.assert_array_equal(native.status, reference.status)
     np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
     np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)

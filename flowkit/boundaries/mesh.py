@@ -13,7 +13,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Int
+from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Positions, ScalarLike
 from .._status import Status
@@ -36,6 +36,7 @@ class BoundMeshWalls(AbstractBoundary):
     open: tuple[Plane, ...]
     max_bounces: int = eqx.field(static=True)
     open_faces: Bool[Array, "C F"] | None = None
+    kernel_faces: tuple[Int[Array, " C"], Float[Array, "B F 7"]] | None = None  # `face_table`, for the mesh kernel
 
     def _wall(self, field, hint, x, outside):
         """For the rows `outside` the mesh: the face their walk stopped at (`hint.cell`), its
@@ -59,6 +60,21 @@ class BoundMeshWalls(AbstractBoundary):
     @property
     def passes_inside(self) -> bool:
         return True  # walls and openings act on the rows `~inside` alone
+
+    def face_table(self, field: MeshField) -> tuple[np.ndarray, np.ndarray]:
+        """`(index (C,), rows (B, F, 7))`: each cell with a boundary face, its row (-1: none) of
+        per-face centre, outward unit normal and kind (0: not a boundary face, 1: a wall, 2: open)
+        as `_wall` finds them: what the mesh kernel reads to finish a step that leaves the mesh."""
+        cell, face = (jnp.asarray(a, jnp.int32) for a in field.boundary_faces()[:2])
+        centre, normal = field.face_planes(cell, face)
+        is_open = np.asarray(self._opened(field, cell, face, centre, normal))
+        cell, face = np.asarray(cell), np.asarray(face)
+        bounded, row = np.unique(cell, return_inverse=True)
+        index = np.full(field.n_cells, -1, np.int32)
+        index[bounded] = np.arange(len(bounded), dtype=np.int32)
+        rows = np.zeros((len(bounded), np.asarray(field.neighbours).shape[1], 7))
+        rows[row.ravel(), face] = np.column_stack([np.asarray(centre), np.asarray(normal), np.where(is_open, 2.0, 1.0)])
+        return index, rows
 
     def near_wall_field(self, field: MeshField) -> MeshField:
         """`field` with its no-slip walls' table (`fields.near_wall`): beside the faces these
@@ -163,9 +179,15 @@ class MeshWalls(AbstractBoundaryConfig):
                 "fk.Reflective/fk.Absorbing(bounds)"
             )
         planes = tuple(region(spec, field) for spec in self.open if spec != "outflow")
-        return BoundMeshWalls(
-            self.mode, planes, self.max_bounces, outflow_faces(field.as_mesh()) if "outflow" in self.open else None
+        mesh = field.as_mesh()
+        bound = BoundMeshWalls(
+            self.mode, planes, self.max_bounces, outflow_faces(mesh) if "outflow" in self.open else None
         )
+        if type(mesh) is not MeshField or mesh.dim != 3:
+            return bound
+        index, rows = bound.face_table(mesh)
+        faces = (jnp.asarray(index), jnp.asarray(rows, mesh.values.dtype))
+        return eqx.tree_at(lambda b: b.kernel_faces, bound, faces, is_leaf=lambda leaf: leaf is None)
 
 
 def outflow_faces(mesh, threshold: float = 0.05, angle: float = 30.0) -> Bool[Array, "C F"]:

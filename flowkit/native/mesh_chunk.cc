@@ -12,12 +12,18 @@
 // of the point's bin, the same shape functions (extrapolated from the last cell checked for a
 // stage point outside the mesh) and linear interpolation in time, the same Butcher tableau. A
 // step whose end is not finite stops the row (NONFINITE) where the step began, as the JAX step
-// stops it; so does an end outside the mesh under a boundary without walls (OUT_OF_DOMAIN,
-// `finish_exits`): each such row's step is returned in `stopped`, its exit time the step's end.
-// A step it cannot finish otherwise (an end outside the mesh where walls or openings decide; a
-// row with no cell) is left undone: the row stops there, with the step's index in `resume`, and
-// the compiled JAX step takes it from that step on. The status codes come from Python's
-// `flowkit._status.Status` as attributes.
+// stops it. A step whose end lies outside the mesh is finished as the run's boundary
+// (`walls`) finishes it: without walls (`fk.Open`) the row stops where the step began
+// (OUT_OF_DOMAIN); under `MeshWalls` the face it crossed is looked up in the walls' face table
+// (BoundMeshWalls.kernel_faces: each boundary face's centre, outward normal and whether it is a
+// wall or open): through an opening it leaves (OUT_OF_DOMAIN); at a wall it stops where its
+// step met the wall (`absorb`, `stick`: ABSORBED) or is mirrored (`reflect`) or put just inside
+// the wall's plane (`slip`) and located again, up to `max_bounces` times, then kept where its
+// step began if still outside, as BoundMeshWalls.apply_batch does. Each stopped row's step is
+// returned in `stopped` and the fraction of it done in `fraction`. A step it cannot finish (a
+// row with no cell, another boundary) is left undone: the row stops there, with the step's
+// index in `resume`, and the compiled JAX step takes it from that step on. The status codes
+// come from Python's `flowkit._status.Status` as attributes.
 
 #include <algorithm>
 #include <cmath>
@@ -35,9 +41,14 @@ namespace {
 // Python's status codes (`flowkit._status.Status`), and whether an end outside the mesh stops
 // the row here (a boundary without walls) or is left to the JAX step.
 struct Codes {
-  int32_t active, not_released, out_of_domain, nonfinite;
-  bool finish_exits;
+  int32_t active, not_released, out_of_domain, absorbed, nonfinite;
 };
+
+// What an end outside the mesh meets (`walls`): the JAX step decides, no walls, or MeshWalls'
+// modes; the face table's kinds of face.
+enum Walls : int32_t { kJaxStep = -1, kOpen = 0, kReflect = 1, kSlip = 2, kAbsorb = 3 };
+enum FaceKind : int32_t { kInterior = 0, kWall = 1, kOpening = 2 };
+constexpr int kFaceRow = 7;  // a face table row: centre (3), outward unit normal (3), FaceKind
 
 enum Kind : int32_t { kTetra = 0, kHexahedron = 1, kWedge = 2, kPyramid = 3 };
 
@@ -70,6 +81,13 @@ struct Mesh {
   const int32_t* wall_index;
   const T* wall_rows;
   Codes codes;
+  // the run's walls (`Walls`), and for MeshWalls each boundary cell's row (-1: none) of per-face
+  // `kFaceRow` values, the bounces allowed and the slip's nudge inside the plane
+  int32_t walls;
+  const int32_t* face_index;
+  const T* face_rows;
+  int max_bounces;
+  T nudge;
 
   int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
 };
@@ -288,6 +306,28 @@ inline bool search(const Mesh<T>& m, const T y[3], int32_t* cell, T xi[3]) {
   return false;
 }
 
+// The walk from `cell` toward y across the most violated face (`face`, y's coordinates `xi` in
+// `cell`), up to `walk_steps` cells, then y's bin (MeshField.locate for a point that left its
+// hinted cell): whether y lies in the mesh; `cell`, `xi` its cell and coordinates there, or the
+// last cell checked, its coordinates and the face y lies most beyond.
+template <typename T>
+inline bool walk(const Mesh<T>& m, const T y[3], int32_t* cell, T xi[3], int* face) {
+  bool found = false;
+  for (int s = 0; !found && s < m.walk_steps; ++s) {
+    const int32_t next = m.neighbours[*cell * m.faces + *face];
+    if (next < 0) break;
+    *cell = next;
+    found = check(m, *cell, y, xi, face);
+  }
+  T binned[3];
+  int32_t holder;
+  if (!found && search(m, y, &holder, binned)) {
+    found = true, *cell = holder;
+    for (int a = 0; a < 3; ++a) xi[a] = binned[a];
+  }
+  return found;
+}
+
 constexpr int kMapColumns = 37;  // the widest 3-D cell table row (`locator.affine_maps`)
 constexpr int kMaxRows = 16;     // tableau rows (stages + the end point)
 constexpr int kGroup = 8;        // particles stepped side by side, one SIMD lane each
@@ -304,6 +344,7 @@ struct Group {
   int32_t cell[kGroup], stage_cell[kGroup];
   T point[3][kGroup], coords[3][kGroup], stage_point[3][kGroup], stage_coords[3][kGroup];
   int32_t status[kGroup], release[kGroup], resume[kGroup], stopped[kGroup];
+  T fraction[kGroup];
   bool moving[kGroup];
   // each particle's cell as last read from the tables: its table row and kind, and its nodes'
   // values in the two time slices from `cached_slice` on (zero past the kind's node count). A
@@ -373,6 +414,64 @@ inline void check_group(const Mesh<T>& m, const Group<T>& q, T xi_out[3][kGroup]
   for (int o = 0; o < kGroup; o += kWidth<T>) check_lanes<T, Kind>(m, q, o, xi_out, inside_out);
 }
 
+// A lane stopped in step k: `code`, its step's fraction done `fraction`, where x now is.
+template <typename T>
+inline void stop(Group<T>& q, int g, int32_t code, int32_t k, T fraction) {
+  q.status[g] = code, q.stopped[g] = k, q.fraction[g] = fraction, q.moving[g] = false;
+}
+
+// A lane whose step ends (finite) outside the mesh, its walk stopped in `cell` with its end
+// lying most beyond `face` (coordinates `xi`), under the run's walls (`m.walls`), as
+// BoundMeshWalls.apply_batch and the JAX step finish it: whether the end is now inside (turned
+// back by reflect or slip: q.y, `cell`, `xi` where it is), or the lane stopped.
+template <typename T>
+inline bool leave_or_turn(const Mesh<T>& m, Group<T>& q, int g, int32_t* cell, int* face, T xi[3], int32_t k) {
+  auto wall_row = [&m](int32_t c, int f) -> const T* {  // the face's row if it is a wall, else null
+    if (m.face_index == nullptr || c < 0 || m.neighbours[c * m.faces + f] >= 0 || m.face_index[c] < 0) return nullptr;
+    const T* row = m.face_rows + (int64_t(m.face_index[c]) * m.faces + f) * kFaceRow;
+    return row[6] == kWall ? row : nullptr;
+  };
+  const T* row = m.walls == kOpen ? nullptr : wall_row(*cell, *face);
+  if (row == nullptr) {  // no wall there (an opening, or no walls at all): it leaves
+    stop(q, g, m.codes.out_of_domain, k, T(1));
+    return false;
+  }
+  if (m.walls == kAbsorb) {  // stopped where the step's chord meets the wall's plane
+    T step[3], along = 0, gap = 0;
+    for (int a = 0; a < 3; ++a) {
+      step[a] = q.y[a][g] - q.x[a][g];
+      along += step[a] * row[3 + a];
+      gap += (row[a] - q.x[a][g]) * row[3 + a];
+    }
+    const T s = clip(gap / (along == 0 ? T(1) : along), T(0), T(1));
+    for (int a = 0; a < 3; ++a) q.x[a][g] += s * step[a];
+    stop(q, g, m.codes.absorbed, k, s);
+    return false;
+  }
+  T y[3] = {q.y[0][g], q.y[1][g], q.y[2][g]};
+  bool escaped = false, found = false;
+  for (int i = 0; i < m.max_bounces && !found; ++i) {
+    row = i == 0 ? row : wall_row(*cell, *face);
+    if (row == nullptr) {
+      escaped = true;
+      break;
+    }
+    const T depth = (y[0] - row[0]) * row[3] + (y[1] - row[1]) * row[4] + (y[2] - row[2]) * row[5];
+    const T move = m.walls == kReflect ? 2 * depth : depth + m.nudge;
+    for (int a = 0; a < 3; ++a) y[a] -= move * row[3 + a];
+    found = check(m, *cell, y, xi, face) || walk(m, y, cell, xi, face);
+  }
+  if (found) {
+    for (int a = 0; a < 3; ++a) q.y[a][g] = y[a];
+    return true;
+  }
+  if (escaped)
+    stop(q, g, m.codes.out_of_domain, k, T(1));
+  else  // still outside after the bounces: kept where the step began, moving on from there
+    q.moving[g] = false;
+  return false;
+}
+
 // Where each moving lane's stage point y lies, from its stage hint (MeshField.locate): the
 // hinted cell checked across the group, walks and bin searches lane by lane. A lane whose step
 // ends outside the mesh (`end_point`: the tableau's last row) stops moving: it stops there (not
@@ -402,32 +501,25 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
     T lane[3] = {xi[0][g], xi[1][g], xi[2][g]};
     int32_t cell = q.stage_cell[g];  // the last cell checked
     bool found = inside[g];
+    int face = 0;
     if (!found) {  // the walk across the most violated face, then the bin, as `locate`
       const T y[3] = {q.y[0][g], q.y[1][g], q.y[2][g]};
       T v[6];
       violations<T, T>([&q, g](int32_t k) { return q.kind[g] == k; }, lane[0], lane[1], lane[2], v);
-      int face = first_largest(v);
-      for (int s = 0; !found && s < m.walk_steps; ++s) {
-        const int32_t next = m.neighbours[cell * m.faces + face];
-        if (next < 0) break;
-        cell = next;
-        found = check(m, cell, y, lane, &face);
-      }
-      T binned[3];
-      int32_t holder;
-      if (!found && search(m, y, &holder, binned)) {
-        found = true, cell = holder;
-        for (int a = 0; a < 3; ++a) lane[a] = binned[a];
-      }
+      face = first_largest(v);
+      found = walk(m, y, &cell, lane, &face);
     }
     if (!found && end_point) {  // a step ending outside the mesh
-      const bool finite_end = finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g]);
-      q.moving[g] = false;
-      if (!finite_end || m.codes.finish_exits)  // stopped where the step began, as the JAX step's
-        q.status[g] = finite_end ? m.codes.out_of_domain : m.codes.nonfinite, q.stopped[g] = k;
-      else  // the JAX step's boundary takes it
-        q.resume[g] = k;
-      continue;
+      if (!(finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g]))) {
+        stop(q, g, m.codes.nonfinite, k, T(1));  // where the step began, as the JAX step's
+        continue;
+      }
+      if (m.walls == kJaxStep) {  // the JAX step's boundary takes it
+        q.moving[g] = false, q.resume[g] = k;
+        continue;
+      }
+      if (!leave_or_turn(m, q, g, &cell, &face, lane, k)) continue;
+      found = true;  // turned back into the mesh by a wall
     }
     // a stage point outside the mesh keeps the last cell checked and its coordinates there: its
     // velocity is extrapolated from the cell it would leave through, as the JAX step's
@@ -534,7 +626,7 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
           for (int d = 0; d < 3; ++d)
             q.x[d][g] = q.y[d][g], q.point[d][g] = q.stage_point[d][g], q.coords[d][g] = q.stage_coords[d][g];
         } else {
-          q.status[g] = m.codes.nonfinite, q.stopped[g] = static_cast<int32_t>(k);
+          stop(q, g, m.codes.nonfinite, static_cast<int32_t>(k), T(1));
         }
       }
       if (q.resume[g] == steps && q.status[g] == m.codes.not_released && q.release[g] == k)
@@ -551,13 +643,14 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
                  ffi::Buffer<ffi::S32> kind_code, ffi::Buffer<ffi::S32> neighbours, ffi::Buffer<DT> values,
                  ffi::Buffer<DT> times, ffi::Buffer<DT> bin_origin, ffi::Buffer<DT> bin_inv_size,
                  ffi::Buffer<ffi::S32> bin_shape, ffi::Buffer<ffi::S32> bin_start, ffi::Buffer<ffi::S32> bin_cells,
-                 ffi::Buffer<ffi::S32> wall_index, ffi::Buffer<DT> wall_rows,
-                 ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
+                 ffi::Buffer<ffi::S32> wall_index, ffi::Buffer<DT> wall_rows, ffi::Buffer<ffi::S32> face_index,
+                 ffi::Buffer<DT> face_rows, ffi::Buffer<DT> nudge, ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
                  ffi::ResultBuffer<ffi::S32> cell_out, ffi::ResultBuffer<DT> point_out,
                  ffi::ResultBuffer<DT> coords_out, ffi::ResultBuffer<ffi::S32> resume_out,
-                 ffi::ResultBuffer<DT> before_out, ffi::ResultBuffer<ffi::S32> stopped_out, int64_t newton_steps,
-                 int64_t walk_steps, double tolerance, int64_t active, int64_t not_released, int64_t out_of_domain,
-                 int64_t nonfinite, int64_t finish_exits) {
+                 ffi::ResultBuffer<DT> before_out, ffi::ResultBuffer<ffi::S32> stopped_out,
+                 ffi::ResultBuffer<DT> fraction_out, int64_t newton_steps, int64_t walk_steps, double tolerance,
+                 int64_t active, int64_t not_released, int64_t out_of_domain, int64_t absorbed, int64_t nonfinite,
+                 int64_t walls, int64_t max_bounces) {
   using T = ffi::NativeType<DT>;
   const int64_t n = status_in.element_count();
   const int64_t steps = step_start.element_count();
@@ -593,7 +686,12 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
             wall_index.element_count() > 0 ? wall_index.typed_data() : nullptr,
             wall_rows.typed_data(),
             Codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
-                  static_cast<int32_t>(out_of_domain), static_cast<int32_t>(nonfinite), finish_exits != 0}};
+                  static_cast<int32_t>(out_of_domain), static_cast<int32_t>(absorbed), static_cast<int32_t>(nonfinite)},
+            static_cast<int32_t>(walls),
+            face_index.element_count() > 0 ? face_index.typed_data() : nullptr,
+            face_rows.typed_data(),
+            static_cast<int>(max_bounces),
+            nudge.typed_data()[0]};
   const T* tab = tableau.typed_data();
   T a[kMaxRows][kMaxRows], c[kMaxRows];
   for (int i = 0; i < rows; ++i) {
@@ -653,6 +751,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
     status_out->typed_data()[p] = status0[p];
     resume_out->typed_data()[p] = static_cast<int32_t>(steps);
     stopped_out->typed_data()[p] = -1;
+    fraction_out->typed_data()[p] = T(1);
   }
   const int64_t n_live = static_cast<int64_t>(live.size());
   Group<T> q;
@@ -669,7 +768,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
       q.status[g] = status0[p];
       q.release[g] = release0[p];
       q.resume[g] = static_cast<int32_t>(steps);
-      q.stopped[g] = -1;
+      q.stopped[g] = -1, q.fraction[g] = T(1);
       q.cached_cell[g] = -1, q.cached_slice[g] = -1;
     }
     run(m, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data());
@@ -685,6 +784,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
       status_out->typed_data()[p] = q.status[g];
       resume_out->typed_data()[p] = q.resume[g];
       stopped_out->typed_data()[p] = q.stopped[g];
+      fraction_out->typed_data()[p] = q.fraction[g];
     }
   }
   return ffi::Error::Success();
@@ -718,6 +818,9 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   .Arg<ffi::Buffer<ffi::S32>>() \
   .Arg<ffi::Buffer<ffi::S32>>() \
   .Arg<ffi::Buffer<ffi::DT>>() \
+  .Arg<ffi::Buffer<ffi::S32>>() \
+  .Arg<ffi::Buffer<ffi::DT>>() \
+  .Arg<ffi::Buffer<ffi::DT>>() \
   .Ret<ffi::Buffer<ffi::DT>>() \
   .Ret<ffi::Buffer<ffi::S32>>() \
   .Ret<ffi::Buffer<ffi::S32>>() \
@@ -726,14 +829,17 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
   .Ret<ffi::Buffer<ffi::S32>>() \
   .Ret<ffi::Buffer<ffi::DT>>() \
   .Ret<ffi::Buffer<ffi::S32>>() \
+  .Ret<ffi::Buffer<ffi::DT>>() \
   .Attr<int64_t>("newton_steps") \
   .Attr<int64_t>("walk_steps") \
   .Attr<double>("tolerance") \
   .Attr<int64_t>("active") \
   .Attr<int64_t>("not_released") \
   .Attr<int64_t>("out_of_domain") \
+  .Attr<int64_t>("absorbed") \
   .Attr<int64_t>("nonfinite") \
-  .Attr<int64_t>("finish_exits")
+  .Attr<int64_t>("walls") \
+  .Attr<int64_t>("max_bounces")
 
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF32, Chunk<ffi::F32>, FLOWKIT_MESH_CHUNK_BINDING(F32));

@@ -3,10 +3,12 @@
 The kernel carries each group of particles of a block through all of the interval's steps
 before the next group, so that their cells stay in cache from stage to stage and step to
 step; a pass of XLA kernels over the whole block per stage cannot keep them there. It takes
-the steps whose points lie in the mesh, which is nearly all of them, and stops the rows whose
-step ends not finite (`NONFINITE`) or, under a boundary without walls (`fk.Open`), outside the
-mesh (`OUT_OF_DOMAIN`), as the JAX step does. A step it cannot finish (an end outside the mesh
-where walls or openings decide) it leaves undone; with `finish`, from that step
+the steps whose points lie in the mesh, which is nearly all of them, and finishes those that
+end outside it as the run's boundary does: without walls (`fk.Open`) the row leaves
+(`OUT_OF_DOMAIN`); under `fk.MeshWalls` it leaves through an opening, or a wall stops it
+(`absorb`, `stick`) or turns it back (`reflect`, `slip`), from the walls' face table
+(`BoundMeshWalls.kernel_faces`); a step ending not finite stops it (`NONFINITE`). A step it
+cannot finish (another boundary, a row with no cell) it leaves undone; with `finish`, from that step
 on the row is stepped here by `one_step`, in compact batches, with the rest of the block held:
 walls, openings and statuses stay in one place. Without `finish` those rows are counted, and
 the run takes the chunk again with it (`TrackRun`): a program without the JAX step compiles in
@@ -22,6 +24,7 @@ import numpy as np
 from .. import native
 from .._status import Status
 from ..boundaries.box import Open
+from ..boundaries.mesh import BoundMeshWalls
 from ..fields.base import Hints
 from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
@@ -77,9 +80,11 @@ def kernel_steps(
     row = lambda width, kind=dtype: jax.ShapeDtypeStruct((n, width) if width else (n,), kind)  # noqa: E731
     call = jax.ffi.ffi_call(
         native.TARGETS[jnp.dtype(dtype).name],
-        (row(3), row(0, jnp.int32), row(0, jnp.int32), row(3), row(3), row(0, jnp.int32), row(3), row(0, jnp.int32)),
+        (row(3), row(0, jnp.int32), row(0, jnp.int32), row(3), row(3), row(0, jnp.int32), row(3))
+        + (row(0, jnp.int32), row(0)),
     )
-    x, status_k, cell, point, coords, resume, before, stopped = call(
+    walls, faces = _walls(pieces, dtype)
+    x, status_k, cell, point, coords, resume, before, stopped, fraction = call(
         x,
         status.astype(jnp.int32),
         hint.cell.astype(jnp.int32),
@@ -103,18 +108,23 @@ def kernel_steps(
         field.bin_cells,
         field.near_wall[0] if field.near_wall is not None else jnp.zeros(0, jnp.int32),
         field.near_wall[1].reshape(-1) if field.near_wall is not None else jnp.zeros(0, dtype),
+        *faces,
+        # a slip's step inside the wall's plane, as BoundMeshWalls.apply_batch has it
+        (64 * jnp.finfo(dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(dtype)).reshape(1),
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
         tolerance=float(field._tolerance()),
         active=np.int64(Status.ACTIVE),
         not_released=np.int64(Status.NOT_RELEASED),
         out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
+        absorbed=np.int64(Status.ABSORBED),
         nonfinite=np.int64(Status.NONFINITE),
-        finish_exits=np.int64(isinstance(pieces.boundary, Open)),
+        walls=np.int64(walls),
+        max_bounces=np.int64(getattr(pieces.boundary, "max_bounces", 0)),
     )
     hint = Hints(cell.astype(hint.cell.dtype), point.astype(hint.point.dtype), coords.astype(hint.coords.dtype))
-    ends = t + h  # a row the kernel stopped left the domain at the end of that step, as in `one_step`
-    exit_time = jnp.where(stopped >= 0, ends[jnp.maximum(stopped, 0)].astype(exit_time.dtype), exit_time)
+    at = jnp.maximum(stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
+    exit_time = jnp.where(stopped >= 0, (t[at] + fraction.astype(t.dtype) * h[at]).astype(exit_time.dtype), exit_time)
     carry = (x, status_k.astype(status.dtype), exit_time, hint, variables, generation, lost)
     left = resume < steps.shape[0]
     if not finish:
@@ -157,6 +167,24 @@ def _finished(
 
     _, carry, before = jax.lax.while_loop(lambda loop: jnp.any(loop[0]), body, (left, carry, before))
     return carry, before
+
+
+_WALLS = {None: -1, "open": 0, "reflect": 1, "slip": 2, "absorb": 3, "stick": 3}
+"""The kernel's code of what an end outside the mesh meets (`mesh_chunk.cc`, `enum Walls`):
+the JAX step decides (-1), no walls, or `MeshWalls`' mode."""
+
+
+def _walls(pieces: RunPieces, dtype) -> tuple[int, tuple]:
+    """The kernel's `walls` code and the walls' face table (`BoundMeshWalls.face_table`; empty
+    without walls) for the run's boundary."""
+    boundary = pieces.boundary
+    none = (jnp.zeros(0, jnp.int32), jnp.zeros(0, dtype))
+    if isinstance(boundary, Open):
+        return _WALLS["open"], none
+    if isinstance(boundary, BoundMeshWalls) and boundary.kernel_faces is not None:
+        index, rows = boundary.kernel_faces
+        return _WALLS[boundary.mode], (index, rows.astype(dtype).reshape(-1))
+    return _WALLS[None], none
 
 
 def _tableau(tableau) -> np.ndarray:
