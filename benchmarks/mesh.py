@@ -24,6 +24,10 @@ it.) For the tet box it also
 prints the speed-up of `early` over `stay` (same steps, particles, saves).
 
     python benchmarks/mesh.py [--particles 20000] [--steps 400] [--vtk-seeds 1000] [--cases tets hexes vts mixed]
+        [--walls reflect|slip|absorb|stick]
+
+`--walls MODE` runs every flowkit run under `fk.MeshWalls(MODE, open=["xmax"])` instead of no
+boundary: the side at the largest x is open, every other boundary face is a wall.
 """
 
 import argparse
@@ -122,8 +126,14 @@ def vtk_rate(points, cells, types, values, seeds, steps, step_length, baseline=N
     return best
 
 
+BOUNDARY = None
+"""The flowkit runs' boundary (`--walls`)."""
+
+
 def flowkit_run(field, seeds, t1, steps, t_release=None):
-    run = fk.tracker.TrackRun(field, seeds, 0.0, t1, t1 / steps, fk.RK4(), None, 50, t_release=t_release, warmup=True)
+    run = fk.tracker.TrackRun(
+        field, seeds, 0.0, t1, t1 / steps, fk.RK4(), BOUNDARY, 50, t_release=t_release, warmup=True
+    )
     traj = run.run()
     info = traj.stats
     exit_time = np.where(np.isfinite(traj.exit_time), traj.exit_time, t1)
@@ -137,12 +147,15 @@ def main():
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--vtk-seeds", type=int, default=1000)
     parser.add_argument("--cases", nargs="+", default=["tets", "hexes", "vts", "mixed"])
+    parser.add_argument("--walls", choices=["reflect", "slip", "absorb", "stick"], default=None)
     args = parser.parse_args()
+    global BOUNDARY
+    BOUNDARY = None if args.walls is None else fk.MeshWalls(args.walls, open=["xmax"])
     rng = np.random.default_rng(0)
     n, steps = args.particles, args.steps
     print(
         f"{jax.device_count()} {jax.devices()[0].platform} device(s); {n} particles x {steps} RK4 "
-        f"steps, frames every 50; VTK: {args.vtk_seeds} seeds, 1 thread"
+        f"steps, frames every 50; VTK: {args.vtk_seeds} seeds, 1 thread; walls: {args.walls or 'none'}"
     )
     rows = []
     field_of, seeds_of = {}, {}
