@@ -11,7 +11,11 @@ those of a run from a tenth of the seeds, so the locator VTK builds in each run 
 VTK's tracer is steady, so it interpolates one slice where flowkit interpolates two.
 
     python benchmarks/mesh_series.py [--files 40] [--folder /tmp/flowkit-brief] [--particles 7500] [--steps 1500]
-        [--vtk-seeds 300]
+        [--vtk-seeds 300] [--drift 4]
+
+`--drift U` writes (and reads) a series whose flow also drifts along x at U, so that particles
+leave through the box's end at x max (U = 4: about a third of the seeds over the box leave
+within the run): the run where particles leave, from its files.
 
 The series is written once into `--folder` (about 0.5 GB for 40 files) and reused.
 """
@@ -34,16 +38,23 @@ def main():
     parser.add_argument("--particles", type=int, default=7500)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--vtk-seeds", type=int, default=300, help="0: no VTK run")
+    parser.add_argument("--drift", type=float, default=0.0, help="a uniform flow along x: particles leave")
     args = parser.parse_args()
     start = time.perf_counter()
     import flowkit as fk
 
-    folder = Path(args.folder) / f"brief_{args.files}"
+    folder = Path(args.folder) / (f"brief_{args.files}" + (f"_drift{args.drift:g}" if args.drift else ""))
     pvd = folder / f"{folder.name}.pvd"
     if not pvd.exists():
         made = time.perf_counter()
         fk.datasets.cellular_flow_vtu_series(
-            folder, args.shape, EXTENT, np.linspace(0.0, 2.0, args.files), jitter=0.25, extra_arrays=False
+            folder,
+            args.shape,
+            EXTENT,
+            np.linspace(0.0, 2.0, args.files),
+            jitter=0.25,
+            extra_arrays=False,
+            drift=args.drift,
         )
         print(
             f"wrote the series ({args.files} files) in {time.perf_counter() - made:.1f} s; run again for a cold timing"

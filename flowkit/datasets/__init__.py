@@ -258,8 +258,10 @@ def cellular_flow_vtu_series(
     jitter: float = 0.25,
     seed: int = 0,
     extra_arrays: bool = True,
+    drift: float = 0.0,
 ) -> Path:
-    """Write `fk.fields.CellularFlow` on a `jittered_tet_box` mesh as ParaView writes a CFD time
+    """Write `fk.fields.CellularFlow` (plus a uniform `drift` along x, which carries particles
+    out through the box's end at x max) on a `jittered_tet_box` mesh as ParaView writes a CFD time
     series: a `.pvd` collection of zlib-compressed `.vtu` files (`name/name_0_K.vtu`, VTK's own
     writer, `TimeValue` field data), point data `velocity` (float32) and, with `extra_arrays`,
     a scalar `p` (float32, the kinetic energy `|u|²/2`). Returns the `.pvd` path."""
@@ -278,6 +280,7 @@ def cellular_flow_vtu_series(
     with jax.enable_x64(True):  # float64 (parameters too) here only, without switching the process
         flow = jax.jit(jax.vmap(CellularFlow(extent), in_axes=(None, 0)))
         velocities = [np.asarray(flow(jnp.asarray(t, jnp.float64), jnp.asarray(points, jnp.float64))) for t in times]
+    velocities = [velocity + np.array([drift, 0.0, 0.0]) for velocity in velocities]
     files = []
     for k, (t, velocity) in enumerate(zip(times, velocities)):
         arrays = {"velocity": velocity.astype(np.float32)}
