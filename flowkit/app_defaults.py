@@ -7,7 +7,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from .fields.base import AbstractField
-from .io.stream import StreamedField
+from .fields.streamed import StreamedField
 from .tracker.courant import AUTO, has_cells
 
 _log = logging.getLogger("flowkit")

@@ -17,8 +17,8 @@ from .analysis.deposition import deposition_map, write_deposition_map_vtp, write
 from .analysis.picture import view_box
 from .analysis.plots import plot_density, plot_pathlines, plot_snapshot
 from .fields.base import AbstractField
+from .fields.streamed import StreamedField
 from .io.atomic import written
-from .io.stream import StreamedField
 from .io.vtk_arrays import is_expression
 from .trajectory import RunStats, Trajectory
 

@@ -29,8 +29,8 @@ from .analysis.ftle import ftle
 from .analysis.plots import plot_ftle
 from .app_defaults import check_step, grid_resolution, run_times, surface_seeds_for
 from .fields.base import AbstractField
+from .fields.streamed import StreamedField
 from .io.atomic import written
-from .io.stream import StreamedField
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
 from .tracker.memory import check_seed_memory

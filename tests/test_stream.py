@@ -10,7 +10,7 @@ from test_vtk import SHARED
 
 import flowkit as fk
 from flowkit import tracker
-from flowkit.io.stream import StreamedField
+from flowkit.fields.streamed import StreamedField
 from flowkit.tracker.windows import plan_windows
 
 DT, SAVE_EVERY = 0.01, 5

@@ -18,9 +18,9 @@ from .._custom_types import Args
 from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField
+from ..fields.streamed import StreamedField
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
-from ..io.stream import StreamedField
 from ..tracker import track
 
 
@@ -97,7 +97,7 @@ def flow_map_jacobian(
         raise ValueError("T (the integration time) must be non-zero; negative T integrates backward")
     if method == "autodiff":
         from .._dtypes import resolve
-        from ..io.stream import refuse_streamed
+        from ..fields.streamed import refuse_streamed
 
         refuse_streamed(
             field, "method='autodiff'", "use method='fd' (tracked window by window) or read it with stream=False"

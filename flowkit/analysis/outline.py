@@ -7,7 +7,7 @@ import numpy as np
 
 from ..fields.base import AbstractField
 from ..fields.mesh import MeshField
-from ..io.stream import StreamedField
+from ..fields.streamed import StreamedField
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -12,7 +12,7 @@ from ..fields.base import AbstractField
 from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField, metres_per_second
 from ..fields.layered import LayeredField
-from ..io.stream import StreamedField
+from ..fields.streamed import StreamedField
 from ..trajectory import Trajectory
 from .outline import draw_outline, mesh_of
 

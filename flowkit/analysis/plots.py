@@ -7,7 +7,7 @@ import numpy as np
 from .._custom_types import PathLike
 from .._status import Status
 from ..fields.base import AbstractField
-from ..io.stream import StreamedField
+from ..fields.streamed import StreamedField
 from ..trajectory import Trajectory
 from .outline import draw_outline
 from .picture import (

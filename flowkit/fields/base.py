@@ -196,7 +196,7 @@ class AbstractField(eqx.Module):
 
     def time_leaves(self) -> dict:
         """The arrays whose first axis is time (along `times`), by name: what a streamed series
-        replaces window by window (`flowkit.io.stream`). None for fields without time slices."""
+        replaces window by window (`flowkit.fields.streamed`). None for fields without time slices."""
         return {}
 
     def value_components(self) -> int:

@@ -16,7 +16,7 @@ from .._custom_types import PathLike
 from .._dtypes import resolve
 from .._paths import open_npz, refuse_special
 from ..fields.grid import GridField
-from .stream import SliceSource, StreamedField
+from ..fields.streamed import SliceSource, StreamedField
 
 _AXES = ("x", "y", "z")
 
@@ -59,7 +59,7 @@ def load_grid_npz(
     windows, by `fk.track`) with `stream=True`, or by default when it would exceed
     `max_device_bytes` (see `fk.io.read_vtk`). Streaming reads slices straight from the archive,
     fastest when it is stored uncompressed (`np.savez`, not `np.savez_compressed`)."""
-    from .stream import StreamedField, choose_streaming
+    from ..fields.streamed import StreamedField, choose_streaming
 
     path = Path(path)
     if not path.exists():

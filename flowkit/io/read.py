@@ -7,9 +7,9 @@ from jax.typing import DTypeLike
 
 from .._custom_types import Files, TimesLike
 from ..fields import forcing
+from ..fields.streamed import StreamedField
 from .checks import is_default
 from .formats import format_of
-from .stream import StreamedField
 
 
 def read(

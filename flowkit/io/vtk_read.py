@@ -13,10 +13,10 @@ from ..fields.grid import GridField
 from ..fields.locator import mesh_topology
 from ..fields.mesh import MeshField
 from ..fields.slices import sample_columns
+from ..fields.streamed import SliceSource
 from .checks import check_velocity
 from .formats import format_of
 from .solvers import Step
-from .stream import SliceSource
 from .vtk_arrays import is_expression
 from .vtk_slices import (
     Arrays,
@@ -132,7 +132,7 @@ def read_series(
     `MeshField` for everything else, or a `StreamedField` of either."""
     import logging
 
-    from .stream import StreamedField, choose_streaming
+    from ..fields.streamed import StreamedField, choose_streaming
 
     series = _series(path, velocity, skip_zero_time, steady)
     first = read_dataset(series[0][0])

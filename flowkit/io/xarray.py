@@ -16,11 +16,11 @@ from jax.typing import DTypeLike
 
 from .._custom_types import Files, PathLike
 from ..fields.base import AbstractField
+from ..fields.streamed import StreamedField
 from .cf import where
 from .cf_times import UNDECODED_TIMES
 from .checks import is_default
 from .ocean import model_of
-from .stream import StreamedField
 
 _log = logging.getLogger("flowkit")
 

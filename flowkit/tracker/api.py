@@ -12,7 +12,7 @@ from .. import _dtypes
 from .._custom_types import Args, PathLike
 from .._status import Status
 from ..fields.base import AbstractField
-from ..io.stream import StreamedField
+from ..fields.streamed import StreamedField
 from ..trajectory import Trajectory
 from .courant import DEFAULT_COURANT
 from .kernel import advance_local, located_seeds, particle_keys

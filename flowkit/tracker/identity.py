@@ -51,7 +51,7 @@ def run_identity(
     particles and their `args`), the `seeds` and `t_release`, the `times` (t0, t1, dt, saves),
     the PRNG `key`, the `batches` (batch size, padding, the process's part), the `output`
     (precision, velocities recorded) and, for a streamed field, its `series` (a
-    `flowkit.io.stream.StreamedField`: its template, times and files) in place of the field."""
+    `flowkit.fields.streamed.StreamedField`: its template, times and files) in place of the field."""
     field = (
         content_hash(pieces.field)
         if series is None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
-from ..io.stream import StreamedField
+from ..fields.streamed import StreamedField
 
 _log = logging.getLogger("flowkit")
 

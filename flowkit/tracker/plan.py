@@ -25,9 +25,9 @@ from ..fields.base import AbstractField, Hints
 from ..fields.forcing import sample_names
 from ..fields.layered import LayeredField
 from ..fields.mesh import MeshField
+from ..fields.streamed import StreamedField, refuse_streamed
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
-from ..io.stream import StreamedField, refuse_streamed
 from ..particles.base import AbstractParticles, Tracer, is_tracer
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .origins import inlet_origins

@@ -16,7 +16,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .. import _dtypes, native
 from .._custom_types import PathLike
 from .._status import Status
-from ..io.stream import device_budget, swap_window
+from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
 from .cache import compiled_program
 from .identity import run_identity

@@ -1,4 +1,4 @@
-"""The time windows of a streamed series (`flowkit.io.stream.StreamedField`) for a run's
+"""The time windows of a streamed series (`flowkit.fields.streamed.StreamedField`) for a run's
 chunks: which slices each chunk needs, and a background thread that reads and uploads the next
 window while the device computes the current chunk."""
 
@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.typing import DTypeLike
 
-from ..io.stream import StreamedField
+from ..fields.streamed import StreamedField
 
 _log = logging.getLogger("flowkit")
 

@@ -26,11 +26,11 @@ from jax.typing import DTypeLike
 from ...fields.base import AbstractField
 from ...fields.curvilinear import CurvilinearField
 from ...fields.grid import GridField
+from ...fields.streamed import SliceSource, StreamedField
 from ..cf import AXES, Layout, attr, axis_of, component, layout_of, speed_scale, where
 from ..cf_times import time_axis
 from ..checks import check_velocity
 from ..series import conformed
-from ..stream import SliceSource, StreamedField
 
 _log = logging.getLogger("flowkit")
 
@@ -199,7 +199,7 @@ def _maker(first, layout, spherical: bool, land, origin, options: dict):
 def _assembled(make, source, first_slice, sample: list[str], stream, max_device_bytes, description: str):
     """The field of all of `source`'s slices: held in memory, or streamed (`StreamedField`)
     when asked or when the series would exceed `max_device_bytes`."""
-    from ..stream import choose_streaming
+    from ...fields.streamed import choose_streaming
 
     n = 1 if source.times is None else len(source.times)
     if sample:  # the samples ride with the velocity, slice by slice, held in memory

@@ -1,5 +1,8 @@
 """Time series bigger than the device: read slice by slice from disk, tracked in time windows.
 
+Here, below the readers and the tracker, sits what both hold of such a series; the readers of
+`flowkit.io` supply each format's `SliceSource`, the tracker plans and loads the windows.
+
 A `StreamedField` is the host's handle on a time series: a `template` field built from its first
 two slices (mesh, locator, axes: everything that does not change in time), the times of all
 slices, and a `SliceSource` that reads one slice. `fk.track` keeps on the device only a window
@@ -27,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..fields.base import AbstractField
+from .base import AbstractField
 
 _log = logging.getLogger("flowkit")
 
