@@ -14,6 +14,7 @@ from typing import Any
 from .._custom_types import Files
 from .._paths import refuse_special
 from . import solvers
+from .ocean.mitgcm import is_run_directory
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +196,7 @@ def format_of(path: Files) -> Format:
     if first.is_dir() and not name.endswith(".zarr"):
         if (first / "system" / "controlDict").exists() or any(first.glob("processor*")):
             return OPENFOAM
-        if (first / "XC.meta").exists() or any(first.glob("XC.*.*.meta")):
+        if is_run_directory(first):
             return MITGCM
         raise ValueError(
             f"{first}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/), "

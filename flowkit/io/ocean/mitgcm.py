@@ -243,11 +243,11 @@ def open_mds(directory: Path | str, delta_t: float | None = None):
     import xarray as xr
 
     directory = Path(directory)
-    if not (list(directory.glob("XC.meta")) or list(directory.glob("XC.*.*.meta"))):
+    if not is_run_directory(directory):
         raise ValueError(f"{directory}: no MITgcm grid (XC.meta) in the directory; write the grid with the output")
     variables: dict = {}
     for name, dims in _GRID_DIMS.items():
-        if list(directory.glob(f"{name}.meta")) or list(directory.glob(f"{name}.[0-9]*.[0-9]*.meta")):
+        if _metas(directory, name):
             record = _read_mds(directory, name)[0]
             variables[name] = (dims, record.reshape(-1) if len(dims) == 1 else record)
     fields = _velocity_records(directory)
@@ -281,6 +281,16 @@ _GRID_DIMS = {
     "hFacC": ("k", "j", "i"),
 }
 _FACE_DIMS = {"U": ("j", "i_g"), "UVEL": ("j", "i_g"), "V": ("j_g", "i"), "VVEL": ("j_g", "i")}
+
+
+def is_run_directory(directory: Path) -> bool:
+    """Whether `directory` holds a MITgcm run's MDS output: its grid's `XC.meta` (or its tiles')."""
+    return bool(_metas(directory, "XC"))
+
+
+def _metas(directory: Path, stem: str) -> list[Path]:
+    """The `.meta` files of one MDS output (`stem`: `XC`, `U.0000072000`): global, else per tile."""
+    return sorted(directory.glob(f"{stem}.meta")) or sorted(directory.glob(f"{stem}.[0-9]*.[0-9]*.meta"))
 
 
 def _velocity_records(directory: Path) -> dict[str, dict[int, np.ndarray]]:
@@ -323,7 +333,7 @@ def _meta(path: Path) -> dict[str, list[str]]:
 def _read_mds(directory: Path, stem: str) -> np.ndarray:
     """The records `(R, [z,] y, x)` of one MDS output (`stem`: `XC`, `U.0000072000`), its tiles
     (`stem.001.001.data`, ...) placed by their `dimList`; a tile not written is NaN."""
-    metas = sorted(directory.glob(f"{stem}.meta")) or sorted(directory.glob(f"{stem}.[0-9]*.[0-9]*.meta"))
+    metas = _metas(directory, stem)
     joined = None
     for meta_path in metas:
         meta = _meta(meta_path)
