@@ -19,7 +19,6 @@ the tracer (h) points, on the host.
 """
 
 import logging
-from pathlib import Path
 
 import numpy as np
 from jax.typing import DTypeLike
@@ -29,6 +28,7 @@ from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, layered_on_grid
 from ..checks import check_velocity
+from .companion import grid_file
 
 _log = logging.getLogger("flowkit")
 
@@ -52,8 +52,8 @@ def build(
     layers without their thickness `h`, a static file of another grid, or two velocities that
     could each be the one tracked.
     """
-    static = _static(datasets, grid)
     data = [ds for ds in datasets if not _is_static(ds)]
+    static = grid_file("MOM6", data, [ds for ds in datasets if _is_static(ds)], grid, ("*static*.nc",))
     u_name, v_name = (_velocity(data, which, given) for which, given in (("u", u), ("v", v)))
     sets = [ds for ds in data if u_name in ds.variables]
     source = where(sets[0])
@@ -104,30 +104,6 @@ def build(
 
 def _is_static(ds) -> bool:
     return "geolon" in ds.variables and not any(n in ds.variables for names in _NAMES.values() for n in names)
-
-
-def _static(datasets: list, grid):
-    """The static file: `grid` (a path or Dataset), else the one among the datasets, else
-    `*static*.nc` beside the first file, else None."""
-    import xarray as xr
-
-    if isinstance(grid, xr.Dataset):
-        return grid
-    if grid is not None:
-        return xr.open_dataset(grid, decode_times=False)
-    listed = [ds for ds in datasets if _is_static(ds)]
-    if listed:
-        return listed[0]
-    first = datasets[0].attrs.get("flowkit_source")
-    found = sorted(Path(first).parent.glob("*static*.nc")) if first else []
-    if len(found) > 1:
-        raise ValueError(
-            f"{first}: several MOM6 static files beside it ({', '.join(p.name for p in found)}); pass grid="
-        )
-    if found:
-        _log.info("MOM6: %s: grid read from %s (beside it)", first, found[0])
-        return xr.open_dataset(found[0], decode_times=False)
-    return None
 
 
 def _velocity(data: list, which: str, given: str | None) -> str:

@@ -30,6 +30,7 @@ from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, z_columns
 from ..checks import check_velocity
+from .companion import grid_file
 
 _log = logging.getLogger("flowkit")
 
@@ -77,7 +78,7 @@ def build(
     another shape; eliminated land processors without a grid file.
     """
     data = [ds for ds in datasets if not _is_grid(ds)]
-    grid_ds = _grid_file(data, [ds for ds in datasets if _is_grid(ds)], grid)
+    grid_ds = grid_file("NEMO", data, [ds for ds in datasets if _is_grid(ds)], grid, _GRID_FILES)
     u_name, u_sets = _component(data, "u", u)
     v_name, v_sets = _component(data, "v", v)
     w_name, w_sets = _component(data, "w", w, required=False) if u_sets[0][u_name].ndim == 4 else (None, [])
@@ -134,45 +135,6 @@ def _dates(sets: list, time_dim) -> np.ndarray:
 def _is_grid(ds) -> bool:
     """A mesh mask, coordinates or domain file: the grid's own coordinates or masks."""
     return "glamt" in ds.variables or "tmask" in ds.variables
-
-
-def _grid_file(data: list, listed: list, grid):
-    """The grid file: `grid` (a path or Dataset), else the one among the datasets, else the one
-    beside the first file (`mesh_mask*.nc`, `coordinates*.nc`, `domain_cfg*.nc`), else None."""
-    import xarray as xr
-
-    if isinstance(grid, xr.Dataset):
-        return grid
-    if grid is not None:
-        if not Path(grid).exists():
-            raise FileNotFoundError(f"NEMO grid file {grid} does not exist")
-        return _opened(Path(grid))
-    if len(listed) > 1:
-        raise ValueError(
-            f"{where(data[0])}: several grid files given ({', '.join(where(ds) for ds in listed)}); give one, or grid="
-        )
-    if listed:
-        return listed[0]
-    source = data[0].attrs.get("flowkit_source")
-    if source is None:
-        return None
-    found = sorted({p for pattern in _GRID_FILES for p in Path(source).parent.glob(pattern)})
-    if len(found) > 1:
-        raise ValueError(
-            f"{source}: several NEMO grid files beside it ({', '.join(p.name for p in found)}); pass grid= one of them"
-        )
-    if not found:
-        return None
-    _log.info("NEMO: %s: grid read from %s (beside it)", source, found[0])
-    return _opened(found[0])
-
-
-def _opened(path: Path):
-    import xarray as xr
-
-    ds = xr.open_dataset(path, decode_times=False)
-    ds.attrs["flowkit_source"] = str(path)
-    return ds
 
 
 def _component(data: list, which: str, given: str | None, required: bool = True) -> tuple[str | None, list]:

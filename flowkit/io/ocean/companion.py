@@ -1,0 +1,54 @@
+"""A model's grid file beside its output (NEMO's mesh mask, MOM6's static file): given, listed
+among the files, or found next to the first one."""
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cf import where
+
+_log = logging.getLogger("flowkit")
+
+
+def grid_file(model: str, data: list, listed: list, grid, patterns: Sequence[str]):
+    """The grid file of `model`'s output `data`: `grid` (a path or an `xarray.Dataset`), else the
+    one of `listed` (the grid files given among the paths), else the one file beside the first of
+    `data` that matches `patterns`, else None.
+
+    **Raises:** `FileNotFoundError` for a `grid` path that does not exist; `ValueError` naming the
+    files where several are given or found."""
+    import xarray as xr
+
+    if isinstance(grid, xr.Dataset):
+        return grid
+    if grid is not None:
+        if not Path(grid).exists():
+            raise FileNotFoundError(f"{model} grid file {grid} does not exist")
+        return _opened(Path(grid))
+    if len(listed) > 1:
+        raise ValueError(
+            f"{where(data[0])}: several grid files given ({', '.join(where(ds) for ds in listed)}); give one, or grid="
+        )
+    if listed:
+        return listed[0]
+    source = data[0].attrs.get("flowkit_source")
+    if source is None:
+        return None
+    found = sorted({p for pattern in patterns for p in Path(source).parent.glob(pattern)})
+    if len(found) > 1:
+        raise ValueError(
+            f"{source}: several {model} grid files beside it ({', '.join(p.name for p in found)}); pass grid= "
+            "one of them"
+        )
+    if not found:
+        return None
+    _log.info("%s: %s: grid read from %s (beside it)", model, source, found[0])
+    return _opened(found[0])
+
+
+def _opened(path: Path):
+    import xarray as xr
+
+    ds = xr.open_dataset(path, decode_times=False)
+    ds.attrs["flowkit_source"] = str(path)
+    return ds
