@@ -61,27 +61,35 @@ class BoundMeshWalls(AbstractBoundary):
     def passes_inside(self) -> bool:
         return True  # walls and openings act on the rows `~inside` alone
 
+    def _boundary(self, field: MeshField) -> tuple[np.ndarray, ...]:
+        """`(cell, face, centre, normal, open)` of each of the mesh's boundary faces, on the host."""
+        cell, face = (jnp.asarray(a, jnp.int32) for a in field.boundary_faces()[:2])
+        centre, normal = field.face_planes(cell, face)
+        is_open = self._opened(field, cell, face, centre, normal)
+        return tuple(np.asarray(a) for a in (cell, face, centre, normal, is_open))
+
     def face_table(self, field: MeshField) -> tuple[np.ndarray, np.ndarray]:
         """`(index (C,), rows (B, F, 7))`: each cell with a boundary face, its row (-1: none) of
         per-face centre, outward unit normal and kind (0: not a boundary face, 1: a wall, 2: open)
         as `_wall` finds them: what the mesh kernel reads to finish a step that leaves the mesh."""
-        cell, face = (jnp.asarray(a, jnp.int32) for a in field.boundary_faces()[:2])
-        centre, normal = field.face_planes(cell, face)
-        is_open = np.asarray(self._opened(field, cell, face, centre, normal))
-        cell, face = np.asarray(cell), np.asarray(face)
+        cell, face, centre, normal, is_open = self._boundary(field)
         bounded, row = np.unique(cell, return_inverse=True)
         index = np.full(field.n_cells, -1, np.int32)
         index[bounded] = np.arange(len(bounded), dtype=np.int32)
         rows = np.zeros((len(bounded), np.asarray(field.neighbours).shape[1], 7))
-        rows[row.ravel(), face] = np.column_stack([np.asarray(centre), np.asarray(normal), np.where(is_open, 2.0, 1.0)])
+        rows[row.ravel(), face] = np.column_stack([centre, normal, np.where(is_open, 2.0, 1.0)])
         return index, rows
 
     def near_wall_field(self, field: MeshField) -> MeshField:
         """`field` with its no-slip walls' table (`fields.near_wall`): beside the faces these
         walls keep closed whose data are at rest, the tracker's normal velocity grows as the
         square of the distance, and tracers do not pile up on them."""
-        cell, face = (jnp.asarray(a, jnp.int32) for a in field.boundary_faces()[:2])
-        is_open = np.asarray(self._opened(field, cell, face, *field.face_planes(cell, face)))
+        if self.kernel_faces is not None:  # the kinds `face_table` found at bind, in `boundary_faces` order
+            cell, face = field.boundary_faces()[:2]
+            index, rows = (np.asarray(a) for a in self.kernel_faces)
+            is_open = rows[index[cell], face, 6] == 2
+        else:
+            is_open = self._boundary(field)[4]
         table = wall_table(field, ~is_open)
         if table is None:
             return field
