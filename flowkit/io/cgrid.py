@@ -83,6 +83,14 @@ def layered_on_grid(
     )
 
 
+def step_faces(ds, name: str, time_dim, index: int | None) -> np.ndarray:
+    """Step `index` along `time_dim` (None: the only one) of a face variable as `(K, y, x)`
+    float64 (`K = 1` for a surface field)."""
+    var = ds[name] if index is None else ds[name].isel({time_dim: index})
+    values = np.asarray(var.values, np.float64)
+    return values.reshape((-1,) + values.shape[-2:])
+
+
 def centred_velocity(
     faces: Sequence[np.ndarray], cos: np.ndarray, sin: np.ndarray, scales: Sequence[float], source: str
 ):

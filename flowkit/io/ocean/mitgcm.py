@@ -31,7 +31,7 @@ from jax.typing import DTypeLike
 from ...fields.layered import LayeredField
 from ..cf import speed_scale, where
 from ..cf_times import time_axis
-from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, z_columns
+from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, step_faces, z_columns
 from ..checks import check_velocity
 
 _log = logging.getLogger("flowkit")
@@ -96,8 +96,7 @@ def build(
     for k, (_, index) in enumerate(steps):
         faces = []
         for name in names:
-            values = np.asarray((ds[name] if index is None else ds[name].isel({time_dim: index})).values, np.float64)
-            values = values.reshape((-1,) + values.shape[-2:])
+            values = step_faces(ds, name, time_dim, index)
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
             faces.append(_wrapped(tiles(values), ds[name].dims, xc.shape, face is not None))
         velocity.append(below_floor(centred_velocity(faces, cos, sin, scales, source), n_wet))

@@ -26,7 +26,7 @@ from jax.typing import DTypeLike
 from ...fields.layered import LayeredField
 from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
-from ..cgrid import below_floor, centred_velocity, layered_on_grid
+from ..cgrid import below_floor, centred_velocity, layered_on_grid, step_faces
 from ..checks import check_velocity
 from .companion import grid_file
 
@@ -69,7 +69,7 @@ def build(
     velocity, depths, waters = [], [], []
     for k, (ds, index) in enumerate(steps):
         at = {} if index is None else {time_dim: index}
-        faces = [_layers(ds[name].isel(at)) for name in (u_name, v_name)]
+        faces = [step_faces(ds, name, time_dim, index) for name in (u_name, v_name)]
         for values, name in zip(faces, (u_name, v_name)):
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
         if k == 0:
@@ -142,12 +142,6 @@ def _rotation(static, shape) -> tuple[np.ndarray, np.ndarray]:
         cos, sin = (np.asarray(static[n].values, np.float64).reshape(shape) for n in ("cos_rot", "sin_rot"))
         return cos, sin
     return np.ones(shape), np.zeros(shape)
-
-
-def _layers(var) -> np.ndarray:
-    """One step of a face variable as `(K, y, x)` float64 (`K = 1` at the surface)."""
-    values = np.asarray(var.values, np.float64)
-    return values if values.ndim == 3 else values[None]
 
 
 def _wet_levels(faces: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray:

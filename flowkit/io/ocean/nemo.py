@@ -28,7 +28,7 @@ from jax.typing import DTypeLike
 from ...fields.layered import LayeredField
 from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
-from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, z_columns
+from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, step_faces, z_columns
 from ..checks import check_velocity
 from .companion import grid_file
 
@@ -107,7 +107,7 @@ def build(
         raise ValueError(f"{source}: {u_name!r} and {v_name!r} have different units")
     velocity = []
     for k in range(len(u_steps)):
-        faces = [_faces(steps[k], name, time_dim) for steps, name in readers]
+        faces = [step_faces(steps[k][0], name, time_dim, steps[k][1]) for steps, name in readers]
         for values, (_, name) in zip(faces, readers):
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
         velocity.append(centred_velocity(faces, np.cos(angle), np.sin(angle), scales, source))
@@ -214,14 +214,6 @@ def _levels(u_var, v_var, source: str) -> np.ndarray:
     if axes[1] is None or not np.allclose(np.asarray(axes[1].values, np.float64), levels):
         raise ValueError(f"{source}: {u_var.name!r} and {v_var.name!r} are not on the same z-levels")
     return levels
-
-
-def _faces(step, name: str, time_dim) -> np.ndarray:
-    """One time step of a face variable as `(K, y, x)` float64 (`K = 1` at the surface)."""
-    ds, index = step
-    var = ds[name] if index is None else ds[name].isel({time_dim: index})
-    values = np.asarray(var.values, np.float64)
-    return values if values.ndim == 3 else values[None]
 
 
 def _water(grid_ds, velocity: list[np.ndarray], levels: np.ndarray, source: str):
