@@ -34,7 +34,7 @@ setup(
             "flowkit.native._mesh_chunk",
             sources=["flowkit/native/mesh_chunk.cc"],
             language="c++",
-            extra_compile_args=["-std=c++17", "-O3", "-fno-math-errno", "-Wno-psabi"],
+            extra_compile_args=["-std=c++17", "-O3", "-fno-math-errno", "-Wno-psabi", "-Wno-sign-compare"],
         )
     ],
     cmdclass={"build_ext": OptionalBuildExt},

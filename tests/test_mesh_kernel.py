@@ -6,13 +6,13 @@ import pytest
 from meshes import mesh
 
 import flowkit as fk
-from flowkit.tracker.native import applies
+from flowkit.tracker import native as seam
 
 
 def _run(field, seeds, dtype, native: bool, monkeypatch, boundary=None, **kwargs):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
     run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), boundary, 10, dtype=dtype, **kwargs)
-    assert run._kwargs()["native"] is native
+    assert run._kwargs()["kernel"] is native
     return run
 
 
@@ -38,14 +38,13 @@ def _flow(points, t_scale=0.0):
 def test_kernel_tracks_equal_the_jax_steps(kind, dtype, tolerance, monkeypatch):
     """Particles that stay, leave through the outlet (the kernel stops them: statuses and exit
     times) and start late come out as the JAX step alone gives them, on every cell kind."""
-    assert fk.native.available(), "the CPU mesh kernel was not built: see the install's output"
+    assert fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
     points, cells, types = mesh(kind, shape=(9, 5, 5))
     rng = np.random.default_rng(1)
     seeds = rng.uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (300, 3))
     t_release = np.where(rng.random(300) < 0.3, 0.37, 0.0)
     field = fk.MeshField(points, cells, _flow(points), types, dtype=dtype)
     runs = [_run(field, seeds, dtype, native, monkeypatch, t_release=t_release) for native in (True, False)]
-    assert applies(runs[0].pieces, dtype)
     native, reference = (run.run() for run in runs)
     left = reference.status[-1] == fk.Status.OUT_OF_DOMAIN
     assert 0.2 < left.mean() < 0.9
@@ -66,6 +65,34 @@ def test_kernel_interpolates_a_time_series_as_the_jax_step(monkeypatch):
     assert np.abs(native.positions[-1] - seeds).max() > 0.3
 
 
+def test_the_kernels_declared_layout_is_the_seams():
+    """The built kernel declares its buffers, attributes, cell kinds (with node counts) and cell
+    table width as `tracker/native.py` declares them; a kernel built from another layout is
+    refused in one line listing the differences."""
+    assert fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
+    kernel = fk.native.layout()
+    assert seam.mismatches(kernel) == []
+    assert [name for name, _ in kernel.inputs] == list(seam.KernelInputs._fields)
+    assert [name for name, _ in kernel.results] == list(seam.KernelResults._fields)
+    assert {name: nodes for name, (_, nodes) in kernel.kinds.items()} == {
+        "tetra": 4,
+        "hexahedron": 8,
+        "wedge": 6,
+        "pyramid": 5,
+    }
+    assert len(set(code for code, _ in kernel.kinds.values())) == 4
+    older = fk.native.Layout(
+        kernel.inputs[:-1],
+        kernel.results,
+        kernel.attrs,
+        {**kernel.kinds, "wedge": (2, 7)},
+        kernel.walls,
+        kernel.capacity,
+    )
+    found = seam.mismatches(older)
+    assert len(found) == 2 and found[0].startswith("inputs:") and "wedge" in found[1]
+
+
 def test_kernel_takes_only_what_it_computes_alike():
     """Particle models, stochastic integrators, 2-D meshes and boundaries that act on steps
     ending inside the domain take the JAX step."""
@@ -76,7 +103,9 @@ def test_kernel_takes_only_what_it_computes_alike():
     def pieces(**kwargs):
         return fk.tracker.TrackRun(field, seeds, 0.0, 0.1, 0.01, **kwargs).pieces
 
+    applies = lambda pieces, dtype: seam.kernel_use(pieces, dtype, "cpu")  # noqa: E731
     assert applies(pieces(), "float32")
+    assert not seam.kernel_use(pieces(), "float32", "gpu")
     assert applies(pieces(boundary=fk.MeshWalls("reflect")), "float32")
     assert not applies(pieces(), "float64")  # positions in another precision than the field's
     assert not applies(pieces(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)), "float32")

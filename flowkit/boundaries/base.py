@@ -75,13 +75,6 @@ class AbstractBoundary(eqx.Module):
         """Whether `restart` may put particles back (the tracker then saves each slot's generation)."""
         return False
 
-    @property
-    def passes_inside(self) -> bool:
-        """Whether `apply_batch` leaves every step that ends inside the field's domain as it is
-        (walls and openings act only on steps that leave it): the CPU mesh kernel then takes
-        those steps itself (`flowkit.tracker.native`). False unless a boundary says so."""
-        return False
-
     def apply(
         self, x_prev: Position, x_next: Position, status: StatusCode, key: PRNGKeyArray | None = None
     ) -> tuple[Position, StatusCode]:

@@ -142,10 +142,6 @@ class Mixed(AbstractBox):
 class Open(AbstractBoundary):
     """No walls: particles move freely; only the field's own domain limits them."""
 
-    @property
-    def passes_inside(self) -> bool:
-        return True
-
     def apply_batch(
         self,
         field: AbstractField,

@@ -6,6 +6,7 @@ crossed. Its plane (centre and outward normal) comes from the face's nodes. No s
 faces or cells happens: the geometry is the walk's.
 """
 
+import enum
 import logging
 from collections.abc import Sequence
 
@@ -27,6 +28,14 @@ from .regions import Plane, plane_tolerance, region
 MESH_MODES = ("reflect", "slip", "absorb", "stick")
 
 _log = logging.getLogger("flowkit")
+
+
+class FaceKind(enum.IntEnum):
+    """A face's kind in the walls' face table (`BoundMeshWalls.face_table`)."""
+
+    INTERIOR = 0
+    WALL = 1
+    OPENING = 2
 
 
 class BoundMeshWalls(AbstractBoundary):
@@ -57,10 +66,6 @@ class BoundMeshWalls(AbstractBoundary):
             is_open = is_open | self.open_faces[cell, face]
         return is_open
 
-    @property
-    def passes_inside(self) -> bool:
-        return True  # walls and openings act on the rows `~inside` alone
-
     def _boundary(self, field: MeshField) -> tuple[np.ndarray, ...]:
         """`(cell, face, centre, normal, open)` of each of the mesh's boundary faces, on the host."""
         cell, face = (jnp.asarray(a, jnp.int32) for a in field.boundary_faces()[:2])
@@ -70,14 +75,14 @@ class BoundMeshWalls(AbstractBoundary):
 
     def face_table(self, field: MeshField) -> tuple[np.ndarray, np.ndarray]:
         """`(index (C,), rows (B, F, 7))`: each cell with a boundary face, its row (-1: none) of
-        per-face centre, outward unit normal and kind (0: not a boundary face, 1: a wall, 2: open)
-        as `_wall` finds them: what the mesh kernel reads to finish a step that leaves the mesh."""
+        per-face centre, outward unit normal and `FaceKind` as `_wall` finds them: what the mesh
+        kernel reads to finish a step that leaves the mesh."""
         cell, face, centre, normal, is_open = self._boundary(field)
         bounded, row = np.unique(cell, return_inverse=True)
         index = np.full(field.n_cells, -1, np.int32)
         index[bounded] = np.arange(len(bounded), dtype=np.int32)
         rows = np.zeros((len(bounded), np.asarray(field.neighbours).shape[1], 7))
-        rows[row.ravel(), face] = np.column_stack([centre, normal, np.where(is_open, 2.0, 1.0)])
+        rows[row.ravel(), face] = np.column_stack([centre, normal, np.where(is_open, FaceKind.OPENING, FaceKind.WALL)])
         return index, rows
 
     def near_wall_field(self, field: MeshField) -> MeshField:
@@ -87,7 +92,7 @@ class BoundMeshWalls(AbstractBoundary):
         if self.kernel_faces is not None:  # the kinds `face_table` found at bind, in `boundary_faces` order
             cell, face = field.boundary_faces()[:2]
             index, rows = (np.asarray(a) for a in self.kernel_faces)
-            is_open = rows[index[cell], face, 6] == 2
+            is_open = rows[index[cell], face, 6] == FaceKind.OPENING
         else:
             is_open = self._boundary(field)[4]
         table = wall_table(field, ~is_open)

@@ -197,7 +197,7 @@ class MeshField(AbstractMeshField):
     def describe(self) -> str:
         return f"{self.points.shape[0]} points, {self.n_cells} cells ({'/'.join(self.kinds)}){time_slices(self.times)}"
 
-    def _tolerance(self):
+    def containment_tolerance(self) -> float:
         """Containment tolerance in parametric units, from the precision the geometry was given
         in (not the query's): a float32 mesh queried in float64 finds the same cells."""
         return 16 * self.geometry_eps
@@ -290,7 +290,7 @@ class MeshField(AbstractMeshField):
         xi, v, converged = self._coords(cell, x, done, warm)
         face = jnp.argmax(v, axis=1)
         beyond = self._across(cell, face) if across else None
-        return (jnp.max(v, axis=1) <= self._tolerance()) & converged, xi, face, beyond
+        return (jnp.max(v, axis=1) <= self.containment_tolerance()) & converged, xi, face, beyond
 
     def _across(self, cell, face):
         """The cell across `face` of each `cell` (-1: the boundary)."""
@@ -310,7 +310,7 @@ class MeshField(AbstractMeshField):
         the containing cell, or for a point in no cell the last one its walk checked (the wall
         it would leave through; for a `walled` row the `cell` and `xi` given), `xi` in that
         cell. Rows already `found` take no part."""
-        tol = self._tolerance()
+        tol = self.containment_tolerance()
         shape = jnp.asarray(self.bin_shape, jnp.int32)
         s = (x - self.bin_origin) * self.bin_inv_size
         in_box = jnp.all((s >= -tol * shape) & (s <= shape * (1 + tol)), axis=1)

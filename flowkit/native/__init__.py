@@ -2,17 +2,52 @@
 
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
-computes the same tracks. A run's log says which path it took.
+computes the same tracks. A run's log says which path it took. The kernel declares its own
+layout (`layout()`): its buffers and attributes by name, the cell kinds and wall modes it
+knows and its capacities; `flowkit.tracker.native`, the one place that calls it, checks that
+layout against its own declaration before registering the targets (`register`).
 """
 
 import ctypes
 import functools
 import importlib.machinery
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 TARGETS = {"float32": "flowkit_mesh_chunk_f32", "float64": "flowkit_mesh_chunk_f64"}
 """The FFI target of each position precision."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the built kernel declares (`FlowkitMeshChunkLayout()`)."""
+
+    inputs: tuple[tuple[str, str], ...]
+    """`(name, element)` of each input buffer in call order; element `real` (the positions'
+    precision) or `s32`."""
+    results: tuple[tuple[str, str], ...]
+    attrs: tuple[tuple[str, str], ...]
+    """`(name, C++ type)` of each attribute, read by name."""
+    kinds: dict[str, tuple[int, int]]
+    """3-D cell kind name -> `(code, node count)`."""
+    walls: dict[str, int]
+    """What an end outside the mesh meets (`open` or a `MeshWalls` mode) -> code."""
+    capacity: dict[str, int]
+    """Sizes the kernel holds: `map_columns`, `tableau_rows`, `face_row`."""
+
+    @classmethod
+    def parse(cls, text: str) -> "Layout":
+        lines = [line.split() for line in text.splitlines() if line.strip()]
+        of = lambda tag: [words[1:] for words in lines if words[0] == tag]  # noqa: E731
+        return cls(
+            inputs=tuple((name, element) for name, element in of("input")),
+            results=tuple((name, element) for name, element in of("result")),
+            attrs=tuple((name, kind) for name, kind in of("attr")),
+            kinds={name: (int(code), int(nodes)) for name, code, nodes in of("kind")},
+            walls={name: int(code) for name, code in of("walls")},
+            capacity={name: int(value) for name, value in of("capacity")},
+        )
 
 
 @functools.cache
@@ -25,18 +60,27 @@ def _library() -> ctypes.CDLL | None:
     return None
 
 
+def built() -> bool:
+    """Whether the kernel is built and switched on (`FLOWKIT_NATIVE` is not `0`)."""
+    return os.environ.get("FLOWKIT_NATIVE", "1") != "0" and _library() is not None
+
+
 @functools.cache
-def _registered() -> bool:
+def layout() -> Layout:
+    """The built kernel's declared layout (`built()` must hold)."""
+    library = _library()
+    assert library is not None, "flowkit.native.layout: the kernel is not built"
+    declared = library.FlowkitMeshChunkLayout
+    declared.restype = ctypes.c_char_p
+    return Layout.parse(declared().decode())
+
+
+@functools.cache
+def register() -> None:
+    """Register the FFI targets of both precisions on the CPU (once)."""
     import jax
 
     library = _library()
-    if library is None:
-        return False
+    assert library is not None, "flowkit.native.register: the kernel is not built"
     for name, symbol in zip(TARGETS.values(), ("FlowkitMeshChunkF32", "FlowkitMeshChunkF64")):
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
-    return True
-
-
-def available() -> bool:
-    """Whether the kernel is built and switched on (its FFI targets registered on first call)."""
-    return os.environ.get("FLOWKIT_NATIVE", "1") != "0" and _registered()

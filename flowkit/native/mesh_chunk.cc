@@ -20,10 +20,9 @@
 // step met the wall (`absorb`, `stick`: ABSORBED) or is mirrored (`reflect`) or put just inside
 // the wall's plane (`slip`) and located again, up to `max_bounces` times, then kept where its
 // step began if still outside, as BoundMeshWalls.apply_batch does. Each stopped row's step is
-// returned in `stopped` and the fraction of it done in `fraction`. A step it cannot finish (a
-// row with no cell, another boundary) is left undone: the row stops there, with the step's
-// index in `resume`, and the compiled JAX step takes it from that step on. The status codes
-// come from Python's `flowkit._status.Status` as attributes.
+// returned in `stopped` and the fraction of it done in `fraction`. The kernel finishes every
+// step: a moving row without a cell (which seeding rules out) is reported as a fault. The
+// status codes come from Python's `flowkit._status.Status` as attributes.
 
 #include <algorithm>
 #include <cmath>
@@ -38,19 +37,46 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-// Python's status codes (`flowkit._status.Status`), and whether an end outside the mesh stops
-// the row here (a boundary without walls) or is left to the JAX step.
+// The kernel's declared layout, in call order: its input buffers and results by name and element
+// type (`real`: the positions' precision; `s32`), its attributes by name and type. The FFI
+// binding, the handler's reads and `FlowkitMeshChunkLayout()` are all written from these
+// lists; Python's `flowkit/tracker/native.py` declares the same as named tuples and checks them
+// against that layout when it registers the targets.
+#define FLOWKIT_MESH_INPUTS(X)                                                                           \
+  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(release, s32)                 \
+  X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(nodes, s32)          \
+  X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(values, real) X(times, real)              \
+  X(bin_origin, real) X(bin_inv_size, real) X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32)      \
+  X(wall_index, s32) X(wall_rows, real) X(face_index, s32) X(face_rows, real) X(nudge, real)
+#define FLOWKIT_MESH_RESULTS(X)                                                                          \
+  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
+  X(fraction, real)
+#define FLOWKIT_MESH_ATTRS(X)                                                                            \
+  X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(active, int64_t)               \
+  X(not_released, int64_t) X(out_of_domain, int64_t) X(absorbed, int64_t) X(nonfinite, int64_t)         \
+  X(wall_face, int64_t) X(walls, int64_t) X(max_bounces, int64_t)
+
+// The kernel's own vocabulary, declared in its layout for Python to read: the 3-D cell kinds it
+// steps (name, code, node count: Python checks the counts against its `CellKind` table), and what
+// an end outside the mesh meets (`walls`): no walls, or MeshWalls' modes.
+#define FLOWKIT_MESH_KINDS(X) X(Tetra, tetra, 0, 4) X(Hexahedron, hexahedron, 1, 8) X(Wedge, wedge, 2, 6) X(Pyramid, pyramid, 3, 5)
+#define FLOWKIT_MESH_WALLS(X) X(Open, open, 0) X(Reflect, reflect, 1) X(Slip, slip, 2) X(Absorb, absorb, 3)
+#define FLOWKIT_MAP_COLUMNS 37  // the widest 3-D cell table row the kernel holds (`locator.affine_maps`)
+#define FLOWKIT_MAX_ROWS 16     // tableau rows (stages + the end point)
+#define FLOWKIT_FACE_ROW 7      // a face table row: centre (3), outward unit normal (3), kind of face
+
+#define FLOWKIT_AS_ENUM(Name, name, code, ...) k##Name = code,
+enum Kind : int32_t { FLOWKIT_MESH_KINDS(FLOWKIT_AS_ENUM) };
+enum Walls : int32_t { FLOWKIT_MESH_WALLS(FLOWKIT_AS_ENUM) };
+#define FLOWKIT_AS_NODES(Name, name, code, nodes) nodes,
+constexpr int kNodes[] = {FLOWKIT_MESH_KINDS(FLOWKIT_AS_NODES)};  // by code
+constexpr int kFaceRow = FLOWKIT_FACE_ROW;
+
+// Python's codes, passed as attributes: the statuses (`flowkit._status.Status`) and the face
+// table's code of a wall (`flowkit.boundaries.mesh.FaceKind`).
 struct Codes {
-  int32_t active, not_released, out_of_domain, absorbed, nonfinite;
+  int32_t active, not_released, out_of_domain, absorbed, nonfinite, wall_face;
 };
-
-// What an end outside the mesh meets (`walls`): the JAX step decides, no walls, or MeshWalls'
-// modes; the face table's kinds of face.
-enum Walls : int32_t { kJaxStep = -1, kOpen = 0, kReflect = 1, kSlip = 2, kAbsorb = 3 };
-enum FaceKind : int32_t { kInterior = 0, kWall = 1, kOpening = 2 };
-constexpr int kFaceRow = 7;  // a face table row: centre (3), outward unit normal (3), FaceKind
-
-enum Kind : int32_t { kTetra = 0, kHexahedron = 1, kWedge = 2, kPyramid = 3 };
 
 template <typename T>
 struct Mesh {
@@ -328,8 +354,8 @@ inline bool walk(const Mesh<T>& m, const T y[3], int32_t* cell, T xi[3], int* fa
   return found;
 }
 
-constexpr int kMapColumns = 37;  // the widest 3-D cell table row (`locator.affine_maps`)
-constexpr int kMaxRows = 16;     // tableau rows (stages + the end point)
+constexpr int kMapColumns = FLOWKIT_MAP_COLUMNS;
+constexpr int kMaxRows = FLOWKIT_MAX_ROWS;
 constexpr int kGroup = 8;        // particles stepped side by side, one SIMD lane each
 constexpr int kMixed = -1;       // a mesh of several kinds: each lane's kind chosen in the arithmetic
 
@@ -359,7 +385,6 @@ struct Group {
 // Lane g's cache holding `cell` and the time slices from `slice` on.
 template <typename T>
 inline void fill(const Mesh<T>& m, Group<T>& q, int g, int32_t cell, int64_t slice) {
-  static constexpr int kNodes[4] = {4, 8, 6, 5};
   if (q.cached_cell[g] != cell) {
     q.kind[g] = m.kind(cell);
     const T* row = m.map + cell * m.map_cols;
@@ -429,7 +454,7 @@ inline bool leave_or_turn(const Mesh<T>& m, Group<T>& q, int g, int32_t* cell, i
   auto wall_row = [&m](int32_t c, int f) -> const T* {  // the face's row if it is a wall, else null
     if (m.face_index == nullptr || c < 0 || m.neighbours[c * m.faces + f] >= 0 || m.face_index[c] < 0) return nullptr;
     const T* row = m.face_rows + (int64_t(m.face_index[c]) * m.faces + f) * kFaceRow;
-    return row[6] == kWall ? row : nullptr;
+    return row[6] == m.codes.wall_face ? row : nullptr;
   };
   const T* row = m.walls == kOpen ? nullptr : wall_row(*cell, *face);
   if (row == nullptr) {  // no wall there (an opening, or no walls at all): it leaves
@@ -474,8 +499,9 @@ inline bool leave_or_turn(const Mesh<T>& m, Group<T>& q, int g, int32_t* cell, i
 
 // Where each moving lane's stage point y lies, from its stage hint (MeshField.locate): the
 // hinted cell checked across the group, walks and bin searches lane by lane. A lane whose step
-// ends outside the mesh (`end_point`: the tableau's last row) stops moving: it stops there (not
-// finite; outside with `finish_exits`), or it resumes at step k in the JAX step.
+// ends outside the mesh (`end_point`: the tableau's last row) is finished under the run's walls:
+// it stops (not finite, leaving, absorbed) or is turned back in. A lane without a cell stops
+// moving with `resume` at step k, a fault the handler reports.
 template <typename T, int Kind>
 inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k, bool end_point) {
   bool need[kGroup], any = false;
@@ -512,10 +538,6 @@ inline void locate_group(const Mesh<T>& m, Group<T>& q, int64_t slice, int32_t k
     if (!found && end_point) {  // a step ending outside the mesh
       if (!(finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g]))) {
         stop(q, g, m.codes.nonfinite, k, T(1));  // where the step began, as the JAX step's
-        continue;
-      }
-      if (m.walls == kJaxStep) {  // the JAX step's boundary takes it
-        q.moving[g] = false, q.resume[g] = k;
         continue;
       }
       if (!leave_or_turn(m, q, g, &cell, &face, lane, k)) continue;
@@ -635,64 +657,69 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
   }
 }
 
+#define FLOWKIT_ELEMENT_real DT
+#define FLOWKIT_ELEMENT_s32 ffi::S32
+#define FLOWKIT_INPUT_INDEX(name, ...) kIn_##name,
+#define FLOWKIT_RESULT_INDEX(name, ...) kOut_##name,
+enum Input : size_t { FLOWKIT_MESH_INPUTS(FLOWKIT_INPUT_INDEX) };
+enum Result : size_t { FLOWKIT_MESH_RESULTS(FLOWKIT_RESULT_INDEX) };
+
+// The handler reads its buffers and attributes by their declared names (the lists above).
 template <ffi::DataType DT>
-ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buffer<ffi::S32> cell_in,
-                 ffi::Buffer<DT> point_in, ffi::Buffer<DT> coords_in, ffi::Buffer<ffi::S32> release_step,
-                 ffi::Buffer<DT> step_start, ffi::Buffer<DT> step_length, ffi::Buffer<DT> tableau,
-                 ffi::Buffer<DT> affine_map, ffi::Buffer<ffi::S32> nodes, ffi::Buffer<ffi::S32> kind_of_cell,
-                 ffi::Buffer<ffi::S32> kind_code, ffi::Buffer<ffi::S32> neighbours, ffi::Buffer<DT> values,
-                 ffi::Buffer<DT> times, ffi::Buffer<DT> bin_origin, ffi::Buffer<DT> bin_inv_size,
-                 ffi::Buffer<ffi::S32> bin_shape, ffi::Buffer<ffi::S32> bin_start, ffi::Buffer<ffi::S32> bin_cells,
-                 ffi::Buffer<ffi::S32> wall_index, ffi::Buffer<DT> wall_rows, ffi::Buffer<ffi::S32> face_index,
-                 ffi::Buffer<DT> face_rows, ffi::Buffer<DT> nudge, ffi::ResultBuffer<DT> x_out, ffi::ResultBuffer<ffi::S32> status_out,
-                 ffi::ResultBuffer<ffi::S32> cell_out, ffi::ResultBuffer<DT> point_out,
-                 ffi::ResultBuffer<DT> coords_out, ffi::ResultBuffer<ffi::S32> resume_out,
-                 ffi::ResultBuffer<DT> before_out, ffi::ResultBuffer<ffi::S32> stopped_out,
-                 ffi::ResultBuffer<DT> fraction_out, int64_t newton_steps, int64_t walk_steps, double tolerance,
-                 int64_t active, int64_t not_released, int64_t out_of_domain, int64_t absorbed, int64_t nonfinite,
-                 int64_t walls, int64_t max_bounces) {
+ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
+#define FLOWKIT_READ(source, kind, name, index)            \
+  auto name##_read = source.get<kind>(index);             \
+  if (name##_read.has_error()) return name##_read.error(); \
+  auto name = *name##_read;
+#define FLOWKIT_READ_INPUT(name, element) FLOWKIT_READ(args, ffi::Buffer<FLOWKIT_ELEMENT_##element>, in_##name, kIn_##name)
+#define FLOWKIT_READ_RESULT(name, element) FLOWKIT_READ(rets, ffi::Buffer<FLOWKIT_ELEMENT_##element>, out_##name, kOut_##name)
+#define FLOWKIT_READ_ATTR(name, type) FLOWKIT_READ(attrs, type, name, #name)
+  FLOWKIT_MESH_INPUTS(FLOWKIT_READ_INPUT)
+  FLOWKIT_MESH_RESULTS(FLOWKIT_READ_RESULT)
+  FLOWKIT_MESH_ATTRS(FLOWKIT_READ_ATTR)
   using T = ffi::NativeType<DT>;
-  const int64_t n = status_in.element_count();
-  const int64_t steps = step_start.element_count();
-  const auto tab_dims = tableau.dimensions();  // (rows, rows + 1): a | c
+  const int64_t n = in_status.element_count();
+  const int64_t steps = in_step_start.element_count();
+  const auto tab_dims = in_tableau.dimensions();  // (rows, rows + 1): a | c
   const int rows = static_cast<int>(tab_dims[0]);
   if (rows > kMaxRows || rows < 2) return ffi::Error::InvalidArgument("mesh chunk: tableau rows out of range");
-  const auto map_dims = affine_map.dimensions();
+  const auto map_dims = in_affine_map.dimensions();
   if (map_dims[1] < 12 || map_dims[1] > kMapColumns)
     return ffi::Error::InvalidArgument("mesh chunk: a 3-D cell table has 12 to 37 columns");
-  const auto node_dims = nodes.dimensions();
-  const auto value_dims = values.dimensions();
-  Mesh<T> m{affine_map.typed_data(),
+  const auto node_dims = in_nodes.dimensions();
+  const auto value_dims = in_values.dimensions();
+  Mesh<T> m{in_affine_map.typed_data(),
             map_dims[1],
-            nodes.typed_data(),
+            in_nodes.typed_data(),
             node_dims[1],
-            kind_of_cell.element_count() > 0 ? kind_of_cell.typed_data() : nullptr,
-            kind_code.typed_data(),
-            neighbours.typed_data(),
-            neighbours.dimensions()[1],
-            values.typed_data(),
+            in_kind_of_cell.element_count() > 0 ? in_kind_of_cell.typed_data() : nullptr,
+            in_kind_code.typed_data(),
+            in_neighbours.typed_data(),
+            in_neighbours.dimensions()[1],
+            in_values.typed_data(),
             value_dims[1],
-            times.element_count() > 0 ? times.typed_data() : nullptr,
-            static_cast<int64_t>(times.element_count()),
+            in_times.element_count() > 0 ? in_times.typed_data() : nullptr,
+            static_cast<int64_t>(in_times.element_count()),
             static_cast<T>(tolerance),
             std::sqrt(std::numeric_limits<T>::epsilon()),
             static_cast<int>(newton_steps),
             static_cast<int>(walk_steps),
-            bin_origin.typed_data(),
-            bin_inv_size.typed_data(),
-            bin_shape.typed_data(),
-            bin_start.typed_data(),
-            bin_cells.typed_data(),
-            wall_index.element_count() > 0 ? wall_index.typed_data() : nullptr,
-            wall_rows.typed_data(),
+            in_bin_origin.typed_data(),
+            in_bin_inv_size.typed_data(),
+            in_bin_shape.typed_data(),
+            in_bin_start.typed_data(),
+            in_bin_cells.typed_data(),
+            in_wall_index.element_count() > 0 ? in_wall_index.typed_data() : nullptr,
+            in_wall_rows.typed_data(),
             Codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
-                  static_cast<int32_t>(out_of_domain), static_cast<int32_t>(absorbed), static_cast<int32_t>(nonfinite)},
+                  static_cast<int32_t>(out_of_domain), static_cast<int32_t>(absorbed), static_cast<int32_t>(nonfinite),
+                  static_cast<int32_t>(wall_face)},
             static_cast<int32_t>(walls),
-            face_index.element_count() > 0 ? face_index.typed_data() : nullptr,
-            face_rows.typed_data(),
+            in_face_index.element_count() > 0 ? in_face_index.typed_data() : nullptr,
+            in_face_rows.typed_data(),
             static_cast<int>(max_bounces),
-            nudge.typed_data()[0]};
-  const T* tab = tableau.typed_data();
+            in_nudge.typed_data()[0]};
+  const T* tab = in_tableau.typed_data();
   T a[kMaxRows][kMaxRows], c[kMaxRows];
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < rows; ++j) a[i][j] = tab[i * (rows + 1) + j];
@@ -707,8 +734,8 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
     for (int j = 0; j < std::min(i, stages); ++j)
       if (a[i][j] != 0) term_stage[i][terms[i]] = j, term_weight[i][terms[i]++] = a[i][j];
   }
-  const T* t_start = step_start.typed_data();
-  const T* h_step = step_length.typed_data();
+  const T* t_start = in_step_start.typed_data();
+  const T* h_step = in_step_length.typed_data();
   // each row's time slice and weight in time, the same for every particle
   std::vector<int64_t> slice_of(steps * rows, 0);
   std::vector<T> wt_of(steps * rows, T(0));
@@ -728,11 +755,11 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
              : one_kind == kPyramid    ? run_group<T, kPyramid>
                                        : run_group<T, kMixed>;
 
-  const T* x0 = x_in.typed_data();
-  const T* p0 = point_in.typed_data();
-  const T* xi0 = coords_in.typed_data();
-  const int32_t* status0 = status_in.typed_data();
-  const int32_t* release0 = release_step.typed_data();
+  const T* x0 = in_x.typed_data();
+  const T* p0 = in_point.typed_data();
+  const T* xi0 = in_coords.typed_data();
+  const int32_t* status0 = in_status.typed_data();
+  const int32_t* release0 = in_release.typed_data();
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came, so that a group is not held back by stopped lanes.
   std::vector<int64_t> live;
@@ -743,15 +770,14 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
       continue;
     }
     for (int d = 0; d < 3; ++d) {
-      x_out->typed_data()[3 * p + d] = before_out->typed_data()[3 * p + d] = x0[3 * p + d];
-      point_out->typed_data()[3 * p + d] = p0[3 * p + d];
-      coords_out->typed_data()[3 * p + d] = xi0[3 * p + d];
+      out_x->typed_data()[3 * p + d] = out_before->typed_data()[3 * p + d] = x0[3 * p + d];
+      out_point->typed_data()[3 * p + d] = p0[3 * p + d];
+      out_coords->typed_data()[3 * p + d] = xi0[3 * p + d];
     }
-    cell_out->typed_data()[p] = cell_in.typed_data()[p];
-    status_out->typed_data()[p] = status0[p];
-    resume_out->typed_data()[p] = static_cast<int32_t>(steps);
-    stopped_out->typed_data()[p] = -1;
-    fraction_out->typed_data()[p] = T(1);
+    out_cell->typed_data()[p] = in_cell.typed_data()[p];
+    out_status->typed_data()[p] = status0[p];
+    out_stopped->typed_data()[p] = -1;
+    out_fraction->typed_data()[p] = T(1);
   }
   const int64_t n_live = static_cast<int64_t>(live.size());
   Group<T> q;
@@ -764,7 +790,7 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
         q.point[d][g] = p0[3 * p + d];
         q.coords[d][g] = xi0[3 * p + d];
       }
-      q.cell[g] = cell_in.typed_data()[p];
+      q.cell[g] = in_cell.typed_data()[p];
       q.status[g] = status0[p];
       q.release[g] = release0[p];
       q.resume[g] = static_cast<int32_t>(steps);
@@ -775,16 +801,17 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
     for (int g = 0; g < count; ++g) {
       const int64_t p = live[first + g];
       for (int d = 0; d < 3; ++d) {
-        x_out->typed_data()[3 * p + d] = q.x[d][g];
-        point_out->typed_data()[3 * p + d] = q.point[d][g];
-        coords_out->typed_data()[3 * p + d] = q.coords[d][g];
-        before_out->typed_data()[3 * p + d] = q.before[d][g];
+        out_x->typed_data()[3 * p + d] = q.x[d][g];
+        out_point->typed_data()[3 * p + d] = q.point[d][g];
+        out_coords->typed_data()[3 * p + d] = q.coords[d][g];
+        out_before->typed_data()[3 * p + d] = q.before[d][g];
       }
-      cell_out->typed_data()[p] = q.cell[g];
-      status_out->typed_data()[p] = q.status[g];
-      resume_out->typed_data()[p] = q.resume[g];
-      stopped_out->typed_data()[p] = q.stopped[g];
-      fraction_out->typed_data()[p] = q.fraction[g];
+      out_cell->typed_data()[p] = q.cell[g];
+      out_status->typed_data()[p] = q.status[g];
+      out_stopped->typed_data()[p] = q.stopped[g];
+      out_fraction->typed_data()[p] = q.fraction[g];
+      if (q.resume[g] < steps)  // seeds outside the mesh are stopped at t0: this is a fault
+        return ffi::Error::Internal("mesh chunk: a moving particle without a cell");
     }
   }
   return ffi::Error::Success();
@@ -792,55 +819,24 @@ ffi::Error Chunk(ffi::Buffer<DT> x_in, ffi::Buffer<ffi::S32> status_in, ffi::Buf
 
 }  // namespace
 
-// The handler's signature, for element type DT (F32, F64).
-#define FLOWKIT_MESH_CHUNK_BINDING(DT) \
-  ffi::Ffi::Bind() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::S32>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Arg<ffi::Buffer<ffi::DT>>() \
-  .Ret<ffi::Buffer<ffi::DT>>() \
-  .Ret<ffi::Buffer<ffi::S32>>() \
-  .Ret<ffi::Buffer<ffi::S32>>() \
-  .Ret<ffi::Buffer<ffi::DT>>() \
-  .Ret<ffi::Buffer<ffi::DT>>() \
-  .Ret<ffi::Buffer<ffi::S32>>() \
-  .Ret<ffi::Buffer<ffi::DT>>() \
-  .Ret<ffi::Buffer<ffi::S32>>() \
-  .Ret<ffi::Buffer<ffi::DT>>() \
-  .Attr<int64_t>("newton_steps") \
-  .Attr<int64_t>("walk_steps") \
-  .Attr<double>("tolerance") \
-  .Attr<int64_t>("active") \
-  .Attr<int64_t>("not_released") \
-  .Attr<int64_t>("out_of_domain") \
-  .Attr<int64_t>("absorbed") \
-  .Attr<int64_t>("nonfinite") \
-  .Attr<int64_t>("walls") \
-  .Attr<int64_t>("max_bounces")
+// The binding of each precision: every buffer and attribute as the lists above declare it.
+#define FLOWKIT_MESH_CHUNK_BINDING ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attrs()
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF32, Chunk<ffi::F32>, FLOWKIT_MESH_CHUNK_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF64, Chunk<ffi::F64>, FLOWKIT_MESH_CHUNK_BINDING);
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF32, Chunk<ffi::F32>, FLOWKIT_MESH_CHUNK_BINDING(F32));
-XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF64, Chunk<ffi::F64>, FLOWKIT_MESH_CHUNK_BINDING(F64));
+// The declared layout, one entry a line: `input NAME ELEMENT`, `result NAME ELEMENT`, `attr NAME
+// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `capacity NAME VALUE`.
+#define FLOWKIT_STR(v) #v
+#define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
+#define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
+#define FLOWKIT_LINE_ATTR(name, type) "attr " #name " " #type "\n"
+#define FLOWKIT_LINE_KIND(Name, name, code, nodes) "kind " #name " " #code " " #nodes "\n"
+#define FLOWKIT_LINE_WALLS(Name, name, code) "walls " #name " " #code "\n"
+#define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
+extern "C" const char* FlowkitMeshChunkLayout() {
+  return FLOWKIT_MESH_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_MESH_RESULTS(FLOWKIT_LINE_RESULT)
+      FLOWKIT_MESH_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_MESH_KINDS(FLOWKIT_LINE_KIND) FLOWKIT_MESH_WALLS(FLOWKIT_LINE_WALLS)
+          FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_MAP_COLUMNS) FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_MAX_ROWS)
+              FLOWKIT_LINE_CAPACITY("face_row", FLOWKIT_FACE_ROW);
+}

@@ -17,7 +17,7 @@ from .._xla import options_for
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
-from .native import applies as kernel_applies, kernel_steps
+from .native import kernel_steps
 from .pieces import RunPieces, Slots, State, Times
 from .step import is_due, jax_steps, started, step_times
 
@@ -34,16 +34,11 @@ def advance_local(
     n_blocks,
     record_velocity: bool,
     given=(),
-    native: bool = False,
-    finish: bool = True,
+    kernel: bool = False,
 ):
-    """Advance this device's particles by `saves * save_every` steps; return the state, the
-    saved frames and, per block, the steps the mesh kernel left unfinished. `n_blocks` is the
-    number of blocks on all devices together. `native`: the devices are CPUs, whose steps the
-    mesh kernel takes where it applies (`tracker.native`); `finish`: the JAX step finishes the
-    steps the kernel leaves (a point outside the mesh); without it they are only counted, and
-    a chunk with any must be run again with `finish` (a program without the JAX step compiles
-    in a fraction of the time).
+    """Advance this device's particles by `saves * save_every` steps; return the state and the
+    saved frames. `n_blocks` is the number of blocks on all devices together. `kernel`: the CPU
+    mesh kernel takes the steps (`tracker.native.kernel_use` decided it for the run).
 
     `particles` is the particle model (`flowkit.particles`): a plain tracer steps positions
     alone; any other model steps positions and its variables together, which also restart
@@ -64,30 +59,27 @@ def advance_local(
     first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
     skippable = not boundary.restarts
     busy = functools.partial(_busy, times, save_every=save_every)
-    by_kernel = native and kernel_applies(pieces, state.x.dtype)
 
     def run_block(inputs, first):
         """One save interval of one block: its steps (skipped if nothing moves), then its frame
         and the Courant number of its last step."""
-        carry, courant, undone, slots, block_id = inputs
+        carry, courant, slots, block_id = inputs
         steps = first + jnp.arange(save_every, dtype=state.step.dtype)
 
         def go(carry):
-            """The steps, also returning the positions before the last one and the rows left unfinished."""
-            at = dict(n_blocks=n_blocks, given=given)
-            if by_kernel:
-                return kernel_steps(pieces, times, carry, slots, steps, block_id, finish=finish, **at)
-            return *jax_steps(pieces, times, carry, slots, steps, block_id, **at), none
+            """The steps, also returning the positions before the last one."""
+            if kernel:
+                return kernel_steps(pieces, times, carry, slots, steps)
+            return jax_steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks, given=given)
 
         def idle(carry):
-            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0], none
+            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0]
 
-        none = jnp.zeros((), jnp.int32)
         generation_before = carry[5]
         if skippable:
-            carry, before, left = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
+            carry, before = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
         else:
-            carry, before, left = go(carry)
+            carry, before = go(carry)
         x, status, _, hint, variables, generation, _ = carry
         t_end, h = step_times(times, first + save_every - 1)
         frame = frame_of(
@@ -103,35 +95,34 @@ def advance_local(
         )
         # a row restarted at an inlet in this interval jumped there: not a step through cells
         moved = status if not boundary.restarts else jnp.where(generation == generation_before, status, -1)
-        return (carry, jnp.maximum(courant, step_courant(field, before, x, moved, hint)), undone + left), frame
+        return (carry, jnp.maximum(courant, step_courant(field, before, x, moved, hint))), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731
     block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
 
     def one_save(carry, m):
-        rows, lost, courant, undone, slots, order = carry
+        rows, lost, courant, slots, order = carry
         first = state.step + m * save_every
         if skippable and blocks > 1:
             rows, slots, order = _compacted(rows, slots, order, busy(rows[1], slots.t_release, first), blocks)
         blocked = tuple(split(a) for a in rows) + (lost,)
-        (blocked, courant, undone), frame = jax.lax.map(
-            lambda inputs: run_block(inputs, first), (blocked, courant, undone, jax.tree.map(split, slots), block_ids)
+        (blocked, courant), frame = jax.lax.map(
+            lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids)
         )
         rows, lost = tuple(merge(a) for a in blocked[:6]), blocked[6]
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
-        return (rows, lost, courant, undone, slots, order), frame
+        return (rows, lost, courant, slots, order), frame
 
     rows = (state.x, state.status, state.exit_time, state.hint, state.variables, state.generation)
     order = jnp.arange(n, dtype=jnp.int32)
-    undone = jnp.zeros(blocks, jnp.int32)
-    (rows, lost, courant, undone, _, order), frames = jax.lax.scan(
-        one_save, (rows, state.lost, state.courant, undone, slots, order), jnp.arange(saves, dtype=state.step.dtype)
+    (rows, lost, courant, _, order), frames = jax.lax.scan(
+        one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype)
     )
     x, status, exit_time, hint, variables, generation = (_in_slot_order(a, order) for a in rows)
     step = state.step + saves * save_every
     new = State(x, status, exit_time, hint, variables, generation, lost, step, courant)
-    return new, frames, undone
+    return new, frames
 
 
 def _busy(times: Times, status, t_release, first, *, save_every: int):
@@ -237,11 +228,10 @@ def advance(
     record_velocity: bool,
     mesh,
     given: tuple = (),
-    native: bool = False,
-    finish: bool = True,
+    kernel: bool = False,
 ):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a
-    stride; and per block the steps the mesh kernel left unfinished (`advance_local`)."""
+    stride (`advance_local`)."""
     dynamic, static = eqx.partition(pieces, eqx.is_array)
     n_blocks = blocks * (1 if mesh is None else mesh.size)
 
@@ -257,8 +247,7 @@ def advance(
             n_blocks=n_blocks,
             record_velocity=record_velocity,
             given=given,
-            native=native,
-            finish=finish,
+            kernel=kernel,
         )
 
     if mesh is None:
@@ -274,7 +263,7 @@ def advance(
             state_spec,
             jax.tree.map(lambda _: p, slots),
         ),
-        out_specs=(state_spec, PartitionSpec(None, "particles"), p),
+        out_specs=(state_spec, PartitionSpec(None, "particles")),
         check_vma=False,
     )
     return fn(dynamic, times, state, slots)

@@ -1,74 +1,192 @@
-"""A save interval's steps through the CPU mesh kernel (`flowkit.native`), where it applies.
+"""The one seam of the CPU mesh kernel (`flowkit.native`): whether a run takes it, and the call.
 
-The kernel carries each group of particles of a block through all of the interval's steps
-before the next group, so that their cells stay in cache from stage to stage and step to
-step; a pass of XLA kernels over the whole block per stage cannot keep them there. It takes
-the steps whose points lie in the mesh, which is nearly all of them, and finishes those that
-end outside it as the run's boundary does: without walls (`fk.Open`) the row leaves
-(`OUT_OF_DOMAIN`); under `fk.MeshWalls` it leaves through an opening, or a wall stops it
-(`absorb`, `stick`) or turns it back (`reflect`, `slip`), from the walls' face table
-(`BoundMeshWalls.kernel_faces`); a step ending not finite stops it (`NONFINITE`). A step it
-cannot finish (another boundary, a row with no cell) it leaves undone; with `finish`, from that step
-on the row is stepped here by `one_step`, in compact batches, with the rest of the block held:
-walls, openings and statuses stay in one place. Without `finish` those rows are counted, and
-the run takes the chunk again with it (`TrackRun`): a program without the JAX step compiles in
-a third of the time, and runs whose particles stay inside never need the other.
+The kernel carries each group of particles of a block through all of a save interval's steps
+before the next group, so that their cells stay in cache from stage to stage and step to step;
+a pass of XLA kernels over the whole block per stage cannot keep them there. It finishes every
+step itself as the run's boundary would: without walls (`fk.Open`) a step ending outside the
+mesh leaves (`OUT_OF_DOMAIN`); under `fk.MeshWalls` it leaves through an opening, or a wall
+stops it (`absorb`, `stick`) or turns it back (`reflect`, `slip`), from the walls' face table
+(`BoundMeshWalls.kernel_faces`); a step ending not finite stops it (`NONFINITE`).
+
+Its interface is declared here by name: `KernelInputs`, `KernelResults` and `KernelAttrs`, in
+the order and element types of the kernel's own declared layout (`flowkit.native.layout()`),
+which `registered` checks once before registering the targets. The kernel's vocabulary (its
+cell kinds' codes, its wall modes) is read from that layout; Python's codes (statuses, the
+face table's kinds) are passed to it as attributes. `kernel_use` decides once per run whether
+the kernel takes its steps; the run then compiles one program.
 """
 
-from typing import cast
+import functools
+import typing
+from typing import NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float, Int32
 
 from .. import native
 from .._status import Status
 from ..boundaries.box import Open
-from ..boundaries.mesh import BoundMeshWalls
+from ..boundaries.mesh import BoundMeshWalls, FaceKind
+from ..fields import cells
 from ..fields.base import Hints
 from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
 from .pieces import RunPieces, Slots, Times
-from .step import is_due, jax_steps, step_times
+from .step import is_due, step_times
 
-KIND_CODES = {"tetra": 0, "hexahedron": 1, "wedge": 2, "pyramid": 3}
-"""The kernel's code of each 3-D cell kind (`mesh_chunk.cc`, `enum Kind`)."""
+_WALLS = {"open": "open", "reflect": "reflect", "slip": "slip", "absorb": "absorb", "stick": "absorb"}
+"""The kernel's wall mode for no walls and each `MeshWalls` mode (a stuck particle stops as an
+absorbed one does, where its step met the wall)."""
 
 
-def applies(pieces: RunPieces, dtype) -> bool:
-    """Whether the kernel takes the steps of this run, with positions of `dtype`, where the
-    devices are CPUs and the kernel is built (`TrackRun` checks those):
-    tracers stepped by an explicit Runge–Kutta method on a 3-D `MeshField` of point data stored
-    in the positions' precision, under a boundary that leaves steps ending inside the mesh as
-    they are. Anything else (particle models, stochastic or adaptive integrators, cell data,
-    2-D meshes, inlets) takes the JAX step, which computes the same tracks."""
-    field, dtype = pieces.field, jnp.dtype(dtype)
-    return (
-        dtype.name in native.TARGETS
-        and type(field) is MeshField
-        and field.dim == 3
-        and not field.cell_values
-        and field.values.dtype == dtype
-        and field.affine_map.dtype == dtype
-        and field.bin_origin.dtype == dtype
-        and all(kind in KIND_CODES for kind in field.kinds)
-        and isinstance(pieces.integrator, AbstractRungeKutta)
-        and not pieces.integrator.stochastic
-        and is_tracer(pieces.particles)
-        and pieces.boundary.passes_inside
-        and not pieces.boundary.restarts
+class KernelInputs(NamedTuple):
+    """The kernel's input buffers (`mesh_chunk.cc`, `FLOWKIT_MESH_INPUTS`): the block's rows,
+    the steps' times, the tableau, then the mesh's tables; `Float` ones in the positions'
+    precision. An absent table is an empty buffer."""
+
+    x: Float[Array, "n 3"]
+    status: Int32[Array, " n"]
+    cell: Int32[Array, " n"]
+    point: Float[Array, "n 3"]
+    coords: Float[Array, "n 3"]
+    release: Int32[Array, " n"]
+    """The step in which a waiting row is released (-1: not in this interval)."""
+    step_start: Float[Array, " steps"]
+    step_length: Float[Array, " steps"]
+    tableau: Float[Array, "rows columns"]
+    affine_map: Float[Array, "cells map"]
+    nodes: Int32[Array, "cells corners"]
+    kind_of_cell: Int32[Array, " cells_or_none"]
+    kind_code: Int32[Array, " kinds"]
+    neighbours: Int32[Array, "cells faces"]
+    values: Float[Array, "slices points 3"]
+    times: Float[Array, " slices_or_none"]
+    bin_origin: Float[Array, " 3"]
+    bin_inv_size: Float[Array, " 3"]
+    bin_shape: Int32[Array, " 3"]
+    bin_start: Int32[Array, " bins_and_one"]
+    bin_cells: Int32[Array, " entries"]
+    wall_index: Int32[Array, " cells_or_none"]
+    wall_rows: Float[Array, " wall_values"]
+    face_index: Int32[Array, " cells_or_none"]
+    face_rows: Float[Array, " face_values"]
+    nudge: Float[Array, " 1"]
+    """A slip's step inside the wall's plane, as `BoundMeshWalls.apply_batch` has it."""
+
+
+class KernelResults(NamedTuple):
+    """The kernel's results (`FLOWKIT_MESH_RESULTS`): each row after the steps, its position
+    before the last one, and for a row it stopped the step (-1: none) and the fraction of it
+    done."""
+
+    x: Float[Array, "n 3"]
+    status: Int32[Array, " n"]
+    cell: Int32[Array, " n"]
+    point: Float[Array, "n 3"]
+    coords: Float[Array, "n 3"]
+    before: Float[Array, "n 3"]
+    stopped: Int32[Array, " n"]
+    fraction: Float[Array, " n"]
+
+
+class KernelAttrs(NamedTuple):
+    """The kernel's attributes (`FLOWKIT_MESH_ATTRS`), read by name."""
+
+    newton_steps: int
+    walk_steps: int
+    tolerance: float
+    active: int
+    not_released: int
+    out_of_domain: int
+    absorbed: int
+    nonfinite: int
+    wall_face: int
+    walls: int
+    max_bounces: int
+
+
+def declared() -> native.Layout:
+    """The interface as declared here, in the form of the kernel's `native.Layout`: buffers,
+    attributes, and Python's 3-D cell kinds with their node counts and cell-table width."""
+    element = lambda hint: "s32" if hint.dtypes == ("int32",) else "real"  # noqa: E731
+    buffers = lambda spec: tuple((name, element(hint)) for name, hint in typing.get_type_hints(spec).items())  # noqa: E731
+    attr_types = {int: "int64_t", float: "double"}
+    return native.Layout(
+        inputs=buffers(KernelInputs),
+        results=buffers(KernelResults),
+        attrs=tuple((name, attr_types[hint]) for name, hint in typing.get_type_hints(KernelAttrs).items()),
+        kinds={kind.name: (-1, kind.nodes) for kind in cells.KINDS.values() if kind.dim == 3},
+        walls={mode: -1 for mode in _WALLS.values()},
+        capacity={"map_columns": 3 + 3 * 3 + cells.box_columns(3)},
     )
 
 
-def kernel_steps(
-    pieces: RunPieces, times: Times, carry: tuple, slots: Slots, steps, block_id, *, n_blocks, given, finish: bool
-):
-    """The global `steps` of a block (`carry` as `one_step`'s), each row's position before the
-    last of them, and how many rows were left unfinished: the kernel's steps, then (`finish`)
-    `one_step` from where it stopped for the rows it left. Without `finish` those rows stay
-    where the kernel left them, counted: the caller runs the steps again with `finish`."""
-    field = cast(MeshField, pieces.field)  # as `applies` checked
+def mismatches(kernel: native.Layout) -> list[str]:
+    """How the kernel's declared layout differs from this module's declaration (empty: none)."""
+    ours, found = declared(), []
+    for part in ("inputs", "results", "attrs"):
+        if getattr(ours, part) != getattr(kernel, part):
+            found.append(f"{part}: the kernel has {getattr(kernel, part)}, Python {getattr(ours, part)}")
+    nodes = lambda kinds: {name: count for name, (_, count) in kinds.items()}  # noqa: E731
+    if nodes(kernel.kinds) != nodes(ours.kinds):
+        found.append(f"cell kinds and node counts: the kernel has {nodes(kernel.kinds)}, Python {nodes(ours.kinds)}")
+    if kernel.capacity.get("map_columns") != ours.capacity["map_columns"]:
+        found.append(
+            f"cell table width: the kernel holds {kernel.capacity.get('map_columns')}, "
+            f"Python writes {ours.capacity['map_columns']}"
+        )
+    if set(kernel.walls) != set(ours.walls):
+        found.append(f"wall modes: the kernel has {sorted(kernel.walls)}, Python {sorted(ours.walls)}")
+    return found
+
+
+@functools.cache
+def registered() -> None:
+    """Check the built kernel's declared layout against this module's and register its targets
+    (once).
+
+    **Raises:** `RuntimeError` listing the differences when the built kernel was compiled from
+    another layout (rebuild it: `pip install -e .`)."""
+    found = mismatches(native.layout())
+    if found:
+        raise RuntimeError(
+            "flowkit's CPU mesh kernel was built from another layout than this flowkit's "
+            f"(rebuild it: pip install -e .): {'; '.join(found)}"
+        )
+    native.register()
+
+
+def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
+    """Whether the kernel takes the steps of this run, with positions of `dtype` on devices of
+    `platform`: CPUs with the kernel built, tracers stepped by an explicit Runge–Kutta method on
+    a 3-D `MeshField` of point data stored in the positions' precision, with no walls
+    (`fk.Open`) or `fk.MeshWalls`. Anything else (particle models, stochastic or adaptive
+    integrators, cell data, 2-D meshes, other boundaries, inlets) takes the JAX step, which
+    computes the same tracks."""
+    field, boundary, dtype = pieces.field, pieces.boundary, jnp.dtype(dtype)
+    return (
+        platform == "cpu"
+        and dtype.name in native.TARGETS
+        and type(field) is MeshField
+        and field.dim == 3
+        and not field.cell_values
+        and all(a.dtype == dtype for a in (field.values, field.affine_map, field.bin_origin))
+        and isinstance(pieces.integrator, AbstractRungeKutta)
+        and not pieces.integrator.stochastic
+        and is_tracer(pieces.particles)
+        and (isinstance(boundary, Open) or (isinstance(boundary, BoundMeshWalls) and boundary.kernel_faces is not None))
+        and native.built()
+        and registered() is None
+        and all(kind in native.layout().kinds for kind in field.kinds)
+    )
+
+
+def kernel_steps(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, steps):
+    """The global `steps` of a block (`carry` as `one_step`'s) by the kernel, and each row's
+    position before the last of them."""
     x, status, exit_time, hint, variables, generation, lost = carry
     dtype = x.dtype
     t, h = step_times(times, steps)
@@ -76,115 +194,87 @@ def kernel_steps(
         lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
     )(t + h)
     release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
-    n = x.shape[0]
-    row = lambda width, kind=dtype: jax.ShapeDtypeStruct((n, width) if width else (n,), kind)  # noqa: E731
-    call = jax.ffi.ffi_call(
-        native.TARGETS[jnp.dtype(dtype).name],
-        (row(3), row(0, jnp.int32), row(0, jnp.int32), row(3), row(3), row(0, jnp.int32), row(3))
-        + (row(0, jnp.int32), row(0)),
+    inputs = _inputs(pieces, x, status, hint, release, t, h)
+    vectors, reals, ints = (
+        jax.ShapeDtypeStruct(shape, kind)
+        for shape, kind in ((x.shape, dtype), (x.shape[:1], dtype), (x.shape[:1], jnp.int32))
     )
-    walls, faces = _walls(pieces, dtype)
-    x, status_k, cell, point, coords, resume, before, stopped, fraction = call(
-        x,
-        status.astype(jnp.int32),
-        hint.cell.astype(jnp.int32),
-        hint.point.astype(dtype),
-        hint.coords.astype(dtype),
-        release,
-        t.astype(dtype),
-        h.astype(dtype),
-        jnp.asarray(_tableau(cast(AbstractRungeKutta, pieces.integrator).tableau), dtype),
-        field.affine_map,
-        field.nodes,
-        field.kind_of_cell if field.kind_of_cell is not None else jnp.zeros(0, jnp.int32),
-        jnp.asarray([KIND_CODES[k] for k in field.kinds], jnp.int32),
-        field.neighbours,
-        field.values,
-        field.times if field.times is not None else jnp.zeros(0, dtype),
-        field.bin_origin,
-        field.bin_inv_size,
-        jnp.asarray(field.bin_shape, jnp.int32),
-        field.bin_start,
-        field.bin_cells,
-        field.near_wall[0] if field.near_wall is not None else jnp.zeros(0, jnp.int32),
-        field.near_wall[1].reshape(-1) if field.near_wall is not None else jnp.zeros(0, dtype),
-        *faces,
-        # a slip's step inside the wall's plane, as BoundMeshWalls.apply_batch has it
-        (64 * jnp.finfo(dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(dtype)).reshape(1),
+    shapes = KernelResults(
+        x=vectors, status=ints, cell=ints, point=vectors, coords=vectors, before=vectors, stopped=ints, fraction=reals
+    )
+    call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
+    out = KernelResults(*call(*inputs, **_attrs(pieces)._asdict()))
+    hint = Hints(
+        out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
+    )
+    at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
+    exit_time = jnp.where(
+        out.stopped >= 0, (t[at] + out.fraction.astype(t.dtype) * h[at]).astype(exit_time.dtype), exit_time
+    )
+    return (out.x, out.status.astype(status.dtype), exit_time, hint, variables, generation, lost), out.before
+
+
+def _inputs(pieces: RunPieces, x, status, hint: Hints, release, t, h) -> KernelInputs:
+    """The block's rows, its steps' times and the run's tables as the kernel reads them."""
+    field, dtype = cast(MeshField, pieces.field), x.dtype
+    none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
+    face_index, face_rows = _face_table(pieces, dtype)
+    return KernelInputs(
+        x=x,
+        status=status.astype(jnp.int32),
+        cell=hint.cell.astype(jnp.int32),
+        point=hint.point.astype(dtype),
+        coords=hint.coords.astype(dtype),
+        release=release,
+        step_start=t.astype(dtype),
+        step_length=h.astype(dtype),
+        tableau=jnp.asarray(_tableau(cast(AbstractRungeKutta, pieces.integrator).tableau), dtype),
+        affine_map=field.affine_map,
+        nodes=field.nodes,
+        kind_of_cell=field.kind_of_cell if field.kind_of_cell is not None else none(),
+        kind_code=jnp.asarray([native.layout().kinds[k][0] for k in field.kinds], jnp.int32),
+        neighbours=field.neighbours,
+        values=field.values,
+        times=field.times if field.times is not None else none(dtype),
+        bin_origin=field.bin_origin,
+        bin_inv_size=field.bin_inv_size,
+        bin_shape=jnp.asarray(field.bin_shape, jnp.int32),
+        bin_start=field.bin_start,
+        bin_cells=field.bin_cells,
+        wall_index=field.near_wall[0] if field.near_wall is not None else none(),
+        wall_rows=field.near_wall[1].reshape(-1) if field.near_wall is not None else none(dtype),
+        face_index=face_index,
+        face_rows=face_rows,
+        nudge=(64 * jnp.finfo(dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(dtype)).reshape(1),
+    )
+
+
+def _attrs(pieces: RunPieces) -> KernelAttrs:
+    """The run's settings and Python's codes, as the kernel's attributes."""
+    field, boundary = cast(MeshField, pieces.field), pieces.boundary
+    walls = _WALLS[boundary.mode if isinstance(boundary, BoundMeshWalls) else "open"]
+    return KernelAttrs(
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
-        tolerance=float(field._tolerance()),
+        tolerance=float(field.containment_tolerance()),
         active=np.int64(Status.ACTIVE),
         not_released=np.int64(Status.NOT_RELEASED),
         out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
         absorbed=np.int64(Status.ABSORBED),
         nonfinite=np.int64(Status.NONFINITE),
-        walls=np.int64(walls),
-        max_bounces=np.int64(getattr(pieces.boundary, "max_bounces", 0)),
+        wall_face=np.int64(FaceKind.WALL),
+        walls=np.int64(native.layout().walls[walls]),
+        max_bounces=np.int64(getattr(boundary, "max_bounces", 0)),
     )
-    hint = Hints(cell.astype(hint.cell.dtype), point.astype(hint.point.dtype), coords.astype(hint.coords.dtype))
-    at = jnp.maximum(stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
-    exit_time = jnp.where(stopped >= 0, (t[at] + fraction.astype(t.dtype) * h[at]).astype(exit_time.dtype), exit_time)
-    carry = (x, status_k.astype(status.dtype), exit_time, hint, variables, generation, lost)
-    left = resume < steps.shape[0]
-    if not finish:
-        return carry, before, jnp.sum(left, dtype=jnp.int32)
-
-    finished = lambda c, b: _finished(pieces, times, c, b, slots, steps, resume, left, block_id, n_blocks, given)  # noqa: E731
-    carry, before = jax.lax.cond(jnp.any(left), finished, lambda c, b: (c, b), carry, before)
-    return carry, before, jnp.zeros((), jnp.int32)
 
 
-def _finished(
-    pieces: RunPieces, times: Times, carry, before, slots: Slots, steps, resume, left, block_id, n_blocks, given
-):
-    """The rows `left` by the kernel stepped by `one_step` from their `resume` step on (held
-    before it), in compact batches of at most a sixteenth of the block."""
-    n, count = carry[0].shape[0], steps.shape[0]
-    batch = min(n, max(64, n // 16))
-    lost = carry[6]
-
-    def body(loop):
-        left, carry, before = loop
-        rows = jnp.nonzero(left, size=batch, fill_value=n)[0]
-        take = lambda tree: jax.tree.map(lambda a: a[jnp.minimum(rows, n - 1)], tree)  # noqa: E731
-        start = jnp.where(rows == n, count, take(resume))  # padding is held throughout
-        rows_carry, rows_before = jax_steps(
-            pieces,
-            times,
-            take(carry[:6]) + (lost,),
-            take(slots),
-            steps,
-            block_id,
-            n_blocks=n_blocks,
-            given=given,
-            start=start,
-            before=take(before),
-        )
-        put = lambda a, v: a.at[rows].set(v, mode="drop")  # noqa: E731
-        carry = jax.tree.map(put, carry[:6], rows_carry[:6]) + (lost,)
-        return put(left, False), carry, put(before, rows_before)
-
-    _, carry, before = jax.lax.while_loop(lambda loop: jnp.any(loop[0]), body, (left, carry, before))
-    return carry, before
-
-
-_WALLS = {None: -1, "open": 0, "reflect": 1, "slip": 2, "absorb": 3, "stick": 3}
-"""The kernel's code of what an end outside the mesh meets (`mesh_chunk.cc`, `enum Walls`):
-the JAX step decides (-1), no walls, or `MeshWalls`' mode."""
-
-
-def _walls(pieces: RunPieces, dtype) -> tuple[int, tuple]:
-    """The kernel's `walls` code and the walls' face table (`BoundMeshWalls.face_table`; empty
-    without walls) for the run's boundary."""
+def _face_table(pieces: RunPieces, dtype) -> tuple:
+    """The walls' face table (`BoundMeshWalls.face_table`), flattened; empty without walls."""
     boundary = pieces.boundary
-    none = (jnp.zeros(0, jnp.int32), jnp.zeros(0, dtype))
-    if isinstance(boundary, Open):
-        return _WALLS["open"], none
     if isinstance(boundary, BoundMeshWalls) and boundary.kernel_faces is not None:
         index, rows = boundary.kernel_faces
-        return _WALLS[boundary.mode], (index, rows.astype(dtype).reshape(-1))
-    return _WALLS[None], none
+        return index, rows.astype(dtype).reshape(-1)
+    return jnp.zeros(0, jnp.int32), jnp.zeros(0, dtype)
 
 
 def _tableau(tableau) -> np.ndarray:

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .. import _dtypes, native
+from .. import _dtypes
 from .._custom_types import PathLike
 from .._status import Status
 from ..fields.streamed import device_budget, swap_window
@@ -23,7 +23,7 @@ from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
 from .memory import check_memory, check_seeds_fit
-from .native import applies as kernel_applies
+from .native import kernel_use
 from .pieces import RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
 from .sinks import MemorySink, ZarrSink, check_output
@@ -252,7 +252,7 @@ class TrackRun:
             record_velocity=self.plan.record_velocity,
             mesh=self.mesh,
             given=tuple(sorted(self.plan.given)),
-            native=self.devices[0].platform == "cpu" and native.available(),
+            kernel=kernel_use(self.pieces, self.plan.dtype, self.devices[0].platform),
         )
 
     def initial_state(self, start: int = 0, pieces: RunPieces | None = None):
@@ -310,38 +310,10 @@ class TrackRun:
         if self._compiled is None:
             self._first_batch = self.initial_state()  # the first batch starts from it (seeds located once)
             args, kwargs = (self.pieces, self.run_times, *self._first_batch[:2]), self._kwargs()
-            if kwargs["native"] and kernel_applies(self.pieces, self.plan.dtype):
+            if kwargs["kernel"]:
                 _log.debug("steps: the CPU mesh kernel (flowkit.native)")
-                self._compiled = self._kernel_chunk(args, kwargs)
-            else:
-                program = self._program(args, kwargs)
-                self._compiled = lambda *args: program(*args)[:2]
+            self._compiled, self.compile_s = compiled_program(args, kwargs)
         return self._compiled
-
-    def _program(self, args, kwargs):
-        program, seconds = compiled_program(args, kwargs)
-        self.compile_s += seconds
-        return program
-
-    def _kernel_chunk(self, args, kwargs):
-        """The chunk by the program of the mesh kernel alone (it compiles in a third of the time)
-        until a chunk has a step the kernel leaves unfinished (a point outside the mesh); that
-        chunk and every later one by the program that also holds the JAX step (compiled then)."""
-        alone, finishing = self._program(args, {**kwargs, "finish": False}), None
-
-        def chunk(pieces, times, state, slots):
-            nonlocal alone, finishing
-            if alone is not None:
-                new_state, frames, undone = alone(pieces, times, state, slots)
-                if not np.any(jax.device_get(undone)):
-                    return new_state, frames
-                _log.info("particles are leaving the mesh: compiling the steps that record their exits (once)")
-                _log.debug("steps: points outside the mesh; the JAX step finishes the kernel's steps from here")
-                alone = None
-            finishing = finishing or self._program(args, kwargs)
-            return finishing(pieces, times, state, slots)[:2]
-
-        return chunk
 
     def advance(self, state: State, slots: Slots) -> tuple[State, Frame]:
         """Run one chunk; returns the new state and the chunk's saved frames (a `Frame`)."""
@@ -374,7 +346,7 @@ class TrackRun:
             feeder = WindowFeeder(plan.stream, self.window_width, plan.dtype, self._replicated)
             windows = feeder.windows(np.tile(self.window_starts, len(batches)))
         tally = Tally(bar=_progress_bar(self.progress, self.n_particles * plan.n_steps))
-        start_time, compiled_before = time.perf_counter(), self.compile_s
+        start_time = time.perf_counter()
         try:
             for start in batches:
                 self._track_batch(
@@ -392,7 +364,7 @@ class TrackRun:
         finally:
             if windows is not None:
                 windows.close()  # stops the reading thread, also when a chunk failed
-        run_s = time.perf_counter() - start_time - (self.compile_s - compiled_before)  # a program compiled on demand
+        run_s = time.perf_counter() - start_time
         streamed = (
             {}
             if feeder is None
@@ -409,10 +381,10 @@ class TrackRun:
 
     def _warm_up(self, compiled) -> float:
         """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""
-        start_time, compiled_before = time.perf_counter(), self.compile_s
+        start_time = time.perf_counter()
         state, slots, _ = self.initial_state()
         jax.block_until_ready(compiled(self.pieces, self.run_times, state, slots))
-        return time.perf_counter() - start_time - (self.compile_s - compiled_before)
+        return time.perf_counter() - start_time
 
     def _sink(self):
         plan, n, dim = self.plan, self.n_particles, self.plan.seeds.shape[1]
