@@ -12,13 +12,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from . import __version__, tracker
+from ._files import written
 from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
 from .analysis.picture import view_box
 from .analysis.plots import plot_density, plot_pathlines, plot_snapshot
 from .fields.base import AbstractField
 from .fields.streamed import StreamedField
-from .io.atomic import written
 from .io.vtk_arrays import is_expression
 from .trajectory import RunStats, Trajectory
 

@@ -25,12 +25,12 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from . import __version__, app_outputs as outputs, tracker
 from ._custom_types import PathLike
+from ._files import written
 from .analysis.ftle import ftle
 from .analysis.plots import plot_ftle
 from .app_defaults import check_step, grid_resolution, run_times, surface_seeds_for
 from .fields.base import AbstractField
 from .fields.streamed import StreamedField
-from .io.atomic import written
 from .io.vtk import write_vti
 from .seeding import in_flow, off_walls, uniform_grid
 from .tracker.memory import check_seed_memory

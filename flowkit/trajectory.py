@@ -1,6 +1,7 @@
 """The result of a tracking run: saved times, positions and per-particle status."""
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,15 @@ class RunStats:
     @property
     def particle_steps_per_s(self) -> float:
         return self.n_particles * self.n_steps / self.run_s if self.run_s > 0 else float("nan")
+
+
+TrajectoryWriter = Callable[..., Path]
+"""`writer(trajectory, path, *, spherical, overwrite) -> path`: a format `Trajectory.save`
+writes by the path's suffix, implemented where that format's library is used."""
+
+WRITERS: dict[str, TrajectoryWriter] = {}
+"""Suffix -> writer, filled by the module that implements it (`flowkit.io.vtk`: `.vtp`, `.pvd`),
+so that nothing here imports io."""
 
 
 class Trajectory(eqx.Module):
@@ -132,21 +142,13 @@ class Trajectory(eqx.Module):
         An existing `path` is refused unless `overwrite`. Files are written under a temporary
         name and renamed when whole, so a failed write (a full disk, a kill) leaves no partial
         file and any earlier one unchanged; the failure is one `OSError` line naming `path`."""
-        from .io.atomic import written
+        from ._files import written
 
         path = Path(path)
         if path.suffix not in (".npz", ".zarr", ".nc", ".vtp", ".pvd"):
             raise ValueError(f"Trajectory.save: {path} must end in .npz, .zarr, .nc, .vtp or .pvd")
-        if path.suffix == ".pvd":
-            from .io.vtk import write_particle_clouds_pvd
-
-            return write_particle_clouds_pvd(self, path, overwrite=overwrite)
-        if path.suffix == ".vtp":
-            from .io.atomic import refuse_existing
-            from .io.vtk import write_pathlines_vtp
-
-            refuse_existing(path, overwrite)
-            return write_pathlines_vtp(self, path, spherical)  # written whole or not at all
+        if path.suffix in WRITERS:  # VTK's formats, written by flowkit.io
+            return WRITERS[path.suffix](self, path, spherical=spherical, overwrite=overwrite)
         with written(path, overwrite) as temporary:
             if path.suffix == ".zarr":
                 self.to_xarray(spherical, time_origin).to_zarr(temporary, mode="w", consolidated=False)
@@ -186,7 +188,7 @@ class Trajectory(eqx.Module):
         if path.suffix in (".zarr", ".nc"):
             import xarray as xr
 
-            from .io.store import unfinished
+            from ._store import unfinished
 
             if path.suffix == ".zarr":
                 _check_chunks(path)
@@ -414,7 +416,7 @@ def _check_chunks(path: Path) -> None:
     chunks those batches wrote."""
     import zarr
 
-    from .io.store import missing_chunks
+    from ._store import missing_chunks
 
     if not path.is_dir():
         raise ValueError(f"{path}: a file, not a zarr store (a folder)")

@@ -15,7 +15,7 @@ import pytest
 from helpers import HANG
 
 import flowkit as fk
-from flowkit.io.store import StoreLock
+from flowkit._store import StoreLock
 
 T1, DT = 1.0, 0.05
 

@@ -59,6 +59,30 @@ def test_layers_point_one_way():
     assert not mutual, f"parts importing each other: {mutual}"
 
 
+BELOW_IO = {
+    "fields",
+    "integrators",
+    "particles",
+    "boundaries",
+    "tracker",
+    "native",
+    "trajectory",
+    "diffusion",
+    "seeding",
+}
+"""The parts of flowkit that io builds on: the pieces, the tracker and its result."""
+
+
+def test_nothing_below_io_imports_io():
+    """io reads and writes files; the parts below it (and the underscored base modules) never
+    import it, at any depth: where they need a file format, they declare what they need and io
+    supplies it (`Trajectory.save`'s `WRITERS`, the tracker's streamed-field interface)."""
+    edges = _subpackage_imports()
+    assert ("config", "io") in edges  # the walk sees imports of io
+    importers = sorted({a for a, b in edges if b == "io" and (a in BELOW_IO or a.startswith("_"))})
+    assert not importers, f"below io, importing io: {importers}"
+
+
 def _module_imports() -> dict[str, set[str]]:
     """Each flowkit module's imports of other flowkit modules at its top level (`if
     TYPE_CHECKING:` blocks included: a circle of annotations is a circle of the design)."""
@@ -172,7 +196,7 @@ def _parameters(node) -> list:
 
 
 def test_public_parameters_are_annotated():
-    """At least 84 % of the parameters of flowkit's public functions and methods (names without
+    """At least 85 % of the parameters of flowkit's public functions and methods (names without
     a leading underscore, and dunders such as `__init__`, in classes whose names have none),
     counted on the source: the share issue 30 reached (80 %) fell to 75 % once unwatched."""
     import ast
@@ -193,4 +217,4 @@ def test_public_parameters_are_annotated():
 
     for path in Path(fk.__file__).parent.rglob("*.py"):
         visit(ast.parse(path.read_text()), True)
-    assert counts[1] > 1500 and counts[0] / counts[1] >= 0.84, counts
+    assert counts[1] > 1500 and counts[0] / counts[1] >= 0.85, counts

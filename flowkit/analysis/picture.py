@@ -3,11 +3,13 @@ equal scales), the field behind the particles (its speed, its outline, its land)
 dates or hours on a colour bar."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import equinox as eqx
 import numpy as np
 
-from .._custom_types import PathLike
+from .._custom_types import PathLike, TimesLike
+from .._time import TimeOrigin
 from ..fields.base import AbstractField
 from ..fields.curvilinear import CurvilinearField
 from ..fields.grid import GridField, metres_per_second
@@ -15,6 +17,15 @@ from ..fields.layered import LayeredField
 from ..fields.streamed import StreamedField
 from ..trajectory import Trajectory
 from .outline import draw_outline, mesh_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+Shown = AbstractField | StreamedField
+"""A field a picture draws behind the particles."""
+Box = tuple[np.ndarray, np.ndarray]
+"""`(lo, hi)`: the x–y box a picture shows (`view_box`)."""
 
 GRID = (161, 121)
 """Points across and up a picture's box where the field is evaluated (its speed and outline)."""
@@ -42,12 +53,12 @@ def view_box(
     return lo, hi
 
 
-def on_sphere(field) -> bool:
+def on_sphere(field: Shown | None) -> bool:
     """Whether the picture is a map in degrees (no field given: a plain plane)."""
     return field is not None and field.spherical
 
 
-def when(origin, t) -> str:
+def when(origin: TimeOrigin | None, t: float) -> str:
     """A time for a title: the date on dated data, else `t = ...` in its unit (`t = 3 days`)."""
     if origin is not None:
         return date(origin, t)
@@ -55,7 +66,7 @@ def when(origin, t) -> str:
     return f"t = {t / scale:.4g} {unit}"
 
 
-def date(origin, t) -> str:
+def date(origin: TimeOrigin, t: float) -> str:
     stamp = origin.dates([t])[0]
     return stamp.strftime("%Y-%m-%d %H:%M") if (stamp.hour, stamp.minute) != (0, 0) else stamp.strftime("%Y-%m-%d")
 
@@ -68,7 +79,9 @@ def time_unit(span: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
-def time_axis(values: np.ndarray, start: float, origin, until: float) -> tuple[np.ndarray, str, float, float]:
+def time_axis(
+    values: np.ndarray, start: float, origin: TimeOrigin | None, until: float
+) -> tuple[np.ndarray, str, float, float]:
     """Times `values` as a colour bar shows them, `(values, label, bottom, top)` for a run from
     `start` whose particles moved until `until`: in days, hours, minutes or seconds by that span;
     on dated data since the first time (named), else as the run's own times."""
@@ -78,7 +91,7 @@ def time_axis(values: np.ndarray, start: float, origin, until: float) -> tuple[n
     return values / scale, f"time ({unit})", start / scale, until / scale
 
 
-def projection(positions, field) -> str:
+def projection(positions: np.ndarray, field: Shown | None) -> str:
     return (
         " (x–y projection)"
         if positions.shape[-1] == 3 and not on_sphere(field)
@@ -86,7 +99,7 @@ def projection(positions, field) -> str:
     )
 
 
-def field_map(field, times, box) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+def field_map(field: Shown, times: TimesLike, box: Box) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """`(gx, gy, speed, inside)` on the `GRID` over `box`: the mean speed over `times` (m/s on a
     sphere, at the top level of a 3-D map; None for a 3-D field not on a sphere, which a plane
     view cannot show) and where the field's domain lies (at any depth, for 3-D)."""
@@ -113,7 +126,7 @@ def field_map(field, times, box) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
     return gx, gy, speed, np.isfinite(speed)
 
 
-def speed_background(fig, ax, field, times, box, label: str) -> bool:
+def speed_background(fig: "Figure", ax: "Axes", field: Shown, times: TimesLike, box: Box, label: str) -> bool:
     """The field's speed over the picture's box in grey with its colour bar (`label`, with m/s
     on a sphere), colour limits at the 99th percentile, and the domain's outline (a mesh's own,
     `draw_outline`); on a sphere the land. False where nothing is drawn behind the outline: a
@@ -157,7 +170,7 @@ def _located_velocity(field: AbstractField, t, x):
     return u, inside
 
 
-def land(ax, field) -> None:
+def land(ax: "Axes", field: Shown) -> None:
     """The field's land (its top level), drawn in sand colour."""
     mask = field.land if isinstance(field, (GridField, CurvilinearField, LayeredField)) else None
     if mask is None:
@@ -189,7 +202,7 @@ def land(ax, field) -> None:
     ax.pcolormesh(lon, lat, filled, cmap="copper", vmin=0, vmax=1.6, shading="nearest", zorder=3)
 
 
-def axes(ax, field, box=None) -> None:
+def axes(ax: "Axes", field: Shown | None, box: Box | None = None) -> None:
     """x/y at equal scale, or on a sphere longitude/latitude at the middle latitude's scale,
     ticks labelled by hemisphere (°E/°W, °N/°S); limited to `box`."""
     from matplotlib.ticker import FuncFormatter
@@ -213,16 +226,16 @@ def _degrees(value: float, positive: str, negative: str) -> str:
     return "0°" if value == 0 or abs(value) == 180 else f"{abs(value):g}°{positive if value > 0 else negative}"
 
 
-def aspect(box, field) -> float:
+def aspect(box: Box | None, field: Shown | None) -> float:
     if not on_sphere(field) or box is None:
         return 1.0
     return 1 / max(np.cos(np.deg2rad(0.5 * (box[0][1] + box[1][1]))), 0.2)
 
 
-def save(fig, path: PathLike) -> Path:
+def save(fig: "Figure", path: PathLike) -> Path:
     import matplotlib.pyplot as plt
 
-    from ..io.atomic import written
+    from .._files import written
 
     path = Path(path)
     try:
@@ -233,7 +246,7 @@ def save(fig, path: PathLike) -> Path:
     return path
 
 
-def figure(box=None, field=None):
+def figure(box: Box | None = None, field: Shown | None = None):
     """A figure whose size follows the picture's box (with room for two colour bars)."""
     import matplotlib
 
@@ -248,6 +261,6 @@ def figure(box=None, field=None):
     return plt.subplots(figsize=(width + 2.0, width * ratio + 0.8), dpi=120, layout="constrained")
 
 
-def say(ax, message: str) -> None:
+def say(ax: "Axes", message: str) -> None:
     """A picture with nothing to show says why, in its middle."""
     ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", fontsize=10, color="0.25", zorder=6)

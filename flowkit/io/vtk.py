@@ -8,6 +8,7 @@ from jaxtyping import ArrayLike
 
 from .._custom_types import PathLike, PointsLike, TimesLike
 from .._status import Status
+from ..trajectory import WRITERS
 
 
 def write_vti(path: PathLike, arrays: dict, origin: PointsLike, spacing: PointsLike, time: float | None = None) -> Path:
@@ -58,7 +59,7 @@ def write_xml(writer, data, path: PathLike) -> Path:
 
     from vtkmodules.vtkCommonMisc import vtkErrorCode
 
-    from .atomic import written
+    from .._files import written
 
     with written(path, overwrite=True) as temporary:
         writer.SetFileName(str(temporary))
@@ -198,7 +199,7 @@ def write_particle_clouds_pvd(traj, path: PathLike, overwrite: bool = False) -> 
     written under temporary names and renamed when whole; existing ones are refused unless
     `overwrite`.
     """
-    from .atomic import refuse_existing, written
+    from .._files import refuse_existing, written
 
     path = Path(path)
     folder = path.with_suffix("")
@@ -305,3 +306,17 @@ def write_vtu(
     writer.EncodeAppendedDataOff()
     writer.SetCompressorTypeToZLib()
     return write_xml(writer, unstructured_grid(points, cells, cell_types, point_arrays, time), path)
+
+
+def _save_pathlines(trajectory, path: Path, *, spherical: bool, overwrite: bool) -> Path:
+    from .._files import refuse_existing
+
+    refuse_existing(path, overwrite)
+    return write_pathlines_vtp(trajectory, path, spherical)  # written whole or not at all
+
+
+def _save_clouds(trajectory, path: Path, *, spherical: bool, overwrite: bool) -> Path:
+    return write_particle_clouds_pvd(trajectory, path, overwrite=overwrite)
+
+
+WRITERS.update({".vtp": _save_pathlines, ".pvd": _save_clouds})

@@ -207,7 +207,7 @@ def _track_traced(plan: RunPlan) -> Trajectory:
         origin_hint=origin_hints,
         index=jnp.arange(n, dtype=jnp.int32),
     )
-    state, frames, _ = advance_local(
+    state, frames = advance_local(
         pieces,
         times,
         state,

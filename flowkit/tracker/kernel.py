@@ -28,12 +28,12 @@ def advance_local(
     state: State,
     slots: Slots,
     *,
-    saves,
-    save_every,
-    blocks,
-    n_blocks,
+    saves: int,
+    save_every: int,
+    blocks: int,
+    n_blocks: int,
     record_velocity: bool,
-    given=(),
+    given: tuple = (),
     kernel: bool = False,
 ):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
@@ -226,7 +226,7 @@ def advance(
     save_every: int,
     blocks: int,
     record_velocity: bool,
-    mesh,
+    mesh: jax.sharding.Mesh | None,
     given: tuple = (),
     kernel: bool = False,
 ):

@@ -6,7 +6,7 @@ variables `x`, `y`(, `z`), `status`, `time`, `t_release`, `exit_time`(, `u`, `v`
 with `zarr` directly so that each chunk of frames goes to its own region of the arrays and is
 never held with the others.
 
-A store says what it holds while the run goes on (`flowkit.io.store`), so that an interrupted
+A store says what it holds while the run goes on (`flowkit._store`), so that an interrupted
 run can be resumed and a partial store is never taken for a whole one.
 """
 
@@ -23,9 +23,9 @@ from jax.typing import DTypeLike
 from jaxtyping import ArrayLike
 
 from .._custom_types import PathLike
+from .._files import refuse_existing, replace
 from .._status import Status
-from ..io.atomic import refuse_existing, replace
-from ..io.store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive, missing_chunks
+from .._store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive, missing_chunks
 from ..trajectory import Frame, RunStats, Trajectory
 from .identity import differences
 

@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._custom_types import PathLike
+from ._custom_types import PathLike
 
 
 def refuse_existing(path: PathLike, overwrite: bool, what: str = "") -> None:
