@@ -36,15 +36,20 @@ class AbstractDiffusivity(eqx.Module):
         diffusivities that read them)."""
 
     @property
+    @abc.abstractmethod
     def sample_names(self) -> frozenset[str]:
-        """The field's samples this diffusivity reads (none by default)."""
-        return frozenset()
+        """The field's samples this diffusivity reads."""
 
+    @abc.abstractmethod
     def drift_correction(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
-        """$\\partial K_i / \\partial x_i$ per axis, by forward-mode autodiff."""
-        reads = () if sampler is None else (sampler,)  # a user's K(t, x) takes no sampler
-        jacobian = jax.jacfwd(lambda y: self(t, y, *reads))(x)
-        return jnp.diagonal(jacobian)
+        """$\\partial K_i / \\partial x_i$ per axis (`divergence` computes it by autodiff)."""
+
+
+def divergence(diffusivity: AbstractDiffusivity, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
+    """$\\partial K_i / \\partial x_i$ per axis of `diffusivity` at `(t, x)`, by forward-mode autodiff."""
+    reads = () if sampler is None else (sampler,)  # a user's K(t, x) takes no sampler
+    jacobian = jax.jacfwd(lambda y: diffusivity(t, y, *reads))(x)
+    return jnp.diagonal(jacobian)
 
 
 class Constant(AbstractDiffusivity):
@@ -55,6 +60,11 @@ class Constant(AbstractDiffusivity):
     def __call__(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
         return jnp.broadcast_to(self.K.astype(x.dtype), x.shape)
 
+    sample_names = frozenset()
+
+    def drift_correction(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
+        return jnp.zeros_like(x)  # the same everywhere
+
 
 class Analytic(AbstractDiffusivity):
     """A user function `fn(t, x) -> K` (scalar or per axis), e.g. a mixed-layer profile."""
@@ -63,6 +73,11 @@ class Analytic(AbstractDiffusivity):
 
     def __call__(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
         return jnp.broadcast_to(jnp.asarray(self.fn(t, x), x.dtype), x.shape)
+
+    sample_names = frozenset()
+
+    def drift_correction(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
+        return divergence(self, t, x, sampler)
 
 
 def as_diffusivity(value) -> AbstractDiffusivity:
@@ -82,8 +97,9 @@ class AbstractProfile(eqx.Module):
     def __call__(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array: ...
 
     @property
+    @abc.abstractmethod
     def sample_names(self) -> frozenset[str]:
-        return frozenset()
+        """The field's samples the profile reads."""
 
 
 def _number_or_function(k):
@@ -159,7 +175,7 @@ class Horizontal(AbstractDiffusivity):
         # d ln cos(lat) / d lat per degree; within 0.1° of a pole held at its value there, so a
         # step lands at most a few degrees over the pole (which the field folds back)
         metric = -self(t, x, sampler)[1] * jnp.tan(jnp.deg2rad(jnp.clip(x[1], -89.9, 89.9))) * jnp.pi / 180
-        return super().drift_correction(t, x, sampler).at[1].add(metric)
+        return divergence(self, t, x, sampler).at[1].add(metric)
 
 
 class Vertical(AbstractDiffusivity):
@@ -181,6 +197,9 @@ class Vertical(AbstractDiffusivity):
     def __call__(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
         return jnp.zeros_like(x).at[-1].set(_at(self.Kv, t, x, sampler))
 
+    def drift_correction(self, t: TimeLike, x: Position, sampler: Sampler | None = None) -> Array:
+        return divergence(self, t, x, sampler)
+
 
 class Profile(AbstractProfile):
     """A diffusivity profile `K(z)` in m²/s, linear between given depths (metres, positive
@@ -194,6 +213,7 @@ class Profile(AbstractProfile):
     depths: Array
     values: Array
     times: Array | None
+    sample_names = frozenset()
 
     def __init__(self, depths, values, times=None):
         import numpy as np

@@ -1,7 +1,7 @@
 """The integrator contract: advance one particle (or a batch) by one step."""
 
 import abc
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 import equinox as eqx
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
@@ -47,21 +47,21 @@ class AbstractIntegrator(eqx.Module):
         """The method's order of convergence (global error O(dt^order))."""
 
     @property
+    @abc.abstractmethod
     def stochastic(self) -> bool:
         """Whether `step` takes noise: the tracker then gives it a PRNG key per particle and step."""
-        return False
 
     @property
+    @abc.abstractmethod
     def sample_names(self) -> frozenset[str]:
         """The field's samples the method reads at the particles (a diffusivity's `"AKs"`)."""
-        return frozenset()
 
     @property
+    @abc.abstractmethod
     def shardable(self) -> bool:
         """Whether the tracker may shard particles over several devices with this integrator."""
-        return True
 
-    courant_limit: ClassVar[float] = 1.0
+    courant_limit: eqx.AbstractClassVar[float]
     """The Courant number above which a run warns: its steps skip over cells' detail."""
 
     @abc.abstractmethod
@@ -93,6 +93,7 @@ class AbstractIntegrator(eqx.Module):
         cell it was last found in; None: unknown), to pass to `field.velocity_batch`.
         """
 
+    @abc.abstractmethod
     def step_particles(
         self,
         field: AbstractField,
@@ -107,11 +108,6 @@ class AbstractIntegrator(eqx.Module):
     ) -> tuple[StepResult, dict]:
         """One step of particles that carry `variables` (`{name: (n, ...)}`) besides `x` and move
         by `particles.rhs` (a `flowkit.particles.AbstractParticles`): `(StepResult, variables)`."""
-        raise TypeError(
-            f"{type(self).__name__} advances positions only; for the particle model "
-            f"{type(particles).__name__} use an explicit Runge–Kutta method (fk.RK4(), ...), "
-            "fk.EulerMaruyama or fk.Diffrax"
-        )
 
 
 def hints_for(field: AbstractField, x: Positions, hint: Hints | None) -> Hints:

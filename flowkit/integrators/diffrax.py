@@ -1,6 +1,6 @@
 """diffrax as the alternate engine: any diffrax solver, adaptive steps, exit events, SDEs."""
 
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -45,6 +45,7 @@ class Diffrax(AbstractIntegrator):
     max_steps: int = eqx.field(static=True)
     substeps: int = eqx.field(static=True)
     exit_event: bool = eqx.field(static=True)
+    courant_limit: ClassVar[float] = 1.0
 
     def __init__(
         self,
@@ -95,6 +96,10 @@ class Diffrax(AbstractIntegrator):
         import diffrax
 
         return not self.exit_event and not isinstance(self.solver, diffrax.AbstractImplicitSolver)
+
+    @property
+    def sample_names(self) -> frozenset[str]:
+        return frozenset()  # a diffusivity reading the field's samples is refused at construction
 
     def _terms(self, field, x, t, dt, key, particles=None):
         import diffrax

@@ -90,6 +90,18 @@ class AbstractRungeKutta(AbstractIntegrator):
 
     tableau: ClassVar[_tableau.ButcherTableau]
 
+    @property
+    def stochastic(self) -> bool:
+        return False
+
+    @property
+    def sample_names(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def shardable(self) -> bool:
+        return True
+
     def step(
         self,
         field: AbstractField,
@@ -147,6 +159,7 @@ class Euler(AbstractRungeKutta):
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.EULER
     order = 1
+    courant_limit: ClassVar[float] = 1.0
 
 
 class Midpoint(AbstractRungeKutta):
@@ -154,6 +167,7 @@ class Midpoint(AbstractRungeKutta):
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.MIDPOINT
     order = 2
+    courant_limit: ClassVar[float] = 1.0
 
 
 class Heun(AbstractRungeKutta):
@@ -161,6 +175,7 @@ class Heun(AbstractRungeKutta):
 
     tableau: ClassVar[_tableau.ButcherTableau] = _tableau.HEUN
     order = 2
+    courant_limit: ClassVar[float] = 1.0
 
 
 class RK4(AbstractRungeKutta):

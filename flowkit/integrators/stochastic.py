@@ -1,5 +1,7 @@
 """Advection plus random-walk diffusion, stepped natively."""
 
+from typing import ClassVar
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
@@ -25,6 +27,8 @@ class EulerMaruyama(AbstractIntegrator):
     diffusivity: AbstractDiffusivity
     order = 1
     stochastic = True
+    shardable = True
+    courant_limit: ClassVar[float] = 1.0
 
     def __init__(self, diffusivity):
         self.diffusivity = as_diffusivity(diffusivity)
