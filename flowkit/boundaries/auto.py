@@ -6,7 +6,7 @@ import equinox as eqx
 
 from ..fields.base import AbstractField
 from ..fields.mesh import AbstractMeshField
-from .base import AbstractBoundary, AbstractBoundaryConfig
+from .base import AbstractBoundary, AbstractWallsConfig
 from .box import Open, Reflective
 from .mesh import MeshWalls
 from .modes import wall_mode
@@ -14,7 +14,7 @@ from .modes import wall_mode
 _log = logging.getLogger("flowkit")
 
 
-class Auto(AbstractBoundaryConfig):
+class Auto(AbstractWallsConfig):
     """Walls where the data has walls, openings where its flow leaves:
 
     - a mesh (CFD output): `MeshWalls(mode, open=...)`. Where the solver typed its patches

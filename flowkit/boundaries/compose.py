@@ -36,6 +36,10 @@ class Composed(AbstractBoundary):
     def parking(self):
         return next((p.parking for p in self.parts if p.parking is not None), None)
 
+    @property
+    def origin_region(self):
+        return next((p.origin_region for p in self.parts if p.origin_region is not None), None)
+
     def bind(self, field: AbstractField) -> "Composed":
         return Composed(tuple(p.bind(field) for p in self.parts))
 

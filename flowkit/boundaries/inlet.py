@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Int
 
-from .._custom_types import Args, Positions, TimeLike
+from .._custom_types import Args, Positions, ScalarLike, TimeLike
 from .._status import Status
 from ..fields.base import AbstractField, Hints, select
 from ..fields.mesh import AbstractMeshField
@@ -72,6 +72,12 @@ class AbstractInlet(AbstractBoundary):
     def stochastic(self) -> bool:
         return self.mode in ("random", "flux")
 
+    def bind(self, field: AbstractField) -> "AbstractInlet":
+        return self
+
+    def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
+        return self.walls.turn_velocity(x_step, x, v, restitution)  # only the walls turn a particle
+
     @property
     def restarts_at_origins(self) -> bool:
         return self.mode in ("grid", "auto")
@@ -79,17 +85,6 @@ class AbstractInlet(AbstractBoundary):
     @property
     def origin_region(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.inlet.lo), np.asarray(self.inlet.hi)
-
-    def apply_batch(
-        self,
-        field: AbstractField,
-        x_prev: Positions,
-        x_next: Positions,
-        status: Int[Array, " n"],
-        hint: Hints,
-        inside: Bool[Array, " n"],
-    ):
-        return self.walls.apply_batch(field, x_prev, x_next, status, hint, inside)
 
     def origins(self, seeds):
         """Seeds projected onto the inlet plane (NumPy or JAX): where `grid` mode restarts each slot."""
@@ -177,6 +172,20 @@ class BoundInletOutlet(AbstractInlet):
     surface: InletSurface
     mode: str = eqx.field(static=True)
 
+    extra_slots = 0
+    parking = None
+
+    def apply_batch(
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
+    ):
+        return self.walls.apply_batch(field, x_prev, x_next, status, hint, inside)
+
     def restart(
         self, field: AbstractField, args: Args, t: TimeLike, h: TimeLike, step: Int[ArrayLike, ""], block: Block
     ):
@@ -208,6 +217,8 @@ class InletOutlet(AbstractInletConfig):
     walls: AbstractBoundary | str | None
     mode: str = eqx.field(static=True)
     resolution: int = eqx.field(static=True)
+
+    extra_slots = 0
 
     def __init__(self, inlet="xmin", outlet="xmax", mode: str = "auto", walls="open", resolution: int = 32):
         self.inlet, self.outlet = inlet, outlet

@@ -21,7 +21,7 @@ from .._status import Status
 from ..fields.base import AbstractField, Hints, select
 from ..fields.mesh import AbstractMeshField, MeshField
 from ..fields.near_wall import wall_table
-from .base import AbstractBoundary, AbstractBoundaryConfig, mirrored
+from .base import AbstractWalls, AbstractWallsConfig, mirrored
 from .modes import wall_mode
 from .regions import Plane, plane_tolerance, region
 
@@ -38,7 +38,7 @@ class FaceKind(enum.IntEnum):
     OPENING = 2
 
 
-class BoundMeshWalls(AbstractBoundary):
+class BoundMeshWalls(AbstractWalls):
     """`MeshWalls` bound to a mesh: its open regions resolved into planes."""
 
     mode: str = eqx.field(static=True)
@@ -160,7 +160,7 @@ class BoundMeshWalls(AbstractBoundary):
         return mirrored(v, normal, restitution if self.mode == "reflect" else 0.0)
 
 
-class MeshWalls(AbstractBoundaryConfig):
+class MeshWalls(AbstractWallsConfig):
     """The walls of a `MeshField`'s domain.
 
     - `reflect`: specular reflection on the wall's plane (the displacement beyond the wall is

@@ -1,20 +1,23 @@
 """Round domains: the inside of a sphere (a circle in 2-D) or of an infinite cylinder."""
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._custom_types import PointsLike, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
-from .base import AbstractBoundary, mirrored
+from ..fields.base import AbstractField, Hints
+from .base import AbstractWalls, mirrored, per_particle
 from .modes import wall_mode
 
 ROUND_MODES = ("reflect", "absorb", "stick")
 
 
-class AbstractRound(AbstractBoundary):
+class AbstractRound(AbstractWalls):
     """A domain `|P(x - centre)| <= radius`, with `P` the identity (sphere) or the projection
     across an axis (cylinder). `reflect`: the step is mirrored on the tangent plane where it
     met the wall (up to `max_bounces` times, then pulled back radially); `absorb` (or `stick`):
@@ -25,8 +28,9 @@ class AbstractRound(AbstractBoundary):
     mode: eqx.AbstractVar[str]
     max_bounces: eqx.AbstractVar[int]
 
+    @abc.abstractmethod
     def _across(self, v):
-        return v
+        """The part of `v` across the shape's axis (all of it for a sphere)."""
 
     def _meet(self, start, end):
         """Where the segment `start -> end` (start inside) meets the wall, and the normal there."""
@@ -40,6 +44,17 @@ class AbstractRound(AbstractBoundary):
 
     def _outside(self, x):
         return jnp.linalg.norm(self._across(x - self.centre)) > self.radius
+
+    def apply_batch(
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
+    ):
+        return per_particle(self.apply, field, x_prev, x_next, status, hint)
 
     def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         return _turned(self, x, v, restitution)
@@ -99,6 +114,9 @@ class Sphere(AbstractRound):
         self.radius = jnp.asarray(float(radius))
         self.mode = _mode(mode)
         self.max_bounces = int(max_bounces)
+
+    def _across(self, v):
+        return v
 
 
 class Cylinder(AbstractRound):
