@@ -18,7 +18,7 @@ from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
 from .native import kernel_steps
-from .pieces import RunPieces, Slots, State, Times
+from .pieces import Carry, Rows, RunPieces, Slots, State, Times
 from .step import is_due, jax_steps, started, step_times
 
 
@@ -73,14 +73,20 @@ def advance_local(
             return jax_steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks, given=given)
 
         def idle(carry):
-            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry[0]
+            return _idle(pieces, times, carry, slots, first + save_every - 1, given), carry.rows.x
 
-        generation_before = carry[5]
+        generation_before = carry.rows.generation
         if skippable:
-            carry, before = jax.lax.cond(jnp.any(busy(carry[1], slots.t_release, first)), go, idle, carry)
+            carry, before = jax.lax.cond(jnp.any(busy(carry.rows.status, slots.t_release, first)), go, idle, carry)
         else:
             carry, before = go(carry)
-        x, status, _, hint, variables, generation, _ = carry
+        x, status, hint, variables, generation = (
+            carry.rows.x,
+            carry.rows.status,
+            carry.rows.hint,
+            carry.rows.variables,
+            carry.rows.generation,
+        )
         t_end, h = step_times(times, first + save_every - 1)
         frame = frame_of(
             field,
@@ -105,23 +111,22 @@ def advance_local(
         rows, lost, courant, slots, order = carry
         first = state.step + m * save_every
         if skippable and blocks > 1:
-            rows, slots, order = _compacted(rows, slots, order, busy(rows[1], slots.t_release, first), blocks)
-        blocked = tuple(split(a) for a in rows) + (lost,)
+            rows, slots, order = _compacted(rows, slots, order, busy(rows.status, slots.t_release, first), blocks)
         (blocked, courant), frame = jax.lax.map(
-            lambda inputs: run_block(inputs, first), (blocked, courant, jax.tree.map(split, slots), block_ids)
+            lambda inputs: run_block(inputs, first),
+            (Carry(split(rows), lost), courant, jax.tree.map(split, slots), block_ids),
         )
-        rows, lost = tuple(merge(a) for a in blocked[:6]), blocked[6]
+        rows, lost = merge(blocked.rows), blocked.lost
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
         return (rows, lost, courant, slots, order), frame
 
-    rows = (state.x, state.status, state.exit_time, state.hint, state.variables, state.generation)
     order = jnp.arange(n, dtype=jnp.int32)
     (rows, lost, courant, _, order), frames = jax.lax.scan(
-        one_save, (rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype)
+        one_save, (state.rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype)
     )
-    x, status, exit_time, hint, variables, generation = (_in_slot_order(a, order) for a in rows)
+    rows = _in_slot_order(rows, order)
     step = state.step + saves * save_every
-    new = State(x, status, exit_time, hint, variables, generation, lost, step, courant)
+    new = State(rows.x, rows.status, rows.exit_time, rows.hint, rows.variables, rows.generation, lost, step, courant)
     return new, frames
 
 
@@ -132,19 +137,22 @@ def _busy(times: Times, status, t_release, first, *, save_every: int):
     return (status == Status.ACTIVE) | ((status == Status.NOT_RELEASED) & is_due(t_last, t_release, times.dt))
 
 
-def _idle(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, last, given: tuple) -> tuple:
+def _idle(pieces: RunPieces, times: Times, carry: Carry, slots: Slots, last, given: tuple) -> Carry:
     """A save's steps (the last is step `last`) when nothing moves in the block: only the
     releases due at its end happen."""
     t_last, h = step_times(times, last)
-    x, status, exit_time, hint, variables, generation, lost = carry
-    due = (status == Status.NOT_RELEASED) & is_due(t_last + h, slots.t_release, times.dt)
+    rows = carry.rows
+    due = (rows.status == Status.NOT_RELEASED) & is_due(t_last + h, slots.t_release, times.dt)
+    variables = rows.variables
     if not is_tracer(pieces.particles):
-        variables = started(pieces.particles, pieces.field, pieces.args, t_last + h, x, variables, hint, due, given)
-    status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), status)
-    return x, status, exit_time, hint, variables, generation, lost
+        variables = started(
+            pieces.particles, pieces.field, pieces.args, t_last + h, rows.x, variables, rows.hint, due, given
+        )
+    status = jnp.where(due, jnp.asarray(Status.ACTIVE, rows.status.dtype), rows.status)
+    return eqx.tree_at(lambda c: (c.rows.status, c.rows.variables), carry, (status, variables))
 
 
-def _compacted(rows: tuple, slots: Slots, order, work, blocks: int):
+def _compacted(rows: Rows, slots: Slots, order, work, blocks: int):
     """The rows with `work` first (a stable partition, slots and slot order alike), when that
     leaves more of the `blocks` without work to skip; else as they are."""
     block = work.shape[0] // blocks

@@ -20,6 +20,7 @@ import functools
 import typing
 from typing import NamedTuple, cast
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +35,7 @@ from ..fields.base import Hints
 from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
-from .pieces import RunPieces, Slots, Times
+from .pieces import Carry, RunPieces, Slots, Times
 from .step import is_due, step_times
 
 _WALLS = {"open": "open", "reflect": "reflect", "slip": "slip", "absorb": "absorb", "stick": "absorb"}
@@ -184,34 +185,39 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
     )
 
 
-def kernel_steps(pieces: RunPieces, times: Times, carry: tuple, slots: Slots, steps):
-    """The global `steps` of a block (`carry` as `one_step`'s) by the kernel, and each row's
-    position before the last of them."""
-    x, status, exit_time, hint, variables, generation, lost = carry
-    dtype = x.dtype
+def kernel_steps(
+    pieces: RunPieces, times: Times, carry: Carry, slots: Slots, steps: Int32[Array, " steps"]
+) -> tuple[Carry, Float[Array, "n 3"]]:
+    """The global `steps` of a block by the kernel, and each row's position before the last of them."""
+    rows = carry.rows
+    dtype = rows.x.dtype
     t, h = step_times(times, steps)
-    due = (status == Status.NOT_RELEASED)[:, None] & jax.vmap(
+    due = (rows.status == Status.NOT_RELEASED)[:, None] & jax.vmap(
         lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
     )(t + h)
     release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
-    inputs = _inputs(pieces, x, status, hint, release, t, h)
+    inputs = _inputs(pieces, rows.x, rows.status, rows.hint, release, t, h)
     vectors, reals, ints = (
         jax.ShapeDtypeStruct(shape, kind)
-        for shape, kind in ((x.shape, dtype), (x.shape[:1], dtype), (x.shape[:1], jnp.int32))
+        for shape, kind in ((rows.x.shape, dtype), (rows.x.shape[:1], dtype), (rows.x.shape[:1], jnp.int32))
     )
     shapes = KernelResults(
         x=vectors, status=ints, cell=ints, point=vectors, coords=vectors, before=vectors, stopped=ints, fraction=reals
     )
     call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
     out = KernelResults(*call(*inputs, **_attrs(pieces)._asdict()))
+    hint = rows.hint
     hint = Hints(
         out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
     )
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
-    exit_time = jnp.where(
-        out.stopped >= 0, (t[at] + out.fraction.astype(t.dtype) * h[at]).astype(exit_time.dtype), exit_time
+    stopped_at = (t[at] + out.fraction.astype(t.dtype) * h[at]).astype(rows.exit_time.dtype)
+    exit_time = jnp.where(out.stopped >= 0, stopped_at, rows.exit_time)
+    status = out.status.astype(rows.status.dtype)
+    carry = eqx.tree_at(
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint), carry, (out.x, status, exit_time, hint)
     )
-    return (out.x, out.status.astype(status.dtype), exit_time, hint, variables, generation, lost), out.before
+    return carry, out.before
 
 
 def _inputs(pieces: RunPieces, x, status, hint: Hints, release, t, h) -> KernelInputs:

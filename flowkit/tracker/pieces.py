@@ -22,6 +22,24 @@ class RunPieces(eqx.Module):
     args: Any
 
 
+class Rows(eqx.Module):
+    """What each particle of a block carries from step to step."""
+
+    x: jax.Array
+    status: jax.Array
+    exit_time: jax.Array
+    hint: Hints
+    variables: dict
+    generation: jax.Array
+
+
+class Carry(eqx.Module):
+    """A block's state through its steps: its rows, and how many releases found no free slot."""
+
+    rows: Rows
+    lost: jax.Array
+
+
 class State(eqx.Module):
     """Everything that changes from chunk to chunk, resident on the device."""
 
@@ -40,6 +58,10 @@ class State(eqx.Module):
     courant: jax.Array
     """Per-block largest Courant number `max_i |dx_i| / size_i` of the active particles' last
     step before each saved frame (0 for fields without cells)."""
+
+    @property
+    def rows(self) -> Rows:
+        return Rows(self.x, self.status, self.exit_time, self.hint, self.variables, self.generation)
 
 
 class Slots(eqx.Module):

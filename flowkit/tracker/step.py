@@ -4,13 +4,14 @@ and releases start them."""
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
 
 from .._custom_types import Args, TimeLike
 from .._status import Status
 from ..boundaries.base import Block
 from ..fields.base import AbstractField, Hints, select
 from ..particles.base import AbstractParticles, initial_batch, is_tracer
-from .pieces import RunPieces, Slots, Times
+from .pieces import Carry, Rows, RunPieces, Slots, Times
 
 
 def step_times(times: Times, k):
@@ -32,27 +33,30 @@ def is_due(t: TimeLike, t_release, dt: TimeLike):
 def one_step(
     pieces: RunPieces,
     times: Times,
-    carry: tuple,
-    k,
+    carry: Carry,
+    k: Int[Array, ""],
     slots: Slots,
-    block_id,
+    block_id: Int[Array, ""],
     *,
     n_blocks: int,
     given: tuple = (),
-    held=None,
-) -> tuple[tuple, None]:
+) -> Carry:
     """One step of a block of particles: the integrator (or the particle model) steps the
     moving ones, the field settles them, the boundary applies, and the domain, land and
-    finiteness checks, restarts and releases set their statuses (all `jnp.where`).
-    `carry` is `(x, status, exit_time, hint, variables, generation, lost)`; rows `held` sit
-    the step out (the mesh kernel took it for them already)."""
+    finiteness checks, restarts and releases set their statuses (all `jnp.where`)."""
     field, particles, args = pieces.field, pieces.particles, pieces.args
     carries = not is_tracer(particles)
-    x, status, exit_time, hint, variables, generation, lost = carry
+    rows, lost = carry.rows, carry.lost
+    x, status, exit_time, hint, variables, generation = (
+        rows.x,
+        rows.status,
+        rows.exit_time,
+        rows.hint,
+        rows.variables,
+        rows.generation,
+    )
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
-    if held is not None:
-        moving = moving & ~held
     result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
     # longitudes in one period; depths in the water, mirrored at the surface and the floor in random walks
     x_new, step_hint = field.settle_batch(t + h, result.x, step_hint, reflect=pieces.integrator.stochastic)
@@ -107,54 +111,31 @@ def one_step(
         generation, lost = restarted, lost + more
     # Release whoever is due by the end of this step: they start moving with the next one.
     due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
-    if held is not None:
-        due = due & ~held
     new_status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), new_status)
     if carries:
         variables = started(particles, field, args, t + h, x_next, variables, hint, due, given)
-    return (x_next, new_status, exit_time, hint, variables, generation, lost), None
+    return Carry(Rows(x_next, new_status, exit_time, hint, variables, generation), lost)
 
 
 def jax_steps(
     pieces: RunPieces,
     times: Times,
-    carry: tuple,
+    carry: Carry,
     slots: Slots,
-    steps,
-    block_id,
+    steps: Int[Array, " steps"],
+    block_id: Int[Array, ""],
     *,
     n_blocks: int,
     given: tuple = (),
-    start=None,
-    before=None,
-):
-    """The global `steps` of a block by `one_step` in a `lax.scan` (`carry` as `one_step`'s),
-    and each row's position before the last of them. With `start`, row `i` sits out the steps
-    before its `start[i]`-th (the mesh kernel took them) and keeps its `before` through them;
-    then the steps run from the first row's start only while some row that takes steps is
-    active (most rows the kernel hands back leave the domain in their first step)."""
-    count = steps.shape[0]
+) -> tuple[Carry, Float[Array, "n dim"]]:
+    """The global `steps` of a block by `one_step` in a `lax.scan`, and each row's position
+    before the last of them."""
 
-    def step(c, i):
-        rows, prior = c
-        held = None if start is None else i < start
-        new = one_step(pieces, times, rows, steps[i], slots, block_id, n_blocks=n_blocks, given=given, held=held)[0]
-        return (new, rows[0] if held is None else jnp.where(held[:, None], prior, rows[0])), None
+    def step(c, k):
+        carry, _ = c
+        return (one_step(pieces, times, carry, k, slots, block_id, n_blocks=n_blocks, given=given), carry.rows.x), None
 
-    first = carry[0] if before is None else before
-    if start is None:
-        return jax.lax.scan(step, (carry, first), jnp.arange(count))[0]
-    takes = start < count  # rows that take steps (not padding)
-
-    def going(loop):
-        i, (rows, _) = loop
-        return (i < count) & jnp.any(takes & (rows[1] == Status.ACTIVE))
-
-    i, (rows, prior) = jax.lax.while_loop(
-        going, lambda loop: (loop[0] + 1, step(loop[1], loop[0])[0]), (jnp.min(start), (carry, first))
-    )
-    # the steps left out move no row: the position before the last of them is where each row stands
-    return rows, jnp.where((takes & (i < count))[:, None], rows[0], prior)
+    return jax.lax.scan(step, (carry, carry.rows.x), steps)[0]
 
 
 def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
