@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
+from test_vtk import SHARED
 
 import flowkit as fk
 
@@ -308,3 +309,76 @@ def test_an_index_lookup_starts_unhinted_points_where_the_bin_search_finds_them(
     np.testing.assert_allclose(started.coords[inside], searched.coords[inside], atol=1e-12)
     guessed = mesh.lookup.cells(x)
     assert float(jnp.mean(guessed[inside] == searched.cell[inside])) > 0.95
+
+
+def _rotated_grid(shape=(21, 31), angle=20.0, origin=(12.0, 66.5), step=0.04):
+    """A ROMS-like curvilinear grid in degrees, far from the origin and turned by `angle`, its
+    float64 corners not float32 numbers (as model files write lon_rho/lat_rho)."""
+    j, i = np.mgrid[0 : shape[0], 0 : shape[1]].astype(np.float64)
+    c, s = np.cos(np.deg2rad(angle)), np.sin(np.deg2rad(angle))
+    lon = origin[0] + step * (c * i - s * j) / np.cos(np.deg2rad(origin[1])) + 1e-9 * np.pi
+    lat = origin[1] + step * (s * i + c * j) + 1e-9 * np.e
+    points = np.column_stack([lon.ravel(), lat.ravel()])
+    ids = np.arange(lon.size).reshape(shape)
+    quads = np.stack([ids[:-1, :-1], ids[:-1, 1:], ids[1:, 1:], ids[1:, :-1]], axis=-1).reshape(-1, 4)
+    return points, quads, ids
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_points_on_every_interior_edge_of_a_curvilinear_grid_are_inside(dtype):
+    """Points on the edges between two cells of a turned grid in degrees (float64 corners, a
+    float32 or float64 field) lie in one of the two: along i and along j, at the edges' ends,
+    midpoints and a tenth from their ends, and a hair to either side. A float32 cell table
+    built from the float64 corners put each cell's node 0 a rounding apart from its
+    neighbours': points between two water cells were outside both (issue 55)."""
+    points, quads, ids = _rotated_grid()
+    field = fk.MeshField(points, quads, np.ones_like(points), dtype=dtype)
+    edges = [  # interior edges along i and along j: node pairs shared by two cells
+        (ids[1:-1, :-1].ravel(), ids[1:-1, 1:].ravel()),
+        (ids[:-1, 1:-1].ravel(), ids[1:, 1:-1].ravel()),
+    ]
+    for a, b in edges:
+        for f in (0.0, 0.1, 0.5, 0.9):
+            on = points[a] + f * (points[b] - points[a])
+            normal = np.column_stack([-(points[b] - points[a])[:, 1], (points[b] - points[a])[:, 0]])
+            for side in (0.0, 1e-7, -1e-7) if f else (0.0,):  # an edge's end node may lie on the grid's edge
+                x = jnp.asarray(on + side * normal, dtype)
+                _, inside = field.locate_batch(x, field.hints(len(x), dtype))
+                assert bool(jnp.all(inside)), f"{int(jnp.sum(~inside))} of {len(x)} points at {f} of an edge, {side}"
+
+
+NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
+
+
+@pytest.mark.skipif(not NORDIC.exists(), reason="../shared/data/ocean-real is not here")
+def test_seeds_between_two_water_cells_of_a_real_roms_grid_start_in_the_water():
+    """OpenDrift's ROMS file (a turned 4 km grid at 67° N, float64 lon/lat): a seed on each
+    edge between two water cells, at its middle and a tenth from its ends, is in the water at
+    t0 and moves; none starts outside (before issue 55's fix, seeds within 1e-4 of a cell of
+    such an edge were refused)."""
+    ds = xr.open_dataset(NORDIC)
+    lon, lat, mask = ds.lon_rho.values, ds.lat_rho.values, ds.mask_rho.values
+    wet = (mask[:-1, :-1] + mask[1:, 1:] + mask[1:, :-1] + mask[:-1, 1:]) == 4  # cells between rho points
+    both_i = wet[:, :-1] & wet[:, 1:]  # the edge shared by cells (j, i) and (j, i + 1)
+    both_j = wet[:-1, :] & wet[1:, :]
+    ends = [
+        (np.argwhere(both_i) + [0, 1], np.argwhere(both_i) + [1, 1]),
+        (np.argwhere(both_j) + [1, 0], np.argwhere(both_j) + [1, 1]),
+    ]
+    seeds = []
+    for a, b in ends:
+        for f in (0.1, 0.5, 0.9):
+            seeds.append(
+                np.column_stack(
+                    [
+                        (1 - f) * lon[a[:, 0], a[:, 1]] + f * lon[b[:, 0], b[:, 1]],
+                        (1 - f) * lat[a[:, 0], a[:, 1]] + f * lat[b[:, 0], b[:, 1]],
+                        np.zeros(len(a)),
+                    ]
+                )
+            )
+    seeds = np.concatenate(seeds)
+    assert len(seeds) > 1000
+    traj = fk.track(fk.io.read(NORDIC), seeds, 0.0, 3600.0, 3600.0)
+    counts = traj.status_counts(0)
+    assert counts["out_of_domain"] == 0 and counts["beached"] == 0, counts

@@ -284,6 +284,19 @@ def _sorted_columns(columns: list[np.ndarray]) -> list[np.ndarray]:
     return columns
 
 
+def in_precision(topology: MeshTopology, dtype) -> MeshTopology:
+    """`topology` with its points as a field of `dtype` stores them (float32: rounded) and its
+    cell table built from those. The table holds each cell's node 0 in `dtype` and its other
+    nodes relative to it: from points still in float64, each cell's node 0 would round on its
+    own, and neighbours would see their shared face apart by up to an ulp of the coordinate
+    (on a grid in degrees, 1e-4 of a cell): a point there lies in neither, and is lost."""
+    if np.dtype(dtype) != np.float32 or topology.single:
+        return topology
+    points = topology.points.astype(np.float32).astype(np.float64)
+    maps = affine_maps(points, topology.nodes, topology.kind_index, topology.kinds)
+    return topology._replace(points=points, affine_map=maps, single=True)
+
+
 def affine_maps(
     points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]
 ) -> np.ndarray:

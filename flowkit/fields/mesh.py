@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Positions, TimeLike, TimesLike, Velocity
 from . import cells as _cells, forcing, mesh_faces as _faces
 from .base import SKIP, AbstractField, Hints, node_rows, slice_rows, time_slices, time_weights
-from .locator import MeshTopology, mesh_topology
+from .locator import MeshTopology, in_precision, mesh_topology
 from .lookup import IndexLookup
 from .near_wall import near_wall_velocity
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -135,10 +135,10 @@ class MeshField(AbstractMeshField):
                 f"MeshField: topology was built for {len(topology.points)} points and "
                 f"{len(topology.nodes)} cells, not these {len(points)} and {len(cells)}"
             )
+        topology = in_precision(topology, dtype)  # cells share their nodes exactly in the stored table
         points, nodes, kinds = topology.points, topology.nodes, topology.kinds
         dim, n_points = points.shape[1], len(points)
-        # the precision the geometry was written in (most CFD files: float32) sets location
-        # tolerances, whatever precision later queries come in
+        # the geometry's precision (most CFD files: float32) sets location tolerances, whatever the queries'
         self.geometry_eps = float(np.finfo(np.float32 if dtype == np.float32 or topology.single else np.float64).eps)
 
         self.cell_values = bool(cell_values)
