@@ -1,11 +1,12 @@
 """The boundary a field's own data implies: what the app does on every field unless told."""
 
 import logging
+from typing import cast
 
 import equinox as eqx
 
 from ..fields.base import AbstractField
-from ..fields.mesh import AbstractMeshField
+from ..fields.mesh import AbstractMeshField, MeshField
 from .base import AbstractBoundary, AbstractWallsConfig
 from .box import Open, Reflective
 from .mesh import MeshWalls
@@ -36,7 +37,7 @@ class Auto(AbstractWallsConfig):
         if field.spherical:
             return Open()
         if isinstance(field, AbstractMeshField):
-            regions = field.as_mesh().regions
+            regions = cast(MeshField, field.as_mesh()).regions
             typed = {name: region.get("kind") for name, region in regions.items() if region.get("kind")}
             if not typed:
                 return MeshWalls(self.mode, open=["outflow"]).bind(field)

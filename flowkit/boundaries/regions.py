@@ -9,6 +9,7 @@ normal velocity (`flux`, exact for velocities linear on each simplex).
 """
 
 from collections.abc import Mapping
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -19,7 +20,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, BoundsLike, Param, Positions, ScalarLike, TimeLike
 from ..fields.base import AbstractField, Hints
-from ..fields.mesh import AbstractMeshField
+from ..fields.mesh import AbstractMeshField, MeshField
 
 SIDES = {f"{axis}{end}": (i, sign) for i, axis in enumerate("xyz") for end, sign in (("min", -1.0), ("max", 1.0))}
 
@@ -75,7 +76,9 @@ PlaneSpec = str | Plane | Mapping
 
 def region(spec: PlaneSpec, field: AbstractField) -> Plane:
     """`plane(spec, ...)` on `field`: its box's sides and its named regions (`"patch:inlet"`)."""
-    return plane(spec, field.bounds, field.as_mesh().regions if isinstance(field, AbstractMeshField) else None)
+    return plane(
+        spec, field.bounds, cast(MeshField, field.as_mesh()).regions if isinstance(field, AbstractMeshField) else None
+    )
 
 
 def plane(spec: PlaneSpec, bounds: BoundsLike, regions: dict | None = None) -> Plane:

@@ -5,13 +5,16 @@ Every parameter is an array leaf (`converter=jnp.asarray`), so changing one neve
 
 import math
 from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 from jaxtyping import Array, Bool
 
-from .._custom_types import Args, Bounds, BoundsLike, HostOrDevice, Param, Position, TimeLike, Velocity
-from .base import AbstractField, as_bounds
+from .._custom_types import Args, Bounds, BoundsLike, HostOrDevice, Param, Position, Positions, TimeLike, Velocity
+from .base import TIME_INVARIANT, AbstractField, Hints, as_bounds, plain_locate_batch, plain_velocity_batch
 
 _INF_TIME = (-math.inf, math.inf)
 
@@ -22,10 +25,59 @@ def _param(value) -> Array:
 
 
 class AbstractAnalyticField(AbstractField):
-    """A flow given by a formula, defined everywhere in space and time."""
+    """A flow given by a formula, defined everywhere in space and time: no data, no cells, no
+    land, nothing located; positions in plain coordinates and times in seconds."""
+
+    spherical: ClassVar[bool] = False
+    time_origin: ClassVar[None] = None
+    times: ClassVar[None] = None
+    forcings: ClassVar[None] = None
+    shared_location: ClassVar[bool] = False
+    time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:
         return jnp.asarray(True)
+
+    def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
+        return Hints.unknown(n, 0, dtype, xp)
+
+    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        return plain_velocity_batch(self, t, x, args, hint)
+
+    def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Array, Hints]:
+        return plain_velocity_batch(self, t, x, args, hint)
+
+    def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
+        return plain_locate_batch(self, x, hint)
+
+    def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
+        return {}
+
+    def beached_batch(self, x: Positions, hint: Hints | None = None) -> None:
+        return None
+
+    def settle_batch(
+        self, t: TimeLike, x: Positions, hint: Hints | None, reflect: bool = False
+    ) -> tuple[Positions, Hints | None]:
+        return x, hint
+
+    def cell_sizes(self, x: Positions, hint: Hints) -> None:
+        return None
+
+    def max_courant_rate(self) -> None:
+        return None
+
+    def time_leaves(self) -> dict:
+        return {}
+
+    def value_components(self) -> int:
+        return self.dim
+
+    def describe(self) -> str:
+        return ""
+
+    def canonical_batch(self, x: Positions) -> Positions:
+        return x
 
 
 class Analytic(AbstractAnalyticField):

@@ -2,7 +2,6 @@
 
 import abc
 from types import ModuleType
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -99,23 +98,21 @@ class AbstractField(eqx.Module):
       steady field or a closed form.
     """
 
-    spherical: ClassVar[bool] = False
-    time_origin: ClassVar["TimeOrigin | None"] = None
-    times: ClassVar[Float[Array, " T"] | None] = None
-    forcings: ClassVar["AbstractForcings | None"] = None
+    spherical: eqx.AbstractVar[bool]
+    time_origin: eqx.AbstractVar["TimeOrigin | None"]
+    times: eqx.AbstractVar[Float[Array, " T"] | None]
+    forcings: eqx.AbstractVar["AbstractForcings | None"]
     """Other fields evaluated at the particles beside the field's own samples (wind, waves; see
     `flowkit.fields.forcing`); data fields hold them, closed forms none."""
-    shared_location: ClassVar[bool] = False
+    shared_location: eqx.AbstractClassVar[bool]
     """Whether integrators locate each step's end point together with their stages' points
     (one location in the compiled step, not two) and hand the tracker its hints: for fields
     whose `locate_batch` is a costly search (a mesh's walk) and whose `settle_batch` leaves
     points where they are."""
-    time_invariant: ClassVar[frozenset[str]] = frozenset(
-        {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
-        | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings"}
-    )
+    time_invariant: eqx.AbstractClassVar[frozenset[str]]
     """The members that do not change in time (geometry, location, land, cell sizes): what a
-    `flowkit.io.StreamedField` of this field answers from its template. A field adds its own."""
+    `flowkit.io.StreamedField` of this field answers from its template (`TIME_INVARIANT` and
+    the field's own)."""
     bounds: eqx.AbstractVar[Bounds]
     dim: eqx.AbstractVar[int]
     time_range: eqx.AbstractVar[tuple[float, float]]
@@ -135,30 +132,30 @@ class AbstractField(eqx.Module):
         """Whether `x` lies where the field has data (always true for closed-form flows)."""
 
     # Batch interface used inside the tracker's compiled step. Fields whose lookup depends on
-    # where a particle was before (meshes: the cell it was last found in) override these and
-    # carry the hint; for every other field the hint passes through untouched.
+    # where a particle was before (meshes: the cell it was last found in) carry the hint; for
+    # every other field it passes through untouched (`plain_*` below implement that).
 
+    @abc.abstractmethod
     def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         """Hints for `n` rows located nowhere yet (fields that locate give them their width)."""
-        return Hints.unknown(n, 0, dtype, xp)
 
+    @abc.abstractmethod
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         """Velocities at the rows of `x` and the updated hints."""
-        return jax.vmap(self, in_axes=(None, 0, None))(t, x, args), hint
 
+    @abc.abstractmethod
     def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Array, Hints]:
         """The field's values at the rows of `x` in the data's own units (m/s where positions
-        are degrees: what a forcing gives) and the updated hints; `velocity_batch` by default."""
-        return self.velocity_batch(t, x, args, hint)
+        are degrees: what a forcing gives) and the updated hints."""
 
+    @abc.abstractmethod
     def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
         """Updated hints and whether each row of `x` lies in the domain; `hint` None: rows
         located nowhere yet (which a field may search for without checking any hint)."""
-        return self.hints(x.shape[0], x.dtype) if hint is None else hint, jax.vmap(self.in_domain)(x)
 
+    @abc.abstractmethod
     def sample_batch(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
-        """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`; none by default."""
-        return {}
+        """Extra arrays (pressure, ...) at the rows of `x`, for `Trajectory.samples`."""
 
     def samples_at(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
         """Everything sampled at the rows of `x`: the field's own arrays and its forcings."""
@@ -169,11 +166,12 @@ class AbstractField(eqx.Module):
         """Everything sampled at ONE point (located from scratch): for per-point evaluations."""
         return jax.tree.map(lambda a: a[0], self.samples_at(t, x[None], self.hints(1, x.dtype)))
 
+    @abc.abstractmethod
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         """Which rows of `x` (located at `hint`, where the field locates) lie on land (fields
         with a land mask), or None: no land at all, and no cost in the step."""
-        return None
 
+    @abc.abstractmethod
     def settle_batch(
         self, t: TimeLike, x: Positions, hint: Hints | None, reflect: bool = False
     ) -> tuple[Positions, Hints | None]:
@@ -181,38 +179,54 @@ class AbstractField(eqx.Module):
         (`canonical_batch`; a layered ocean also keeps depths in the water: `reflect` mirrors
         them at the surface and the sea floor, for random walks), and their hints (None, as
         given, where it located nothing: seeds)."""
-        return self.canonical_batch(x), hint
 
+    @abc.abstractmethod
     def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"] | None:
         """The size along each axis, in position units, of the cell each row of `x` lies in
         (grid spacing; a mesh cell's shortest edge): what a step is measured against for its
         Courant number `max_i |u_i| dt / size_i`. None for fields without cells (closed forms)."""
-        return None
 
+    @abc.abstractmethod
     def max_courant_rate(self) -> float | None:
         """The largest `max_i |u_i| / size_i` (1/s) over the data's nodes and times (host side):
         `dt="auto"` divides the Courant number asked for by it. None without cells."""
-        return None
 
+    @abc.abstractmethod
     def time_leaves(self) -> dict:
         """The arrays whose first axis is time (along `times`), by name: what a streamed series
-        replaces window by window (`flowkit.fields.streamed`). None for fields without time slices."""
-        return {}
+        replaces window by window (`flowkit.fields.streamed`); empty for fields without time slices."""
 
+    @abc.abstractmethod
     def value_components(self) -> int:
         """Components of the field's values: `dim` for a velocity field (a gridded or mesh field
         may hold other arrays, e.g. a scalar, which the tracker refuses)."""
-        return self.dim
 
+    @abc.abstractmethod
     def describe(self) -> str:
         """What the field's data is, in a few words (sizes, cells, time slices), for a run's
         header; empty for closed-form flows."""
-        return ""
 
+    @abc.abstractmethod
     def canonical_batch(self, x: Positions) -> Positions:
         """Positions in the field's own range after a step (a sphere's longitudes in one period,
-        latitudes folded over the poles); `x` itself by default."""
-        return x
+        latitudes folded over the poles)."""
+
+
+TIME_INVARIANT = frozenset(
+    {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
+    | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings"}
+)
+"""The members of every field that do not change in time (`AbstractField.time_invariant`)."""
+
+
+def plain_velocity_batch(field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
+    """`velocity_batch` of a field that locates nothing: `field(t, x, args)` per row, the hint as it came."""
+    return jax.vmap(field, in_axes=(None, 0, None))(t, x, args), hint
+
+
+def plain_locate_batch(field: AbstractField, x: Positions, hint: Hints | None):
+    """`locate_batch` of a field that locates nothing: its `in_domain` per row."""
+    return field.hints(x.shape[0], x.dtype) if hint is None else hint, jax.vmap(field.in_domain)(x)
 
 
 def time_slices(times: Float[HostOrDevice, " T"] | None) -> str:

@@ -12,11 +12,12 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
-from .base import Hints
+from .base import TIME_INVARIANT, Hints
 from .forcing import Forcings
 from .grid import degrees_per_second
+from .located import AbstractMeshField
 from .lookup import with_lookup
-from .mesh import AbstractMeshField, MeshField
+from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
@@ -56,7 +57,8 @@ class CurvilinearField(AbstractMeshField):
     grid_shape: tuple[int, ...] = eqx.field(static=True)
     forcings: Forcings | None
     spherical: ClassVar[bool] = True
-    time_invariant: ClassVar[frozenset[str]] = AbstractMeshField.time_invariant | {"land"}
+    shared_location: ClassVar[bool] = False
+    time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"land"}
 
     def __init__(
         self,
@@ -129,6 +131,9 @@ class CurvilinearField(AbstractMeshField):
 
     def time_leaves(self) -> dict:
         return self.mesh.time_leaves()
+
+    def value_components(self) -> int:
+        return self.dim
 
     def describe(self) -> str:
         return self.mesh.describe()

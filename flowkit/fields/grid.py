@@ -4,6 +4,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import ClassVar
 
 import equinox as eqx
@@ -25,9 +26,16 @@ from .._custom_types import (
     TimesLike,
 )
 from .._time import TimeOrigin
-from ..fields.base import Hints
 from . import forcing
-from .base import AbstractField, time_slices, time_weights
+from .base import (
+    TIME_INVARIANT,
+    AbstractField,
+    Hints,
+    plain_locate_batch,
+    plain_velocity_batch,
+    time_slices,
+    time_weights,
+)
 from .grid_inputs import (
     check_options,
     checked_axes,
@@ -135,7 +143,8 @@ class GridField(AbstractField):
     interpolation: str = eqx.field(static=True)
     time_range: tuple[float, float] = eqx.field(static=True)
     land: Float[Array, "..."] | None
-    time_invariant: ClassVar[frozenset[str]] = AbstractField.time_invariant | {
+    shared_location: ClassVar[bool] = False
+    time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {
         "components",
         "shape",
         "axes",
@@ -150,6 +159,20 @@ class GridField(AbstractField):
     sample_tables: dict
     scalar_samples: tuple[str, ...] = eqx.field(static=True)
     forcings: forcing.Forcings | None
+
+    def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
+        return Hints.unknown(n, 0, dtype, xp)  # a grid locates by arithmetic: nothing to carry
+
+    def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
+        return plain_locate_batch(self, x, hint)
+
+    def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
+        return plain_velocity_batch(self, t, x, args, hint)
+
+    def settle_batch(
+        self, t: TimeLike, x: Positions, hint: Hints | None, reflect: bool = False
+    ) -> tuple[Positions, Hints | None]:
+        return self.canonical_batch(x), hint
 
     def time_leaves(self) -> dict:
         return {"values": self.values}

@@ -14,7 +14,7 @@ from jaxtyping import Array, Bool, Float
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import forcing
-from .base import SKIP, AbstractField, Hints, node_rows, time_slices
+from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, time_slices
 from .forcing import Forcings
 from .grid import degrees_per_second
 from .lookup import with_lookup
@@ -74,7 +74,8 @@ class LayeredField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     dim: int = eqx.field(static=True)
     components: int = eqx.field(static=True)
-    time_invariant: ClassVar[frozenset[str]] = AbstractField.time_invariant | {"components", "land"}
+    shared_location: ClassVar[bool] = False
+    time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"components", "land"}
     periodic: tuple[bool, ...] = eqx.field(static=True)
     forcings: Forcings | None
     sampled: tuple[str, ...] = eqx.field(static=True)
@@ -147,6 +148,12 @@ class LayeredField(AbstractField):
         arrays, forcing_fields = forcing.split(samples)
         self.sampled, self.sample_table = _sample_table(arrays, depths.shape, dtype)
         self.forcings = forcing.made(self, forcing_fields, "LayeredField: samples", set(arrays))
+
+    def canonical_batch(self, x: Positions) -> Positions:
+        return x  # columns hold their depths: `settle_batch` keeps them in the water
+
+    def time_leaves(self) -> dict:
+        return {}  # read whole, not streamed
 
     def value_components(self) -> int:
         return self.components
@@ -250,7 +257,7 @@ class LayeredField(AbstractField):
         clamped (advection: a particle that reaches the surface stays there), or with `reflect`
         mirrored at both (a random walk, so that a well-mixed column stays mixed)."""
         if self.dim == 2:
-            return super().settle_batch(t, x, hint)
+            return x, hint
         hint, found, nodes, weights = self._place(x, hint)
         floor = self._floor(t, x, nodes, weights)
         z = x[:, 2]

@@ -1,6 +1,5 @@
 """Velocity data on an unstructured mesh of linear cells, interpolated exactly as VTK does."""
 
-import abc
 from collections.abc import Mapping
 from types import ModuleType
 from typing import ClassVar
@@ -14,22 +13,13 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Positions, TimeLike, TimesLike, Velocity
 from . import cells as _cells, forcing, mesh_faces as _faces
-from .base import SKIP, AbstractField, Hints, node_rows, slice_rows, time_slices, time_weights
+from .base import SKIP, TIME_INVARIANT, Hints, node_rows, slice_rows, time_slices, time_weights
+from .located import AbstractMeshField
 from .locator import MeshTopology, in_precision, mesh_topology
 from .lookup import IndexLookup
 from .near_wall import near_wall_velocity
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 from .slices import as_series, sample_series, sampled
-
-
-class AbstractMeshField(AbstractField):
-    """A field whose points are located in a mesh of linear cells, with hints in its cells:
-    what mesh walls, inlets on a solver's patches, seeding inside cells and deposition maps
-    need of it is that mesh's geometry, `as_mesh()`."""
-
-    @abc.abstractmethod
-    def as_mesh(self) -> "MeshField":
-        """The mesh this field's points are located in (a `MeshField` is its own)."""
 
 
 class MeshField(AbstractMeshField):
@@ -88,11 +78,13 @@ class MeshField(AbstractMeshField):
     components: int = eqx.field(static=True)
     kinds: tuple[str, ...] = eqx.field(static=True)
     time_invariant: ClassVar[frozenset[str]] = (
-        AbstractField.time_invariant
+        TIME_INVARIANT
         | {"components", "points", "nodes"}
         | {"n_cells", "kinds", "face_planes", "boundary_faces", "velocity_array"}
     )
     shared_location: ClassVar[bool] = True
+    spherical: ClassVar[bool] = False  # a mesh in plain coordinates (an ocean grid's is `CurvilinearField`)
+    time_origin: ClassVar[None] = None
     bin_shape: tuple[int, ...] = eqx.field(static=True)
     sample_layout: tuple[tuple[str, int, bool], ...] = eqx.field(static=True)
     cell_values: bool = eqx.field(static=True)
@@ -193,6 +185,12 @@ class MeshField(AbstractMeshField):
 
     def value_components(self) -> int:
         return self.components
+
+    def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Array, Hints]:
+        return self.velocity_batch(t, x, args, hint)
+
+    def beached_batch(self, x: Positions, hint: Hints | None = None) -> None:
+        return None  # a mesh's walls hold its particles: no land
 
     def describe(self) -> str:
         return f"{self.points.shape[0]} points, {self.n_cells} cells ({'/'.join(self.kinds)}){time_slices(self.times)}"
