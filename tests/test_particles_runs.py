@@ -120,3 +120,23 @@ def test_tracer_model_keeps_the_plain_program():
     b = fk.track(WIND, seeds, 0.0, 1.0, 0.01, particles=Tracer())
     assert a.variables is None and b.variables is None
     np.testing.assert_array_equal(a.positions, b.positions)
+
+
+def test_an_inlets_walls_turn_an_inertial_particles_velocity_as_the_same_walls_alone():
+    """Droplets carried into the floor of a channel whose ends are an inlet and an outlet
+    (`InletOutlet(walls="reflect")`) bounce off it as off `fk.Reflective` alone: position and
+    velocity alike (the inlet's walls turn the velocity they reflect; none reaches the outlet)."""
+    flow = fk.fields.Analytic(
+        lambda t, x, args: jnp.stack([0.2 + 0 * x[0], -1.0 + 0 * x[1]]), ((0.0, 0.0), (4.0, 1.0)), 2
+    )
+    seeds = np.column_stack([np.linspace(1.0, 2.0, 8), np.linspace(0.1, 0.9, 8)])
+    model = Inertial(np.sqrt(18 * 0.5 / 1000.0), 1000.0, **HEAVY, scheme="rk")
+    runs = [
+        fk.track(flow, seeds, 0.0, 1.5, 0.01, particles=model, boundary=boundary, dtype="float64", save_every=10)
+        for boundary in (fk.Reflective(flow.bounds), fk.InletOutlet("xmin", "xmax", walls="reflect"))
+    ]
+    alone, inlet = runs
+    assert (alone.variables["velocity"][-1, :, 1] > -0.9).all()  # every droplet bounced and turned
+    np.testing.assert_array_equal(inlet.status, alone.status)
+    np.testing.assert_allclose(inlet.positions, alone.positions, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(inlet.variables["velocity"], alone.variables["velocity"], rtol=0, atol=1e-12)
