@@ -7,15 +7,14 @@ before compiling; a bound boundary binds to itself.
 """
 
 import abc
-from collections.abc import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from .._custom_types import Args, HostOrDevice, Positions, ScalarLike, TimeLike
+from .._custom_types import Args, HostOrDevice, Position, Positions, ScalarLike, StatusCode, TimeLike
 from ..fields.base import AbstractField, Hints
 
 
@@ -52,7 +51,7 @@ class AbstractBoundary(eqx.Module):
     - `apply_batch(field, x_prev, x_next, status, hint, inside) -> (x, status, hint, inside)` for
       a block whose step ends `x_next` are located already (`hint`, `inside`: the integrator's
       stages located them, or the tracker did); the returned `hint` and `inside` locate `x`.
-      Boundaries that act on one particle at a time write `apply` and take `per_particle`.
+      Boundaries that act on one particle at a time are `AbstractPointWalls` and write `apply`.
     - `restart(field, args, t, h, step, block) -> (x, status, hint, generation, lost)` at the end
       of the step `[t, t + h]` (global step number `step`): put particles back
       (inlets); a restarted slot gets `generation + 1`, so outputs start a new path. `lost` counts
@@ -134,7 +133,7 @@ class AbstractBoundary(eqx.Module):
 class AbstractWalls(AbstractBoundary):
     """A bound boundary that acts on steps and never puts a particle back: no restarts, no
     spare slots, no randomness; it is its own binding. Its final classes write `apply_batch`
-    (or `apply` with `per_particle`) and `turn_velocity`."""
+    (or, one particle at a time, `apply` under `AbstractPointWalls`) and `turn_velocity`."""
 
     stochastic = False
     restarts = False
@@ -155,19 +154,29 @@ class AbstractWalls(AbstractBoundary):
         return seeds
 
 
-def per_particle(
-    apply: Callable,
-    field: AbstractField,
-    x_prev: Positions,
-    x_next: Positions,
-    status: Int[Array, " n"],
-    hint: Hints,
-):
-    """`apply_batch` of a boundary that acts on one particle at a time, `apply(x_prev, x_next,
-    status) -> (x, status)`: vmapped, then the points it gives located by the field."""
-    x, status = jax.vmap(apply)(x_prev, x_next, status)
-    hint, inside = field.locate_batch(x, hint)  # where the walls put them
-    return x, status, hint, inside
+class AbstractPointWalls(AbstractWalls):
+    """Walls that act on one particle at a time and need no neighbour and no field (wrap,
+    reflect, clamp, absorb on a box or a round shape): they write `apply`; the block's step is
+    it vmapped, then the points it gives located by the field."""
+
+    @abc.abstractmethod
+    def apply(
+        self, x_prev: Position, x_next: Position, status: StatusCode, key: PRNGKeyArray | None = None
+    ) -> tuple[Position, StatusCode]:
+        """New position and status of a particle that stepped from `x_prev` to `x_next`."""
+
+    def apply_batch(
+        self,
+        field: AbstractField,
+        x_prev: Positions,
+        x_next: Positions,
+        status: Int[Array, " n"],
+        hint: Hints,
+        inside: Bool[Array, " n"],
+    ):
+        x, status = jax.vmap(self.apply)(x_prev, x_next, status)
+        hint, inside = field.locate_batch(x, hint)  # where the walls put them
+        return x, status, hint, inside
 
 
 def mirrored(v: Positions, normal, restitution: ScalarLike):

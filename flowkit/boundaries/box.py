@@ -10,14 +10,14 @@ from jaxtyping import Array, Bool, Int, PRNGKeyArray
 from .._custom_types import Bounds, BoundsLike, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
 from ..fields.base import AbstractField, Hints, as_bounds
-from .base import AbstractWalls, per_particle
+from .base import AbstractPointWalls, AbstractWalls
 from .modes import wall_mode
 
 MODES = ("periodic", "reflect", "slip", "absorb", "stick", "open")
 """The wall modes a box takes (`fk.boundaries.modes.WALL_MODES`), one per axis."""
 
 
-class AbstractBox(AbstractWalls):
+class AbstractBox(AbstractPointWalls):
     """Walls on the faces of the box `bounds = (lo, hi)`, one behaviour per axis.
 
     - `periodic`: leave through one face, re-enter through the opposite one.
@@ -69,17 +69,6 @@ class AbstractBox(AbstractWalls):
         hit = jnp.any(below | above)
         x = jnp.where(hit, self._fold(hit_point, masks), moved)
         return x, jnp.where(hit, jnp.asarray(Status.ABSORBED, status.dtype), status)
-
-    def apply_batch(
-        self,
-        field: AbstractField,
-        x_prev: Positions,
-        x_next: Positions,
-        status: Int[Array, " n"],
-        hint: Hints,
-        inside: Bool[Array, " n"],
-    ):
-        return per_particle(self.apply, field, x_prev, x_next, status, hint)
 
     def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         masks = self._masks()

@@ -6,18 +6,17 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._custom_types import PointsLike, Position, Positions, ScalarLike, StatusCode
 from .._status import Status
-from ..fields.base import AbstractField, Hints
-from .base import AbstractWalls, mirrored, per_particle
+from .base import AbstractPointWalls, mirrored
 from .modes import wall_mode
 
 ROUND_MODES = ("reflect", "absorb", "stick")
 
 
-class AbstractRound(AbstractWalls):
+class AbstractRound(AbstractPointWalls):
     """A domain `|P(x - centre)| <= radius`, with `P` the identity (sphere) or the projection
     across an axis (cylinder). `reflect`: the step is mirrored on the tangent plane where it
     met the wall (up to `max_bounces` times, then pulled back radially); `absorb` (or `stick`):
@@ -44,17 +43,6 @@ class AbstractRound(AbstractWalls):
 
     def _outside(self, x):
         return jnp.linalg.norm(self._across(x - self.centre)) > self.radius
-
-    def apply_batch(
-        self,
-        field: AbstractField,
-        x_prev: Positions,
-        x_next: Positions,
-        status: Int[Array, " n"],
-        hint: Hints,
-        inside: Bool[Array, " n"],
-    ):
-        return per_particle(self.apply, field, x_prev, x_next, status, hint)
 
     def turn_velocity(self, x_step: Positions, x: Positions, v: Positions, restitution: ScalarLike):
         return _turned(self, x, v, restitution)

@@ -80,28 +80,24 @@ def advance_local(
             carry, before = jax.lax.cond(jnp.any(busy(carry.rows.status, slots.t_release, first)), go, idle, carry)
         else:
             carry, before = go(carry)
-        x, status, hint, variables, generation = (
-            carry.rows.x,
-            carry.rows.status,
-            carry.rows.hint,
-            carry.rows.variables,
-            carry.rows.generation,
-        )
+        rows = carry.rows
         t_end, h = step_times(times, first + save_every - 1)
         frame = frame_of(
             field,
             pieces.args,
             t_end + h,
-            x,
-            status,
-            hint,
-            variables,
-            generation if boundary.restarts else None,
+            rows.x,
+            rows.status,
+            rows.hint,
+            rows.variables,
+            rows.generation if boundary.restarts else None,
             record_velocity,
         )
         # a row restarted at an inlet in this interval jumped there: not a step through cells
-        moved = status if not boundary.restarts else jnp.where(generation == generation_before, status, -1)
-        return (carry, jnp.maximum(courant, step_courant(field, before, x, moved, hint))), frame
+        moved = (
+            rows.status if not boundary.restarts else jnp.where(rows.generation == generation_before, rows.status, -1)
+        )
+        return (carry, jnp.maximum(courant, step_courant(field, before, rows.x, moved, rows.hint))), frame
 
     split = lambda tree: jax.tree.map(lambda a: a.reshape((blocks, block) + a.shape[1:]), tree)  # noqa: E731
     merge = lambda tree: jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), tree)  # noqa: E731

@@ -145,9 +145,9 @@ def mismatches(kernel: native.Layout) -> list[str]:
 
 
 @functools.cache
-def registered() -> None:
+def registered() -> bool:
     """Check the built kernel's declared layout against this module's and register its targets
-    (once).
+    (once); true once they are.
 
     **Raises:** `RuntimeError` listing the differences when the built kernel was compiled from
     another layout (rebuild it: `pip install -e .`)."""
@@ -158,6 +158,7 @@ def registered() -> None:
             f"(rebuild it: pip install -e .): {'; '.join(found)}"
         )
     native.register()
+    return True
 
 
 def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
@@ -180,7 +181,7 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
         and is_tracer(pieces.particles)
         and (isinstance(boundary, Open) or (isinstance(boundary, BoundMeshWalls) and boundary.kernel_faces is not None))
         and native.built()
-        and registered() is None
+        and registered()
         and all(kind in native.layout().kinds for kind in field.kinds)
     )
 
@@ -206,9 +207,9 @@ def kernel_steps(
     )
     call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
     out = KernelResults(*call(*inputs, **_attrs(pieces)._asdict()))
-    hint = rows.hint
+    was = rows.hint
     hint = Hints(
-        out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
+        out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
     )
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
     stopped_at = (t[at] + out.fraction.astype(t.dtype) * h[at]).astype(rows.exit_time.dtype)
