@@ -37,7 +37,8 @@ def solver_steps(field, seeds, integrator, interval, sample=64):
     chosen = jnp.asarray(seeds[:: max(1, len(seeds) // sample)])
     x = chosen
     for k in range(int(round(T1 / interval))):
-        sols = jax.vmap(lambda y: integrator.solve(field, y, jnp.asarray(k * interval), jnp.asarray(interval)))(x)
+        term = fk.integrators.FlowTerm(field)
+        sols = jax.vmap(lambda y: integrator.solve(term, y, jnp.asarray(k * interval), jnp.asarray(interval)))(x)
         total += int(jnp.sum(sols.stats["num_steps"]))
         x = sols.ys[:, 0]
     return total / len(chosen)

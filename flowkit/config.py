@@ -32,6 +32,7 @@ from .app_defaults import check_step, grid_resolution, run_times, surface_seeds_
 from .fields.base import AbstractField
 from .fields.streamed import StreamedField
 from .io.vtk import write_vti
+from .particles.base import variable_names
 from .seeding import in_flow, off_walls, uniform_grid
 from .tracker.memory import check_seed_memory
 from .tracker.plan import AUTO_FRAMES
@@ -321,7 +322,7 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
         key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None,
         record_velocity=cfg.record_velocity
         or (
-            particles is not None and "velocity" in particles.variable_names
+            particles is not None and "velocity" in variable_names(particles)
         ),  # a particle's velocity beside the fluid's
         dtype=cfg.dtype,
         batch_size=cfg.batch_size,

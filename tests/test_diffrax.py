@@ -44,7 +44,9 @@ def test_adaptive_needs_fewer_steps_than_fixed_rk4_for_same_error():
     # dtmax: an adaptive solver can only adapt to a feature it sees; without a cap on the step
     # its first steps stride over the 0.02-wide burst (a real pitfall worth a test)
     controller = diffrax.PIDController(rtol=1e-7, atol=1e-9, dtmax=0.05)
-    sol = fk.Diffrax(diffrax.Tsit5(), controller).solve(field, x0, jnp.asarray(0.0), jnp.asarray(2.0))
+    sol = fk.Diffrax(diffrax.Tsit5(), controller).solve(
+        fk.integrators.FlowTerm(field), x0, jnp.asarray(0.0), jnp.asarray(2.0)
+    )
     adaptive_steps = int(sol.stats["num_steps"])
     adaptive_error = abs(float(sol.ys[0, 0]) - _pulse_exact(0.1, 2.0))
     assert adaptive_error < 1e-5

@@ -9,8 +9,8 @@ import pytest
 from scipy.integrate import quad
 
 import flowkit as fk
+from flowkit.integrators.exponential import phis
 from flowkit.particles import Inertial
-from flowkit.particles.exponential import phis
 
 
 @pytest.mark.parametrize("z", [-200.0, -40.0, -5.0, -1.0001, -0.9999, -0.3, -1e-7, 0.0, 0.5])

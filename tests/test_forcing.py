@@ -50,7 +50,7 @@ def test_windage_across_grids_is_exactly_the_current_plus_the_coefficient_times_
     x = jnp.asarray(np.column_stack([rng.uniform(0.5, 9.5, 64), rng.uniform(50.5, 59.5, 64)]), jnp.float32)
     windage = Windage(0.03)
     for t in (0.0, 20_000.0, 80_000.0):
-        rates, _ = windage.rates_batch(field, t, {"x": x}, None, field.hints(64, x.dtype))
+        rates, _ = fk.particles.ModelTerm(field, windage).rates(t, {"x": x}, None, field.hints(64, x.dtype))
         current, _ = plain.velocity_batch(t, x, None, plain.hints(64, x.dtype))
         wind = jnp.asarray(wind_closed_form(t, np.asarray(x[:, 0]), np.asarray(x[:, 1])), jnp.float32)
         expected = current + degrees_per_second(0.03 * wind, x[:, 1])

@@ -160,7 +160,8 @@ def test_rk_stages_locate_the_step_end_with_one_walk(integrator, monkeypatch):
     field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
     x = jnp.asarray(np.random.default_rng(2).uniform([0, 0, 0], [2, 1, 1], (300, 3)))
     start, _ = field.locate_batch(x, None)
-    step = eqx.filter_jit(lambda f, x, h: integrator.step_batch(f, x, 0.0, 0.08, None, None, h))
+    flow = fk.integrators.FlowTerm
+    step = eqx.filter_jit(lambda f, x, h: integrator.step(flow(f), {"x": x}, 0.0, 0.08, None, None, h))
     result = step(field, x, start)
     plain, last = eqx.filter_jit(fk.integrators.explicit_rk_step)(
         lambda s, y, h: field.velocity_batch(s, y, None, h), x, 0.0, 0.08, integrator.tableau, start
@@ -175,7 +176,7 @@ def test_rk_stages_locate_the_step_end_with_one_walk(integrator, monkeypatch):
     walks = []
     walk = fk.MeshField._walk_and_search
     monkeypatch.setattr(fk.MeshField, "_walk_and_search", lambda *a: walks.append(1) or walk(*a))
-    jax.make_jaxpr(lambda x: integrator.step_batch(field, x, 0.0, 0.08, None, None, start))(x)
+    jax.make_jaxpr(lambda x: integrator.step(flow(field), {"x": x}, 0.0, 0.08, None, None, start))(x)
     assert len(walks) == 1
 
 

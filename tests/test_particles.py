@@ -11,7 +11,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import flowkit as fk
-from flowkit.particles import Aging, Buoyant, Combined, Distance, Extremes, Inertial, TimeInBox, Tracer
+from flowkit.particles import Aging, Buoyant, Combined, Distance, DragTerm, Extremes, Inertial, TimeInBox, Tracer
 
 P = fk.particles
 STILL = fk.fields.Uniform((0.0, 0.0, 0.0), bounds=((-1e3,) * 3, (1e3,) * 3))
@@ -168,7 +168,7 @@ def test_saffman_lift_matches_its_formula_in_a_shear_flow():
     x = jnp.array([[0.0, 0.1, 0.0]])
     v = jnp.array([[0.0, 0.0, 0.0]])
     hint = shear.hints(1, x.dtype)
-    a, _, _ = model._accelerations(shear, 0.0, x, v, None, hint)
+    a, _, _ = DragTerm(shear, model, model).relaxation(0.0, x, v, None, hint)
     slip = np.array([0.2, 0.0, 0.0])
     vorticity = np.array([0.0, 0.0, -2.0])
     mass = 2000.0 * np.pi * 1e-12 / 6
@@ -218,7 +218,7 @@ def test_a_user_written_model_windage():
 
     class Windage(P.AbstractParticles):
         coefficient: float
-        needs_samples = True
+        needs = P.Needs(sample_names=("wind",))
 
         def rhs(self, t, state, fluid, args):
             return {"x": fluid.velocity + self.coefficient * fluid.samples["wind"]}

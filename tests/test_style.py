@@ -38,10 +38,10 @@ def _is_abstract(member) -> bool:
 def test_no_concrete_member_is_overridden():
     """Equinox's rule: a subclass implements what its abstract bases declare abstract and never
     overrides a member they define concretely (a default a subclass replaces is a member that
-    should have been abstract). Held for fields, integrators, diffusivities and boundaries; the
-    particle models' family does not follow it yet (issue 56)."""
-    classes = [c for c in _module_classes() if not issubclass(c, fk.particles.AbstractParticles)]
-    assert fk.Open in classes and fk.RK4 in classes and fk.MeshField in classes
+    should have been abstract). Held for every family: fields, integrators and their terms,
+    diffusivities, boundaries and particle models."""
+    classes = _module_classes()
+    assert fk.Open in classes and fk.RK4 in classes and fk.MeshField in classes and fk.particles.Leeway in classes
     overridden = []
     for cls in classes:
         for name, value in vars(cls).items():

@@ -8,11 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
-from .._custom_types import Args, Position, Positions, TimeLike
+from .._custom_types import Args, Position, TimeLike
 from .._status import Status
 from ..diffusion import AbstractDiffusivity, as_diffusivity
-from ..fields.base import AbstractField, Hints
+from ..fields.base import Hints
 from .base import AbstractIntegrator, StepResult
+from .terms import AbstractTerm, FlowTerm
 
 
 class Diffrax(AbstractIntegrator):
@@ -101,19 +102,21 @@ class Diffrax(AbstractIntegrator):
     def sample_names(self) -> frozenset[str]:
         return frozenset()  # a diffusivity reading the field's samples is refused at construction
 
-    def _terms(self, field, x, t, dt, key, particles=None):
+    def _terms(self, term: AbstractTerm, x, t, dt, key):
+        """diffrax's terms for one particle: the field itself for a tracer's position (with
+        the random walk, if any), else the term's rate of the particle's whole state."""
         import diffrax
         import lineax
 
         diffusivity = self.diffusivity
-        if particles is not None:  # the state is the particle's {"x": ..., **variables}
-            rates = lambda s, y, args: particles.rates_at(field, s, y, args)  # noqa: E731
+        if not isinstance(term, FlowTerm):  # the state is the particle's {"x": ..., **variables}
             if diffusivity is None:
-                return diffrax.ODETerm(rates)
+                return diffrax.ODETerm(term.rate)
             raise ValueError(
-                f"Diffrax: a diffusivity with the particle model {type(particles).__name__} is not "
+                f"Diffrax: a diffusivity with the particle model of {type(term).__name__} is not "
                 "supported; use fk.EulerMaruyama(K)"
             )
+        field = term.field
         if diffusivity is None:
             return diffrax.ODETerm(field)
         drift = diffrax.ODETerm(lambda s, y, args: field(s, y, args) + diffusivity.drift_correction(s, y))
@@ -146,16 +149,15 @@ class Diffrax(AbstractIntegrator):
 
     def solve(
         self,
-        field: AbstractField,
-        x: Position | dict,
+        term: AbstractTerm,
+        y: Position | dict,
         t: TimeLike,
         dt: TimeLike,
         args: Args = None,
         key: PRNGKeyArray | None = None,
-        particles=None,
     ):
         """The `diffrax.Solution` of one particle over `[t, t + dt]` (saved at `t + dt` or the
-        exit); with `particles`, `x` is the particle's state `{"x": ..., **variables}`."""
+        exit): `y` its position along a `FlowTerm`, else its state `{"x": ..., **variables}`."""
         import diffrax
 
         if self.stochastic and key is None:
@@ -163,66 +165,38 @@ class Diffrax(AbstractIntegrator):
         adaptive = not isinstance(self.stepsize_controller, diffrax.ConstantStepSize)
         dt0 = None if adaptive else dt / self.substeps
         return diffrax.diffeqsolve(
-            self._terms(field, x, t, dt, key, particles),
+            self._terms(term, y, t, dt, key),
             self.solver,
             t,
             t + dt,
             dt0,
-            x,
+            y,
             args=args,
             saveat=diffrax.SaveAt(t1=True),
             stepsize_controller=self.stepsize_controller,
             max_steps=self.max_steps,
-            event=self._event(field, jax.tree.leaves(x)[0].dtype) if self.exit_event else None,
+            event=self._event(term.field, jax.tree.leaves(y)[0].dtype) if self.exit_event else None,
             throw=False,
         )
 
     def step(
         self,
-        field: AbstractField,
-        x: Position,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args = None,
-        key: PRNGKeyArray | None = None,
-    ) -> Position:
-        return self.solve(field, x, t, dt, args, key).ys[0]
-
-    def step_batch(
-        self,
-        field: AbstractField,
-        x: Positions,
+        term: AbstractTerm,
+        state: dict,
         t: TimeLike,
         dt: TimeLike,
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
     ) -> StepResult:
-        return self._solve_batch(field, x, t, dt, args, keys)
-
-    def step_particles(
-        self,
-        field: AbstractField,
-        particles,
-        x: Positions,
-        variables: dict,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args = None,
-        keys: Array | None = None,
-        hint: Hints | None = None,
-    ):
-        """The particle's whole state solved together: a stiff solver (`diffrax.Kvaerno5()`)
-        handles drag much faster than the step."""
-        result = self._solve_batch(field, {"x": x, **variables}, t, dt, args, keys, particles)
-        state = dict(result.x)
-        return result._replace(x=state.pop("x")), state
-
-    def _solve_batch(self, field, x, t, dt, args, keys, particles=None) -> StepResult:
+        """One `diffeqsolve` per particle. A particle model's whole state is solved together:
+        a stiff solver (`diffrax.Kvaerno5()`) handles drag much faster than the step."""
         import diffrax
 
+        flow = isinstance(term, FlowTerm)
+
         def one(y, key):
-            sol = self.solve(field, y, t, dt, args, key, particles)
+            sol = self.solve(term, y, t, dt, args, key)
             result = sol.result
             exited = result == diffrax.RESULTS.event_occurred
             code = jnp.where(
@@ -238,5 +212,6 @@ class Diffrax(AbstractIntegrator):
             end = jax.tree.map(lambda a: a[0], sol.ys)
             return end, code.astype(jnp.int32), jnp.where(exited, sol.ts[0], t).astype(jax.tree.leaves(y)[0].dtype)
 
-        x_new, status, t_stop = jax.vmap(one)(x, keys if self.stochastic else None)
-        return StepResult(x_new, status, t_stop)
+        y0 = state["x"] if flow else state
+        y1, status, t_stop = jax.vmap(one)(y0, keys if self.stochastic else None)
+        return StepResult({"x": y1} if flow else y1, status, t_stop)

@@ -5,12 +5,13 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, PRNGKeyArray
+from jaxtyping import Array
 
-from .._custom_types import Args, Position, Positions, TimeLike
+from .._custom_types import Args, TimeLike
 from ..fields.base import AbstractField, Hints
 from . import tableau as _tableau
 from .base import AbstractIntegrator, StepResult, hints_for
+from .terms import AbstractTerm
 
 
 def explicit_rk_step(
@@ -76,13 +77,12 @@ def explicit_rk_step(
     return jax.tree.map(lambda y0, kk: y0 + dt * jnp.tensordot(b, kk, axes=1), x, k), hint, None
 
 
-def end_locator(field: AbstractField, in_state: bool = False) -> Callable | None:
-    """`explicit_rk_step`'s `locate` for `field`: its `locate_batch` where it shares its location
-    (`shared_location`), else None. `in_state`: the step's `x` is a particle model's state,
-    whose positions are its `"x"`."""
+def end_locator(field: AbstractField) -> Callable | None:
+    """`explicit_rk_step`'s `locate` for `field` and states `{"x": ..., **variables}`: its
+    `locate_batch` of the positions where it shares its location (`shared_location`), else None."""
     if not field.shared_location:
         return None
-    return (lambda y, h: field.locate_batch(y["x"], h)) if in_state else field.locate_batch
+    return lambda y, h: field.locate_batch(y["x"], h)
 
 
 class AbstractRungeKutta(AbstractIntegrator):
@@ -104,54 +104,25 @@ class AbstractRungeKutta(AbstractIntegrator):
 
     def step(
         self,
-        field: AbstractField,
-        x: Position,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args = None,
-        key: PRNGKeyArray | None = None,
-    ) -> Position:
-        return explicit_rk_step(lambda s, y, h: (field(s, y, args), h), x, t, dt, self.tableau)[0]
-
-    def step_batch(
-        self,
-        field: AbstractField,
-        x: Positions,
+        term: AbstractTerm,
+        state: dict,
         t: TimeLike,
         dt: TimeLike,
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
     ) -> StepResult:
-        x_new, hint, inside = explicit_rk_step(
-            lambda s, y, h: field.velocity_batch(s, y, args, h),
-            x,
+        field = term.field
+        new, hint, inside = explicit_rk_step(
+            lambda s, y, h: term.rates(s, y, args, h),
+            state,
             t,
             dt,
             self.tableau,
-            hints_for(field, x, hint),
+            hints_for(field, state["x"], hint),
             end_locator(field),
         )
-        return StepResult(x_new, hint=hint, inside=inside)
-
-    def step_particles(
-        self,
-        field: AbstractField,
-        particles,
-        x: Positions,
-        variables: dict,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args = None,
-        keys: Array | None = None,
-        hint: Hints | None = None,
-    ):
-        state = {"x": x, **variables}
-        vf = lambda s, y, h: particles.rates_batch(field, s, y, args, h)  # noqa: E731
-        hint = hints_for(field, x, hint)
-        new, hint, inside = explicit_rk_step(vf, state, t, dt, self.tableau, hint, end_locator(field, in_state=True))
-        x_new = new.pop("x")
-        return StepResult(x_new, hint=hint, inside=inside), new
+        return StepResult(new, hint=hint, inside=inside)
 
 
 class Euler(AbstractRungeKutta):

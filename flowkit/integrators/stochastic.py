@@ -10,6 +10,7 @@ from .._custom_types import Args, Position, Positions, TimeLike
 from ..diffusion import AbstractDiffusivity, Sampler, as_diffusivity
 from ..fields.base import AbstractField, Hints
 from .base import AbstractIntegrator, StepResult, hints_for
+from .terms import AbstractTerm
 
 
 class EulerMaruyama(AbstractIntegrator):
@@ -69,49 +70,19 @@ class EulerMaruyama(AbstractIntegrator):
 
     def step(
         self,
-        field: AbstractField,
-        x: Position,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args = None,
-        key: PRNGKeyArray | None = None,
-    ) -> Position:
-        if key is None:
-            raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-        sampler = (lambda z: field.samples_at_point(t, z)) if self.sample_names else None
-        return x + field(t, x, args) * dt + self.walk(t, x, dt, key, sampler)
-
-    def step_batch(
-        self,
-        field: AbstractField,
-        x: Positions,
+        term: AbstractTerm,
+        state: dict,
         t: TimeLike,
         dt: TimeLike,
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
     ) -> StepResult:
+        """The term's rates by Euler, the random walk on the position only."""
         if keys is None:
             raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-        u, hint = field.velocity_batch(t, x, args, hints_for(field, x, hint))
-        return StepResult(x + u * dt + self.walks(field, t, x, dt, keys, hint), hint=hint)
-
-    def step_particles(
-        self,
-        field: AbstractField,
-        particles,
-        x: Positions,
-        variables: dict,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args = None,
-        keys: Array | None = None,
-        hint: Hints | None = None,
-    ):
-        """The model's rates by Euler, the random walk on the position only."""
-        if keys is None:
-            raise ValueError("EulerMaruyama needs a PRNG key: pass key=... to fk.track")
-        rates, hint = particles.rates_batch(field, t, {"x": x, **variables}, args, hints_for(field, x, hint))
-
-        moved = {name: value + dt * rates[name] for name, value in variables.items()}
-        return StepResult(x + rates["x"] * dt + self.walks(field, t, x, dt, keys, hint), hint=hint), moved
+        x = state["x"]
+        rates, hint = term.rates(t, state, args, hints_for(term.field, x, hint))
+        moved = {name: value + dt * rates[name] for name, value in state.items()}
+        moved["x"] = moved["x"] + self.walks(term.field, t, x, dt, keys, hint)
+        return StepResult(moved, hint=hint)

@@ -1,10 +1,19 @@
 """Particle models: tracers, inertial droplets, buoyant particles, drift with the wind and the
 waves (windage, Stokes drift, leeway), per-particle records, and the contract for models of your
-own (`AbstractParticles`)."""
+own (`AbstractParticles` and its capabilities)."""
 
-from .base import AbstractParticles as AbstractParticles, Fluid as Fluid, Tracer as Tracer
+from .base import (
+    AbstractParticles as AbstractParticles,
+    AbstractTurnedByWalls as AbstractTurnedByWalls,
+    AbstractUpdating as AbstractUpdating,
+    AbstractWithVariables as AbstractWithVariables,
+    Fluid as Fluid,
+    ModelTerm as ModelTerm,
+    Needs as Needs,
+    Tracer as Tracer,
+)
 from .drift import AbstractDrift as AbstractDrift, Leeway as Leeway, StokesDrift as StokesDrift, Windage as Windage
-from .inertial import Inertial as Inertial
+from .inertial import DragTerm as DragTerm, Inertial as Inertial
 from .models import (
     Aging as Aging,
     Buoyant as Buoyant,

@@ -1,13 +1,17 @@
 """The particle-model contract: what a particle carries beyond its position, and how it moves.
 
 A model is an Equinox module; its numbers (diameter, density, rise velocity) are leaves, so runs
-that differ only in them share one compiled program, and `jax.grad` flows through them. The
-tracker advances the state `{"x": position, **variables}` of every particle with the run's
-integrator, calling the model's right-hand side one particle at a time (vmapped) with the fluid
-sampled where the particle is.
+that differ only in them share one compiled program, and `jax.grad` flows through them. A model
+is a vector field over the particle's state `{"x": position, **variables}`: its `rhs` gives
+the rates of ONE particle's state from the fluid sampled where the particle is, and the tracker
+steps the batched state with the run's integrator through the model's term (`ModelTerm`).
+What a model can do beyond that is a capability it declares by its base class: variables
+(`AbstractWithVariables`), values set after each step (`AbstractUpdating`), a velocity that
+walls turn (`AbstractTurnedByWalls`).
 """
 
 import abc
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -17,17 +21,50 @@ from jaxtyping import Array, Bool, Float
 from .._custom_types import Args, Positions, TimeLike
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
-from ..integrators.base import AbstractIntegrator
+from ..integrators.terms import AbstractTerm
+
+
+class Needs(NamedTuple):
+    """What a model's `rhs` reads beyond the fluid's velocity, so that a model asking for
+    nothing costs nothing, and the units it moves in.
+
+    - `samples`: the field's sampled arrays (`fluid.samples`); `sample_names` the names it
+      reads, checked against the field before a run (giving names implies `samples`).
+    - `acceleration`: the fluid's Du/Dt (`fluid.acceleration`, one forward-mode derivative).
+    - `vorticity`: ∇ × u (`fluid.vorticity`, three forward-mode derivatives; 3-D).
+    - `metres`: the physics needs positions in metres (refused on lon/lat fields).
+    """
+
+    samples: bool = False
+    sample_names: tuple[str, ...] = ()
+    acceleration: bool = False
+    vorticity: bool = False
+    metres: bool = False
+
+    @property
+    def reads_samples(self) -> bool:
+        return self.samples or bool(self.sample_names)
+
+    def merged(self, other: "Needs") -> "Needs":
+        """What two models riding together need."""
+        return Needs(
+            self.samples or other.samples,
+            self.sample_names + tuple(n for n in other.sample_names if n not in self.sample_names),
+            self.acceleration or other.acceleration,
+            self.vorticity or other.vorticity,
+            self.metres or other.metres,
+        )
 
 
 class Fluid(eqx.Module):
     """The fluid at one particle (or, batched, at each of a block of particles), as a model sees it.
 
     - `velocity`: `(dim,)` the field's velocity there.
-    - `samples`: the field's sampled arrays there (`{name: value}`), for models with
-      `needs_samples`; empty otherwise.
+    - `samples`: the field's sampled arrays there (`{name: value}`), for models whose `needs`
+      read them; empty otherwise.
     - `acceleration`: `(dim,)` the fluid's material derivative Du/Dt = ∂u/∂t + (u·∇)u, for
-      models with `needs_acceleration`; None otherwise.
+      models whose `needs.acceleration`; None otherwise.
+    - `vorticity`: `(3,)` ∇ × u, for models whose `needs.vorticity`; None otherwise.
     - `particle_velocity`: `(dim,)` the particle's own dx/dt, as the moving model of a
       `Combined` gives it to the models that ride along (None elsewhere).
     - `latitude`: the particle's latitude where positions are degrees (lon/lat fields), else
@@ -37,6 +74,7 @@ class Fluid(eqx.Module):
     velocity: Float[Array, "*batch dim"]
     samples: dict
     acceleration: Float[Array, "*batch dim"] | None = None
+    vorticity: Float[Array, "*batch 3"] | None = None
     particle_velocity: Float[Array, "*batch dim"] | None = None
     latitude: Float[Array, "*batch"] | None = None
 
@@ -52,112 +90,62 @@ class Fluid(eqx.Module):
 
 
 class AbstractParticles(eqx.Module):
-    """What a particle is: its variables beyond the position, and their rate of change.
+    """What a particle is: how its state moves.
 
-    Subclasses write, for ONE particle:
-
-    - `rhs(t, state, fluid, args) -> dict`: d/dt of each entry of `state`, which holds `"x"`
-      (the position) and the model's variables. The entry `"x"` is the particle's velocity.
-    - `initial(t, x, fluid, args) -> dict`: the variables of a particle released at `(t, x)`
-      (none by default); a run may also give them per particle (`fk.track(..., particle_state=)`).
-    - `update(t, state, samples, args) -> dict`: optional, applied after every step with the
-      field's samples at the new position, for variables that are not rates (a maximum).
-
-    Flags say what the tracker must evaluate for the model, so that a model asking for nothing
-    costs nothing: `needs_samples` (the field's sampled arrays at every evaluation),
-    `needs_acceleration` (Du/Dt, by one forward-mode derivative of the field), `updates`.
-    `variable_names` lists the variables. Each is false (empty) here; a model sets its own as a
-    class attribute (`needs_samples = True`) or, where its options decide, a property.
+    - `rhs(t, state, fluid, args) -> dict`: d/dt of ONE particle's `state`, which holds `"x"`
+      (the position) and the model's variables. The entry `"x"` is the particle's velocity; a
+      variable whose rate it leaves out stays constant through the step.
+    - `needs`: what `rhs` reads of the fluid (`Needs`), a class attribute or, where the model's
+      options decide, a property.
     """
 
     @property
-    def variable_names(self) -> tuple[str, ...]:
-        """The names of the variables `initial` returns (what `Trajectory.variables` will hold)."""
-        return ()
-
-    @property
-    def needs_samples(self) -> bool:
-        """Whether `rhs` reads `fluid.samples` (the field's sampled arrays at the particle)."""
-        return False
-
-    @property
-    def sample_names(self) -> tuple[str, ...]:
-        """The names in `fluid.samples` that `rhs` reads, checked against the field before a run
-        (empty: none, or not declared)."""
-        return ()
-
-    @property
-    def needs_acceleration(self) -> bool:
-        """Whether `rhs` reads `fluid.acceleration` (Du/Dt)."""
-        return False
-
-    @property
-    def updates(self) -> bool:
-        """Whether `update` is to be applied after every step."""
-        return False
-
-    @property
-    def moves_in_metres(self) -> bool:
-        """Whether the model's physics needs positions in metres (it is refused on lon/lat fields)."""
-        return False
+    @abc.abstractmethod
+    def needs(self) -> Needs:
+        """What `rhs` reads of the fluid."""
 
     @abc.abstractmethod
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
-        """d/dt of each entry of `state` (`"x"` included) for one particle."""
+        """d/dt of entries of `state` (`"x"` always) for one particle."""
 
+
+class AbstractWithVariables(AbstractParticles):
+    """A model that carries variables beyond the position (saved in `Trajectory.variables`)."""
+
+    @property
+    @abc.abstractmethod
+    def variable_names(self) -> tuple[str, ...]:
+        """The names of the variables `initial` returns (what `Trajectory.variables` will hold)."""
+
+    @abc.abstractmethod
     def initial(self, t: TimeLike, x: Float[Array, " dim"], fluid: Fluid, args: Args) -> dict:
-        """The variables of one particle released at `(t, x)`."""
-        return {}
+        """The variables of one particle released at `(t, x)`; a run may also give them per
+        particle (`fk.track(..., particle_state=)`)."""
 
+
+class AbstractUpdating(AbstractWithVariables):
+    """A model with variables that are not rates (a running maximum), set after every step."""
+
+    @abc.abstractmethod
     def update(self, t: TimeLike, state: dict, samples: dict, args: Args) -> dict:
-        """The state after a step ends at `(t, state["x"])`; unchanged by default."""
-        return state
+        """The variables after a step ends at `(t, state["x"])`, from the field's samples there."""
 
+
+class AbstractTurnedByWalls(AbstractWithVariables):
+    """A model with a velocity of its own, which a reflecting wall turns."""
+
+    @abc.abstractmethod
     def at_wall(
         self, boundary: AbstractBoundary, x_step: Positions, x: Positions, variables: dict, turned: Bool[Array, " n"]
     ) -> dict:
         """The batch's variables after the walls, for the rows `turned` by one (`x_step` the
-        integrator's end points, `x` where the boundary put them); unchanged by default. Models
-        with a velocity turn it here."""
-        return variables
-
-    def resolve(self, integrator: AbstractIntegrator, dt: float, dim: int) -> "AbstractParticles":
-        """This model made ready for a run (host side, before compiling): choices that depend on
-        the step or the dimension, checked and logged here. Itself by default."""
-        return self
-
-    @property
-    def steps_itself(self) -> bool:
-        """Whether `step_batch` is the model's own update rather than the integrator's."""
-        return False
-
-    def rates_batch(self, field: AbstractField, t: TimeLike, state: dict, args: Args, hint: Hints):
-        """d/dt of the batched `state` and the updated hints: what integrators call per stage."""
-        return derivatives(self, field, t, state, args, hint)
-
-    def rates_at(self, field: AbstractField, t: TimeLike, state: dict, args: Args) -> dict:
-        """d/dt of ONE particle's `state` (for per-particle solvers such as diffrax's)."""
-        return self.rhs(t, state, fluid_at(self, field, t, state["x"], args), args)
-
-    def step_batch(
-        self,
-        integrator: AbstractIntegrator,
-        field: AbstractField,
-        x: Positions,
-        variables: dict,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args,
-        keys: Array | None,
-        hint: Hints,
-    ):
-        """One step of every particle: `(StepResult, variables)`. By default the integrator's own
-        method over the whole state; a model with a stiff part may step itself."""
-        return integrator.step_particles(field, self, x, variables, t, dt, args, keys, hint)
+        integrator's end points, `x` where the boundary put them)."""
 
 
 class Tracer(AbstractParticles):
     """A massless tracer: it moves with the fluid and carries nothing (the default)."""
+
+    needs = Needs()
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         return {"x": fluid.velocity}
@@ -168,17 +156,63 @@ def is_tracer(particles: AbstractParticles) -> bool:
     return particles is None or type(particles) is Tracer
 
 
+def variable_names(particles: AbstractParticles) -> tuple[str, ...]:
+    """The names of the variables `particles` carries (none for models without)."""
+    return particles.variable_names if isinstance(particles, AbstractWithVariables) else ()
+
+
+def own_state(model: AbstractParticles, state: dict) -> dict:
+    """The entries of `state` that are `model`'s: the position and its variables."""
+    return {"x": state["x"], **{name: state[name] for name in variable_names(model)}}
+
+
+class ModelTerm(AbstractTerm):
+    """A particle model's term: the rates of its state from the fluid at each particle."""
+
+    field: AbstractField
+    particles: AbstractParticles
+
+    def rates(self, t: TimeLike, state: dict, args: Args, hint: Hints) -> tuple[dict, Hints]:
+        return derivatives(self.particles, self.field, t, state, args, hint)
+
+    def rate(self, t: TimeLike, state: dict, args: Args) -> dict:
+        fluid = fluid_at(self.particles, self.field, t, state["x"], args)
+        return _completed(self.particles.rhs(t, state, fluid, args), state)
+
+
+def _completed(rates: dict, state: dict) -> dict:
+    """`rates` with a zero rate for each entry of `state` it leaves out."""
+    return {name: rates[name] if name in rates else jnp.zeros_like(value) for name, value in state.items()}
+
+
 def fluid_batch(particles: AbstractParticles, field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
     """The `Fluid` at every row of `x` (what `particles` asks for) and the updated hints."""
     u, hint = field.velocity_batch(t, x, args, hint)
-    samples = field.samples_at(t, x, hint) if particles.needs_samples else {}
-    acceleration = None
-    if particles.needs_acceleration:
+    needs = particles.needs
+    samples = field.samples_at(t, x, hint) if needs.reads_samples else {}
+    acceleration = vorticity = None
+    if needs.acceleration:
         time = jnp.asarray(t, x.dtype)
         acceleration = jax.jvp(
             lambda s, y: field.velocity_batch(s, y, args, relocated(hint))[0], (time, x), (jnp.ones_like(time), u)
         )[1]
-    return Fluid(u, samples, acceleration, latitude=x[:, 1] if field.spherical else None), hint
+    if needs.vorticity:
+        fresh = relocated(hint)
+        columns = [
+            jax.jvp(lambda y: field.velocity_batch(t, y, args, fresh)[0], (x,), (jnp.zeros_like(x).at[:, i].set(1),))[1]
+            for i in range(x.shape[1])
+        ]
+        vorticity = jax.vmap(curl)(jnp.stack(columns, axis=-1))
+    latitude = x[:, 1] if field.spherical else None
+    return Fluid(u, samples, acceleration, vorticity, latitude=latitude), hint
+
+
+def curl(gradient: Float[Array, "3 3"]) -> Float[Array, " 3"]:
+    """∇ × u from `gradient[i, j] = ∂u_i/∂x_j` (3-D)."""
+    if gradient.shape != (3, 3):
+        raise ValueError(f"particles: the vorticity needs a 3-D field, this one is {gradient.shape[0]}-D")
+    g = gradient
+    return jnp.stack([g[2, 1] - g[1, 2], g[0, 2] - g[2, 0], g[1, 0] - g[0, 1]])
 
 
 def relocated(hint: Hints):
@@ -191,13 +225,16 @@ def relocated(hint: Hints):
 def derivatives(particles: AbstractParticles, field: AbstractField, t: TimeLike, state: dict, args: Args, hint: Hints):
     """d/dt of the batched `state` (`{"x": (n, dim), ...}`) and the updated hints."""
     fluid, hint = fluid_batch(particles, field, t, state["x"], args, hint)
-    return jax.vmap(particles.rhs, in_axes=(None, 0, 0, None))(t, state, fluid, args), hint
+    rates = jax.vmap(particles.rhs, in_axes=(None, 0, 0, None))(t, state, fluid, args)
+    return _completed(rates, state), hint
 
 
 def initial_batch(
     particles: AbstractParticles, field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints
 ) -> dict:
     """The variables of particles released at `(t, x)` (rows located at `hint`)."""
+    if not isinstance(particles, AbstractWithVariables):
+        return {}
     fluid, _ = fluid_batch(particles, field, t, x, args, hint)
     return jax.vmap(particles.initial, in_axes=(None, 0, 0, None))(t, x, fluid, args)
 
@@ -205,9 +242,12 @@ def initial_batch(
 def fluid_at(particles: AbstractParticles, field: AbstractField, t: TimeLike, x, args: Args) -> Fluid:
     """The `Fluid` at ONE point (for per-particle solvers such as diffrax's)."""
     u = field(t, x, args)
-    samples = field.samples_at_point(t, x) if particles.needs_samples else {}
-    acceleration = None
-    if particles.needs_acceleration:
+    needs = particles.needs
+    samples = field.samples_at_point(t, x) if needs.reads_samples else {}
+    acceleration = vorticity = None
+    if needs.acceleration:
         time = jnp.asarray(t, x.dtype)
         acceleration = jax.jvp(lambda s, y: field(s, y, args), (time, x), (jnp.ones_like(time), u))[1]
-    return Fluid(u, samples, acceleration, latitude=x[1] if field.spherical else None)
+    if needs.vorticity:
+        vorticity = curl(jax.jacfwd(lambda y: field(t, y, args))(x))
+    return Fluid(u, samples, acceleration, vorticity, latitude=x[1] if field.spherical else None)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._custom_types import Args, Position, TimeLike
-from .base import AbstractParticles, Fluid
+from .base import AbstractParticles, AbstractWithVariables, Fluid, Needs
 
 GRAVITY = 9.81
 """m/s², for the deep-water dispersion relation of `StokesDrift`'s decay."""
@@ -25,12 +25,7 @@ class AbstractDrift(AbstractParticles):
     along the first axes (east and north on a lon/lat field). In a `Combined`, the drifts of the
     models riding along are added to the mover's velocity."""
 
-    needs_samples = True
     sample: eqx.AbstractVar[str]
-
-    @property
-    def sample_names(self) -> tuple[str, ...]:
-        return (self.sample,)
 
     @abc.abstractmethod
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> Float[Array, " k"]:
@@ -62,6 +57,10 @@ class Windage(AbstractDrift):
     depth: float = 0.1
     sample: str = eqx.field(static=True, default="wind")
 
+    @property
+    def needs(self) -> Needs:
+        return Needs(sample_names=(self.sample,))
+
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         wind = forcing(fluid, self.sample, "Windage")[:2]
         x = state["x"]
@@ -84,8 +83,8 @@ class StokesDrift(AbstractDrift):
     sample: str = eqx.field(static=True, default="stokes")
 
     @property
-    def sample_names(self) -> tuple[str, ...]:
-        return (self.sample,) + ((self.period,) if isinstance(self.period, str) else ())
+    def needs(self) -> Needs:
+        return Needs(sample_names=(self.sample,) + ((self.period,) if isinstance(self.period, str) else ()))
 
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         surface = forcing(fluid, self.sample, "StokesDrift")[:2]
@@ -98,7 +97,7 @@ class StokesDrift(AbstractDrift):
         return surface * jnp.exp(-2 * k * jnp.maximum(x[2], 0.0))
 
 
-class Leeway(AbstractDrift):
+class Leeway(AbstractDrift, AbstractWithVariables):
     """Leeway of a drifting object (search and rescue, as OpenDrift's `Leeway`): beside the
     current, a downwind velocity `downwind_slope` % × wind speed + `downwind_offset` cm/s, and
     a crosswind velocity `crosswind_slope` % × wind speed + `crosswind_offset` cm/s, to the
@@ -118,6 +117,10 @@ class Leeway(AbstractDrift):
     sample: str = eqx.field(static=True, default="wind")
     variable_names = ("orientation",)
 
+    @property
+    def needs(self) -> Needs:
+        return Needs(sample_names=(self.sample,))
+
     def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"orientation": jnp.ones((), x.dtype)}
 
@@ -129,6 +132,3 @@ class Leeway(AbstractDrift):
         downwind = (self.downwind_slope * speed + self.downwind_offset) / 100
         crosswind = (self.crosswind_slope * speed + self.crosswind_offset) / 100
         return downwind * along + jnp.sign(state["orientation"]) * crosswind * right
-
-    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
-        return {**super().rhs(t, state, fluid, args), "orientation": jnp.zeros_like(state["orientation"])}

@@ -14,10 +14,11 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._custom_types import Args, Param, Position, Positions, ScalarLike, TimeLike, Velocity
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
-from ..integrators.base import AbstractIntegrator, StepResult, hints_for
-from ..integrators.runge_kutta import AbstractRungeKutta, end_locator, explicit_rk_step
-from .base import AbstractParticles, Fluid, fluid_batch, relocated
-from .exponential import EXPONENTIAL, exponential_form, exponential_step
+from ..integrators.base import AbstractIntegrator
+from ..integrators.exponential import exponential_form, exponential_of
+from ..integrators.runge_kutta import AbstractRungeKutta
+from ..integrators.terms import AbstractDragTerm
+from .base import AbstractParticles, AbstractTurnedByWalls, Fluid, ModelTerm, Needs, fluid_batch
 
 DRAG_LAWS = ("stokes", "schiller_naumann")
 SCHEMES = ("auto", "rk", "exponential")
@@ -25,7 +26,7 @@ EXPONENTIAL_ABOVE = 0.5
 """`auto` steps the drag exponentially when `|dt|` exceeds this fraction of the response time."""
 
 
-class Inertial(AbstractParticles):
+class Inertial(AbstractTurnedByWalls):
     """A small sphere of its own density in the fluid (Maxey–Riley):
 
     $(1 + C R)\\,dv/dt = f(Re_p)\\,(u - v)/\\tau + (1 - R)\\,g + (P + C)\\,R\\,Du/Dt\\; [+ \\text{lift}]$
@@ -44,7 +45,7 @@ class Inertial(AbstractParticles):
     exponential Runge–Kutta method that steps the drag's relaxation exactly and keeps the order
     of the run's method at every dt/τ (Euler 1, Heun and midpoint 2, RK4 4 with five field
     evaluations per step; any other integrator gets the second-order one), stable for any dt/τ
-    and the tracer's path in the limit τ → 0 (`flowkit.particles.exponential`); `"auto"` picks
+    and the tracer's path in the limit τ → 0 (`flowkit.integrators.ExponentialDrag`); `"auto"` picks
     the exponential one when `|dt| > τ/2` (or τ is traced) and says so in the log.
     `restitution` scales the wall-normal velocity of a particle a reflecting wall turns.
     """
@@ -61,7 +62,6 @@ class Inertial(AbstractParticles):
     pressure_gradient: bool = eqx.field(static=True)
     scheme: str = eqx.field(static=True)
     variable_names = ("velocity",)
-    moves_in_metres = True
 
     def __init__(
         self,
@@ -103,12 +103,8 @@ class Inertial(AbstractParticles):
         )
 
     @property
-    def needs_acceleration(self) -> bool:
-        return self.added_mass or self.pressure_gradient
-
-    @property
-    def steps_itself(self) -> bool:
-        return self.scheme == "exponential" or self.lift
+    def needs(self) -> Needs:
+        return Needs(acceleration=self.added_mass or self.pressure_gradient, vorticity=self.lift, metres=True)
 
     @property
     def response_time(self):
@@ -135,9 +131,7 @@ class Inertial(AbstractParticles):
             return jnp.where(jnp.arange(dim) == dim - 1, -self.gravity, 0).astype(dtype)  # a one-hot, not a scatter
         return jnp.asarray(self.gravity, dtype)
 
-    def acceleration(
-        self, fluid: Fluid, v: Velocity, vorticity: Float[Array, " dim"] | Float[Array, ""] | None = None
-    ) -> tuple[Velocity, Float[ArrayLike, ""]]:
+    def acceleration(self, fluid: Fluid, v: Velocity) -> tuple[Velocity, Float[ArrayLike, ""]]:
         """`(dv/dt, λ)` of one particle: its acceleration and its drag's relaxation rate."""
         ratio = self.fluid_density / self.density
         mass_factor = self._mass_factor()
@@ -150,7 +144,7 @@ class Inertial(AbstractParticles):
             factor = 1 + 0.15 * jnp.where(reynolds > 0, reynolds, 1.0) ** 0.687 * (reynolds > 0)
         rate = factor * self._stokes_rate()
         force = rate * slip + (1 - ratio) * self._gravity(v.shape[0], v.dtype) / mass_factor
-        if self.needs_acceleration:
+        if fluid.acceleration is not None:
             force = (
                 force
                 + ((1.0 if self.pressure_gradient else 0.0) + (0.5 if self.added_mass else 0.0))
@@ -158,8 +152,8 @@ class Inertial(AbstractParticles):
                 * fluid.acceleration
                 / mass_factor
             )
-        if vorticity is not None:
-            force = force + self._lift(slip, vorticity) / mass_factor
+        if self.lift:
+            force = force + self._lift(slip, fluid.vorticity) / mass_factor
         return force, rate
 
     def _lift(self, slip, vorticity):
@@ -179,14 +173,11 @@ class Inertial(AbstractParticles):
         return {"velocity": fluid.velocity}
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        if self.lift:
-            raise ValueError(
-                "Inertial: lift=True needs an explicit Runge–Kutta integrator (fk.RK4(), ...): the lift "
-                "takes the field's derivatives over the whole batch"
-            )
         return {"x": state["velocity"], "velocity": self.acceleration(fluid, state["velocity"])[0]}
 
     def resolve(self, integrator: AbstractIntegrator, dt: float, dim: int) -> "Inertial":
+        """This model made ready for a run (host side, before compiling): the drag's scheme
+        chosen for the step (`"auto"`) and logged, the direction of time and the dimension checked."""
         if dt < 0:
             raise ValueError(
                 "particles: inertial particles lose memory of their start (drag is dissipative); they "
@@ -197,7 +188,7 @@ class Inertial(AbstractParticles):
                 f"Inertial: lift=True needs a 3-D field (the Saffman lift is (u - v) × ω), this one is {dim}-D"
             )
         log = logging.getLogger("flowkit")
-        if self.scheme == "exponential" and exponential_form(_tableau_of(integrator)) is None:
+        if self.scheme == "exponential" and not _has_exponential_form(integrator):
             log.info("Inertial: %s has no exponential form: the drag update is second order", type(integrator).__name__)
         if self.scheme != "auto":
             return self
@@ -214,56 +205,11 @@ class Inertial(AbstractParticles):
             "Inertial: τ = %.3g s, dt/τ = %.3g: %s",
             float(tau),
             ratio,
-            f"exponential drag update of order {_exponential(integrator).order} (stable for any dt/τ)"
+            f"exponential drag update of order {exponential_of(integrator).order} (stable for any dt/τ)"
             if chosen == "exponential"
             else f"{type(integrator).__name__} on position and velocity",
         )
         return dataclasses.replace(self, scheme=chosen)
-
-    def _accelerations(self, field, t, x, v, args, hint):
-        """`(dv/dt, λ, hints)` of every particle (with the vorticity's derivatives for lift)."""
-        fluid, hint = fluid_batch(self, field, t, x, args, hint)
-        vorticity = None
-        if self.lift:
-            vorticity = _vorticity(field, t, x, args, hint)
-        a, rate = jax.vmap(self.acceleration)(fluid, v, vorticity)
-        return a, rate, hint
-
-    def step_batch(
-        self,
-        integrator: AbstractIntegrator,
-        field: AbstractField,
-        x: Positions,
-        variables: dict,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args,
-        keys: Array | None,
-        hint: Hints,
-    ):
-        hint = hints_for(field, x, hint)
-        v = variables["velocity"]
-        if self.scheme == "rk":
-            if not isinstance(integrator, AbstractRungeKutta):
-                return integrator.step_particles(field, self, x, variables, t, dt, args, keys, hint)
-
-            def rates(s, y, h):
-                a, _, h = self._accelerations(field, s, y["x"], y["velocity"], args, h)
-                return {"x": y["velocity"], "velocity": a}, h
-
-            state = {"x": x, "velocity": v}
-            new, hint, inside = explicit_rk_step(
-                rates, state, t, dt, integrator.tableau, hint, end_locator(field, in_state=True)
-            )
-            return StepResult(new["x"], hint=hint, inside=inside), {"velocity": new["velocity"]}
-
-        def relax(s, y, u, h):
-            return self._accelerations(field, s, y, u, args, h)
-
-        (x_new, v_new), hint = exponential_step(
-            _exponential(integrator), relax, x, v, t, dt, hint, self.uniform_rate(v.dtype)
-        )
-        return StepResult(x_new, hint=hint), {"velocity": v_new}
 
     def at_wall(
         self, boundary: AbstractBoundary, x_step: Positions, x: Positions, variables: dict, turned: Bool[Array, " n"]
@@ -278,23 +224,30 @@ def _number(value):
     return float(value) if isinstance(value, (int, float, np.number)) else value
 
 
-def _tableau_of(integrator: AbstractIntegrator):
-    return integrator.tableau if isinstance(integrator, AbstractRungeKutta) else None
+class DragTerm(AbstractDragTerm):
+    """The term of an inertial particle, alone or moving a `Combined`: its rates, and its drag
+    apart for the exponential solver."""
+
+    field: AbstractField
+    particles: AbstractParticles
+    """The model stepped: the inertial particle, or a `Combined` it moves."""
+    mover: Inertial
+    velocity_name = "velocity"
+
+    def rates(self, t: TimeLike, state: dict, args: Args, hint: Hints) -> tuple[dict, Hints]:
+        return ModelTerm(self.field, self.particles).rates(t, state, args, hint)
+
+    def rate(self, t: TimeLike, state: dict, args: Args) -> dict:
+        return ModelTerm(self.field, self.particles).rate(t, state, args)
+
+    def relaxation(self, t: TimeLike, x: Positions, v: Positions, args: Args, hint: Hints):
+        fluid, hint = fluid_batch(self.mover, self.field, t, x, args, hint)
+        a, rate = jax.vmap(self.mover.acceleration)(fluid, v)
+        return a, rate, hint
+
+    def uniform_rate(self, dtype):
+        return self.mover.uniform_rate(dtype)
 
 
-def _exponential(integrator: AbstractIntegrator):
-    """The exponential method of the run's integrator's order (second order for the others)."""
-    return exponential_form(_tableau_of(integrator)) or EXPONENTIAL["heun"][1]
-
-
-def _vorticity(field, t, x, args, hint):
-    """∇ × u at every row of `x` (3-D), from three forward-mode derivatives of the field."""
-    fresh = relocated(hint)
-    columns = [
-        jax.jvp(lambda y: field.velocity_batch(t, y, args, fresh)[0], (x,), (jnp.zeros_like(x).at[:, i].set(1),))[1]
-        for i in range(3)
-    ]
-    grad = jnp.stack(columns, axis=-1)  # grad[n, i, j] = ∂u_i/∂x_j
-    return jnp.stack(
-        [grad[:, 2, 1] - grad[:, 1, 2], grad[:, 0, 2] - grad[:, 2, 0], grad[:, 1, 0] - grad[:, 0, 1]], axis=-1
-    )
+def _has_exponential_form(integrator: AbstractIntegrator) -> bool:
+    return isinstance(integrator, AbstractRungeKutta) and exponential_form(integrator.tableau) is not None

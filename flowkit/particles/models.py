@@ -2,17 +2,13 @@
 
 import dataclasses
 from collections.abc import Callable
+from functools import reduce
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool
 
-from .._custom_types import Args, Position, Positions, TimeLike
-from ..boundaries.base import AbstractBoundary
-from ..fields.base import AbstractField, Hints
-from ..integrators.base import AbstractIntegrator
-from .base import AbstractParticles, Fluid, fluid_batch
+from .._custom_types import Args, Position, TimeLike
+from .base import AbstractParticles, AbstractUpdating, AbstractWithVariables, Fluid, Needs, own_state, variable_names
 from .drift import AbstractDrift
 
 
@@ -34,8 +30,8 @@ class Buoyant(AbstractParticles):
         self.axis = int(axis)
 
     @property
-    def needs_samples(self) -> bool:
-        return callable(self.w)
+    def needs(self) -> Needs:
+        return Needs(samples=callable(self.w))
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         w = self.w(fluid) if callable(self.w) else self.w
@@ -43,7 +39,7 @@ class Buoyant(AbstractParticles):
         return {"x": fluid.velocity + jnp.where(up, w, 0).astype(fluid.velocity.dtype)}
 
 
-class Combined(AbstractParticles):
+class Combined(AbstractWithVariables):
     """One moving model with others riding along: `Combined(Inertial(...), Aging(), Distance())`.
 
     The first model moves the particle; the others add variables only (their `"x"` rate is
@@ -60,7 +56,7 @@ class Combined(AbstractParticles):
         models = (mover,) + riders
         if not all(isinstance(m, AbstractParticles) for m in models):
             raise TypeError(f"Combined: give flowkit particle models, got {[type(m).__name__ for m in models]}")
-        names = [name for m in models for name in m.variable_names]
+        names = [name for m in models for name in variable_names(m)]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(
@@ -74,100 +70,36 @@ class Combined(AbstractParticles):
 
     @property
     def variable_names(self) -> tuple[str, ...]:
-        return tuple(name for m in self.models for name in m.variable_names)
+        return tuple(name for m in self.models for name in variable_names(m))
 
     @property
-    def needs_samples(self) -> bool:
-        return any(m.needs_samples for m in self.models)
-
-    @property
-    def sample_names(self) -> tuple[str, ...]:
-        return tuple(name for m in self.models for name in m.sample_names)
-
-    @property
-    def needs_acceleration(self) -> bool:
-        return any(m.needs_acceleration for m in self.models)
-
-    @property
-    def updates(self) -> bool:
-        return any(m.updates for m in self.models)
-
-    @property
-    def moves_in_metres(self) -> bool:
-        return any(m.moves_in_metres for m in self.models)
-
-    def _own(self, model, state):
-        return {"x": state["x"], **{name: state[name] for name in model.variable_names}}
+    def needs(self) -> Needs:
+        return reduce(Needs.merged, (m.needs for m in self.models))
 
     def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
-        return {name: value for m in self.models for name, value in m.initial(t, x, fluid, args).items()}
+        return {
+            name: value
+            for m in self.models
+            if isinstance(m, AbstractWithVariables)
+            for name, value in m.initial(t, x, fluid, args).items()
+        }
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        rates = dict(self.mover.rhs(t, self._own(self.mover, state), fluid, args))
+        rates = dict(self.mover.rhs(t, own_state(self.mover, state), fluid, args))
         for rider in self.riders:
             if isinstance(rider, AbstractDrift):
-                rates["x"] = rates["x"] + fluid.position_rate(rider.drift(t, self._own(rider, state), fluid, args))
+                rates["x"] = rates["x"] + fluid.position_rate(rider.drift(t, own_state(rider, state), fluid, args))
         along = dataclasses.replace(fluid, particle_velocity=rates["x"])
         for rider in self.riders:
-            rates.update({k: v for k, v in rider.rhs(t, self._own(rider, state), along, args).items() if k != "x"})
+            rates.update({k: v for k, v in rider.rhs(t, own_state(rider, state), along, args).items() if k != "x"})
         return rates
 
-    def update(self, t: TimeLike, state: dict, samples: dict, args: Args):
-        state = dict(state)
-        for m in self.models:
-            if m.updates:
-                state.update({k: v for k, v in m.update(t, self._own(m, state), samples, args).items() if k != "x"})
-        return state
 
-    def at_wall(
-        self, boundary: AbstractBoundary, x_step: Positions, x: Positions, variables: dict, turned: Bool[Array, " n"]
-    ):
-        for m in self.models:
-            own = {name: variables[name] for name in m.variable_names}
-            variables = {**variables, **m.at_wall(boundary, x_step, x, own, turned)}
-        return variables
-
-    def resolve(self, integrator: AbstractIntegrator, dt: TimeLike, dim):
-        return Combined(self.mover.resolve(integrator, dt, dim), *(r.resolve(integrator, dt, dim) for r in self.riders))
-
-    def step_batch(
-        self,
-        integrator: AbstractIntegrator,
-        field: AbstractField,
-        x: Positions,
-        variables: dict,
-        t: TimeLike,
-        dt: TimeLike,
-        args: Args,
-        keys: Array | None,
-        hint: Hints,
-    ):
-        """All models by the integrator; or, when the moving model steps itself (Inertial's
-        exponential update), the riders by the midpoint rule along its step's chord."""
-        if not self.mover.steps_itself:
-            return integrator.step_particles(field, self, x, variables, t, dt, args, keys, hint)
-        if any(isinstance(rider, AbstractDrift) for rider in self.riders):
-            raise ValueError(
-                f"Combined: {type(self.mover).__name__} steps itself (its exponential update), so drifts cannot "
-                'ride along; use scheme="rk", or a tracer-like mover'
-            )
-        result, moved = self.mover.step_batch(
-            integrator, field, x, {n: variables[n] for n in self.mover.variable_names}, t, dt, args, keys, hint
-        )
-        middle = (x + result.x) / 2
-        fluid, _ = fluid_batch(self, field, t + dt / 2, middle, args, hint if result.hint is None else result.hint)
-        along = dataclasses.replace(fluid, particle_velocity=(result.x - x) / dt)
-        for rider in self.riders:
-            state = {"x": middle, **{n: variables[n] for n in rider.variable_names}}
-            rates = jax.vmap(rider.rhs, in_axes=(None, 0, 0, None))(t + dt / 2, state, along, args)
-            moved.update({n: variables[n] + dt * rates[n] for n in rider.variable_names})
-        return result, moved
-
-
-class Aging(AbstractParticles):
+class Aging(AbstractWithVariables):
     """The particle's `age`: time since its release (seconds; negative when tracking backward)."""
 
     variable_names = ("age",)
+    needs = Needs()
 
     def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"age": jnp.zeros((), x.dtype)}
@@ -176,10 +108,11 @@ class Aging(AbstractParticles):
         return {"x": fluid.velocity, "age": jnp.ones((), state["x"].dtype)}
 
 
-class Distance(AbstractParticles):
+class Distance(AbstractWithVariables):
     """The `distance` the particle has travelled along its path (in the field's length unit)."""
 
     variable_names = ("distance",)
+    needs = Needs()
 
     def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"distance": jnp.zeros((), x.dtype)}
@@ -189,12 +122,13 @@ class Distance(AbstractParticles):
         return {"x": fluid.velocity, "distance": jnp.sqrt(jnp.sum(velocity * velocity))}
 
 
-class TimeInBox(AbstractParticles):
+class TimeInBox(AbstractWithVariables):
     """`time_in_box`: the time the particle has spent inside the box `(lo, hi)` (residence time)."""
 
     lo: jnp.ndarray
     hi: jnp.ndarray
     variable_names = ("time_in_box",)
+    needs = Needs()
 
     def __init__(self, lo, hi):
         self.lo, self.hi = jnp.asarray(lo, float), jnp.asarray(hi, float)
@@ -208,17 +142,15 @@ class TimeInBox(AbstractParticles):
         return {"x": fluid.velocity, "time_in_box": inside.astype(x.dtype)}
 
 
-class Extremes(AbstractParticles):
+class Extremes(AbstractUpdating):
     """The maximum and the mean over the steps of one sampled field array (`name`, a scalar)
     along each particle's path: `{name}_max`, `{name}_mean` (values at the end of each step)."""
 
     name: str = eqx.field(static=True)
-    needs_samples = True
-    updates = True
 
     @property
-    def sample_names(self) -> tuple[str, ...]:
-        return (self.name,)
+    def needs(self) -> Needs:
+        return Needs(sample_names=(self.name,))
 
     @property
     def variable_names(self) -> tuple[str, ...]:
@@ -240,8 +172,7 @@ class Extremes(AbstractParticles):
         return {f"{self.name}_max": value, f"{self.name}_mean": value, f"{self.name}_count": jnp.ones((), x.dtype)}
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        zero = jnp.zeros((), state["x"].dtype)
-        return {"x": fluid.velocity, **{name: zero for name in self.variable_names}}
+        return {"x": fluid.velocity}  # the records change in `update` only
 
     def update(self, t: TimeLike, state: dict, samples: dict, args: Args):
         value = self._sample(samples).astype(state["x"].dtype)

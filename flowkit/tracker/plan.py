@@ -28,7 +28,8 @@ from ..fields.mesh import MeshField
 from ..fields.streamed import StreamedField, refuse_streamed
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
-from ..particles.base import AbstractParticles, Tracer, is_tracer
+from ..particles.base import AbstractParticles, Tracer, is_tracer, variable_names
+from ..particles.stepping import resolved
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .origins import inlet_origins
 from .pieces import RunPieces
@@ -258,8 +259,9 @@ def _warn_if_below_a_surface_drift(particles: AbstractParticles, seeds: np.ndarr
 
 def check_particles(
     particles: object, integrator: AbstractIntegrator, field: AbstractField | StreamedField, dt: TimeLike
-) -> AbstractParticles:
-    """The run's particle model (default a tracer), checked and resolved for this step and field."""
+) -> tuple[AbstractParticles, AbstractIntegrator]:
+    """The run's particle model (default a tracer), checked and resolved for this step and field,
+    and the solver that steps it (the run's integrator, or the exponential solver of drag)."""
     particles = Tracer() if particles is None else particles
     if not isinstance(particles, AbstractParticles):
         raise TypeError(
@@ -267,18 +269,18 @@ def check_particles(
             f"{type(particles).__name__}"
         )
     if is_tracer(particles):
-        return particles
+        return particles, integrator
     # floats become array leaves: runs that differ only in them share one compiled program
     model: AbstractParticles = jax.tree.map(
         lambda leaf: np.asarray(leaf, np.float64) if isinstance(leaf, float) else leaf, particles
     )
-    check_samples(field, model.sample_names, f"particles: {type(model).__name__}")
-    if field.spherical and model.moves_in_metres:
+    check_samples(field, model.needs.sample_names, f"particles: {type(model).__name__}")
+    if field.spherical and model.needs.metres:
         raise ValueError(
             f"particles: {type(model).__name__} moves in metres, but this field's positions are "
             "degrees of longitude and latitude"
         )
-    return model.resolve(integrator, dt, field.dim)
+    return resolved(model, integrator, dt, field.dim)
 
 
 def check_particle_state(particle_state, particles: AbstractParticles, n: int) -> dict[str, np.ndarray]:
@@ -289,7 +291,7 @@ def check_particle_state(particle_state, particles: AbstractParticles, n: int) -
         raise ValueError(
             "particle_state: a tracer carries no variables; pass particles=... with the model they belong to"
         )
-    known = particles.variable_names
+    known = variable_names(particles)
     given = {}
     for name, values in dict(particle_state).items():
         if name not in known:
@@ -385,7 +387,7 @@ def prepare(
         dt = auto_dt(stream or field, t0, t1, save_every, courant)
     else:
         dt = _seconds(dt, "dt", duration=True)
-    particles = check_particles(particles, integrator, field, dt)
+    particles, integrator = check_particles(particles, integrator, field, dt)
     n_steps, save_every, n_saves, saved_times = time_plan(stream or field, t0, t1, dt, save_every)
     spare = boundary.extra_slots
     if spare and traced:

@@ -11,6 +11,7 @@ from .._status import Status
 from ..boundaries.base import Block
 from ..fields.base import AbstractField, Hints, select
 from ..particles.base import AbstractParticles, initial_batch, is_tracer
+from ..particles.stepping import term_for, turned_at_walls, updated, updating
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 
 
@@ -77,13 +78,13 @@ def one_step(
             t_stop = jnp.where(stopped, result.t_stop, t_stop)
     if carries:  # the variables follow the step (a particle stopped in it keeps its last values)
         turned = moved & (new_status == Status.ACTIVE) & jnp.any(x_b != x_new, axis=1)
-        stepped = particles.at_wall(pieces.boundary, x_new, x_b, stepped, turned)
+        stepped = turned_at_walls(particles, pieces.boundary, x_new, x_b, stepped, turned)
         # a particle stopped by a wall carries its values at the crossing, interpolated along the step
         at_wall = jax.tree.map(
             lambda old, new: old + crossing.reshape((-1,) + (1,) * (old.ndim - 1)) * (new - old), variables, stepped
         )
         variables = select(kept, select(walled, at_wall, stepped), variables)
-        if particles.updates:
+        if updating(particles):
             variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
     exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
     if pieces.boundary.restarts:
@@ -139,19 +140,16 @@ def jax_steps(
 
 
 def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
-    """`(result, stepped variables, hints)` of one step of the rows not `SKIP`ped in `masked`,
-    by the particle model (a tracer: the integrator alone); stochastic ones get per-step keys."""
-    integrator, particles = pieces.integrator, pieces.particles
+    """`(result, stepped variables, hints)` of one step of the rows not `SKIP`ped in `masked`:
+    the integrator along the particle model's term (a tracer's: the flow); stochastic ones get
+    per-step keys."""
+    integrator = pieces.integrator
     step_keys = None
     if integrator.stochastic:
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys)
-    stepped = variables
-    if is_tracer(particles):
-        result = integrator.step_batch(pieces.field, x, t, h, pieces.args, step_keys, masked)
-    else:
-        result, stepped = particles.step_batch(
-            integrator, pieces.field, x, variables, t, h, pieces.args, step_keys, masked
-        )
+    term = term_for(pieces.particles, pieces.field, integrator)
+    result = integrator.step(term, {"x": x, **variables}, t, h, pieces.args, step_keys, masked)
+    stepped = {name: value for name, value in result.state.items() if name != "x"}
     return result, stepped, masked if result.hint is None else result.hint
 
 
@@ -213,6 +211,6 @@ def started(
 def _updated(particles, field, args, t, x, variables, hint, mask):
     """The model's `update` after a step, for the rows `mask` that took it."""
     samples = field.samples_at(t, x, hint)
-    new = jax.vmap(particles.update, in_axes=(None, 0, 0, None))(t, {"x": x, **variables}, samples, args)
+    new = jax.vmap(updated, in_axes=(None, None, 0, 0, None))(particles, t, {"x": x, **variables}, samples, args)
     new.pop("x", None)
     return select(mask, new, variables)

@@ -1,5 +1,5 @@
-"""Exponential Runge–Kutta steps for a velocity relaxing toward the fluid's, at the order of the
-run's own tableau.
+"""The exponential solver: Runge–Kutta steps for a velocity relaxing toward the fluid's that step
+the drag exactly, at the order of the run's own tableau.
 
 A particle with position `x` and velocity `v` under drag obeys `x' = v`, `v' = λ (W - v)`, where
 `W = v + a / λ` is the velocity it relaxes toward (the fluid's, plus the settling velocity and
@@ -30,9 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._custom_types import TimeLike
+from .._custom_types import Args, TimeLike
 from ..fields.base import Hints
-from ..integrators import tableau as _tableau
+from . import tableau as _tableau
+from .base import AbstractIntegrator, StepResult, hints_for
+from .runge_kutta import AbstractRungeKutta
+from .terms import AbstractDragTerm, AbstractTerm
 
 
 def phis(z: Float[Array, "*shape"], count: int) -> list[Float[Array, "*shape"]]:
@@ -168,3 +171,76 @@ def exponential_step(
     x_new = x + dt * (phi * v + combined([None if p is None else p - q for p, q in zip(classical_b, b)], targets))
     v_new = decay * v - z * combined(b, targets)
     return (x_new, v_new), hint
+
+
+def exponential_of(integrator: AbstractIntegrator) -> ExponentialTableau:
+    """The exponential method that is `integrator`'s tableau at `z = 0`, or the second-order one
+    for integrators without one (or not Runge–Kutta)."""
+    tableau = integrator.tableau if isinstance(integrator, AbstractRungeKutta) else None
+    return exponential_form(tableau) or EXPONENTIAL["heun"][1]
+
+
+class ExponentialDrag(AbstractIntegrator):
+    """The exponential solver of an `AbstractDragTerm`, at the order of the run's integrator
+    (`classical`): position and velocity by `exponential_step`, any other variables of the
+    state by the midpoint rule along the step's chord (their rates at its middle, where the
+    particle moves along the chord: `(x1 - x0) / dt`). Stable for any `dt/τ`."""
+
+    classical: AbstractIntegrator
+
+    @property
+    def method(self) -> ExponentialTableau:
+        return exponential_of(self.classical)
+
+    @property
+    def order(self) -> int:
+        return self.method.order
+
+    @property
+    def stochastic(self) -> bool:
+        return False
+
+    @property
+    def sample_names(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def shardable(self) -> bool:
+        return True
+
+    @property
+    def courant_limit(self) -> float:
+        return self.classical.courant_limit
+
+    def step(
+        self,
+        term: AbstractTerm,
+        state: dict,
+        t: TimeLike,
+        dt: TimeLike,
+        args: Args = None,
+        keys: Array | None = None,
+        hint: Hints | None = None,
+    ) -> StepResult:
+        if not isinstance(term, AbstractDragTerm):
+            raise TypeError(f"ExponentialDrag steps a drag term (a velocity relaxing toward the fluid's), got {term}")
+        name = term.velocity_name
+        x, v = state["x"], state[name]
+        hint = hints_for(term.field, x, hint)
+        (x_new, v_new), hint = exponential_step(
+            self.method,
+            lambda s, y, u, h: term.relaxation(s, y, u, args, h),
+            x,
+            v,
+            t,
+            dt,
+            hint,
+            term.uniform_rate(v.dtype),
+        )
+        new = {**state, "x": x_new, name: v_new}
+        others = [key for key in state if key not in ("x", name)]
+        if others:  # the variables riding along: their rates at the chord's middle
+            middle = {**state, "x": (x + x_new) / 2, name: (x_new - x) / dt}
+            rates, _ = term.rates(t + dt / 2, middle, args, hint)
+            new.update({key: state[key] + dt * rates[key] for key in others})
+        return StepResult(new, hint=hint)

@@ -1,0 +1,99 @@
+"""How the tracker steps a particle model: its term and solver for a run, and its capabilities
+applied to every part of it (a `Combined`'s models one by one)."""
+
+from typing import cast
+
+from jaxtyping import Array, Bool
+
+from .._custom_types import Args, Positions, TimeLike
+from ..boundaries.base import AbstractBoundary
+from ..fields.base import AbstractField
+from ..integrators.base import AbstractIntegrator
+from ..integrators.exponential import ExponentialDrag
+from ..integrators.terms import AbstractTerm, FlowTerm
+from .base import (
+    AbstractParticles,
+    AbstractTurnedByWalls,
+    AbstractUpdating,
+    ModelTerm,
+    is_tracer,
+    own_state,
+    variable_names,
+)
+from .drift import AbstractDrift
+from .inertial import DragTerm, Inertial
+from .models import Combined
+
+
+def parts(particles: AbstractParticles) -> tuple[AbstractParticles, ...]:
+    """The models a run's model is made of: a `Combined`'s, or the model itself."""
+    return particles.models if isinstance(particles, Combined) else (particles,)
+
+
+def _mover(particles: AbstractParticles) -> AbstractParticles:
+    return particles.mover if isinstance(particles, Combined) else particles
+
+
+def resolved(
+    particles: AbstractParticles, integrator: AbstractIntegrator, dt: float, dim: int
+) -> tuple[AbstractParticles, AbstractIntegrator]:
+    """The model made ready for a run (host side, before compiling) and the solver that steps
+    it: the run's integrator, or the exponential solver for an inertial particle whose drag is
+    stepped exactly (`Inertial(scheme=)`, chosen here for `"auto"`)."""
+    mover = _mover(particles)
+    if not isinstance(mover, Inertial):
+        return particles, integrator
+    mover = mover.resolve(integrator, dt, dim)
+    if isinstance(particles, Combined):
+        particles = Combined(mover, *particles.riders)
+    else:
+        particles = mover
+    if mover.scheme != "exponential":
+        return particles, integrator
+    if any(isinstance(rider, AbstractDrift) for rider in parts(particles)[1:]):
+        raise ValueError(
+            "Combined: Inertial steps its drag exactly (its exponential update), so drifts cannot ride along; "
+            'use scheme="rk", or a tracer-like mover'
+        )
+    return particles, ExponentialDrag(integrator)
+
+
+def term_for(particles: AbstractParticles, field: AbstractField, integrator: AbstractIntegrator) -> AbstractTerm:
+    """What `integrator` steps for `particles` in `field`: the flow itself for a tracer, the
+    drag term for the exponential solver, else the model's term."""
+    if is_tracer(particles):
+        return FlowTerm(field)
+    if isinstance(integrator, ExponentialDrag):
+        return DragTerm(field, particles, cast(Inertial, _mover(particles)))  # resolved() chose it for Inertial
+    return ModelTerm(field, particles)
+
+
+def updating(particles: AbstractParticles) -> bool:
+    """Whether some part of `particles` sets variables after every step."""
+    return any(isinstance(m, AbstractUpdating) for m in parts(particles))
+
+
+def updated(particles: AbstractParticles, t: TimeLike, state: dict, samples: dict, args: Args) -> dict:
+    """ONE particle's `state` after a step ends at `(t, state["x"])`: each updating part's own."""
+    state = dict(state)
+    for m in parts(particles):
+        if isinstance(m, AbstractUpdating):
+            state.update({k: v for k, v in m.update(t, own_state(m, state), samples, args).items() if k != "x"})
+    return state
+
+
+def turned_at_walls(
+    particles: AbstractParticles,
+    boundary: AbstractBoundary,
+    x_step: Positions,
+    x: Positions,
+    variables: dict,
+    turned: Bool[Array, " n"],
+) -> dict:
+    """The batch's variables after the walls: each part with a velocity of its own turned
+    where `turned`."""
+    for m in parts(particles):
+        if isinstance(m, AbstractTurnedByWalls):
+            own = {name: variables[name] for name in variable_names(m)}
+            variables = {**variables, **m.at_wall(boundary, x_step, x, own, turned)}
+    return variables
