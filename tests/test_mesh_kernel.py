@@ -87,15 +87,16 @@ def test_the_kernels_declared_layout_is_the_seams():
         kernel.attrs,
         {**kernel.kinds, "wedge": (2, 7)},
         kernel.walls,
+        {name: code for name, code in kernel.inlets.items() if name != "flux"},
         kernel.capacity,
     )
     found = seam.mismatches(older)
-    assert len(found) == 2 and found[0].startswith("inputs:") and "wedge" in found[1]
+    assert len(found) == 3 and found[0].startswith("inputs:") and "wedge" in found[1] and "flux" in found[2]
 
 
 def test_kernel_takes_only_what_it_computes_alike():
     """Particle models, stochastic integrators, 2-D meshes and boundaries that act on steps
-    ending inside the domain take the JAX step."""
+    ending inside the domain (box walls, a `ContinuousInlet`'s releases) take the JAX step."""
     points, cells, types = mesh("hexahedron")
     field = fk.MeshField(points, cells, _flow(points), types)
     seeds = np.full((4, 3), 0.5)
@@ -107,6 +108,9 @@ def test_kernel_takes_only_what_it_computes_alike():
     assert applies(pieces(), "float32")
     assert not seam.kernel_use(pieces(), "float32", "gpu")
     assert applies(pieces(boundary=fk.MeshWalls("reflect")), "float32")
+    assert applies(pieces(boundary=fk.InletOutlet(mode="random", walls="slip"), key=jax.random.key(0)), "float32")
+    continuous = fk.ContinuousInlet(rate=10.0, slots=8)
+    assert not applies(pieces(boundary=continuous, key=jax.random.key(0)), "float32")
     assert not applies(pieces(), "float64")  # positions in another precision than the field's
     assert not applies(pieces(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)), "float32")
     assert not applies(pieces(boundary=fk.Reflective(field.bounds)), "float32")
@@ -215,6 +219,46 @@ def test_walls_and_openings_finish_in_the_kernel_as_in_the_jax_step(mode, kind, 
         assert (final == fk.Status.ABSORBED).mean() > 0.2
     else:
         assert (final == fk.Status.ACTIVE).mean() > 0.2
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "mode, walls, kind",
+    [
+        ("grid", "open", "hexahedron"),
+        ("random", "reflect", "tetra"),
+        ("flux", "slip", "mixed"),
+        ("random", "open", "wedge"),
+    ],
+)
+def test_inlet_restarts_happen_in_the_kernel_as_in_the_jax_step(mode, walls, kind, monkeypatch):
+    """Particles carried out through the outlet start again on the inlet in the same step, at
+    their own origins (`grid`) or drawn over the inlet (`random`, `flux`): generations, statuses,
+    exit times and positions come out of the kernel as out of the JAX step, in one program."""
+    points, cells, types = mesh(kind, shape=(9, 5, 5))
+    field = fk.MeshField(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
+    rng = np.random.default_rng(7)
+    seeds = rng.uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
+    if mode == "grid":
+        seeds[:, 0] = rng.uniform(0.0, 0.3, 300)  # each seed projects onto the inlet x = 0
+    boundary = fk.InletOutlet("xmin", "xmax", mode=mode, walls=walls)
+    key = None if mode == "grid" else jax.random.key(3)
+
+    def run(native: bool):
+        monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
+        run = fk.tracker.TrackRun(field, seeds, 0.0, 4.0, 0.02, fk.RK4(), boundary, 20, dtype="float64", key=key)
+        assert run._kwargs()["kernel"] is native
+        return run.run()
+
+    fk.tracker.clear_caches()
+    before = fk.tracker.compile_count()
+    native = run(True)
+    assert fk.tracker.compile_count() == before + 1
+    reference = run(False)
+    assert reference.generation[-1].sum() > 100  # many restarts, some of them twice
+    np.testing.assert_array_equal(native.generation, reference.generation)
     np.testing.assert_array_equal(native.status, reference.status)
     np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
     np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)

@@ -27,19 +27,11 @@ from ..fields.base import AbstractField, Hints, select
 from ..fields.mesh import AbstractMeshField
 from .base import AbstractBoundary, AbstractBoundaryConfig, Block
 from .box import Open
+from .draws import uniforms
 from .modes import wall_mode
 from .regions import InletSurface, Plane, inlet_surface, plane_tolerance, region
 
 INLET_MODES = ("grid", "random", "flux")
-_SALT = 0x1B7E7  # decorrelates the inlet's draws from an integrator's noise on the same keys
-
-
-def _uniforms(keys, step, count: int, dtype):
-    def one(key):
-        key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(key), step), _SALT)
-        return jax.random.uniform(key, (count,), dtype=dtype)
-
-    return jax.vmap(one)(keys)
 
 
 def walls_for(field: AbstractField, walls) -> AbstractBoundary:
@@ -112,7 +104,7 @@ class AbstractInlet(AbstractBoundary):
             if self.mode in ("grid", "auto"):  # auto: grid where traced inputs leave it unresolved
                 new_x, new_hint = block.origin[take], block.origin_hint.rows(take)
             else:
-                u = _uniforms(block.keys[take], step, dim + 3, x.dtype)
+                u = uniforms(block.keys[take], step, dim + 3, x.dtype)
                 inflow = self.surface.normal_speed(field, args, t) if self.mode == "flux" else None
                 new_x, cells = self.surface.draw(u, inflow)
                 new_hint = Hints.of_cells(cells.astype(hint.cell.dtype), hint.point.shape[1], hint.point.dtype)

@@ -3,9 +3,10 @@
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
 computes the same tracks. A run's log says which path it took. The kernel declares its own
-layout (`layout()`): its buffers and attributes by name, the cell kinds and wall modes it
-knows and its capacities; `flowkit.tracker.native`, the one place that calls it, checks that
-layout against its own declaration before registering the targets (`register`).
+layout (`layout()`): its buffers and attributes by name, the cell kinds, wall modes and
+inlet modes it knows and its capacities; `flowkit.tracker.native`, the one place that calls
+it, checks that layout against its own declaration before registering the targets
+(`register`).
 """
 
 import ctypes
@@ -33,6 +34,8 @@ class Layout:
     """3-D cell kind name -> `(code, node count)`."""
     walls: dict[str, int]
     """What an end outside the mesh meets (`open` or a `MeshWalls` mode) -> code."""
+    inlets: dict[str, int]
+    """How an `InletOutlet` starts a row again (`none` or its mode) -> code."""
     capacity: dict[str, int]
     """Sizes the kernel holds: `map_columns`, `tableau_rows`, `face_row`."""
 
@@ -46,6 +49,7 @@ class Layout:
             attrs=tuple((name, kind) for name, kind in of("attr")),
             kinds={name: (int(code), int(nodes)) for name, code, nodes in of("kind")},
             walls={name: int(code) for name, code in of("walls")},
+            inlets={name: int(code) for name, code in of("inlet")},
             capacity={name: int(value) for name, value in of("capacity")},
         )
 

@@ -20,7 +20,12 @@
 // step met the wall (`absorb`, `stick`: ABSORBED) or is mirrored (`reflect`) or put just inside
 // the wall's plane (`slip`) and located again, up to `max_bounces` times, then kept where its
 // step began if still outside, as BoundMeshWalls.apply_batch does. Each stopped row's step is
-// returned in `stopped` and the fraction of it done in `fraction`. The kernel finishes every
+// returned in `stopped` and the fraction of it done in `fraction`. Under an `InletOutlet`
+// (`inlet` not `none`), a row whose step went out through the outlet's plane within its region
+// starts again on the inlet in the same step, as BoundInletOutlet.restart starts it: at its
+// slot's own origin (`grid`), or drawn over the inlet's simplices (`random`: by area; `flux`:
+// by the inflow at their corners) from the same counter-based hash of its key and the step as
+// flowkit/boundaries/draws.py; its generation counts the restarts. The kernel finishes every
 // step: a moving row without a cell (which seeding rules out) is reported as a fault. The
 // status codes come from Python's `flowkit._status.Status` as attributes.
 
@@ -47,20 +52,24 @@ namespace {
   X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(nodes, s32)          \
   X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(values, real) X(times, real)              \
   X(bin_origin, real) X(bin_inv_size, real) X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32)      \
-  X(wall_index, s32) X(wall_rows, real) X(face_index, s32) X(face_rows, real) X(nudge, real)
+  X(wall_index, s32) X(wall_rows, real) X(face_index, s32) X(face_rows, real) X(nudge, real)                \
+  X(generation, s32) X(keys, s32) X(step_index, s32) X(outlet, real) X(origin, real) X(origin_cell, s32)  \
+  X(origin_point, real) X(origin_coords, real) X(inlet_vertices, real) X(inlet_simplices, s32)             \
+  X(inlet_measure, real) X(inlet_cell, s32) X(inflow, real)
 #define FLOWKIT_MESH_RESULTS(X)                                                                          \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
-  X(fraction, real)
+  X(fraction, real) X(generation, s32)
 #define FLOWKIT_MESH_ATTRS(X)                                                                            \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(active, int64_t)               \
   X(not_released, int64_t) X(out_of_domain, int64_t) X(absorbed, int64_t) X(nonfinite, int64_t)         \
-  X(wall_face, int64_t) X(walls, int64_t) X(max_bounces, int64_t)
+  X(wall_face, int64_t) X(walls, int64_t) X(max_bounces, int64_t) X(inlet, int64_t)
 
 // The kernel's own vocabulary, declared in its layout for Python to read: the 3-D cell kinds it
 // steps (name, code, node count: Python checks the counts against its `CellKind` table), and what
 // an end outside the mesh meets (`walls`): no walls, or MeshWalls' modes.
 #define FLOWKIT_MESH_KINDS(X) X(Tetra, tetra, 0, 4) X(Hexahedron, hexahedron, 1, 8) X(Wedge, wedge, 2, 6) X(Pyramid, pyramid, 3, 5)
 #define FLOWKIT_MESH_WALLS(X) X(Open, open, 0) X(Reflect, reflect, 1) X(Slip, slip, 2) X(Absorb, absorb, 3)
+#define FLOWKIT_MESH_INLETS(X) X(NoInlet, none, 0) X(Grid, grid, 1) X(Random, random, 2) X(Flux, flux, 3)
 #define FLOWKIT_MAP_COLUMNS 37  // the widest 3-D cell table row the kernel holds (`locator.affine_maps`)
 #define FLOWKIT_MAX_ROWS 16     // tableau rows (stages + the end point)
 #define FLOWKIT_FACE_ROW 7      // a face table row: centre (3), outward unit normal (3), kind of face
@@ -68,6 +77,7 @@ namespace {
 #define FLOWKIT_AS_ENUM(Name, name, code, ...) k##Name = code,
 enum Kind : int32_t { FLOWKIT_MESH_KINDS(FLOWKIT_AS_ENUM) };
 enum Walls : int32_t { FLOWKIT_MESH_WALLS(FLOWKIT_AS_ENUM) };
+enum Inlets : int32_t { FLOWKIT_MESH_INLETS(FLOWKIT_AS_ENUM) };
 #define FLOWKIT_AS_NODES(Name, name, code, nodes) nodes,
 constexpr int kNodes[] = {FLOWKIT_MESH_KINDS(FLOWKIT_AS_NODES)};  // by code
 constexpr int kFaceRow = FLOWKIT_FACE_ROW;
@@ -117,6 +127,39 @@ struct Mesh {
 
   int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
 };
+
+// An InletOutlet's outlet and where it starts rows again (BoundInletOutlet), or `mode` kNoInlet.
+template <typename T>
+struct Inlet {
+  int32_t mode;
+  const T* outlet;  // the plane: point (3), outward normal (3), region lo (3) and hi (3), tolerance
+  const uint32_t* keys;        // (n, 2): each slot's raw key
+  const int32_t* step_index;   // (steps,): the global step of each of the call's steps
+  const T* origin;             // (n, 3) `grid`: each slot's origin and its hint
+  const int32_t* origin_cell;  // (n,)
+  const T* origin_point;       // (n, 3)
+  const T* origin_coords;      // (n, 3)
+  const T* vertices;           // (V, 3) `random`, `flux`: the simplices covering the inlet
+  const int32_t* simplices;    // (S, 3)
+  const int32_t* cell;         // (S,): the mesh cell each lies on
+  const T* inflow;             // (steps, V) `flux`: max(u · inward, 0) at the vertices at each step's end
+  int64_t n_simplices;
+  std::vector<T> cdf;          // (1 or steps, S): the simplices' cumulative weights
+};
+
+// murmur3's 32-bit finaliser and the inlet's draws, as flowkit/boundaries/draws.py computes them.
+constexpr uint32_t kSalt = 0x1B7E7u, kGolden = 0x9E3779B9u;
+inline uint32_t mix(uint32_t h) {
+  h ^= h >> 16, h *= 0x85EBCA6Bu, h ^= h >> 13, h *= 0xC2B2AE35u;
+  return h ^ (h >> 16);
+}
+template <typename T>
+inline T uniform(const uint32_t key[2], uint32_t step, uint32_t j) {
+  const uint32_t a = mix(key[0] ^ mix(key[1] ^ mix(step ^ mix(j ^ kSalt))));
+  if constexpr (sizeof(T) == 4) return static_cast<T>(a >> 8) * T(1.0 / 16777216.0);
+  const uint32_t b = mix(a ^ kGolden);
+  return (static_cast<double>(a >> 5) * 67108864.0 + static_cast<double>(b >> 6)) * (1.0 / 9007199254740992.0);
+}
 
 template <typename T>
 inline T clip(T v, T lo, T hi) {
@@ -369,9 +412,11 @@ struct Group {
   // where x is (the step's hint) and where y is (the stage's)
   int32_t cell[kGroup], stage_cell[kGroup];
   T point[3][kGroup], coords[3][kGroup], stage_point[3][kGroup], stage_coords[3][kGroup];
-  int32_t status[kGroup], release[kGroup], resume[kGroup], stopped[kGroup];
+  int32_t status[kGroup], release[kGroup], resume[kGroup], stopped[kGroup], generation[kGroup];
   T fraction[kGroup];
-  bool moving[kGroup];
+  bool moving[kGroup], started[kGroup];
+  T end[3][kGroup];  // the step's end point as the integrator gave it, before any wall
+  int64_t slot[kGroup];
   // each particle's cell as last read from the tables: its table row and kind, and its nodes'
   // values in the two time slices from `cached_slice` on (zero past the kind's node count). A
   // particle stays in a cell for several stages and steps; these reads then come from here
@@ -609,16 +654,103 @@ inline void velocity_group(const Mesh<T>& m, Group<T>& q, int64_t slice, T wt, T
   if (m.wall_index != nullptr) near_wall(m, q, u);
 }
 
+// Whether lane g's step, from `before` to its integrator's `end`, went out through the outlet's
+// plane within its region (`Plane.crossed`, in double as the plane's own arrays are).
+template <typename T>
+inline bool crossed(const Inlet<T>& in, const Group<T>& q, int g) {
+  const T* o = in.outlet;
+  double d0 = 0, d1 = 0;
+  for (int a = 0; a < 3; ++a) {
+    d0 += (double(q.before[a][g]) - double(o[a])) * double(o[3 + a]);
+    d1 += (double(q.end[a][g]) - double(o[a])) * double(o[3 + a]);
+  }
+  const double tolerance = o[12];
+  const double s = clip(d0 / (d0 == d1 ? 1.0 : d0 - d1), 0.0, 1.0);
+  bool within = true;
+  for (int a = 0; a < 3; ++a) {
+    const double hit = double(q.before[a][g]) + s * (double(q.end[a][g]) - double(q.before[a][g]));
+    within &= hit >= double(o[6 + a]) - tolerance && hit <= double(o[9 + a]) + tolerance;
+  }
+  return d1 > 0 && d0 <= tolerance && within;
+}
+
+// The simplices' cumulative weights (InletSurface.draw): by area, or by area times the mean
+// inflow at their corners at each step's end (`flux`; by area where nothing flows in).
+template <typename T>
+void weigh(Inlet<T>& in, const T* measure, int64_t steps, int64_t n_vertices) {
+  const int64_t S = in.n_simplices, rows = in.mode == kFlux ? steps : 1;
+  in.cdf.assign(rows * S, T(0));
+  for (int64_t k = 0; k < rows; ++k) {
+    T* cdf = in.cdf.data() + k * S;
+    T total = 0;
+    for (int64_t s = 0; s < S; ++s) {
+      T w = measure[s];
+      if (in.mode == kFlux) {
+        const T* u = in.inflow + k * n_vertices;
+        const int32_t* c = in.simplices + 3 * s;
+        w = measure[s] * ((u[c[0]] + u[c[1]] + u[c[2]]) / T(3));
+      }
+      cdf[s] = w, total += w;
+    }
+    if (in.mode == kFlux && !(total > 0))
+      for (int64_t s = 0; s < S; ++s) cdf[s] = measure[s];
+    for (int64_t s = 1; s < S; ++s) cdf[s] += cdf[s - 1];
+  }
+}
+
+// Lane g started again on the inlet at the end of step k, as BoundInletOutlet.restart starts it.
+template <typename T>
+inline void restart(const Mesh<T>& m, const Inlet<T>& in, Group<T>& q, int g, int64_t k, int64_t n_vertices) {
+  const int64_t p = q.slot[g];
+  if (in.mode == kGrid) {
+    for (int a = 0; a < 3; ++a) {
+      q.x[a][g] = in.origin[3 * p + a];
+      q.point[a][g] = in.origin_point[3 * p + a], q.coords[a][g] = in.origin_coords[3 * p + a];
+    }
+    q.cell[g] = in.origin_cell[p];
+  } else {
+    const uint32_t* key = in.keys + 2 * p;
+    const uint32_t step = static_cast<uint32_t>(in.step_index[k]);
+    T u[6];
+    for (int j = 0; j < 6; ++j) u[j] = uniform<T>(key, step, static_cast<uint32_t>(j));
+    const int64_t S = in.n_simplices;
+    const T* cdf = in.cdf.data() + (in.mode == kFlux ? k * S : 0);
+    const int64_t pick = std::min<int64_t>(std::upper_bound(cdf, cdf + S, u[0] * cdf[S - 1]) - cdf, S - 1);
+    const int32_t* corner = in.simplices + 3 * pick;
+    T e[3];
+    for (int c = 0; c < 3; ++c) e[c] = -std::log1p(-u[2 + c]);
+    if (in.mode == kFlux) {  // one more exponential on a corner drawn by its inflow
+      const T* speed = in.inflow + k * n_vertices;
+      T cumulative[3];
+      cumulative[0] = speed[corner[0]];
+      for (int c = 1; c < 3; ++c) cumulative[c] = cumulative[c - 1] + speed[corner[c]];
+      int chosen = 0;
+      for (int c = 0; c < 3; ++c) chosen += cumulative[c] < u[1] * cumulative[2];
+      if (cumulative[2] > 0) e[chosen] -= std::log1p(-u[5]);
+    }
+    const T sum = e[0] + e[1] + e[2];
+    for (int a = 0; a < 3; ++a) {
+      T x = 0;
+      for (int c = 0; c < 3; ++c) x += e[c] / sum * in.vertices[3 * corner[c] + a];
+      q.x[a][g] = x;
+      q.point[a][g] = std::numeric_limits<T>::quiet_NaN(), q.coords[a][g] = T(0);
+    }
+    q.cell[g] = in.cell[pick];
+  }
+  q.status[g] = m.codes.active, q.stopped[g] = -1, q.fraction[g] = T(1), q.generation[g] += 1;
+}
+
 // The particles from `first` on (a group, `count` of them real) through the call's steps.
 template <typename T, int Kind>
-void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int terms[], const int term_stage[][kMaxRows],
-               const T term_weight[][kMaxRows], const T* h_step, const int64_t* slice_of, const T* wt_of) {
+void run_group(const Mesh<T>& m, const Inlet<T>& in, Group<T>& q, int64_t steps, int rows, const int terms[],
+               const int term_stage[][kMaxRows], const T term_weight[][kMaxRows], const T* h_step,
+               const int64_t* slice_of, const T* wt_of, int64_t n_vertices) {
   const int stages = rows - 1;
   for (int64_t k = 0; k < steps; ++k) {
     const T h = h_step[k];
     for (int g = 0; g < kGroup; ++g) {
       const bool going = q.resume[g] == steps;
-      q.moving[g] = going && q.status[g] == m.codes.active && h != 0;
+      q.moving[g] = q.started[g] = going && q.status[g] == m.codes.active && h != 0;
       q.stage_cell[g] = q.cell[g];
       for (int d = 0; d < 3; ++d) {
         q.stage_point[d][g] = q.point[d][g], q.stage_coords[d][g] = q.coords[d][g];
@@ -636,6 +768,8 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
           for (int g = 0; g < kGroup; ++g) sum[g] += weight * K[g];
         }
         for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+        if (i == stages)
+          for (int g = 0; g < kGroup; ++g) q.end[d][g] = q.y[d][g];
       }
       const int64_t slice = slice_of[k * rows + i];
       locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k), i == stages);
@@ -651,6 +785,8 @@ void run_group(const Mesh<T>& m, Group<T>& q, int64_t steps, int rows, const int
           stop(q, g, m.codes.nonfinite, static_cast<int32_t>(k), T(1));
         }
       }
+      if (in.mode != kNoInlet && q.started[g] && q.resume[g] == steps && crossed(in, q, g))
+        restart(m, in, q, g, k, n_vertices);
       if (q.resume[g] == steps && q.status[g] == m.codes.not_released && q.release[g] == k)
         q.status[g] = m.codes.active;
     }
@@ -748,6 +884,28 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         slice_of[k * rows + i] = it;
         wt_of[k * rows + i] = clip((t - m.times[it]) / (m.times[it + 1] - m.times[it]), T(0), T(1));
       }
+  const int64_t n_vertices = in_inlet_vertices.element_count() / 3;
+  Inlet<T> in{static_cast<int32_t>(inlet),
+              in_outlet.typed_data(),
+              reinterpret_cast<const uint32_t*>(in_keys.typed_data()),
+              in_step_index.typed_data(),
+              in_origin.typed_data(),
+              in_origin_cell.typed_data(),
+              in_origin_point.typed_data(),
+              in_origin_coords.typed_data(),
+              in_inlet_vertices.typed_data(),
+              in_inlet_simplices.typed_data(),
+              in_inlet_cell.typed_data(),
+              in_inflow.typed_data(),
+              static_cast<int64_t>(in_inlet_cell.element_count()),
+              {}};
+  if (in.mode != kNoInlet && in_outlet.element_count() != 13)
+    return ffi::Error::InvalidArgument("mesh chunk: an inlet needs its outlet's plane (13 values)");
+  if ((in.mode == kRandom || in.mode == kFlux) && in.n_simplices == 0)
+    return ffi::Error::InvalidArgument("mesh chunk: a random or flux inlet needs the simplices covering it");
+  if (in.mode == kFlux && in_inflow.element_count() != steps * n_vertices)
+    return ffi::Error::InvalidArgument("mesh chunk: a flux inlet needs the inflow at its vertices at every step");
+  if (in.mode == kRandom || in.mode == kFlux) weigh(in, in_inlet_measure.typed_data(), steps, n_vertices);
   const int32_t one_kind = m.kind_of_cell == nullptr ? m.kind_code[0] : kMixed;
   auto run = one_kind == kTetra        ? run_group<T, kTetra>
              : one_kind == kHexahedron ? run_group<T, kHexahedron>
@@ -775,6 +933,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       out_coords->typed_data()[3 * p + d] = xi0[3 * p + d];
     }
     out_cell->typed_data()[p] = in_cell.typed_data()[p];
+    out_generation->typed_data()[p] = in_generation.typed_data()[p];
     out_status->typed_data()[p] = status0[p];
     out_stopped->typed_data()[p] = -1;
     out_fraction->typed_data()[p] = T(1);
@@ -791,13 +950,14 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         q.coords[d][g] = xi0[3 * p + d];
       }
       q.cell[g] = in_cell.typed_data()[p];
+      q.slot[g] = p, q.generation[g] = in_generation.typed_data()[p];
       q.status[g] = status0[p];
       q.release[g] = release0[p];
       q.resume[g] = static_cast<int32_t>(steps);
       q.stopped[g] = -1, q.fraction[g] = T(1);
       q.cached_cell[g] = -1, q.cached_slice[g] = -1;
     }
-    run(m, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data());
+    run(m, in, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data(), n_vertices);
     for (int g = 0; g < count; ++g) {
       const int64_t p = live[first + g];
       for (int d = 0; d < 3; ++d) {
@@ -807,6 +967,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         out_before->typed_data()[3 * p + d] = q.before[d][g];
       }
       out_cell->typed_data()[p] = q.cell[g];
+      out_generation->typed_data()[p] = q.generation[g];
       out_status->typed_data()[p] = q.status[g];
       out_stopped->typed_data()[p] = q.stopped[g];
       out_fraction->typed_data()[p] = q.fraction[g];
@@ -826,17 +987,19 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF32, Chunk<ffi::F32>, FLOWKIT_MESH
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF64, Chunk<ffi::F64>, FLOWKIT_MESH_CHUNK_BINDING);
 
 // The declared layout, one entry a line: `input NAME ELEMENT`, `result NAME ELEMENT`, `attr NAME
-// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `capacity NAME VALUE`.
+// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `inlet NAME CODE`, `capacity NAME VALUE`.
 #define FLOWKIT_STR(v) #v
 #define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
 #define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
 #define FLOWKIT_LINE_ATTR(name, type) "attr " #name " " #type "\n"
 #define FLOWKIT_LINE_KIND(Name, name, code, nodes) "kind " #name " " #code " " #nodes "\n"
 #define FLOWKIT_LINE_WALLS(Name, name, code) "walls " #name " " #code "\n"
+#define FLOWKIT_LINE_INLETS(Name, name, code) "inlet " #name " " #code "\n"
 #define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
 extern "C" const char* FlowkitMeshChunkLayout() {
   return FLOWKIT_MESH_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_MESH_RESULTS(FLOWKIT_LINE_RESULT)
       FLOWKIT_MESH_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_MESH_KINDS(FLOWKIT_LINE_KIND) FLOWKIT_MESH_WALLS(FLOWKIT_LINE_WALLS)
+          FLOWKIT_MESH_INLETS(FLOWKIT_LINE_INLETS)
           FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_MAP_COLUMNS) FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_MAX_ROWS)
               FLOWKIT_LINE_CAPACITY("face_row", FLOWKIT_FACE_ROW);
 }

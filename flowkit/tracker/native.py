@@ -6,12 +6,15 @@ a pass of XLA kernels over the whole block per stage cannot keep them there. It 
 step itself as the run's boundary would: without walls (`fk.Open`) a step ending outside the
 mesh leaves (`OUT_OF_DOMAIN`); under `fk.MeshWalls` it leaves through an opening, or a wall
 stops it (`absorb`, `stick`) or turns it back (`reflect`, `slip`), from the walls' face table
-(`BoundMeshWalls.kernel_faces`); a step ending not finite stops it (`NONFINITE`).
+(`BoundMeshWalls.kernel_faces`); a step ending not finite stops it (`NONFINITE`). Under an
+`InletOutlet` it starts a row that went out through the outlet again on the inlet, in the same
+step: at its slot's origin (`grid`) or drawn over the inlet (`random`, `flux`) from the same
+hash of its key and the step as the JAX step (`flowkit.boundaries.draws`).
 
 Its interface is declared here by name: `KernelInputs`, `KernelResults` and `KernelAttrs`, in
 the order and element types of the kernel's own declared layout (`flowkit.native.layout()`),
 which `registered` checks once before registering the targets. The kernel's vocabulary (its
-cell kinds' codes, its wall modes) is read from that layout; Python's codes (statuses, the
+cell kinds' codes, its wall and inlet modes) is read from that layout; Python's codes (statuses, the
 face table's kinds) are passed to it as attributes. `kernel_use` decides once per run whether
 the kernel takes its steps; the run then compiles one program.
 """
@@ -28,14 +31,17 @@ from jaxtyping import Array, Float, Int32
 
 from .. import native
 from .._status import Status
+from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
+from ..boundaries.inlet import INLET_MODES, BoundInletOutlet
 from ..boundaries.mesh import BoundMeshWalls, FaceKind
+from ..boundaries.regions import plane_tolerance
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
-from .pieces import Carry, RunPieces, Slots, Times
+from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import is_due, step_times
 
 _WALLS = {"open": "open", "reflect": "reflect", "slip": "slip", "absorb": "absorb", "stick": "absorb"}
@@ -76,6 +82,23 @@ class KernelInputs(NamedTuple):
     face_rows: Float[Array, " face_values"]
     nudge: Float[Array, " 1"]
     """A slip's step inside the wall's plane, as `BoundMeshWalls.apply_batch` has it."""
+    generation: Int32[Array, " n"]
+    keys: Int32[Array, "n 2"]
+    """Each slot's raw key (its two uint32 words), for an inlet's draws."""
+    step_index: Int32[Array, " steps"]
+    """The global number of each step, for an inlet's draws."""
+    outlet: Float[Array, " outlet_or_none"]
+    """An inlet's outlet plane: point, outward normal, region lo and hi, tolerance (13)."""
+    origin: Float[Array, "n_or_none 3"]
+    origin_cell: Int32[Array, " n_or_none"]
+    origin_point: Float[Array, "n_or_none 3"]
+    origin_coords: Float[Array, "n_or_none 3"]
+    inlet_vertices: Float[Array, "vertices 3"]
+    inlet_simplices: Int32[Array, "simplices 3"]
+    inlet_measure: Float[Array, " simplices"]
+    inlet_cell: Int32[Array, " simplices"]
+    inflow: Float[Array, "steps_or_none vertices"]
+    """A `flux` inlet's inflow `max(u · inward, 0)` at its vertices at the end of each step."""
 
 
 class KernelResults(NamedTuple):
@@ -91,6 +114,7 @@ class KernelResults(NamedTuple):
     before: Float[Array, "n 3"]
     stopped: Int32[Array, " n"]
     fraction: Float[Array, " n"]
+    generation: Int32[Array, " n"]
 
 
 class KernelAttrs(NamedTuple):
@@ -107,6 +131,7 @@ class KernelAttrs(NamedTuple):
     wall_face: int
     walls: int
     max_bounces: int
+    inlet: int
 
 
 def declared() -> native.Layout:
@@ -121,6 +146,7 @@ def declared() -> native.Layout:
         attrs=tuple((name, attr_types[hint]) for name, hint in typing.get_type_hints(KernelAttrs).items()),
         kinds={kind.name: (-1, kind.nodes) for kind in cells.KINDS.values() if kind.dim == 3},
         walls={mode: -1 for mode in _WALLS.values()},
+        inlets={mode: -1 for mode in ("none", *INLET_MODES)},
         capacity={"map_columns": 3 + 3 * 3 + cells.box_columns(3)},
     )
 
@@ -141,6 +167,8 @@ def mismatches(kernel: native.Layout) -> list[str]:
         )
     if set(kernel.walls) != set(ours.walls):
         found.append(f"wall modes: the kernel has {sorted(kernel.walls)}, Python {sorted(ours.walls)}")
+    if set(kernel.inlets) != set(ours.inlets):
+        found.append(f"inlet modes: the kernel has {sorted(kernel.inlets)}, Python {sorted(ours.inlets)}")
     return found
 
 
@@ -165,9 +193,9 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
     """Whether the kernel takes the steps of this run, with positions of `dtype` on devices of
     `platform`: CPUs with the kernel built, tracers stepped by an explicit Runge–Kutta method on
     a 3-D `MeshField` of point data stored in the positions' precision, with no walls
-    (`fk.Open`) or `fk.MeshWalls`. Anything else (particle models, stochastic or adaptive
-    integrators, cell data, 2-D meshes, other boundaries, inlets) takes the JAX step, which
-    computes the same tracks."""
+    (`fk.Open`), `fk.MeshWalls`, or an `fk.InletOutlet` with either as its walls. Anything else
+    (particle models, stochastic or adaptive integrators, cell data, 2-D meshes, other
+    boundaries, `ContinuousInlet`s) takes the JAX step, which computes the same tracks."""
     field, boundary, dtype = pieces.field, pieces.boundary, jnp.dtype(dtype)
     return (
         platform == "cpu"
@@ -179,11 +207,24 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
         and isinstance(pieces.integrator, AbstractRungeKutta)
         and not pieces.integrator.stochastic
         and is_tracer(pieces.particles)
-        and (isinstance(boundary, Open) or (isinstance(boundary, BoundMeshWalls) and boundary.kernel_faces is not None))
+        and _kernel_walls(boundary)
+        and (not isinstance(boundary, BoundInletOutlet) or boundary.mode in INLET_MODES)
         and native.built()
         and registered()
         and all(kind in native.layout().kinds for kind in field.kinds)
     )
+
+
+def _walls(boundary: AbstractBoundary) -> AbstractBoundary:
+    """The walls of a run's boundary: an inlet's own, or the boundary itself."""
+    return boundary.walls if isinstance(boundary, BoundInletOutlet) else boundary
+
+
+def _kernel_walls(boundary: AbstractBoundary) -> bool:
+    """Whether the kernel finishes steps at these walls (or an inlet's walls): none, or
+    `MeshWalls` with their face table."""
+    walls = _walls(boundary)
+    return isinstance(walls, Open) or (isinstance(walls, BoundMeshWalls) and walls.kernel_faces is not None)
 
 
 def kernel_steps(
@@ -197,13 +238,21 @@ def kernel_steps(
         lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
     )(t + h)
     release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
-    inputs = _inputs(pieces, rows.x, rows.status, rows.hint, release, t, h)
+    inputs = _inputs(pieces, rows, slots, release, steps, t, h)
     vectors, reals, ints = (
         jax.ShapeDtypeStruct(shape, kind)
         for shape, kind in ((rows.x.shape, dtype), (rows.x.shape[:1], dtype), (rows.x.shape[:1], jnp.int32))
     )
     shapes = KernelResults(
-        x=vectors, status=ints, cell=ints, point=vectors, coords=vectors, before=vectors, stopped=ints, fraction=reals
+        x=vectors,
+        status=ints,
+        cell=ints,
+        point=vectors,
+        coords=vectors,
+        before=vectors,
+        stopped=ints,
+        fraction=reals,
+        generation=ints,
     )
     call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
     out = KernelResults(*call(*inputs, **_attrs(pieces)._asdict()))
@@ -214,21 +263,27 @@ def kernel_steps(
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
     stopped_at = (t[at] + out.fraction.astype(t.dtype) * h[at]).astype(rows.exit_time.dtype)
     exit_time = jnp.where(out.stopped >= 0, stopped_at, rows.exit_time)
+    generation = out.generation.astype(rows.generation.dtype)
+    never = jnp.asarray(jnp.inf, exit_time.dtype) * jnp.sign(times.dt)  # a restarted row has not left
+    exit_time = jnp.where((generation != rows.generation) & (out.stopped < 0), never, exit_time)
     status = out.status.astype(rows.status.dtype)
     carry = eqx.tree_at(
-        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint), carry, (out.x, status, exit_time, hint)
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.generation),
+        carry,
+        (out.x, status, exit_time, hint, generation),
     )
     return carry, out.before
 
 
-def _inputs(pieces: RunPieces, x, status, hint: Hints, release, t, h) -> KernelInputs:
+def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h) -> KernelInputs:
     """The block's rows, its steps' times and the run's tables as the kernel reads them."""
-    field, dtype = cast(MeshField, pieces.field), x.dtype
+    field, x, hint = cast(MeshField, pieces.field), rows.x, rows.hint
+    dtype = x.dtype
     none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
     face_index, face_rows = _face_table(pieces, dtype)
     return KernelInputs(
         x=x,
-        status=status.astype(jnp.int32),
+        status=rows.status.astype(jnp.int32),
         cell=hint.cell.astype(jnp.int32),
         point=hint.point.astype(dtype),
         coords=hint.coords.astype(dtype),
@@ -253,13 +308,64 @@ def _inputs(pieces: RunPieces, x, status, hint: Hints, release, t, h) -> KernelI
         face_index=face_index,
         face_rows=face_rows,
         nudge=(64 * jnp.finfo(dtype).eps * jnp.max(field.bounds[1] - field.bounds[0]).astype(dtype)).reshape(1),
+        generation=rows.generation.astype(jnp.int32),
+        keys=jax.lax.bitcast_convert_type(jnp.asarray(slots.keys, jnp.uint32), jnp.int32),
+        step_index=steps.astype(jnp.int32),
+        **_inlet_inputs(pieces, slots, t + h, dtype),
     )
+
+
+def _inlet_inputs(pieces: RunPieces, slots: Slots, ends, dtype) -> dict:
+    """An `InletOutlet`'s buffers (empty ones for what its mode or a run without one needs not):
+    its outlet's plane, the slots' origins and their hints (`grid`), the simplices covering the
+    inlet (`random`, `flux`) and the inflow at their vertices at each step's end `ends` (`flux`)."""
+    boundary, field = pieces.boundary, pieces.field
+    vectors = lambda kind=dtype: jnp.zeros((0, 3), kind)  # noqa: E731
+    buffers = dict(
+        outlet=jnp.zeros(0, dtype),
+        origin=vectors(),
+        origin_cell=jnp.zeros(0, jnp.int32),
+        origin_point=vectors(),
+        origin_coords=vectors(),
+        inlet_vertices=vectors(),
+        inlet_simplices=vectors(jnp.int32),
+        inlet_measure=jnp.zeros(0, dtype),
+        inlet_cell=jnp.zeros(0, jnp.int32),
+        inflow=jnp.zeros((0, 0), dtype),
+    )
+    if not isinstance(boundary, BoundInletOutlet):
+        return buffers
+    plane = boundary.outlet
+    tolerance = plane_tolerance(field.bounds, dtype).reshape(1)
+    buffers["outlet"] = jnp.concatenate([plane.point, plane.normal, plane.lo, plane.hi, tolerance]).astype(dtype)
+    if boundary.mode == "grid":
+        hint = slots.origin_hint
+        buffers.update(
+            origin=slots.origin.astype(dtype),
+            origin_cell=hint.cell.astype(jnp.int32),
+            origin_point=hint.point.astype(dtype),
+            origin_coords=hint.coords.astype(dtype),
+        )
+        return buffers
+    surface = boundary.surface
+    buffers.update(
+        inlet_vertices=surface.vertices.astype(dtype),
+        inlet_simplices=surface.simplices.astype(jnp.int32),
+        inlet_measure=surface.measure.astype(dtype),
+        inlet_cell=surface.cell.astype(jnp.int32),
+    )
+    if boundary.mode == "flux":
+        speed = jax.vmap(lambda end: surface.normal_speed(field, pieces.args, end))(ends)
+        buffers["inflow"] = speed.astype(dtype)
+    return buffers
 
 
 def _attrs(pieces: RunPieces) -> KernelAttrs:
     """The run's settings and Python's codes, as the kernel's attributes."""
     field, boundary = cast(MeshField, pieces.field), pieces.boundary
-    walls = _WALLS[boundary.mode if isinstance(boundary, BoundMeshWalls) else "open"]
+    bound = _walls(boundary)
+    walls = _WALLS[bound.mode if isinstance(bound, BoundMeshWalls) else "open"]
+    inlet = boundary.mode if isinstance(boundary, BoundInletOutlet) else "none"
     return KernelAttrs(
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
@@ -271,13 +377,14 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
         nonfinite=np.int64(Status.NONFINITE),
         wall_face=np.int64(FaceKind.WALL),
         walls=np.int64(native.layout().walls[walls]),
-        max_bounces=np.int64(getattr(boundary, "max_bounces", 0)),
+        max_bounces=np.int64(getattr(bound, "max_bounces", 0)),
+        inlet=np.int64(native.layout().inlets[inlet]),
     )
 
 
 def _face_table(pieces: RunPieces, dtype) -> tuple:
     """The walls' face table (`BoundMeshWalls.face_table`), flattened; empty without walls."""
-    boundary = pieces.boundary
+    boundary = _walls(pieces.boundary)
     if isinstance(boundary, BoundMeshWalls) and boundary.kernel_faces is not None:
         index, rows = boundary.kernel_faces
         return index, rows.astype(dtype).reshape(-1)
