@@ -96,7 +96,7 @@ def test_the_kernels_declared_layout_is_the_seams():
 
 def test_kernel_takes_only_what_it_computes_alike():
     """Particle models, stochastic integrators, 2-D meshes and boundaries that act on steps
-    ending inside the domain (box walls, a `ContinuousInlet`'s releases) take the JAX step."""
+    ending inside the domain (box walls, also as an inlet's walls) take the JAX step."""
     points, cells, types = mesh("hexahedron")
     field = fk.MeshField(points, cells, _flow(points), types)
     seeds = np.full((4, 3), 0.5)
@@ -109,8 +109,10 @@ def test_kernel_takes_only_what_it_computes_alike():
     assert not seam.kernel_use(pieces(), "float32", "gpu")
     assert applies(pieces(boundary=fk.MeshWalls("reflect")), "float32")
     assert applies(pieces(boundary=fk.InletOutlet(mode="random", walls="slip"), key=jax.random.key(0)), "float32")
-    continuous = fk.ContinuousInlet(rate=10.0, slots=8)
-    assert not applies(pieces(boundary=continuous, key=jax.random.key(0)), "float32")
+    continuous = fk.ContinuousInlet(rate=10.0, slots=8, walls="reflect")
+    assert applies(pieces(boundary=continuous, key=jax.random.key(0)), "float32")
+    box_walls = fk.ContinuousInlet(rate=10.0, slots=8, walls=fk.Reflective(field.bounds))
+    assert not applies(pieces(boundary=box_walls, key=jax.random.key(0)), "float32")
     assert not applies(pieces(), "float64")  # positions in another precision than the field's
     assert not applies(pieces(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)), "float32")
     assert not applies(pieces(boundary=fk.Reflective(field.bounds)), "float32")
@@ -258,6 +260,50 @@ def test_inlet_restarts_happen_in_the_kernel_as_in_the_jax_step(mode, walls, kin
     assert fk.tracker.compile_count() == before + 1
     reference = run(False)
     assert reference.generation[-1].sum() > 100  # many restarts, some of them twice
+    np.testing.assert_array_equal(native.generation, reference.generation)
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "mode, walls, kind, outlet", [("random", "reflect", "tetra", "xmax"), ("flux", "open", "hexahedron", None)]
+)
+def test_continuous_releases_happen_in_the_kernel_as_in_the_jax_step(mode, walls, kind, outlet, monkeypatch):
+    """A `ContinuousInlet` releasing faster than its spare slots free up: each step's releases
+    take the first free slots of the block (spare ones, then those of particles that left), the
+    ones without a slot are counted, and the tracks, generations and counts come out of the
+    kernel as out of the JAX step, in one program, over two blocks."""
+    points, cells, types = mesh(kind, shape=(9, 5, 5))
+    field = fk.MeshField(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
+    seeds = np.random.default_rng(8).uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (100, 3))
+    boundary = fk.ContinuousInlet("xmin", rate=120.0, slots=60, mode=mode, walls=walls, outlet=outlet)
+
+    def run(native: bool):
+        monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
+        run = fk.tracker.TrackRun(
+            field,
+            seeds,
+            0.0,
+            3.0,
+            0.02,
+            fk.RK4(),
+            boundary,
+            15,
+            dtype="float64",
+            key=jax.random.key(4),
+            batch_size=None,
+        )
+        assert run._kwargs()["kernel"] is native and len(run.devices) * run.blocks == 2
+        return run.run()
+
+    fk.tracker.clear_caches()
+    before = fk.tracker.compile_count()
+    native = run(True)
+    assert fk.tracker.compile_count() == before + 1
+    reference = run(False)
+    assert reference.generation[-1].sum() > 150 and reference.stats.lost_releases > 0
+    assert native.stats.lost_releases == reference.stats.lost_releases
     np.testing.assert_array_equal(native.generation, reference.generation)
     np.testing.assert_array_equal(native.status, reference.status)
     np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)

@@ -55,14 +55,15 @@ namespace {
   X(wall_index, s32) X(wall_rows, real) X(face_index, s32) X(face_rows, real) X(nudge, real)                \
   X(generation, s32) X(keys, s32) X(step_index, s32) X(outlet, real) X(origin, real) X(origin_cell, s32)  \
   X(origin_point, real) X(origin_coords, real) X(inlet_vertices, real) X(inlet_simplices, s32)             \
-  X(inlet_measure, real) X(inlet_cell, s32) X(inflow, real)
+  X(inlet_measure, real) X(inlet_cell, s32) X(inflow, real) X(due, s32) X(slot_kind, s32)
 #define FLOWKIT_MESH_RESULTS(X)                                                                          \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
-  X(fraction, real) X(generation, s32)
+  X(fraction, real) X(generation, s32) X(lost, s32)
 #define FLOWKIT_MESH_ATTRS(X)                                                                            \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(active, int64_t)               \
   X(not_released, int64_t) X(out_of_domain, int64_t) X(absorbed, int64_t) X(nonfinite, int64_t)         \
-  X(wall_face, int64_t) X(walls, int64_t) X(max_bounces, int64_t) X(inlet, int64_t)
+  X(wall_face, int64_t) X(walls, int64_t) X(max_bounces, int64_t) X(inlet, int64_t)    \
+  X(continuous, int64_t)
 
 // The kernel's own vocabulary, declared in its layout for Python to read: the 3-D cell kinds it
 // steps (name, code, node count: Python checks the counts against its `CellKind` table), and what
@@ -144,6 +145,9 @@ struct Inlet {
   const int32_t* cell;         // (S,): the mesh cell each lies on
   const T* inflow;             // (steps, V) `flux`: max(u · inward, 0) at the vertices at each step's end
   int64_t n_simplices;
+  bool continuous;             // a ContinuousInlet: releases (`due`) into free slots; its outlet stops rows
+  const int32_t* due;          // (steps,) releases due in each step in this block
+  const int32_t* slot_kind;    // (n,): -1 padding, 0 free when not moving, 1 waiting for its release time
   std::vector<T> cdf;          // (1 or steps, S): the simplices' cumulative weights
 };
 
@@ -740,57 +744,97 @@ inline void restart(const Mesh<T>& m, const Inlet<T>& in, Group<T>& q, int g, in
   q.status[g] = m.codes.active, q.stopped[g] = -1, q.fraction[g] = T(1), q.generation[g] += 1;
 }
 
-// The particles from `first` on (a group, `count` of them real) through the call's steps.
+// What every group's step reads: the mesh, the inlet, the tableau's rows (each row's nonzero
+// stage weights) and the steps' lengths, time slices and weights in time.
+template <typename T>
+struct Steps {
+  const Mesh<T>& m;
+  const Inlet<T>& in;
+  int64_t steps;
+  int rows;
+  const int* terms;
+  const int (*term_stage)[kMaxRows];
+  const T (*term_weight)[kMaxRows];
+  const T* h_step;
+  const int64_t* slice_of;
+  const T* wt_of;
+  int64_t n_vertices;
+};
+
+// Step k of a group's lanes: the stages, the end located and finished under the walls, then
+// the outlet (an InletOutlet's restart, a ContinuousInlet's exit) and the release rule.
 template <typename T, int Kind>
-void run_group(const Mesh<T>& m, const Inlet<T>& in, Group<T>& q, int64_t steps, int rows, const int terms[],
-               const int term_stage[][kMaxRows], const T term_weight[][kMaxRows], const T* h_step,
-               const int64_t* slice_of, const T* wt_of, int64_t n_vertices) {
-  const int stages = rows - 1;
-  for (int64_t k = 0; k < steps; ++k) {
-    const T h = h_step[k];
-    for (int g = 0; g < kGroup; ++g) {
-      const bool going = q.resume[g] == steps;
-      q.moving[g] = q.started[g] = going && q.status[g] == m.codes.active && h != 0;
-      q.stage_cell[g] = q.cell[g];
-      for (int d = 0; d < 3; ++d) {
-        q.stage_point[d][g] = q.point[d][g], q.stage_coords[d][g] = q.coords[d][g];
-        if (going) q.before[d][g] = q.x[d][g];
-      }
-    }
-    bool any_moving = false;
-    for (int g = 0; g < kGroup; ++g) any_moving |= q.moving[g];
-    for (int i = 0; i < rows && any_moving; ++i) {
-      for (int d = 0; d < 3; ++d) {
-        T sum[kGroup] = {};
-        for (int e = 0; e < terms[i]; ++e) {
-          const T weight = term_weight[i][e];
-          const T* K = q.K[term_stage[i][e]][d];
-          for (int g = 0; g < kGroup; ++g) sum[g] += weight * K[g];
-        }
-        for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
-        if (i == stages)
-          for (int g = 0; g < kGroup; ++g) q.end[d][g] = q.y[d][g];
-      }
-      const int64_t slice = slice_of[k * rows + i];
-      locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k), i == stages);
-      if (i < stages) velocity_group<T, Kind>(m, q, slice, wt_of[k * rows + i], q.K[i]);
-    }
-    for (int g = 0; g < kGroup; ++g) {
-      if (q.moving[g]) {
-        if (finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g])) {
-          q.cell[g] = q.stage_cell[g];
-          for (int d = 0; d < 3; ++d)
-            q.x[d][g] = q.y[d][g], q.point[d][g] = q.stage_point[d][g], q.coords[d][g] = q.stage_coords[d][g];
-        } else {
-          stop(q, g, m.codes.nonfinite, static_cast<int32_t>(k), T(1));
-        }
-      }
-      if (in.mode != kNoInlet && q.started[g] && q.resume[g] == steps && crossed(in, q, g))
-        restart(m, in, q, g, k, n_vertices);
-      if (q.resume[g] == steps && q.status[g] == m.codes.not_released && q.release[g] == k)
-        q.status[g] = m.codes.active;
+void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
+  const Mesh<T>& m = s.m;
+  const Inlet<T>& in = s.in;
+  const int stages = s.rows - 1;
+  const T h = s.h_step[k];
+  for (int g = 0; g < kGroup; ++g) {
+    const bool going = q.resume[g] == s.steps;
+    q.moving[g] = q.started[g] = going && q.status[g] == m.codes.active && h != 0;
+    q.stage_cell[g] = q.cell[g];
+    for (int d = 0; d < 3; ++d) {
+      q.stage_point[d][g] = q.point[d][g], q.stage_coords[d][g] = q.coords[d][g];
+      if (going) q.before[d][g] = q.x[d][g];
     }
   }
+  bool any_moving = false;
+  for (int g = 0; g < kGroup; ++g) any_moving |= q.moving[g];
+  for (int i = 0; i < s.rows && any_moving; ++i) {
+    for (int d = 0; d < 3; ++d) {
+      T sum[kGroup] = {};
+      for (int e = 0; e < s.terms[i]; ++e) {
+        const T weight = s.term_weight[i][e];
+        const T* K = q.K[s.term_stage[i][e]][d];
+        for (int g = 0; g < kGroup; ++g) sum[g] += weight * K[g];
+      }
+      for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+      if (i == stages)
+        for (int g = 0; g < kGroup; ++g) q.end[d][g] = q.y[d][g];
+    }
+    const int64_t slice = s.slice_of[k * s.rows + i];
+    locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k), i == stages);
+    if (i < stages) velocity_group<T, Kind>(m, q, slice, s.wt_of[k * s.rows + i], q.K[i]);
+  }
+  for (int g = 0; g < kGroup; ++g) {
+    if (q.moving[g]) {
+      if (finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g])) {
+        q.cell[g] = q.stage_cell[g];
+        for (int d = 0; d < 3; ++d)
+          q.x[d][g] = q.y[d][g], q.point[d][g] = q.stage_point[d][g], q.coords[d][g] = q.stage_coords[d][g];
+      } else {
+        stop(q, g, m.codes.nonfinite, static_cast<int32_t>(k), T(1));
+      }
+    }
+    if (in.outlet != nullptr && q.started[g] && q.resume[g] == s.steps && crossed(in, q, g)) {
+      if (in.continuous) {  // out through a ContinuousInlet's outlet: stopped where its step began
+        for (int d = 0; d < 3; ++d) q.x[d][g] = q.before[d][g];
+        stop(q, g, m.codes.out_of_domain, static_cast<int32_t>(k), T(0));
+      } else {
+        restart(m, in, q, g, k, s.n_vertices);
+      }
+    }
+    if (q.resume[g] == s.steps && q.status[g] == m.codes.not_released && q.release[g] == k)
+      q.status[g] = m.codes.active;
+  }
+}
+
+// A ContinuousInlet's releases due in step k (`due`), in the first free slots of the block in
+// slot order, as BoundContinuousInlet.restart takes them: a slot is free when its row is not
+// moving and not waiting for its own release time. Returns the releases that found no slot.
+template <typename T>
+int32_t release(const Mesh<T>& m, const Inlet<T>& in, std::vector<Group<T>>& groups, int64_t lanes, int64_t k,
+                int32_t due, int64_t steps, int64_t n_vertices) {
+  int32_t free = 0;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    Group<T>& q = groups[lane / kGroup];
+    const int g = static_cast<int>(lane % kGroup);
+    const int32_t kind = in.slot_kind[q.slot[g]];
+    const bool waiting = q.status[g] == m.codes.not_released && kind == 1;
+    if (kind < 0 || q.status[g] == m.codes.active || waiting || q.resume[g] != steps) continue;
+    if (free++ < due) restart(m, in, q, g, k, n_vertices);
+  }
+  return std::max(due - free, 0);
 }
 
 #define FLOWKIT_ELEMENT_real DT
@@ -886,7 +930,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       }
   const int64_t n_vertices = in_inlet_vertices.element_count() / 3;
   Inlet<T> in{static_cast<int32_t>(inlet),
-              in_outlet.typed_data(),
+              in_outlet.element_count() > 0 ? in_outlet.typed_data() : nullptr,
               reinterpret_cast<const uint32_t*>(in_keys.typed_data()),
               in_step_index.typed_data(),
               in_origin.typed_data(),
@@ -898,20 +942,28 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
               in_inlet_cell.typed_data(),
               in_inflow.typed_data(),
               static_cast<int64_t>(in_inlet_cell.element_count()),
+              continuous != 0,
+              in_due.typed_data(),
+              in_slot_kind.typed_data(),
               {}};
-  if (in.mode != kNoInlet && in_outlet.element_count() != 13)
-    return ffi::Error::InvalidArgument("mesh chunk: an inlet needs its outlet's plane (13 values)");
+  if (in_outlet.element_count() != 0 && in_outlet.element_count() != 13)
+    return ffi::Error::InvalidArgument("mesh chunk: an outlet's plane has 13 values");
+  if (in.mode != kNoInlet && !in.continuous && in.outlet == nullptr)
+    return ffi::Error::InvalidArgument("mesh chunk: an InletOutlet needs its outlet's plane");
+  if (in.continuous && (in_due.element_count() != steps || in_slot_kind.element_count() != n))
+    return ffi::Error::InvalidArgument("mesh chunk: a ContinuousInlet needs its releases due and the slots' kinds");
   if ((in.mode == kRandom || in.mode == kFlux) && in.n_simplices == 0)
     return ffi::Error::InvalidArgument("mesh chunk: a random or flux inlet needs the simplices covering it");
   if (in.mode == kFlux && in_inflow.element_count() != steps * n_vertices)
     return ffi::Error::InvalidArgument("mesh chunk: a flux inlet needs the inflow at its vertices at every step");
   if (in.mode == kRandom || in.mode == kFlux) weigh(in, in_inlet_measure.typed_data(), steps, n_vertices);
   const int32_t one_kind = m.kind_of_cell == nullptr ? m.kind_code[0] : kMixed;
-  auto run = one_kind == kTetra        ? run_group<T, kTetra>
-             : one_kind == kHexahedron ? run_group<T, kHexahedron>
-             : one_kind == kWedge      ? run_group<T, kWedge>
-             : one_kind == kPyramid    ? run_group<T, kPyramid>
-                                       : run_group<T, kMixed>;
+  auto step = one_kind == kTetra        ? step_group<T, kTetra>
+              : one_kind == kHexahedron ? step_group<T, kHexahedron>
+              : one_kind == kWedge      ? step_group<T, kWedge>
+              : one_kind == kPyramid    ? step_group<T, kPyramid>
+                                        : step_group<T, kMixed>;
+  const Steps<T> all{m, in, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data(), n_vertices};
 
   const T* x0 = in_x.typed_data();
   const T* p0 = in_point.typed_data();
@@ -920,10 +972,14 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const int32_t* release0 = in_release.typed_data();
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came, so that a group is not held back by stopped lanes.
+  // Only particles that move in this call take lanes (active, or released in it), or under a
+  // ContinuousInlet every slot that is not padding (any may be released into); the others
+  // leave as they came, so that a group is not held back by stopped lanes.
   std::vector<int64_t> live;
   live.reserve(n);
   for (int64_t p = 0; p < n; ++p) {
-    if (status0[p] == m.codes.active || (status0[p] == m.codes.not_released && release0[p] >= 0)) {
+    const bool moves = status0[p] == m.codes.active || (status0[p] == m.codes.not_released && release0[p] >= 0);
+    if (moves || (in.continuous && in.slot_kind[p] >= 0)) {
       live.push_back(p);
       continue;
     }
@@ -939,8 +995,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     out_fraction->typed_data()[p] = T(1);
   }
   const int64_t n_live = static_cast<int64_t>(live.size());
-  Group<T> q;
-  for (int64_t first = 0; first < n_live; first += kGroup) {
+  auto load_group = [&](Group<T>& q, int64_t first) {
     const int count = static_cast<int>(std::min<int64_t>(kGroup, n_live - first));
     for (int g = 0; g < kGroup; ++g) {
       const int64_t p = live[first + std::min(g, count - 1)];  // lanes past the end: copies of the last, not written
@@ -957,7 +1012,9 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       q.stopped[g] = -1, q.fraction[g] = T(1);
       q.cached_cell[g] = -1, q.cached_slice[g] = -1;
     }
-    run(m, in, q, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data(), n_vertices);
+  };
+  auto store_group = [&](const Group<T>& q, int64_t first) -> bool {  // false: a moving lane without a cell
+    const int count = static_cast<int>(std::min<int64_t>(kGroup, n_live - first));
     for (int g = 0; g < count; ++g) {
       const int64_t p = live[first + g];
       for (int d = 0; d < 3; ++d) {
@@ -971,10 +1028,30 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       out_status->typed_data()[p] = q.status[g];
       out_stopped->typed_data()[p] = q.stopped[g];
       out_fraction->typed_data()[p] = q.fraction[g];
-      if (q.resume[g] < steps)  // seeds outside the mesh are stopped at t0: this is a fault
-        return ffi::Error::Internal("mesh chunk: a moving particle without a cell");
+      if (q.resume[g] < steps) return false;  // seeds outside the mesh are stopped at t0: this is a fault
     }
+    return true;
+  };
+  const auto fault = ffi::Error::Internal("mesh chunk: a moving particle without a cell");
+  out_lost->typed_data()[0] = 0;
+  if (!in.continuous) {  // each group through all the steps, its cells in cache throughout
+    Group<T> q;
+    for (int64_t first = 0; first < n_live; first += kGroup) {
+      load_group(q, first);
+      for (int64_t k = 0; k < steps; ++k) step(all, q, k);
+      if (!store_group(q, first)) return fault;
+    }
+    return ffi::Error::Success();
   }
+  // releases take the block's free slots in order: every group through a step, then the releases
+  std::vector<Group<T>> groups((n_live + kGroup - 1) / kGroup);
+  for (int64_t first = 0; first < n_live; first += kGroup) load_group(groups[first / kGroup], first);
+  for (int64_t k = 0; k < steps; ++k) {
+    for (Group<T>& q : groups) step(all, q, k);
+    out_lost->typed_data()[0] += release(m, in, groups, n_live, k, in.due[k], steps, n_vertices);
+  }
+  for (int64_t first = 0; first < n_live; first += kGroup)
+    if (!store_group(groups[first / kGroup], first)) return fault;
   return ffi::Error::Success();
 }
 

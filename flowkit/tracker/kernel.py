@@ -69,7 +69,7 @@ def advance_local(
         def go(carry):
             """The steps, also returning the positions before the last one."""
             if kernel:
-                return kernel_steps(pieces, times, carry, slots, steps)
+                return kernel_steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks)
             return jax_steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks, given=given)
 
         def idle(carry):

@@ -9,7 +9,9 @@ stops it (`absorb`, `stick`) or turns it back (`reflect`, `slip`), from the wall
 (`BoundMeshWalls.kernel_faces`); a step ending not finite stops it (`NONFINITE`). Under an
 `InletOutlet` it starts a row that went out through the outlet again on the inlet, in the same
 step: at its slot's origin (`grid`) or drawn over the inlet (`random`, `flux`) from the same
-hash of its key and the step as the JAX step (`flowkit.boundaries.draws`).
+hash of its key and the step as the JAX step (`flowkit.boundaries.draws`). Under a
+`ContinuousInlet` it releases each step's due particles into the block's first free slots, and
+its outlet stops the rows that go out through it.
 
 Its interface is declared here by name: `KernelInputs`, `KernelResults` and `KernelAttrs`, in
 the order and element types of the kernel's own declared layout (`flowkit.native.layout()`),
@@ -33,7 +35,7 @@ from .. import native
 from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
-from ..boundaries.inlet import INLET_MODES, BoundInletOutlet
+from ..boundaries.inlet import INLET_MODES, AbstractInlet, BoundContinuousInlet
 from ..boundaries.mesh import BoundMeshWalls, FaceKind
 from ..boundaries.regions import plane_tolerance
 from ..fields import cells
@@ -99,6 +101,11 @@ class KernelInputs(NamedTuple):
     inlet_cell: Int32[Array, " simplices"]
     inflow: Float[Array, "steps_or_none vertices"]
     """A `flux` inlet's inflow `max(u · inward, 0)` at its vertices at the end of each step."""
+    due: Int32[Array, " steps_or_none"]
+    """A `ContinuousInlet`'s releases due in this block in each step."""
+    slot_kind: Int32[Array, " n_or_none"]
+    """A `ContinuousInlet`'s slots: -1 padding, 0 free when not moving, 1 waiting for its own
+    release time while not released."""
 
 
 class KernelResults(NamedTuple):
@@ -115,6 +122,8 @@ class KernelResults(NamedTuple):
     stopped: Int32[Array, " n"]
     fraction: Float[Array, " n"]
     generation: Int32[Array, " n"]
+    lost: Int32[Array, " 1"]
+    """A `ContinuousInlet`'s releases that found no free slot."""
 
 
 class KernelAttrs(NamedTuple):
@@ -132,6 +141,7 @@ class KernelAttrs(NamedTuple):
     walls: int
     max_bounces: int
     inlet: int
+    continuous: int
 
 
 def declared() -> native.Layout:
@@ -193,9 +203,9 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
     """Whether the kernel takes the steps of this run, with positions of `dtype` on devices of
     `platform`: CPUs with the kernel built, tracers stepped by an explicit Runge–Kutta method on
     a 3-D `MeshField` of point data stored in the positions' precision, with no walls
-    (`fk.Open`), `fk.MeshWalls`, or an `fk.InletOutlet` with either as its walls. Anything else
-    (particle models, stochastic or adaptive integrators, cell data, 2-D meshes, other
-    boundaries, `ContinuousInlet`s) takes the JAX step, which computes the same tracks."""
+    (`fk.Open`), `fk.MeshWalls`, or an `fk.InletOutlet` or `fk.ContinuousInlet` with either as
+    its walls. Anything else (particle models, stochastic or adaptive integrators, cell data,
+    2-D meshes, other boundaries) takes the JAX step, which computes the same tracks."""
     field, boundary, dtype = pieces.field, pieces.boundary, jnp.dtype(dtype)
     return (
         platform == "cpu"
@@ -208,7 +218,7 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
         and not pieces.integrator.stochastic
         and is_tracer(pieces.particles)
         and _kernel_walls(boundary)
-        and (not isinstance(boundary, BoundInletOutlet) or boundary.mode in INLET_MODES)
+        and (not isinstance(boundary, AbstractInlet) or boundary.mode in INLET_MODES)
         and native.built()
         and registered()
         and all(kind in native.layout().kinds for kind in field.kinds)
@@ -217,7 +227,7 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
 
 def _walls(boundary: AbstractBoundary) -> AbstractBoundary:
     """The walls of a run's boundary: an inlet's own, or the boundary itself."""
-    return boundary.walls if isinstance(boundary, BoundInletOutlet) else boundary
+    return boundary.walls if isinstance(boundary, AbstractInlet) else boundary
 
 
 def _kernel_walls(boundary: AbstractBoundary) -> bool:
@@ -228,9 +238,17 @@ def _kernel_walls(boundary: AbstractBoundary) -> bool:
 
 
 def kernel_steps(
-    pieces: RunPieces, times: Times, carry: Carry, slots: Slots, steps: Int32[Array, " steps"]
+    pieces: RunPieces,
+    times: Times,
+    carry: Carry,
+    slots: Slots,
+    steps: Int32[Array, " steps"],
+    block_id: Int32[Array, ""],
+    *,
+    n_blocks: int,
 ) -> tuple[Carry, Float[Array, "n 3"]]:
-    """The global `steps` of a block by the kernel, and each row's position before the last of them."""
+    """The global `steps` of block `block_id` (of `n_blocks`) by the kernel, and each row's
+    position before the last of them."""
     rows = carry.rows
     dtype = rows.x.dtype
     t, h = step_times(times, steps)
@@ -238,7 +256,9 @@ def kernel_steps(
         lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
     )(t + h)
     release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
-    inputs = _inputs(pieces, rows, slots, release, steps, t, h)
+    inputs = _inputs(pieces, rows, slots, release, steps, t, h)._replace(
+        **_releases(pieces.boundary, slots, t, h, block_id, n_blocks)
+    )
     vectors, reals, ints = (
         jax.ShapeDtypeStruct(shape, kind)
         for shape, kind in ((rows.x.shape, dtype), (rows.x.shape[:1], dtype), (rows.x.shape[:1], jnp.int32))
@@ -253,6 +273,7 @@ def kernel_steps(
         stopped=ints,
         fraction=reals,
         generation=ints,
+        lost=jax.ShapeDtypeStruct((1,), jnp.int32),
     )
     call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
     out = KernelResults(*call(*inputs, **_attrs(pieces)._asdict()))
@@ -268,11 +289,28 @@ def kernel_steps(
     exit_time = jnp.where((generation != rows.generation) & (out.stopped < 0), never, exit_time)
     status = out.status.astype(rows.status.dtype)
     carry = eqx.tree_at(
-        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.generation),
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.generation, c.lost),
         carry,
-        (out.x, status, exit_time, hint, generation),
+        (out.x, status, exit_time, hint, generation, carry.lost + out.lost[0].astype(carry.lost.dtype)),
     )
     return carry, out.before
+
+
+def _releases(boundary: AbstractBoundary, slots: Slots, t, h, block_id, n_blocks: int) -> dict:
+    """A `ContinuousInlet`'s releases due in this block in each step (`share`: releases go to
+    the blocks round-robin, as `BoundContinuousInlet.restart` deals them) and its slots' kinds;
+    empty buffers for any other boundary."""
+    if not isinstance(boundary, BoundContinuousInlet):
+        return dict(due=jnp.zeros(0, jnp.int32), slot_kind=jnp.zeros(0, jnp.int32))
+
+    def share(total):
+        return jnp.maximum((total - block_id + n_blocks - 1) // n_blocks, 0)
+
+    schedule = boundary.schedule
+    released = jax.vmap(schedule.released_before)
+    due = share(released(t + h)) - share(released(t))
+    kind = jnp.where(slots.index < 0, -1, jnp.where(jnp.isfinite(slots.t_release), 1, 0))
+    return dict(due=due.astype(jnp.int32), slot_kind=kind.astype(jnp.int32))
 
 
 def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h) -> KernelInputs:
@@ -316,9 +354,10 @@ def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h) -
 
 
 def _inlet_inputs(pieces: RunPieces, slots: Slots, ends, dtype) -> dict:
-    """An `InletOutlet`'s buffers (empty ones for what its mode or a run without one needs not):
-    its outlet's plane, the slots' origins and their hints (`grid`), the simplices covering the
-    inlet (`random`, `flux`) and the inflow at their vertices at each step's end `ends` (`flux`)."""
+    """An inlet's buffers (empty ones for what its mode or a run without one needs not): its
+    outlet's plane, the slots' origins and their hints (`grid`), the simplices covering the
+    inlet (`random`, `flux`) and the inflow at their vertices at each step's end `ends` (`flux`);
+    a `ContinuousInlet`'s releases are `_releases`'."""
     boundary, field = pieces.boundary, pieces.field
     vectors = lambda kind=dtype: jnp.zeros((0, 3), kind)  # noqa: E731
     buffers = dict(
@@ -332,12 +371,15 @@ def _inlet_inputs(pieces: RunPieces, slots: Slots, ends, dtype) -> dict:
         inlet_measure=jnp.zeros(0, dtype),
         inlet_cell=jnp.zeros(0, jnp.int32),
         inflow=jnp.zeros((0, 0), dtype),
+        due=jnp.zeros(0, jnp.int32),
+        slot_kind=jnp.zeros(0, jnp.int32),
     )
-    if not isinstance(boundary, BoundInletOutlet):
+    if not isinstance(boundary, AbstractInlet):
         return buffers
     plane = boundary.outlet
-    tolerance = plane_tolerance(field.bounds, dtype).reshape(1)
-    buffers["outlet"] = jnp.concatenate([plane.point, plane.normal, plane.lo, plane.hi, tolerance]).astype(dtype)
+    if plane is not None:
+        tolerance = plane_tolerance(field.bounds, dtype).reshape(1)
+        buffers["outlet"] = jnp.concatenate([plane.point, plane.normal, plane.lo, plane.hi, tolerance]).astype(dtype)
     if boundary.mode == "grid":
         hint = slots.origin_hint
         buffers.update(
@@ -365,7 +407,7 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
     field, boundary = cast(MeshField, pieces.field), pieces.boundary
     bound = _walls(boundary)
     walls = _WALLS[bound.mode if isinstance(bound, BoundMeshWalls) else "open"]
-    inlet = boundary.mode if isinstance(boundary, BoundInletOutlet) else "none"
+    inlet = boundary.mode if isinstance(boundary, AbstractInlet) else "none"
     return KernelAttrs(
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
@@ -379,6 +421,7 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
         walls=np.int64(native.layout().walls[walls]),
         max_bounces=np.int64(getattr(bound, "max_bounces", 0)),
         inlet=np.int64(native.layout().inlets[inlet]),
+        continuous=np.int64(isinstance(boundary, BoundContinuousInlet)),
     )
 
 
