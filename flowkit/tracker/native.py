@@ -35,7 +35,7 @@ from .. import native
 from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
-from ..boundaries.inlet import INLET_MODES, AbstractInlet, BoundContinuousInlet
+from ..boundaries.inlet import INLET_MODES, AbstractInlet, BoundContinuousInlet, BoundInletOutlet
 from ..boundaries.mesh import BoundMeshWalls, FaceKind
 from ..boundaries.regions import plane_tolerance
 from ..fields import cells
@@ -376,7 +376,7 @@ def _inlet_inputs(pieces: RunPieces, slots: Slots, ends, dtype) -> dict:
     )
     if not isinstance(boundary, AbstractInlet):
         return buffers
-    plane = boundary.outlet
+    plane = cast(BoundInletOutlet | BoundContinuousInlet, boundary).outlet
     if plane is not None:
         tolerance = plane_tolerance(field.bounds, dtype).reshape(1)
         buffers["outlet"] = jnp.concatenate([plane.point, plane.normal, plane.lo, plane.hi, tolerance]).astype(dtype)
