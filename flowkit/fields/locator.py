@@ -109,10 +109,9 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
     grid = bin_grid(points, nodes, bin_scale=bin_scale, usable=usable, boxes=boxes)
     del boxes
     neighbours = face_neighbours(nodes, kind_index, kinds, max(len(k.faces) for k in kinds), usable)
+    maps = affine_maps(points, nodes, kind_index, kinds)
     single = bool(np.array_equal(points.astype(np.float32).astype(np.float64), points))
-    return MeshTopology(
-        points, nodes, kind_index, kinds, neighbours, affine_maps(points, nodes, kind_index, kinds), grid, single
-    )
+    return MeshTopology(points, nodes, kind_index, kinds, neighbours, maps, grid, single)
 
 
 def cell_measures(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]):
@@ -195,43 +194,58 @@ def bin_grid(
     last = np.clip(np.floor((hi - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
     del lo, hi
     rows = np.arange(len(nodes), dtype=np.int32) if usable is None else np.flatnonzero(usable).astype(np.int32)
-    cell, flat = _overlaps(first[rows], (last - first + 1)[rows], shape)
-    cell = rows[cell]
-    counts = np.bincount(flat, minlength=int(np.prod(shape)))
-    # unique keys (bin, cell): sorting their values is the stable order of `flat` at a fraction
-    # of an argsort's cost; each bin lists its cells in ascending order. Cell and bin ids are
-    # int32 (the bins are capped at 2**24) and the keys sorted in place: the brief's mesh
-    # registers 11 M entries, and int64 throughout made this the read's peak of memory
-    key = flat.astype(np.int64)
-    del flat
-    key *= len(nodes)
-    key += cell
-    del cell
+    key, counts = _overlap_keys(first[rows], (last - first + 1)[rows], shape, rows, len(nodes))
+    # unique keys (bin, cell): sorting their values is the stable order of the bins at a
+    # fraction of an argsort's cost; each bin lists its cells in ascending order. The keys are
+    # written in place and sorted in place: the brief's mesh registers 11 M entries, and
+    # building them from pieces made this the read's peak of memory
     key.sort()
     np.remainder(key, len(nodes), out=key)
     start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return BinGrid(origin, size, tuple(int(n) for n in shape), start, key.astype(np.int32))
 
 
-def _overlaps(first: np.ndarray, span: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`(cell, flat bin)` of every bin each cell's box overlaps (`first` bin and `span` bins
-    per axis), built axis by axis: the entries ordered by their span along the axis, so that
-    those reaching an offset are a prefix (no masks, no integer division)."""
+def _overlap_keys(
+    first: np.ndarray, span: np.ndarray, shape: np.ndarray, rows: np.ndarray, n_cells: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`(keys, counts)`: `flat bin * n_cells + cell` of every bin each cell's box overlaps
+    (`first` bin and `span` bins per axis; `rows` the cells' ids), and each bin's count.
+
+    Built axis by axis: the entries ordered by their span along the axis, so that those
+    reaching an offset are a prefix (no masks, no integer division); the last axis writes the
+    keys into their array directly."""
     cell = np.arange(len(first), dtype=np.int32)
     flat = np.zeros(len(first), dtype=np.int32)
+    last = first.shape[1] - 1
     for axis in range(first.shape[1]):
         s = span[cell, axis]
         order = np.argsort((-s).astype(np.int16) if s.max() < 2**15 else -s, kind="stable")  # int16: a radix sort
         cell, flat, s = cell[order], flat[order], s[order]
         start = first[cell, axis]
         reaching = np.cumsum(np.bincount(s)[::-1])[::-1]  # reaching[o]: entries with span >= o
+        if axis == last:
+            break
         cells, flats = [], []
         for offset in range(int(s[0])):
             m = reaching[offset + 1]
             cells.append(cell[:m])
             flats.append(flat[:m] * int(shape[axis]) + start[:m] + offset)
         cell, flat = np.concatenate(cells), np.concatenate(flats)
-    return cell, flat
+    ids = rows[cell]
+    base = flat * np.int32(shape[last]) + start  # bin ids fit int32 (at most 2**24 bins)
+    spans = int(s[0])
+    del order, cell, flat, start, s
+    key = np.empty(int(reaching[1:].sum()), np.int64)
+    counts = np.zeros(int(np.prod(shape)), np.int64)
+    at = 0
+    for offset in range(spans):
+        m = int(reaching[offset + 1])
+        bins = base[:m] + np.int32(offset)
+        counts += np.bincount(bins, minlength=len(counts))
+        np.multiply(bins, np.int64(n_cells), out=key[at : at + m])
+        key[at : at + m] += ids[:m]
+        at += m
+    return key, counts
 
 
 def bin_of(grid: BinGrid, x: np.ndarray) -> np.ndarray:
@@ -252,23 +266,41 @@ def face_neighbours(
     shared by exactly two cells links them. Cells not `usable` (no volume) link none.
     """
     base = np.int64(nodes.max()) + 2  # node ids and -1 (a triangle's missing fourth) fit base
-    highs, lows, owners, slots = [], [], [], []
-    for k, kind in enumerate(kinds):
-        cells = np.flatnonzero((kind_index == k) & (True if usable is None else usable))
+    members = [np.flatnonzero((kind_index == k) & (True if usable is None else usable)) for k in range(len(kinds))]
+    total = sum(len(cells) * len(kind.faces) for cells, kind in zip(members, kinds))
+    width = max(len(face) for kind in kinds for face in kind.faces)
+    # each face's sorted node ids packed into one key where they fit 62 bits (triangles of up to
+    # 2**20 nodes), else two; filled in place: the lists of pieces and their concatenation
+    # were half of the brief's mesh's peak of memory here
+    packs = [width] if float(base) ** width < 2.0**62 else [2, width - 2]
+    keys = [np.empty(total, np.int64) for _ in packs]
+    owner, slot = np.empty(total, np.int32), np.empty(total, np.int8)
+    at = 0
+    for cells, kind in zip(members, kinds):
         corners = nodes if len(cells) == len(nodes) else nodes[cells]
         for f, face in enumerate(kind.faces):
-            ids = _sorted_columns([corners[:, i] for i in face] + [np.full(len(cells), -1, np.int64)] * (4 - len(face)))
-            highs.append((ids[0] + 1) * base + ids[1] + 1)
-            lows.append((ids[2] + 1) * base + ids[3] + 1)
-            owners.append(cells.astype(np.int32))
-            slots.append(np.full(len(cells), f, np.int8))
-    high, low = np.concatenate(highs), np.concatenate(lows)
-    order = np.lexsort((low, high))
-    high, low, owner, slot = high[order], low[order], np.concatenate(owners)[order], np.concatenate(slots)[order]
-    pair = np.flatnonzero((high[1:] == high[:-1]) & (low[1:] == low[:-1]))
+            missing = [np.full(len(cells), -1, np.int64)] * (width - len(face))
+            ids = iter(_sorted_columns([corners[:, i] for i in face] + missing))
+            rows = slice(at, at + len(cells))
+            for key, count in zip(keys, packs):
+                packed = next(ids) + 1
+                for _ in range(count - 1):
+                    packed = packed * base + next(ids) + 1
+                key[rows] = packed
+            owner[rows], slot[rows] = cells, f
+            at += len(cells)
+    order = np.lexsort(keys[::-1]) if len(keys) > 1 else np.argsort(keys[0])
+    same = np.ones(max(total - 1, 0), bool)
+    for key in keys:
+        ordered = key[order]
+        same &= ordered[1:] == ordered[:-1]
+        del ordered
+    del keys
+    pair = np.flatnonzero(same)
+    first, second = order[pair], order[pair + 1]
     neighbours = np.full((len(nodes), max_faces), -1, dtype=np.int32)
-    neighbours[owner[pair], slot[pair]] = owner[pair + 1]
-    neighbours[owner[pair + 1], slot[pair + 1]] = owner[pair]
+    neighbours[owner[first], slot[first]] = owner[second]
+    neighbours[owner[second], slot[second]] = owner[first]
     return neighbours
 
 
@@ -316,11 +348,11 @@ def affine_maps(
     maps = np.zeros((len(nodes), dim + dim * dim + (_cells.box_columns(dim) if curved else 0)))
     for k, kind in enumerate(kinds):
         rows = np.flatnonzero(kind_index == k)
-        cell_nodes = nodes[rows, : kind.nodes]
+        cell_nodes = nodes[:, : kind.nodes] if len(rows) == len(nodes) else nodes[rows, : kind.nodes]
         if kind.simplex:  # in chunks: the maps' float64 temporaries were the topology's peak of memory
-            for start in range(0, len(rows), 2**17):
-                maps[rows[start : start + 2**17], : dim + dim * dim] = simplex_maps(
-                    points, cell_nodes[start : start + 2**17]
+            for start in range(0, len(rows), 2**15):
+                maps[rows[start : start + 2**15], : dim + dim * dim] = simplex_maps(
+                    points, cell_nodes[start : start + 2**15]
                 )
             continue
         centre = np.asarray(kind.centre, np.float64)

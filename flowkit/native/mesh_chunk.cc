@@ -63,7 +63,7 @@ namespace {
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(active, int64_t)               \
   X(not_released, int64_t) X(out_of_domain, int64_t) X(absorbed, int64_t) X(nonfinite, int64_t)         \
   X(wall_face, int64_t) X(walls, int64_t) X(max_bounces, int64_t) X(inlet, int64_t)    \
-  X(continuous, int64_t)
+  X(continuous, int64_t) X(locate, int64_t)
 
 // The kernel's own vocabulary, declared in its layout for Python to read: the 3-D cell kinds it
 // steps (name, code, node count: Python checks the counts against its `CellKind` table), and what
@@ -928,6 +928,31 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         slice_of[k * rows + i] = it;
         wt_of[k * rows + i] = clip((t - m.times[it]) / (m.times[it + 1] - m.times[it]), T(0), T(1));
       }
+  const T* x0 = in_x.typed_data();
+  const T* p0 = in_point.typed_data();
+  const T* xi0 = in_coords.typed_data();
+  const int32_t* status0 = in_status.typed_data();
+  const int32_t* release0 = in_release.typed_data();
+  out_lost->typed_data()[0] = 0;
+  if (locate != 0) {  // the rows' first hints, by their bins alone (MeshField.locate, unhinted): no steps
+    for (int64_t p = 0; p < n; ++p) {
+      const T y[3] = {x0[3 * p], x0[3 * p + 1], x0[3 * p + 2]};
+      int32_t cell = -1;
+      T xi[3] = {0, 0, 0};
+      const bool found = search(m, y, &cell, xi);
+      for (int d = 0; d < 3; ++d) {
+        out_x->typed_data()[3 * p + d] = out_before->typed_data()[3 * p + d] = y[d];
+        out_point->typed_data()[3 * p + d] = found ? y[d] : std::numeric_limits<T>::quiet_NaN();
+        out_coords->typed_data()[3 * p + d] = found ? xi[d] : T(0);
+      }
+      out_cell->typed_data()[p] = found ? cell : -1;
+      out_status->typed_data()[p] = status0[p];
+      out_generation->typed_data()[p] = in_generation.typed_data()[p];
+      out_stopped->typed_data()[p] = -1;
+      out_fraction->typed_data()[p] = T(1);
+    }
+    return ffi::Error::Success();
+  }
   const int64_t n_vertices = in_inlet_vertices.element_count() / 3;
   Inlet<T> in{static_cast<int32_t>(inlet),
               in_outlet.element_count() > 0 ? in_outlet.typed_data() : nullptr,
@@ -965,11 +990,6 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
                                         : step_group<T, kMixed>;
   const Steps<T> all{m, in, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data(), n_vertices};
 
-  const T* x0 = in_x.typed_data();
-  const T* p0 = in_point.typed_data();
-  const T* xi0 = in_coords.typed_data();
-  const int32_t* status0 = in_status.typed_data();
-  const int32_t* release0 = in_release.typed_data();
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came, so that a group is not held back by stopped lanes.
   // Only particles that move in this call take lanes (active, or released in it), or under a
@@ -1033,7 +1053,6 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     return true;
   };
   const auto fault = ffi::Error::Internal("mesh chunk: a moving particle without a cell");
-  out_lost->typed_data()[0] = 0;
   if (!in.continuous) {  // each group through all the steps, its cells in cache throughout
     Group<T> q;
     for (int64_t first = 0; first < n_live; first += kGroup) {

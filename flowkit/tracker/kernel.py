@@ -17,7 +17,7 @@ from .._xla import options_for
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..trajectory import Frame
-from .native import kernel_steps
+from .native import kernel_located, kernel_steps
 from .pieces import Carry, Rows, RunPieces, Slots, State, Times
 from .step import is_due, jax_steps, started, step_times
 
@@ -273,10 +273,10 @@ def advance(
     return fn(dynamic, times, state, slots)
 
 
-def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
+def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: bool = False):
     """`located_seeds` as its own program, compiled with the XLA options of the seeds' devices."""
     program = _seed_program(tuple(sorted(options_for(state.x).items())))
-    located, frame = program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts)
+    located, frame = program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts, kernel=kernel)
     return dataclasses.replace(located, hint=laid_out_as(located.hint, state.hint)), frame
 
 
@@ -292,17 +292,18 @@ def _seed_program(options: tuple):
     return eqx.filter_jit(located_seeds, compiler_options=dict(options))
 
 
-def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool):
-    """Locate the seeds once (their first hints); seeds outside the domain (inside the field's
-    box but outside its mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`.
-    A particle model's variables start at its initial values there, but for those `state`
-    already holds (given by the run). Returns the state and frame 0."""
+def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: bool = False):
+    """Locate the seeds once (their first hints; by the CPU mesh kernel's search where it takes
+    the run's steps, `kernel`); seeds outside the domain (inside the field's box but outside its
+    mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`. A particle model's
+    variables start at its initial values there, but for those `state` already holds (given by
+    the run). Returns the state and frame 0."""
     field, particles, args = pieces.field, pieces.particles, pieces.args
     # seeds, located nowhere yet (a mesh searches their bins alone); below a layered sea floor
     # they start on it, located there
     x, hint = field.settle_batch(t0, state.x, None)
     state = eqx.tree_at(lambda s: s.x, state, x)
-    hint, inside = field.locate_batch(state.x, hint)
+    hint, inside = kernel_located(pieces, state.x, hint) if kernel else field.locate_batch(state.x, hint)
     status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
     beached = field.beached_batch(state.x, hint)
     if beached is not None:

@@ -29,7 +29,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int32
+from jaxtyping import Array, Bool, Float, Int32
 
 from .. import native
 from .._status import Status
@@ -142,6 +142,8 @@ class KernelAttrs(NamedTuple):
     max_bounces: int
     inlet: int
     continuous: int
+    locate: int
+    """1: no steps; each row's first hint by its bin's search alone (`kernel_located`)."""
 
 
 def declared() -> native.Layout:
@@ -250,7 +252,6 @@ def kernel_steps(
     """The global `steps` of block `block_id` (of `n_blocks`) by the kernel, and each row's
     position before the last of them."""
     rows = carry.rows
-    dtype = rows.x.dtype
     t, h = step_times(times, steps)
     due = (rows.status == Status.NOT_RELEASED)[:, None] & jax.vmap(
         lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
@@ -259,24 +260,7 @@ def kernel_steps(
     inputs = _inputs(pieces, rows, slots, release, steps, t, h)._replace(
         **_releases(pieces.boundary, slots, t, h, block_id, n_blocks)
     )
-    vectors, reals, ints = (
-        jax.ShapeDtypeStruct(shape, kind)
-        for shape, kind in ((rows.x.shape, dtype), (rows.x.shape[:1], dtype), (rows.x.shape[:1], jnp.int32))
-    )
-    shapes = KernelResults(
-        x=vectors,
-        status=ints,
-        cell=ints,
-        point=vectors,
-        coords=vectors,
-        before=vectors,
-        stopped=ints,
-        fraction=reals,
-        generation=ints,
-        lost=jax.ShapeDtypeStruct((1,), jnp.int32),
-    )
-    call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
-    out = KernelResults(*call(*inputs, **_attrs(pieces)._asdict()))
+    out = _call(inputs, _attrs(pieces))
     was = rows.hint
     hint = Hints(
         out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
@@ -294,6 +278,47 @@ def kernel_steps(
         (out.x, status, exit_time, hint, generation, carry.lost + out.lost[0].astype(carry.lost.dtype)),
     )
     return carry, out.before
+
+
+def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
+    """The kernel's results for these inputs and attributes (the target of the rows' precision)."""
+    (n, _), dtype = inputs.x.shape, inputs.x.dtype
+    vectors, reals, ints = (
+        jax.ShapeDtypeStruct(shape, kind) for shape, kind in (((n, 3), dtype), ((n,), dtype), ((n,), jnp.int32))
+    )
+    shapes = KernelResults(
+        x=vectors,
+        status=ints,
+        cell=ints,
+        point=vectors,
+        coords=vectors,
+        before=vectors,
+        stopped=ints,
+        fraction=reals,
+        generation=ints,
+        lost=jax.ShapeDtypeStruct((1,), jnp.int32),
+    )
+    call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
+    return KernelResults(*call(*inputs, **attrs._asdict()))
+
+
+def kernel_located(pieces: RunPieces, x: Float[Array, "n 3"], hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
+    """Each row of `x` located by its bin's search alone, as `MeshField.locate_batch` locates
+    points hinted nowhere (the seeds), and whether it lies in the mesh: the kernel's search,
+    so a run that the kernel steps compiles no JAX walk or search at all."""
+    n, dtype = x.shape[0], x.dtype
+    hint = pieces.field.hints(n, dtype) if hint is None else hint
+    never = jnp.zeros(n, jnp.int32)
+    rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never)
+    keys = jnp.zeros((n, 2), jnp.uint32)
+    slots = Slots(t_release=jnp.zeros(n, dtype), keys=keys, origin=x, origin_hint=hint, index=never)
+    none = jnp.zeros(0, dtype)
+    inputs = _inputs(pieces, rows, slots, jnp.full(n, -1, jnp.int32), jnp.zeros(0, jnp.int32), none, none)
+    out = _call(inputs, _attrs(pieces)._replace(locate=np.int64(1)))
+    located = Hints(
+        out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
+    )
+    return located, out.cell >= 0
 
 
 def _releases(boundary: AbstractBoundary, slots: Slots, t, h, block_id, n_blocks: int) -> dict:
@@ -422,6 +447,7 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
         max_bounces=np.int64(getattr(bound, "max_bounces", 0)),
         inlet=np.int64(native.layout().inlets[inlet]),
         continuous=np.int64(isinstance(boundary, BoundContinuousInlet)),
+        locate=np.int64(0),
     )
 
 

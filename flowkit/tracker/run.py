@@ -284,6 +284,7 @@ class TrackRun:
             state,
             record_velocity=plan.record_velocity,
             restarts=self.restarts,
+            kernel=self._kwargs()["kernel"],
         )
         slots = Slots(
             t_release=put(t_rel.astype(dtype)),
