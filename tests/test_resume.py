@@ -169,6 +169,23 @@ def test_ctrl_c_while_the_default_job_reads_or_compiles_exits_130_in_one_line(tm
     assert err.strip().splitlines()[-1].startswith("error: interrupted") and "Traceback" not in err
 
 
+@pytest.mark.slow
+def test_ctrl_c_while_the_bar_runs_ends_with_the_runs_own_line(tmp_path):
+    """Ctrl-C while the progress bar is drawn: the bar's line is ended before the run's last
+    line, which is then a line of its own (it was written after the bar, on the bar's line)."""
+    app = _app([f"hydra.run.dir={tmp_path / 'run'}", APP_CACHE, "output=minimal", "dt=0.0002"], tmp_path)
+    err = ""
+    while "%|" not in err:  # the bar is drawn, on a line it has not ended
+        char = app.stderr.read(1)
+        assert char, err
+        err += char
+    app.send_signal(signal.SIGINT)
+    _, rest = app.communicate(timeout=HANG)
+    err += rest
+    assert app.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("error: interrupted at t = ") and "Traceback" not in err
+
+
 def test_the_memory_estimate_matches_the_measured_peak_and_a_run_that_does_not_fit_is_refused(tmp_path, monkeypatch):
     import tracemalloc
 

@@ -358,6 +358,8 @@ class TrackRun:
                     lambda: self.pieces if windows is None else self._with_window(*next(windows)),
                 )
         except KeyboardInterrupt:
+            if tally.bar is not None:  # its line ended, so that the run's last line is its own
+                tally.bar.close()
             raise Interrupted(self._interrupted(sink, tally.chunk)) from None
         except BaseException:
             sink.close()  # a store's lock released; an overwrite's new store removed, the old one kept
