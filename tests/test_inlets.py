@@ -165,7 +165,7 @@ def test_inlet_outlet_compiles_once_and_runs_without_host_transfers(pipe):
         for _ in range(run.n_chunks):
             state, frames = run.advance(state, slots)
         jax.block_until_ready(state)
-    assert int(np.asarray(state.generation).sum()) > 0 and frames.generation.shape == (5, run.padded_batch)
+    assert int(np.asarray(state.rows.generation).sum()) > 0 and frames.generation.shape == (5, run.padded_batch)
     fk.tracker.TrackRun(
         pipe, _pipe_seeds(300, seed=5), 0.0, 4.0, 0.05, fk.RK4(), boundary, 4, key=jax.random.key(4), chunk_saves=5
     ).run()

@@ -102,7 +102,7 @@ def test_chunk_runs_without_host_transfers(gyre_grid):
         jax.block_until_ready(state)
     assert frames.positions.shape == (8, run.padded_batch, 2) and frames.status.shape == (8, run.padded_batch)
     reference = fk.track(gyre_grid, seeds, 0.0, 2.0, 0.01, fk.RK4(), fk.Reflective(gyre_grid.bounds), save_every=5)
-    np.testing.assert_allclose(np.asarray(state.x)[:200], reference.positions[-1], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(state.rows.x)[:200], reference.positions[-1], atol=1e-6)
 
 
 def test_sharded_equals_single_device_and_batches(gyre_grid):

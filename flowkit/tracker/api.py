@@ -17,7 +17,7 @@ from ..trajectory import Trajectory
 from .courant import DEFAULT_COURANT
 from .kernel import advance_local, located_seeds, particle_keys
 from .memory import check_seeds_fit
-from .pieces import Slots, State, Times
+from .pieces import Rows, Slots, State, Times
 from .plan import RunPlan, prepare
 from .run import TrackRun
 from .step import is_due
@@ -181,13 +181,16 @@ def _track_traced(plan: RunPlan) -> Trajectory:
     direction = 1.0 if plan.dt > 0 else -1.0
     times = Times(t0=jnp.asarray(plan.t0, dtype), dt=jnp.asarray(plan.dt, dtype), t1=jnp.asarray(plan.t1, dtype))
     given = {name: jnp.asarray(values, dtype) for name, values in plan.given.items()}
-    state = State(
+    rows = Rows(
         x=x0,
         status=jnp.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(jnp.int32),
         exit_time=jnp.full(n, direction * jnp.inf, dtype),
         hint=pieces.field.hints(n, dtype),
         variables=given,
         generation=jnp.zeros(n, jnp.int32),
+    )
+    state = State(
+        rows=rows,
         lost=jnp.zeros(1, jnp.int32),
         step=jnp.asarray(0, jnp.int32),
         courant=jnp.zeros(1, dtype),
@@ -225,7 +228,7 @@ def _track_traced(plan: RunPlan) -> Trajectory:
         positions=frames.positions,
         status=frames.status.astype(jnp.int8),
         t_release=t_rel,
-        exit_time=state.exit_time,
+        exit_time=state.rows.exit_time,
         velocities=frames.velocities,
         samples=frames.samples or None,
         generation=frames.generation,

@@ -1,7 +1,6 @@
 """The compiled chunk: particles sharded over devices, split into blocks, advanced by `lax.scan`
 over saves and steps; the particle state and per-slot inputs it carries."""
 
-import dataclasses
 import functools
 
 import equinox as eqx
@@ -54,7 +53,7 @@ def advance_local(
     layout. Restarting boundaries (inlets) hand releases to blocks, so with them blocks are
     neither skipped nor compacted."""
     field, boundary = pieces.field, pieces.boundary
-    n = state.x.shape[0]
+    n = state.rows.x.shape[0]
     block = n // blocks
     first_block = jax.lax.axis_index("particles") * blocks if n_blocks > blocks else 0
     skippable = not boundary.restarts
@@ -122,7 +121,7 @@ def advance_local(
     )
     rows = _in_slot_order(rows, order)
     step = state.step + saves * save_every
-    new = State(rows.x, rows.status, rows.exit_time, rows.hint, rows.variables, rows.generation, lost, step, courant)
+    new = State(rows, lost, step, courant)
     return new, frames
 
 
@@ -275,9 +274,9 @@ def advance(
 
 def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: bool = False):
     """`located_seeds` as its own program, compiled with the XLA options of the seeds' devices."""
-    program = _seed_program(tuple(sorted(options_for(state.x).items())))
+    program = _seed_program(tuple(sorted(options_for(state.rows.x).items())))
     located, frame = program(pieces, t0, state, record_velocity=record_velocity, restarts=restarts, kernel=kernel)
-    return dataclasses.replace(located, hint=laid_out_as(located.hint, state.hint)), frame
+    return eqx.tree_at(lambda s: s.rows.hint, located, laid_out_as(located.rows.hint, state.rows.hint)), frame
 
 
 def laid_out_as(new: PyTree, like: PyTree) -> PyTree:
@@ -301,21 +300,21 @@ def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool,
     field, particles, args = pieces.field, pieces.particles, pieces.args
     # seeds, located nowhere yet (a mesh searches their bins alone); below a layered sea floor
     # they start on it, located there
-    x, hint = field.settle_batch(t0, state.x, None)
-    state = eqx.tree_at(lambda s: s.x, state, x)
-    hint, inside = kernel_located(pieces, state.x, hint) if kernel else field.locate_batch(state.x, hint)
-    status = jnp.where(inside, state.status, jnp.asarray(Status.OUT_OF_DOMAIN, state.status.dtype))
-    beached = field.beached_batch(state.x, hint)
+    rows = state.rows
+    x, hint = field.settle_batch(t0, rows.x, None)
+    hint, inside = kernel_located(pieces, x, hint) if kernel else field.locate_batch(x, hint)
+    status = jnp.where(inside, rows.status, jnp.asarray(Status.OUT_OF_DOMAIN, rows.status.dtype))
+    beached = field.beached_batch(x, hint)
     if beached is not None:
         status = jnp.where(inside & beached, jnp.asarray(Status.BEACHED, status.dtype), status)
     stopped = ~inside if beached is None else ~inside | beached
-    exit_time = jnp.where(stopped, t0.astype(state.exit_time.dtype), state.exit_time)
-    variables = state.variables
+    exit_time = jnp.where(stopped, t0.astype(rows.exit_time.dtype), rows.exit_time)
+    variables = rows.variables
     if not is_tracer(particles):
-        variables = {**initial_batch(particles, field, t0, state.x, args, hint), **variables}
-    state = dataclasses.replace(state, status=status, exit_time=exit_time, hint=hint, variables=variables)
-    return state, frame_of(
-        field, args, t0, state.x, status, hint, variables, state.generation if restarts else None, record_velocity
+        variables = {**initial_batch(particles, field, t0, x, args, hint), **variables}
+    rows = Rows(x, status, exit_time, hint, variables, rows.generation)
+    return eqx.tree_at(lambda s: s.rows, state, rows), frame_of(
+        field, args, t0, x, status, hint, variables, rows.generation if restarts else None, record_velocity
     )
 
 

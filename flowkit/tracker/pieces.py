@@ -43,25 +43,16 @@ class Carry(eqx.Module):
 class State(eqx.Module):
     """Everything that changes from chunk to chunk, resident on the device."""
 
-    x: jax.Array
-    status: jax.Array
-    exit_time: jax.Array
-    hint: Hints
-    """Where each particle was last located (mesh fields: its cell and coordinates there)."""
-    variables: dict
-    """What each particle carries besides its position (a particle model's `{name: (n, ...)}`)."""
-    generation: jax.Array
-    """Per-slot count of restarts (inlets): each generation is a separate path."""
+    rows: Rows
+    """What each particle carries: its position, status, exit time, where it was last located
+    (`hint`: mesh fields, its cell and coordinates there), its model's variables and its count
+    of restarts (`generation`: inlets; each generation is a separate path)."""
     lost: jax.Array
     """Per-block count of releases that found no free slot."""
     step: jax.Array
     courant: jax.Array
     """Per-block largest Courant number `max_i |dx_i| / size_i` of the active particles' last
     step before each saved frame (0 for fields without cells)."""
-
-    @property
-    def rows(self) -> Rows:
-        return Rows(self.x, self.status, self.exit_time, self.hint, self.variables, self.generation)
 
 
 class Slots(eqx.Module):

@@ -24,7 +24,7 @@ from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
 from .memory import check_memory, check_seeds_fit
 from .native import kernel_use
-from .pieces import RunPieces, Slots, State, Times
+from .pieces import Rows, RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
 from .sinks import MemorySink, ZarrSink, check_output
 from .step import is_due
@@ -267,13 +267,16 @@ class TrackRun:
         t_rel = padded(plan.t_release, lambda _, k: np.full(k, direction * np.inf))
         put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
         count, per_block = self.padded_batch, len(self.devices) * self.blocks
-        state = State(
+        rows = Rows(
             x=put(repeated(plan.seeds).astype(dtype)),
             status=put(np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)),
             exit_time=put(np.full(count, direction * np.inf, dtype)),
             hint=jax.tree.map(put, self.pieces.field.hints(count, dtype, np)),
             variables={name: put(repeated(a).astype(dtype)) for name, a in plan.given.items()},
             generation=put(np.zeros(count, np.int32)),
+        )
+        state = State(
+            rows=rows,
             lost=put(np.zeros(per_block, np.int32)),
             step=jax.device_put(np.int32(0), self._replicated),
             courant=put(np.zeros(per_block, dtype)),
@@ -447,7 +450,7 @@ class TrackRun:
                     count
                     * (min((chunk + 1) * steps_per_chunk, plan.n_steps) - min(chunk * steps_per_chunk, plan.n_steps))
                 )
-        sink.write_exit_time(particles, np.asarray(state.exit_time)[:count])
+        sink.write_exit_time(particles, np.asarray(state.rows.exit_time)[:count])
         tally.lost += int(np.sum(np.asarray(state.lost)))
         tally.courant = max(tally.courant, float(np.max(np.asarray(state.courant))))
         sink.batch_done()
