@@ -9,11 +9,28 @@ import flowkit as fk
 from flowkit.tracker import native as seam
 
 
-def _run(field, seeds, dtype, native: bool, monkeypatch, boundary=None, **kwargs):
+def _run(field, seeds, dtype, native: bool, monkeypatch, boundary=None, t1=1.0, dt=0.01, save_every=10, **kwargs):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
-    run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), boundary, 10, dtype=dtype, **kwargs)
+    run = fk.tracker.TrackRun(field, seeds, 0.0, t1, dt, fk.RK4(), boundary, save_every, dtype=dtype, **kwargs)
     assert run._kwargs()["kernel"] is native
     return run
+
+
+def _kernel_and_reference(field, seeds, monkeypatch, **kwargs):
+    """The float64 run by the kernel, checked to compile one program, and the JAX step's."""
+    fk.tracker.clear_caches()
+    before = fk.tracker.compile_count()
+    native = _run(field, seeds, "float64", True, monkeypatch, **kwargs).run()
+    assert fk.tracker.compile_count() == before + 1
+    return native, _run(field, seeds, "float64", False, monkeypatch, **kwargs).run()
+
+
+def _assert_same_tracks(native, reference):
+    """Generations and statuses equal, exit times to 1e-12 and positions to 1e-9 (float64)."""
+    np.testing.assert_array_equal(native.generation, reference.generation)
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
 
 
 def _flow(points, t_scale=0.0):
@@ -209,21 +226,14 @@ def test_walls_and_openings_finish_in_the_kernel_as_in_the_jax_step(mode, kind, 
     values = _flow(points) + np.array([0.0, 0.6, 0.4])  # toward y = 1 and z = 1
     field = fk.MeshField(points, cells, values, types, dtype="float64")
     seeds = np.random.default_rng(5).uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
-    walls = fk.MeshWalls(mode, open=["xmax"])
-    fk.tracker.clear_caches()
-    before = fk.tracker.compile_count()
-    native = _run(field, seeds, "float64", True, monkeypatch, boundary=walls).run()
-    assert fk.tracker.compile_count() == before + 1
-    reference = _run(field, seeds, "float64", False, monkeypatch, boundary=walls).run()
+    native, reference = _kernel_and_reference(field, seeds, monkeypatch, boundary=fk.MeshWalls(mode, open=["xmax"]))
     final = reference.status[-1]
     assert (final == fk.Status.OUT_OF_DOMAIN).any()
     if mode in ("absorb", "stick"):
         assert (final == fk.Status.ABSORBED).mean() > 0.2
     else:
         assert (final == fk.Status.ACTIVE).mean() > 0.2
-    np.testing.assert_array_equal(native.status, reference.status)
-    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+    _assert_same_tracks(native, reference)
 
 
 @pytest.mark.parametrize(
@@ -247,23 +257,10 @@ def test_inlet_restarts_happen_in_the_kernel_as_in_the_jax_step(mode, walls, kin
         seeds[:, 0] = rng.uniform(0.0, 0.3, 300)  # each seed projects onto the inlet x = 0
     boundary = fk.InletOutlet("xmin", "xmax", mode=mode, walls=walls)
     key = None if mode == "grid" else jax.random.key(3)
-
-    def run(native: bool):
-        monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
-        run = fk.tracker.TrackRun(field, seeds, 0.0, 4.0, 0.02, fk.RK4(), boundary, 20, dtype="float64", key=key)
-        assert run._kwargs()["kernel"] is native
-        return run.run()
-
-    fk.tracker.clear_caches()
-    before = fk.tracker.compile_count()
-    native = run(True)
-    assert fk.tracker.compile_count() == before + 1
-    reference = run(False)
+    run = dict(boundary=boundary, key=key, t1=4.0, dt=0.02, save_every=20)
+    native, reference = _kernel_and_reference(field, seeds, monkeypatch, **run)
     assert reference.generation[-1].sum() > 100  # many restarts, some of them twice
-    np.testing.assert_array_equal(native.generation, reference.generation)
-    np.testing.assert_array_equal(native.status, reference.status)
-    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+    _assert_same_tracks(native, reference)
 
 
 @pytest.mark.parametrize(
@@ -278,33 +275,10 @@ def test_continuous_releases_happen_in_the_kernel_as_in_the_jax_step(mode, walls
     field = fk.MeshField(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
     seeds = np.random.default_rng(8).uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (100, 3))
     boundary = fk.ContinuousInlet("xmin", rate=120.0, slots=60, mode=mode, walls=walls, outlet=outlet)
-
-    def run(native: bool):
-        monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
-        run = fk.tracker.TrackRun(
-            field,
-            seeds,
-            0.0,
-            3.0,
-            0.02,
-            fk.RK4(),
-            boundary,
-            15,
-            dtype="float64",
-            key=jax.random.key(4),
-            batch_size=None,
-        )
-        assert run._kwargs()["kernel"] is native and len(run.devices) * run.blocks == 2
-        return run.run()
-
-    fk.tracker.clear_caches()
-    before = fk.tracker.compile_count()
-    native = run(True)
-    assert fk.tracker.compile_count() == before + 1
-    reference = run(False)
+    run = dict(boundary=boundary, key=jax.random.key(4), t1=3.0, dt=0.02, save_every=15)
+    layout = _run(field, seeds, "float64", True, monkeypatch, **run)
+    assert len(layout.devices) * layout.blocks == 2
+    native, reference = _kernel_and_reference(field, seeds, monkeypatch, **run)
     assert reference.generation[-1].sum() > 150 and reference.stats.lost_releases > 0
     assert native.stats.lost_releases == reference.stats.lost_releases
-    np.testing.assert_array_equal(native.generation, reference.generation)
-    np.testing.assert_array_equal(native.status, reference.status)
-    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
+    _assert_same_tracks(native, reference)
