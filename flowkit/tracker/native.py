@@ -257,9 +257,7 @@ def kernel_steps(
         lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
     )(t + h)
     release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
-    inputs = _inputs(pieces, rows, slots, release, steps, t, h)._replace(
-        **_releases(pieces.boundary, slots, t, h, block_id, n_blocks)
-    )
+    inputs = _inputs(pieces, rows, slots, release, steps, t, h, block_id, n_blocks)
     out = _call(inputs, _attrs(pieces))
     was = rows.hint
     hint = Hints(
@@ -313,7 +311,7 @@ def kernel_located(pieces: RunPieces, x: Float[Array, "n 3"], hint: Hints | None
     keys = jnp.zeros((n, 2), jnp.uint32)
     slots = Slots(t_release=jnp.zeros(n, dtype), keys=keys, origin=x, origin_hint=hint, index=never)
     none = jnp.zeros(0, dtype)
-    inputs = _inputs(pieces, rows, slots, jnp.full(n, -1, jnp.int32), jnp.zeros(0, jnp.int32), none, none)
+    inputs = _inputs(pieces, rows, slots, jnp.full(n, -1, jnp.int32), jnp.zeros(0, jnp.int32), none, none, 0, 1)
     out = _call(inputs, _attrs(pieces)._replace(locate=np.int64(1)))
     located = Hints(
         out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
@@ -338,8 +336,8 @@ def _releases(boundary: AbstractBoundary, slots: Slots, t, h, block_id, n_blocks
     return dict(due=due.astype(jnp.int32), slot_kind=kind.astype(jnp.int32))
 
 
-def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h) -> KernelInputs:
-    """The block's rows, its steps' times and the run's tables as the kernel reads them."""
+def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h, block_id, n_blocks: int) -> KernelInputs:
+    """Block `block_id`'s rows, its steps' times and the run's tables as the kernel reads them."""
     field, x, hint = cast(MeshField, pieces.field), rows.x, rows.hint
     dtype = x.dtype
     none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
@@ -375,6 +373,7 @@ def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h) -
         keys=jax.lax.bitcast_convert_type(jnp.asarray(slots.keys, jnp.uint32), jnp.int32),
         step_index=steps.astype(jnp.int32),
         **_inlet_inputs(pieces, slots, t + h, dtype),
+        **_releases(pieces.boundary, slots, t, h, block_id, n_blocks),
     )
 
 
@@ -396,8 +395,6 @@ def _inlet_inputs(pieces: RunPieces, slots: Slots, ends, dtype) -> dict:
         inlet_measure=jnp.zeros(0, dtype),
         inlet_cell=jnp.zeros(0, jnp.int32),
         inflow=jnp.zeros((0, 0), dtype),
-        due=jnp.zeros(0, jnp.int32),
-        slot_kind=jnp.zeros(0, jnp.int32),
     )
     if not isinstance(boundary, AbstractInlet):
         return buffers
