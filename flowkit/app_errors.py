@@ -168,18 +168,6 @@ def _refuse(message: str, status: int = 2) -> None:
     raise SystemExit(status)
 
 
-def _end_progress_bars() -> None:
-    """End the lines of the progress bars a Ctrl-C left open (one drawn as it struck, or not
-    yet closed by the run), so that the run's last line is a line of its own."""
-    from tqdm.std import tqdm
-
-    for bar in list(tqdm._instances):
-        try:
-            bar.close()
-        except Exception:  # a bar interrupted while it was being made: its line ended by hand
-            print(file=sys.stderr)
-
-
 def _exit_now(status: int) -> None:
     """Exit with `status` once the logs are written, without the interpreter's teardown: a
     Ctrl-C can leave XLA's compiler or a reader's threads running, and tearing the interpreter
@@ -213,8 +201,8 @@ def user_errors():
                 f"; here: python {' '.join(again)} hydra.run.dir={HydraConfig.get().runtime.output_dir} resume=true"
             )
         _log.error("%s", message)
-        _end_progress_bars()
-        print(f"error: {message}", file=sys.stderr, flush=True)
+        # on a line of its own: a progress bar may have been drawn as the Ctrl-C struck, its line open
+        print(f"\nerror: {message}", file=sys.stderr, flush=True)
         _exit_now(130)
     except BaseException:
         _log.exception("the run failed")
