@@ -1,6 +1,8 @@
 """MeshField: interpolation against VTK itself on every linear cell kind, a complete locator,
 tracking through meshes (closed-form references, compile once, no host traffic)."""
 
+import itertools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -288,28 +290,32 @@ def test_mesh_run_compiles_once_and_needs_no_host_traffic(monkeypatch):
     assert len(walks) == 2  # the seeds' program and the chunk's
 
 
-def test_bin_grid_registers_every_overlapped_bin_even_for_huge_cells():
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("path", ["kernel library", "numpy"])
+def test_bin_grid_registers_every_overlapped_bin_even_for_huge_cells(dim, path, monkeypatch):
     """`bin_grid` against a direct enumeration, on a mesh mixing small cells with a few that
-    span most of the box (long spans along each axis)."""
+    span most of the box (long spans along each axis), cells left out (not `usable`) in no
+    bin; built by the kernel's library and in NumPy."""
+    assert path == "numpy" or fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1" if path == "kernel library" else "0")
     rng = np.random.default_rng(3)
-    points = rng.uniform(0, 1, (400, 3))
-    nodes = rng.integers(0, 400, (300, 4))  # random tets: many span much of the box
-    small = np.argsort(points[:, 0])[:4]
-    nodes[:5] = small  # degenerate-small ones too
-    grid = fk.fields.locator.bin_grid(points, nodes, bin_scale=0.2)
+    points = rng.uniform(0, 1, (400, dim))
+    nodes = rng.integers(0, 400, (300, dim + 1))  # random simplices: many span much of the box
+    nodes[:5] = np.argsort(points[:, 0])[: dim + 1]  # degenerate-small ones too
+    usable = rng.uniform(size=300) > 0.1
+    grid = fk.fields.locator.bin_grid(points, nodes, bin_scale=0.2, usable=usable)
     lo, hi = fk.fields.locator.cell_boxes(points, nodes)
     shape = np.asarray(grid.shape)
     first = np.clip(np.floor((lo - grid.origin) / grid.size).astype(int), 0, shape - 1)
     last = np.clip(np.floor((hi - grid.origin) / grid.size).astype(int), 0, shape - 1)
     expected = [[] for _ in range(int(np.prod(shape)))]
-    for c in range(len(nodes)):
-        for i in range(first[c, 0], last[c, 0] + 1):
-            for j in range(first[c, 1], last[c, 1] + 1):
-                for k in range(first[c, 2], last[c, 2] + 1):
-                    expected[(i * shape[1] + j) * shape[2] + k].append(c)
+    for c in np.flatnonzero(usable):
+        for bin_index in itertools.product(*(range(first[c, a], last[c, a] + 1) for a in range(dim))):
+            expected[int(np.ravel_multi_index(bin_index, shape))].append(c)
     assert max(last[:, 0] - first[:, 0]) >= 5  # the case has long spans
     np.testing.assert_array_equal(grid.start, np.concatenate([[0], np.cumsum([len(e) for e in expected])]))
     np.testing.assert_array_equal(grid.cells, np.concatenate([e for e in expected if e]))
+    assert grid.start.dtype == np.int64 and grid.cells.dtype == np.int32
 
 
 def test_face_neighbours_and_simplex_maps_match_direct_definitions():

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import native
 from . import cells as _cells
 from .cells import CellKind
 
@@ -180,6 +181,8 @@ def bin_grid(
 
     Bins are `bin_scale` times the mean cell extent along each axis (anisotropic meshes get
     anisotropic bins), capped at `max_bins` bins in all. Cells not `usable` (no volume) are in no bin.
+    The kernel's library lists the bins' cells where it is built (`native.bin_cells`), NumPy
+    (`_bin_cells`) where not: the same tables.
     """
     lo, hi = cell_boxes(points, nodes) if boxes is None else boxes
     origin = points.min(axis=0)
@@ -190,19 +193,29 @@ def bin_grid(
         size *= 1.25
         shape = np.maximum(np.ceil(extent / size).astype(np.int64), 1)
     size = extent / shape  # bins tile the box exactly
-    first = np.clip(np.floor((lo - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
-    last = np.clip(np.floor((hi - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
-    del lo, hi
     rows = np.arange(len(nodes), dtype=np.int32) if usable is None else np.flatnonzero(usable).astype(np.int32)
-    key, counts = _overlap_keys(first[rows], (last - first + 1)[rows], shape, rows, len(nodes))
+    tables = native.bin_cells(lo, hi, origin, size, rows, shape)
+    if tables is None:
+        first = np.clip(np.floor((lo - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
+        last = np.clip(np.floor((hi - origin) / size).astype(np.int32), 0, shape - 1).astype(np.int32)
+        tables = _bin_cells(first, last, rows, shape, len(nodes))
+    start, cells = tables
+    return BinGrid(origin, size, tuple(int(n) for n in shape), start, cells)
+
+
+def _bin_cells(
+    first: np.ndarray, last: np.ndarray, rows: np.ndarray, shape: np.ndarray, n_cells: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`(start, cells)`: each bin's cells, ascending, in NumPy (`native.bin_cells` without the
+    kernel's library)."""
+    key, counts = _overlap_keys(first[rows], (last - first + 1)[rows], shape, rows, n_cells)
     # unique keys (bin, cell): sorting their values is the stable order of the bins at a
-    # fraction of an argsort's cost; each bin lists its cells in ascending order. The keys are
-    # written in place and sorted in place: the brief's mesh registers 11 M entries, and
-    # building them from pieces made this the read's peak of memory
+    # fraction of an argsort's cost. The keys are written in place and sorted in place: the
+    # brief's mesh registers 11 M entries, and building them from pieces made this the read's
+    # peak of memory
     key.sort()
-    np.remainder(key, len(nodes), out=key)
-    start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return BinGrid(origin, size, tuple(int(n) for n in shape), start, key.astype(np.int32))
+    np.remainder(key, n_cells, out=key)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), key.astype(np.int32)
 
 
 def _overlap_keys(
@@ -211,40 +224,35 @@ def _overlap_keys(
     """`(keys, counts)`: `flat bin * n_cells + cell` of every bin each cell's box overlaps
     (`first` bin and `span` bins per axis; `rows` the cells' ids), and each bin's count.
 
-    Built axis by axis: the entries ordered by their span along the axis, so that those
-    reaching an offset are a prefix (no masks, no integer division); the last axis writes the
-    keys into their array directly."""
-    cell = np.arange(len(first), dtype=np.int32)
-    flat = np.zeros(len(first), dtype=np.int32)
-    last = first.shape[1] - 1
-    for axis in range(first.shape[1]):
-        s = span[cell, axis]
-        order = np.argsort((-s).astype(np.int16) if s.max() < 2**15 else -s, kind="stable")  # int16: a radix sort
-        cell, flat, s = cell[order], flat[order], s[order]
-        start = first[cell, axis]
-        reaching = np.cumsum(np.bincount(s)[::-1])[::-1]  # reaching[o]: entries with span >= o
-        if axis == last:
-            break
-        cells, flats = [], []
-        for offset in range(int(s[0])):
-            m = reaching[offset + 1]
-            cells.append(cell[:m])
-            flats.append(flat[:m] * int(shape[axis]) + start[:m] + offset)
-        cell, flat = np.concatenate(cells), np.concatenate(flats)
-    ids = rows[cell]
-    base = flat * np.int32(shape[last]) + start  # bin ids fit int32 (at most 2**24 bins)
-    spans = int(s[0])
-    del order, cell, flat, start, s
-    key = np.empty(int(reaching[1:].sum()), np.int64)
+    Cells are grouped by their spans (few distinct ones: a cell's box reaches a bin or two
+    past its first along each axis): a group's keys are its cells' first bins plus the
+    group's offsets, one broadcast, written into the keys' array in place."""
+    dim = first.shape[1]
+    strides = np.cumprod([1, *shape[:0:-1]])[::-1].astype(np.int64)  # row-major over the bin axes
+    base = (first.astype(np.int64) * strides).sum(axis=1)
+    code = np.zeros(len(first), np.int64)
+    for axis in range(dim):
+        code = code * (int(span[:, axis].max()) + 1) + span[:, axis]
+    groups, group_of, sizes = np.unique(code, return_inverse=True, return_counts=True)
+    order = np.argsort(group_of.astype(np.int16) if len(groups) < 2**15 else group_of, kind="stable")
+    key = np.empty(int(np.sum(sizes * np.prod(span[order[np.cumsum(sizes) - 1]], axis=1))), np.int64)
     counts = np.zeros(int(np.prod(shape)), np.int64)
-    at = 0
-    for offset in range(spans):
-        m = int(reaching[offset + 1])
-        bins = base[:m] + np.int32(offset)
-        counts += np.bincount(bins, minlength=len(counts))
-        np.multiply(bins, np.int64(n_cells), out=key[at : at + m])
-        key[at : at + m] += ids[:m]
-        at += m
+    at, taken = 0, 0
+    for size in sizes.tolist():
+        members = order[taken : taken + size]
+        taken += size
+        reach = span[members[0]]
+        offsets = np.zeros(1, np.int64)
+        for axis in range(dim):
+            offsets = (offsets[:, None] + strides[axis] * np.arange(reach[axis])).ravel()
+        for chunk in range(0, size, max(1, 2**20 // len(offsets))):  # bounded temporaries
+            part = members[chunk : chunk + max(1, 2**20 // len(offsets))]
+            bins = base[part][:, None] + offsets
+            counts += np.bincount(bins.ravel(), minlength=len(counts))
+            block = key[at : at + bins.size].reshape(bins.shape)
+            np.multiply(bins, np.int64(n_cells), out=block)
+            block += rows[part][:, None]
+            at += bins.size
     return key, counts
 
 

@@ -6,7 +6,7 @@ computes the same tracks. A run's log says which path it took. The kernel declar
 layout (`layout()`): its buffers and attributes by name, the cell kinds, wall modes and
 inlet modes it knows and its capacities; `flowkit.tracker.native`, the one place that calls
 it, checks that layout against its own declaration before registering the targets
-(`register`).
+(`register`). The same library lists the cells of each bin of a mesh's locator (`bin_cells`).
 """
 
 import ctypes
@@ -88,3 +88,24 @@ def register() -> None:
     assert library is not None, "flowkit.native.register: the kernel is not built"
     for name, symbol in zip(TARGETS.values(), ("FlowkitMeshChunkF32", "FlowkitMeshChunkF64")):
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
+
+
+def bin_cells(lo, hi, origin, size, rows, shape):
+    """`(start, cells)` of a uniform grid of bins (`size` from `origin`, `shape`): each of the
+    cells `rows` listed, ascending, in every bin its box `lo`..`hi` reaches, by the kernel's
+    library (`FlowkitBinCells`, one pass over the cells). `flowkit.fields.locator.bin_grid`'s
+    tables; `None` when the kernel is not `built()` (the caller builds them in NumPy)."""
+    if not built():
+        return None
+    import numpy as np
+
+    call = _library().FlowkitBinCells
+    call.restype = ctypes.c_int64
+    arrays = [np.ascontiguousarray(a, np.float64) for a in (lo, hi, origin, size)]
+    rows, shape = np.ascontiguousarray(rows, np.int32), np.ascontiguousarray(shape, np.int64)
+    start = np.zeros(int(np.prod(shape)) + 1, np.int64)
+    pointer = lambda array: array.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    head = [*map(pointer, arrays), pointer(rows), ctypes.c_int64(len(rows)), ctypes.c_int32(len(shape))]
+    cells = np.empty(call(*head, pointer(shape), pointer(start), None), np.int32)
+    call(*head, pointer(shape), pointer(start), pointer(cells))
+    return start, cells

@@ -1099,3 +1099,38 @@ extern "C" const char* FlowkitMeshChunkLayout() {
           FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_MAP_COLUMNS) FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_MAX_ROWS)
               FLOWKIT_LINE_CAPACITY("face_row", FLOWKIT_FACE_ROW);
 }
+
+// The cells of each bin of a uniform grid (`flowkit.fields.locator.bin_grid`): every cell c in
+// `rows` (ascending) is listed in every bin its box `lo[c]`..`hi[c]` reaches, bins of `size`
+// from `origin`, row-major `shape`, the box's end bins clipped to the grid. Called twice: with
+// `cells` null it writes each bin's start (`start`, n_bins + 1, zeroed by the caller) and
+// returns the entry count; then it fills `cells`, each bin's cells ascending.
+extern "C" int64_t FlowkitBinCells(const double* lo, const double* hi, const double* origin, const double* size,
+                                   const int32_t* rows, int64_t n_rows, int32_t dim, const int64_t* shape,
+                                   int64_t* start, int32_t* cells) {
+  const int64_t depth = dim == 3 ? shape[2] : 1;  // a 2-D grid is one bin deep
+  const int64_t n_bins = shape[0] * shape[1] * depth;
+  std::vector<int64_t> cursor;
+  if (cells != nullptr) cursor.assign(start, start + n_bins);
+  auto bin = [&](const double* corner, int32_t axis) {
+    const double at = std::floor((corner[axis] - origin[axis]) / size[axis]);
+    return int32_t(std::min(std::max(at, 0.0), double(shape[axis] - 1)));
+  };
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const double* l = lo + int64_t(rows[r]) * dim;
+    const double* h = hi + int64_t(rows[r]) * dim;
+    const int32_t z0 = dim == 3 ? bin(l, 2) : 0, z1 = dim == 3 ? bin(h, 2) : 0;
+    for (int32_t i = bin(l, 0), i1 = bin(h, 0); i <= i1; ++i)
+      for (int32_t j = bin(l, 1), j1 = bin(h, 1); j <= j1; ++j)
+        for (int32_t k = z0; k <= z1; ++k) {
+          const int64_t b = (i * shape[1] + j) * depth + k;
+          if (cells == nullptr)
+            ++start[b + 1];
+          else
+            cells[cursor[b]++] = rows[r];
+        }
+  }
+  if (cells == nullptr)
+    for (int64_t b = 0; b < n_bins; ++b) start[b + 1] += start[b];
+  return start[n_bins];
+}
