@@ -7,7 +7,9 @@ Cases (all generated here, none tuned to flowkit):
   non-affine maps: Newton inversion), as rotating-machinery meshes are;
 - `vts`: a curvilinear channel with a bump, written as a `.vts` by VTK's writer and read back
   with `fk.io.read_vtk` (hexahedra);
-- `mixed`: jittered hexahedra with every other column split into wedges.
+- `mixed`: jittered hexahedra with every other column split into wedges;
+- `wedges`: the same box with every column split into wedges (wedges only);
+- `pyramids`: the same box with every hexahedron split into six pyramids around its centre.
 
 Each mesh runs twice: a flow that keeps the particles inside (`stay`), and one that carries most
 of them out through an open side (`leave`, >= 50 % leave); the tet box also runs a flow that
@@ -23,7 +25,8 @@ best of three. (The `leave` runs move their particles further per step, so they 
 it.) For the tet box it also
 prints the speed-up of `early` over `stay` (same steps, particles, saves).
 
-    python benchmarks/mesh.py [--particles 20000] [--steps 400] [--vtk-seeds 1000] [--cases tets hexes vts mixed]
+    python benchmarks/mesh.py [--particles 20000] [--steps 400] [--vtk-seeds 1000]
+        [--cases tets hexes vts mixed wedges pyramids]
         [--walls reflect|slip|absorb|stick]
 
 `--walls MODE` runs every flowkit run under `fk.MeshWalls(MODE, open=["xmax"])` instead of no
@@ -146,7 +149,7 @@ def main():
     parser.add_argument("--particles", type=int, default=20000)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--vtk-seeds", type=int, default=1000)
-    parser.add_argument("--cases", nargs="+", default=["tets", "hexes", "vts", "mixed"])
+    parser.add_argument("--cases", nargs="+", default=["tets", "hexes", "vts", "mixed", "wedges", "pyramids"])
     parser.add_argument("--walls", choices=["reflect", "slip", "absorb", "stick"], default=None)
     args = parser.parse_args()
     global BOUNDARY
@@ -175,11 +178,14 @@ def main():
                     n,
                     {"stay": 0.0, "leave": 1.0, "early": 10.0}[flow],
                 )
-            elif case == "mixed":
+            elif case in ("mixed", "wedges", "pyramids"):
                 extent = (4.0, 2.0, 1.6)
-                mesh = box_case(
-                    *fk.datasets.hex_wedge_box((41, 21, 17), extent), extent, rng, n, {"stay": 0.0, "leave": 1.0}[flow]
+                box = (
+                    fk.datasets.pyramid_box((41, 21, 17), extent)
+                    if case == "pyramids"
+                    else fk.datasets.hex_wedge_box((41, 21, 17), extent, columns="all" if case == "wedges" else "alternate")
                 )
+                mesh = box_case(*box, extent, rng, n, {"stay": 0.0, "leave": 1.0}[flow])
             elif case == "hexes":
                 mesh = annulus_case(rng, n, {"stay": 0.0, "leave": 1.0}[flow])
             if case == "vts":

@@ -20,7 +20,7 @@ CORNERS = [
     (1, 1, 1),
     (0, 1, 1),
 ]  # VTK hexahedron order
-HEX_FACES = [(0, 3, 7, 4), (1, 2, 6, 5), (0, 1, 5, 4), (3, 2, 6, 7), (0, 1, 2, 3), (4, 5, 6, 7)]
+HEX_FACES = fk.datasets.HEXAHEDRON_FACES
 
 
 def _hexes(shape):
@@ -65,23 +65,16 @@ def mesh(kind: str, shape=(5, 4, 4), jitter=0.2, seed=3):
     w = hexes[wedge_column]
     # VTK's wedge: the right-hand normal of (0, 1, 2) points away from (3, 4, 5)
     blocks.append((WEDGE, np.concatenate([w[:, [0, 2, 1, 4, 6, 5]], w[:, [0, 3, 2, 4, 7, 6]]])))
-    centres = points[hexes[split]].mean(axis=1)
-    centre_ids = len(points) + np.arange(len(centres))
-    points = np.concatenate([points, centres])
+    points, split_pyramids = fk.datasets.hexahedra_as_pyramids(points, hexes[split])
     pyramids, tets = [], []
     hi = np.asarray(shape) - 2  # the last hexahedron index per axis
-    for f, face in enumerate(HEX_FACES):
-        base = hexes[split][:, face]
+    for f, on_face in enumerate(split_pyramids):
         axis, side = f // 2, f % 2
         on_wall = ijk[split][:, axis] == (hi[axis] if side else 0)
         if kind != "mixed":
             on_wall[:] = False
-        # VTK's pyramid: the right-hand normal of the base (0, 1, 2, 3) points to the apex
-        normal = np.cross(points[base[:, 1]] - points[base[:, 0]], points[base[:, 3]] - points[base[:, 0]])
-        inward = np.sum(normal * (centres - points[base[:, 0]]), axis=1) > 0
-        base = np.where(inward[:, None], base, base[:, ::-1])
-        pyramids.append(np.concatenate([base, centre_ids[:, None]], axis=1)[~on_wall])
-        quad = np.concatenate([base, centre_ids[:, None]], axis=1)[on_wall]
+        pyramids.append(on_face[~on_wall])
+        quad = on_face[on_wall]
         tets += [quad[:, [0, 1, 2, 4]], quad[:, [0, 2, 3, 4]]]
     blocks += [(PYRAMID, np.concatenate(pyramids)), (TETRA, np.concatenate(tets) if tets else np.zeros((0, 4), int))]
     blocks = [(t, b) for t, b in blocks if len(b)]

@@ -229,12 +229,19 @@ def write_vts(path: PathLike, grid_points: np.ndarray, point_arrays: dict) -> Pa
 
 
 def hex_wedge_box(
-    shape: Sequence[int] = (31, 16, 13), extent: Sequence[float] = (2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0
+    shape: Sequence[int] = (31, 16, 13),
+    extent: Sequence[float] = (2.0, 1.0, 1.0),
+    jitter: float = 0.2,
+    seed: int = 0,
+    columns: str = "alternate",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A conforming mixed mesh of the box: jittered hexahedra, with every other column of cells
-    (along z) split into two wedges. `(points, cells (-1 padded), VTK cell types)`."""
+    """A conforming mesh of the box of jittered hexahedra, with every other column of cells
+    (along z; `columns="all"`: every column, a mesh of wedges only) split into two wedges.
+    `(points, cells (-1 padded), VTK cell types)`."""
     from ..fields.cells import merge_cells
 
+    if columns not in ("alternate", "all"):
+        raise ValueError(f"hex_wedge_box: columns must be 'alternate' or 'all', got {columns!r}")
     points = jittered_lattice(shape, extent, jitter, seed)
     hexes = lattice_hexahedra(shape)
     i, j = (
@@ -243,11 +250,43 @@ def hex_wedge_box(
             :2
         ]
     )
-    column = (i + j) % 2 == 1
+    column = ((i + j) % 2 == 1) | (columns == "all")
     w = hexes[column]
     # VTK's wedge: the right-hand normal of (0, 1, 2) points away from (3, 4, 5)
     wedges = np.concatenate([w[:, [0, 2, 1, 4, 6, 5]], w[:, [0, 3, 2, 4, 7, 6]]])
     return (points, *merge_cells([(12, hexes[~column]), (13, wedges)]))
+
+
+HEXAHEDRON_FACES = ((0, 3, 7, 4), (1, 2, 6, 5), (0, 1, 5, 4), (3, 2, 6, 7), (0, 1, 2, 3), (4, 5, 6, 7))
+"""A VTK hexahedron's faces (node slots): x min, x max, y min, y max, z min, z max on a lattice."""
+
+
+def hexahedra_as_pyramids(points: np.ndarray, hexes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each hexahedron split into six pyramids around its centre, added as a node:
+    `(points with the centres appended, (6, H, 5) pyramids in VTK's order)`, the pyramids on
+    the faces in `HEXAHEDRON_FACES`' order, each base turned so its right-hand normal points to
+    the apex."""
+    centres = points[hexes].mean(axis=1)
+    apex = len(points) + np.arange(len(hexes))
+    points = np.concatenate([points, centres])
+    pyramids = []
+    for face in HEXAHEDRON_FACES:
+        base = hexes[:, face]
+        normal = np.cross(points[base[:, 1]] - points[base[:, 0]], points[base[:, 3]] - points[base[:, 0]])
+        toward = np.sum(normal * (centres - points[base[:, 0]]), axis=1) > 0
+        base = np.where(toward[:, None], base, base[:, ::-1])
+        pyramids.append(np.concatenate([base, apex[:, None]], axis=1))
+    return points, np.stack(pyramids)
+
+
+def pyramid_box(
+    shape: Sequence[int] = (31, 16, 13), extent: Sequence[float] = (2.0, 1.0, 1.0), jitter: float = 0.2, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A conforming mesh of the box of pyramids only: jittered hexahedra, each split into six
+    around its centre (`hexahedra_as_pyramids`). `(points, cells, VTK cell types)`."""
+    points, pyramids = hexahedra_as_pyramids(jittered_lattice(shape, extent, jitter, seed), lattice_hexahedra(shape))
+    cells = pyramids.reshape(-1, 5)
+    return points, cells, np.full(len(cells), 14)
 
 
 def cellular_flow_vtu_series(
