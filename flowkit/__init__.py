@@ -11,6 +11,7 @@ from . import (
     io as io,
     particles as particles,
     seeding as seeding,
+    statistics as statistics,
 )
 from ._status import Status as Status
 from .boundaries import (

@@ -98,6 +98,8 @@ class Trajectory(eqx.Module):
       `particle_id`. None for runs without restarts. `exit_time` then refers to a slot's last path.
     - `variables`: `{name: (T, N[, c])}` what a particle model carries (`velocity` of inertial
       particles, `age`, ...), at the saved times; None for tracers.
+    - `statistics`: `{name: xarray.Dataset}` the statistics gathered inside the run
+      (`track(..., statistics=[...])`, `flowkit.statistics`); None without.
     """
 
     times: Float[HostOrDevice, " T"]
@@ -110,6 +112,7 @@ class Trajectory(eqx.Module):
     generation: Int[HostOrDevice, "T N"] | None = None
     stats: RunStats | None = None
     variables: dict | None = None
+    statistics: dict | None = None
 
     @property
     def active(self) -> HostOrDevice:

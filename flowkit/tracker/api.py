@@ -50,6 +50,8 @@ def track(
     courant: float = DEFAULT_COURANT,
     overwrite: bool = False,
     resume: bool = False,
+    statistics=None,  # checked by statistics.base.checked
+    tracks: bool = True,
 ):  # a Trajectory, or with `output` the store's xarray.Dataset (xarray is imported only then)
     """Track particles from `seeds` through `field` from `t0` to `t1` in steps of `dt`.
 
@@ -116,6 +118,11 @@ def track(
       job killed by its time limit, a Ctrl-C): it checks that the field, seeds, times,
       integrator, particles, key and batch size are the same (a hash the store records) and
       tracks only the batches missing; the result equals an uninterrupted run's.
+    - `statistics`: statistics gathered inside the run at every saved frame
+      (`flowkit.statistics`: `GridCounts`, `PolygonStats`), returned in `Trajectory.statistics`
+      as xarray datasets; each equals the same statistic computed from the stored frames.
+    - `tracks`: False keeps no frames but the first and the last (positions and status), for
+      runs whose result is their statistics: memory no longer grows with the saves.
 
     **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames; its
     `stats` (a `flowkit.RunStats`) hold the run's timings, sizes and counters.
@@ -140,6 +147,7 @@ def track(
         particles=particles,
         particle_state=particle_state,
         courant=courant,
+        statistics=statistics,
     )
     positional = (field, seeds, t0, t1, dt, integrator, boundary, save_every)
     check_seeds_fit(positional, inputs, streamed=output is not None)
@@ -151,6 +159,8 @@ def track(
             "part": part,
             "devices": devices,
             "resume": resume or None,
+            "statistics": statistics or None,
+            "tracks=False": None if tracks else True,
         }
         given = [name for name, value in host_only.items() if value is not None]
         if given:
@@ -170,6 +180,7 @@ def track(
         part=part,
         overwrite=overwrite,
         resume=resume,
+        tracks=tracks,
     )
     return TrackRun.from_plan(plan, **layout).run()
 

@@ -15,6 +15,7 @@ from .._status import Status
 from .._xla import options_for
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
+from ..statistics.base import added
 from ..trajectory import Frame
 from .native import kernel_located, kernel_steps
 from .pieces import Carry, Rows, RunPieces, Slots, State, Times
@@ -34,10 +35,13 @@ def advance_local(
     record_velocity: bool,
     given: tuple = (),
     kernel: bool = False,
+    keep_frames: bool = True,
 ):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
-    saved frames. `n_blocks` is the number of blocks on all devices together. `kernel`: the CPU
-    mesh kernel takes the steps (`tracker.native.kernel_use` decided it for the run).
+    saved frames (None unless `keep_frames`). `n_blocks` is the number of blocks on all devices
+    together. `kernel`: the CPU mesh kernel takes the steps (`tracker.native.kernel_use` decided
+    it for the run). The run's statistics (`pieces.statistics`) take every saved frame into
+    their tallies (`state.tallies`), inside the program.
 
     `particles` is the particle model (`flowkit.particles`): a plain tracer steps positions
     alone; any other model steps positions and its variables together, which also restart
@@ -103,7 +107,7 @@ def advance_local(
     block_ids = first_block + jnp.arange(blocks, dtype=jnp.int32)
 
     def one_save(carry, m):
-        rows, lost, courant, slots, order = carry
+        rows, lost, courant, slots, order, tallies = carry
         first = state.step + m * save_every
         if skippable and blocks > 1:
             rows, slots, order = _compacted(rows, slots, order, busy(rows.status, slots.t_release, first), blocks)
@@ -113,16 +117,39 @@ def advance_local(
         )
         rows, lost = merge(blocked.rows), blocked.lost
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
-        return (rows, lost, courant, slots, order), frame
+        if pieces.statistics:
+            tallies = _tallied(pieces.statistics, tallies, times, first, save_every, frame, release)
+        return (rows, lost, courant, slots, order, tallies), frame if keep_frames else None
 
+    release = slots.t_release  # in slot order, as the frames
     order = jnp.arange(n, dtype=jnp.int32)
-    (rows, lost, courant, _, order), frames = jax.lax.scan(
-        one_save, (state.rows, state.lost, state.courant, slots, order), jnp.arange(saves, dtype=state.step.dtype)
+    (rows, lost, courant, _, order, tallies), frames = jax.lax.scan(
+        one_save,
+        (state.rows, state.lost, state.courant, slots, order, state.tallies),
+        jnp.arange(saves, dtype=state.step.dtype),
     )
     rows = _in_slot_order(rows, order)
     step = state.step + saves * save_every
-    new = State(rows, lost, step, courant)
+    new = State(rows, lost, step, courant, tallies)
     return new, frames
+
+
+def _tallied(statistics: tuple, tallies: tuple, times: Times, first, save_every: int, frame: Frame, release):
+    """The tallies with the frame that ends the save starting at global step `first`, unless
+    the run ended before it (a chunk's saves past `t1`)."""
+    last_start, h = step_times(times, first + save_every - 1)
+    new = added(
+        statistics,
+        tallies,
+        (first + save_every) // save_every,
+        last_start + h,
+        jnp.abs(times.dt) * save_every,
+        frame.positions,
+        frame.status,
+        release,
+    )
+    ran = step_times(times, first)[1] != 0
+    return jax.tree.map(lambda a, b: jnp.where(ran, a, b), new, tallies)
 
 
 def _busy(times: Times, status, t_release, first, *, save_every: int):
@@ -232,6 +259,7 @@ def advance(
     mesh: jax.sharding.Mesh | None,
     given: tuple = (),
     kernel: bool = False,
+    keep_frames: bool = True,
 ):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a
     stride (`advance_local`)."""
@@ -251,6 +279,7 @@ def advance(
             record_velocity=record_velocity,
             given=given,
             kernel=kernel,
+            keep_frames=keep_frames,
         )
 
     if mesh is None:

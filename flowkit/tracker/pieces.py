@@ -20,6 +20,8 @@ class RunPieces(eqx.Module):
     boundary: AbstractBoundary
     particles: AbstractParticles
     args: Any
+    statistics: tuple = ()
+    """The statistics gathered at every saved frame (`flowkit.statistics`)."""
 
 
 class Rows(eqx.Module):
@@ -53,6 +55,8 @@ class State(eqx.Module):
     courant: jax.Array
     """Per-block largest Courant number `max_i |dx_i| / size_i` of the active particles' last
     step before each saved frame (0 for fields without cells)."""
+    tallies: tuple = ()
+    """Each statistic's `Tally`: rows per slot, and totals with one row per device."""
 
 
 class Slots(eqx.Module):

@@ -30,6 +30,7 @@ from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..particles.base import AbstractParticles, Tracer, is_tracer, variable_names
 from ..particles.stepping import resolved
+from ..statistics.base import checked
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .origins import inlet_origins
 from .pieces import RunPieces
@@ -361,6 +362,7 @@ def prepare(
     particles=None,  # checked by plan.check_particles
     particle_state: dict | None = None,
     courant: float = DEFAULT_COURANT,
+    statistics=None,  # checked by statistics.base.checked
 ) -> RunPlan:
     """Check and resolve a run's inputs (the arguments of `fk.track`), before anything is
     compiled or placed on a device. Errors name the parameter."""
@@ -417,9 +419,7 @@ def prepare(
     if not traced:
         boundary, key, origin_hints = inlet_origins(field, boundary, seeds, key)
     origins = boundary.origins(seeds)
-    pieces = _dtypes.cast_floating(
-        RunPieces(field=field, integrator=integrator, boundary=boundary, particles=particles, args=args), dtype
-    )
+    pieces = _dtypes.cast_floating(RunPieces(field, integrator, boundary, particles, args, checked(statistics)), dtype)
     return RunPlan(
         pieces=pieces,
         stream=stream,

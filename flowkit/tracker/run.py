@@ -19,6 +19,7 @@ from .._status import Status
 from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
 from .cache import compiled_program
+from .gathering import Gathering
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
@@ -60,6 +61,7 @@ class TrackRun:
         block_policy: str | None = None,
         overwrite: bool = False,
         resume: bool = False,
+        tracks: bool = True,
         **named_inputs: Any,
     ):
         """`inputs`, `named_inputs`: the run's inputs, as `prepare` (and `fk.track`) takes them;
@@ -67,7 +69,7 @@ class TrackRun:
         layout = dict(batch_size=batch_size, devices=devices, chunk_saves=chunk_saves, progress=progress)
         layout.update(output=output, bucket=bucket, warmup=warmup, part=part, block_policy=block_policy)
         check_seeds_fit(inputs, named_inputs, streamed=output is not None)
-        self._lay_out(prepare(*inputs, **named_inputs), overwrite=overwrite, resume=resume, **layout)
+        self._lay_out(prepare(*inputs, **named_inputs), overwrite=overwrite, resume=resume, tracks=tracks, **layout)
 
     @classmethod
     def from_plan(cls, plan: RunPlan, **layout) -> "TrackRun":
@@ -92,6 +94,7 @@ class TrackRun:
         block_policy=None,
         overwrite=False,
         resume=False,
+        tracks=True,
     ):
         """This process's share of the plan's particles over the devices, in blocks and chunks;
         the pieces placed on the devices; the memory checked."""
@@ -111,6 +114,8 @@ class TrackRun:
         if output is not None:
             check_output(output, overwrite, resume)
         self.output, self.resume, self.overwrite = output, bool(resume), bool(overwrite)
+        self.tracks = bool(tracks)
+        _check_statistics(plan, output, self.tracks)
         dtype = plan.dtype
         self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         if plan.origin_hints is not None:
@@ -128,6 +133,11 @@ class TrackRun:
         self._particle_sharding = NamedSharding(self.mesh, PartitionSpec("particles")) if self.mesh else replicated
         self._replicated = replicated
         self._lay_out_blocks(batch_size, block_policy, bucket)
+        self.gathering = None
+        if plan.pieces.statistics:
+            origin = (plan.stream or plan.pieces.field).time_origin
+            spherical = plan.pieces.field.spherical
+            self.gathering = Gathering(plan, len(devices), self._particle_sharding, spherical, origin)
         self._lay_out_chunks(chunk_saves)
 
         pieces = plan.pieces
@@ -253,6 +263,7 @@ class TrackRun:
             mesh=self.mesh,
             given=tuple(sorted(self.plan.given)),
             kernel=kernel_use(self.pieces, self.plan.dtype, self.devices[0].platform),
+            keep_frames=self.tracks,
         )
 
     def initial_state(self, start: int = 0, pieces: RunPieces | None = None):
@@ -280,6 +291,7 @@ class TrackRun:
             lost=put(np.zeros(per_block, np.int32)),
             step=jax.device_put(np.int32(0), self._replicated),
             courant=put(np.zeros(per_block, dtype)),
+            tallies=() if self.gathering is None else self.gathering.new(count),
         )
         state, frame = locate_seeds(
             self.pieces if pieces is None else pieces,
@@ -298,6 +310,9 @@ class TrackRun:
                 np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)
             ),
         )
+        if self.gathering is not None:
+            tallies = self.gathering.started(state.tallies, frame, self.run_times.t0, slots.t_release)
+            state = eqx.tree_at(lambda s: s.tallies, state, tallies)
         return state, slots, frame
 
     @property
@@ -383,7 +398,10 @@ class TrackRun:
             )
         )
         stats = run_stats(self.plan, self.n_particles, self.devices, self.compile_s, tally, run_s, warmup_s, streamed)
-        return sink.finish(stats)
+        result = sink.finish(stats)
+        if self.gathering is None:
+            return result
+        return dataclasses.replace(result, statistics=self.gathering.datasets())
 
     def _warm_up(self, compiled) -> float:
         """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""
@@ -410,6 +428,8 @@ class TrackRun:
                 resume=self.resume,
                 overwrite=self.overwrite,
             )
+        if not self.tracks:  # the start and the end only
+            return MemorySink(n, plan.saved_times[[0, -1]], dim, plan.dtype, plan.t_release, False, False)
         return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts)
 
     def _track_batch(self, compiled, start: int, sink, tally: Tally, next_pieces) -> None:
@@ -429,7 +449,8 @@ class TrackRun:
         settled = np.where(
             frame0.positions == given, given, frame0.positions
         )  # as given, but where the field settled a seed (below a sea floor)
-        sink.write_frames(slice(0, 1), particles, eqx.tree_at(lambda f: f.positions, frame0, settled))
+        frame0 = eqx.tree_at(lambda f: f.positions, frame0, settled)
+        sink.write_frames(slice(0, 1), particles, frame0 if self.tracks else _bare(frame0))
         steps_per_chunk = self.chunk_saves * plan.save_every
         for chunk in range(self.n_chunks):
             tally.chunk = chunk
@@ -440,16 +461,22 @@ class TrackRun:
             state, chunk_frames = compiled(pieces, self.run_times, state, slots)
             first = 1 + chunk * self.chunk_saves
             last = min(first + self.chunk_saves, plan.n_saves + 1)
-            sink.write_frames(
-                slice(first, last),
-                particles,
-                jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames),
-            )
+            if self.tracks:
+                sink.write_frames(
+                    slice(first, last),
+                    particles,
+                    jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames),
+                )
             if tally.bar is not None:
                 tally.bar.update(
                     count
                     * (min((chunk + 1) * steps_per_chunk, plan.n_steps) - min(chunk * steps_per_chunk, plan.n_steps))
                 )
+        if not self.tracks:  # the end: the last chunk's state
+            rows = jax.tree.map(lambda a: np.asarray(a)[None, :count], (state.rows.x, state.rows.status))
+            sink.write_frames(slice(1, 2), particles, Frame(*rows, None, {}, None, {}))
+        if self.gathering is not None:
+            self.gathering.add(state.tallies)
         sink.write_exit_time(particles, np.asarray(state.rows.exit_time)[:count])
         tally.lost += int(np.sum(np.asarray(state.lost)))
         tally.courant = max(tally.courant, float(np.max(np.asarray(state.courant))))
@@ -476,3 +503,23 @@ def _progress_bar(progress, total):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="particle-step", unit_scale=True, desc="tracking", smoothing=0.3)
+
+
+def _check_statistics(plan: RunPlan, output, tracks: bool) -> None:
+    """Statistics go with an in-memory run of particles that are not restarted; `tracks=False`
+    needs statistics (it keeps only the first and last frames)."""
+    statistics = plan.pieces.statistics
+    if not tracks and not statistics:
+        raise ValueError("tracks=False keeps no frames but the first and last: give statistics=[...] to gather")
+    if statistics and output is not None:
+        raise ValueError("statistics= gathers in memory; drop output= (a store of tracks) or the statistics")
+    if statistics and (plan.pieces.boundary.restarts or plan.pieces.boundary.extra_slots):
+        raise ValueError(
+            f"statistics=: {type(plan.pieces.boundary).__name__} restarts or releases particles into slots, "
+            "which the statistics do not follow yet; gather them from the stored tracks"
+        )
+
+
+def _bare(frame: Frame) -> Frame:
+    """Positions and status alone (what a run without tracks keeps of its first frame)."""
+    return Frame(frame.positions, frame.status, None, {}, None, {})

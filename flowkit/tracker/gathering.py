@@ -1,0 +1,65 @@
+"""A run's statistics on the host: each batch's tallies made and started on the devices, their
+totals gathered over devices and batches, the datasets at the end (`flowkit.statistics`)."""
+
+import jax
+import numpy as np
+
+from ..statistics.base import RunFacts, Tally, combined, started
+from .kernel import laid_out_as
+from .plan import RunPlan
+
+
+class Gathering:
+    """The statistics of one `TrackRun` (`plan.pieces.statistics`)."""
+
+    def __init__(self, plan: RunPlan, n_devices: int, sharding, spherical: bool, time_origin):
+        self.statistics = plan.pieces.statistics
+        self.facts = RunFacts(
+            t0=plan.t0,
+            t1=plan.t1,
+            save_interval=plan.dt * plan.save_every,
+            n_frames=plan.n_saves + 1,
+            dtype=plan.dtype,
+            time_origin=time_origin,
+            spherical=spherical,
+        )
+        self.n_devices, self.sharding = n_devices, sharding
+        self.totals = [None] * len(self.statistics)
+        for statistic in self.statistics:  # a window that is not a whole number of saves: said now
+            statistic.tally(self.facts, 1)
+
+    def new(self, count: int) -> tuple:
+        """Zero tallies of a batch of `count` slots on the devices; totals with a row per device."""
+        put = lambda a: jax.device_put(a, self.sharding)  # noqa: E731
+        return tuple(
+            Tally(
+                slots={name: put(a) for name, a in tally.slots.items()},
+                totals={name: put(np.repeat(a[None], self.n_devices, axis=0)) for name, a in tally.totals.items()},
+            )
+            for tally in (statistic.tally(self.facts, count) for statistic in self.statistics)
+        )
+
+    def started(self, tallies: tuple, frame, t0, t_release) -> tuple:
+        """The batch's tallies knowing its seeds, with its frame 0 added."""
+        interval = abs(self.facts.save_interval)
+        new = started(self.statistics, tallies, frame.positions, frame.status, t0, interval, t_release)
+        return laid_out_as(new, tallies)
+
+    def add(self, tallies: tuple) -> None:
+        """A finished batch's totals, gathered over its devices, into the run's."""
+        for i, tally in enumerate(tallies):
+            rows = {name: np.asarray(total) for name, total in tally.totals.items()}
+            batch = {
+                name: a.min(axis=0) if name.endswith("_min") else a.sum(axis=0, dtype=_wide(a.dtype))
+                for name, a in rows.items()
+            }
+            self.totals[i] = batch if self.totals[i] is None else combined(self.totals[i], batch)
+
+    def datasets(self) -> dict:
+        """Each statistic's `xarray.Dataset`, by its name."""
+        return {s.name: s.dataset(totals, self.facts) for s, totals in zip(self.statistics, self.totals)}
+
+
+def _wide(dtype) -> np.dtype:
+    """Sums of counts in 64 bits, whatever the device counted in."""
+    return np.dtype(np.int64) if np.issubdtype(dtype, np.integer) else np.dtype(np.float64)

@@ -1,0 +1,197 @@
+"""Statistics gathered inside the run (`fk.track(..., statistics=[...])`) against the same
+statistics computed from the stored frames of the same run: counts exactly, times to round-off;
+on a grid field, a mesh run by the CPU kernel, several devices and batches, and without tracks."""
+
+import json
+
+import numpy as np
+import pytest
+import shapely
+
+import flowkit as fk
+from flowkit.statistics.polygons import inside_polygons, polygon_edges
+
+
+def _window_of_frames(traj, window):
+    interval = traj.times[1] - traj.times[0]
+    per = round(window / interval)
+    count = int(np.ceil((traj.times[-1] - traj.times[0]) / window - 1e-9))
+    return np.minimum(np.arange(len(traj.times)) // per, count - 1), count
+
+
+def grid_reference(traj, edges, window, age):
+    """`GridCounts`' counts from the stored frames: NumPy's histogram of each frame's active
+    particles, by window and age class."""
+    windows, count = _window_of_frames(traj, window)
+    shape = (count, len(age) - 1, *(len(e) - 1 for e in reversed(edges)))
+    counts = np.zeros(shape, np.int64)
+    for k in range(len(traj.times)):
+        moving = traj.status[k] == fk.Status.ACTIVE
+        ages = np.abs(traj.times[k] - traj.t_release)[moving]
+        sample = np.column_stack([ages, *(traj.positions[k][moving][:, a] for a in reversed(range(len(edges))))])
+        counts[windows[k]] += np.histogramdd(sample, bins=[age, *reversed(edges)])[0].astype(np.int64)
+    return counts
+
+
+def double_gyre_run(**kw):
+    field = fk.datasets.double_gyre_grid()
+    rng = np.random.default_rng(0)
+    seeds = rng.uniform([0.0, 0.0], [2.0, 1.0], (3000, 2))
+    t_release = rng.uniform(0.0, 3.0, 3000)
+    return field, seeds, dict(t_release=t_release, save_every=5, **kw)
+
+
+def test_grid_counts_equal_those_of_the_stored_frames_on_devices_and_batches():
+    field, seeds, kw = double_gyre_run(batch_size=1100)  # three batches over two devices
+    edges, age = [np.linspace(0, 2, 17), np.linspace(0, 1, 9)], [0.0, 1.0, 3.0, 20.0]
+    stat = fk.statistics.GridCounts(edges, window=2.0, age=age)
+    traj = fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=[stat], **kw)
+    assert traj.stats.n_devices == 2  # totals gathered over the devices' rows and the batches
+    ds = traj.statistics["grid_counts"]
+    expected = grid_reference(traj, edges, 2.0, age)
+    assert ds["count"].dims == ("time", "age", "y", "x") and expected.sum() > 20000
+    np.testing.assert_array_equal(ds["count"].values, expected)
+    np.testing.assert_array_equal(ds["frames"].values, [4, 4, 4, 4, 5])
+    np.testing.assert_allclose(ds["time"].values, [0, 2, 4, 6, 8])
+    assert ds.attrs["Conventions"].startswith("CF") and ds["x_bounds"].shape == (16, 2)
+
+
+def test_a_run_without_tracks_gathers_the_same_and_keeps_its_ends():
+    field, seeds, kw = double_gyre_run()
+    stat = fk.statistics.GridCounts([np.linspace(0, 2, 9), np.linspace(0, 1, 5)], window=5.0)
+    full = fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=[stat], **kw)
+    bare = fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=[stat], tracks=False, **kw)
+    np.testing.assert_array_equal(bare.statistics["grid_counts"]["count"], full.statistics["grid_counts"]["count"])
+    assert bare.positions.shape == (2, 3000, 2) and bare.velocities is None
+    np.testing.assert_array_equal(bare.positions[[0, -1]], full.positions[[0, -1]])
+    np.testing.assert_array_equal(bare.status[-1], full.status[-1])
+    np.testing.assert_array_equal(bare.times, full.times[[0, -1]])
+
+
+def polygon_reference(traj, polygons, window):
+    """`PolygonStats` from the stored frames, with shapely's point-in-polygon test."""
+    windows, count = _window_of_frames(traj, window)
+    n_frames, n = traj.status.shape
+    p = len(polygons)
+    moving = traj.status == fk.Status.ACTIVE
+    x, y = traj.positions[..., 0], traj.positions[..., 1]
+    inside = np.stack([shapely.contains_xy(poly, x, y) for poly in polygons], axis=-1) & moving[..., None]
+    seen = np.cumsum(moving, axis=0) > 0
+    out = {k: np.zeros((count, p), np.int64) for k in ("count", "entries", "exits")}
+    for k in range(n_frames):
+        out["count"][windows[k]] += inside[k].sum(axis=0)
+        if k:
+            out["entries"][windows[k]] += (inside[k] & ~inside[k - 1] & seen[k - 1][:, None]).sum(axis=0)
+            out["exits"][windows[k]] += (inside[k - 1] & ~inside[k]).sum(axis=0)
+    at_seed = np.stack([shapely.contains_xy(poly, x[0], y[0]) for poly in polygons], axis=-1)
+    release = np.where(at_seed.any(axis=1), np.argmax(at_seed, axis=1), p)
+    out["released"] = np.bincount(release[seen[-1]], minlength=p + 1)
+    visited = inside.any(axis=0)
+    first = np.argmax(inside, axis=0)  # (n, p) first frame inside
+    age = np.abs(traj.times[first] - traj.t_release[:, None])
+    out["connectivity"] = np.zeros((p + 1, p), np.int64)
+    out["first_arrival_min"] = np.full((p + 1, p), np.nan)
+    mean = np.full((p + 1, p), np.nan)
+    for r in range(p + 1):
+        for q in range(p):
+            arrived = visited[:, q] & (release == r)
+            out["connectivity"][r, q] = arrived.sum()
+            if arrived.any():
+                out["first_arrival_min"][r, q] = age[arrived, q].min()
+                mean[r, q] = age[arrived, q].mean()
+    out["first_arrival_mean"] = mean
+    interval = traj.times[1] - traj.times[0]
+    out["residence_time"] = inside.sum(axis=(0, 1)) * interval / visited.sum(axis=0)
+    return out
+
+
+POLYGONS = {
+    "square": shapely.box(0.2, 0.2, 0.8, 0.8).difference(shapely.box(0.4, 0.4, 0.6, 0.6)),  # a hole
+    "disc": shapely.Point(1.5, 0.5).buffer(0.3),
+    "pair": shapely.MultiPolygon([shapely.box(0.9, 0.05, 1.1, 0.3), shapely.box(0.9, 0.7, 1.1, 0.95)]),
+}
+
+
+def test_polygon_statistics_equal_those_of_the_stored_frames():
+    field, seeds, kw = double_gyre_run(batch_size=1600, dtype="float64")
+    stat = fk.statistics.PolygonStats(list(POLYGONS.values()), names=list(POLYGONS), window=2.5)
+    traj = fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=[stat], **kw)
+    ds = traj.statistics["polygons"]
+    expected = polygon_reference(traj, list(POLYGONS.values()), 2.5)
+    assert expected["entries"].sum() > 100 and expected["exits"].sum() > 100 and expected["released"][:3].min() > 50
+    for name in ("count", "entries", "exits", "released", "connectivity"):
+        np.testing.assert_array_equal(ds[name].values, expected[name], err_msg=name)
+    for name in ("first_arrival_min", "first_arrival_mean", "residence_time"):
+        np.testing.assert_allclose(ds[name].values, expected[name], rtol=1e-12, atol=1e-12, err_msg=name)
+    assert list(ds["release"].values) == [*POLYGONS, "outside"]
+
+
+def test_statistics_on_a_mesh_the_kernel_runs_where_particles_leave():
+    """A tet box whose flow drifts out through x max: the CPU kernel takes the steps (where it
+    is built), particles stop as they leave, the counts follow the stored frames."""
+    extent = np.array([2.0, 1.0, 1.0])
+    points, tets = fk.datasets.jittered_tet_box((11, 6, 6), (2.0, 1.0, 1.0), jitter=0.2)
+    values = np.column_stack([np.full(len(points), 0.5), 0.2 * np.sin(np.pi * points[:, 0]), np.zeros(len(points))])
+    field = fk.MeshField(points, tets, values)
+    seeds = np.random.default_rng(1).uniform([0.05, 0.05, 0.05], extent - 0.05, (2000, 3))
+    edges = [np.linspace(0, 2, 9), np.linspace(0, 1, 5), np.linspace(0, 1, 3)]
+    stat = fk.statistics.GridCounts(edges, window=1.0, age=[0.0, 10.0])
+    traj = fk.track(field, seeds, 0.0, 3.0, 0.05, save_every=4, statistics=[stat])
+    assert 0.3 < np.mean(traj.status[-1] == fk.Status.OUT_OF_DOMAIN) < 0.9
+    counts = traj.statistics["grid_counts"]["count"]
+    assert counts.dims == ("time", "age", "z", "y", "x")
+    np.testing.assert_array_equal(counts.values, grid_reference(traj, edges, 1.0, [0.0, 10.0]))
+
+
+def test_even_odd_inside_matches_shapely_on_holes_and_multipolygons():
+    rng = np.random.default_rng(4)
+    points = rng.uniform([-0.1, -0.1], [2.1, 1.1], (5000, 2))
+    edges, owner = polygon_edges(list(POLYGONS.values()))
+    inside = np.asarray(inside_polygons(points, edges, owner, len(POLYGONS)))
+    expected = np.stack([shapely.contains_xy(p, points[:, 0], points[:, 1]) for p in POLYGONS.values()], axis=-1)
+    np.testing.assert_array_equal(inside, expected)
+    assert expected.sum(axis=0).min() > 50
+
+
+def test_polygons_read_from_geojson_and_shapefiles(tmp_path):
+    import shapefile
+
+    features = [
+        {"type": "Feature", "properties": {"name": name}, "geometry": shapely.geometry.mapping(poly)}
+        for name, poly in POLYGONS.items()
+    ]
+    (tmp_path / "sites.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    with shapefile.Writer(str(tmp_path / "sites"), shapeType=shapefile.POLYGON) as writer:
+        writer.field("name", "C")
+        for name, poly in POLYGONS.items():
+            parts = poly.geoms if isinstance(poly, shapely.MultiPolygon) else [poly]
+            rings = [list(ring.coords) for part in parts for ring in (part.exterior, *part.interiors)]
+            writer.poly([[(x, y) for x, y in ring] for ring in rings])
+            writer.record(name)
+    for path in (tmp_path / "sites.geojson", tmp_path / "sites.shp"):
+        geometries, names = fk.statistics.read_polygons(path)
+        assert names == list(POLYGONS)
+        for got, want in zip(geometries, POLYGONS.values()):
+            assert got.symmetric_difference(want).area < 1e-12, path
+        stat = fk.statistics.PolygonStats(path)
+        assert stat.names == tuple(POLYGONS)
+
+
+def test_statistics_refuse_what_they_cannot_gather(tmp_path):
+    field, seeds, kw = double_gyre_run()
+    grid = fk.statistics.GridCounts([np.linspace(0, 2, 5), np.linspace(0, 1, 3)], window=0.7)
+    with pytest.raises(ValueError, match="window=0.7 s must be a whole number of the run's save interval"):
+        fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=[grid], **kw)
+    with pytest.raises(ValueError, match="tracks=False keeps no frames"):
+        fk.track(field, seeds, 0.0, 1.0, 0.1, tracks=False)
+    ok = fk.statistics.GridCounts([np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
+    with pytest.raises(ValueError, match="drop output="):
+        fk.track(field, seeds, 0.0, 1.0, 0.1, statistics=[ok], output=tmp_path / "run.zarr")
+    with pytest.raises(ValueError, match="each needs its own name"):
+        fk.track(field, seeds, 0.0, 1.0, 0.1, statistics=[ok, ok])
+    with pytest.raises(TypeError, match="expected flowkit.statistics objects"):
+        fk.track(field, seeds, 0.0, 1.0, 0.1, statistics=["counts"])
+    with pytest.raises(ValueError, match="strictly ascending"):
+        fk.statistics.GridCounts([np.array([0.0, 1.0, 0.5])])
+    with pytest.raises(ValueError, match="not a \\(multi\\)polygon"):
+        fk.statistics.PolygonStats([shapely.Point(0, 0)])
