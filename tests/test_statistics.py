@@ -4,6 +4,7 @@ on a grid field, a mesh run by the CPU kernel, several devices and batches, and 
 
 import json
 
+import jax
 import numpy as np
 import pytest
 import shapely
@@ -54,6 +55,22 @@ def test_grid_counts_equal_those_of_the_stored_frames_on_devices_and_batches():
     np.testing.assert_array_equal(ds["frames"].values, [4, 4, 4, 4, 5])
     np.testing.assert_allclose(ds["time"].values, [0, 2, 4, 6, 8])
     assert ds.attrs["Conventions"].startswith("CF") and ds["x_bounds"].shape == (16, 2)
+
+
+def test_statistics_are_gathered_in_the_chunk_without_host_traffic_in_one_program():
+    field, seeds, kw = double_gyre_run()
+    stats = [
+        fk.statistics.GridCounts([np.linspace(0, 2, 9), np.linspace(0, 1, 5)], window=1.0),
+        fk.statistics.PolygonStats(list(POLYGONS.values())),
+    ]
+    run = fk.tracker.TrackRun(field, seeds, 0.0, 4.0, 0.1, statistics=stats, tracks=False, **kw)
+    state, slots, _ = run.initial_state()
+    before = fk.tracker.compile_count()
+    with jax.transfer_guard("disallow"):
+        state, frames = run.advance(state, slots)
+    assert frames is None and fk.tracker.compile_count() == before + 1
+    traj = run.run()  # the same shapes: no other program
+    assert fk.tracker.compile_count() == before + 1 and set(traj.statistics) == {"grid_counts", "polygons"}
 
 
 def test_a_run_without_tracks_gathers_the_same_and_keeps_its_ends():

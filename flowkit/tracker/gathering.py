@@ -12,8 +12,8 @@ from .plan import RunPlan
 class Gathering:
     """The statistics of one `TrackRun` (`plan.pieces.statistics`)."""
 
-    def __init__(self, plan: RunPlan, n_devices: int, sharding, spherical: bool, time_origin):
-        self.statistics = plan.pieces.statistics
+    def __init__(self, plan: RunPlan, statistics: tuple, n_devices: int, sharding, time_origin):
+        self.statistics = statistics
         self.facts = RunFacts(
             t0=plan.t0,
             t1=plan.t1,
@@ -21,7 +21,7 @@ class Gathering:
             n_frames=plan.n_saves + 1,
             dtype=plan.dtype,
             time_origin=time_origin,
-            spherical=spherical,
+            spherical=plan.pieces.field.spherical,
         )
         self.n_devices, self.sharding = n_devices, sharding
         self.totals = [None] * len(self.statistics)

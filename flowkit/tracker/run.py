@@ -133,11 +133,6 @@ class TrackRun:
         self._particle_sharding = NamedSharding(self.mesh, PartitionSpec("particles")) if self.mesh else replicated
         self._replicated = replicated
         self._lay_out_blocks(batch_size, block_policy, bucket)
-        self.gathering = None
-        if plan.pieces.statistics:
-            origin = (plan.stream or plan.pieces.field).time_origin
-            spherical = plan.pieces.field.spherical
-            self.gathering = Gathering(plan, len(devices), self._particle_sharding, spherical, origin)
         self._lay_out_chunks(chunk_saves)
 
         pieces = plan.pieces
@@ -148,6 +143,10 @@ class TrackRun:
         self._check_memory(pieces.field)
         dynamic, static = eqx.partition(pieces, eqx.is_array)
         self.pieces = eqx.combine(jax.device_put(dynamic, replicated), static)
+        self.gathering = None
+        if plan.pieces.statistics:  # the statistics placed on the devices with the pieces
+            origin = (plan.stream or plan.pieces.field).time_origin
+            self.gathering = Gathering(plan, self.pieces.statistics, len(devices), self._particle_sharding, origin)
         scalar = lambda v: jax.device_put(np.asarray(v, dtype), replicated)  # noqa: E731
         self.run_times = Times(t0=scalar(plan.t0), dt=scalar(plan.dt), t1=scalar(plan.t1))
         self.compile_s = 0.0
@@ -334,8 +333,9 @@ class TrackRun:
             self._compiled, self.compile_s = compiled_program(args, kwargs)
         return self._compiled
 
-    def advance(self, state: State, slots: Slots) -> tuple[State, Frame]:
-        """Run one chunk; returns the new state and the chunk's saved frames (a `Frame`)."""
+    def advance(self, state: State, slots: Slots) -> tuple[State, Frame | None]:
+        """Run one chunk; returns the new state and the chunk's saved frames (a `Frame`; None
+        for a run without tracks)."""
         if self.plan.stream is not None:
             raise TypeError("advance: a streamed field needs its time windows swapped in between chunks; use run()")
         return self.compile()(self.pieces, self.run_times, state, slots)
