@@ -5,6 +5,7 @@ import jax
 import numpy as np
 
 from ..statistics.base import RunFacts, Tally, combined, started
+from ..trajectory import Frame
 from .kernel import laid_out_as
 from .plan import RunPlan
 
@@ -63,3 +64,23 @@ class Gathering:
 def _wide(dtype) -> np.dtype:
     """Sums of counts in 64 bits, whatever the device counted in."""
     return np.dtype(np.int64) if np.issubdtype(dtype, np.integer) else np.dtype(np.float64)
+
+
+def check_statistics(plan: RunPlan, output, tracks: bool) -> None:
+    """Statistics go with an in-memory run of particles that are not restarted; `tracks=False`
+    needs statistics (it keeps only the first and last frames)."""
+    statistics = plan.pieces.statistics
+    if not tracks and not statistics:
+        raise ValueError("tracks=False keeps no frames but the first and last: give statistics=[...] to gather")
+    if statistics and output is not None:
+        raise ValueError("statistics= gathers in memory; drop output= (a store of tracks) or the statistics")
+    if statistics and (plan.pieces.boundary.restarts or plan.pieces.boundary.extra_slots):
+        raise ValueError(
+            f"statistics=: {type(plan.pieces.boundary).__name__} restarts or releases particles into slots, "
+            "which the statistics do not follow yet; gather them from the stored tracks"
+        )
+
+
+def bare(frame: Frame) -> Frame:
+    """Positions and status alone (what a run without tracks keeps of its first frame)."""
+    return Frame(frame.positions, frame.status, None, {}, None, {})

@@ -19,7 +19,7 @@ from .._status import Status
 from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
 from .cache import compiled_program
-from .gathering import Gathering
+from .gathering import Gathering, bare, check_statistics
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
@@ -29,7 +29,7 @@ from .pieces import Rows, RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
 from .sinks import MemorySink, ZarrSink, check_output
 from .step import is_due
-from .tally import Tally, run_stats
+from .tally import Tally, progress_bar, run_stats
 from .windows import WindowFeeder, plan_windows
 
 _log = logging.getLogger("flowkit")
@@ -115,7 +115,7 @@ class TrackRun:
             check_output(output, overwrite, resume)
         self.output, self.resume, self.overwrite = output, bool(resume), bool(overwrite)
         self.tracks = bool(tracks)
-        _check_statistics(plan, output, self.tracks)
+        check_statistics(plan, output, self.tracks)
         dtype = plan.dtype
         self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         if plan.origin_hints is not None:
@@ -364,7 +364,7 @@ class TrackRun:
         if plan.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(plan.stream, self.window_width, plan.dtype, self._replicated)
             windows = feeder.windows(np.tile(self.window_starts, len(batches)))
-        tally = Tally(bar=_progress_bar(self.progress, self.n_particles * plan.n_steps))
+        tally = Tally(bar=progress_bar(self.progress, self.n_particles * plan.n_steps))
         start_time = time.perf_counter()
         try:
             for start in batches:
@@ -450,7 +450,7 @@ class TrackRun:
             frame0.positions == given, given, frame0.positions
         )  # as given, but where the field settled a seed (below a sea floor)
         frame0 = eqx.tree_at(lambda f: f.positions, frame0, settled)
-        sink.write_frames(slice(0, 1), particles, frame0 if self.tracks else _bare(frame0))
+        sink.write_frames(slice(0, 1), particles, frame0 if self.tracks else bare(frame0))
         steps_per_chunk = self.chunk_saves * plan.save_every
         for chunk in range(self.n_chunks):
             tally.chunk = chunk
@@ -495,31 +495,3 @@ class TrackRun:
         else:
             kept = sink.close()
         return f"interrupted at t = {t:g}: {kept}"
-
-
-def _progress_bar(progress, total):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit="particle-step", unit_scale=True, desc="tracking", smoothing=0.3)
-
-
-def _check_statistics(plan: RunPlan, output, tracks: bool) -> None:
-    """Statistics go with an in-memory run of particles that are not restarted; `tracks=False`
-    needs statistics (it keeps only the first and last frames)."""
-    statistics = plan.pieces.statistics
-    if not tracks and not statistics:
-        raise ValueError("tracks=False keeps no frames but the first and last: give statistics=[...] to gather")
-    if statistics and output is not None:
-        raise ValueError("statistics= gathers in memory; drop output= (a store of tracks) or the statistics")
-    if statistics and (plan.pieces.boundary.restarts or plan.pieces.boundary.extra_slots):
-        raise ValueError(
-            f"statistics=: {type(plan.pieces.boundary).__name__} restarts or releases particles into slots, "
-            "which the statistics do not follow yet; gather them from the stored tracks"
-        )
-
-
-def _bare(frame: Frame) -> Frame:
-    """Positions and status alone (what a run without tracks keeps of its first frame)."""
-    return Frame(frame.positions, frame.status, None, {}, None, {})

@@ -70,3 +70,12 @@ def run_stats(
         courant=courant,
         **streamed,
     )
+
+
+def progress_bar(progress: bool, total: int):
+    """The run's tqdm bar, in particle-steps (None without `progress`)."""
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="particle-step", unit_scale=True, desc="tracking", smoothing=0.3)
