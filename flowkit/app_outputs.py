@@ -107,6 +107,10 @@ def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out:
                 files.append("deposition_map.vtp")
     if cfg.output.get("clouds"):
         files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
+    for name, dataset in (traj.statistics or {}).items():  # gathered during the run: CF NetCDF
+        with written(out / f"statistics_{name}.nc", overwrite=cfg.overwrite) as temporary:
+            temporary.write_bytes(dataset.to_netcdf(engine="h5netcdf"))
+        files.append(f"statistics_{name}.nc")
     return files
 
 

@@ -69,6 +69,7 @@ class TrackConfig:
     profile: bool = MISSING
     compilation_cache: str | None = MISSING
     distributed: Any = MISSING
+    statistics: Any = None  # named statistics gathered during the run (conf/statistics)
 
 
 @dataclasses.dataclass
@@ -182,6 +183,17 @@ def build(cfg: DictConfig):
         build_boundary(cfg, field),
         particles,
     )
+
+
+def build_statistics(cfg: DictConfig, field) -> list:
+    """The statistics `cfg.statistics` names (`conf/statistics`), each built over `field` where
+    its target takes one (`GridCounts.over`)."""
+    statistics = []
+    for entry in (cfg.get("statistics") or {}).values():
+        takes_field = "field" in inspect.signature(get_method(entry._target_)).parameters
+        made = instantiate(entry, _convert_="all", _partial_=takes_field)  # a field is no config value
+        statistics.append(made(field=field) if takes_field else made)
+    return statistics
 
 
 def _check_seeds_fit(cfg: DictConfig, dim: int) -> None:
@@ -334,6 +346,8 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
         output=store,
         overwrite=cfg.overwrite,
         resume=cfg.resume,
+        statistics=build_statistics(cfg, field),
+        tracks=cfg.output.get("tracks", True),
     )
     plan, pieces, device = run.plan, run.pieces, run.devices[0]
     traj_bytes = (plan.n_saves + 1) * run.n_particles * (pieces.field.dim * plan.dtype.itemsize + 1)

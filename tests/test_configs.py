@@ -334,3 +334,27 @@ def test_defaults_fit_an_openfoam_case_from_0_5_and_a_three_day_ocean_file(tmp_p
         assert frames == traj.stats.n_steps or AUTO_FRAMES <= frames <= 2 * AUTO_FRAMES
         assert 0 < traj.stats.courant <= 0.5 and (traj.status == fk.Status.ACTIVE).any()
     assert traj.stats.n_steps == 72  # the ocean's: no step spans more than the data's hour
+
+
+def test_statistics_from_config_are_written_as_cf_netcdf(tmp_path):
+    """`statistics=[grid,polygons]` with polygons from a GeoJSON and `output.tracks=false`: the
+    app writes each dataset, equal to the run's own."""
+    import shapely
+    import xarray as xr
+
+    sites = {"type": "FeatureCollection", "features": []}
+    for name, box in {"west": (0.2, 0.2, 0.8, 0.8), "east": (1.2, 0.2, 1.8, 0.8)}.items():
+        geometry = shapely.geometry.mapping(shapely.box(*box))
+        sites["features"].append({"type": "Feature", "properties": {"name": name}, "geometry": geometry})
+    (tmp_path / "sites.geojson").write_text(json.dumps(sites))
+    overrides = ["field=double_gyre", "seeds.resolution=[20,10]", "t1=2.0", "dt=0.01", "save_every=10"]
+    overrides += ["progress=false", "output=minimal", "output.tracks=false", "statistics=[grid,polygons]"]
+    overrides += [f"statistics.polygons.polygons={tmp_path / 'sites.geojson'}", "statistics.grid_counts.window=0.5"]
+    traj = run_track(_compose(overrides), output_dir=tmp_path)
+    assert traj.positions.shape[0] == 2 and set(traj.statistics) == {"grid_counts", "polygons"}
+    for name, dataset in traj.statistics.items():
+        with xr.open_dataset(tmp_path / f"statistics_{name}.nc") as written_back:
+            xr.testing.assert_identical(written_back.load(), dataset)
+    grid = traj.statistics["grid_counts"]
+    assert grid["count"].shape == (4, 50, 100) and int(grid["count"].sum()) == 200 * 21
+    assert list(traj.statistics["polygons"]["polygon"].values) == ["west", "east"]

@@ -58,6 +58,23 @@ class GridCounts(AbstractStatistic):
         self.age = None if age is None else _ascending(age, "GridCounts: age")
         self.name = str(name)
 
+    @classmethod
+    def over(
+        cls,
+        field,
+        cells: Sequence[int],
+        window: float | None = None,
+        age: ArrayLike | Sequence[float] | None = None,
+        name: str = "grid_counts",
+    ) -> "GridCounts":
+        """Counts on a grid of `cells` per axis (the first `len(cells)` position axes) spanning
+        `field.bounds`."""
+        lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
+        if not 1 <= len(cells) <= len(lo):
+            raise ValueError(f"GridCounts.over: cells for 1 to {len(lo)} axes, got {list(cells)}")
+        edges = [np.linspace(lo[a], hi[a], int(n) + 1) for a, n in enumerate(cells)]
+        return cls(edges, window=window, age=age, name=name)
+
     def _shape(self, run: RunFacts) -> tuple[int, ...]:
         ages = () if self.age is None else (len(self.age) - 1,)
         return (windows(run, self.window), *ages, *(len(e) - 1 for e in reversed(self.edges)))
