@@ -146,9 +146,8 @@ def added(statistics: tuple, tallies: tuple, frame, t, save_interval, x, status,
     return tuple(out)
 
 
-@eqx.filter_jit
-def started(statistics: tuple, tallies: tuple, x, status, t0, save_interval, t_release) -> tuple:
-    """A batch's tallies knowing its seeds `x`, with its frame 0 added (one program per run shape)."""
+def begun(statistics: tuple, tallies: tuple, x, status, t0, save_interval, t_release) -> tuple:
+    """A batch's tallies knowing its seeds `x`, with its frame 0 (`x`, `status` at `t0`) added."""
     tallies = tuple(statistic.start(tally, x) for statistic, tally in zip(statistics, tallies))
     return added(statistics, tallies, jnp.zeros((), jnp.int32), t0, save_interval, x, status, t_release)
 

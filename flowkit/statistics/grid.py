@@ -97,8 +97,8 @@ class GridCounts(AbstractStatistic):
             cell = jnp.searchsorted(edges, value, side="right") - 1
             valid &= (value >= edges[0]) & (value <= edges[-1])  # as np.histogram: the last edge closed
             flat = flat * size + jnp.clip(cell, 0, size - 1)
-        added = jnp.zeros(count.size, count.dtype).at[jnp.where(valid, flat, count.size)].add(1, mode="drop")
-        return Tally(tally.slots, {"count": count + added.reshape(shape)})
+        counted = count.reshape(-1).at[jnp.where(valid, flat, count.size)].add(1, mode="drop")  # in place
+        return Tally(tally.slots, {"count": counted.reshape(shape)})
 
     def dataset(self, totals: dict, run: RunFacts):
         import xarray as xr

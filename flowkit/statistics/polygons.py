@@ -69,24 +69,25 @@ def polygon_edges(geometries: Sequence) -> tuple[np.ndarray, np.ndarray]:
 
 def inside_polygons(x, edges, owner, n_polygons: int):
     """`(n, P)`: whether each point `x[:, :2]` lies in each polygon (the even-odd rule: the
-    rays toward +x crossing its rings' edges), the edges taken `EDGE_CHUNK` at a time."""
-    n_edges = edges.shape[0]
-    pad = -n_edges % EDGE_CHUNK
+    rays toward +x crossing its rings' edges), the edges taken at most `EDGE_CHUNK` at a time.
+    The crossings are summed per polygon by a product with the edges' owners (in float32:
+    exact for any count of edges a polygon has)."""
+    chunk = min(EDGE_CHUNK, -(-edges.shape[0] // 8) * 8)
+    pad = -edges.shape[0] % chunk
     edges = jnp.concatenate([edges, jnp.zeros((pad, 4), edges.dtype)])  # flat edges: never crossed
-    owner = jnp.concatenate([owner, jnp.zeros(pad, owner.dtype)])
+    owners = jax.nn.one_hot(jnp.concatenate([owner, jnp.zeros(pad, owner.dtype)]), n_polygons, dtype=jnp.float32)
     px, py = x[:, 0:1], x[:, 1:2]
 
-    def chunk(parity, part):
+    def crossings(parity, part):
         e, o = part
         x0, y0, x1, y1 = e[:, 0], e[:, 1], e[:, 2], e[:, 3]
         straddles = (y0 > py) != (y1 > py)
         at = x0 + (py - y0) * (x1 - x0) / jnp.where(y1 == y0, 1, y1 - y0)
-        crosses = (straddles & (px < at)).astype(jnp.int32)  # (n, chunk)
-        return parity + crosses @ jax.nn.one_hot(o, n_polygons, dtype=jnp.int32), None
+        return parity + (straddles & (px < at)).astype(jnp.float32) @ o, None  # (n, chunk) @ (chunk, P)
 
-    parts = (edges.reshape(-1, EDGE_CHUNK, 4), owner.reshape(-1, EDGE_CHUNK))
-    parity, _ = jax.lax.scan(chunk, jnp.zeros((x.shape[0], n_polygons), jnp.int32), parts)
-    return parity % 2 == 1
+    parts = (edges.reshape(-1, chunk, 4), owners.reshape(-1, chunk, n_polygons))
+    parity, _ = jax.lax.scan(crossings, jnp.zeros((x.shape[0], n_polygons), jnp.float32), parts)
+    return jnp.round(parity).astype(jnp.int32) % 2 == 1
 
 
 class PolygonStats(AbstractStatistic):

@@ -4,9 +4,8 @@ totals gathered over devices and batches, the datasets at the end (`flowkit.stat
 import jax
 import numpy as np
 
-from ..statistics.base import RunFacts, Tally, combined, started
+from ..statistics.base import RunFacts, Tally, combined
 from ..trajectory import Frame
-from .kernel import laid_out_as
 from .plan import RunPlan
 
 
@@ -39,12 +38,6 @@ class Gathering:
             )
             for tally in (statistic.tally(self.facts, count) for statistic in self.statistics)
         )
-
-    def started(self, tallies: tuple, frame, t0, t_release) -> tuple:
-        """The batch's tallies knowing its seeds, with its frame 0 added."""
-        interval = abs(self.facts.save_interval)
-        new = started(self.statistics, tallies, frame.positions, frame.status, t0, interval, t_release)
-        return laid_out_as(new, tallies)
 
     def add(self, tallies: tuple) -> None:
         """A finished batch's totals, gathered over its devices, into the run's."""

@@ -15,7 +15,7 @@ from .._status import Status
 from .._xla import options_for
 from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
-from ..statistics.base import added
+from ..statistics.base import added, begun
 from ..trajectory import Frame
 from .native import kernel_located, kernel_steps
 from .pieces import Carry, Rows, RunPieces, Slots, State, Times
@@ -122,10 +122,19 @@ def advance_local(
         return (rows, lost, courant, slots, order, tallies), frame if keep_frames else None
 
     release = slots.t_release  # in slot order, as the frames
+    tallies = state.tallies
+    if pieces.statistics:  # a batch's first chunk: the seeds and frame 0 first
+        interval = jnp.abs(times.dt) * save_every
+        tallies = jax.lax.cond(
+            state.step == 0,
+            lambda t: begun(pieces.statistics, t, state.rows.x, state.rows.status, times.t0, interval, release),
+            lambda t: t,
+            tallies,
+        )
     order = jnp.arange(n, dtype=jnp.int32)
     (rows, lost, courant, _, order, tallies), frames = jax.lax.scan(
         one_save,
-        (state.rows, state.lost, state.courant, slots, order, state.tallies),
+        (state.rows, state.lost, state.courant, slots, order, tallies),
         jnp.arange(saves, dtype=state.step.dtype),
     )
     rows = _in_slot_order(rows, order)

@@ -309,9 +309,6 @@ class TrackRun:
                 np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)
             ),
         )
-        if self.gathering is not None:
-            tallies = self.gathering.started(state.tallies, frame, self.run_times.t0, slots.t_release)
-            state = eqx.tree_at(lambda s: s.tallies, state, tallies)
         return state, slots, frame
 
     @property
