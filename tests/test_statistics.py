@@ -254,3 +254,18 @@ def grid_reference_2d(traj, edges, window):
         x, y = traj.positions[k][moving, 0], traj.positions[k][moving, 1]
         counts[windows[k]] += np.histogram2d(y, x, bins=[edges[1], edges[0]])[0].astype(np.int64)
     return counts
+
+
+def test_a_streamed_series_gathers_what_the_resident_one_does(tmp_path):
+    pvd = fk.datasets.double_gyre_vti_series(tmp_path, nx=41, ny=21, times=np.linspace(0, 10, 11))
+    resident = fk.io.read(pvd, stream=False)
+    streamed = fk.io.read(pvd, stream=True, max_device_bytes=41 * 21 * 2 * 4 * 16)
+    seeds = np.random.default_rng(0).uniform([0.1, 0.1], [1.9, 0.9], (500, 2))
+    grid = fk.statistics.GridCounts([np.linspace(0, 2, 9), np.linspace(0, 1, 5)], window=2.0)
+    both = [
+        fk.track(f, seeds, 0.0, 10.0, 0.05, save_every=10, statistics=[grid], tracks=False)
+        for f in (resident, streamed)
+    ]
+    assert both[1].stats.slices_read == 11  # windows of the series swapped in between chunks
+    np.testing.assert_array_equal(*(t.statistics["grid_counts"]["count"].values for t in both))
+    assert int(both[0].statistics["grid_counts"]["count"].sum()) == 500 * 21
