@@ -29,7 +29,13 @@ class Gathering:
             statistic.tally(self.facts, 1)
 
     def new(self, count: int) -> tuple:
-        """Zero tallies of a batch of `count` slots on the devices; totals with a row per device."""
+        """Zero tallies of a batch of `count` slots on the devices; totals with a row per device
+        (counted in 32 bits on the devices, gathered in 64 on the host)."""
+        if count * self.facts.n_frames >= 2**31:
+            raise ValueError(
+                f"statistics: a batch of {count} particles over {self.facts.n_frames} frames could count past "
+                f"2**31 in one cell; give batch_size below {2**31 // self.facts.n_frames}"
+            )
         put = lambda a: jax.device_put(a, self.sharding)  # noqa: E731
         return tuple(
             Tally(
