@@ -318,6 +318,25 @@ def test_bin_grid_registers_every_overlapped_bin_even_for_huge_cells(dim, path, 
     assert grid.start.dtype == np.int64 and grid.cells.dtype == np.int32
 
 
+@pytest.mark.parametrize("kind", ["tetra", "triangle", "mixed", "mixed2d"])
+def test_the_kernel_library_builds_the_tables_numpy_builds(kind, monkeypatch):
+    """Bounding boxes, measures, simplex maps and bins by the kernel's library equal NumPy's,
+    array for array (the same arithmetic in the same order)."""
+    assert fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
+    points, cells, types = meshes.mesh(kind, shape=(7, 5, 4))
+    tables = []
+    for native in ("1", "0"):
+        monkeypatch.setenv("FLOWKIT_NATIVE", native)
+        topology = fk.fields.locator.mesh_topology(points, cells, types)
+        args = (topology.points, topology.nodes, topology.kind_index, topology.kinds)
+        tables.append(
+            [topology.affine_map, topology.grid.start, topology.grid.cells, fk.fields.locator.cell_measures(*args)]
+            + list(fk.fields.locator.cell_boxes(topology.points, topology.nodes))
+        )
+    for made, numpy_made in zip(*tables):
+        np.testing.assert_array_equal(made, numpy_made)
+
+
 def test_face_neighbours_and_simplex_maps_match_direct_definitions():
     """Neighbours: each shared face (as a node set) links its two cells; maps: NumPy's inverse."""
     points, cells, types = meshes.mesh("mixed", shape=(4, 3, 3))

@@ -116,7 +116,10 @@ def mesh_topology(points, cells, cell_types=None, bin_scale: float = 0.75) -> Me
 
 
 def cell_measures(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]):
-    """Each cell's volume (area in 2-D): the sum of its simplices' (`CellKind.simplices`)."""
+    """Each cell's volume (area in 2-D): the sum of its simplices' (`CellKind.simplices`); by
+    the kernel's library for a mesh of simplices (`native.simplex_measures`)."""
+    if len(kinds) == 1 and kinds[0].simplex and (measure := native.simplex_measures(points, nodes)) is not None:
+        return measure
     measure = np.zeros(len(nodes))
     dim = points.shape[1]
     for k, kind in enumerate(kinds):
@@ -127,7 +130,8 @@ def cell_measures(points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray,
             if dim == 2:  # the determinant of the edges, written out (np.linalg.det is 5x slower)
                 signed = edges[0][:, 0] * edges[1][:, 1] - edges[0][:, 1] * edges[1][:, 0]
             else:
-                signed = np.einsum("ij,ij->i", edges[0], np.cross(edges[1], edges[2]))
+                normal = np.cross(edges[1], edges[2])  # the dot written out: the kernel's library sums alike
+                signed = edges[0][:, 0] * normal[:, 0] + edges[0][:, 1] * normal[:, 1] + edges[0][:, 2] * normal[:, 2]
             measure[rows] += np.abs(signed) / (2.0 if dim == 2 else 6.0)
     return measure
 
@@ -158,7 +162,11 @@ def degenerate_cells(
 
 
 def cell_boxes(points: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cell bounding boxes `(lo, hi)`, each `(C, dim)`. Unused node slots repeat node 0."""
+    """Per-cell bounding boxes `(lo, hi)`, each `(C, dim)`. Unused node slots repeat node 0.
+    By the kernel's library where it is built (`native.cell_boxes`)."""
+    boxes = native.cell_boxes(points, nodes)
+    if boxes is not None:
+        return tuple(boxes)
     lo = points[nodes[:, 0]].copy()
     hi = lo.copy()
     for k in range(1, nodes.shape[1]):
@@ -357,6 +365,13 @@ def affine_maps(
     for k, kind in enumerate(kinds):
         rows = np.flatnonzero(kind_index == k)
         cell_nodes = nodes[:, : kind.nodes] if len(rows) == len(nodes) else nodes[rows, : kind.nodes]
+        if (
+            kind.simplex
+            and len(rows) == len(nodes)
+            and (native_maps := native.simplex_maps(points, cell_nodes)) is not None
+        ):
+            maps[:, : dim + dim * dim] = native_maps  # the kernel's library: the same arithmetic, one pass
+            continue
         if kind.simplex:  # in chunks: the maps' float64 temporaries were the topology's peak of memory
             for start in range(0, len(rows), 2**15):
                 maps[rows[start : start + 2**15], : dim + dim * dim] = simplex_maps(
@@ -394,7 +409,7 @@ def simplex_maps(points: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     e = [points[nodes[:, k]] - x0 for k in range(1, dim + 1)]  # the edge columns
     if dim == 3:
         rows = [np.cross(e[1], e[2]), np.cross(e[2], e[0]), np.cross(e[0], e[1])]
-        det = np.einsum("ij,ij->i", e[0], rows[0])
+        det = e[0][:, 0] * rows[0][:, 0] + e[0][:, 1] * rows[0][:, 1] + e[0][:, 2] * rows[0][:, 2]  # as the library
     else:
         rows = [np.stack([e[1][:, 1], -e[1][:, 0]], axis=1), np.stack([-e[0][:, 1], e[0][:, 0]], axis=1)]
         det = e[0][:, 0] * e[1][:, 1] - e[0][:, 1] * e[1][:, 0]

@@ -109,3 +109,40 @@ def bin_cells(lo, hi, origin, size, rows, shape):
     cells = np.empty(call(*head, pointer(shape), pointer(start), None), np.int32)
     call(*head, pointer(shape), pointer(start), pointer(cells))
     return start, cells
+
+
+def cell_boxes(points, nodes):
+    """`flowkit.fields.locator.cell_boxes` by the kernel's library; None when not `built()`."""
+    return _per_cell("FlowkitCellBoxes", points, nodes, points.shape[1], points.shape[1])
+
+
+def simplex_maps(points, nodes):
+    """`flowkit.fields.locator.simplex_maps` by the kernel's library, the same arithmetic;
+    None when not `built()`."""
+    dim = points.shape[1]
+    maps = _per_cell("FlowkitSimplexMaps", points, nodes, dim + dim * dim)
+    return None if maps is None else maps[0]
+
+
+def simplex_measures(points, nodes):
+    """The measures (`flowkit.fields.locator.cell_measures`) of cells that are one simplex
+    each, by the kernel's library; None when not `built()`."""
+    measure = _per_cell("FlowkitSimplexMeasures", points, nodes, 1)
+    return None if measure is None else measure[0][:, 0]
+
+
+def _per_cell(symbol: str, points, nodes, *columns: int):
+    """Call the library's per-cell `symbol` on `points` and `nodes`, with one `(C, columns)`
+    float64 output per entry of `columns`; the outputs, or None when not `built()`."""
+    if not built():
+        return None
+    import numpy as np
+
+    call = getattr(_library(), symbol)
+    call.restype = None
+    points, nodes = np.ascontiguousarray(points, np.float64), np.ascontiguousarray(nodes, np.int64)
+    outputs = [np.empty((len(nodes), n)) for n in columns]
+    pointer = lambda array: array.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    sizes = (ctypes.c_int64(len(nodes)), ctypes.c_int32(nodes.shape[1]), ctypes.c_int32(points.shape[1]))
+    call(pointer(points), pointer(nodes), *sizes, *map(pointer, outputs))
+    return outputs

@@ -1134,3 +1134,68 @@ extern "C" int64_t FlowkitBinCells(const double* lo, const double* hi, const dou
     for (int64_t b = 0; b < n_bins; ++b) start[b + 1] += start[b];
   return start[n_bins];
 }
+
+// Host-side tables of `flowkit.fields.locator`, each the same arithmetic as its NumPy function
+// in one pass over the cells (`nodes`: (n_cells, width) node ids, unused slots repeating node 0;
+// `points`: (P, dim)).
+
+// `cell_boxes`: each cell's bounding box.
+extern "C" void FlowkitCellBoxes(const double* points, const int64_t* nodes, int64_t n_cells, int32_t width,
+                                 int32_t dim, double* lo, double* hi) {
+  for (int64_t c = 0; c < n_cells; ++c) {
+    const int64_t* cell = nodes + c * width;
+    for (int32_t a = 0; a < dim; ++a) lo[c * dim + a] = hi[c * dim + a] = points[cell[0] * dim + a];
+    for (int32_t k = 1; k < width; ++k)
+      for (int32_t a = 0; a < dim; ++a) {
+        const double x = points[cell[k] * dim + a];
+        lo[c * dim + a] = std::min(lo[c * dim + a], x);
+        hi[c * dim + a] = std::max(hi[c * dim + a], x);
+      }
+  }
+}
+
+namespace {
+// The edges from node 0 of a simplex (dim + 1 nodes, its first slots) and their determinant,
+// with the cofactor rows of the edge matrix (`rows`, dim x dim), as `simplex_maps` has them.
+double simplex_frame(const double* points, const int64_t* cell, int32_t dim, double* x0, double* rows) {
+  double e[3][3];
+  for (int32_t a = 0; a < dim; ++a) x0[a] = points[cell[0] * dim + a];
+  for (int32_t k = 0; k < dim; ++k)
+    for (int32_t a = 0; a < dim; ++a) e[k][a] = points[cell[k + 1] * dim + a] - x0[a];
+  if (dim == 2) {
+    rows[0] = e[1][1], rows[1] = -e[1][0], rows[2] = -e[0][1], rows[3] = e[0][0];
+    return e[0][0] * e[1][1] - e[0][1] * e[1][0];
+  }
+  auto cross = [](const double* u, const double* v, double* out) {
+    out[0] = u[1] * v[2] - u[2] * v[1];
+    out[1] = u[2] * v[0] - u[0] * v[2];
+    out[2] = u[0] * v[1] - u[1] * v[0];
+  };
+  cross(e[1], e[2], rows), cross(e[2], e[0], rows + 3), cross(e[0], e[1], rows + 6);
+  return e[0][0] * rows[0] + e[0][1] * rows[1] + e[0][2] * rows[2];
+}
+}  // namespace
+
+// `simplex_maps` of every cell (its first dim + 1 nodes a simplex): node 0, then the inverse of
+// the edge matrix row-major (the cofactors over the determinant; zero where it vanishes).
+extern "C" void FlowkitSimplexMaps(const double* points, const int64_t* nodes, int64_t n_cells, int32_t width,
+                                   int32_t dim, double* maps) {
+  const int32_t columns = dim + dim * dim;
+  for (int64_t c = 0; c < n_cells; ++c) {
+    double* row = maps + c * columns;
+    double rows[9];
+    const double det = simplex_frame(points, nodes + c * width, dim, row, rows);
+    const bool ok = std::abs(det) > 1e-300;
+    const double scale = ok ? 1.0 / det : 0.0;
+    for (int32_t k = 0; k < dim * dim; ++k) row[dim + k] = rows[k] * scale;
+  }
+}
+
+// `cell_measures` of cells that are one simplex each: |det| / 2 (triangles) or / 6 (tets).
+extern "C" void FlowkitSimplexMeasures(const double* points, const int64_t* nodes, int64_t n_cells, int32_t width,
+                                       int32_t dim, double* measure) {
+  for (int64_t c = 0; c < n_cells; ++c) {
+    double x0[3], rows[9];
+    measure[c] = std::abs(simplex_frame(points, nodes + c * width, dim, x0, rows)) / (dim == 2 ? 2.0 : 6.0);
+  }
+}
