@@ -122,15 +122,7 @@ def advance_local(
         return (rows, lost, courant, slots, order, tallies), frame if keep_frames else None
 
     release = slots.t_release  # in slot order, as the frames
-    tallies = state.tallies
-    if pieces.statistics:  # a batch's first chunk: the seeds and frame 0 first
-        interval = jnp.abs(times.dt) * save_every
-        tallies = jax.lax.cond(
-            state.step == 0,
-            lambda t: begun(pieces.statistics, t, state.rows.x, state.rows.status, times.t0, interval, release),
-            lambda t: t,
-            tallies,
-        )
+    tallies = _begun(pieces.statistics, state, times, save_every, release) if pieces.statistics else ()
     order = jnp.arange(n, dtype=jnp.int32)
     (rows, lost, courant, _, order, tallies), frames = jax.lax.scan(
         one_save,
@@ -141,6 +133,18 @@ def advance_local(
     step = state.step + saves * save_every
     new = State(rows, lost, step, courant, tallies)
     return new, frames
+
+
+def _begun(statistics: tuple, state: State, times: Times, save_every: int, release) -> tuple:
+    """The tallies, with the seeds and frame 0 counted where this is a batch's first chunk."""
+    interval = jnp.abs(times.dt) * save_every
+    rows = state.rows
+    return jax.lax.cond(
+        state.step == 0,
+        lambda t: begun(statistics, t, rows.x, rows.status, times.t0, interval, release),
+        lambda t: t,
+        state.tallies,
+    )
 
 
 def _tallied(statistics: tuple, tallies: tuple, times: Times, first, save_every: int, frame: Frame, release):
@@ -336,14 +340,15 @@ def _seed_program(options: tuple, mesh: jax.sharding.Mesh | None):
         dynamic, static = eqx.partition(pieces, eqx.is_array)
         p = PartitionSpec("particles")
         state_spec = eqx.tree_at(lambda s: s.step, jax.tree.map(lambda _: p, state), PartitionSpec())
-        local = jax.shard_map(
-            lambda dynamic, t0, state: located_seeds(eqx.combine(dynamic, static), t0, state, **flags),
-            mesh=mesh,
-            in_specs=(PartitionSpec(), PartitionSpec(), state_spec),
-            out_specs=(state_spec, p),
-            check_vma=False,
-        )
-        return local(dynamic, t0, state)
+
+        def local(dynamic, t0, state):  # the rows come back whole: a model's variables start here
+            located, frame = located_seeds(eqx.combine(dynamic, static), t0, state, **flags)
+            return located.rows, frame
+
+        rows, frame = jax.shard_map(
+            local, mesh=mesh, in_specs=(PartitionSpec(), PartitionSpec(), state_spec), out_specs=(p, p), check_vma=False
+        )(dynamic, t0, state)
+        return eqx.tree_at(lambda s: s.rows, state, rows), frame
 
     return eqx.filter_jit(located, compiler_options=dict(options))
 
