@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 EDGES = [np.arange(-180, 181, 1.0), np.arange(-90, 91, 1.0)]
 
 
@@ -88,15 +87,31 @@ def main():
     folder = tempfile.mkdtemp()
     fk.datasets.write_ocean_sample(folder, days=args.days + 1)
     print(f"{args.particles} particles x {args.days * 24} RK4 steps of 1 h, a frame every 6 h; daily windows")
-    for mode, n in (("inside", args.particles), ("plain", args.particles), ("after", min(args.particles, args.after_particles))):
-        command = [sys.executable, __file__, "--mode", mode, "--particles", str(n), "--days", str(args.days), "--folder", folder]
+    for mode, n in (
+        ("inside", args.particles),
+        ("plain", args.particles),
+        ("after", min(args.particles, args.after_particles)),
+    ):
+        command = [
+            sys.executable,
+            __file__,
+            "--mode",
+            mode,
+            "--particles",
+            str(n),
+            "--days",
+            str(args.days),
+            "--folder",
+            folder,
+        ]
         if args.batch_size:
             command += ["--batch-size", str(args.batch_size)]
         line = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         extra = f", of which counting from the frames {line['after_s']:.2f} s" if "after_s" in line else ""
         print(
-            f"{mode:6s} N={line['n']:>9d}: {line['seconds']:.2f} s end to end ({line['rate'] / 1e6:.2f} M particle-steps/s"
-            f"{extra}; run alone {line['run_rate'] / 1e6:.2f} M/s), peak RSS {line['rss_gb']:.2f} GB",
+            f"{mode:6s} N={line['n']:>9d}: {line['seconds']:.2f} s end to end "
+            f"({line['rate'] / 1e6:.2f} M particle-steps/s{extra}; run alone {line['run_rate'] / 1e6:.2f} M/s), "
+            f"peak RSS {line['rss_gb']:.2f} GB",
             flush=True,
         )
 

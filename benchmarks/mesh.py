@@ -183,7 +183,9 @@ def main():
                 box = (
                     fk.datasets.pyramid_box((41, 21, 17), extent)
                     if case == "pyramids"
-                    else fk.datasets.hex_wedge_box((41, 21, 17), extent, columns="all" if case == "wedges" else "alternate")
+                    else fk.datasets.hex_wedge_box(
+                        (41, 21, 17), extent, columns="all" if case == "wedges" else "alternate"
+                    )
                 )
                 mesh = box_case(*box, extent, rng, n, {"stay": 0.0, "leave": 1.0}[flow])
             elif case == "hexes":

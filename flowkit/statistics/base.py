@@ -10,6 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._status import Status
+from .._time import TimeOrigin
 
 
 class Tally(eqx.Module):
@@ -30,7 +31,7 @@ class RunFacts(eqx.Module):
     """Saved frames, the start's included."""
     dtype: object
     """The run's floating dtype."""
-    time_origin: object = None
+    time_origin: TimeOrigin | None = None
     """The field's `time_origin` (dates), or None."""
     spherical: bool = False
 
