@@ -108,7 +108,7 @@ class AbstractField(eqx.Module):
     """Whether integrators locate each step's end point together with their stages' points
     (one location in the compiled step, not two) and hand the tracker its hints: for fields
     whose `locate_batch` is a costly search (a mesh's walk) and whose `settle_batch` leaves
-    points where they are."""
+    points where their hints locate them (a layered field's settling moves depths only)."""
     time_invariant: eqx.AbstractClassVar[frozenset[str]]
     """The members that do not change in time (geometry, location, land, cell sizes): what a
     `flowkit.io.StreamedField` of this field answers from its template (`TIME_INVARIANT` and

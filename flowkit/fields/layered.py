@@ -74,7 +74,7 @@ class LayeredField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     dim: int = eqx.field(static=True)
     components: int = eqx.field(static=True)
-    shared_location: ClassVar[bool] = False
+    shared_location: ClassVar[bool] = True  # the surface's walk; settling moves depths only
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"components", "land"}
     periodic: tuple[bool, ...] = eqx.field(static=True)
     forcings: Forcings | None
@@ -255,7 +255,8 @@ class LayeredField(AbstractField):
     ) -> tuple[Positions, Hints | None]:
         """Depths kept between the surface and the sea floor at each row's place at time `t`:
         clamped (advection: a particle that reaches the surface stays there), or with `reflect`
-        mirrored at both (a random walk, so that a well-mixed column stays mixed)."""
+        mirrored at both (a random walk, so that a well-mixed column stays mixed). The hints
+        returned locate the rows (marked `exact`: the step's checks that follow locate nothing)."""
         if self.dim == 2:
             return x, hint
         hint, found, nodes, weights = self._place(x, hint)
@@ -264,7 +265,7 @@ class LayeredField(AbstractField):
         if reflect:
             z = jnp.abs(z)
             z = jnp.where(z > floor, 2 * floor - z, z)
-        return x.at[:, 2].set(jnp.where(found, jnp.clip(z, 0, floor), x[:, 2])), hint
+        return x.at[:, 2].set(jnp.where(found, jnp.clip(z, 0, floor), x[:, 2])), hint.marked(True)
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:

@@ -374,7 +374,7 @@ def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool,
     variables = rows.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, x, args, hint), **variables}
-    rows = Rows(x, status, exit_time, hint, variables, rows.generation)
+    rows = Rows(x, status, exit_time, hint.marked(False), variables, rows.generation)
     return eqx.tree_at(lambda s: s.rows, state, rows), frame_of(
         field, args, t0, x, status, hint, variables, rows.generation if restarts else None, record_velocity
     )

@@ -361,9 +361,10 @@ class TrackRun:
         if plan.stream is not None:  # windows of the series, read one ahead in a background thread
             feeder = WindowFeeder(plan.stream, self.window_width, plan.dtype, self._replicated)
             windows = feeder.windows(np.tile(self.window_starts, len(batches)))
-        tally = Tally(bar=progress_bar(self.progress, self.n_particles * plan.n_steps))
+        tally = Tally()
         start_time = time.perf_counter()
-        try:
+        try:  # the bar drawn inside: a Ctrl-C as it first shows ends the run as any other
+            tally.bar = progress_bar(self.progress, self.n_particles * plan.n_steps)
             for start in batches:
                 self._track_batch(
                     compiled,

@@ -59,8 +59,10 @@ def one_step(
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
     result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
-    # longitudes in one period; depths in the water, mirrored at the surface and the floor in random walks
-    x_new, step_hint = field.settle_batch(t + h, result.x, step_hint, reflect=pieces.integrator.stochastic)
+    # longitudes in one period; depths in the water, mirrored at the surface and the floor in random
+    # walks; where the integrator located the step's ends (`inside`), settling locates nothing
+    located = step_hint if result.inside is None else step_hint.marked(True)
+    x_new, step_hint = field.settle_batch(t + h, result.x, located, reflect=pieces.integrator.stochastic)
     finite = jnp.all(jnp.isfinite(x_new), axis=-1)
     x_b, hint_b, new_status, moved, walled = _judged(pieces, x, x_new, status, step_hint, result.inside, moving, finite)
     x_next = jnp.where(moved[:, None], x_b, x)
@@ -160,15 +162,16 @@ def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, inside, movin
     the wall's status, an end outside the domain is `OUT_OF_DOMAIN`, on land `BEACHED` (at its
     last wet position); `moved`: the row takes `x_b`; `walled`: a wall stopped it in the step."""
     code = lambda s: jnp.asarray(s, status.dtype)  # noqa: E731
-    if inside is None:
+    if inside is None:  # nothing to locate where the field's settling located the ends (`exact`)
         step_hint, inside = pieces.field.locate_batch(x_new, step_hint)
+    step_hint = step_hint.marked(False)  # a boundary locates again the rows it moves
     x_b, status_b, hint_b, inside = pieces.boundary.apply_batch(pieces.field, x, x_new, status, step_hint, inside)
     stopped_by_wall = status_b != Status.ACTIVE
     outside = jnp.where(moving & ~inside, code(Status.OUT_OF_DOMAIN), status)
     new_status = jnp.where(moving & stopped_by_wall, status_b, outside)
     new_status = jnp.where(moving & ~finite, code(Status.NONFINITE), new_status)
     moved = moving & finite & (inside | stopped_by_wall)
-    beached = pieces.field.beached_batch(x_b, hint_b)
+    beached = pieces.field.beached_batch(x_b, hint_b.marked(True))  # hint_b locates x_b where it still moves
     if beached is not None:  # a step ending on land stops at its last wet position
         ashore = moved & ~stopped_by_wall & beached
         new_status = jnp.where(ashore, code(Status.BEACHED), new_status)
