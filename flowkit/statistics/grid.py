@@ -138,7 +138,7 @@ class GridCounts(AbstractStatistic):
             attrs={
                 "Conventions": "CF-1.8",
                 "title": "flowkit gridded particle counts",
-                "save_interval_s": run.save_interval,
+                "save_interval_s": abs(run.save_interval),
             },
         )
 

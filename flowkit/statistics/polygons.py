@@ -198,7 +198,7 @@ class PolygonStats(AbstractStatistic):
             mean_arrival = np.where(arrived > 0, totals["arrival_sum"] / np.maximum(arrived, 1), np.nan)
             visitors = arrived.sum(axis=0)
             residence = np.where(
-                visitors > 0, totals["count"].sum(axis=0) * run.save_interval / np.maximum(visitors, 1), np.nan
+                visitors > 0, totals["count"].sum(axis=0) * abs(run.save_interval) / np.maximum(visitors, 1), np.nan
             )
         seconds = {"units": "s"}
         pairs = ("release", "polygon")
@@ -250,6 +250,6 @@ class PolygonStats(AbstractStatistic):
             attrs={
                 "Conventions": "CF-1.8",
                 "title": "flowkit polygon statistics",
-                "save_interval_s": run.save_interval,
+                "save_interval_s": abs(run.save_interval),
             },
         )
