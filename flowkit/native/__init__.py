@@ -104,10 +104,9 @@ def bin_cells(lo, hi, origin, size, rows, shape):
     arrays = [np.ascontiguousarray(a, np.float64) for a in (lo, hi, origin, size)]
     rows, shape = np.ascontiguousarray(rows, np.int32), np.ascontiguousarray(shape, np.int64)
     start = np.zeros(int(np.prod(shape)) + 1, np.int64)
-    pointer = lambda array: array.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    head = [*map(pointer, arrays), pointer(rows), ctypes.c_int64(len(rows)), ctypes.c_int32(len(shape))]
-    cells = np.empty(call(*head, pointer(shape), pointer(start), None), np.int32)
-    call(*head, pointer(shape), pointer(start), pointer(cells))
+    head = [*map(_pointer, arrays), _pointer(rows), ctypes.c_int64(len(rows)), ctypes.c_int32(len(shape))]
+    cells = np.empty(call(*head, _pointer(shape), _pointer(start), None), np.int32)
+    call(*head, _pointer(shape), _pointer(start), _pointer(cells))
     return start, cells
 
 
@@ -142,7 +141,11 @@ def _per_cell(symbol: str, points, nodes, *columns: int):
     call.restype = None
     points, nodes = np.ascontiguousarray(points, np.float64), np.ascontiguousarray(nodes, np.int64)
     outputs = [np.empty((len(nodes), n)) for n in columns]
-    pointer = lambda array: array.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
     sizes = (ctypes.c_int64(len(nodes)), ctypes.c_int32(nodes.shape[1]), ctypes.c_int32(points.shape[1]))
-    call(pointer(points), pointer(nodes), *sizes, *map(pointer, outputs))
+    call(_pointer(points), _pointer(nodes), *sizes, *map(_pointer, outputs))
     return outputs
+
+
+def _pointer(array) -> ctypes.c_void_p:
+    """A contiguous NumPy array's data, as the library's functions take it."""
+    return array.ctypes.data_as(ctypes.c_void_p)

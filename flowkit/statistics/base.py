@@ -93,10 +93,8 @@ def window_index(frame, save_interval, window: float | None, count: int):
 
 def frames_per_window(run: RunFacts, window: float | None, count: int) -> np.ndarray:
     """How many of the run's frames each window holds (`window_index` on the host)."""
-    if window is None:
-        return np.array([run.n_frames])
-    index = np.minimum(np.arange(run.n_frames) // round(window / abs(run.save_interval)), count - 1)
-    return np.bincount(index, minlength=count)
+    index = window_index(jnp.arange(run.n_frames), abs(run.save_interval), window, count)
+    return np.bincount(np.broadcast_to(np.asarray(index), (run.n_frames,)), minlength=count)
 
 
 def check_window(window: float, run: RunFacts) -> None:

@@ -80,6 +80,7 @@ def check_statistics(plan: RunPlan, output, tracks: bool) -> None:
         )
 
 
-def bare(frame: Frame) -> Frame:
-    """Positions and status alone (what a run without tracks keeps of its first frame)."""
-    return Frame(frame.positions, frame.status, None, {}, None, {})
+def bare(positions, status) -> Frame:
+    """A frame of positions and status alone (what a run without tracks keeps of its first
+    and last frames)."""
+    return Frame(positions, status, None, {}, None, {})

@@ -151,18 +151,13 @@ def _tallied(statistics: tuple, tallies: tuple, times: Times, first, save_every:
     """The tallies with the frame that ends the save starting at global step `first`, unless
     the run ended before it (a chunk's saves past `t1`)."""
     last_start, h = step_times(times, first + save_every - 1)
-    new = added(
-        statistics,
+    frame_index, interval = (first + save_every) // save_every, jnp.abs(times.dt) * save_every
+    return jax.lax.cond(
+        step_times(times, first)[1] != 0,
+        lambda t: added(statistics, t, frame_index, last_start + h, interval, frame.positions, frame.status, release),
+        lambda t: t,
         tallies,
-        (first + save_every) // save_every,
-        last_start + h,
-        jnp.abs(times.dt) * save_every,
-        frame.positions,
-        frame.status,
-        release,
     )
-    ran = step_times(times, first)[1] != 0
-    return jax.tree.map(lambda a, b: jnp.where(ran, a, b), new, tallies)
 
 
 def _busy(times: Times, status, t_release, first, *, save_every: int):
@@ -297,8 +292,7 @@ def advance(
 
     if mesh is None:
         return local(dynamic, times, state, slots)
-    p = PartitionSpec("particles")
-    state_spec = eqx.tree_at(lambda s: s.step, jax.tree.map(lambda _: p, state), PartitionSpec())
+    p, state_spec = PartitionSpec("particles"), _state_spec(state)
     fn = jax.shard_map(
         local,
         mesh=mesh,
@@ -312,6 +306,12 @@ def advance(
         check_vma=False,
     )
     return fn(dynamic, times, state, slots)
+
+
+def _state_spec(state: State) -> State:
+    """The state's layout over the devices: every per-slot or per-device array split over the
+    "particles" axis, the step replicated."""
+    return eqx.tree_at(lambda s: s.step, jax.tree.map(lambda _: PartitionSpec("particles"), state), PartitionSpec())
 
 
 def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: bool = False):
@@ -338,8 +338,7 @@ def _seed_program(options: tuple, mesh: jax.sharding.Mesh | None):
         if mesh is None:
             return located_seeds(pieces, t0, state, **flags)
         dynamic, static = eqx.partition(pieces, eqx.is_array)
-        p = PartitionSpec("particles")
-        state_spec = eqx.tree_at(lambda s: s.step, jax.tree.map(lambda _: p, state), PartitionSpec())
+        p, state_spec = PartitionSpec("particles"), _state_spec(state)
 
         def local(dynamic, t0, state):  # the rows come back whole: a model's variables start here
             located, frame = located_seeds(eqx.combine(dynamic, static), t0, state, **flags)

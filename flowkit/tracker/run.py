@@ -448,7 +448,7 @@ class TrackRun:
             frame0.positions == given, given, frame0.positions
         )  # as given, but where the field settled a seed (below a sea floor)
         frame0 = eqx.tree_at(lambda f: f.positions, frame0, settled)
-        sink.write_frames(slice(0, 1), particles, frame0 if self.tracks else bare(frame0))
+        sink.write_frames(slice(0, 1), particles, frame0 if self.tracks else bare(frame0.positions, frame0.status))
         steps_per_chunk = self.chunk_saves * plan.save_every
         for chunk in range(self.n_chunks):
             tally.chunk = chunk
@@ -472,7 +472,7 @@ class TrackRun:
                 )
         if not self.tracks:  # the end: the last chunk's state
             rows = jax.tree.map(lambda a: np.asarray(a)[None, :count], (state.rows.x, state.rows.status))
-            sink.write_frames(slice(1, 2), particles, Frame(*rows, None, {}, None, {}))
+            sink.write_frames(slice(1, 2), particles, bare(*rows))
         if self.gathering is not None:
             self.gathering.add(state.tallies)
         sink.write_exit_time(particles, np.asarray(state.rows.exit_time)[:count])
