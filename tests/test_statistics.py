@@ -164,8 +164,7 @@ def test_statistics_on_a_mesh_the_kernel_runs_where_particles_leave():
 def test_even_odd_inside_matches_shapely_on_holes_and_multipolygons():
     rng = np.random.default_rng(4)
     points = rng.uniform([-0.1, -0.1], [2.1, 1.1], (5000, 2))
-    edges, owner = polygon_edges(list(POLYGONS.values()))
-    inside = np.asarray(inside_polygons(points, edges, owner, len(POLYGONS)))
+    inside = np.asarray(inside_polygons(points, *polygon_edges(list(POLYGONS.values()))))
     expected = np.stack([shapely.contains_xy(p, points[:, 0], points[:, 1]) for p in POLYGONS.values()], axis=-1)
     np.testing.assert_array_equal(inside, expected)
     assert expected.sum(axis=0).min() > 50

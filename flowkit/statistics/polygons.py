@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
 from .._custom_types import PathLike
 from .base import AbstractStatistic, RunFacts, Tally, active, frames_per_window, window_index, window_starts, windows
@@ -50,8 +50,10 @@ def read_polygons(path: PathLike, name_field: str | None = None) -> tuple[list, 
 
 
 def polygon_edges(geometries: Sequence) -> tuple[np.ndarray, np.ndarray]:
-    """`(edges (E, 4) as x0 y0 x1 y1, polygon (E,))`: every ring's edges (exteriors and holes)
-    of each polygon or multipolygon, for the even-odd rule."""
+    """`(edges (k, c, 4) as x0 y0 x1 y1, owners (k, c, P))`: every ring's edges (exteriors and
+    holes) of each polygon or multipolygon, for the even-odd rule, in `k` chunks of `c` edges
+    (at most `EDGE_CHUNK`; the last padded with flat edges, never crossed), and each edge's
+    polygon one-hot."""
     import shapely
 
     edges, owner = [], []
@@ -64,18 +66,19 @@ def polygon_edges(geometries: Sequence) -> tuple[np.ndarray, np.ndarray]:
                 xy = np.asarray(ring.coords, np.float64)[:, :2]
                 edges.append(np.concatenate([xy[:-1], xy[1:]], axis=1))
                 owner.append(np.full(len(xy) - 1, p))
-    return np.concatenate(edges), np.concatenate(owner).astype(np.int32)
+    count = sum(map(len, edges))
+    chunk = min(EDGE_CHUNK, -(-count // 8) * 8)
+    padded = np.concatenate([*edges, np.zeros((-count % chunk, 4))])  # flat edges: never crossed
+    owners = np.zeros((len(padded), len(geometries)), np.float32)  # the padding belongs to no polygon
+    owners[np.arange(count), np.concatenate(owner)] = 1
+    return padded.reshape(-1, chunk, 4), owners.reshape(-1, chunk, len(geometries))
 
 
-def inside_polygons(x, edges, owner, n_polygons: int):
+def inside_polygons(x, edges, owners):
     """`(n, P)`: whether each point `x[:, :2]` lies in each polygon (the even-odd rule: the
-    rays toward +x crossing its rings' edges), the edges taken at most `EDGE_CHUNK` at a time.
-    The crossings are summed per polygon by a product with the edges' owners (in float32:
-    exact for any count of edges a polygon has)."""
-    chunk = min(EDGE_CHUNK, -(-edges.shape[0] // 8) * 8)
-    pad = -edges.shape[0] % chunk
-    edges = jnp.concatenate([edges, jnp.zeros((pad, 4), edges.dtype)])  # flat edges: never crossed
-    owners = jax.nn.one_hot(jnp.concatenate([owner, jnp.zeros(pad, owner.dtype)]), n_polygons, dtype=jnp.float32)
+    rays toward +x crossing its rings' edges; `edges`, `owners`: `polygon_edges`), a chunk
+    of edges at a time. The crossings are summed per polygon by a product with the edges'
+    owners (in float32: exact for any count of edges a polygon has)."""
     px, py = x[:, 0:1], x[:, 1:2]
 
     def crossings(parity, part):
@@ -83,10 +86,9 @@ def inside_polygons(x, edges, owner, n_polygons: int):
         x0, y0, x1, y1 = e[:, 0], e[:, 1], e[:, 2], e[:, 3]
         straddles = (y0 > py) != (y1 > py)
         at = x0 + (py - y0) * (x1 - x0) / jnp.where(y1 == y0, 1, y1 - y0)
-        return parity + (straddles & (px < at)).astype(jnp.float32) @ o, None  # (n, chunk) @ (chunk, P)
+        return parity + (straddles & (px < at)).astype(jnp.float32) @ o.astype(jnp.float32), None
 
-    parts = (edges.reshape(-1, chunk, 4), owners.reshape(-1, chunk, n_polygons))
-    parity, _ = jax.lax.scan(crossings, jnp.zeros((x.shape[0], n_polygons), jnp.float32), parts)
+    parity, _ = jax.lax.scan(crossings, jnp.zeros((x.shape[0], owners.shape[-1]), jnp.float32), (edges, owners))
     return jnp.round(parity).astype(jnp.int32) % 2 == 1
 
 
@@ -112,8 +114,8 @@ class PolygonStats(AbstractStatistic):
     coastline-sized polygons first (`shapely.simplify`).
     """
 
-    edges: Float[Array, "e 4"]
-    owner: Int[Array, " e"]
+    edges: Float[Array, "k c 4"]
+    owners: Float[Array, "k c p"]
     names: tuple[str, ...] = eqx.field(static=True)
     window: float | None = eqx.field(static=True)
     name: str = eqx.field(static=True)
@@ -132,7 +134,7 @@ class PolygonStats(AbstractStatistic):
             raise ValueError(f"PolygonStats: {len(names)} names for {len(polygons)} polygons, each unique: {names}")
         if window is not None and not window > 0:
             raise ValueError(f"PolygonStats: window must be a positive duration, got {window}")
-        self.edges, self.owner = polygon_edges(polygons)
+        self.edges, self.owners = polygon_edges(polygons)
         self.names, self.window, self.name = tuple(names), None if window is None else float(window), str(name)
 
     def tally(self, run: RunFacts, n_slots: int) -> Tally:
@@ -158,7 +160,7 @@ class PolygonStats(AbstractStatistic):
         )
 
     def start(self, tally: Tally, x) -> Tally:
-        inside = inside_polygons(x, self.edges, self.owner, len(self.names))
+        inside = inside_polygons(x, self.edges, self.owners)
         release = jnp.where(inside.any(axis=1), jnp.argmax(inside, axis=1), len(self.names)).astype(jnp.int32)
         return eqx.tree_at(lambda t: t.slots["release"], tally, release)
 
@@ -166,7 +168,7 @@ class PolygonStats(AbstractStatistic):
         s, totals = tally.slots, dict(tally.totals)
         p = len(self.names)
         moving = active(status)
-        inside = inside_polygons(x, self.edges, self.owner, p) & moving[:, None]
+        inside = inside_polygons(x, self.edges, self.owners) & moving[:, None]
         first = moving & ~s["seen"]
         arrived = inside & ~s["visited"]
         w = window_index(frame, save_interval, self.window, totals["count"].shape[0])
