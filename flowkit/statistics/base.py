@@ -39,7 +39,8 @@ class RunFacts(eqx.Module):
 class AbstractStatistic(eqx.Module):
     """A statistic of the particles gathered at every saved frame inside the compiled run
     (`fk.track(..., statistics=[...])`), without storing tracks. Each equals the same statistic
-    computed from the stored frames of the same run (`from_frames`).
+    computed from the stored frames of the same run (`tests/test_statistics.py` computes them
+    so).
 
     A frame counts the particles that are active in it (`Status.ACTIVE`): released and moving."""
 
@@ -127,7 +128,8 @@ def position_names(run: RunFacts, dim: int) -> list[str]:
     return (["lon", "lat", "z"] if run.spherical else ["x", "y", "z"])[:dim]
 
 
-def position_attrs(run: RunFacts, name: str) -> dict:
+def position_attrs(name: str) -> dict:
+    """CF attributes of a position axis named by `position_names`."""
     return {
         "lon": {"standard_name": "longitude", "units": "degrees_east"},
         "lat": {"standard_name": "latitude", "units": "degrees_north"},

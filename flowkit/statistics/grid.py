@@ -114,7 +114,7 @@ class GridCounts(AbstractStatistic):
             dims.append("age")
         for name, edges in reversed(list(zip(names, self.edges))):
             e = np.asarray(edges, np.float64)
-            coords[name] = (name, 0.5 * (e[1:] + e[:-1]), {**position_attrs(run, name), "bounds": f"{name}_bounds"})
+            coords[name] = (name, 0.5 * (e[1:] + e[:-1]), {**position_attrs(name), "bounds": f"{name}_bounds"})
             coords[f"{name}_bounds"] = ((name, "bounds"), np.stack([e[:-1], e[1:]], axis=1))
             dims.append(name)
         return xr.Dataset(
