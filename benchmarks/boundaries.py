@@ -33,7 +33,7 @@ def channel():
 
 def pipe():
     points, tets = fk.datasets.pipe_mesh()
-    return fk.MeshField(points, tets, fk.datasets.poiseuille(points))
+    return fk.MeshField.from_arrays(points, tets, fk.datasets.poiseuille(points))
 
 
 def pipe_seeds(n, rng):

@@ -31,7 +31,7 @@ field = fk.GridField.from_function(gyre, [np.linspace(0, 2, 1025), np.linspace(0
 if bump:  # one value of 2.1 M, which a hash of every second value misses
     values = np.asarray(field.values)[0].copy()
     values[123, 77, 1] += bump
-    field = fk.GridField(values, field.axes, dtype="float64")
+    field = fk.GridField.from_arrays(values, field.axes, dtype="float64")
 seeds = np.random.default_rng(seed).uniform((0.1, 0.1), (1.9, 0.9), (n, 2))
 fk.track(field, seeds, 0.0, 10.0, 0.0005, save_every=2000, batch_size=n // 6, output=store,
          resume=mode == "resume", overwrite=mode == "overwrite")

@@ -197,7 +197,7 @@ def main():
                 values = np.asarray(field.values[0], np.float64)
             else:
                 points, cells, types, values, seeds = mesh
-                field = fk.MeshField(points, cells, values, types)
+                field = fk.MeshField.from_arrays(points, cells, values, types)
             t1 = {"stay": 0.8, "leave": 4.0, "early": 8.0}[flow]
             info, traj, moving_steps = flowkit_run(field, seeds, t1, steps)
             if flow == "stay":

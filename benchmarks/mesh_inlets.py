@@ -65,7 +65,7 @@ def main():
     points, tets = fk.datasets.jittered_tet_box((41, 21, 17), EXTENT, jitter=0.25)
     points, cells, types, values, seeds = box_case(points, tets, np.full(len(tets), 10), EXTENT, rng, n, 1.0)
     seeds[:, 0] = rng.uniform(0.05, 0.3 * EXTENT[0], n)  # all project onto x min (grid mode)
-    field = fk.MeshField(points, cells, values, types)
+    field = fk.MeshField.from_arrays(points, cells, values, types)
     devices = f"{jax.device_count()} {jax.devices()[0].platform} device(s)"
     print(f"{devices}; {len(cells)} tets; {n} particles x {steps} RK4 steps")
     speed = float(np.mean(np.linalg.norm(values, axis=1)))

@@ -86,7 +86,7 @@ def main():
         points, tets = fk.datasets.jittered_tet_box(tuple(args.mesh_shape), EXTENT, 0.25)
         flow = fk.fields.CellularFlow(EXTENT)
         values = np.asarray(jax.jit(jax.vmap(lambda x: flow(0.0, x)))(jnp.asarray(points)))
-        field = fk.MeshField(points, tets, values, dtype="float32")
+        field = fk.MeshField.from_arrays(points, tets, values, dtype="float32")
         seeds = rng.uniform(0.05, 0.95, (args.mesh_n, 3)) * np.asarray(EXTENT)
         report(
             f"brief-sized mesh ({len(tets)} tets, steady CellularFlow)",

@@ -41,7 +41,9 @@ def quad_mesh(n: int) -> fk.MeshField:
     points = np.column_stack([x.ravel(), y.ravel()])
     ids = np.arange(n * n).reshape(n, n)
     quads = np.stack([ids[:-1, :-1], ids[1:, :-1], ids[1:, 1:], ids[:-1, 1:]], axis=-1).reshape(-1, 4)
-    return fk.MeshField(points, quads, np.column_stack(velocity(points[:, 0], points[:, 1])), dtype="float64")
+    return fk.MeshField.from_arrays(
+        points, quads, np.column_stack(velocity(points[:, 0], points[:, 1])), dtype="float64"
+    )
 
 
 def near_walls(x: np.ndarray, widths) -> list[float]:

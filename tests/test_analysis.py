@@ -142,7 +142,9 @@ def test_sampling_any_field_along_trajectories():
     field = fk.fields.DoubleGyre()
     axes = [np.linspace(0, 2, 41), np.linspace(0, 1, 21)]
     mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
-    pressure = fk.GridField(mesh[..., :1] + 2 * mesh[..., 1:], axes, dtype="float64")  # p = x + 2y, one component
+    pressure = fk.GridField.from_arrays(
+        mesh[..., :1] + 2 * mesh[..., 1:], axes, dtype="float64"
+    )  # p = x + 2y, one component
     traj = fk.track(
         field,
         fk.seeding.uniform_grid((5, 5), field.bounds, include_boundaries=False),
@@ -193,7 +195,7 @@ def test_pictures_evaluate_a_curvilinear_field_in_located_batches(tmp_path):
     radius, angle = np.meshgrid(np.linspace(1, 3, 120), np.linspace(0.2, 1.3, 150), indexing="ij")
     lon, lat = 10 + 3 * radius * np.cos(angle), 50 + 2 * radius * np.sin(angle)  # a curved, skewed grid
     values = np.stack([np.cos(angle) * 0.3, np.sin(radius) * 0.2], axis=-1)
-    field = CurvilinearField(lon, lat, values, dtype="float64")
+    field = CurvilinearField.from_arrays(lon, lat, values, dtype="float64")
     rng = np.random.default_rng(0)
     points = rng.uniform([lon.min() - 0.5, lat.min() - 0.5], [lon.max() + 0.5, lat.max() + 0.5], (300, 2))
     got = speeds_at(field, 0.0, points, chunk=128)
@@ -217,7 +219,7 @@ def test_land_of_a_layered_ocean_is_drawn_as_filled_cells():
     index = np.arange(12).reshape(4, 3)
     quads = np.stack([index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]], axis=-1).reshape(-1, 4)
     land = points[:, 0] <= 1.0  # the western two node columns: land up to x = 1.5, where the mask is 1/2
-    field = fk.fields.LayeredField(
+    field = fk.fields.LayeredField.from_arrays(
         points, quads, np.full((1, 12, 1), 1.0), np.ones((1, 12, 1, 2)), np.full((1, 12), 10.0), land=land
     )
     fig, ax = plt.subplots()

@@ -52,7 +52,7 @@ def test_auto_dt_spans_at_most_one_of_the_datas_time_intervals(caplog):
     x, y = np.linspace(0, 1e5, 11), np.linspace(0, 5e4, 6)
     values = np.zeros((len(times), 11, 6, 2))
     values[..., 0] = 1e-3 * np.cos(2 * np.pi * times / 44_712.0)[:, None, None]  # the M2 tide, 1 mm/s
-    field = fk.GridField(values, [x, y], times=times, dtype="float64")
+    field = fk.GridField.from_arrays(values, [x, y], times=times, dtype="float64")
     assert field.max_courant_rate() * 6 * 3600 < 0.5  # one step of 6 h by the Courant number
     with caplog.at_level(logging.INFO, logger="flowkit"):
         traj = fk.track(field, [[5e4, 2.5e4]], 0.0, 6 * 3600.0, "auto", dtype="float64")
@@ -66,7 +66,7 @@ def test_auto_dt_on_a_graded_tetrahedral_mesh():
     velocity = np.stack(
         [-(points[:, 1] - 0.5), points[:, 0] - 0.5, 0.2 + 0 * points[:, 0]], axis=1
     )  # linear: exact in every tetrahedron
-    field = fk.MeshField(points, tets, velocity, dtype="float64")
+    field = fk.MeshField.from_arrays(points, tets, velocity, dtype="float64")
     seeds = fk.seeding.random_inside(300, field, key=jax.random.key(0))
     traj = fk.track(field, seeds, 0.0, 1.0, "auto", save_every=1, dtype="float64")
     chords, x = _chords(traj)
@@ -83,7 +83,7 @@ def test_auto_dt_on_the_sphere_counts_the_narrow_cells_at_high_latitude():
     lon, lat = np.arange(0.0, 41.0), np.arange(50.0, 87.0)
     values = np.zeros((len(lon), len(lat), 2))
     values[..., 0], values[..., 1] = 1.0, 0.2  # m/s east and north
-    field = fk.GridField(values, [lon, lat], spherical=True, dtype="float64")
+    field = fk.GridField.from_arrays(values, [lon, lat], spherical=True, dtype="float64")
     seeds = np.stack([np.full(25, 5.0), np.linspace(60.0, 84.0, 25)], axis=1)
     traj = fk.track(field, seeds, 0.0, 86400.0, "auto", save_every=1, dtype="float64")
     chords, _ = _chords(traj)
@@ -132,7 +132,7 @@ def test_auto_dt_needs_cells_and_flow():
     with pytest.raises(ValueError, match="dt='auto' counts a step in cells, and DoubleGyre has none"):
         fk.track(fk.fields.DoubleGyre(), seeds, 0.0, 1.0, "auto")
     assert fk.track(fk.fields.DoubleGyre(), seeds, 0.0, 1.0, 0.1).stats.courant is None
-    still = fk.GridField(np.zeros((5, 3, 2)), [np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
+    still = fk.GridField.from_arrays(np.zeros((5, 3, 2)), [np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
     with pytest.raises(ValueError, match="velocity is zero everywhere"):
         fk.track(still, seeds, 0.0, 1.0, "auto")
     with pytest.raises(ValueError, match="courant must be a positive number"):
@@ -148,7 +148,9 @@ def test_a_collapsed_hexahedron_is_left_out_of_dt_auto_by_name(caplog):
     first = cells[0]
     for moved, onto in ((1, 0), (2, 3), (5, 4), (6, 7)):
         points[first[moved]] = points[first[onto]]
-    field = fk.MeshField(points, cells, np.tile([0.3, 0.1, 0.0], (len(points), 1)), cell_types=np.full(len(cells), 12))
+    field = fk.MeshField.from_arrays(
+        points, cells, np.tile([0.3, 0.1, 0.0], (len(points), 1)), cell_types=np.full(len(cells), 12)
+    )
     with caplog.at_level(logging.INFO, logger="flowkit"):
         rate = field.max_courant_rate()
     assert "have two nodes at one point (collapsed; cell 0 is one): left out of the Courant number" in caplog.text

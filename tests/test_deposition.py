@@ -26,7 +26,9 @@ def test_uniform_flow_into_an_absorbing_box_wall_deposits_each_particle_once_at_
 
 def test_mesh_walls_stick_and_the_map_counts_the_boundary_faces_hit(tmp_path):
     points, cells, types = mesh("hexahedron", shape=(6, 4, 4), jitter=0.1)
-    field = fk.MeshField(points, cells, np.tile([0.8, 0.1, -0.05], (len(points), 1)), cell_types=types, dtype="float64")
+    field = fk.MeshField.from_arrays(
+        points, cells, np.tile([0.8, 0.1, -0.05], (len(points), 1)), cell_types=types, dtype="float64"
+    )
     seeds = np.random.default_rng(1).uniform((0.2, 0.2, 0.2), (1.6, 0.8, 0.8), (300, 3))
     traj = fk.track(field, seeds, 0.0, 4.0, 0.05, boundary=fk.MeshWalls("stick"), dtype="float64")
     stuck = traj.status[-1] == fk.Status.ABSORBED

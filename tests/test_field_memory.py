@@ -20,7 +20,7 @@ PER_POINT = 2_000  # bytes of scratch a point may take (a copied table took 5 MB
 def _mesh():
     points, cells, types = mesh("mixed", (9, 6, 6))
     values = np.stack([velocity(points) * (1 + k) for k in range(3)])
-    return fk.MeshField(points, cells, values, types, times=[0.0, 1.0, 2.0])
+    return fk.MeshField.from_arrays(points, cells, values, types, times=[0.0, 1.0, 2.0])
 
 
 def _projected(tmp_path):

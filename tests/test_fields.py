@@ -120,10 +120,10 @@ def test_periodic_axis_with_its_end_node_repeated_gets_the_right_period(caplog):
     repeated_end = r"periodic axis 0 spans 6.28319 and has the same values on its end node.*give periodic=6.28318"
     with pytest.raises(ValueError, match=repeated_end):
         fk.GridField.from_function(field, [np.linspace(0, 2 * np.pi, 25)] * 3, periodic=True, dtype="float64")
-    uniform_in_z = fk.GridField(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(4.0, False))
+    uniform_in_z = fk.GridField.from_arrays(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(4.0, False))
     assert uniform_in_z.shape == (4, 3)  # equal end planes, but the stated period says distinct nodes
     with pytest.raises(ValueError, match="periodic axis 0 spans 3 with spacing 1: neither one period of 5"):
-        fk.GridField(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(5.0, False))
+        fk.GridField.from_arrays(np.ones((4, 3, 2)), [np.arange(4.0), np.arange(3.0)], periodic=(5.0, False))
 
 
 def test_grid_periodic_axes_wrap():
@@ -147,7 +147,7 @@ def test_grid_nearest_and_domain():
     axes = [np.linspace(0, 1, 3), np.linspace(0, 1, 3)]
     data = np.zeros((3, 3, 2))
     data[..., 0] = np.arange(9).reshape(3, 3)
-    grid = fk.GridField(data, axes, interpolation="nearest", dtype="float64")
+    grid = fk.GridField.from_arrays(data, axes, interpolation="nearest", dtype="float64")
     np.testing.assert_allclose(_eval(grid, 0.0, [[0.2, 0.3], [0.3, 0.9], [0.9, 0.1]])[:, 0], [1.0, 5.0, 6.0])
     inside = np.asarray(jax.vmap(grid.in_domain)(jnp.array([[0.0, 1.0], [0.5, 0.5], [1.0001, 0.5], [0.5, -0.01]])))
     np.testing.assert_array_equal(inside, [True, True, False, False])
@@ -191,7 +191,7 @@ def test_grid_keeps_only_jax_arrays():
 )
 def test_grid_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        fk.GridField(**kwargs)
+        fk.GridField.from_arrays(**kwargs)
 
 
 def test_npz_round_trip(tmp_path):
@@ -213,14 +213,14 @@ def test_periodic_true_on_an_axis_whose_end_node_repeats_the_first_names_the_per
     lon = np.linspace(0.0, 360.0, 37)
     noise = np.random.default_rng(0).normal(size=(37, 3, 2))
     with pytest.raises(ValueError, match=r"axis 0 spans 360, so its end node.*give periodic=360.0 "):
-        fk.GridField(noise, [lon, lat], periodic=(True, False))
+        fk.GridField.from_arrays(noise, [lon, lat], periodic=(True, False))
     x = np.linspace(0.0, 7.3, 30)
     wave = np.zeros((30, 3, 2))
     wave[..., 0] = np.sin(2 * np.pi * x / 7.3)[:, None]
     with pytest.raises(ValueError, match=r"axis 0 has the same values on its end node as on its first.*periodic=7.3 "):
-        fk.GridField(wave, [x, lat], periodic=(True, False))
+        fk.GridField.from_arrays(wave, [x, lat], periodic=(True, False))
     wave[..., 0] = 0.1
-    assert fk.GridField(wave, [x, lat], periodic=(True, False)).shape == (30, 3)
+    assert fk.GridField.from_arrays(wave, [x, lat], periodic=(True, False)).shape == (30, 3)
     distinct = np.linspace(0.0, 360.0, 36, endpoint=False)
-    assert fk.GridField(noise[:36], [distinct, lat], periodic=(True, False)).shape == (36, 3)
-    assert fk.GridField(noise, [lon, lat], periodic=(360.0, False)).shape == (36, 3)
+    assert fk.GridField.from_arrays(noise[:36], [distinct, lat], periodic=(True, False)).shape == (36, 3)
+    assert fk.GridField.from_arrays(noise, [lon, lat], periodic=(360.0, False)).shape == (36, 3)

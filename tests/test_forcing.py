@@ -37,15 +37,15 @@ def wind_closed_form(t, lon, lat):
 def wind_field(**options):
     lon, lat = np.meshgrid(WIND_LON, WIND_LAT, indexing="ij")
     values = np.stack([wind_closed_form(t, lon, lat) for t in WIND_TIMES])
-    return fk.GridField(values, [WIND_LON, WIND_LAT], times=WIND_TIMES, spherical=True, **options)
+    return fk.GridField.from_arrays(values, [WIND_LON, WIND_LAT], times=WIND_TIMES, spherical=True, **options)
 
 
 def test_windage_across_grids_is_exactly_the_current_plus_the_coefficient_times_the_wind():
     """Currents on a 1/4° grid, wind on a coarser, larger 5° grid with its own time axis: the
     windage's velocity at the particles is current + 0.03 × wind (converted to degrees per
     second at each latitude), and a run equals the run through one field holding that sum."""
-    field = fk.GridField(currents(), [LON, LAT], spherical=True, samples={"wind": wind_field()})
-    plain = fk.GridField(currents(), [LON, LAT], spherical=True)
+    field = fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True, samples={"wind": wind_field()})
+    plain = fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True)
     rng = np.random.default_rng(1)
     x = jnp.asarray(np.column_stack([rng.uniform(0.5, 9.5, 64), rng.uniform(50.5, 59.5, 64)]), jnp.float32)
     windage = Windage(0.03)
@@ -58,7 +58,7 @@ def test_windage_across_grids_is_exactly_the_current_plus_the_coefficient_times_
 
     lon, lat = np.meshgrid(LON, LAT, indexing="ij")
     summed = np.stack([currents() + 0.03 * wind_closed_form(t, lon, lat) for t in WIND_TIMES])
-    reference = fk.GridField(summed, [LON, LAT], times=WIND_TIMES, spherical=True)
+    reference = fk.GridField.from_arrays(summed, [LON, LAT], times=WIND_TIMES, spherical=True)
     seeds = np.column_stack([rng.uniform(2, 8, 200), rng.uniform(52, 58, 200)])
     ours = fk.track(field, seeds, 0.0, 86400.0, 1800.0, particles=windage)
     theirs = fk.track(reference, seeds, 0.0, 86400.0, 1800.0)
@@ -70,33 +70,33 @@ def test_windage_across_grids_is_exactly_the_current_plus_the_coefficient_times_
 
 
 def test_a_particle_outside_the_forcing_gets_zero_wind_and_the_seeds_outside_are_logged(caplog):
-    small = fk.GridField(
+    small = fk.GridField.from_arrays(
         np.broadcast_to([10.0, 0.0], (3, 3, 2)).copy(), [np.linspace(0, 4, 3), np.linspace(50, 60, 3)], spherical=True
     )
-    field = fk.GridField(currents(), [LON, LAT], spherical=True, samples={"wind": small})
+    field = fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True, samples={"wind": small})
     seeds = np.array([[2.0, 55.0], [7.0, 55.0]])
     with caplog.at_level("INFO", logger="flowkit"):
         traj = fk.track(field, seeds, 0.0, 3600.0, 600.0, particles=Windage(0.03), save_every=1)
     assert "forcing 'wind': 1 of 2 seeds lie outside its extent" in caplog.text
     assert np.all(np.isfinite(traj.positions))
     np.testing.assert_array_equal(traj.samples["wind"][0], [[10.0, 0.0], [0.0, 0.0]])
-    alone = fk.track(fk.GridField(currents(), [LON, LAT], spherical=True), seeds[1:], 0.0, 3600.0, 600.0)
+    alone = fk.track(fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True), seeds[1:], 0.0, 3600.0, 600.0)
     np.testing.assert_allclose(traj.positions[-1, 1], alone.positions[-1, 0], atol=1e-6)
 
 
 def test_a_forcing_for_another_region_warns_and_windage_below_its_depth_warns(caplog):
     """Most seeds outside a forcing's extent is a warning (a wind file of another region), and a
     3-D run whose seeds all lie below windage's depth is told the wind moves none of them."""
-    small = fk.GridField(
+    small = fk.GridField.from_arrays(
         np.broadcast_to([10.0, 0.0], (3, 3, 2)).copy(), [np.linspace(0, 4, 3), np.linspace(50, 60, 3)], spherical=True
     )
-    field = fk.GridField(currents(), [LON, LAT], spherical=True, samples={"wind": small})
+    field = fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True, samples={"wind": small})
     with caplog.at_level("WARNING", logger="flowkit"):
         fk.track(field, np.array([[7.0, 55.0], [8.0, 55.0]]), 0.0, 3600.0, 600.0, particles=Windage(0.03))
     assert "forcing 'wind': 2 of 2 seeds lie outside its extent" in caplog.text
     depths = np.array([0.0, 10.0, 50.0])
     values = np.broadcast_to([0.1, 0.0, 0.0], (len(LON), len(LAT), 3, 3)).copy()
-    deep = fk.GridField(values, [LON, LAT, depths], spherical=True, samples={"wind": wind_field()})
+    deep = fk.GridField.from_arrays(values, [LON, LAT, depths], spherical=True, samples={"wind": wind_field()})
     caplog.clear()
     with caplog.at_level("WARNING", logger="flowkit"):
         fk.track(deep, np.array([[5.0, 55.0, 5.0], [6.0, 55.0, 20.0]]), 0.0, 3600.0, 600.0, particles=Windage(0.03))
@@ -108,31 +108,33 @@ def test_a_forcing_on_another_calendar_origin_is_read_at_the_same_date():
     is the wind file's slice at 12 h; a wind on [0, 360) serves positions on [-180, 180)."""
     wind = wind_field(time_origin=TimeOrigin("2024-01-01T12:00:00", "seconds since 2024-01-01 12:00:00", "standard"))
     origin = TimeOrigin("2024-01-02T00:00:00", "seconds since 2024-01-02", "standard")
-    field = fk.GridField(currents(), [LON, LAT], spherical=True, time_origin=origin, samples={"wind": wind})
+    field = fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True, time_origin=origin, samples={"wind": wind})
     x = jnp.asarray([[3.0, 55.0]], jnp.float32)
     got = field.samples_at(0.0, x, field.hints(1, x.dtype))["wind"]
     np.testing.assert_allclose(np.asarray(got), wind_closed_form(43200.0, 3.0, 55.0)[None], rtol=1e-6)
 
     east_lon = np.linspace(0, 357.5, 144)
-    global_wind = fk.GridField(
+    global_wind = fk.GridField.from_arrays(
         np.broadcast_to(np.where(east_lon > 180, 7.0, 1.0)[:, None, None], (144, 41, 2)).copy(),
         [east_lon, LAT],
         spherical=True,
     )
-    west = fk.GridField(currents(), [LON - 10, LAT], spherical=True, samples={"wind": global_wind})
+    west = fk.GridField.from_arrays(currents(), [LON - 10, LAT], spherical=True, samples={"wind": global_wind})
     got = west.samples_at(0.0, jnp.asarray([[-5.0, 55.0]]), west.hints(1, jnp.float32))["wind"]
     np.testing.assert_allclose(np.asarray(got), [[7.0, 7.0]])
 
 
 def test_forcings_are_refused_with_one_line_naming_what_is_wrong():
     with pytest.raises(ValueError, match=r"samples\['wind'\]: the forcing is on Cartesian coordinates"):
-        fk.GridField(currents(), [LON, LAT], spherical=True, samples={"wind": fk.fields.DoubleGyre()})
+        fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True, samples={"wind": fk.fields.DoubleGyre()})
     with pytest.raises(ValueError, match="already samples an array named 'wind'"):
-        field = fk.GridField(currents(), [LON, LAT], spherical=True, samples={"wind": np.zeros((41, 41, 2))})
+        field = fk.GridField.from_arrays(
+            currents(), [LON, LAT], spherical=True, samples={"wind": np.zeros((41, 41, 2))}
+        )
         fk.fields.forcing.attach(field, {"wind": wind_field()})
     with pytest.raises(TypeError, match="forcing fields attach to data fields"):
         fk.fields.forcing.attach(fk.fields.DoubleGyre(), {"wind": wind_field()})
-    field = fk.GridField(currents(), [LON, LAT], spherical=True)
+    field = fk.GridField.from_arrays(currents(), [LON, LAT], spherical=True)
     with pytest.raises(
         ValueError, match=r"particles: Windage reads the sampled \['wind'\], but the field samples \[\]"
     ):
@@ -148,8 +150,8 @@ def test_stokes_drift_decays_as_a_monochromatic_deep_water_wave():
     k = omega**2 / g
     surface = omega * k * a**2
     axes = [np.linspace(0, 1e5, 5), np.linspace(0, 1e5, 5), np.linspace(0, 50, 6)]
-    still = fk.GridField(np.zeros((5, 5, 6, 3)), axes)
-    waves = fk.GridField(np.broadcast_to([surface, 0.0], (5, 5, 2)).copy(), axes[:2])
+    still = fk.GridField.from_arrays(np.zeros((5, 5, 6, 3)), axes)
+    waves = fk.GridField.from_arrays(np.broadcast_to([surface, 0.0], (5, 5, 2)).copy(), axes[:2])
     field = fk.fields.forcing.attach(still, {"stokes": waves})
     depths = np.array([0.0, 1.0, 3.0, 8.0, 20.0])
     seeds = np.column_stack([np.full(5, 1e4), np.full(5, 5e4), depths])
@@ -163,8 +165,8 @@ def test_leeway_moves_downwind_and_to_either_side_of_it():
     """A 10 m/s wind toward the north: leeway 3 % + 5 cm/s downwind, 1 % crosswind; +1 goes to
     the right (east) and -1 to the left. Combined with windage, the drifts add up."""
     axes = [np.linspace(0, 1e5, 3), np.linspace(0, 1e5, 3)]
-    wind = fk.GridField(np.broadcast_to([0.0, 10.0], (3, 3, 2)).copy(), axes)
-    field = fk.GridField(np.broadcast_to([0.1, 0.0], (3, 3, 2)).copy(), axes, samples={"wind": wind})
+    wind = fk.GridField.from_arrays(np.broadcast_to([0.0, 10.0], (3, 3, 2)).copy(), axes)
+    field = fk.GridField.from_arrays(np.broadcast_to([0.1, 0.0], (3, 3, 2)).copy(), axes, samples={"wind": wind})
     seeds = np.full((2, 2), 1e4)
     model = Leeway(downwind_slope=3.0, crosswind_slope=1.0, downwind_offset=5.0)
     traj = fk.track(field, seeds, 0.0, 1000.0, 100.0, particles=model, particle_state={"orientation": [1.0, -1.0]})

@@ -429,7 +429,7 @@ def test_plot3d_and_tecplot_with_velocity_from_their_variables(tmp_path):
     ours, inside = field.probe(x)
     assert inside.all()  # the reader stores float32: compare to float32 rounding
     np.testing.assert_allclose(
-        ours, fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], rtol=1e-5, atol=1e-6
+        ours, fk.MeshField.from_arrays(points, cells, values, types, dtype="float64").probe(x)[0], rtol=1e-5, atol=1e-6
     )
 
 

@@ -17,7 +17,7 @@ RADIUS, LENGTH = 0.5, 4.0
 def pipe():
     """Poiseuille flow through the sample pipe mesh (float64 nodes and values)."""
     points, tets = fk.datasets.pipe_mesh()
-    return fk.MeshField(points, tets, fk.datasets.poiseuille(points), dtype="float64")
+    return fk.MeshField.from_arrays(points, tets, fk.datasets.poiseuille(points), dtype="float64")
 
 
 def channel_flow():

@@ -46,7 +46,7 @@ def test_probe_matches_vtk(kind, dtype):
     points, cells, types = meshes.mesh(kind)
     points = points.astype(dtype).astype(np.float64)  # VTK sees the geometry flowkit stores
     values = meshes.velocity(points)
-    field = fk.MeshField(points, cells, values, types, dtype=dtype)
+    field = fk.MeshField.from_arrays(points, cells, values, types, dtype=dtype)
     x = meshes.probe_points(points, cells, types).astype(dtype).astype(np.float64)
     ours, valid = field.probe(x)
     assert ours.dtype == np.dtype(dtype)
@@ -87,7 +87,7 @@ def test_bin_locator_is_complete(kind):
     """Every cell that contains a point (brute force over all cells) is registered in that
     point's bin, and the compiled search finds a containing cell exactly when one exists."""
     points, cells, types = meshes.mesh(kind, shape=(4, 3, 3))
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     x = meshes.probe_points(points, cells, types, n_random=300)
     contains = meshes.brute_force_locate(field, x)
     grid = fk.fields.locator.BinGrid(
@@ -109,7 +109,7 @@ def test_bin_locator_is_complete(kind):
 
 def test_walk_from_a_far_hint_and_from_none_agree():
     points, cells, types = meshes.mesh("mixed")
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     x = jnp.asarray(np.random.default_rng(1).uniform([0, 0, 0], [2, 1, 1], (200, 3)))
     velocity = eqx.filter_jit(lambda f, x, hint: f.velocity_batch(0.0, x, None, hint))
     v_cold, cold = velocity(field, x, field.hints(200, x.dtype))
@@ -132,7 +132,7 @@ def test_points_at_their_hinted_points_are_not_located_again(kind):
     """A batch whose rows all lie at their hinted points (a step's first stage; stopped rows
     `SKIP`) gets its hints back as they are, the same as the full location gives them."""
     points, cells, types = meshes.mesh(kind)
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     x = jnp.asarray(np.random.default_rng(3).uniform([0.05] * 3, [1.95, 0.95, 0.95], (200, 3)))
     located, _ = _locate_with(field, x, None)
     hint = located.skip(jnp.arange(200) % 7 == 0)
@@ -159,7 +159,7 @@ def test_rk_stages_locate_the_step_end_with_one_walk(integrator, monkeypatch):
     point is the plain stages' to the bit, its hints and `inside` are the field's own location
     of it, and the traced step holds one walk (the mesh's location code), not two."""
     points, cells, types = meshes.mesh("mixed")
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     x = jnp.asarray(np.random.default_rng(2).uniform([0, 0, 0], [2, 1, 1], (300, 3)))
     start, _ = field.locate_batch(x, None)
     flow = fk.integrators.FlowTerm
@@ -187,7 +187,7 @@ def test_a_walk_out_of_steps_extrapolates_from_the_cell_its_coordinates_are_in()
     value extrapolated from the last cell the walk checked: linear data is then exact."""
     points, cells, types = meshes.mesh("tetra", shape=(8, 6, 6))
     a = np.array([[1.0, 0.5, -0.25], [0.3, -1.0, 0.2], [0.1, 0.4, 2.0]])
-    field = fk.MeshField(points, cells, points @ a.T + 0.5, types, dtype="float64", walk_steps=2)
+    field = fk.MeshField.from_arrays(points, cells, points @ a.T + 0.5, types, dtype="float64", walk_steps=2)
     lo, hi = points.min(axis=0), points.max(axis=0)
     x = np.random.default_rng(4).uniform(lo, hi, (60, 3))
     x[:, 0] = hi[0] + 0.02  # just beyond the far side: no bin holds them
@@ -210,7 +210,7 @@ def test_linear_data_is_reproduced_exactly_everywhere_in_every_kind(kind):
     """Every linear cell kind's shape functions reproduce linear data: the inverse maps are right."""
     points, cells, types = meshes.mesh(kind)
     a = np.arange(1, points.shape[1] ** 2 + 1).reshape(points.shape[1], -1) / 7
-    field = fk.MeshField(points, cells, points @ a.T + 0.5, types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, points @ a.T + 0.5, types, dtype="float64")
     x = np.random.default_rng(2).uniform(points.min(axis=0), points.max(axis=0), (300, points.shape[1]))
     values, valid = field.probe(x)
     assert valid.all(), kind
@@ -222,7 +222,7 @@ def test_time_series_is_linear_in_time_and_samples_come_along():
     times = np.array([0.0, 0.5, 2.0])
     values = np.stack([meshes.velocity(points) * (1 + t) for t in times])
     pressure = np.stack([points[:, 0] * t for t in times])
-    field = fk.MeshField(points, tets, values, times=times, samples={"p": pressure}, dtype="float64")
+    field = fk.MeshField.from_arrays(points, tets, values, times=times, samples={"p": pressure}, dtype="float64")
     x = np.array([[0.31, 0.42, 0.53], [0.77, 0.12, 0.9]])
     at_1, _ = field.probe(x, t=1.0)
     at_05, _ = field.probe(x, t=0.5)
@@ -243,7 +243,7 @@ def test_tracking_through_a_mesh_matches_the_closed_form_flow():
         points, tets = fk.datasets.jittered_tet_box((n, n, n), jitter=0.2)
         times = np.linspace(0.0, 1.0, 41)
         values = np.stack([np.asarray(jax.vmap(flow, in_axes=(None, 0))(t, jnp.asarray(points))) for t in times])
-        field = fk.MeshField(points, tets, values, times=times, dtype="float64")
+        field = fk.MeshField.from_arrays(points, tets, values, times=times, dtype="float64")
         traj = fk.track(field, seeds, 0.0, 1.0, 0.01, dtype="float64")
         assert (traj.status == fk.Status.ACTIVE).all()
         errors.append(np.max(np.abs(traj.positions[-1] - exact)))
@@ -253,7 +253,7 @@ def test_tracking_through_a_mesh_matches_the_closed_form_flow():
 
 def test_particles_leaving_the_mesh_are_marked_and_kept():
     points, tets = fk.datasets.jittered_tet_box((6, 6, 6), jitter=0.2)
-    field = fk.MeshField(points, tets, np.tile([1.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
+    field = fk.MeshField.from_arrays(points, tets, np.tile([1.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
     seeds = np.array([[0.105, 0.5, 0.5], [0.553, 0.3, 0.7], [0.951, 0.2, 0.2]])
     traj = fk.track(field, seeds, 0.0, 1.0, 0.01, dtype="float64")
     assert traj.positions.shape == (101, 3, 3)
@@ -275,7 +275,7 @@ def test_mesh_run_compiles_once_and_needs_no_host_traffic(monkeypatch):
     flow = fk.fields.CellularFlow()
     times = np.linspace(0, 1, 5)
     values = np.stack([np.asarray(jax.vmap(flow, in_axes=(None, 0))(t, jnp.asarray(points))) for t in times])
-    field = fk.MeshField(points, tets, values, times=times)
+    field = fk.MeshField.from_arrays(points, tets, values, times=times)
     seeds = np.random.default_rng(0).uniform(0.1, 0.9, (100, 3))
     run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), None, 5, batch_size=40)
     run.compile()

@@ -60,7 +60,7 @@ def test_kernel_tracks_equal_the_jax_steps(kind, dtype, tolerance, monkeypatch):
     rng = np.random.default_rng(1)
     seeds = rng.uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (300, 3))
     t_release = np.where(rng.random(300) < 0.3, 0.37, 0.0)
-    field = fk.MeshField(points, cells, _flow(points), types, dtype=dtype)
+    field = fk.MeshField.from_arrays(points, cells, _flow(points), types, dtype=dtype)
     runs = [_run(field, seeds, dtype, native, monkeypatch, t_release=t_release) for native in (True, False)]
     native, reference = (run.run() for run in runs)
     left = reference.status[-1] == fk.Status.OUT_OF_DOMAIN
@@ -74,7 +74,7 @@ def test_kernel_interpolates_a_time_series_as_the_jax_step(monkeypatch):
     points, cells, types = mesh("hexahedron", shape=(7, 4, 4))
     times = np.array([0.0, 0.3, 0.7, 1.2])
     values = np.stack([_flow(points, t_scale=np.sin(3 * t)) for t in times])
-    field = fk.MeshField(points, cells, values, types, times=times, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, values, types, times=times, dtype="float64")
     seeds = np.random.default_rng(2).uniform([0.05, 0.1, 0.1], [1.0, 0.9, 0.9], (200, 3))
     native, reference = (_run(field, seeds, "float64", on, monkeypatch).run() for on in (True, False))
     np.testing.assert_array_equal(native.status, reference.status)
@@ -115,7 +115,7 @@ def test_kernel_takes_only_what_it_computes_alike():
     """Particle models, stochastic integrators, 2-D meshes and boundaries that act on steps
     ending inside the domain (box walls, also as an inlet's walls) take the JAX step."""
     points, cells, types = mesh("hexahedron")
-    field = fk.MeshField(points, cells, _flow(points), types)
+    field = fk.MeshField.from_arrays(points, cells, _flow(points), types)
     seeds = np.full((4, 3), 0.5)
 
     def pieces(**kwargs):
@@ -135,7 +135,7 @@ def test_kernel_takes_only_what_it_computes_alike():
     assert not applies(pieces(boundary=fk.Reflective(field.bounds)), "float32")
     assert not applies(pieces(particles=fk.particles.Inertial(diameter=1e-4, density=1000.0)), "float32")
     points2, cells2, types2 = mesh("quad")
-    flat = fk.MeshField(points2, cells2, np.ones((len(points2), 2)), types2)
+    flat = fk.MeshField.from_arrays(points2, cells2, np.ones((len(points2), 2)), types2)
     assert not applies(fk.tracker.TrackRun(flat, np.full((4, 2), 0.5), 0.0, 0.1, 0.01).pieces, "float32")
 
 
@@ -147,7 +147,7 @@ def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_ins
     points, cells, types = mesh("tetra", shape=(9, 5, 5))
     stay = 0.3 * _flow(points) - np.array([0.24, 0.0, 0.0])  # the cellular part, tangent to the walls
     seeds = np.random.default_rng(3).uniform([0.3, 0.25, 0.25], [1.7, 0.75, 0.75], (200, 3))
-    field = fk.MeshField(points, cells, stay, types, dtype="float64", walk_steps=0)
+    field = fk.MeshField.from_arrays(points, cells, stay, types, dtype="float64", walk_steps=0)
     fk.tracker.clear_caches()
     before = fk.tracker.compile_count()
     native = _run(field, seeds, "float64", True, monkeypatch).run()
@@ -158,7 +158,7 @@ def test_kernel_searches_bins_as_the_jax_step_and_compiles_no_jax_step_while_ins
     np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=1e-9)
     assert np.abs(native.positions[-1] - seeds).max() > 0.1
 
-    leave = fk.MeshField(points, cells, _flow(points), types, dtype="float64", walk_steps=0)
+    leave = fk.MeshField.from_arrays(points, cells, _flow(points), types, dtype="float64", walk_steps=0)
     before = fk.tracker.compile_count()
     native = _run(leave, seeds, "float64", True, monkeypatch).run()
     assert fk.tracker.compile_count() == before  # the kernel's program is the first run's (same shapes)
@@ -190,9 +190,9 @@ def test_zero_volume_cells_are_named_and_change_no_track(native, monkeypatch, ca
     flat = np.stack([ids[i, j, k], ids[i + 1, j, k], ids[i + 1, j + 1, k], ids[i, j + 1, k]], axis=1)  # a z face
     cells = np.concatenate([tets, flat])
     order = rng.permutation(len(cells))
-    clean = fk.MeshField(points, tets, _flow(points), dtype="float64")
+    clean = fk.MeshField.from_arrays(points, tets, _flow(points), dtype="float64")
     with caplog.at_level("WARNING", logger="flowkit"):
-        dirty = fk.MeshField(points, cells[order], _flow(points), dtype="float64")
+        dirty = fk.MeshField.from_arrays(points, cells[order], _flow(points), dtype="float64")
     assert "200 of 1200 cells have no volume" in caplog.text
     seeds = fk.seeding.random_inside(500, clean, key=jax.random.key(1))
     runs = [_run(field, seeds, "float64", native, monkeypatch).run() for field in (clean, dirty)]
@@ -206,7 +206,7 @@ def test_a_step_into_missing_data_stops_nonfinite_in_the_kernel_as_in_the_jax_st
     points, cells, types = mesh("hexahedron", shape=(9, 5, 5))
     values = _flow(points)
     values[points[:, 0] > 1.5] = np.nan
-    field = fk.MeshField(points, cells, values, types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, values, types, dtype="float64")
     seeds = np.random.default_rng(4).uniform([0.05, 0.1, 0.1], [1.2, 0.9, 0.9], (200, 3))
     native, reference = (_run(field, seeds, "float64", on, monkeypatch).run() for on in (True, False))
     assert (reference.status[-1] == fk.Status.NONFINITE).mean() > 0.2
@@ -224,7 +224,7 @@ def test_walls_and_openings_finish_in_the_kernel_as_in_the_jax_step(mode, kind, 
     of the kernel as out of the JAX step, and no program with the JAX step is compiled."""
     points, cells, types = mesh(kind, shape=(9, 5, 5))
     values = _flow(points) + np.array([0.0, 0.6, 0.4])  # toward y = 1 and z = 1
-    field = fk.MeshField(points, cells, values, types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, values, types, dtype="float64")
     seeds = np.random.default_rng(5).uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
     native, reference = _kernel_and_reference(field, seeds, monkeypatch, boundary=fk.MeshWalls(mode, open=["xmax"]))
     final = reference.status[-1]
@@ -250,7 +250,7 @@ def test_inlet_restarts_happen_in_the_kernel_as_in_the_jax_step(mode, walls, kin
     their own origins (`grid`) or drawn over the inlet (`random`, `flux`): generations, statuses,
     exit times and positions come out of the kernel as out of the JAX step, in one program."""
     points, cells, types = mesh(kind, shape=(9, 5, 5))
-    field = fk.MeshField(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
     rng = np.random.default_rng(7)
     seeds = rng.uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (300, 3))
     if mode == "grid":
@@ -272,7 +272,7 @@ def test_continuous_releases_happen_in_the_kernel_as_in_the_jax_step(mode, walls
     ones without a slot are counted, and the tracks, generations and counts come out of the
     kernel as out of the JAX step, in one program, over two blocks."""
     points, cells, types = mesh(kind, shape=(9, 5, 5))
-    field = fk.MeshField(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, _flow(points) + np.array([0.6, 0.0, 0.0]), types, dtype="float64")
     seeds = np.random.default_rng(8).uniform([0.05, 0.1, 0.1], [1.9, 0.9, 0.9], (100, 3))
     boundary = fk.ContinuousInlet("xmin", rate=120.0, slots=60, mode=mode, walls=walls, outlet=outlet)
     run = dict(boundary=boundary, key=jax.random.key(4), t1=3.0, dt=0.02, save_every=15)

@@ -26,7 +26,7 @@ def test_float32_mesh_is_located_alike_by_float32_and_float64_queries():
     points, hexes = _box_hexes()
     stored = points.astype(np.float32).astype(np.float64)  # what a Float32 file holds
     values = meshes.velocity(stored)
-    field = fk.MeshField(stored, hexes, values, dtype="float32")
+    field = fk.MeshField.from_arrays(stored, hexes, values, dtype="float32")
     assert field.geometry_eps == float(np.finfo(np.float32).eps)
     on_walls = np.all((points == 0) | (points == points.max(axis=0)), axis=1) | np.any(points == 0, axis=1)
     typed = points[on_walls]  # float64 decimals, off the stored float32 vertices by rounding
@@ -45,7 +45,7 @@ def test_float32_mesh_is_located_alike_by_float32_and_float64_queries():
 def test_direct_evaluation_outside_the_mesh_is_nan(kind):
     """`field(t, x)` (the diffrax path) says NaN outside the mesh instead of extrapolating."""
     points, cells, types = meshes.mesh(kind)
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     far = jnp.asarray([[-0.18, 1.12, 0.1], [2.5, 0.5, 0.5], [1.0, 0.5, -0.01]])
     inside = jnp.asarray([[1.0, 0.5, 0.5], [0.3, 0.2, 0.7]])
     values = np.asarray(
@@ -62,7 +62,7 @@ def test_newton_stopping_per_row_equals_a_fixed_count(kind):
     points, cells, types = meshes.mesh(kind)
     name = {"quad": "quad"}.get(kind, kind)
     cell_kind = _cells.KINDS[name]
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     rng = np.random.default_rng(0)
     rows = rng.integers(0, field.n_cells, 500)
     nodes = np.asarray(field.nodes)[rows, : cell_kind.nodes]
@@ -108,7 +108,7 @@ def test_newton_started_from_the_previous_point_equals_a_cold_start(kind):
     step = rng.normal(size=x.shape) * 0.05 * np.ptp(points, axis=0).max() / 4  # a fraction of a cell
     evaluate = eqx.filter_jit(lambda f, x, hint: f.velocity_batch(0.0, x, None, hint))
     for dtype, tolerance in (("float32", 1e-5), ("float64", 1e-8)):
-        field = fk.MeshField(points, cells, velocity, types, dtype=dtype)
+        field = fk.MeshField.from_arrays(points, cells, velocity, types, dtype=dtype)
         start = jnp.asarray(x, dtype)
         _, hint = evaluate(field, start, field.hints(len(x), start.dtype))
         _, again = evaluate(field, start, hint)
@@ -136,7 +136,7 @@ def test_newton_starts_at_the_exact_coordinates_in_parallelepipeds():
     lattice = np.stack(np.meshgrid(*(np.linspace(0, 1, n) for n in shape), indexing="ij"), axis=-1).reshape(-1, 3)
     shear = np.array([[1.0, 0.3, 0.1], [0.0, 0.8, -0.2], [0.1, 0.0, 1.3]])
     points = lattice @ shear.T + np.array([5.0, -2.0, 1.0])
-    field = fk.MeshField(points, hexes, np.zeros_like(points), dtype="float64")
+    field = fk.MeshField.from_arrays(points, hexes, np.zeros_like(points), dtype="float64")
     rng = np.random.default_rng(2)
     local = rng.uniform(0, 1, (300, 3))
     rows = rng.integers(0, field.n_cells, 300)
@@ -149,7 +149,7 @@ def test_newton_starts_at_the_exact_coordinates_in_parallelepipeds():
 
 def test_isoparametric_weights_differentiate_like_finite_differences():
     points, cells, types = meshes.mesh("hexahedron")
-    field = fk.MeshField(points, cells, meshes.velocity(points), types, dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points), types, dtype="float64")
     x = jnp.asarray([0.71, 0.43, 0.37])
     jac = eqx.filter_jit(lambda f, p: jax.jacfwd(lambda q: f(0.0, q))(p))(field, x)
     grad = eqx.filter_jit(lambda f, p: jax.grad(lambda q: f(0.0, q)[0])(p))(field, x)
@@ -167,7 +167,7 @@ def _leaving_run(n=300, **kwargs):
     points, hexes = _box_hexes((9, 5, 5))
     points = fk.datasets.jittered_lattice((9, 5, 5), (2.0, 1.0, 1.0), jitter=0.2, seed=1)
     values = meshes.velocity(points) + np.array([1.5, 0.0, 0.0])
-    field = fk.MeshField(points, hexes, values, dtype="float64")
+    field = fk.MeshField.from_arrays(points, hexes, values, dtype="float64")
     rng = np.random.default_rng(3)
     seeds = rng.uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (n, 3))
     t_release = rng.choice([0.0, 0.2, 0.4], n)
@@ -220,7 +220,7 @@ def test_release_at_a_save_boundary_starts_there_when_its_block_is_skipped(monke
 
 def test_compacted_stochastic_run_keeps_each_particles_noise(monkeypatch):
     points, tets = fk.datasets.jittered_tet_box((7, 4, 4), (2.0, 1.0, 1.0), jitter=0.2)
-    field = fk.MeshField(points, tets, np.tile([2.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
+    field = fk.MeshField.from_arrays(points, tets, np.tile([2.0, 0.0, 0.0], (len(points), 1)), dtype="float64")
     seeds = np.random.default_rng(0).uniform([0.05, 0.2, 0.2], [1.9, 0.8, 0.8], (200, 3))
 
     def run():

@@ -48,7 +48,7 @@ def test_tracers_do_not_collect_on_the_no_slip_walls_of_a_cavity(caplog):
     density matches the closed form's and an even spread's; the same mesh with no walls (linear
     interpolation up to the wall) piles hundreds of times an even spread within 1e-4 of them."""
     points, cells = _lattice(21, 2)
-    mesh = fk.MeshField(points, cells, _cavity_velocity(points), dtype="float64")
+    mesh = fk.MeshField.from_arrays(points, cells, _cavity_velocity(points), dtype="float64")
     closed = fk.fields.Analytic(lambda t, x, a: _cavity_velocity(x, jnp), bounds=((0.0, 0.0), (1.0, 1.0)), dim=2)
     seeds = np.random.default_rng(0).uniform(0.0, 1.0, (3000, 2))
     final = {}
@@ -74,7 +74,7 @@ def test_the_kernel_takes_the_no_slip_walls_as_the_jax_step(monkeypatch):
     """The 3-D cavity (hexahedra), every face a no-slip wall: the kernel's tracks equal the JAX
     step's, and the walls' correction changed them."""
     points, cells = _lattice(8, 3)
-    field = fk.MeshField(points, cells, _cavity_velocity(points), dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, _cavity_velocity(points), dtype="float64")
     seeds = np.random.default_rng(1).uniform(0.02, 0.98, (200, 3))
     tracks = []
     for native in (True, False):
@@ -96,7 +96,7 @@ def test_walls_whose_data_slide_are_left_as_interpolated(caplog):
     """A drift across the cavity (the data not at rest on the walls: a slip wall, a symmetry
     plane, cell data averaged onto the nodes): no correction, nothing said."""
     points, cells = _lattice(11, 2)
-    field = fk.MeshField(points, cells, _cavity_velocity(points) + [0.0, 0.1], dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, _cavity_velocity(points) + [0.0, 0.1], dtype="float64")
     with caplog.at_level(logging.INFO, logger="flowkit"):
         run = fk.tracker.TrackRun(field, np.full((4, 2), 0.5), 0.0, 0.1, 0.01, fk.RK4(), fk.MeshWalls(), 1)
     assert run.pieces.field.near_wall is None and "no-slip" not in caplog.text

@@ -76,7 +76,7 @@ def test_parcels_zonal_periodic_advection_returns_particles_where_they_started()
     lon, lat = np.arange(20) * 0.1, np.linspace(0, 1, 5)
     data = np.zeros((20, 5, 2))
     data[..., 0] = 0.1
-    field = fk.GridField(data, [lon, lat], periodic=(True, False), dtype="float64")
+    field = fk.GridField.from_arrays(data, [lon, lat], periodic=(True, False), dtype="float64")
     assert field.shape == (20, 5)
     np.testing.assert_allclose(np.asarray(field.bounds[1])[0], 2.0)
     seeds = np.array([[0.05, 0.5], [1.0, 0.5], [1.95, 0.2]])
@@ -90,7 +90,9 @@ def test_a_stated_period_drops_a_repeated_end_node_from_the_coordinates_not_the_
     lon = np.arange(-180.0, 180.5, 1.0, dtype=np.float32)  # 361 nodes: -180 repeated as 180
     data = np.random.default_rng(0).normal(size=(361, 3, 2))  # end columns differ: decided by coordinates
     with caplog.at_level(logging.INFO, logger="flowkit"):
-        field = fk.GridField(data, [lon, np.array([-1.0, 0.0, 1.0])], periodic=(360.0, False), spherical=True)
+        field = fk.GridField.from_arrays(
+            data, [lon, np.array([-1.0, 0.0, 1.0])], periodic=(360.0, False), spherical=True
+        )
     assert field.shape == (360, 3) and "repeats the first" in caplog.text
     with pytest.raises(ValueError, match="periodic axis 0 spans 359 with spacing 1: neither one period of 350"):
-        fk.GridField(data[:360], [lon[:360], np.array([-1.0, 0.0, 1.0])], periodic=(350.0, False))
+        fk.GridField.from_arrays(data[:360], [lon[:360], np.array([-1.0, 0.0, 1.0])], periodic=(350.0, False))

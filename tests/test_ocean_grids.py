@@ -172,7 +172,9 @@ def test_a_rotated_curvilinear_grid_equals_the_same_flow_on_a_regular_grid(tmp_p
     assert isinstance(field, fk.fields.CurvilinearField) and field.spherical
     lon, lat = np.arange(6.0, 15.01, 0.25), np.arange(39.0, 47.01, 0.25)
     lo, la = np.meshgrid(lon, lat, indexing="ij")
-    regular = fk.GridField(np.stack([east(lo, la), north(lo, la)], -1), [lon, lat], spherical=True, dtype="float64")
+    regular = fk.GridField.from_arrays(
+        np.stack([east(lo, la), north(lo, la)], -1), [lon, lat], spherical=True, dtype="float64"
+    )
     seeds = np.array([[11.1, 44.1], [10.5, 42.0], [12.0, 43.0]])
     at = jnp.asarray(seeds[0])
     np.testing.assert_allclose(np.asarray(field(0.0, at)), np.asarray(regular(0.0, at)), rtol=1e-12)
@@ -226,7 +228,7 @@ def test_density_per_area_is_flat_for_particles_uniform_on_the_sphere(tmp_path):
     assert abs(density.mean() / expected - 1) < 0.01
     land = np.zeros((36, 18), bool)
     land[18:22, 8:11] = True
-    field = fk.GridField(
+    field = fk.GridField.from_arrays(
         np.where(land[..., None], np.nan, 0.1) * np.ones((36, 18, 2)),
         [np.arange(-175.0, 180.0, 10.0), np.arange(-85.0, 90.0, 10.0)],
         periodic=(360.0, False),
@@ -268,7 +270,7 @@ def test_free_and_partial_slip_along_a_coast(coast, factor):
     u[:, 1:4, 1] = 0.3 * np.array([0.0, 1.0, 0.0])[None, :]  # across the channel, zero next to the coasts
     land = np.zeros((len(x), len(y)), bool)
     land[:, [0, 4]] = True
-    field = fk.GridField(u, [x, y], land=land, coast=coast, dtype="float64")
+    field = fk.GridField.from_arrays(u, [x, y], land=land, coast=coast, dtype="float64")
     near = np.array([[2.0, 0.75], [2.0, 3.25], [2.0, 2.0]])  # a quarter cell from each coast, and mid-channel
     velocity = np.asarray(jax.vmap(lambda p: field(0.0, p))(near))
     np.testing.assert_allclose(velocity[:, 0], [factor, factor, 1.0], atol=1e-12)
@@ -279,7 +281,7 @@ def test_free_and_partial_slip_along_a_coast(coast, factor):
     np.testing.assert_allclose(traj.positions[-1, :, 0], 2.0 + 4.0 * factor, atol=1e-9)
     assert np.all(traj.status[-1] == fk.Status.ACTIVE)
     with pytest.raises(ValueError, match="coast must be one of"):
-        fk.GridField(u, [x, y], land=land, coast="slippery")
+        fk.GridField.from_arrays(u, [x, y], land=land, coast="slippery")
 
 
 @pytest.mark.parametrize("depth", [None, [0.0, 10.0, 40.0, 100.0]])
@@ -292,7 +294,7 @@ def test_an_index_lookup_starts_unhinted_points_where_the_bin_search_finds_them(
     radius, angle = np.meshgrid(np.linspace(1, 3, 40), np.linspace(0.2, 1.3, 60), indexing="ij")
     lon, lat = 10 + 3 * radius * np.cos(angle), 50 + 2 * radius * np.sin(angle)  # a curved, skewed grid
     shape = lon.shape if depth is None else lon.shape + (len(depth),)
-    field = CurvilinearField(lon, lat, np.zeros(shape + (len(shape),)), depth=depth)
+    field = CurvilinearField.from_arrays(lon, lat, np.zeros(shape + (len(shape),)), depth=depth)
     mesh = field.mesh
     rng = np.random.default_rng(4)
     lo, hi = [lon.min() - 0.5, lat.min() - 0.5, -5.0], [lon.max() + 0.5, lat.max() + 0.5, 105.0]
@@ -332,7 +334,7 @@ def test_points_on_every_interior_edge_of_a_curvilinear_grid_are_inside(dtype):
     built from the float64 corners put each cell's node 0 a rounding apart from its
     neighbours': points between two water cells were outside both (issue 55)."""
     points, quads, ids = _rotated_grid()
-    field = fk.MeshField(points, quads, np.ones_like(points), dtype=dtype)
+    field = fk.MeshField.from_arrays(points, quads, np.ones_like(points), dtype=dtype)
     edges = [  # interior edges along i and along j: node pairs shared by two cells
         (ids[1:-1, :-1].ravel(), ids[1:-1, 1:].ravel()),
         (ids[:-1, 1:-1].ravel(), ids[1:, 1:-1].ravel()),

@@ -187,7 +187,9 @@ def test_buoyant_particles_rise_and_may_depend_on_sampled_values():
     xs, ys, zs = np.meshgrid(grid, grid, grid, indexing="ij")
     velocity = np.zeros(xs.shape + (3,))
     temperature = 10 + 2 * zs  # warmer above
-    field = fk.GridField(velocity, [grid, grid, grid], samples={"temperature": temperature}, dtype="float64")
+    field = fk.GridField.from_arrays(
+        velocity, [grid, grid, grid], samples={"temperature": temperature}, dtype="float64"
+    )
     model = Buoyant(
         lambda fluid: 0.01 * fluid.samples["temperature"]
     )  # rises faster where warm: dz/dt = 0.01 (10 + 2 z)
@@ -200,7 +202,7 @@ def test_combined_records_age_distance_time_in_a_box_and_a_sampled_maximum():
     grid = np.linspace(0, 4, 9)
     xs, ys = np.meshgrid(grid, grid, indexing="ij")
     velocity = np.stack([np.ones_like(xs), np.zeros_like(xs)], axis=-1)
-    field = fk.GridField(velocity, [grid, grid], samples={"heat": 3 - (xs - 2) ** 2}, dtype="float64")
+    field = fk.GridField.from_arrays(velocity, [grid, grid], samples={"heat": 3 - (xs - 2) ** 2}, dtype="float64")
     model = Combined(Tracer(), Aging(), Distance(), TimeInBox((1.0, 0.0), (2.0, 4.0)), Extremes("heat"))
     seeds = np.array([[0.5, 1.0], [0.5, 2.0]])
     traj = fk.track(field, seeds, 0.0, 3.0, 0.01, particles=model, dtype="float64", t_release=np.array([0.0, 1.0]))
@@ -227,7 +229,7 @@ def test_a_user_written_model_windage():
     xs, ys = np.meshgrid(grid, grid, indexing="ij")
     current = np.stack([np.full_like(xs, 0.1), np.zeros_like(xs)], axis=-1)
     wind = np.stack([np.zeros_like(xs), np.full_like(xs, 5.0)], axis=-1)
-    field = fk.GridField(current, [grid, grid], samples={"wind": wind}, dtype="float64")
+    field = fk.GridField.from_arrays(current, [grid, grid], samples={"wind": wind}, dtype="float64")
     traj = fk.track(field, np.array([[1.0, 1.0]]), 0.0, 10.0, 0.5, particles=Windage(0.03), dtype="float64")
     np.testing.assert_allclose(traj.positions[-1, 0], [2.0, 2.5], atol=1e-12)
 

@@ -119,7 +119,7 @@ def test_a_mesh_outline_is_its_boundary_seen_from_above(kind):
     """A box meshed in tets or mixed cells (3-D) or triangles and quads (2-D): its outline is
     the box's edges and nothing inside, the faces' own diagonals and seams left out."""
     points, cells, types = meshes.mesh(kind, (6, 5, 4))
-    field = fk.MeshField(points, cells, meshes.velocity(points)[:, : points.shape[1]], types)
+    field = fk.MeshField.from_arrays(points, cells, meshes.velocity(points)[:, : points.shape[1]], types)
     segments = outline_segments(field)
     on_side = [np.isclose(segments[..., axis], edge).all(axis=1) for axis, edge in ((0, 0), (0, 2), (1, 0), (1, 1))]
     assert np.all(np.any(on_side, axis=0))

@@ -78,8 +78,8 @@ def test_a_lambert_grid_wind_drives_windage_over_currents_on_another_grid(tmp_pa
     lon, lat = np.linspace(0, 10, 21), np.linspace(60, 66, 13)
     current = np.zeros((21, 13, 2))
     current[..., 0], current[..., 1] = -0.05, 0.1
-    field = fk.GridField(current, [lon, lat], spherical=True, samples={"wind": wind}, dtype="float64")
-    reference = fk.GridField(current + [0.3, 0.0], [lon, lat], spherical=True, dtype="float64")
+    field = fk.GridField.from_arrays(current, [lon, lat], spherical=True, samples={"wind": wind}, dtype="float64")
+    reference = fk.GridField.from_arrays(current + [0.3, 0.0], [lon, lat], spherical=True, dtype="float64")
     seeds = np.array([[2.5, 62.0], [3.0, 63.0], [5.0, 62.5]])
     ours = fk.track(field, seeds, 0.0, 6 * 3600.0, 600.0, particles=fk.particles.Windage(0.03), dtype="float64")
     theirs = fk.track(reference, seeds, 0.0, 6 * 3600.0, 600.0, dtype="float64")

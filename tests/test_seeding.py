@@ -80,7 +80,7 @@ def test_seeds_files_that_would_run_code_or_never_end_are_refused_by_name(tmp_pa
 def _channel_with_cylinder():
     """The channel with a cylinder hole, a uniform flow, and its triangles' corners and areas."""
     points, cells = channel_with_cylinder()
-    field = fk.MeshField(points, cells, np.tile([1.0, 0.0], (len(points), 1)), dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, np.tile([1.0, 0.0], (len(points), 1)), dtype="float64")
     corners = points[cells]
     e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
     area = 0.5 * np.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
@@ -133,7 +133,7 @@ def _dataset(lon, lat, values):
 
 def test_seeds_on_walls_are_moved_inside_and_then_move():
     points, cells = channel_with_cylinder()
-    field = fk.MeshField(
+    field = fk.MeshField.from_arrays(
         points, cells, np.stack([4 * points[:, 1] * (1 - points[:, 1]), 0 * points[:, 1]], axis=1), dtype="float64"
     )  # no slip at floor and ceiling
     _, _, faces = field.boundary_faces()
@@ -152,6 +152,6 @@ def test_seeds_on_walls_are_moved_inside_and_then_move():
     assert np.all(traj.positions[-1, :, 0] - traj.positions[0, :, 0] > 1e-6)
     assert np.all(traj.status[-1] == fk.Status.ACTIVE)
     # fields that are not meshes have no wall faces: points come back as given
-    grid = fk.GridField(np.zeros((5, 3, 2)), [np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
+    grid = fk.GridField.from_arrays(np.zeros((5, 3, 2)), [np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
     corner = np.array([[0.0, 0.0], [1.0, 0.5]])
     np.testing.assert_array_equal(fk.seeding.off_walls(grid, corner)[0], corner)

@@ -150,7 +150,7 @@ def test_statistics_on_a_mesh_the_kernel_runs_where_particles_leave():
     extent = np.array([2.0, 1.0, 1.0])
     points, tets = fk.datasets.jittered_tet_box((11, 6, 6), (2.0, 1.0, 1.0), jitter=0.2)
     values = np.column_stack([np.full(len(points), 0.5), 0.2 * np.sin(np.pi * points[:, 0]), np.zeros(len(points))])
-    field = fk.MeshField(points, tets, values)
+    field = fk.MeshField.from_arrays(points, tets, values)
     seeds = np.random.default_rng(1).uniform([0.05, 0.05, 0.05], extent - 0.05, (2000, 3))
     edges = [np.linspace(0, 2, 9), np.linspace(0, 1, 5), np.linspace(0, 1, 3)]
     stat = fk.statistics.GridCounts(edges, window=1.0, age=[0.0, 10.0])

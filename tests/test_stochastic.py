@@ -101,7 +101,9 @@ def test_stochastic_integrator_requires_key():
 
 def _still_globe():
     lon, lat = np.arange(0.0, 360.0, 10.0), np.linspace(-90.0, 90.0, 19)
-    return fk.GridField(np.zeros((36, 19, 2)), [lon, lat], periodic=(360.0, False), spherical=True, dtype="float64")
+    return fk.GridField.from_arrays(
+        np.zeros((36, 19, 2)), [lon, lat], periodic=(360.0, False), spherical=True, dtype="float64"
+    )
 
 
 def test_horizontal_diffusion_in_m2_per_s_spreads_2_Kh_t_in_metres_at_any_latitude():

@@ -28,7 +28,7 @@ def _field(bump: float = 0.0):
     if bump:
         values = np.asarray(grid.values).copy()
         values[0, 17, 34, 0] += bump
-        grid = fk.GridField(values[0], grid.axes, dtype="float64")
+        grid = fk.GridField.from_arrays(values[0], grid.axes, dtype="float64")
     return grid
 
 
@@ -215,7 +215,7 @@ def test_a_resume_onto_a_streamed_series_whose_file_changed_is_refused(tmp_path,
     _track(tmp_path / "copy.zarr", field=fk.io.load_grid_npz(path, stream=True), resume=True)  # the same files
     later = np.asarray(series.values).copy()
     later[4] *= 1.01  # a later slice, not among the template's first two
-    fk.io.save_grid_npz(path, fk.GridField(later, series.axes, times=times))
+    fk.io.save_grid_npz(path, fk.GridField.from_arrays(later, series.axes, times=times))
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
     with pytest.raises(ValueError, match=r"made by another run \(its field differ from this run's\)"):
         _track(store, field=fk.io.load_grid_npz(path, stream=True), resume=True)

@@ -191,6 +191,27 @@ def test_fields_and_init_live_in_one_final_class():
         assert not written, f"{cls.__name__} is abstract but has an __init__"
 
 
+def test_module_inits_are_thin():
+    """Equinox's pattern: a module's `__init__` sets its fields, and the work of building them
+    from user input (reading arrays, locating, checking shapes) lives in named constructors
+    (`GridField.from_arrays`, `MeshField.from_arrays`, ...). A written `__init__` that converts
+    and checks its arguments stays short."""
+    import ast
+    import textwrap
+
+    thick, written = {}, 0
+    for cls in _module_classes():
+        source = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+        for node in source.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                written += 1
+                lines = node.body[-1].end_lineno - node.body[0].lineno + 1
+                if lines > 25:
+                    thick[cls.__name__] = lines
+    assert not thick, thick
+    assert written >= 10  # the scan reads the classes' own source
+
+
 def test_no_function_over_80_lines():
     import ast
     from pathlib import Path

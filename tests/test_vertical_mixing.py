@@ -25,7 +25,7 @@ def still_column(depth: float = H, levels: int = 11) -> fk.fields.LayeredField:
     """A 1 km square of still water `depth` metres deep on a flat floor (metres, not degrees)."""
     points = np.array([[0.0, 0.0], [1000.0, 0.0], [1000.0, 1000.0], [0.0, 1000.0]])
     depths = np.broadcast_to(np.linspace(0, depth, levels), (1, 4, levels))
-    return fk.fields.LayeredField(
+    return fk.fields.LayeredField.from_arrays(
         points, [[0, 1, 2, 3]], depths, np.zeros((1, 4, levels, 3)), np.full((1, 4), depth), spherical=False
     )
 
@@ -230,10 +230,10 @@ def test_wind_driven_mixing_reads_the_wind_forcing_at_each_particle():
     each element; a field without that forcing is refused before the run."""
     xs = np.linspace(-100.0, 1100.0, 7)
     east = np.broadcast_to((2 + 10 * xs / 1000)[:, None], (7, 7))
-    wind = fk.GridField(np.stack([east, np.full((7, 7), 3.0)], axis=-1), [xs, xs], spherical=False)
+    wind = fk.GridField.from_arrays(np.stack([east, np.full((7, 7), 3.0)], axis=-1), [xs, xs], spherical=False)
     column = still_column()
     points, depths = np.asarray(column.surface.points), np.broadcast_to(np.linspace(0, H, 11), (1, 4, 11))
-    field = fk.fields.LayeredField(
+    field = fk.fields.LayeredField.from_arrays(
         points, [[0, 1, 2, 3]], depths, np.zeros((1, 4, 11, 3)), np.full((1, 4), H), spherical=False,
         samples={"wind": wind},
     )  # fmt: skip

@@ -292,7 +292,7 @@ def test_pathlines_on_a_sphere_restart_at_the_dateline(tmp_path):
     """A global field's particle crossing 180° E is two polylines on a sphere, not one across the globe."""
     lon, lat = np.linspace(-180, 175, 72), np.linspace(-60, 60, 25)
     values = np.broadcast_to([2.0, 0.0], (72, 25, 2)).copy()  # 2 m/s eastward
-    field = fk.GridField(values, [lon, lat], spherical=True, periodic=(360.0, False))
+    field = fk.GridField.from_arrays(values, [lon, lat], spherical=True, periodic=(360.0, False))
     seeds = np.array([[178.0, 0.0], [0.0, 10.0]])
     traj = fk.track(field, seeds, 0.0, 4 * 86400.0, 3600.0, save_every=6)
     assert np.abs(np.diff(traj.positions[:, 0, 0])).max() > 180  # wrapped into [-180, 180)

@@ -64,7 +64,7 @@ def test_every_format_gives_the_same_field(tmp_path, fmt):
     points, cells, types = meshes.mesh("hexahedron", shape=(5, 4, 3))
     values = meshes.velocity(points)
     pressure = points[:, 0] ** 2
-    reference = fk.MeshField(points, cells, values, types, dtype="float64")
+    reference = fk.MeshField.from_arrays(points, cells, values, types, dtype="float64")
     grid = _grid(points, cells, types, {"velocity": values, "p": pressure})
     if fmt.startswith("vtu"):
         writer = vtk.vtkXMLUnstructuredGridWriter()
@@ -178,7 +178,9 @@ def test_mixed_mesh_file_with_boundary_patches_and_higher_order_cells(tmp_path, 
     assert "ignoring 1 vtkQuad" in caplog.text
     x = meshes.probe_points(points, cells, types, n_random=200)
     np.testing.assert_allclose(
-        field.probe(x)[0], fk.MeshField(points, cells, values, types, dtype="float64").probe(x)[0], atol=1e-12
+        field.probe(x)[0],
+        fk.MeshField.from_arrays(points, cells, values, types, dtype="float64").probe(x)[0],
+        atol=1e-12,
     )
     quadratic = vtk.vtkUnstructuredGrid()
     quadratic.DeepCopy(grid)

@@ -19,7 +19,9 @@ NORMAL = np.array([1.0, -SHEAR, 0.0]) / np.hypot(1.0, SHEAR)
 def _tilted_box(velocity):
     points, tets = fk.datasets.jittered_tet_box((9, 9, 9), (1.0, 1.0, 1.0), jitter=0.2, seed=4)
     points = points + SHEAR * points[:, 1:2] * np.array([1.0, 0.0, 0.0])
-    return fk.MeshField(points, tets, np.tile(np.asarray(velocity, np.float64), (len(points), 1)), dtype="float64")
+    return fk.MeshField.from_arrays(
+        points, tets, np.tile(np.asarray(velocity, np.float64), (len(points), 1)), dtype="float64"
+    )
 
 
 def _near_wall(n, seed=0):
@@ -91,7 +93,7 @@ def test_swirling_flow_stays_inside_the_pipe_walls():
     u = np.stack(
         [0.2 + 0 * points[:, 0], -points[:, 2] + 0.5 * points[:, 1], points[:, 1] + 0.5 * points[:, 2]], axis=1
     )
-    field = fk.MeshField(points, tets, u)
+    field = fk.MeshField.from_arrays(points, tets, u)
     rng = np.random.default_rng(4)
     seeds = np.concatenate([rng.uniform(0.1, 1.9, (400, 1)), rng.uniform(-0.3, 0.3, (400, 2))], axis=1)
     traj = fk.track(field, seeds, 0.0, 20.0, 0.02, boundary=fk.MeshWalls("reflect"), save_every=50)
@@ -182,7 +184,7 @@ def test_auto_boundary_opens_the_outlet_and_reflects_on_the_walls_of_a_channel_w
     used = np.unique(cells)
     on_obstacle = np.isin(np.arange(len(points)), used) & (np.linalg.norm(points - [1.0, 0.5], axis=1) < 0.33)
     profile = 4 * points[:, 1] * (1 - points[:, 1]) * ~on_obstacle
-    field = fk.MeshField(points, cells, np.column_stack([profile, 0.6 * profile]), dtype="float64")
+    field = fk.MeshField.from_arrays(points, cells, np.column_stack([profile, 0.6 * profile]), dtype="float64")
     with caplog.at_level(logging.INFO, logger="flowkit"):
         seeds = fk.seeding.random_inside(300, field, key=jax.random.key(2))
         traj = fk.track(field, seeds, 0.0, 12.0, 0.1, boundary=fk.Auto(), dtype="float64")

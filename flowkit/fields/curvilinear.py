@@ -34,7 +34,7 @@ class CurvilinearField(AbstractMeshField):
     the dateline (positions then run past 180°); a global grid's seam and north fold are not
     joined.
 
-    **Arguments:**
+    **Made by `from_arrays`, from:**
 
     - `lon`, `lat`: `(n_i, n_j)` node coordinates in degrees.
     - `values`: `(n_i, n_j[, n_k], C)` or `(T, n_i, n_j[, n_k], C)` with `times` (or the nodes
@@ -60,8 +60,9 @@ class CurvilinearField(AbstractMeshField):
     shared_location: ClassVar[bool] = False
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"land"}
 
-    def __init__(
-        self,
+    @classmethod
+    def from_arrays(
+        cls,
         lon: ArrayInput,
         lat: ArrayInput,
         values: ArrayInput,
@@ -72,33 +73,16 @@ class CurvilinearField(AbstractMeshField):
         time_origin: TimeOrigin | None = None,
         dtype: DTypeLike = "float32",
         **mesh_options,
-    ):
-        lon, lat = np.asarray(lon, np.float64), np.asarray(lat, np.float64)
-        if lon.ndim != 2 or lon.shape != lat.shape or min(lon.shape) < 2:
-            raise ValueError(
-                "CurvilinearField: lon and lat must be 2-D arrays of one shape, at least 2 x 2, got "
-                f"{lon.shape} and {lat.shape}"
-            )
-        if np.nanmax(np.abs(lat)) > 90 or not (np.isfinite(lon).all() and np.isfinite(lat).all()):
-            raise ValueError("CurvilinearField: latitudes must be finite and within [-90, 90], longitudes finite")
-        lon = np.unwrap(np.unwrap(lon, period=360.0, axis=0), period=360.0, axis=1)  # continuous across the dateline
-        shape = lon.shape if depth is None else lon.shape + (len(depth),)
+    ) -> "CurvilinearField":
+        """The field of `values` on the grid `lon`, `lat` (`depth`), checked and stored on the
+        device (the arguments above; `mesh_options` go to `MeshField.from_arrays`)."""
+        points, shape, depth = grid_points(lon, lat, depth)
         values = np.asarray(values, np.float64)
         lead = () if times is None else (len(np.asarray(times)),)
         if values.shape not in (lead + shape + (len(shape),), lead + (math.prod(shape), len(shape))):
             raise ValueError(
                 f"CurvilinearField: values must have shape {lead + shape + (len(shape),)} ((times,) "
                 f"nodes, components), got {values.shape}"
-            )
-        points = np.stack([lon, lat], axis=-1)
-        if depth is not None:
-            depth = np.asarray(depth, np.float64)
-            if depth.ndim != 1 or len(depth) < 2 or not np.all(np.diff(depth) > 0):
-                raise ValueError(
-                    f"CurvilinearField: depth must be 1-D, increasing, with at least 2 levels, got {depth}"
-                )
-            points = np.concatenate(
-                [np.repeat(points[:, :, None], len(depth), axis=2), np.broadcast_to(depth, shape)[..., None]], axis=-1
             )
         values = values.reshape(lead + (-1, len(shape)))
         if land is not None:
@@ -107,20 +91,19 @@ class CurvilinearField(AbstractMeshField):
                 raise ValueError(f"CurvilinearField: land must have the grid's shape {shape}, got {land.shape}")
             land = land.reshape(-1)
             values = np.where(land[:, None], 0.0, values)
-        mesh = MeshField(
-            points.reshape(-1, len(shape)), quad_cells(shape), values, times=times, dtype=dtype, **mesh_options
+        mesh = MeshField.from_arrays(points, quad_cells(shape), values, times=times, dtype=dtype, **mesh_options)
+        mesh = with_lookup(mesh, shape, depth)
+        return cls(
+            mesh=mesh,
+            land=None if land is None or not land.any() else jnp.asarray(land, mesh.values.dtype),
+            bounds=mesh.bounds,
+            dim=mesh.dim,
+            time_range=mesh.time_range,
+            periodic=mesh.periodic,
+            time_origin=time_origin,
+            grid_shape=shape,
+            forcings=None,
         )
-        self.mesh = with_lookup(mesh, shape, depth)
-        self.land = None if land is None or not land.any() else jnp.asarray(land, self.mesh.values.dtype)
-        self.bounds, self.dim, self.time_range, self.periodic = (
-            self.mesh.bounds,
-            self.mesh.dim,
-            self.mesh.time_range,
-            self.mesh.periodic,
-        )
-        self.time_origin = time_origin
-        self.grid_shape = shape
-        self.forcings = None
 
     def as_mesh(self) -> MeshField:
         return self.mesh
@@ -175,6 +158,31 @@ class CurvilinearField(AbstractMeshField):
 
     def max_courant_rate(self) -> float:
         return mesh_max_rate(self.mesh.points, self.mesh.nodes, self.mesh.values, spherical=True)
+
+
+def grid_points(lon: ArrayInput, lat: ArrayInput, depth: ArrayInput | None):
+    """`(points (n_i * n_j[* n_k], 2 or 3), shape, depth)`: the nodes of a lon/lat grid (and its
+    depth levels), longitudes unwrapped along the grid so that a regional grid may cross the dateline."""
+    lon, lat = np.asarray(lon, np.float64), np.asarray(lat, np.float64)
+    if lon.ndim != 2 or lon.shape != lat.shape or min(lon.shape) < 2:
+        raise ValueError(
+            "CurvilinearField: lon and lat must be 2-D arrays of one shape, at least 2 x 2, got "
+            f"{lon.shape} and {lat.shape}"
+        )
+    if np.nanmax(np.abs(lat)) > 90 or not (np.isfinite(lon).all() and np.isfinite(lat).all()):
+        raise ValueError("CurvilinearField: latitudes must be finite and within [-90, 90], longitudes finite")
+    lon = np.unwrap(np.unwrap(lon, period=360.0, axis=0), period=360.0, axis=1)  # continuous across the dateline
+    points = np.stack([lon, lat], axis=-1)
+    if depth is None:
+        return points.reshape(-1, 2), lon.shape, None
+    depth = np.asarray(depth, np.float64)
+    if depth.ndim != 1 or len(depth) < 2 or not np.all(np.diff(depth) > 0):
+        raise ValueError(f"CurvilinearField: depth must be 1-D, increasing, with at least 2 levels, got {depth}")
+    shape = lon.shape + (len(depth),)
+    points = np.concatenate(
+        [np.repeat(points[:, :, None], len(depth), axis=2), np.broadcast_to(depth, shape)[..., None]], axis=-1
+    )
+    return points.reshape(-1, 3), shape, depth
 
 
 def quad_cells(shape: tuple[int, ...]) -> np.ndarray:

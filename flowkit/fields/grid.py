@@ -1,5 +1,6 @@
 """Velocity data on a structured grid: uniform or rectilinear axes, steady or a time series."""
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -38,13 +39,14 @@ from .base import (
 )
 from .grid_inputs import (
     check_options,
+    check_spherical,
     checked_axes,
+    checked_land,
     checked_periodic,
     checked_series,
     is_uniform,
     longitude_origin,
-    refuse_repeated_end,
-    repeats_first_node,
+    one_period,
     sample_tables,
 )
 
@@ -83,7 +85,7 @@ class GridField(AbstractField):
     extrapolates a trajectory. Within one step, an RK stage point just past the edge sees the
     edge value (a zero-gradient ghost layer), the usual convention for wall-bounded data.
 
-    **Arguments:**
+    **Made by `from_arrays`, from:**
 
     - `data`: `(n_1, ..., n_dim, C)` for a steady field or `(T, n_1, ..., n_dim, C)` with
       `times`; NumPy or JAX input. A velocity has `C = dim` components; other quantities
@@ -130,7 +132,7 @@ class GridField(AbstractField):
     """
 
     values: Float[Array, "T ..."]
-    axes: tuple[Float[Array, " n"], ...]
+    axes: tuple[Float[Array, " _n"], ...]
     origin: Float[Array, " dim"]
     inv_spacing: Float[Array, " dim"]
     times: Float[Array, " T"] | None
@@ -183,8 +185,9 @@ class GridField(AbstractField):
     def describe(self) -> str:
         return f"{self.shape}{time_slices(self.times)}"
 
-    def __init__(
-        self,
+    @classmethod
+    def from_arrays(
+        cls,
         data: ArrayInput,
         axes: Sequence,
         times: TimesLike | None = None,
@@ -198,66 +201,56 @@ class GridField(AbstractField):
         staggering: str = "A",
         samples: dict | None = None,
         coast: str = "noslip",
-    ):
+    ) -> "GridField":
+        """The field of `data` on `axes`, checked and stored on the device (the arguments above)."""
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
-        data = np.asarray(data)
         np_axes = checked_axes(axes)
-        dim, shape = len(np_axes), tuple(ax.shape[0] for ax in np_axes)
+        shape = tuple(ax.shape[0] for ax in np_axes)
         periodic, periods = checked_periodic(periodic, np_axes)
         check_options(interpolation, coast, staggering)
-        uniform = tuple(is_uniform(ax) for ax in np_axes)
-        data, times = checked_series(data, times, shape)
-        components = int(data.shape[-1])
-        self.times = None if times is None else jnp.asarray(times, dtype)
-        self.time_range = (-math.inf, math.inf) if times is None else (float(times[0]), float(times[-1]))
-        if land is not None:
-            land = np.asarray(land, dtype=bool)
-            if land.shape != shape:
-                raise ValueError(
-                    f"GridField: land must have the grid's shape {shape} (one flag per node), got {land.shape}"
-                )
-            data = data if staggering == "C" else np.where(land[None, ..., None], 0.0, data)
+        data, times = checked_series(np.asarray(data), times, shape)
+        land = checked_land(land, shape)
+        if land is not None and staggering != "C":
+            data = np.where(land[None, ..., None], 0.0, data)
         if staggering == "C":
             data = np.nan_to_num(data, nan=0.0)
-        if spherical and (dim < 2 or np_axes[1][0] < -90 - 1e-9 or np_axes[1][-1] > 90 + 1e-9):
-            raise ValueError(
-                "GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in "
-                f"[-90, 90], got [{np_axes[1][0]:g}, {np_axes[1][-1]:g}]"
-            )
+        check_spherical(spherical, np_axes)
         samples, forcing_fields = forcing.split(samples)
-        extra, self.scalar_samples = sample_tables(samples, data.shape[0], shape, times is not None)
-        for i in range(dim):
-            if periodic[i] and periods[i] is None:
-                refuse_repeated_end(np_axes[i], data, i)
-            if periodic[i] and repeats_first_node(np_axes[i], periods[i], i):
-                np_axes[i] = np_axes[i][:-1]
-                data = np.take(data, np.arange(shape[i] - 1), axis=i + 1)
-                land = None if land is None else np.take(land, np.arange(shape[i] - 1), axis=i)
-                extra = {name: np.take(table, np.arange(shape[i] - 1), axis=i + 1) for name, table in extra.items()}
-        self.sample_tables = {name: jnp.asarray(table, dtype) for name, table in extra.items()}
+        extra, scalar_samples = sample_tables(samples, data.shape[0], shape, times is not None)
+        np_axes, data, land, extra = one_period(np_axes, periodic, periods, data, land, extra)
         shape = tuple(ax.shape[0] for ax in np_axes)
-        self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
-        self.spherical = bool(spherical)
-        self.time_origin = time_origin
-        self.staggering = staggering
-        self.coast = coast
-        self.values = jnp.asarray(data, dtype)
-        self.axes = tuple(jnp.asarray(ax, dtype) for ax in np_axes)
         spacing = np.array([(ax[-1] - ax[0]) / (len(ax) - 1) for ax in np_axes])  # the mean step (float32 round-off)
-        self.origin = jnp.asarray([ax[0] for ax in np_axes], dtype)
-        self.inv_spacing = jnp.asarray(1.0 / spacing, dtype)
         hi = np.array([ax[0] + n * h if p else ax[-1] for ax, n, h, p in zip(np_axes, shape, spacing, periodic)])
-        self.bounds = (jnp.asarray([ax[0] for ax in np_axes], dtype), jnp.asarray(hi, dtype))
-        self.longitude_origin = longitude_origin(np_axes[0]) if spherical and periodic[0] else float(np_axes[0][0])
-        self.dim = dim
-        self.components = components
-        self.shape = shape
-        self.uniform = uniform
-        self.periodic = periodic
-        self.interpolation = interpolation
-        self.forcings = forcing.made(self, forcing_fields, "GridField: samples", set(extra))
+        lo = np.array([ax[0] for ax in np_axes])
+        field = cls(
+            values=jnp.asarray(data, dtype),
+            axes=tuple(jnp.asarray(ax, dtype) for ax in np_axes),
+            origin=jnp.asarray(lo, dtype),
+            inv_spacing=jnp.asarray(1.0 / spacing, dtype),
+            times=None if times is None else jnp.asarray(times, dtype),
+            bounds=(jnp.asarray(lo, dtype), jnp.asarray(hi, dtype)),
+            dim=len(np_axes),
+            components=int(data.shape[-1]),
+            shape=shape,
+            uniform=tuple(is_uniform(ax) for ax in np_axes),
+            periodic=periodic,
+            interpolation=interpolation,
+            time_range=(-math.inf, math.inf) if times is None else (float(times[0]), float(times[-1])),
+            land=None if land is None or not land.any() else jnp.asarray(land, dtype),
+            spherical=bool(spherical),
+            longitude_origin=longitude_origin(np_axes[0]) if spherical and periodic[0] else float(lo[0]),
+            time_origin=time_origin,
+            staggering=staggering,
+            coast=coast,
+            sample_tables={name: jnp.asarray(table, dtype) for name, table in extra.items()},
+            scalar_samples=scalar_samples,
+            forcings=None,
+        )
+        return dataclasses.replace(
+            field, forcings=forcing.made(field, forcing_fields, "GridField: samples", set(extra))
+        )
 
     @classmethod
     def from_function(
@@ -281,7 +274,7 @@ class GridField(AbstractField):
         ts = [0.0] if times is None else list(np.asarray(times, dtype=np.float64))
         slices = [np.asarray(sample(jnp.asarray(t, points.dtype), points)).reshape(mesh.shape) for t in ts]
         data = slices[0] if times is None else np.stack(slices)
-        return cls(data, np_axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
+        return cls.from_arrays(data, np_axes, times, periodic, interpolation, dtype)
 
     def cell_sizes(self, x: Positions, hint: Hints | None = None) -> Float[Array, "n dim"]:
         sizes = []

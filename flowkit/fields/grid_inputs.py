@@ -179,3 +179,40 @@ def repeats_first_node(axis: np.ndarray, period: float | None, index: int) -> bo
         f"GridField: periodic axis {index} spans {span:g} with spacing {h:g}: neither one period "
         f"of {period:g} ({len(axis)} distinct nodes) nor one with its end node repeated"
     )
+
+
+def checked_land(land, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The land mask as booleans of the grid's shape (one flag per node), or None."""
+    if land is None:
+        return None
+    land = np.asarray(land, dtype=bool)
+    if land.shape != shape:
+        raise ValueError(f"GridField: land must have the grid's shape {shape} (one flag per node), got {land.shape}")
+    return land
+
+
+def check_spherical(spherical: bool, axes: list[np.ndarray]) -> None:
+    """Spherical axes are longitude and latitude in degrees, latitudes within [-90, 90]."""
+    if spherical and (len(axes) < 2 or axes[1][0] < -90 - 1e-9 or axes[1][-1] > 90 + 1e-9):
+        raise ValueError(
+            "GridField: spherical axes are longitude and latitude in degrees; latitudes must lie in "
+            f"[-90, 90], got [{axes[1][0]:g}, {axes[1][-1]:g}]"
+        )
+
+
+def one_period(axes: list[np.ndarray], periodic, periods, data: np.ndarray, land, tables: dict):
+    """`(axes, data, land, tables)` with each periodic axis holding one period of distinct nodes:
+    a repeated end node dropped (a stated period the axis spans), a likely repeat refused."""
+    axes = list(axes)
+    for i, axis in enumerate(axes):
+        if not periodic[i]:
+            continue
+        if periods[i] is None:
+            refuse_repeated_end(axis, data, i)
+        if repeats_first_node(axis, periods[i], i):
+            kept = np.arange(len(axis) - 1)
+            axes[i] = axis[:-1]
+            data = np.take(data, kept, axis=i + 1)
+            land = None if land is None else np.take(land, kept, axis=i)
+            tables = {name: np.take(table, kept, axis=i + 1) for name, table in tables.items()}
+    return axes, data, land, tables

@@ -1,6 +1,7 @@
 """Velocity on layers that follow the sea floor and the free surface (ROMS/CROCO s-levels,
 TELEMAC-3D planes): a horizontal mesh located once per point, a column of levels per node."""
 
+import dataclasses
 from collections.abc import Mapping
 from types import ModuleType
 from typing import ClassVar
@@ -43,7 +44,7 @@ class LayeredField(AbstractField):
     One level and no vertical velocity is a depth-averaged model (ADCIRC, TELEMAC-2D, SCHISM's
     2-D output): positions are then `(x, y)`.
 
-    **Arguments:**
+    **Made by `from_arrays`, from:**
 
     - `points`: `(P, 2)` horizontal node coordinates; `cells`: `(C, 3)` triangles or `(C, 4)`
       quadrilaterals in VTK's node order.
@@ -80,8 +81,9 @@ class LayeredField(AbstractField):
     forcings: Forcings | None
     sampled: tuple[str, ...] = eqx.field(static=True)
 
-    def __init__(
-        self,
+    @classmethod
+    def from_arrays(
+        cls,
         points: ArrayInput,
         cells: ArrayInput,
         depths: ArrayInput,
@@ -96,58 +98,49 @@ class LayeredField(AbstractField):
         time_origin: TimeOrigin | None = None,
         dtype: DTypeLike = "float32",
         **mesh_options,
-    ):
+    ) -> "LayeredField":
+        """The field of the columns at the nodes of `points` and `cells`, checked and stored on
+        the device (the arguments above; `mesh_options` go to `MeshField.from_arrays`)."""
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
         points = np.asarray(points, np.float64)
-        depths, velocity, water_depth = (np.asarray(a, np.float64) for a in (depths, velocity, water_depth))
-        n_times, n_points, n_levels = depths.shape if depths.ndim == 3 else (0, 0, 0)
-        if points.ndim != 2 or points.shape[1] != 2:
-            raise ValueError(f"LayeredField: points must be (P, 2) horizontal coordinates, got {points.shape}")
-        if depths.shape != (n_times, len(points), n_levels) or n_levels < 1:
-            raise ValueError(f"LayeredField: depths must be (T, P, K) with P = {len(points)} nodes, got {depths.shape}")
-        if velocity.shape[:3] != depths.shape or velocity.ndim != 4 or velocity.shape[3] not in (2, 3):
-            raise ValueError(
-                f"LayeredField: velocity must be (T, P, K, 2 or 3) matching depths {depths.shape}, got {velocity.shape}"
-            )
-        if water_depth.shape != depths.shape[:2]:
-            raise ValueError(f"LayeredField: water_depth must be (T, P) = {depths.shape[:2]}, got {water_depth.shape}")
-        if n_levels > 1 and np.any(np.diff(depths, axis=-1) < 0):
-            raise ValueError("LayeredField: level depths must increase from the surface down at every node")
-        if velocity.shape[3] == 2:
-            velocity = np.concatenate([velocity, np.zeros(velocity.shape[:3] + (1,))], axis=-1)
-        if times is None:
-            if n_times != 1:
-                raise ValueError(f"LayeredField: {n_times} time slices need times")
-            self.times, self.time_range = None, (-np.inf, np.inf)
-        else:
-            times = np.asarray(times, np.float64)
-            if times.shape != (n_times,) or n_times < 2 or not np.all(np.diff(times) > 0):
-                raise ValueError(f"LayeredField: times must be {n_times} increasing values, got {times}")
-            self.times, self.time_range = jnp.asarray(times, dtype), (float(times[0]), float(times[-1]))
+        depths, velocity, water_depth = _checked_columns(points, depths, velocity, water_depth)
+        n_times, n_points, n_levels = depths.shape
+        times = _checked_times(times, n_times)
         if land is not None:
             land = np.asarray(land, bool).reshape(-1)
             velocity = np.where(land[None, :, None, None], 0.0, velocity)
         velocity = np.nan_to_num(velocity)
         table = np.concatenate([depths, velocity.reshape(n_times, n_points, -1), water_depth[..., None]], axis=-1)
-        self.surface = MeshField(points, cells, np.zeros_like(points), dtype=dtype, **mesh_options)
+        surface = MeshField.from_arrays(points, cells, np.zeros_like(points), dtype=dtype, **mesh_options)
         if grid_shape is not None:
-            self.surface = with_lookup(self.surface, tuple(grid_shape))
-        self.table = jnp.asarray(table, dtype)
-        self.land = None if land is None or not land.any() else jnp.asarray(land, dtype)
-        self.dim = 2 if n_levels == 1 and not np.any(velocity[..., 2]) else 3
+            surface = with_lookup(surface, tuple(grid_shape))
+        dim = 2 if n_levels == 1 and not np.any(velocity[..., 2]) else 3
         lo, hi = points.min(axis=0), points.max(axis=0)
         top = max(float(np.nanmax(water_depth)), 1e-6)
-        self.bounds = (jnp.asarray([*lo, 0.0][: self.dim], dtype), jnp.asarray([*hi, top][: self.dim], dtype))
-        self.levels = int(n_levels)
-        self.spherical = bool(spherical)
-        self.time_origin = time_origin
-        self.components = self.dim
-        self.periodic = (False,) * self.dim
         arrays, forcing_fields = forcing.split(samples)
-        self.sampled, self.sample_table = _sample_table(arrays, depths.shape, dtype)
-        self.forcings = forcing.made(self, forcing_fields, "LayeredField: samples", set(arrays))
+        sampled, sample_table = _sample_table(arrays, depths.shape, dtype)
+        field = cls(
+            surface=surface,
+            table=jnp.asarray(table, dtype),
+            sample_table=sample_table,
+            times=None if times is None else jnp.asarray(times, dtype),
+            land=None if land is None or not land.any() else jnp.asarray(land, dtype),
+            bounds=(jnp.asarray([*lo, 0.0][:dim], dtype), jnp.asarray([*hi, top][:dim], dtype)),
+            levels=int(n_levels),
+            spherical=bool(spherical),
+            time_origin=time_origin,
+            time_range=(-np.inf, np.inf) if times is None else (float(times[0]), float(times[-1])),
+            dim=dim,
+            components=dim,
+            periodic=(False,) * dim,
+            forcings=None,
+            sampled=sampled,
+        )
+        return dataclasses.replace(
+            field, forcings=forcing.made(field, forcing_fields, "LayeredField: samples", set(arrays))
+        )
 
     def canonical_batch(self, x: Positions) -> Positions:
         return x  # columns hold their depths: `settle_batch` keeps them in the water
@@ -298,6 +291,40 @@ class LayeredField(AbstractField):
 def _located_floor(field: LayeredField, t, x):
     _, found, nodes, weights = field._place(x, field.hints(x.shape[0], x.dtype))
     return field._floor(t, x, nodes, weights), found
+
+
+def _checked_columns(points: np.ndarray, depths, velocity, water_depth):
+    """`(depths (T, P, K), velocity (T, P, K, 3), water_depth (T, P))` in float64, their shapes
+    checked against the `(P, 2)` points, a missing downward velocity 0."""
+    depths, velocity, water_depth = (np.asarray(a, np.float64) for a in (depths, velocity, water_depth))
+    n_times, n_levels = (depths.shape[0], depths.shape[2]) if depths.ndim == 3 else (0, 0)
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"LayeredField: points must be (P, 2) horizontal coordinates, got {points.shape}")
+    if depths.shape != (n_times, len(points), n_levels) or n_levels < 1:
+        raise ValueError(f"LayeredField: depths must be (T, P, K) with P = {len(points)} nodes, got {depths.shape}")
+    if velocity.shape[:3] != depths.shape or velocity.ndim != 4 or velocity.shape[3] not in (2, 3):
+        raise ValueError(
+            f"LayeredField: velocity must be (T, P, K, 2 or 3) matching depths {depths.shape}, got {velocity.shape}"
+        )
+    if water_depth.shape != depths.shape[:2]:
+        raise ValueError(f"LayeredField: water_depth must be (T, P) = {depths.shape[:2]}, got {water_depth.shape}")
+    if n_levels > 1 and np.any(np.diff(depths, axis=-1) < 0):
+        raise ValueError("LayeredField: level depths must increase from the surface down at every node")
+    if velocity.shape[3] == 2:
+        velocity = np.concatenate([velocity, np.zeros(velocity.shape[:3] + (1,))], axis=-1)
+    return depths, velocity, water_depth
+
+
+def _checked_times(times: TimesLike | None, n_times: int) -> np.ndarray | None:
+    """The slices' times, increasing, one per slice; None for a single slice without times."""
+    if times is None:
+        if n_times != 1:
+            raise ValueError(f"LayeredField: {n_times} time slices need times")
+        return None
+    times = np.asarray(times, np.float64)
+    if times.shape != (n_times,) or n_times < 2 or not np.all(np.diff(times) > 0):
+        raise ValueError(f"LayeredField: times must be {n_times} increasing values, got {times}")
+    return times
 
 
 def _sample_table(samples: Mapping | None, shape: tuple[int, int, int], dtype) -> tuple[tuple[str, ...], Array | None]:

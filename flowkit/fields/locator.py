@@ -345,6 +345,29 @@ def in_precision(topology: MeshTopology, dtype) -> MeshTopology:
     return topology._replace(points=points, affine_map=maps, single=True)
 
 
+def device_tables(topology: MeshTopology, dtype) -> dict:
+    """`MeshField`'s location fields from `topology` (as `in_precision` gives it), on the device
+    in `dtype` (ids in int32)."""
+    import jax.numpy as jnp
+
+    grid = topology.grid
+    return {
+        "points": jnp.asarray(topology.points, dtype),
+        "nodes": jnp.asarray(topology.nodes, jnp.int32),
+        "kind_of_cell": jnp.asarray(topology.kind_index, jnp.int32) if len(topology.kinds) > 1 else None,
+        "affine_map": jnp.asarray(topology.affine_map, dtype),
+        "neighbours": jnp.asarray(topology.neighbours, jnp.int32),
+        "bin_origin": jnp.asarray(grid.origin, dtype),
+        "bin_inv_size": jnp.asarray(1.0 / grid.size, dtype),
+        "bin_start": jnp.asarray(grid.start, jnp.int32),
+        "bin_cells": jnp.asarray(grid.cells, jnp.int32),
+        "bin_shape": grid.shape,
+        "kinds": tuple(k.name for k in topology.kinds),
+        # the geometry's precision (most CFD files: float32) sets location tolerances, whatever the queries'
+        "geometry_eps": float(np.finfo(np.float32 if dtype == np.float32 or topology.single else np.float64).eps),
+    }
+
+
 def affine_maps(
     points: np.ndarray, nodes: np.ndarray, kind_index: np.ndarray, kinds: tuple[CellKind, ...]
 ) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Velocity data on an unstructured mesh of linear cells, interpolated exactly as VTK does."""
 
+import dataclasses
 from collections.abc import Mapping
 from types import ModuleType
 from typing import ClassVar
@@ -15,7 +16,7 @@ from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Posi
 from . import cells as _cells, forcing, mesh_faces as _faces
 from .base import SKIP, TIME_INVARIANT, Hints, node_rows, slice_rows, time_slices, time_weights
 from .located import AbstractMeshField
-from .locator import MeshTopology, in_precision, mesh_topology
+from .locator import MeshTopology, device_tables, in_precision, mesh_topology
 from .lookup import IndexLookup
 from .near_wall import near_wall_velocity
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
@@ -41,7 +42,7 @@ class MeshField(AbstractMeshField):
     `OUT_OF_DOMAIN`. An RK stage point just outside sees the value extrapolated from the
     boundary cell it left through (the mesh analogue of the grid's ghost layer).
 
-    **Arguments:**
+    **Made by `from_arrays`, from:**
 
     - `points`: `(P, dim)` node coordinates (`dim` 2 or 3).
     - `cells`: `(C, k)` node ids per cell in VTK's node order, padded with -1 for mixed meshes.
@@ -70,7 +71,7 @@ class MeshField(AbstractMeshField):
     bin_inv_size: Float[Array, " dim"]
     bin_start: Int[Array, " B1"]
     bin_cells: Int[Array, " M"]
-    values: Float[Array, "T P dim"]
+    values: Float[Array, "T _rows dim"]  # rows: points, or cells with `cell_values`
     sample_values: Float[Array, "T P s"] | None
     times: Float[Array, " T"] | None
     bounds: Bounds
@@ -99,8 +100,9 @@ class MeshField(AbstractMeshField):
     forcings: forcing.Forcings | None
     lookup: IndexLookup | None
 
-    def __init__(
-        self,
+    @classmethod
+    def from_arrays(
+        cls,
         points: ArrayInput,
         cells: ArrayInput,
         values: ArrayInput,
@@ -116,7 +118,9 @@ class MeshField(AbstractMeshField):
         topology: MeshTopology | None = None,
         regions: Mapping | None = None,
         velocity_array: str = "",
-    ):
+    ) -> "MeshField":
+        """The field of `values` on the mesh of `points` and `cells`, its locator built, checked
+        and stored on the device (the arguments above)."""
         from .._dtypes import resolve
 
         dtype = resolve(dtype)
@@ -128,48 +132,38 @@ class MeshField(AbstractMeshField):
                 f"{len(topology.nodes)} cells, not these {len(points)} and {len(cells)}"
             )
         topology = in_precision(topology, dtype)  # cells share their nodes exactly in the stored table
-        points, nodes, kinds = topology.points, topology.nodes, topology.kinds
-        dim, n_points = points.shape[1], len(points)
-        # the geometry's precision (most CFD files: float32) sets location tolerances, whatever the queries'
-        self.geometry_eps = float(np.finfo(np.float32 if dtype == np.float32 or topology.single else np.float64).eps)
-
-        self.cell_values = bool(cell_values)
-        values, self.times, self.time_range = as_series(
-            values, times, len(cells) if cell_values else n_points, "values"
-        )
+        points = topology.points
+        dim = points.shape[1]
+        values, times, time_range = as_series(values, times, len(cells) if cell_values else len(points), "values")
         if values.shape[-1] != dim:
             raise ValueError(
                 f"MeshField: values need {dim} components per point for a {dim}-D mesh, got {values.shape[-1]}"
             )
         samples, forcing_fields = forcing.split(samples)
-        self.sample_layout, table = sample_series(samples, times, n_points)
-        self.sample_values = None if table is None else jnp.asarray(table, dtype)
-
-        grid = topology.grid
-        self.neighbours = jnp.asarray(topology.neighbours, jnp.int32)
-        self.affine_map = jnp.asarray(topology.affine_map, dtype)
-        self.points = jnp.asarray(points, dtype)
-        self.nodes = jnp.asarray(nodes, jnp.int32)
-        self.kind_of_cell = jnp.asarray(topology.kind_index, jnp.int32) if len(kinds) > 1 else None
-        self.bin_origin = jnp.asarray(grid.origin, dtype)
-        self.bin_inv_size = jnp.asarray(1.0 / grid.size, dtype)
-        self.bin_start = jnp.asarray(grid.start, jnp.int32)
-        self.bin_cells = jnp.asarray(grid.cells, jnp.int32)
-        self.bin_shape = grid.shape
-        self.values = jnp.asarray(values, dtype)
-        self.bounds = (jnp.asarray(points.min(axis=0), dtype), jnp.asarray(points.max(axis=0), dtype))
-        self.dim = dim
-        self.components = dim
-        self.kinds = tuple(k.name for k in kinds)
-        self.walk_steps = int(walk_steps)
-        self.newton_steps = int(newton_steps)
-        self.periodic = (False,) * dim
-        self.regions = dict(regions or {})
-        self.velocity_array, self.near_wall = str(velocity_array), None
-        if self.times is not None:
-            self.times = jnp.asarray(self.times, dtype)
-        self.forcings = forcing.made(self, forcing_fields, "MeshField: samples", set(samples))
-        self.lookup = None
+        sample_layout, table = sample_series(samples, times, len(points))
+        field = cls(
+            **device_tables(topology, dtype),
+            values=jnp.asarray(values, dtype),
+            sample_values=None if table is None else jnp.asarray(table, dtype),
+            times=None if times is None else jnp.asarray(times, dtype),
+            bounds=(jnp.asarray(points.min(axis=0), dtype), jnp.asarray(points.max(axis=0), dtype)),
+            dim=dim,
+            components=dim,
+            sample_layout=sample_layout,
+            cell_values=bool(cell_values),
+            walk_steps=int(walk_steps),
+            newton_steps=int(newton_steps),
+            time_range=time_range,
+            periodic=(False,) * dim,
+            velocity_array=str(velocity_array),
+            near_wall=None,
+            regions=dict(regions or {}),
+            forcings=None,
+            lookup=None,
+        )
+        return dataclasses.replace(
+            field, forcings=forcing.made(field, forcing_fields, "MeshField: samples", set(samples))
+        )
 
     def as_mesh(self) -> "MeshField":
         return self

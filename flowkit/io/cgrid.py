@@ -67,7 +67,7 @@ def layered_on_grid(
     nodes = lambda a: np.swapaxes(np.asarray(a), 1, 2).reshape(n, lon.size, *np.asarray(a).shape[3:])  # noqa: E731
     lon_t = np.unwrap(np.unwrap(lon.T, period=360.0, axis=0), period=360.0, axis=1) if spherical else lon.T
     points = np.stack([lon_t.reshape(-1), np.asarray(lat).T.reshape(-1)], axis=-1)
-    return LayeredField(
+    return LayeredField.from_arrays(
         points,
         quad_cells(lon_t.shape),
         nodes(depths),

@@ -83,7 +83,7 @@ def load_grid_npz(
         )
         try:
             if streamed:
-                template = GridField(
+                template = GridField.from_arrays(
                     np.stack([source.read(0)["values"], source.read(1)["values"]]),
                     axes,
                     times=source.times[:2],
@@ -92,7 +92,7 @@ def load_grid_npz(
                     dtype=dtype,
                 )
                 return StreamedField(template, source, max_device_bytes)
-            return GridField(
+            return GridField.from_arrays(
                 data["velocity"], axes, times=source.times, periodic=periodic, interpolation=interpolation, dtype=dtype
             )
         except ValueError as err:

@@ -175,8 +175,8 @@ def read_series(
         )
         pieces.clear()  # the slices are freed once stacked, before the field's device copy
         if isinstance(ref, GridSlice):
-            return GridField(values, ref.axes, times=times, periodic=periodic, interpolation=interpolation, dtype=dtype)
-        return MeshField(
+            return GridField.from_arrays(values, ref.axes, times, periodic, interpolation, dtype)
+        return MeshField.from_arrays(
             ref.points,
             ref.cells,
             values,

@@ -150,7 +150,7 @@ def from_xarray(
     - `x`, `y`, `z`, `time`: dimension names; found by `axis`/`standard_name`/`units`, then by
       common names, when not given.
     - `spherical`: positions in degrees, velocities in m/s (cm/s converted), converted at each
-      particle's latitude (`GridField(spherical=True)`); default: when the axes are longitude
+      particle's latitude (`GridField.from_arrays(spherical=True)`); default: when the axes are longitude
       and latitude. Latitudes (and depths) stored descending are flipped; depth is positive
       down (the sign of an upward `w` follows), height positive up.
     - `periodic`: per axis; default: longitude is periodic (period 360) when it spans the globe,
@@ -161,7 +161,7 @@ def from_xarray(
     - `stream`: `True` returns a `fk.io.StreamedField` read one time step at a time (each step
       read from its own file); `None` (default) streams only when the series would exceed
       `max_device_bytes`.
-    - `coast`: `"noslip"`, `"freeslip"` or `"partialslip"` next to land (`GridField(coast=)`).
+    - `coast`: `"noslip"`, `"freeslip"` or `"partialslip"` next to land (`GridField.from_arrays(coast=)`).
     - A model's own output is read by its conventions (`flowkit.io.ocean.MODELS`, each row the
       options it takes): ROMS and CROCO (s-levels, C-grid; `grid`: the model's grid file when
       the history lacks it), NEMO (U, V, W grid files apart; `grid`: `mesh_mask.nc` or
@@ -169,7 +169,7 @@ def from_xarray(
       sphere), the unstructured models (UGRID: FVCOM, SCHISM, ADCIRC), TELEMAC Selafin
       (`plane`) become a `LayeredField` (or a `MeshField`) on the model's own grid.
     - `sample`: names of further variables on the velocity's grid (temperature, salinity, wind)
-      to interpolate along trajectories and for particle models (`GridField(samples=)`); NaN on
+      to interpolate along trajectories and for particle models (`GridField.from_arrays(samples=)`); NaN on
       land. Regular A-grids held in memory.
 
     **Raises:** `ValueError` naming the file and the variable for a missing velocity, axes it

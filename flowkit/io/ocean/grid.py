@@ -174,7 +174,7 @@ def _maker(first, layout, spherical: bool, land, origin, options: dict):
     axes = layout.axes
     if layout.lonlat is None:
         grid = dict(options, spherical=spherical, land=land, time_origin=origin, staggering=layout.staggering)
-        return lambda data, times, samples=None: GridField(data, axes, times=times, samples=samples, **grid)
+        return lambda data, times, samples=None: GridField.from_arrays(data, axes, times=times, samples=samples, **grid)
     periodic, interpolation, coast = options["periodic"], options["interpolation"], options["coast"]
     if not spherical or periodic or interpolation != "linear":
         raise ValueError(
@@ -189,7 +189,7 @@ def _maker(first, layout, spherical: bool, land, origin, options: dict):
     depth = axes[2] if len(axes) == 3 else None
 
     def make(data, times, samples=None):
-        return CurvilinearField(
+        return CurvilinearField.from_arrays(
             *layout.lonlat, data, times, depth=depth, land=land, time_origin=origin, dtype=options["dtype"]
         )
 

@@ -61,7 +61,9 @@ def build(
 
     def flat(chosen=None):  # the 2-D field of the file, or of one of its planes
         data = np.stack([_values(ds, n) if chosen is None else _values(ds, n)[:, chosen] for n in names[:2]], axis=-1)
-        return MeshField(points, triangles, data if series is not None else data[0], times=series, dtype=dtype)
+        return MeshField.from_arrays(
+            points, triangles, data if series is not None else data[0], times=series, dtype=dtype
+        )
 
     if "plan" not in ds.dims:
         _log.info(
@@ -104,7 +106,7 @@ def build(
     )
     water = elevation[:, -1] - elevation[:, 0]
     options = dict(times=series, spherical=False, time_origin=origin, dtype=dtype)
-    return LayeredField(points, triangles, depths, velocity_table, water, **options)
+    return LayeredField.from_arrays(points, triangles, depths, velocity_table, water, **options)
 
 
 def opened(path: Path):

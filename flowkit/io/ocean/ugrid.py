@@ -127,7 +127,7 @@ def build(
         " on faces, averaged to the nodes" if face_dim in first[u_name].dims else "",
         len(depths),
     )
-    return LayeredField(
+    return LayeredField.from_arrays(
         points,
         _fanned(cells),
         depths,
