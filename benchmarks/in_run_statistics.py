@@ -13,7 +13,11 @@ which prints its particle-steps/s and peak RSS:
   from them with NumPy and shapely (as the tests check them): what a user does without
   statistics in the step.
 
-    python benchmarks/statistics.py [--particles 1000000] [--days 10] [--after-particles 200000] [--batch-size N]
+    python benchmarks/in_run_statistics.py [--particles 1000000] [--days 10] [--after-particles 200000]
+        [--batch-size N] [--modes inside plain after]
+
+At 10^8 particles only `inside` fits this machine's memory with frames kept for a day or more:
+`--particles 100000000 --days 1 --batch-size 10000000 --modes inside`.
 """
 
 import argparse
@@ -76,6 +80,9 @@ def main():
     parser.add_argument("--days", type=int, default=10)
     parser.add_argument("--after-particles", type=int, default=200_000)
     parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument(
+        "--modes", nargs="+", default=["inside", "plain", "after"], choices=["inside", "plain", "after"]
+    )
     parser.add_argument("--mode", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--folder", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -87,11 +94,8 @@ def main():
     folder = tempfile.mkdtemp()
     fk.datasets.write_ocean_sample(folder, days=args.days + 1)
     print(f"{args.particles} particles x {args.days * 24} RK4 steps of 1 h, a frame every 6 h; daily windows")
-    for mode, n in (
-        ("inside", args.particles),
-        ("plain", args.particles),
-        ("after", min(args.particles, args.after_particles)),
-    ):
+    for mode in args.modes:
+        n = min(args.particles, args.after_particles) if mode == "after" else args.particles
         command = [
             sys.executable,
             __file__,

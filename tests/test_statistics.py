@@ -293,3 +293,22 @@ def test_a_backward_run_gathers_what_its_stored_frames_give():
     for name in ("first_arrival_mean", "residence_time"):
         np.testing.assert_allclose(sites[name].values, expected[name], rtol=1e-12, err_msg=name)
     assert np.nanmin(sites["residence_time"].values) > 0 and np.nanmin(sites["first_arrival_min"].values) >= 0
+
+
+def test_a_run_without_tracks_is_checked_for_the_two_frames_it_keeps(monkeypatch):
+    """Host memory that the frames of a long run would overflow still holds a run with
+    statistics only: the memory checks count the first and last frames that it keeps, where a
+    run with tracks is refused (before seeding, and again as it is laid out)."""
+    from flowkit.tracker import memory
+
+    field, seeds, kw = double_gyre_run()
+    grid = fk.statistics.GridCounts([np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
+    times = (0.0, 20.0, 0.01)  # 401 frames of 3 000 particles: about 11 MB
+    monkeypatch.setattr(memory, "available_memory", lambda: 4 * 2**20)
+    with pytest.raises(MemoryError, match="the run's frames need"):
+        fk.track(field, seeds, *times, statistics=[grid], **kw)
+    with pytest.raises(MemoryError, match="the run's frames need"):
+        memory.check_seeds_fit((field, seeds, *times), kw, streamed=False)
+    memory.check_seeds_fit((field, seeds, *times), kw, streamed=False, tracks=False)
+    run = fk.tracker.TrackRun(field, seeds, *times, statistics=[grid], tracks=False, **kw)
+    assert run.host_bytes < 2**17  # two frames and the end times: ~0.1 MB of the 10.8 MiB a run with tracks holds

@@ -150,7 +150,7 @@ def track(
         statistics=statistics,
     )
     positional = (field, seeds, t0, t1, dt, integrator, boundary, save_every)
-    check_seeds_fit(positional, inputs, streamed=output is not None)
+    check_seeds_fit(positional, inputs, streamed=output is not None, tracks=tracks)
     plan = prepare(*positional, **inputs)
     if plan.traced:
         host_only = {

@@ -77,9 +77,10 @@ def _size(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
-def check_seeds_fit(inputs: tuple, named: dict, streamed: bool) -> None:
+def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = True) -> None:
     """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
-    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
+    (`check_seed_memory`); frames counted where the times are numbers of seconds, two (the
+    first and the last) for a run without `tracks`."""
     import inspect
 
     from .plan import prepare
@@ -92,7 +93,7 @@ def check_seeds_fit(inputs: tuple, named: dict, streamed: bool) -> None:
     every = given.get("save_every", 1)
     frames = 0
     if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(every, int) and every > 0:
-        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40))
+        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40)) if tracks else 2
     check_seed_memory(
         shape[0],
         shape[1],

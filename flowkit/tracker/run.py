@@ -68,7 +68,7 @@ class TrackRun:
         the others lay the run out, as for `fk.track`."""
         layout = dict(batch_size=batch_size, devices=devices, chunk_saves=chunk_saves, progress=progress)
         layout.update(output=output, bucket=bucket, warmup=warmup, part=part, block_policy=block_policy)
-        check_seeds_fit(inputs, named_inputs, streamed=output is not None)
+        check_seeds_fit(inputs, named_inputs, streamed=output is not None, tracks=tracks)
         self._lay_out(prepare(*inputs, **named_inputs), overwrite=overwrite, resume=resume, tracks=tracks, **layout)
 
     @classmethod
@@ -213,8 +213,9 @@ class TrackRun:
         def frame_memory(count, saves):
             return MemorySink.nbytes(count, saves, dim, plan.dtype, plan.record_velocity, plan.pieces.boundary.restarts)
 
-        self.host_bytes = frame_memory(min(self.padded_batch, self.n_particles), self.chunk_saves) + (
-            0 if self.output is not None else frame_memory(self.n_particles, plan.n_saves + 1)
+        chunk, kept = (self.chunk_saves, plan.n_saves + 1) if self.tracks else (0, 2)  # no tracks: first, last
+        self.host_bytes = frame_memory(min(self.padded_batch, self.n_particles), chunk) + (
+            0 if self.output is not None else frame_memory(self.n_particles, kept)
         )  # a chunk copied off the device, and the sink
         check_memory(
             self.host_bytes,
