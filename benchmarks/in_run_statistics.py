@@ -14,7 +14,10 @@ which prints its particle-steps/s and peak RSS:
   statistics in the step.
 
     python benchmarks/in_run_statistics.py [--particles 1000000] [--days 10] [--after-particles 200000]
-        [--batch-size N] [--modes inside plain after]
+        [--batch-size N] [--modes inside plain after] [--events N]
+
+`--events N` logs up to N entries and exits per device and batch (`PolygonStats(events=N)`) in
+the `inside` run.
 
 At 10^8 particles only `inside` fits this machine's memory with frames kept for a day or more:
 `--particles 100000000 --days 1 --batch-size 10000000 --modes inside`.
@@ -40,11 +43,14 @@ def boxes():
     return [shapely.box(lon, lat, lon + 10, lat + 10) for lon in (-60, -30, 0, 30, 60) for lat in (-30, 10)]
 
 
-def statistics(fk):
-    return [fk.statistics.GridCounts(EDGES, window=86400.0), fk.statistics.PolygonStats(boxes(), window=86400.0)]
+def statistics(fk, events: int = 0):
+    return [
+        fk.statistics.GridCounts(EDGES, window=86400.0),
+        fk.statistics.PolygonStats(boxes(), window=86400.0, events=events),
+    ]
 
 
-def run(mode: str, n: int, days: int, batch_size, folder: str) -> dict:
+def run(mode: str, n: int, days: int, batch_size, folder: str, events: int = 0) -> dict:
     import jax
 
     import flowkit as fk
@@ -54,7 +60,7 @@ def run(mode: str, n: int, days: int, batch_size, folder: str) -> dict:
     kw = dict(save_every=6, batch_size=batch_size)
     t1 = days * 86400.0
     if mode == "inside":
-        kw.update(statistics=statistics(fk), tracks=False)
+        kw.update(statistics=statistics(fk, events), tracks=False)
     start = time.perf_counter()
     traj = fk.track(field, seeds, 0.0, t1, 3600.0, **kw)
     seconds = time.perf_counter() - start
@@ -83,11 +89,12 @@ def main():
     parser.add_argument(
         "--modes", nargs="+", default=["inside", "plain", "after"], choices=["inside", "plain", "after"]
     )
+    parser.add_argument("--events", type=int, default=0, help="PolygonStats(events=): log entries and exits")
     parser.add_argument("--mode", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--folder", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode:
-        print(json.dumps(run(args.mode, args.particles, args.days, args.batch_size, args.folder)))
+        print(json.dumps(run(args.mode, args.particles, args.days, args.batch_size, args.folder, args.events)))
         return
     import flowkit as fk
 
@@ -110,6 +117,7 @@ def main():
         ]
         if args.batch_size:
             command += ["--batch-size", str(args.batch_size)]
+        command += ["--events", str(args.events)]
         line = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         extra = f", of which counting from the frames {line['after_s']:.2f} s" if "after_s" in line else ""
         print(

@@ -120,6 +120,11 @@ def polygon_reference(traj, polygons, window):
     out["first_arrival_mean"] = mean
     interval = abs(traj.times[1] - traj.times[0])
     out["residence_time"] = inside.sum(axis=(0, 1)) * interval / visited.sum(axis=0)
+    entered = inside[1:] & ~inside[:-1] & seen[:-1, :, None]
+    left = inside[:-1] & ~inside[1:]
+    events = [(i, q, k + 1, 1) for k, i, q in zip(*np.nonzero(entered))]
+    events += [(i, q, k + 1, -1) for k, i, q in zip(*np.nonzero(left))]
+    out["events"] = sorted(events, key=lambda e: (e[0], e[2], e[1]))  # by particle, frame, polygon
     return out
 
 
@@ -132,7 +137,7 @@ POLYGONS = {
 
 def test_polygon_statistics_equal_those_of_the_stored_frames():
     field, seeds, kw = double_gyre_run(batch_size=1600, dtype="float64")
-    stat = fk.statistics.PolygonStats(list(POLYGONS.values()), names=list(POLYGONS), window=2.5)
+    stat = fk.statistics.PolygonStats(list(POLYGONS.values()), names=list(POLYGONS), window=2.5, events=20_000)
     traj = fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=[stat], **kw)
     ds = traj.statistics["polygons"]
     expected = polygon_reference(traj, list(POLYGONS.values()), 2.5)
@@ -142,6 +147,26 @@ def test_polygon_statistics_equal_those_of_the_stored_frames():
     for name in ("first_arrival_min", "first_arrival_mean", "residence_time"):
         np.testing.assert_allclose(ds[name].values, expected[name], rtol=1e-12, atol=1e-12, err_msg=name)
     assert list(ds["release"].values) == [*POLYGONS, "outside"]
+    # the log of entries and exits (two devices, two batches): every one, by particle, frame, polygon
+    frames = np.searchsorted(traj.times, ds["event_time"].values)
+    polygon = [list(POLYGONS).index(name) for name in ds["event_polygon"].values]
+    got = list(zip(ds["event_particle"].values, polygon, frames, ds["event_kind"].values))
+    assert got == expected["events"] and int(ds["events_lost"]) == 0
+    np.testing.assert_array_equal(traj.times[frames], ds["event_time"].values)
+
+
+def test_polygon_events_past_the_log_are_counted_and_said(caplog):
+    field, seeds, kw = double_gyre_run(dtype="float64")
+    polygons = list(POLYGONS.values())
+    full = fk.statistics.PolygonStats(polygons, names=list(POLYGONS), events=100_000)
+    short = fk.statistics.PolygonStats(polygons, names=list(POLYGONS), events=50, name="short")
+    kw["t_release"] = kw["t_release"][:400]
+    traj = fk.track(field, seeds[:400], 0.0, 5.0, 0.1, statistics=[full, short], **kw)
+    everything, kept = traj.statistics["polygons"], traj.statistics["short"]
+    assert everything.sizes["event"] > 2 * 2 * 50 and int(everything["events_lost"]) == 0
+    assert kept.sizes["event"] <= 2 * 50  # two devices
+    assert int(kept["events_lost"]) == everything.sizes["event"] - kept.sizes["event"]
+    assert "did not fit events=50" in caplog.text
 
 
 def test_statistics_on_a_mesh_the_kernel_runs_where_particles_leave():

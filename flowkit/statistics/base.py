@@ -65,9 +65,10 @@ class AbstractStatistic(eqx.Module):
         x: Float[Array, "n dim"],
         status: Int[Array, " n"],
         t_release: Float[Array, " n"],
+        index: Int[Array, " n"],
     ) -> Tally:
         """`tally` with saved frame number `frame` (at time `t`) added (traced, inside the run's
-        program)."""
+        program); `index` holds each slot's particle (its row in the seeds; -1 for padding)."""
 
     @abc.abstractmethod
     def dataset(self, totals: dict, run: RunFacts):
@@ -136,26 +137,48 @@ def position_attrs(name: str) -> dict:
     }.get(name, {"long_name": f"position {name}"})
 
 
-def added(statistics: tuple, tallies: tuple, frame, t, save_interval, x, status, t_release) -> tuple:
+def added(statistics: tuple, tallies: tuple, frame, t, save_interval, x, status, t_release, index) -> tuple:
     """Each statistic's tally with one frame added. Totals keep a leading row per device: the
     local device's one row inside a sharded program, row 0 of all of them outside one."""
     out = []
     for statistic, tally in zip(statistics, tallies):
         local = Tally(tally.slots, {name: total[0] for name, total in tally.totals.items()})
-        new = statistic.add(local, frame, t, save_interval, x, status, t_release)
+        new = statistic.add(local, frame, t, save_interval, x, status, t_release, index)
         out.append(Tally(new.slots, {name: tally.totals[name].at[0].set(v) for name, v in new.totals.items()}))
     return tuple(out)
 
 
-def begun(statistics: tuple, tallies: tuple, x, status, t0, save_interval, t_release) -> tuple:
+def begun(statistics: tuple, tallies: tuple, x, status, t0, save_interval, t_release, index) -> tuple:
     """A batch's tallies knowing its seeds `x`, with its frame 0 (`x`, `status` at `t0`) added."""
     tallies = tuple(statistic.start(tally, x) for statistic, tally in zip(statistics, tallies))
-    return added(statistics, tallies, jnp.zeros((), jnp.int32), t0, save_interval, x, status, t_release)
+    return added(statistics, tallies, jnp.zeros((), jnp.int32), t0, save_interval, x, status, t_release, index)
+
+
+UNUSED = np.iinfo(np.int32).min
+"""What the unused entries of a log (a total named `*_log`) hold."""
+
+
+def gathered(name: str, rows: np.ndarray) -> np.ndarray:
+    """A total's rows, one per device, as one: summed in 64 bits; for those named `*_min`, the
+    least; for logs (`*_log`, filled from their start), their used entries one after another."""
+    if name.endswith("_log"):
+        return rows[rows != UNUSED]
+    if name.endswith("_min"):
+        return np.asarray(rows.min(axis=0))
+    return np.asarray(rows.sum(axis=0, dtype=np.int64 if np.issubdtype(rows.dtype, np.integer) else np.float64))
 
 
 def combined(a: dict, b: dict) -> dict:
-    """Two sets of totals as one: summed, but for those named `*_min`, the least."""
-    return {name: np.minimum(a[name], b[name]) if name.endswith("_min") else a[name] + b[name] for name in a}
+    """Two sets of totals as one: summed; for those named `*_min`, the least; logs (`*_log`)
+    one after the other."""
+    return {
+        name: np.concatenate([a[name], b[name]])
+        if name.endswith("_log")
+        else np.minimum(a[name], b[name])
+        if name.endswith("_min")
+        else a[name] + b[name]
+        for name in a
+    }
 
 
 def checked(statistics) -> tuple:

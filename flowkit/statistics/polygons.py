@@ -2,6 +2,7 @@
 and arrival polygons, first arrival times; polygons from shapely, GeoJSON or shapefiles."""
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +13,17 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._custom_types import PathLike
-from .base import AbstractStatistic, RunFacts, Tally, active, frames_per_window, window_index, window_starts, windows
+from .base import (
+    UNUSED,
+    AbstractStatistic,
+    RunFacts,
+    Tally,
+    active,
+    frames_per_window,
+    window_index,
+    window_starts,
+    windows,
+)
 
 EDGE_CHUNK = 256
 """Polygon edges tested against every particle at once (a frame's memory: particles x this)."""
@@ -101,6 +112,8 @@ class PolygonStats(AbstractStatistic):
     (from each release polygon, the particles that were ever inside each polygon: the
     ecologist's connectivity matrix), the first arrival's age (time since release; minimum and
     mean over the particles that arrived) and each polygon's mean `residence_time` per visitor.
+    With `events`, also the log of every entry and exit (OceanTracker's polygon event log): which
+    particle, which polygon, when, and whether it entered or left, on an `event` dimension.
 
     **Arguments:**
 
@@ -109,6 +122,8 @@ class PolygonStats(AbstractStatistic):
     - `names`: one per polygon (default: the file's `name` property, or their order).
     - `window`: the length of the time windows (seconds) from the run's start; None: one.
     - `name`: its key in `Trajectory.statistics`.
+    - `events`: how many entries and exits each device logs per batch of particles (0: no log).
+      Events past it are counted (`events_lost`) and said in the log, not kept.
 
     The cost of a frame grows with particles x polygon vertices (every edge is tested): simplify
     coastline-sized polygons first (`shapely.simplify`).
@@ -119,9 +134,15 @@ class PolygonStats(AbstractStatistic):
     names: tuple[str, ...] = eqx.field(static=True)
     window: float | None = eqx.field(static=True)
     name: str = eqx.field(static=True)
+    events: int = eqx.field(static=True)
 
     def __init__(
-        self, polygons, names: Sequence[str] | None = None, window: float | None = None, name: str = "polygons"
+        self,
+        polygons,
+        names: Sequence[str] | None = None,
+        window: float | None = None,
+        name: str = "polygons",
+        events: int = 0,
     ):
         if isinstance(polygons, (str, Path)):
             polygons, read_names = read_polygons(polygons)
@@ -134,8 +155,11 @@ class PolygonStats(AbstractStatistic):
             raise ValueError(f"PolygonStats: {len(names)} names for {len(polygons)} polygons, each unique: {names}")
         if window is not None and not window > 0:
             raise ValueError(f"PolygonStats: window must be a positive duration, got {window}")
+        if int(events) != events or not 0 <= events < 2**31:
+            raise ValueError(f"PolygonStats: events is how many entries and exits to log (0: none), got {events}")
         self.edges, self.owners = polygon_edges(polygons)
         self.names, self.window, self.name = tuple(names), None if window is None else float(window), str(name)
+        self.events = int(events)
 
     def tally(self, run: RunFacts, n_slots: int) -> Tally:
         p, w = len(self.names), windows(run, self.window)
@@ -156,6 +180,7 @@ class PolygonStats(AbstractStatistic):
                 "connectivity": pairs(np.int32),
                 "arrival_sum": pairs(run.dtype),
                 "arrival_min": pairs(run.dtype, np.inf),
+                **_event_log(self.events),
             },
         )
 
@@ -164,7 +189,7 @@ class PolygonStats(AbstractStatistic):
         release = jnp.where(inside.any(axis=1), jnp.argmax(inside, axis=1), len(self.names)).astype(jnp.int32)
         return eqx.tree_at(lambda t: t.slots["release"], tally, release)
 
-    def add(self, tally, frame, t, save_interval, x, status, t_release) -> Tally:
+    def add(self, tally, frame, t, save_interval, x, status, t_release, index) -> Tally:
         s, totals = tally.slots, dict(tally.totals)
         p = len(self.names)
         moving = active(status)
@@ -173,9 +198,12 @@ class PolygonStats(AbstractStatistic):
         arrived = inside & ~s["visited"]
         w = window_index(frame, save_interval, self.window, totals["count"].shape[0])
         per_polygon = lambda mask: jnp.sum(mask, axis=0, dtype=jnp.int32)  # noqa: E731
+        entered, left = inside & ~s["inside"] & s["seen"][:, None], s["inside"] & ~inside
         totals["count"] = totals["count"].at[w].add(per_polygon(inside))
-        totals["entries"] = totals["entries"].at[w].add(per_polygon(inside & ~s["inside"] & s["seen"][:, None]))
-        totals["exits"] = totals["exits"].at[w].add(per_polygon(s["inside"] & ~inside))
+        totals["entries"] = totals["entries"].at[w].add(per_polygon(entered))
+        totals["exits"] = totals["exits"].at[w].add(per_polygon(left))
+        if self.events:
+            totals.update(_logged(totals, entered, left, frame, index, self.events))
         totals["released"] = totals["released"].at[s["release"]].add(first.astype(jnp.int32))
         by_release = lambda values: jax.ops.segment_sum(values, s["release"], p + 1)  # noqa: E731
         totals["connectivity"] = totals["connectivity"] + by_release(arrived.astype(jnp.int32))
@@ -204,7 +232,7 @@ class PolygonStats(AbstractStatistic):
             )
         seconds = {"units": "s"}
         pairs = ("release", "polygon")
-        return xr.Dataset(
+        dataset = xr.Dataset(
             {
                 "count": (
                     ("time", "polygon"),
@@ -255,3 +283,66 @@ class PolygonStats(AbstractStatistic):
                 "save_interval_s": abs(run.save_interval),
             },
         )
+        return dataset.merge(self._events(totals, run), combine_attrs="override") if self.events else dataset
+
+    def _events(self, totals: dict, run: RunFacts):
+        """The log of entries and exits on an `event` dimension, by particle, then time, then
+        polygon; events past `events` counted in `events_lost` and said in the log."""
+        import xarray as xr
+
+        particle, polygon, frame = (totals[f"{k}_log"] for k in ("particle", "polygon", "frame"))
+        order = np.lexsort((np.where(polygon < 0, -polygon - 1, polygon), frame, particle))
+        particle, polygon, frame = particle[order], polygon[order], frame[order]
+        entry = polygon >= 0
+        lost = int(totals["events_seen"]) - len(order)
+        if lost:
+            logging.getLogger("flowkit").warning(
+                "PolygonStats %r: %d of %d entries and exits did not fit events=%d (per device and batch): "
+                "give a larger events= to log them all",
+                self.name,
+                lost,
+                lost + len(order),
+                self.events,
+            )
+        when, time_attrs = window_starts(run, abs(run.save_interval), run.n_frames)
+        kinds = {"flag_values": np.array([1, -1], np.int8), "flag_meanings": "entry exit"}
+        return xr.Dataset(
+            {
+                "event_particle": ("event", particle.astype(np.int64), {"long_name": "the particle (its seed's row)"}),
+                "event_polygon": ("event", np.asarray(self.names)[np.where(entry, polygon, -polygon - 1)]),
+                "event_time": ("event", when[frame], {**time_attrs, "long_name": "the frame it was first seen at"}),
+                "event_kind": (
+                    "event",
+                    np.where(entry, 1, -1).astype(np.int8),
+                    {"long_name": "entry or exit", **kinds},
+                ),
+                "events_lost": ((), lost, {"long_name": "entries and exits past `events`, not logged"}),
+            }
+        )
+
+
+def _event_log(capacity: int) -> dict:
+    """The zero totals of an event log of `capacity` entries: each event's particle, polygon
+    (entries: its index; exits: -(index + 1)) and frame, and the events seen (logged or not)."""
+    if not capacity:
+        return {}
+    log = lambda: np.full(capacity, UNUSED, np.int32)  # noqa: E731
+    return {"particle_log": log(), "polygon_log": log(), "frame_log": log(), "events_seen": np.zeros((), np.int32)}
+
+
+def _logged(totals: dict, entered, left, frame, index, capacity: int) -> dict:
+    """The event log with a frame's entries and exits appended in slot and polygon order, those
+    past `capacity` dropped (and counted in `events_seen`)."""
+    n, p = entered.shape
+    happened = (entered | left).reshape(-1)
+    rank = jnp.cumsum(happened, dtype=jnp.int32) - 1
+    seen = totals["events_seen"]
+    at = jnp.where(happened & (rank < capacity - seen), seen + rank, capacity)  # past the end: dropped
+    flat = jnp.arange(n * p, dtype=jnp.int32)
+    polygon = jnp.where(entered.reshape(-1), flat % p, -(flat % p) - 1)
+    return {
+        "particle_log": totals["particle_log"].at[at].set(index[flat // p], mode="drop"),
+        "polygon_log": totals["polygon_log"].at[at].set(polygon, mode="drop"),
+        "frame_log": totals["frame_log"].at[at].set(jnp.broadcast_to(frame.astype(jnp.int32), (n * p,)), mode="drop"),
+        "events_seen": seen + jnp.sum(happened, dtype=jnp.int32),
+    }

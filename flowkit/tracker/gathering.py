@@ -4,7 +4,7 @@ totals gathered over devices and batches, the datasets at the end (`flowkit.stat
 import jax
 import numpy as np
 
-from ..statistics.base import RunFacts, Tally, combined
+from ..statistics.base import RunFacts, Tally, combined, gathered
 from ..trajectory import Frame
 from .plan import RunPlan
 
@@ -48,21 +48,12 @@ class Gathering:
     def add(self, tallies: tuple) -> None:
         """A finished batch's totals, gathered over its devices, into the run's."""
         for i, tally in enumerate(tallies):
-            rows = {name: np.asarray(total) for name, total in tally.totals.items()}
-            batch = {
-                name: a.min(axis=0) if name.endswith("_min") else a.sum(axis=0, dtype=_wide(a.dtype))
-                for name, a in rows.items()
-            }
+            batch = {name: gathered(name, np.asarray(total)) for name, total in tally.totals.items()}
             self.totals[i] = batch if self.totals[i] is None else combined(self.totals[i], batch)
 
     def datasets(self) -> dict:
         """Each statistic's `xarray.Dataset`, by its name."""
         return {s.name: s.dataset(totals, self.facts) for s, totals in zip(self.statistics, self.totals)}
-
-
-def _wide(dtype) -> np.dtype:
-    """Sums of counts in 64 bits, whatever the device counted in."""
-    return np.dtype(np.int64) if np.issubdtype(dtype, np.integer) else np.dtype(np.float64)
 
 
 def check_statistics(plan: RunPlan, output, tracks: bool) -> None:

@@ -118,11 +118,11 @@ def advance_local(
         rows, lost = merge(blocked.rows), blocked.lost
         frame = jax.tree.map(lambda a: _in_slot_order(a, order), merge(frame))
         if pieces.statistics:
-            tallies = _tallied(pieces.statistics, tallies, times, first, save_every, frame, release)
+            tallies = _tallied(pieces.statistics, tallies, times, first, save_every, frame, ordered)
         return (rows, lost, courant, slots, order, tallies), frame if keep_frames else None
 
-    release = slots.t_release  # in slot order, as the frames
-    tallies = _begun(pieces.statistics, state, times, save_every, release) if pieces.statistics else ()
+    ordered = (slots.t_release, slots.index)  # in slot order, as the frames (the carry's get compacted)
+    tallies = _begun(pieces.statistics, state, times, save_every, ordered) if pieces.statistics else ()
     order = jnp.arange(n, dtype=jnp.int32)
     (rows, lost, courant, _, order, tallies), frames = jax.lax.scan(
         one_save,
@@ -135,26 +135,27 @@ def advance_local(
     return new, frames
 
 
-def _begun(statistics: tuple, state: State, times: Times, save_every: int, release) -> tuple:
+def _begun(statistics: tuple, state: State, times: Times, save_every: int, ordered: tuple) -> tuple:
     """The tallies, with the seeds and frame 0 counted where this is a batch's first chunk."""
     interval = jnp.abs(times.dt) * save_every
     rows = state.rows
     return jax.lax.cond(
         state.step == 0,
-        lambda t: begun(statistics, t, rows.x, rows.status, times.t0, interval, release),
+        lambda t: begun(statistics, t, rows.x, rows.status, times.t0, interval, *ordered),
         lambda t: t,
         state.tallies,
     )
 
 
-def _tallied(statistics: tuple, tallies: tuple, times: Times, first, save_every: int, frame: Frame, release):
+def _tallied(statistics: tuple, tallies: tuple, times: Times, first, save_every: int, frame: Frame, ordered: tuple):
     """The tallies with the frame that ends the save starting at global step `first`, unless
-    the run ended before it (a chunk's saves past `t1`)."""
+    the run ended before it (a chunk's saves past `t1`); `ordered`: the slots' release times and
+    particles, in slot order as the frames."""
     last_start, h = step_times(times, first + save_every - 1)
     frame_index, interval = (first + save_every) // save_every, jnp.abs(times.dt) * save_every
     return jax.lax.cond(
         step_times(times, first)[1] != 0,
-        lambda t: added(statistics, t, frame_index, last_start + h, interval, frame.positions, frame.status, release),
+        lambda t: added(statistics, t, frame_index, last_start + h, interval, frame.positions, frame.status, *ordered),
         lambda t: t,
         tallies,
     )
