@@ -310,7 +310,14 @@ class PolygonStats(AbstractStatistic):
             {
                 "event_particle": ("event", particle.astype(np.int64), {"long_name": "the particle (its seed's row)"}),
                 "event_polygon": ("event", np.asarray(self.names)[np.where(entry, polygon, -polygon - 1)]),
-                "event_time": ("event", when[frame], {**time_attrs, "long_name": "the frame it was first seen at"}),
+                "event_time": (
+                    "event",
+                    when[frame],
+                    {
+                        **time_attrs,
+                        "long_name": "the saved frame that first saw the particle inside (entry) or not (exit)",
+                    },
+                ),
                 "event_kind": (
                     "event",
                     np.where(entry, 1, -1).astype(np.int8),
