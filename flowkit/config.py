@@ -210,10 +210,14 @@ def _check_seeds_fit(cfg: DictConfig, dim: int) -> None:
         frames = int(abs((times[1] - times[0]) / times[2]) / max(cfg.save_every, 1)) + 2
     elif cfg.save_every == "auto":
         frames = 2 * AUTO_FRAMES + 1  # at most
-    if not cfg.output.get("tracks", True):
-        frames = 2  # the first and the last
     check_seed_memory(
-        n, dim, frames, np.dtype(cfg.dtype).itemsize, bool(cfg.record_velocity), bool(cfg.output.get("store"))
+        n,
+        dim,
+        frames,
+        np.dtype(cfg.dtype).itemsize,
+        bool(cfg.record_velocity),
+        bool(cfg.output.get("store")),
+        bool(cfg.output.get("tracks", True)),
     )
 
 

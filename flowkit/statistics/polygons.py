@@ -290,10 +290,11 @@ class PolygonStats(AbstractStatistic):
         polygon; events past `events` counted in `events_lost` and said in the log."""
         import xarray as xr
 
-        particle, polygon, frame = (totals[f"{k}_log"] for k in ("particle", "polygon", "frame"))
-        order = np.lexsort((np.where(polygon < 0, -polygon - 1, polygon), frame, particle))
-        particle, polygon, frame = particle[order], polygon[order], frame[order]
-        entry = polygon >= 0
+        particle, code, frame = (totals[f"{k}_log"] for k in ("particle", "polygon", "frame"))
+        entry = code >= 0
+        polygon = np.where(entry, code, -code - 1)
+        order = np.lexsort((polygon, frame, particle))
+        particle, polygon, frame, entry = particle[order], polygon[order], frame[order], entry[order]
         lost = int(totals["events_seen"]) - len(order)
         if lost:
             logging.getLogger("flowkit").warning(
@@ -309,7 +310,7 @@ class PolygonStats(AbstractStatistic):
         return xr.Dataset(
             {
                 "event_particle": ("event", particle.astype(np.int64), {"long_name": "the particle (its seed's row)"}),
-                "event_polygon": ("event", np.asarray(self.names)[np.where(entry, polygon, -polygon - 1)]),
+                "event_polygon": ("event", np.asarray(self.names)[polygon]),
                 "event_time": (
                     "event",
                     when[frame],

@@ -46,11 +46,14 @@ PREPARE_BYTES = 64
 size: the seeds in float64 as drawn, checked and kept, their origins and located cells."""
 
 
-def check_seed_memory(n: int, dim: int, frames: int, itemsize: int, with_velocity: bool, streamed: bool) -> None:
+def check_seed_memory(
+    n: int, dim: int, frames: int, itemsize: int, with_velocity: bool, streamed: bool, tracks: bool = True
+) -> None:
     """Refuse, before anything that scales with the seed count is allocated (seeding included),
     a run of `n` particles whose preparation or whose `frames` saved frames (held in memory
-    unless `streamed` to a store) would exceed 80 % of the host memory available, naming what
-    bounds it: fewer seeds per run, or a store (`output=`) tracked in batches (`batch_size=`)."""
+    unless `streamed` to a store; the first and the last alone without `tracks`) would exceed
+    80 % of the host memory available, naming what bounds it: fewer seeds per run, or a store
+    (`output=`) tracked in batches (`batch_size=`)."""
     available = available_memory()
     prepare = n * (PREPARE_BYTES * dim + 32)
     if prepare > 0.8 * available:
@@ -60,7 +63,8 @@ def check_seed_memory(n: int, dim: int, frames: int, itemsize: int, with_velocit
             "in several runs of fewer seeds, each with its own output= (batch_size= bounds the particles "
             "tracked at once, not the seeds a run holds)"
         )
-    held = 0 if streamed else n * frames * (dim * itemsize * (2 if with_velocity else 1) + 1)
+    kept = frames if tracks else 2
+    held = 0 if streamed else n * kept * (dim * itemsize * (2 if with_velocity else 1) + 1)
     if prepare + held > 0.8 * available:
         raise MemoryError(_frames_message(prepare + held, available))
 
@@ -79,8 +83,7 @@ def _size(n: int) -> str:
 
 def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = True) -> None:
     """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
-    (`check_seed_memory`); frames counted where the times are numbers of seconds, two (the
-    first and the last) for a run without `tracks`."""
+    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
     import inspect
 
     from .plan import prepare
@@ -93,7 +96,7 @@ def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = T
     every = given.get("save_every", 1)
     frames = 0
     if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(every, int) and every > 0:
-        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40)) if tracks else 2
+        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40))
     check_seed_memory(
         shape[0],
         shape[1],
@@ -101,4 +104,5 @@ def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = T
         np.dtype(given.get("dtype", "float32")).itemsize,
         bool(given.get("record_velocity", False)),
         streamed,
+        tracks,
     )
