@@ -1,8 +1,14 @@
 """The CPU mesh kernel (`flowkit.native`, `flowkit.tracker.native`) against the JAX step."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
+from helpers import HANG
 from meshes import mesh
 
 import flowkit as fk
@@ -282,3 +288,47 @@ def test_continuous_releases_happen_in_the_kernel_as_in_the_jax_step(mode, walls
     assert reference.generation[-1].sum() > 150 and reference.stats.lost_releases > 0
     assert native.stats.lost_releases == reference.stats.lost_releases
     _assert_same_tracks(native, reference)
+
+
+BUILD_RUN = """
+import numpy as np
+import flowkit as fk
+from meshes import mesh  # tests/, on PYTHONPATH
+
+out = {{"simd_bytes": fk.native.simd_bytes()}}
+for kind, dtype, walls in (("mixed", "float64", "reflect"), ("pyramid", "float32", None), ("wedge", "float32", "slip")):
+    points, cells, types = mesh(kind, shape=(9, 5, 5))
+    s = np.pi * points / np.array([2.0, 1.0, 1.0])
+    flow = np.stack([np.sin(s[:, 0]) * np.cos(s[:, 1]) + 0.8, -np.cos(s[:, 0]) * np.sin(s[:, 1]), np.sin(s[:, 2])], 1)
+    field = fk.MeshField.from_arrays(points, cells, flow, types, dtype=dtype)
+    seeds = np.random.default_rng(1).uniform([0.05, 0.05, 0.05], [1.95, 0.95, 0.95], (301, 3))
+    boundary = None if walls is None else fk.MeshWalls(walls, open=["xmax"])
+    run = fk.tracker.TrackRun(field, seeds, 0.0, 1.0, 0.01, fk.RK4(), boundary, 10, dtype=dtype)
+    assert run._kwargs()["kernel"]
+    traj = run.run()
+    for name in ("positions", "status", "exit_time"):
+        out[kind + "_" + name] = getattr(traj, name)
+np.savez("{path}", **out)
+"""
+
+
+def test_the_avx2_build_tracks_as_the_baseline_build(tmp_path):
+    """The kernel's AVX2 build (`_mesh_chunk_avx2`, loaded where the CPU runs AVX2) computes the
+    baseline build's tracks bit for bit: the same operations in wider vectors, without FMA."""
+    assert fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
+    if "avx2" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("this CPU does not run AVX2")
+    tests = Path(__file__).parent
+    found = {}
+    for build in ("1", "baseline"):
+        path = tmp_path / f"{build}.npz"
+        script = BUILD_RUN.format(path=path)
+        env = {**os.environ, "FLOWKIT_NATIVE": build, "PYTHONPATH": str(tests)}
+        result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=HANG)
+        assert result.returncode == 0, result.stderr
+        found[build] = dict(np.load(path))
+    wide, baseline = found["1"], found["baseline"]
+    assert (wide.pop("simd_bytes"), baseline.pop("simd_bytes")) == (32, 16)
+    assert np.mean(wide["mixed_status"][-1] == fk.Status.OUT_OF_DOMAIN) > 0.2  # the runs leave and meet walls
+    for name, array in wide.items():
+        np.testing.assert_array_equal(array, baseline[name], err_msg=name)

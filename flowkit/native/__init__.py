@@ -2,7 +2,10 @@
 
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
-computes the same tracks. A run's log says which path it took. The kernel declares its own
+computes the same tracks. It is built twice from one source: for the compiler's baseline
+(`_mesh_chunk`: 16-byte vectors on x86-64) and with AVX2 (`_mesh_chunk_avx2`: 32-byte vectors,
+no FMA, so the same roundings); a process loads the AVX2 build where the CPU runs it, unless
+`FLOWKIT_NATIVE=baseline`. A run's log says which path and build it took. The kernel declares its own
 layout (`layout()`): its buffers and attributes by name, the cell kinds, wall modes and
 inlet modes it knows and its capacities; `flowkit.tracker.native`, the one place that calls
 it, checks that layout against its own declaration before registering the targets
@@ -54,14 +57,31 @@ class Layout:
         )
 
 
-@functools.cache
-def _library() -> ctypes.CDLL | None:
+def _load(name: str) -> ctypes.CDLL | None:
+    """The built library `name` (`_mesh_chunk`, `_mesh_chunk_avx2`), or None."""
     folder = Path(__file__).parent
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = folder / f"_mesh_chunk{suffix}"
+        path = folder / f"{name}{suffix}"
         if path.exists():
             return ctypes.CDLL(str(path))
     return None
+
+
+@functools.cache
+def _library() -> ctypes.CDLL | None:
+    """The build this process runs: AVX2's where it is built and the CPU runs it (the baseline
+    build asks the CPU), unless `FLOWKIT_NATIVE=baseline`; else the baseline's; None if unbuilt."""
+    baseline = _load("_mesh_chunk")
+    if baseline is None or os.environ.get("FLOWKIT_NATIVE") == "baseline" or not baseline.FlowkitCpuHasAvx2():
+        return baseline
+    return _load("_mesh_chunk_avx2") or baseline
+
+
+def simd_bytes() -> int:
+    """The width in bytes of the loaded build's vectors (`built()` must hold): 16 or 32."""
+    library = _library()
+    assert library is not None, "flowkit.native.simd_bytes: the kernel is not built"
+    return int(library.FlowkitSimdBytes())
 
 
 def built() -> bool:

@@ -171,10 +171,15 @@ inline T clip(T v, T lo, T hi) {
 }
 
 // The location's arithmetic is written once for V = T, one lane (the walks and bin searches),
-// and for V = Simd<T>::V, a vector of lanes of a group (GCC's vector extensions, as wide as the
-// baseline x86-64 registers: 4 floats, 2 doubles; wider vectors are lowered lane by lane). M: a
-// lane mask, bool or a vector of -1 or 0.
-constexpr int kBytes = 16;
+// and for V = Simd<T>::V, a vector of lanes of a group (GCC's vector extensions,
+// FLOWKIT_SIMD_BYTES wide: 16, the baseline x86-64 registers (4 floats, 2 doubles), in
+// `_mesh_chunk`; 32, AVX2's (8 floats, 4 doubles), in `_mesh_chunk_avx2`, this source built
+// again by `mesh_chunk_avx2.cc` with -mavx2 and without FMA, so that both builds round alike).
+// M: a lane mask, bool or a vector of -1 or 0.
+#ifndef FLOWKIT_SIMD_BYTES
+#define FLOWKIT_SIMD_BYTES 16
+#endif
+constexpr int kBytes = FLOWKIT_SIMD_BYTES;
 template <typename T>
 struct Simd;
 template <>
@@ -404,6 +409,7 @@ inline bool walk(const Mesh<T>& m, const T y[3], int32_t* cell, T xi[3], int* fa
 constexpr int kMapColumns = FLOWKIT_MAP_COLUMNS;
 constexpr int kMaxRows = FLOWKIT_MAX_ROWS;
 constexpr int kGroup = 8;        // particles stepped side by side, one SIMD lane each
+static_assert(kGroup % kWidth<float> == 0 && kGroup % kWidth<double> == 0, "a group is whole vectors");
 constexpr int kMixed = -1;       // a mesh of several kinds: each lane's kind chosen in the arithmetic
 
 // A group of particles through a save's steps, a structure of arrays with one lane per particle,
@@ -990,8 +996,6 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
                                         : step_group<T, kMixed>;
   const Steps<T> all{m, in, steps, rows, terms, term_stage, term_weight, h_step, slice_of.data(), wt_of.data(), n_vertices};
 
-  // Only particles that move in this call take lanes (active, or released in it); the others
-  // leave as they came, so that a group is not held back by stopped lanes.
   // Only particles that move in this call take lanes (active, or released in it), or under a
   // ContinuousInlet every slot that is not padding (any may be released into); the others
   // leave as they came, so that a group is not held back by stopped lanes.
@@ -1098,6 +1102,17 @@ extern "C" const char* FlowkitMeshChunkLayout() {
           FLOWKIT_MESH_INLETS(FLOWKIT_LINE_INLETS)
           FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_MAP_COLUMNS) FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_MAX_ROWS)
               FLOWKIT_LINE_CAPACITY("face_row", FLOWKIT_FACE_ROW);
+}
+
+// The width of this build's vectors in bytes, and whether the CPU runs AVX2 (the wide build).
+extern "C" int32_t FlowkitSimdBytes() { return FLOWKIT_SIMD_BYTES; }
+extern "C" int32_t FlowkitCpuHasAvx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  return 0;
+#endif
 }
 
 // The cells of each bin of a uniform grid (`flowkit.fields.locator.bin_grid`): every cell c in

@@ -201,6 +201,11 @@ def registered() -> bool:
     return True
 
 
+def described() -> str:
+    """The kernel as a run's log names it: which build, by the width of its vectors."""
+    return f"the CPU mesh kernel (flowkit.native, {native.simd_bytes()}-byte vectors)"
+
+
 def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
     """Whether the kernel takes the steps of this run, with positions of `dtype` on devices of
     `platform`: CPUs with the kernel built, tracers stepped by an explicit Runge–Kutta method on

@@ -24,7 +24,7 @@ from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
 from .memory import check_memory, check_seeds_fit
-from .native import kernel_use
+from .native import described, kernel_use
 from .pieces import Rows, RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
 from .sinks import MemorySink, ZarrSink, check_output
@@ -327,7 +327,7 @@ class TrackRun:
             self._first_batch = self.initial_state()  # the first batch starts from it (seeds located once)
             args, kwargs = (self.pieces, self.run_times, *self._first_batch[:2]), self._kwargs()
             if kwargs["kernel"]:
-                _log.debug("steps: the CPU mesh kernel (flowkit.native)")
+                _log.debug("steps: %s", described())
             self._compiled, self.compile_s = compiled_program(args, kwargs)
         return self._compiled
 
