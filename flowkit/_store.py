@@ -39,6 +39,28 @@ STORE_FORMAT = 2
 `write_empty_chunks`), so a missing chunk file is damage, not a chunk of fill values."""
 
 
+def write_dataset(dataset, path: Path, group: str) -> None:
+    """`dataset` written as the zarr group `group` of the store at `path` (a run's statistics),
+    its fixed-width strings (names of polygons) as variable-length ones: zarr's format 3
+    specifies no fixed-width string type."""
+    dataset = dataset.copy()
+    for name in [name for name, v in dataset.variables.items() if v.dtype.kind == "U"]:
+        dataset[name] = dataset[name].astype(object)
+    dataset.to_zarr(path, group=group, mode="w", consolidated=False)
+
+
+def read_dataset(path: Path, group: str):
+    """The dataset `write_dataset` wrote, loaded, its strings NumPy's fixed-width ones again."""
+    import numpy as np
+    import xarray as xr
+
+    with xr.open_zarr(path, group=group, consolidated=False) as opened:
+        dataset = opened.load()
+    for name in [name for name, v in dataset.variables.items() if v.dtype.kind in "OT"]:
+        dataset[name] = dataset[name].copy(data=np.array(dataset[name].values.tolist(), dtype=str))
+    return dataset
+
+
 def check_store(path: Path) -> None:
     """Raise one line when `path` is not a flowkit trajectory store: a plain file, a folder
     without `zarr.json`, a damaged `zarr.json`, or a zarr group flowkit did not stream."""

@@ -185,13 +185,14 @@ class Trajectory(eqx.Module):
     @classmethod
     def load(cls, path: PathLike, partial: bool = False) -> "Trajectory":
         """Read a trajectory written by `save` (.npz, .zarr or .nc) or streamed by `fk.track`
-        (`output=`). A streamed store whose run did not finish is refused, saying how much it
-        holds; `partial=True` returns the particles of its finished batches."""
+        (`output=`, with the statistics the run gathered). A streamed store whose run did not
+        finish is refused, saying how much it holds; `partial=True` returns the particles of
+        its finished batches."""
         path = Path(path)
         if path.suffix in (".zarr", ".nc"):
             import xarray as xr
 
-            from ._store import unfinished
+            from ._store import read_dataset, unfinished
 
             if path.suffix == ".zarr":
                 _check_chunks(path)
@@ -211,7 +212,10 @@ class Trajectory(eqx.Module):
                             "fk.track(..., output=path, resume=True) finishes the run"
                         )
                     ds = ds.isel(trajectory=slice(0, kept))
-                return cls.from_xarray(ds.load())
+                statistics = {
+                    name: read_dataset(path, f"statistics/{name}") for name in ds.attrs.get("flowkit_statistics", ())
+                }
+                return dataclasses.replace(cls.from_xarray(ds.load()), statistics=statistics or None)
         with np.load(path) as data:
             missing = {"times", "positions", "status"} - set(data.files)
             if missing:

@@ -23,6 +23,26 @@ HANG = 1800
 what it takes on a loaded 2-core machine, so only a hang trips it."""
 
 
+class Stopped(Exception):
+    """A run stopped part-way on purpose (`stopped_after`)."""
+
+
+def stopped_after(monkeypatch, batches: int):
+    """Make the next run into a store stop (`Stopped`) once `batches` batches are written;
+    returns a function that lets the runs after it finish."""
+    from flowkit.tracker import sinks
+
+    done = sinks.ZarrSink.batch_done
+
+    def batch_done(self, totals=None):
+        done(self, totals)
+        if self.batches_done >= batches:
+            raise Stopped
+
+    monkeypatch.setattr(sinks.ZarrSink, "batch_done", batch_done)
+    return lambda: monkeypatch.setattr(sinks.ZarrSink, "batch_done", done)
+
+
 def exp_sin_field():
     """$\\dot x = x \\cos t$ per component: exact $x(t) = x_0 e^{\\sin t - \\sin t_0}$
     (time-dependent, nonlinear in t)."""

@@ -338,7 +338,7 @@ def test_defaults_fit_an_openfoam_case_from_0_5_and_a_three_day_ocean_file(tmp_p
 
 def test_statistics_from_config_are_written_as_cf_netcdf(tmp_path):
     """`statistics=[grid,polygons]` with polygons from a GeoJSON and `output.tracks=false`: the
-    app writes each dataset, equal to the run's own."""
+    app writes each dataset, equal to the run's own; so does a run streamed to its store."""
     import shapely
     import xarray as xr
 
@@ -358,3 +358,9 @@ def test_statistics_from_config_are_written_as_cf_netcdf(tmp_path):
     grid = traj.statistics["grid_counts"]
     assert grid["count"].shape == (4, 50, 100) and int(grid["count"].sum()) == 200 * 21
     assert list(traj.statistics["polygons"]["polygon"].values) == ["west", "east"]
+    stored = run_track(_compose([*overrides, "output.store=true"]), output_dir=tmp_path / "store")
+    assert (tmp_path / "store" / "trajectories.zarr" / "statistics" / "polygons").is_dir()
+    for name, dataset in traj.statistics.items():
+        xr.testing.assert_identical(stored.statistics[name], dataset)
+        with xr.open_dataset(tmp_path / "store" / f"statistics_{name}.nc") as written_back:
+            xr.testing.assert_identical(written_back.load(), dataset)

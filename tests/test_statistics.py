@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 import shapely
+from helpers import Stopped, stopped_after
 
 import flowkit as fk
 from flowkit.statistics.polygons import inside_polygons, polygon_edges
@@ -219,7 +220,7 @@ def test_polygons_read_from_geojson_and_shapefiles(tmp_path):
         assert stat.names == tuple(POLYGONS)
 
 
-def test_statistics_refuse_what_they_cannot_gather(tmp_path):
+def test_statistics_refuse_what_they_cannot_gather():
     field, seeds, kw = double_gyre_run()
     grid = fk.statistics.GridCounts([np.linspace(0, 2, 5), np.linspace(0, 1, 3)], window=0.7)
     with pytest.raises(ValueError, match="window=0.7 s must be a whole number of the run's save interval"):
@@ -227,8 +228,6 @@ def test_statistics_refuse_what_they_cannot_gather(tmp_path):
     with pytest.raises(ValueError, match="tracks=False keeps no frames"):
         fk.track(field, seeds, 0.0, 1.0, 0.1, tracks=False)
     ok = fk.statistics.GridCounts([np.linspace(0, 2, 5), np.linspace(0, 1, 3)])
-    with pytest.raises(ValueError, match="drop output="):
-        fk.track(field, seeds, 0.0, 1.0, 0.1, statistics=[ok], output=tmp_path / "run.zarr")
     with pytest.raises(ValueError, match="each needs its own name"):
         fk.track(field, seeds, 0.0, 1.0, 0.1, statistics=[ok, ok])
     with pytest.raises(TypeError, match="expected flowkit.statistics objects"):
@@ -237,6 +236,43 @@ def test_statistics_refuse_what_they_cannot_gather(tmp_path):
         fk.statistics.GridCounts([np.array([0.0, 1.0, 0.5])])
     with pytest.raises(ValueError, match="not a \\(multi\\)polygon"):
         fk.statistics.PolygonStats([shapely.Point(0, 0)])
+
+
+def test_a_store_keeps_the_statistics_and_a_resumed_run_adds_on_to_them(tmp_path, monkeypatch):
+    """With `output=`, the store keeps the statistics' totals after every batch and their
+    datasets at the end; a run stopped after two of three batches and resumed gathers what an
+    uninterrupted in-memory run does (the event log in the same order), with or without tracks."""
+    field, seeds, kw = double_gyre_run(batch_size=1100)
+    stats = [
+        fk.statistics.GridCounts([np.linspace(0, 2, 9), np.linspace(0, 1, 5)], window=2.0),
+        fk.statistics.PolygonStats(list(POLYGONS.values()), names=list(POLYGONS), events=40_000),
+    ]
+    reference = fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=stats, **kw).statistics
+    for tracks in (True, False):
+        store = tmp_path / f"tracks{tracks}.zarr"
+        restore = stopped_after(monkeypatch, 2)
+        with pytest.raises(Stopped):
+            fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=stats, tracks=tracks, output=store, **kw)
+        restore()
+        assert sorted(p.name for p in (store / "flowkit_totals").iterdir() if p.is_dir()) == ["2"]
+        opened = fk.track(
+            field, seeds, 0.0, 10.0, 0.1, statistics=stats, tracks=tracks, output=store, resume=True, **kw
+        )
+        assert opened.attrs["flowkit_statistics"] == ["grid_counts", "polygons"]
+        assert opened.sizes["obs"] == (21 if tracks else 2) and not (store / "flowkit_totals").exists()
+        loaded = fk.Trajectory.load(store).statistics
+        for name, expected in reference.items():
+            xr_assert_identical(loaded[name], expected)
+    with pytest.raises(ValueError, match="made by another run .*output differ"):  # other statistics: not this run
+        fk.track(field, seeds, 0.0, 10.0, 0.1, statistics=stats[:1], output=store, resume=True, **kw)
+
+
+def xr_assert_identical(a, b):
+    """Two datasets equal in values (NaN where NaN), dimensions, coordinates and attributes."""
+    import xarray as xr
+
+    xr.testing.assert_identical(a, b)
+    assert a["count"].sum() > 0
 
 
 def test_statistics_on_nemos_own_output_equal_those_of_the_stored_frames():

@@ -12,7 +12,7 @@ import sys
 import jax
 import numpy as np
 import pytest
-from helpers import HANG
+from helpers import HANG, Stopped, stopped_after
 
 import flowkit as fk
 from flowkit._store import StoreLock
@@ -39,29 +39,10 @@ def _track(store, field=None, seeds=SEEDS, **kw):
     return fk.track(field or _field(), seeds, 0.0, T1, DT, save_every=4, batch_size=100, output=store, **kw)
 
 
-class _Stop(Exception):
-    pass
-
-
-def _stopped_after(monkeypatch, batches: int):
-    """Make the next run stop (an exception) once `batches` batches are written."""
-    from flowkit.tracker import sinks
-
-    done = sinks.ZarrSink.batch_done
-
-    def batch_done(self):
-        done(self)
-        if self.batches_done >= batches:
-            raise _Stop
-
-    monkeypatch.setattr(sinks.ZarrSink, "batch_done", batch_done)
-    return lambda: monkeypatch.setattr(sinks.ZarrSink, "batch_done", done)
-
-
 def test_a_resume_with_any_value_changed_is_refused_naming_the_part(tmp_path, monkeypatch):
     store = tmp_path / "tracks.zarr"
-    restore = _stopped_after(monkeypatch, 2)
-    with pytest.raises(_Stop):
+    restore = stopped_after(monkeypatch, 2)
+    with pytest.raises(Stopped):
         _track(store)
     restore()
     assert not StoreLock(store).path.exists()  # the failed run let go of its store
@@ -93,8 +74,8 @@ def test_a_store_missing_a_chunk_file_is_refused_whole_and_in_part(tmp_path, mon
     ):
         fk.Trajectory.load(store)
     partial = tmp_path / "partial.zarr"
-    restore = _stopped_after(monkeypatch, 1)
-    with pytest.raises(_Stop):
+    restore = stopped_after(monkeypatch, 1)
+    with pytest.raises(Stopped):
         _track(partial)
     restore()
     assert fk.Trajectory.load(partial, partial=True).positions.shape[1] == 100  # the whole batches
@@ -128,8 +109,8 @@ def test_overwrite_keeps_the_old_store_until_the_new_one_is_whole(tmp_path, monk
     store = tmp_path / "tracks.zarr"
     _track(store)
     before = fk.Trajectory.load(store).positions
-    restore = _stopped_after(monkeypatch, 2)
-    with pytest.raises(_Stop):
+    restore = stopped_after(monkeypatch, 2)
+    with pytest.raises(Stopped):
         _track(store, seeds=SEEDS[::-1], overwrite=True)
     restore()
     np.testing.assert_array_equal(fk.Trajectory.load(store).positions, before)
@@ -207,8 +188,8 @@ def test_a_resume_onto_a_streamed_series_whose_file_changed_is_refused(tmp_path,
     series = fk.GridField.from_function(gyre, [np.linspace(0, 2, 41), np.linspace(0, 1, 21)], times=times)
     path = fk.io.save_grid_npz(tmp_path / "series.npz", series)
     store = tmp_path / "tracks.zarr"
-    restore = _stopped_after(monkeypatch, 1)
-    with pytest.raises(_Stop):
+    restore = stopped_after(monkeypatch, 1)
+    with pytest.raises(Stopped):
         _track(store, field=fk.io.load_grid_npz(path, stream=True))
     restore()
     shutil.copytree(store, tmp_path / "copy.zarr")

@@ -120,9 +120,13 @@ def track(
       tracks only the batches missing; the result equals an uninterrupted run's.
     - `statistics`: statistics gathered inside the run at every saved frame
       (`flowkit.statistics`: `GridCounts`, `PolygonStats`), returned in `Trajectory.statistics`
-      as xarray datasets; each equals the same statistic computed from the stored frames.
+      as xarray datasets; each equals the same statistic computed from the stored frames. With
+      `output`, the store keeps them: their totals after every batch (a resumed run adds on to
+      them), and at the end each dataset as the zarr group `statistics/<name>`, named in the
+      store's `attrs["flowkit_statistics"]` (`Trajectory.load` reads them).
     - `tracks`: False keeps no frames but the first and the last (positions and status), for
-      runs whose result is their statistics: memory no longer grows with the saves.
+      runs whose result is their statistics: memory (or an `output` store) no longer grows with
+      the saves.
 
     **Returns:** a `flowkit.Trajectory` with `T = ceil(n_steps / save_every) + 1` frames; its
     `stats` (a `flowkit.RunStats`) hold the run's timings, sizes and counters.

@@ -56,14 +56,12 @@ class Gathering:
         return {s.name: s.dataset(totals, self.facts) for s, totals in zip(self.statistics, self.totals)}
 
 
-def check_statistics(plan: RunPlan, output, tracks: bool) -> None:
-    """Statistics go with an in-memory run of particles that are not restarted; `tracks=False`
-    needs statistics (it keeps only the first and last frames)."""
+def check_statistics(plan: RunPlan, tracks: bool) -> None:
+    """Statistics go with runs of particles that are not restarted; `tracks=False` needs
+    statistics (it keeps only the first and last frames)."""
     statistics = plan.pieces.statistics
     if not tracks and not statistics:
         raise ValueError("tracks=False keeps no frames but the first and last: give statistics=[...] to gather")
-    if statistics and output is not None:
-        raise ValueError("statistics= gathers in memory; drop output= (a store of tracks) or the statistics")
     if statistics and (plan.pieces.boundary.restarts or plan.pieces.boundary.extra_slots):
         raise ValueError(
             f"statistics=: {type(plan.pieces.boundary).__name__} restarts or releases particles into slots, "

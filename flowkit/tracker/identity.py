@@ -50,8 +50,9 @@ def run_identity(
     """The hash of each of `PARTS`: `pieces` (a `RunPieces`: field, integrator, boundary,
     particles and their `args`), the `seeds` and `t_release`, the `times` (t0, t1, dt, saves),
     the PRNG `key`, the `batches` (batch size, padding, the process's part), the `output`
-    (precision, velocities recorded) and, for a streamed field, its `series` (a
-    `flowkit.fields.streamed.StreamedField`: its template, times and files) in place of the field."""
+    (precision, velocities recorded, tracks kept, with the statistics gathered) and, for a
+    streamed field, its `series` (a `flowkit.fields.streamed.StreamedField`: its template,
+    times and files) in place of the field."""
     field = (
         content_hash(pieces.field)
         if series is None
@@ -67,7 +68,7 @@ def run_identity(
         "times": content_hash(sorted(times.items())),
         "key": content_hash(None if key is None else jax.random.key_data(key)),
         "batches": content_hash(sorted(batches.items())),
-        "output": content_hash(sorted(output.items())),
+        "output": content_hash(sorted(output.items()), pieces.statistics),
     }
 
 

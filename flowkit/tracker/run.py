@@ -115,7 +115,7 @@ class TrackRun:
             check_output(output, overwrite, resume)
         self.output, self.resume, self.overwrite = output, bool(resume), bool(overwrite)
         self.tracks = bool(tracks)
-        check_statistics(plan, output, self.tracks)
+        check_statistics(plan, self.tracks)
         dtype = plan.dtype
         self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         if plan.origin_hints is not None:
@@ -161,7 +161,7 @@ class TrackRun:
                 plan.t_release,
                 times=dict(t0=plan.t0, t1=plan.t1, dt=plan.dt, save_every=plan.save_every, n_saves=plan.n_saves),
                 batches=dict(batch_size=self.batch_size, padded=self.padded_batch, part=self.first_particle),
-                output=dict(dtype=dtype.name, record_velocity=plan.record_velocity),
+                output=dict(dtype=dtype.name, record_velocity=plan.record_velocity, tracks=self.tracks),
                 key=plan.key,
                 series=plan.stream,
             )
@@ -350,6 +350,8 @@ class TrackRun:
         batches = range(
             sink.batches_done * self.batch_size, self.n_particles, self.batch_size
         )  # a resumed store: the batches it lacks
+        if self.gathering is not None and sink.saved_totals is not None:  # a resumed store's batches counted
+            self.gathering.totals = sink.saved_totals
         if sink.batches_done:
             _log.info(
                 "resume: %s holds %d of %d batches; tracking the other %d",
@@ -397,10 +399,7 @@ class TrackRun:
             )
         )
         stats = run_stats(self.plan, self.n_particles, self.devices, self.compile_s, tally, run_s, warmup_s, streamed)
-        result = sink.finish(stats)
-        if self.gathering is None:
-            return result
-        return dataclasses.replace(result, statistics=self.gathering.datasets())
+        return sink.finish(stats, None if self.gathering is None else self.gathering.datasets())
 
     def _warm_up(self, compiled) -> float:
         """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""
@@ -411,25 +410,26 @@ class TrackRun:
 
     def _sink(self):
         plan, n, dim = self.plan, self.n_particles, self.plan.seeds.shape[1]
+        times, velocity, generation = plan.saved_times, plan.record_velocity, self.restarts
+        if not self.tracks:  # the start and the end only
+            times, velocity, generation = plan.saved_times[[0, -1]], False, False
         if self.output is not None:
             return ZarrSink(
                 self.output,
                 n,
-                plan.saved_times,
+                times,
                 dim,
                 plan.dtype,
                 plan.t_release,
-                plan.record_velocity,
-                self.restarts,
+                velocity,
+                generation,
                 self.chunk_saves,
                 run=self.identity,
                 batch_size=self.batch_size,
                 resume=self.resume,
                 overwrite=self.overwrite,
             )
-        if not self.tracks:  # the start and the end only
-            return MemorySink(n, plan.saved_times[[0, -1]], dim, plan.dtype, plan.t_release, False, False)
-        return MemorySink(n, plan.saved_times, dim, plan.dtype, plan.t_release, plan.record_velocity, self.restarts)
+        return MemorySink(n, times, dim, plan.dtype, plan.t_release, velocity, generation)
 
     def _track_batch(self, compiled, start: int, sink, tally: Tally, next_pieces) -> None:
         """The batch of particles from `start`: frame 0, then chunk after chunk into `sink`."""
@@ -479,7 +479,7 @@ class TrackRun:
         sink.write_exit_time(particles, np.asarray(state.rows.exit_time)[:count])
         tally.lost += int(np.sum(np.asarray(state.lost)))
         tally.courant = max(tally.courant, float(np.max(np.asarray(state.courant))))
-        sink.batch_done()
+        sink.batch_done(None if self.gathering is None else self.gathering.totals)
 
     def _interrupted(self, sink, chunk: int) -> str:
         """Where a Ctrl-C stopped the run, and what was kept."""

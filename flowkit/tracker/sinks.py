@@ -25,7 +25,15 @@ from jaxtyping import ArrayLike
 from .._custom_types import PathLike
 from .._files import refuse_existing, replace
 from .._status import Status
-from .._store import NOT_WRITTEN_STATUS, STORE_FORMAT, StoreLock, check_store, lock_alive, missing_chunks
+from .._store import (
+    NOT_WRITTEN_STATUS,
+    STORE_FORMAT,
+    StoreLock,
+    check_store,
+    lock_alive,
+    missing_chunks,
+    write_dataset,
+)
 from ..trajectory import Frame, RunStats, Trajectory
 from .identity import differences
 
@@ -43,11 +51,14 @@ class TrajectorySink(Protocol):
     batches_done: int
     """Batches already written (a resumed store's; 0 for a new sink)."""
 
-    def batch_done(self) -> None:
-        """Record that the next batch is whole."""
+    saved_totals: list | None
+    """A resumed store's statistics totals over its `batches_done` batches (None: none)."""
 
-    def finish(self, stats: RunStats):
-        """The run's result, carrying `stats`."""
+    def batch_done(self, totals: list | None = None) -> None:
+        """Record that the next batch is whole; `totals`: the run's statistics totals with it."""
+
+    def finish(self, stats: RunStats, statistics: dict | None = None):
+        """The run's result, carrying `stats` and the `statistics` datasets (by name)."""
 
     def close(self) -> str:
         """After a run that stopped part-way: what was kept, for its message."""
@@ -84,8 +95,9 @@ class MemorySink:
         self.samples = None
         self.variables = None
         self.batches_done = 0
+        self.saved_totals = None
 
-    def batch_done(self) -> None:
+    def batch_done(self, totals: list | None = None) -> None:
         self.batches_done += 1
 
     def write_frames(self, frames: slice, particles: slice, frame: Frame) -> None:
@@ -115,7 +127,7 @@ class MemorySink:
     def close(self) -> str:
         return "nothing was kept (a store keeps every finished batch: output= in Python, output.store=true in the app)"
 
-    def finish(self, stats: RunStats) -> Trajectory:
+    def finish(self, stats: RunStats, statistics: dict | None = None) -> Trajectory:
         return Trajectory(
             times=self.times,
             positions=self.positions,
@@ -127,15 +139,24 @@ class MemorySink:
             generation=self.generation,
             stats=stats,
             variables=self.variables,
+            statistics=statistics,
         )
 
 
 _EXISTS = " (a trajectory store; resume=True continues the run that made it)"
+TOTALS = "flowkit_totals"
+"""A store's group of the statistics totals over its finished batches, `TOTALS/<batches>/<i>/<total>`
+(statistic `i` of the run's list), while the run goes on; its datasets replace it at the end."""
+STATISTICS = "statistics"
+"""A finished store's group of the run's statistics, one dataset a subgroup by its name."""
 
 
 class ZarrSink:
     """Creates the store for `n` particles at `times` and writes regions of it; `finish` opens
     it lazily as an `xarray.Dataset` with the run's stats as JSON in `attrs["flowkit_stats"]`.
+    A run's statistics are kept in it: their totals after each batch (so that a resumed run adds
+    on to them), their datasets at the end, each the group `statistics/<name>`
+    (`Trajectory.load` reads them; the dataset's `attrs["flowkit_statistics"]` names them).
 
     One process writes a store (`StoreLock`): a second writer is refused, a lock whose process is
     gone is taken over. With `overwrite` an existing store stays as it is until the new one,
@@ -161,6 +182,7 @@ class ZarrSink:
     ):
         self.final = self.path = Path(path)
         self.batches_done = 0
+        self.saved_totals = None
         self.lock = StoreLock(self.final)
         self.lock.acquire()
         try:
@@ -281,6 +303,10 @@ class ZarrSink:
         self.samples = {name: opened(name) for name in group.array_keys() if group[name].attrs.get("flowkit_role")}
         self._dtype = group["x"].dtype
         self._shape, self._chunks = group["status"].shape, group["status"].chunks
+        kept = f"{TOTALS}/{self.batches_done}"
+        if kept in group:
+            subgroups = sorted(group[kept].groups(), key=lambda item: int(item[0]))
+            self.saved_totals = [{name: a[...] for name, a in sub.arrays()} for _, sub in subgroups]
         return True
 
     def write_frames(self, frames: slice, particles: slice, frame: Frame) -> None:
@@ -336,15 +362,30 @@ class ZarrSink:
         with self._writing():
             self.exit_time[particles] = np.asarray(exit_time)
 
-    def batch_done(self) -> None:
+    def batch_done(self, totals: list | None = None) -> None:
+        """The next batch counted as written; `totals` are kept before it counts, and the
+        previous batch's removed after, so that a run stopped between the two resumes from
+        totals that match the batches it holds."""
         with self._writing():
-            self.batches_done += 1
-            self.group.attrs["flowkit_batches_done"] = self.batches_done
+            done = self.batches_done + 1
+            for i, total in enumerate(totals or ()):
+                kept = self.group.require_group(f"{TOTALS}/{done}/{i}")
+                for name, values in total.items():
+                    kept.create_array(name, data=np.asarray(values), overwrite=True)
+            self.batches_done = done
+            self.group.attrs["flowkit_batches_done"] = done
+            if f"{TOTALS}/{done - 1}" in self.group:
+                del self.group[f"{TOTALS}/{done - 1}"]
 
-    def finish(self, stats: RunStats):
+    def finish(self, stats: RunStats, statistics: dict | None = None):
         import xarray as xr
 
         with self._writing():
+            for name, dataset in (statistics or {}).items():
+                write_dataset(dataset, self.path, f"{STATISTICS}/{name}")
+            if TOTALS in self.group:
+                del self.group[TOTALS]
+            self.group.attrs["flowkit_statistics"] = list(statistics or ())
             self.group.attrs["flowkit_complete"] = True
         if self.path != self.final:  # an overwrite: the new store takes the old one's place
             replace(self.path, self.final)
