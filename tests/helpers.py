@@ -43,6 +43,12 @@ def stopped_after(monkeypatch, batches: int):
     return lambda: monkeypatch.setattr(sinks.ZarrSink, "batch_done", done)
 
 
+def columns(field) -> np.ndarray:
+    """A `LayeredField`'s node columns (level depths, velocities, floor) as one host array."""
+    arrays = (field.depths, field.velocities, field.floor)
+    return np.concatenate([np.asarray(a).reshape(field.depths.shape[0], -1) for a in arrays], 1)
+
+
 def exp_sin_field():
     """$\\dot x = x \\cos t$ per component: exact $x(t) = x_0 e^{\\sin t - \\sin t_0}$
     (time-dependent, nonlinear in t)."""

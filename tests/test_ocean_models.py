@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import columns
 from test_vtk import SHARED
 
 import flowkit as fk
@@ -125,7 +126,7 @@ def test_daily_files_equal_the_single_file():
     daily = fk.io.read(str(OCEAN / "Nordic_subset_day*.nc"), dtype="float64")
     assert sorted(glob.glob(str(OCEAN / "Nordic_subset_day*.nc")))[0].endswith("day1.nc")
     np.testing.assert_array_equal(np.asarray(daily.times), np.asarray(single.times))
-    np.testing.assert_array_equal(np.asarray(daily.table), np.asarray(single.table))
+    np.testing.assert_array_equal(columns(daily), columns(single))
     assert daily.time_origin == single.time_origin
     seeds = np.array([[14.0, 67.5, 0.0], [13.5, 67.3, 20.0]])
     a = fk.track(single, seeds, 0.0, 172800.0, 3600.0, dtype="float64")
@@ -150,14 +151,14 @@ def test_croco_grid_file_given_found_from_grd_file_or_named_when_missing(tmp_pat
     shutil.copy(OCEAN / "croco_grd.nc", tmp_path / "croco_grd.nc")
     found = fk.io.read(tmp_path / "croco_his.nc", dtype="float64")
     np.testing.assert_allclose(
-        np.asarray(found.table), np.asarray(given.table), rtol=1e-6, atol=1e-9
+        columns(found), columns(given), rtol=1e-6, atol=1e-9
     )  # float32 lon/lat in the history, float64 in the grid file
     with pytest.raises(ValueError, match="CF gridded output is read by its own conventions; grid does not apply"):
         fk.io.read(tmp_path / "croco_grd.nc", grid=tmp_path / "croco_grd.nc")
     # the grid file among the paths, in either order (the app's field.path=[his,grd])
     for paths in ([OCEAN / "croco_grd.nc", OCEAN / "croco_his.nc"], [OCEAN / "croco_his.nc", OCEAN / "croco_grd.nc"]):
         listed = fk.io.read(paths, dtype="float64")
-        np.testing.assert_array_equal(np.asarray(listed.table), np.asarray(given.table))
+        np.testing.assert_array_equal(columns(listed), columns(given))
     with pytest.raises(ValueError, match="croco_grd.nc is a grid file, and grid=.* another: give one"):
         fk.io.read([OCEAN / "croco_his.nc", OCEAN / "croco_grd.nc"], grid=OCEAN / "croco_grd.nc")
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import columns
 
 import flowkit as fk
 
@@ -118,7 +119,7 @@ def test_schism_v10_combined_output_equals_the_split_output(tmp_path):
     (tmp_path / "v10").mkdir()
     combined.to_netcdf(tmp_path / "v10" / "schout_1.nc")
     field = fk.io.read(tmp_path / "v10" / "schout_1.nc", dtype="float64")
-    np.testing.assert_array_equal(np.asarray(field.table), np.asarray(split.table))
+    np.testing.assert_array_equal(columns(field), columns(split))
     assert field.levels == n_k and np.asarray(field.times).tolist() == np.asarray(split.times).tolist()
 
 
@@ -278,9 +279,7 @@ def test_velocity_units_as_models_spell_them_are_converted_or_refused(tmp_path):
         ds.assign(**{c: ds[c] * factor for c in ("u", "v")}).assign_attrs().pipe(
             lambda d: d.assign(u=d.u.assign_attrs(units=units), v=d.v.assign_attrs(units=units))
         ).to_netcdf(name)
-        np.testing.assert_allclose(
-            np.asarray(fk.io.read(name, dtype="float64").table), np.asarray(metres.table), rtol=1e-6, atol=1e-12
-        )
+        np.testing.assert_allclose(columns(fk.io.read(name, dtype="float64")), columns(metres), rtol=1e-6, atol=1e-12)
     ds.assign(u=ds.u.assign_attrs(units="degC"), v=ds.v.assign_attrs(units="degC")).to_netcdf(tmp_path / "c.nc")
     with pytest.raises(ValueError, match=r"c\.nc: velocity 'u' has units 'degC', which is not a speed"):
         fk.io.read(tmp_path / "c.nc")
@@ -293,7 +292,7 @@ def test_fvcom_cartesian_run_and_daily_files_equal_one_file(tmp_path):
     one = fk.io.read(tmp_path / "one.nc", dtype="float64")
     daily = fk.io.read(str(tmp_path / "day_*.nc"), dtype="float64")
     assert not one.spherical and float(one.bounds[1][0]) == 10000.0  # lon/lat all 0: the run's metres
-    np.testing.assert_array_equal(np.asarray(daily.table), np.asarray(one.table))
+    np.testing.assert_array_equal(columns(daily), columns(one))
     np.testing.assert_array_equal(np.asarray(daily.times), np.asarray(one.times))
 
 
