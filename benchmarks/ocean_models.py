@@ -12,7 +12,18 @@ the share of a call outside `RunStats.run_s` (seed location, frames, copies).
 OpenDrift is not a dependency of flowkit: `--opendrift-python` names an interpreter of an
 environment with it (`python -m venv od && od/bin/pip install opendrift`).
 
-    python benchmarks/ocean_models.py --opendrift-python od/bin/python [--file Nordic_subset.nc]
+`--oceantracker-python` (an environment with `pip install oceantracker exceptiongroup`) also
+times OceanTracker's `ROMSreader` run (RK4, no dispersion, the same dt and hours). Its reader
+needs a C-grid of staggered sizes with the psi, u and v points' coordinates, which OpenDrift's
+subset lacks (every grid 21 x 31, `lon_psi`, `lon_u` zero, `mask_psi` up to 2): it reads a copy
+made here (`staggered_copy`: u, v and psi trimmed to their sizes, their coordinates and masks
+from the rho points'), and flowkit is timed on the same copy. OceanTracker's rate is its
+marginal one, `(N2 - N1) x steps / (wall(N2) - wall(N1))` over whole runs of N1 = a tenth of
+and N2 = `--throughput-particles` seeds (its particles released), so that its numba compile and
+set-up, the same in both, drop out; flowkit's is of whole compiled `fk.track` calls.
+
+    python benchmarks/ocean_models.py --opendrift-python od/bin/python [--oceantracker-python ot/bin/python]
+        [--file Nordic_subset.nc]
         [--particles 1000] [--throughput-particles 10000] [--opendrift-convention]
         [--hours 24 --wind 10 --wind-drift-factor 0.03]
 
@@ -76,6 +87,68 @@ import opendrift
 out["version"] = opendrift.__version__
 json.dump(out, open(sys.argv[2], "w"))
 """
+
+
+OCEANTRACKER = """
+import json, sys, time
+from oceantracker.main import OceanTracker
+from oceantracker.read_output.python import load_output_files
+args = json.load(open(sys.argv[1]))
+ot = OceanTracker()
+ot.settings(root_output_dir=args["out"], output_file_base="roms", time_step=args["dt"], use_dispersion=False,
+            write_tracks=False, max_run_duration=args["duration"], use_A_Z_profile=False, display_grid_at_start=False,
+            screen_output_time_interval=1e9)
+ot.add_class("reader", class_name="ROMSreader", input_dir=args["input"], file_mask=args["mask"])
+ot.add_class("release_groups", name="seeds", class_name="PointRelease", points=args["points"], pulse_size=1,
+             release_interval=0)
+start = time.perf_counter()
+case = ot.run()
+wall = time.perf_counter() - start
+info = load_output_files.read_case_info_file(case)
+import oceantracker
+json.dump({"wall": wall, "released": info["run_info"]["number_particles_released"],
+           "version": oceantracker.__version__}, open(sys.argv[2], "w"))
+"""
+
+
+def staggered_copy(path: Path, folder: Path) -> Path:
+    """A copy of a ROMS file whose grids all have the rho points' size (OpenDrift's subset) with
+    u, v and psi trimmed to a C-grid's sizes, their coordinates the means of the rho points
+    around them and their masks the products of the rho masks (OceanTracker's reader needs them)."""
+    import xarray as xr
+
+    with xr.open_dataset(path, decode_times=False) as ds:
+        copy = ds.isel(xi_u=slice(0, -1), eta_v=slice(0, -1), eta_psi=slice(0, -1), xi_psi=slice(0, -1)).load()
+        rho = {name: ds[f"{name}_rho"].values for name in ("lon", "lat", "mask")}
+    for v in copy.variables.values():
+        v.encoding = {}  # the source's packing, wrong for the new values
+    for name, r in rho.items():
+        copy[f"{name}_psi"] = (("eta_psi", "xi_psi"), _around(r, (0, 1), name == "mask"))
+        copy[f"{name}_u"] = (("eta_u", "xi_u"), _around(r, (1,), name == "mask"))
+        copy[f"{name}_v"] = (("eta_v", "xi_v"), _around(r, (0,), name == "mask"))
+    out = folder / f"{Path(path).stem}_staggered.nc"
+    copy.to_netcdf(out)
+    return out
+
+
+def _around(rho: np.ndarray, axes: tuple, product: bool) -> np.ndarray:
+    """The rho values around each face (`axes` (1,): u; (0,): v; (0, 1): psi), their mean or
+    (masks) product."""
+    corners = [rho]
+    for axis in axes:
+        corners = [c.take(range(k, c.shape[axis] - 1 + k), axis=axis) for c in corners for k in (0, 1)]
+    return np.prod(corners, axis=0) if product else np.mean(corners, axis=0)
+
+
+def oceantracker_runs(python: str, file: Path, seeds: np.ndarray, hours: int, dt: float, folder: Path) -> dict:
+    """OceanTracker's whole run (wall seconds, particles released, version) from `seeds`."""
+    script, given, result = folder / "ot.py", folder / "ot_in.json", folder / "ot_out.json"
+    script.write_text(OCEANTRACKER)
+    points = seeds[:, :2].tolist()
+    spec = dict(out=str(folder / "ot"), dt=dt, duration=hours * 3600.0, input=str(file.parent), mask=file.name)
+    given.write_text(json.dumps({**spec, "points": points}))
+    subprocess.run([python, str(script), str(given), str(result)], check=True, capture_output=True)
+    return json.loads(result.read_text())
 
 
 def seeds_in_water(path: Path, n: int, seed: int = 0) -> np.ndarray:
@@ -153,6 +226,7 @@ def main():
     parser.add_argument("--throughput-particles", type=int, default=10_000)
     parser.add_argument("--hours", type=int, default=40)
     parser.add_argument("--opendrift-python", type=str, default=None)
+    parser.add_argument("--oceantracker-python", type=str, default=None)
     parser.add_argument("--wind", type=float, default=0.0, help="a constant eastward wind, m/s")
     parser.add_argument("--wind-drift-factor", type=float, default=0.03)
     parser.add_argument("--dt", type=float, default=3600.0, help="the step of both trackers, s")
@@ -257,7 +331,37 @@ def main():
             f"final positions of the {both.sum()} particles active in both: median "
             f"{np.median(gap):.0f} m, 90th percentile {np.percentile(gap, 90):.0f} m (grid 4 km)"
         )
+    if args.oceantracker_python:
+        report["oceantracker"] = beside_oceantracker(args, steps, run)
     print(json.dumps(report))
+
+
+def beside_oceantracker(args, steps: int, run: dict) -> dict:
+    """OceanTracker's marginal rate and flowkit's whole calls on the staggered copy of the file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        copy = staggered_copy(args.file, folder)
+        counts = (args.throughput_particles // 10, args.throughput_particles)
+        seeds = seeds_in_water(copy, counts[1])
+        python = args.oceantracker_python
+        runs = [oceantracker_runs(python, copy, seeds[:n], args.hours, args.dt, folder) for n in counts]
+        ot_rate = (runs[1]["released"] - runs[0]["released"]) * steps / (runs[1]["wall"] - runs[0]["wall"])
+        field = fk.io.read(copy)
+        fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)  # compiled for this shape
+        best = min(_seconds(lambda: fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)) for _ in range(3))
+    rate = counts[1] * steps / best
+    print(
+        f"OceanTracker {runs[1]['version']} on the staggered copy: {ot_rate / 1e6:.2f} M particle-steps/s (marginal, "
+        f"{runs[0]['released']} -> {runs[1]['released']} particles: {runs[0]['wall']:.1f} -> {runs[1]['wall']:.1f} s); "
+        f"flowkit {rate / 1e6:.2f} M/s (whole calls) -> {rate / ot_rate:.2f}x"
+    )
+    return {
+        "version": runs[1]["version"],
+        "particle_steps_per_s": ot_rate,
+        "walls": [r["wall"] for r in runs],
+        "released": [r["released"] for r in runs],
+        "flowkit_particle_steps_per_s": rate,
+    }
 
 
 if __name__ == "__main__":
