@@ -86,7 +86,7 @@ def main():
         f"{info.run_s:.2f} s ({info.particle_steps_per_s / 1e6:.2f} M particle-steps/s); status "
         f"{traj.status_counts()}"
     )
-    print(f"end to end (import, read, build, compile, track): {total:.1f} s; peak RSS {rss:.2f} GB")
+    print(f"end to end (import, read, build, compile, track): {total:.1f} s; peak RSS {rss:.2f} GiB")
     if args.drift:
         stay_and_leave(fk, field, args.particles, args.steps)
     if args.vtk_seeds:
