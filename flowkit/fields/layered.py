@@ -197,25 +197,21 @@ class LayeredField(AbstractField):
         weight = jnp.clip((x[:, 2:3] - d0) / jnp.maximum(d1 - d0, jnp.finfo(x.dtype).tiny), 0, 1)
         return below[:, 0] - 1, weight
 
-    @staticmethod
-    def _on_levels(level_rows, weight, dtype):
-        """The value between the levels `_bracket` found, `level_rows(j)` being the cell's
-        interpolation of level `level + j`. Only those two levels are gathered from each node
-        (short rows, not whole columns: the gathers are the step's cost)."""
-        upper = level_rows(0).astype(dtype)
+    def _on_levels(self, table, t, nodes, weights, level, weight, dtype):
+        """`table[T, node * K + level, c]` (the velocities, the samples) between the levels
+        `_bracket` found. Only those two levels are gathered from each node (short rows, not
+        whole columns: the gathers are the step's cost)."""
+        rows = nodes * self.levels + level[:, None]
+        upper = node_rows(table, self.times, t, rows, weights).astype(dtype)
         if weight is None:
             return upper
-        return upper + weight * (level_rows(1).astype(dtype) - upper)
+        return upper + weight * (node_rows(table, self.times, t, rows + 1, weights).astype(dtype) - upper)
 
     def _velocity(self, t, x, nodes, weights):
         """Velocity in m/s at each row's place, time and depth."""
-        k_levels, t = self.levels, jnp.asarray(t, x.dtype)
+        t = jnp.asarray(t, x.dtype)
         level, weight = self._bracket(t, x, nodes, weights)
-        rows = nodes * k_levels + level[:, None]
-        velocity = self._on_levels(
-            lambda j: node_rows(self.velocities, self.times, t, rows + j, weights), weight, x.dtype
-        )
-        return velocity[:, : self.dim]
+        return self._on_levels(self.velocities, t, nodes, weights, level, weight, x.dtype)[:, : self.dim]
 
     def _converted(self, u, x):
         return degrees_per_second(u, x[:, 1]) if self.spherical else u
@@ -242,10 +238,7 @@ class LayeredField(AbstractField):
         t = jnp.asarray(t, x.dtype)
         hint, found, nodes, weights = self._place(x, hint)
         level, weight = self._bracket(t, x, nodes, weights)
-        rows = nodes * self.levels + level[:, None]  # the sample table's (node, level) rows
-        on_levels = self._on_levels(
-            lambda j: node_rows(self.sample_table, self.times, t, rows + j, weights), weight, x.dtype
-        )
+        on_levels = self._on_levels(self.sample_table, t, nodes, weights, level, weight, x.dtype)
         values = jnp.where(found[:, None], on_levels, jnp.nan)
         return {name: values[:, i] for i, name in enumerate(self.sampled)}
 
