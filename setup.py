@@ -1,4 +1,5 @@
-"""The compiled part of flowkit: the CPU mesh kernel (`flowkit/native`), an XLA FFI handler.
+"""The compiled part of flowkit: the CPU kernels of the mesh and the ocean trackers (`flowkit/native`),
+XLA FFI handlers, in one library.
 
 It needs a C++17 compiler and jaxlib's FFI headers at install. It is built twice: for the
 baseline of the machine's compiler (`_mesh_chunk`) and, where the compiler targets x86-64, with
@@ -27,7 +28,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as error:  # no compiler, no headers: nothing to install from here
-            print(f"flowkit: the CPU mesh kernel was not built ({error}); runs take the JAX path", file=sys.stderr)
+            print(f"flowkit: the CPU kernels were not built ({error}); runs take the JAX path", file=sys.stderr)
             self.extensions = []
 
     def build_extension(self, ext):
@@ -40,14 +41,15 @@ class OptionalBuildExt(build_ext):
 
 FLAGS = ["-std=c++17", "-O3", "-fno-math-errno", "-Wno-psabi", "-Wno-sign-compare"]
 SOURCE = "flowkit/native/mesh_chunk.cc"
+OCEAN = "flowkit/native/ocean_chunk.cc"
 
 setup(
     ext_modules=[
-        Extension("flowkit.native._mesh_chunk", sources=[SOURCE], language="c++", extra_compile_args=FLAGS),
+        Extension("flowkit.native._mesh_chunk", sources=[SOURCE, OCEAN], language="c++", extra_compile_args=FLAGS),
         Extension(
             "flowkit.native._mesh_chunk_avx2",
-            sources=["flowkit/native/mesh_chunk_avx2.cc"],
-            depends=[SOURCE],
+            sources=["flowkit/native/mesh_chunk_avx2.cc", "flowkit/native/ocean_chunk_avx2.cc"],
+            depends=[SOURCE, OCEAN],
             language="c++",
             extra_compile_args=[*FLAGS, "-mavx2", "-mno-fma"],
         ),

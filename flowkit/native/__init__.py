@@ -1,14 +1,15 @@
-"""The compiled CPU kernel of the mesh tracker (`mesh_chunk.cc`), an XLA FFI handler.
+"""flowkit's compiled CPU kernels, XLA FFI handlers in one library: the mesh tracker's
+(`mesh_chunk.cc`, `KERNELS` name `mesh`) and the ocean tracker's (`ocean_chunk.cc`, `ocean`).
 
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
-computes the same tracks. It is built twice from one source: for the compiler's baseline
+computes the same tracks. It is built twice from the same sources: for the compiler's baseline
 (`_mesh_chunk`: 16-byte vectors on x86-64) and with AVX2 (`_mesh_chunk_avx2`: 32-byte vectors,
 no FMA, so the same roundings); a process loads the AVX2 build where the CPU runs it, unless
-`FLOWKIT_NATIVE=baseline`. A run's log says which path and build it took. The kernel declares its own
-layout (`layout()`): its buffers and attributes by name, the cell kinds, wall modes and
-inlet modes it knows and its capacities; `flowkit.tracker.native`, the one place that calls
-it, checks that layout against its own declaration before registering the targets
+`FLOWKIT_NATIVE=baseline`. A run's log says which path and build it took. Each kernel declares
+its own layout (`layout(kernel)`): its buffers and attributes by name, the cell kinds (and wall
+and inlet modes) it knows and its capacities; `flowkit.tracker.seam`, the one place that calls
+them, checks that layout against Python's declaration before registering the kernel's targets
 (`register`). The same library lists the cells of each bin of a mesh's locator (`bin_cells`).
 """
 
@@ -19,8 +20,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-TARGETS = {"float32": "flowkit_mesh_chunk_f32", "float64": "flowkit_mesh_chunk_f64"}
-"""The FFI target of each position precision."""
+KERNELS = ("mesh", "ocean")
+"""The kernels the library holds, by name."""
+PRECISIONS = {"float32": "f32", "float64": "f64"}
+"""The positions' precisions each kernel is built for, and their targets' suffixes."""
+
+
+def target(kernel: str, dtype: str) -> str:
+    """The FFI target of `kernel` for positions of `dtype` (`float32`, `float64`)."""
+    return f"flowkit_{kernel}_chunk_{PRECISIONS[dtype]}"
+
+
+def _symbol(kernel: str) -> str:
+    """The library's prefix of `kernel`'s handlers and layout: `FlowkitMeshChunk`."""
+    return f"Flowkit{kernel.capitalize()}Chunk"
 
 
 @dataclass(frozen=True)
@@ -90,24 +103,25 @@ def built() -> bool:
 
 
 @functools.cache
-def layout() -> Layout:
-    """The built kernel's declared layout (`built()` must hold)."""
+def layout(kernel: str = "mesh") -> Layout:
+    """The built `kernel`'s declared layout (`built()` must hold)."""
     library = _library()
-    assert library is not None, "flowkit.native.layout: the kernel is not built"
-    declared = library.FlowkitMeshChunkLayout
+    assert library is not None, "flowkit.native.layout: the kernels are not built"
+    declared = getattr(library, f"{_symbol(kernel)}Layout")
     declared.restype = ctypes.c_char_p
     return Layout.parse(declared().decode())
 
 
 @functools.cache
-def register() -> None:
-    """Register the FFI targets of both precisions on the CPU (once)."""
+def register(kernel: str) -> None:
+    """Register `kernel`'s FFI targets of both precisions on the CPU (once)."""
     import jax
 
     library = _library()
-    assert library is not None, "flowkit.native.register: the kernel is not built"
-    for name, symbol in zip(TARGETS.values(), ("FlowkitMeshChunkF32", "FlowkitMeshChunkF64")):
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
+    assert library is not None, "flowkit.native.register: the kernels are not built"
+    for dtype, suffix in PRECISIONS.items():
+        handler = getattr(library, f"{_symbol(kernel)}{suffix.upper()}")
+        jax.ffi.register_ffi_target(target(kernel, dtype), jax.ffi.pycapsule(handler), platform="cpu")
 
 
 def bin_cells(lo, hi, origin, size, rows, shape):

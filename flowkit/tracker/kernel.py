@@ -17,7 +17,7 @@ from ..fields.base import AbstractField, Hints
 from ..particles.base import initial_batch, is_tracer
 from ..statistics.base import added, begun
 from ..trajectory import Frame
-from .native import kernel_located, kernel_steps
+from .kernels import KERNELS
 from .pieces import Carry, Rows, RunPieces, Slots, State, Times
 from .step import is_due, jax_steps, started, step_times
 
@@ -34,12 +34,12 @@ def advance_local(
     n_blocks: int,
     record_velocity: bool,
     given: tuple = (),
-    kernel: bool = False,
+    kernel: str | None = None,
     keep_frames: bool = True,
 ):
     """Advance this device's particles by `saves * save_every` steps; return the state and the
     saved frames (None unless `keep_frames`). `n_blocks` is the number of blocks on all devices
-    together. `kernel`: the CPU mesh kernel takes the steps (`tracker.native.kernel_use` decided
+    together. `kernel`: the CPU kernel of that name takes the steps (`tracker.kernels.kernel_use` decided
     it for the run). The run's statistics (`pieces.statistics`) take every saved frame into
     their tallies (`state.tallies`), inside the program.
 
@@ -71,8 +71,8 @@ def advance_local(
 
         def go(carry):
             """The steps, also returning the positions before the last one."""
-            if kernel:
-                return kernel_steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks)
+            if kernel is not None:
+                return KERNELS[kernel].steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks)
             return jax_steps(pieces, times, carry, slots, steps, block_id, n_blocks=n_blocks, given=given)
 
         def idle(carry):
@@ -267,7 +267,7 @@ def advance(
     record_velocity: bool,
     mesh: jax.sharding.Mesh | None,
     given: tuple = (),
-    kernel: bool = False,
+    kernel: str | None = None,
     keep_frames: bool = True,
 ):
     """The compiled chunk: `saves * save_every` steps of every particle, frames saved at a
@@ -315,7 +315,9 @@ def _state_spec(state: State) -> State:
     return eqx.tree_at(lambda s: s.step, jax.tree.map(lambda _: PartitionSpec("particles"), state), PartitionSpec())
 
 
-def locate_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: bool = False):
+def locate_seeds(
+    pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: str | None = None
+):
     """`located_seeds` as its own program, compiled with the XLA options of the seeds' devices;
     on several devices each locates its own seeds (a program partitioned by XLA instead ran the
     location's loops 40 times slower on an ocean model's grid)."""
@@ -353,7 +355,9 @@ def _seed_program(options: tuple, mesh: jax.sharding.Mesh | None):
     return eqx.filter_jit(located, compiler_options=dict(options))
 
 
-def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: bool = False):
+def located_seeds(
+    pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: str | None = None
+):
     """Locate the seeds once (their first hints; by the CPU mesh kernel's search where it takes
     the run's steps, `kernel`); seeds outside the domain (inside the field's box but outside its
     mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`. A particle model's
@@ -364,7 +368,8 @@ def located_seeds(pieces: RunPieces, t0, state: State, *, record_velocity: bool,
     # they start on it, located there
     rows = state.rows
     x, hint = field.settle_batch(t0, rows.x, None)
-    hint, inside = kernel_located(pieces, x, hint) if kernel else field.locate_batch(x, hint)
+    located = None if kernel is None else KERNELS[kernel].located
+    hint, inside = located(pieces, x, hint) if located is not None else field.locate_batch(x, hint)
     status = jnp.where(inside, rows.status, jnp.asarray(Status.OUT_OF_DOMAIN, rows.status.dtype))
     beached = field.beached_batch(x, hint)
     if beached is not None:

@@ -1,4 +1,5 @@
-"""The one seam of the CPU mesh kernel (`flowkit.native`): whether a run takes it, and the call.
+"""The CPU mesh kernel (`flowkit.native`, `mesh_chunk.cc`) as the seam (`tracker.seam`) calls
+it: what it takes, its declared interface, its inputs.
 
 The kernel carries each group of particles of a block through all of a save interval's steps
 before the next group, so that their cells stay in cache from stage to stage and step to step;
@@ -13,16 +14,11 @@ hash of its key and the step as the JAX step (`flowkit.boundaries.draws`). Under
 `ContinuousInlet` it releases each step's due particles into the block's first free slots, and
 its outlet stops the rows that go out through it.
 
-Its interface is declared here by name: `KernelInputs`, `KernelResults` and `KernelAttrs`, in
-the order and element types of the kernel's own declared layout (`flowkit.native.layout()`),
-which `registered` checks once before registering the targets. The kernel's vocabulary (its
-cell kinds' codes, its wall and inlet modes) is read from that layout; Python's codes (statuses, the
-face table's kinds) are passed to it as attributes. `kernel_use` decides once per run whether
-the kernel takes its steps; the run then compiles one program.
+Its interface is declared here by name (`MESH`): `KernelInputs`, `KernelResults` and
+`KernelAttrs`, in the order and element types of the kernel's own declared layout
+(`flowkit.native.layout("mesh")`), which the seam checks once before registering the targets.
 """
 
-import functools
-import typing
 from typing import NamedTuple, cast
 
 import equinox as eqx
@@ -31,7 +27,6 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int32
 
-from .. import native
 from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
@@ -43,6 +38,7 @@ from ..fields.base import Hints
 from ..fields.mesh import MeshField
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
+from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import is_due, step_times
 
@@ -146,78 +142,16 @@ class KernelAttrs(NamedTuple):
     """1: no steps; each row's first hint by its bin's search alone (`kernel_located`)."""
 
 
-def declared() -> native.Layout:
-    """The interface as declared here, in the form of the kernel's `native.Layout`: buffers,
-    attributes, and Python's 3-D cell kinds with their node counts and cell-table width."""
-    element = lambda hint: "s32" if hint.dtypes == ("int32",) else "real"  # noqa: E731
-    buffers = lambda spec: tuple((name, element(hint)) for name, hint in typing.get_type_hints(spec).items())  # noqa: E731
-    attr_types = {int: "int64_t", float: "double"}
-    return native.Layout(
-        inputs=buffers(KernelInputs),
-        results=buffers(KernelResults),
-        attrs=tuple((name, attr_types[hint]) for name, hint in typing.get_type_hints(KernelAttrs).items()),
-        kinds={kind.name: (-1, kind.nodes) for kind in cells.KINDS.values() if kind.dim == 3},
-        walls={mode: -1 for mode in _WALLS.values()},
-        inlets={mode: -1 for mode in ("none", *INLET_MODES)},
-        capacity={"map_columns": 3 + 3 * 3 + cells.box_columns(3)},
-    )
-
-
-def mismatches(kernel: native.Layout) -> list[str]:
-    """How the kernel's declared layout differs from this module's declaration (empty: none)."""
-    ours, found = declared(), []
-    for part in ("inputs", "results", "attrs"):
-        if getattr(ours, part) != getattr(kernel, part):
-            found.append(f"{part}: the kernel has {getattr(kernel, part)}, Python {getattr(ours, part)}")
-    nodes = lambda kinds: {name: count for name, (_, count) in kinds.items()}  # noqa: E731
-    if nodes(kernel.kinds) != nodes(ours.kinds):
-        found.append(f"cell kinds and node counts: the kernel has {nodes(kernel.kinds)}, Python {nodes(ours.kinds)}")
-    if kernel.capacity.get("map_columns") != ours.capacity["map_columns"]:
-        found.append(
-            f"cell table width: the kernel holds {kernel.capacity.get('map_columns')}, "
-            f"Python writes {ours.capacity['map_columns']}"
-        )
-    if set(kernel.walls) != set(ours.walls):
-        found.append(f"wall modes: the kernel has {sorted(kernel.walls)}, Python {sorted(ours.walls)}")
-    if set(kernel.inlets) != set(ours.inlets):
-        found.append(f"inlet modes: the kernel has {sorted(kernel.inlets)}, Python {sorted(ours.inlets)}")
-    return found
-
-
-@functools.cache
-def registered() -> bool:
-    """Check the built kernel's declared layout against this module's and register its targets
-    (once); true once they are.
-
-    **Raises:** `RuntimeError` listing the differences when the built kernel was compiled from
-    another layout (rebuild it: `pip install -e .`)."""
-    found = mismatches(native.layout())
-    if found:
-        raise RuntimeError(
-            "flowkit's CPU mesh kernel was built from another layout than this flowkit's "
-            f"(rebuild it: pip install -e .): {'; '.join(found)}"
-        )
-    native.register()
-    return True
-
-
-def described() -> str:
-    """The kernel as a run's log names it: which build, by the width of its vectors."""
-    return f"the CPU mesh kernel (flowkit.native, {native.simd_bytes()}-byte vectors)"
-
-
-def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
-    """Whether the kernel takes the steps of this run, with positions of `dtype` on devices of
-    `platform`: CPUs with the kernel built, tracers stepped by an explicit Runge–Kutta method on
+def takes(pieces: RunPieces, dtype) -> bool:
+    """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
+    the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta method on
     a 3-D `MeshField` of point data stored in the positions' precision, with no walls
     (`fk.Open`), `fk.MeshWalls`, or an `fk.InletOutlet` or `fk.ContinuousInlet` with either as
     its walls. Anything else (particle models, stochastic or adaptive integrators, cell data,
     2-D meshes, other boundaries) takes the JAX step, which computes the same tracks."""
     field, boundary, dtype = pieces.field, pieces.boundary, jnp.dtype(dtype)
     return (
-        platform == "cpu"
-        and dtype.name in native.TARGETS
-        and type(field) is MeshField
+        type(field) is MeshField
         and field.dim == 3
         and not field.cell_values
         and all(a.dtype == dtype for a in (field.values, field.affine_map, field.bin_origin))
@@ -226,9 +160,7 @@ def kernel_use(pieces: RunPieces, dtype, platform: str) -> bool:
         and is_tracer(pieces.particles)
         and _kernel_walls(boundary)
         and (not isinstance(boundary, AbstractInlet) or boundary.mode in INLET_MODES)
-        and native.built()
-        and registered()
-        and all(kind in native.layout().kinds for kind in field.kinds)
+        and all(kind in MESH.kinds for kind in field.kinds)
     )
 
 
@@ -301,8 +233,7 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
         generation=ints,
         lost=jax.ShapeDtypeStruct((1,), jnp.int32),
     )
-    call = jax.ffi.ffi_call(native.TARGETS[jnp.dtype(dtype).name], tuple(shapes))
-    return KernelResults(*call(*inputs, **attrs._asdict()))
+    return seam.call(MESH, inputs, attrs, shapes)
 
 
 def kernel_located(pieces: RunPieces, x: Float[Array, "n 3"], hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
@@ -360,7 +291,7 @@ def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h, b
         affine_map=field.affine_map,
         nodes=field.nodes,
         kind_of_cell=field.kind_of_cell if field.kind_of_cell is not None else none(),
-        kind_code=jnp.asarray([native.layout().kinds[k][0] for k in field.kinds], jnp.int32),
+        kind_code=jnp.asarray([seam.code(MESH, "kinds", k) for k in field.kinds], jnp.int32),
         neighbours=field.neighbours,
         values=field.values,
         times=field.times if field.times is not None else none(dtype),
@@ -445,9 +376,9 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
         absorbed=np.int64(Status.ABSORBED),
         nonfinite=np.int64(Status.NONFINITE),
         wall_face=np.int64(FaceKind.WALL),
-        walls=np.int64(native.layout().walls[walls]),
+        walls=np.int64(seam.code(MESH, "walls", walls)),
         max_bounces=np.int64(getattr(bound, "max_bounces", 0)),
-        inlet=np.int64(native.layout().inlets[inlet]),
+        inlet=np.int64(seam.code(MESH, "inlets", inlet)),
         continuous=np.int64(isinstance(boundary, BoundContinuousInlet)),
         locate=np.int64(0),
     )
@@ -472,3 +403,18 @@ def _tableau(tableau) -> np.ndarray:
     table[:stages, -1] = tableau.c
     table[stages, -1] = 1.0
     return table
+
+
+MESH = seam.Kernel(
+    name="mesh",
+    inputs=KernelInputs,
+    results=KernelResults,
+    attrs=KernelAttrs,
+    kinds={kind.name: kind.nodes for kind in cells.KINDS.values() if kind.dim == 3},
+    takes=takes,
+    steps=kernel_steps,
+    located=kernel_located,
+    modes={"walls": tuple(dict.fromkeys(_WALLS.values())), "inlets": ("none", *INLET_MODES)},
+    capacity={"map_columns": 3 + 3 * 3 + cells.box_columns(3)},
+)
+"""The mesh kernel as the seam declares and calls it."""

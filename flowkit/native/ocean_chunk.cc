@@ -1,0 +1,785 @@
+// The ocean tracker's steps for a block of particles on a layered field (LayeredField: ROMS and
+// CROCO s-levels, TELEMAC planes, depth-averaged models): each particle carried through all the
+// steps of a save interval before the next one, so that its cell's columns stay in the core's
+// cache from stage to stage and step to step.
+//
+// The arithmetic is LayeredField's (flowkit/fields/layered.py) over its surface MeshField's
+// location (mesh.py, cells.py): the point's horizontal cell checked first (a triangle's
+// barycentrics; a quadrilateral's coordinates by Newton, warm from the hint's, with the JAX
+// path's update rule and acceptance test), then the walk across the most violated edge, then
+// the point's bin; a stage point off the mesh sees the values extrapolated from the last cell
+// checked. The column is the cell's shape-function mean of its nodes' columns, linear in time
+// between slices; the velocity is linear in depth between the two levels around the point,
+// the nearest level's above the top and below the bottom one. Each particle carries the level
+// it found last: a stage checks that bracket (two levels) and counts every level only where it
+// no longer holds, or where a weight is negative (a point off its cell), so the count is the
+// JAX path's. Horizontal velocities are turned into degrees per second at the point's latitude
+// on a spherical field. After the stages the step's end is located, its depth kept between the
+// surface and the sea floor there, and the step finished as the JAX step finishes it under
+// `fk.Open`: an end off the mesh stops the row where its step began (OUT_OF_DOMAIN), an end
+// on land (the cell's interpolated mask at least 1/2) stops it there too (BEACHED), an end not
+// finite stops it (NONFINITE); the stopped rows' steps are returned in `stopped`. The status
+// codes come from Python's `flowkit._status.Status` as attributes.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// The kernel's declared layout, in call order (as the mesh kernel's: `real` is the positions'
+// precision): Python's `flowkit/tracker/ocean.py` declares the same as named tuples and checks
+// them against `FlowkitOceanChunkLayout()` before it registers the targets.
+#define FLOWKIT_OCEAN_INPUTS(X)                                                                          \
+  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(release, s32)                 \
+  X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(nodes, s32)          \
+  X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real) X(bin_inv_size, real)   \
+  X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real) X(velocities, real)             \
+  X(floor, real) X(times, real) X(land, real)
+#define FLOWKIT_OCEAN_RESULTS(X) \
+  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32)
+#define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
+  X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
+  X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
+  X(nonfinite, int64_t)
+// The 2-D cell kinds of the surface mesh: name, code, node count (Python checks the counts).
+#define FLOWKIT_OCEAN_KINDS(X) X(Triangle, triangle, 0, 3) X(Quad, quad, 1, 4)
+#define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
+#define FLOWKIT_OCEAN_MAX_ROWS 16     // tableau rows (stages + the end point)
+
+#define FLOWKIT_AS_ENUM(Name, name, code, ...) k##Name = code,
+enum Kind : int32_t { FLOWKIT_OCEAN_KINDS(FLOWKIT_AS_ENUM) };
+constexpr int kMaxRows = FLOWKIT_OCEAN_MAX_ROWS;
+constexpr double kDegrees = 180.0 / 3.14159265358979323846, kEarthRadius = 6371000.0;  // flowkit/fields/grid.py
+
+template <typename T>
+inline T clip(T v, T lo, T hi) {
+  return std::min(std::max(v, lo), hi);
+}
+
+// The surface mesh and its columns.
+template <typename T>
+struct Field {
+  const T* map;  // (C, map_cols): point and inverse linear map (6), then a quad's box frame (9)
+  int64_t map_cols;
+  const int32_t* nodes;  // (C, node_cols), -1 past a triangle's 3
+  int64_t node_cols;
+  const int32_t* kind_of_cell;  // (C,) index into kind_code, or null for one kind
+  const int32_t* kind_code;
+  const int32_t* neighbours;  // (C, faces)
+  int64_t faces;
+  const T* bin_origin;  // (2,)
+  const T* bin_inv_size;
+  const int32_t* bin_shape;
+  const int32_t* bin_start;
+  const int32_t* bin_cells;
+  const T* depths;      // (T, P, K): each node's level depths below the surface
+  const T* velocities;  // (T, P * K, 3)
+  const T* floor;       // (T, P, 1)
+  const T* times;       // (T,), or null for one slice
+  int64_t n_times;
+  const T* land;  // (P,), or null
+  int64_t points, levels;
+  T tolerance, small;
+  int newton_steps, walk_steps;
+  bool spherical;
+
+  int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
+};
+
+// Where a point lies: its cell (or the last one checked), its coordinates there, its nodes' weights.
+template <typename T>
+struct Place {
+  int32_t cell;
+  T xi[2];
+  bool found;
+  int count;  // nodes: 3 or 4
+  int32_t node[4];
+  T w[4];
+};
+
+// `A @ d` with the cell table row's inverse linear map (cells.linear).
+template <typename T>
+inline void linear(const T* row, const T d[2], T out[2]) {
+  out[0] = row[2] * d[0] + row[3] * d[1];
+  out[1] = row[4] * d[0] + row[5] * d[1];
+}
+
+// Whether y lies in `cell` (MeshField._check): its coordinates `xi` there and the edge it lies
+// most beyond. A quadrilateral's Newton starts, when `warm`, from `coords` of `point` moved by
+// the cell's linear map, else from the centre's linearisation (MeshField._coords), and stops
+// on the update rule of cells.newton_coords.
+template <typename T>
+inline bool check(const Field<T>& f, int32_t cell, const T y[2], bool warm, const T point[2], const T coords[2],
+                  T xi[2], int* face) {
+  const T* row = f.map + cell * f.map_cols;
+  T v[4];
+  int faces = 3;
+  bool converged = true;
+  if (f.kind(cell) == kTriangle) {
+    const T d[2] = {y[0] - row[0], y[1] - row[1]};
+    linear(row, d, xi);
+    v[0] = -(T(1) - (xi[0] + xi[1])), v[1] = -xi[0], v[2] = -xi[1];
+  } else {
+    faces = 4;
+    if (warm) {
+      const T d[2] = {y[0] - point[0], y[1] - point[1]};
+      linear(row, d, xi);
+      xi[0] += coords[0], xi[1] += coords[1];
+    } else {
+      const T d[2] = {y[0] - row[0], y[1] - row[1]};
+      linear(row, d, xi);
+      xi[0] += T(0.5), xi[1] += T(0.5);
+    }
+    xi[0] = clip(xi[0], T(-2), T(3)), xi[1] = clip(xi[1], T(-2), T(3));
+    const T* frame = row + 6;  // node 0, nodes 1..3 relative to it, the cell's size
+    const T d[2] = {y[0] - frame[0], y[1] - frame[1]};
+    const T* r1 = frame + 2;
+    const T* r2 = frame + 4;
+    const T* r3 = frame + 6;
+    auto residual = [&](T r, T s, T out[2]) {
+      const T n1 = r * (T(1) - s), n2 = r * s, n3 = (T(1) - r) * s;
+      for (int a = 0; a < 2; ++a) out[a] = n1 * r1[a] + n2 * r2[a] + n3 * r3[a] - d[a];
+    };
+    for (int i = 0; i < f.newton_steps; ++i) {
+      const T r = xi[0], s = xi[1];
+      T res[2];
+      residual(r, s, res);
+      // the Jacobian's columns dx/dr, dx/ds
+      const T a = (T(1) - s) * r1[0] + s * r2[0] - s * r3[0], c = (T(1) - s) * r1[1] + s * r2[1] - s * r3[1];
+      const T b = -r * r1[0] + r * r2[0] + (T(1) - r) * r3[0], e = -r * r1[1] + r * r2[1] + (T(1) - r) * r3[1];
+      const T det = a * e - b * c;
+      const T safe = det == 0 ? T(1) : det;
+      const T dr = det == 0 ? T(0) : (e * res[0] - b * res[1]) / safe;
+      const T ds = det == 0 ? T(0) : (a * res[1] - c * res[0]) / safe;
+      xi[0] = clip(r - dr, T(-2), T(3)), xi[1] = clip(s - ds, T(-2), T(3));
+      if (std::max(std::abs(xi[0] - r), std::abs(xi[1] - s)) <= f.small) break;
+    }
+    T res[2];
+    residual(xi[0], xi[1], res);
+    converged = std::max(std::abs(res[0]), std::abs(res[1])) <= f.small * frame[8];
+    v[0] = -xi[0], v[1] = xi[0] - T(1), v[2] = -xi[1], v[3] = xi[1] - T(1);
+  }
+  *face = 0;
+  for (int i = 1; i < faces; ++i)
+    if (v[i] > v[*face]) *face = i;
+  return v[*face] <= f.tolerance && converged;
+}
+
+// The first cell of y's bin that holds it (MeshField._walk_and_search's search).
+template <typename T>
+inline bool search(const Field<T>& f, const T y[2], int32_t* cell, T xi[2]) {
+  int64_t bin = 0;
+  for (int a = 0; a < 2; ++a) {
+    const T s = (y[a] - f.bin_origin[a]) * f.bin_inv_size[a];
+    const T shape = static_cast<T>(f.bin_shape[a]);
+    if (!(s >= -f.tolerance * shape && s <= shape * (1 + f.tolerance))) return false;  // beyond the grid, or NaN
+    bin = bin * f.bin_shape[a] +
+          std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(std::floor(s)), 0), f.bin_shape[a] - 1);
+  }
+  const T none[2] = {};
+  for (int32_t j = f.bin_start[bin]; j < f.bin_start[bin + 1]; ++j) {
+    int face;
+    T at[2];
+    if (check(f, f.bin_cells[j], y, false, none, none, at, &face)) {
+      *cell = f.bin_cells[j], xi[0] = at[0], xi[1] = at[1];
+      return true;
+    }
+  }
+  return false;
+}
+
+// y located from its hint (MeshField.locate): the hinted cell (nothing to do at the hinted point
+// itself), the walk from the cell across its most violated edge, up to `walk_steps` cells, then
+// y's bin. Not found: the last cell the walk checked (or the hinted one at the mesh's edge) and
+// y's coordinates there, from which values are extrapolated.
+template <typename T>
+inline void locate(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
+  at.found = false;
+  if (*cell >= 0 && y[0] == point[0] && y[1] == point[1]) {
+    at.found = true, at.cell = *cell, at.xi[0] = coords[0], at.xi[1] = coords[1];
+  } else {
+    const bool known = *cell >= 0;
+    at.cell = known ? *cell : 0;
+    int face;
+    at.found = check(f, at.cell, y, known && std::isfinite(point[0]), point, coords, at.xi, &face) && known;
+    if (!at.found) {
+      int32_t next = known && f.walk_steps > 0 ? f.neighbours[at.cell * f.faces + face] : -1;
+      for (int s = 0; next >= 0 && s < f.walk_steps && !at.found; ++s) {
+        at.cell = next;
+        const T none[2] = {};
+        at.found = check(f, at.cell, y, false, none, none, at.xi, &face);
+        next = f.neighbours[at.cell * f.faces + face];
+      }
+      int32_t holder;
+      T binned[2];
+      if (!at.found && search(f, y, &holder, binned)) at.found = true, at.cell = holder, at.xi[0] = binned[0], at.xi[1] = binned[1];
+    }
+  }
+  *cell = at.cell;
+  point[0] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
+  point[1] = at.found ? y[1] : std::numeric_limits<T>::quiet_NaN();
+  coords[0] = at.xi[0], coords[1] = at.xi[1];
+  const int32_t* node = f.nodes + at.cell * f.node_cols;
+  const T r = at.xi[0], s = at.xi[1];
+  if (f.kind(at.cell) == kTriangle) {
+    at.count = 3;
+    at.w[0] = T(1) - (r + s), at.w[1] = r, at.w[2] = s;
+  } else {
+    at.count = 4;
+    at.w[0] = (T(1) - r) * (T(1) - s), at.w[1] = r * (T(1) - s), at.w[2] = r * s, at.w[3] = (T(1) - r) * s;
+  }
+  for (int i = 0; i < at.count; ++i) at.node[i] = node[i];
+}
+
+// A time's slice and the weight of the next one (fields.base.time_weights).
+template <typename T>
+struct When {
+  int64_t slice;
+  T wt;
+};
+
+// `table[slice, row, c]` linear in time, summed over the place's nodes with their weights, at
+// rows `node * stride + offset` (fields.base.node_rows): each node's row of the slice `now`, the
+// next slice `next` elements on.
+template <typename T>
+struct Rows {
+  const T* now[4];
+  int64_t next;
+  int count;
+  const T* w;
+  bool steady;
+
+  Rows(const T* table, int64_t slice_size, int64_t width, int64_t stride, const Place<T>& at, When<T> when,
+       bool steady_)
+      : next(slice_size), count(at.count), w(at.w), steady(steady_) {
+    for (int i = 0; i < count; ++i) now[i] = table + when.slice * slice_size + at.node[i] * stride * width;
+  }
+  T operator()(int64_t offset, T wt) const {
+    T total = T(0);
+    for (int i = 0; i < count; ++i) {
+      T row = now[i][offset];
+      if (!steady) row = row + wt * (now[i][offset + next] - row);
+      total = i == 0 ? w[i] * row : total + w[i] * row;
+    }
+    return total;
+  }
+};
+
+// The levels at or above depth z in the column at `at` (its bracket `below` is this count
+// clipped to 1..K-1): by bisection where every weight is positive (the column then increases
+// downward), else by counting every level as the JAX path does (a point off its cell).
+template <typename T>
+inline int32_t levels_above(const Field<T>& f, const Place<T>& at, When<T> when, T z) {
+  const Rows<T> depths(f.depths, f.points * f.levels, 1, f.levels, at, when, f.times == nullptr);
+  bool positive = true;
+  for (int i = 0; i < at.count; ++i) positive &= at.w[i] >= 0;
+  int32_t count = 0;
+  if (!positive) {
+    for (int64_t k = 0; k < f.levels; ++k) count += depths(k, when.wt) <= z;
+    return count;
+  }
+  int32_t hi = static_cast<int32_t>(f.levels);
+  while (count < hi) {
+    const int32_t mid = (count + hi) / 2;
+    if (depths(mid, when.wt) <= z)
+      count = mid + 1;
+    else
+      hi = mid;
+  }
+  return count;
+}
+
+constexpr int kLanes = 8;  // particles stepped side by side
+constexpr int kMapColumns = FLOWKIT_OCEAN_MAP_COLUMNS;
+
+// A group of particles through a save's steps, a structure of arrays with one lane each, so that
+// a stage's arithmetic (the stage point, the check of its hinted cell, Newton, the weights, the
+// bracket and the velocity) runs across the lanes in the compiler's vectors; the walks, searches
+// and table reads go lane by lane. Each lane keeps its cell's table row and its columns at one
+// time slice and bracket of levels, read again only when one of them changes: a particle stays
+// in a cell and a bracket for many stages.
+template <typename T>
+struct Group {
+  int64_t slot[kLanes];
+  T x[3][kLanes], before[3][kLanes], y[3][kLanes], K[kMaxRows][3][kLanes];
+  int32_t status[kLanes], release[kLanes], stopped[kLanes], level[kLanes];
+  int32_t cell[kLanes], scell[kLanes];  // where x lies (the step's hint), where y lies (the stage's)
+  T point[2][kLanes], coords[2][kLanes], spoint[2][kLanes], scoords[2][kLanes];
+  bool moving[kLanes], found[kLanes];
+  int32_t row_cell[kLanes], kind[kLanes], node[4][kLanes];
+  T map[kMapColumns][kLanes], land[4][kLanes], w[4][kLanes];
+  int32_t column_cell[kLanes], column_level[kLanes];
+  int64_t column_slice[kLanes];
+  T depth[2][2][4][kLanes];     // [slice][level of the bracket][node]
+  T vel[2][2][3][4][kLanes];    // [slice][level][component][node]
+  T floor[2][4][kLanes];        // [slice][node]
+};
+
+// Lane g's cell table row, kind, nodes and land for `cell` (a triangle's fourth node: its first,
+// with weight 0).
+template <typename T>
+inline void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) {
+  if (q.row_cell[g] == cell) return;
+  q.row_cell[g] = cell, q.column_cell[g] = -1, q.kind[g] = f.kind(cell);
+  const T* row = f.map + cell * f.map_cols;
+  for (int c = 0; c < kMapColumns; ++c) q.map[c][g] = c < f.map_cols ? row[c] : T(0);
+  const int32_t* node = f.nodes + cell * f.node_cols;
+  const int count = q.kind[g] == kTriangle ? 3 : 4;
+  for (int i = 0; i < 4; ++i) {
+    q.node[i][g] = node[i < count ? i : 0];
+    q.land[i][g] = f.land != nullptr ? f.land[q.node[i][g]] : T(0);
+  }
+}
+
+// Lane g's columns for its cell in the slices from `slice` on, at the bracket `level`, `level + 1`.
+template <typename T>
+inline void read_columns(const Field<T>& f, Group<T>& q, int g, int64_t slice, int32_t level) {
+  if (q.column_cell[g] == q.row_cell[g] && q.column_slice[g] == slice && q.column_level[g] == level) return;
+  q.column_cell[g] = q.row_cell[g], q.column_slice[g] = slice, q.column_level[g] = level;
+  const int64_t K = f.levels, P = f.points;
+  for (int s = 0; s < (f.times != nullptr ? 2 : 1); ++s)
+    for (int i = 0; i < 4; ++i) {
+      const int64_t node = q.node[i][g], at = slice + s;
+      q.floor[s][i][g] = f.floor[at * P + node];
+      for (int l = 0; l < (K > 1 ? 2 : 1); ++l) {
+        const int64_t row = node * K + level + l;
+        q.depth[s][l][i][g] = f.depths[at * P * K + row];
+        for (int c = 0; c < 3; ++c) q.vel[s][l][c][i][g] = f.velocities[(at * P * K + row) * 3 + c];
+      }
+    }
+}
+
+// `table[slice][node]` of the lanes' cached columns, linear in time, summed over their nodes
+// with their weights (fields.base.node_rows' arithmetic), into `out`.
+template <typename T, typename Table>
+inline void mean(const Group<T>& q, bool steady, T wt, Table table, T out[kLanes]) {
+  for (int g = 0; g < kLanes; ++g) {
+    T total = T(0);
+    for (int i = 0; i < 4; ++i) {
+      T row = table(0, i, g);
+      if (!steady) row = row + wt * (table(1, i, g) - row);
+      total = i == 0 ? q.w[i][g] * row : total + q.w[i][g] * row;
+    }
+    out[g] = total;
+  }
+}
+
+// A group's lanes as one vector (GCC's vector extensions: one AVX2 register of floats in the AVX2
+// build, split into the baseline's 16-byte registers in the other), and a lane mask (-1 or 0).
+template <typename T>
+struct Lanes {
+  typedef T V __attribute__((vector_size(kLanes * sizeof(T))));
+  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> I;
+  typedef I M __attribute__((vector_size(kLanes * sizeof(T))));
+};
+template <typename V, typename E>
+inline V load(const E* lanes) {
+  V v;
+  std::memcpy(&v, lanes, sizeof v);
+  return v;
+}
+template <typename V>
+inline V vmax(V a, V b) {  // std::max(a, b), lane by lane
+  return a < b ? b : a;
+}
+template <typename V>
+inline V vabs(V a) {
+  return a < 0 ? -a : a;
+}
+template <typename V>
+inline V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
+  const V above = v < lo ? lo : v;
+  return hi < above ? hi : above;
+}
+
+// The lanes' stage points y checked in their hinted cells (MeshField._check, as `check` but
+// across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
+// whether y lies there. Lanes `done` take no iterations.
+template <typename T>
+inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kLanes], bool quads, T xi[2][kLanes],
+                        bool inside[kLanes]) {
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  using I = typename Lanes<T>::I;
+  I warm_lanes[kLanes], triangle_lanes[kLanes], done_lanes[kLanes];
+  for (int g = 0; g < kLanes; ++g) {
+    warm_lanes[g] = q.scell[g] >= 0 && std::isfinite(q.spoint[0][g]) ? -1 : 0;
+    triangle_lanes[g] = q.kind[g] == kTriangle ? -1 : 0;
+    done_lanes[g] = done[g] ? -1 : 0;
+  }
+  const M warm = load<M>(warm_lanes), triangle = load<M>(triangle_lanes);
+  auto row = [&](int c) { return load<V>(q.map[c]); };
+  const V zero = V{}, one = zero + T(1), lo = zero + T(-2), hi = zero + T(3), small = zero + f.small;
+  const V y0 = load<V>(q.y[0]), y1 = load<V>(q.y[1]);
+  const V c0 = y0 - row(0), c1 = y1 - row(1);  // from the centre's (a triangle's node 0's) image
+  const V w0 = y0 - load<V>(q.spoint[0]), w1 = y1 - load<V>(q.spoint[1]);  // from the hint's point
+  const V centre0 = row(2) * c0 + row(3) * c1, centre1 = row(4) * c0 + row(5) * c1;
+  const V moved0 = row(2) * w0 + row(3) * w1, moved1 = row(4) * w0 + row(5) * w1;
+  V r = vclip(warm ? load<V>(q.scoords[0]) + moved0 : centre0 + T(0.5), lo, hi);
+  V s = vclip(warm ? load<V>(q.scoords[1]) + moved1 : centre1 + T(0.5), lo, hi);
+  r = triangle ? centre0 : r, s = triangle ? centre1 : s;
+  const V d0 = y0 - row(6), d1 = y1 - row(7);
+  const V p1 = row(8), q1 = row(9), p2 = row(10), q2 = row(11), p3 = row(12), q3 = row(13);
+  auto residual = [&](V r, V s, V& e0, V& e1) {
+    const V n1 = r * (one - s), n2 = r * s, n3 = (one - r) * s;
+    e0 = n1 * p1 + n2 * p2 + n3 * p3 - d0;
+    e1 = n1 * q1 + n2 * q2 + n3 * q3 - d1;
+  };
+  M stopped = load<M>(done_lanes) | triangle;
+  for (int i = 0; quads && i < f.newton_steps; ++i) {
+    bool all = true;
+    for (int g = 0; g < kLanes; ++g) all &= stopped[g] != 0;
+    if (all) break;
+    V e0, e1;
+    residual(r, s, e0, e1);
+    const V a = (one - s) * p1 + s * p2 - s * p3, c = (one - s) * q1 + s * q2 - s * q3;
+    const V b = -r * p1 + r * p2 + (one - r) * p3, e = -r * q1 + r * q2 + (one - r) * q3;
+    const V det = a * e - b * c;
+    const V safe = det == 0 ? one : det;
+    const V dr = det == 0 ? zero : (e * e0 - b * e1) / safe;
+    const V ds = det == 0 ? zero : (a * e1 - c * e0) / safe;
+    const V nr = vclip(r - dr, lo, hi), ns = vclip(s - ds, lo, hi);
+    const V change = vmax(vabs(nr - r), vabs(ns - s));
+    r = stopped ? r : nr, s = stopped ? s : ns;
+    stopped = stopped | (change <= small);
+  }
+  V e0, e1;
+  residual(r, s, e0, e1);
+  const M converged = triangle | (vmax(vabs(e0), vabs(e1)) <= small * row(14));
+  const V v0 = triangle ? -(one - (r + s)) : -r, v1 = triangle ? -r : r - one, v2 = -s;
+  const V v3 = triangle ? zero - std::numeric_limits<T>::infinity() : s - one;
+  const M in = (vmax(vmax(v0, v1), vmax(v2, v3)) <= zero + f.tolerance) & converged;
+  for (int g = 0; g < kLanes; ++g) xi[0][g] = r[g], xi[1][g] = s[g], inside[g] = in[g] != 0;
+}
+
+// The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
+// their hinted cells by `check_lanes`; elsewhere lane by lane (`locate`: the walk, the bins).
+// Then their nodes' weights.
+template <typename T>
+inline void place(const Field<T>& f, Group<T>& q, bool quads) {
+  bool again[kLanes];
+  for (int g = 0; g < kLanes; ++g) {
+    again[g] = !q.moving[g] || (q.scell[g] >= 0 && q.y[0][g] == q.spoint[0][g] && q.y[1][g] == q.spoint[1][g]);
+    if (q.moving[g] && q.scell[g] >= 0) read_cell(f, q, g, q.scell[g]);
+  }
+  T xi[2][kLanes];
+  bool inside[kLanes];
+  check_lanes(f, q, again, quads, xi, inside);
+  for (int g = 0; g < kLanes; ++g) {
+    if (again[g]) {
+      q.found[g] = q.moving[g];
+      continue;
+    }
+    if (inside[g] && q.scell[g] >= 0) {
+      q.found[g] = true;
+      q.spoint[0][g] = q.y[0][g], q.spoint[1][g] = q.y[1][g];
+      q.scoords[0][g] = xi[0][g], q.scoords[1][g] = xi[1][g];
+      continue;
+    }
+    Place<T> at;
+    T y[2] = {q.y[0][g], q.y[1][g]}, point[2] = {q.spoint[0][g], q.spoint[1][g]}, coords[2] = {q.scoords[0][g], q.scoords[1][g]};
+    locate(f, y, &q.scell[g], point, coords, at);
+    q.found[g] = at.found;
+    q.spoint[0][g] = point[0], q.spoint[1][g] = point[1], q.scoords[0][g] = coords[0], q.scoords[1][g] = coords[1];
+    read_cell(f, q, g, q.scell[g]);
+  }
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  typename Lanes<T>::I triangle_lanes[kLanes];
+  for (int g = 0; g < kLanes; ++g) triangle_lanes[g] = q.kind[g] == kTriangle ? -1 : 0;
+  const M triangle = load<M>(triangle_lanes);
+  const V r = load<V>(q.scoords[0]), s = load<V>(q.scoords[1]), one = V{} + T(1);
+  const V w[4] = {triangle ? one - (r + s) : (one - r) * (one - s), triangle ? r : r * (one - s),
+                  triangle ? s : r * s, triangle ? V{} : (one - r) * s};
+  for (int i = 0; i < 4; ++i) std::memcpy(q.w[i], &w[i], sizeof w[i]);
+}
+
+// The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
+// bracket of levels kept where it still holds, else found again (`levels_above`).
+template <typename T>
+inline void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim, T u[3][kLanes]) {
+  const int32_t K = static_cast<int32_t>(f.levels);
+  const bool steady = f.times == nullptr;
+  for (int g = 0; g < kLanes; ++g)
+    if (q.moving[g]) read_columns(f, q, g, when.slice, q.level[g]);
+  T weight[kLanes] = {};
+  if (K > 1) {
+    T d0[kLanes], d1[kLanes];
+    mean(q, steady, when.wt, [&](int s, int i, int g) { return q.depth[s][0][i][g]; }, d0);
+    mean(q, steady, when.wt, [&](int s, int i, int g) { return q.depth[s][1][i][g]; }, d1);
+    for (int g = 0; g < kLanes; ++g) {
+      if (!q.moving[g]) continue;
+      const T z = q.y[2][g];
+      const int32_t below = q.level[g] + 1;
+      const bool positive = q.w[0][g] >= 0 && q.w[1][g] >= 0 && q.w[2][g] >= 0 && q.w[3][g] >= 0;
+      if (positive && (below == 1 || d0[g] <= z) && (below == K - 1 || d1[g] > z)) continue;
+      Place<T> at{q.scell[g], {}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
+      for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
+      q.level[g] = clip<int32_t>(levels_above(f, at, when, z), 1, K - 1) - 1;
+      read_columns(f, q, g, when.slice, q.level[g]);
+      T one[kLanes];
+      mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][0][i][h]; }, one);
+      d0[g] = one[g];
+      mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][1][i][h]; }, one);
+      d1[g] = one[g];
+    }
+    using V = typename Lanes<T>::V;
+    const V zero = V{}, lo = load<V>(d0), gap = vmax(load<V>(d1) - lo, zero + std::numeric_limits<T>::min());
+    const V clipped = vclip((load<V>(q.y[2]) - lo) / gap, zero, zero + T(1));
+    std::memcpy(weight, &clipped, sizeof clipped);
+  }
+  for (int c = 0; c < dim; ++c) {
+    T top[kLanes], bottom[kLanes] = {};
+    mean(q, steady, when.wt, [&](int s, int i, int g) { return q.vel[s][0][c][i][g]; }, top);
+    if (K > 1) mean(q, steady, when.wt, [&](int s, int i, int g) { return q.vel[s][1][c][i][g]; }, bottom);
+    // a weight of 0 (above the top level: the surface's particles) adds nothing of the level below
+    using V = typename Lanes<T>::V;
+    const V t = load<V>(top), b = load<V>(bottom), wv = load<V>(weight);
+    const V blended = wv != 0 ? t + wv * (b - t) : t;
+    std::memcpy(u[c], &blended, sizeof blended);
+  }
+  if (f.spherical) {
+    T cos_lat[kLanes];
+    for (int g = 0; g < kLanes; ++g)
+      cos_lat[g] = std::max(std::cos(q.y[1][g] * static_cast<T>(3.14159265358979323846 / 180.0)), T(1e-6));
+    for (int g = 0; g < kLanes; ++g) {
+      u[0][g] = u[0][g] * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat[g]));
+      u[1][g] = u[1][g] * static_cast<T>(kDegrees / kEarthRadius);
+    }
+  }
+}
+
+struct Codes {
+  int32_t active, not_released, out_of_domain, beached, nonfinite;
+};
+
+// What every group's steps share: the field, the codes, the tableau and the steps' times.
+template <typename T>
+struct Steps {
+  const Field<T>& f;
+  Codes codes;
+  int dim, rows;
+  const T (*a)[kMaxRows];
+  const T* h_step;
+  const When<T>* when;  // (steps, rows)
+  bool quads;
+};
+
+// Step k of a group's lanes: the stages, the end located, kept in the water and finished as the
+// JAX step finishes it under `fk.Open`, then the release rule.
+template <typename T>
+void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
+  const Field<T>& f = s.f;
+  const Codes& codes = s.codes;
+  const int stages = s.rows - 1, dim = s.dim;
+  const T h = s.h_step[k];
+  bool any = false;
+  for (int g = 0; g < kLanes; ++g) {
+    q.moving[g] = q.status[g] == codes.active && h != 0;
+    any |= q.moving[g];
+    q.scell[g] = q.cell[g];
+    for (int d = 0; d < 2; ++d) q.spoint[d][g] = q.point[d][g], q.scoords[d][g] = q.coords[d][g];
+    for (int d = 0; d < dim; ++d) q.before[d][g] = q.moving[g] ? q.x[d][g] : q.before[d][g];
+  }
+  for (int i = 0; i < s.rows && any; ++i) {
+    for (int d = 0; d < dim; ++d) {
+      T sum[kLanes] = {};
+      for (int j = 0; j < std::min(i, stages); ++j) {
+        const T a = s.a[i][j];
+        if (a != 0)
+          for (int g = 0; g < kLanes; ++g) sum[g] += a * q.K[j][d][g];
+      }
+      for (int g = 0; g < kLanes; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+    }
+    place(f, q, s.quads);
+    if (i < stages) velocity(f, q, s.when[k * s.rows + i], dim, q.K[i]);
+  }
+  if (any) {
+    const When<T> end = s.when[k * s.rows + stages];
+    if (dim == 3) {
+      for (int g = 0; g < kLanes; ++g)
+        if (q.moving[g] && q.found[g]) read_columns(f, q, g, end.slice, q.level[g]);
+      T floor[kLanes];
+      mean(q, f.times == nullptr, end.wt, [&](int t, int i, int g) { return q.floor[t][i][g]; }, floor);
+      for (int g = 0; g < kLanes; ++g)
+        if (q.moving[g] && q.found[g]) q.y[2][g] = clip(q.y[2][g], T(0), floor[g]);
+    }
+    for (int g = 0; g < kLanes; ++g) {
+      if (!q.moving[g]) continue;
+      bool finite = true;
+      for (int d = 0; d < dim; ++d) finite &= std::isfinite(q.y[d][g]);
+      T wet = T(0);
+      for (int i = 0; i < 4; ++i) wet += q.w[i][g] * q.land[i][g];
+      const int32_t code = !finite ? codes.nonfinite : !q.found[g] ? codes.out_of_domain
+                           : (f.land != nullptr && wet >= T(0.5)) ? codes.beached : codes.active;
+      if (code != codes.active) {
+        q.status[g] = code, q.stopped[g] = static_cast<int32_t>(k);
+        continue;
+      }
+      for (int d = 0; d < dim; ++d) q.x[d][g] = q.y[d][g];
+      q.cell[g] = q.scell[g];
+      for (int d = 0; d < 2; ++d) q.point[d][g] = q.spoint[d][g], q.coords[d][g] = q.scoords[d][g];
+    }
+  }
+  for (int g = 0; g < kLanes; ++g)
+    if (q.status[g] == codes.not_released && q.release[g] == k) q.status[g] = codes.active;
+}
+
+#define FLOWKIT_ELEMENT_real DT
+#define FLOWKIT_ELEMENT_s32 ffi::S32
+#define FLOWKIT_INPUT_INDEX(name, ...) kIn_##name,
+#define FLOWKIT_RESULT_INDEX(name, ...) kOut_##name,
+enum Input : size_t { FLOWKIT_OCEAN_INPUTS(FLOWKIT_INPUT_INDEX) };
+enum Result : size_t { FLOWKIT_OCEAN_RESULTS(FLOWKIT_RESULT_INDEX) };
+
+template <ffi::DataType DT>
+ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
+#define FLOWKIT_READ(source, kind, name, index)            \
+  auto name##_read = source.get<kind>(index);             \
+  if (name##_read.has_error()) return name##_read.error(); \
+  auto name = *name##_read;
+#define FLOWKIT_READ_INPUT(name, element) FLOWKIT_READ(args, ffi::Buffer<FLOWKIT_ELEMENT_##element>, in_##name, kIn_##name)
+#define FLOWKIT_READ_RESULT(name, element) FLOWKIT_READ(rets, ffi::Buffer<FLOWKIT_ELEMENT_##element>, out_##name, kOut_##name)
+#define FLOWKIT_READ_ATTR(name, type) FLOWKIT_READ(attrs, type, name, #name)
+  FLOWKIT_OCEAN_INPUTS(FLOWKIT_READ_INPUT)
+  FLOWKIT_OCEAN_RESULTS(FLOWKIT_READ_RESULT)
+  FLOWKIT_OCEAN_ATTRS(FLOWKIT_READ_ATTR)
+  using T = ffi::NativeType<DT>;
+  const int64_t n = in_status.element_count();
+  const int dim = static_cast<int>(in_x.dimensions()[1]);
+  const int64_t steps = in_step_start.element_count();
+  const int rows_ = static_cast<int>(in_tableau.dimensions()[0]);
+  if (rows_ > kMaxRows || rows_ < 2) return ffi::Error::InvalidArgument("ocean chunk: tableau rows out of range");
+  if (dim != 2 && dim != 3) return ffi::Error::InvalidArgument("ocean chunk: positions have 2 or 3 coordinates");
+  const auto map_dims = in_affine_map.dimensions();
+  if (map_dims[1] != 6 && map_dims[1] != FLOWKIT_OCEAN_MAP_COLUMNS)
+    return ffi::Error::InvalidArgument("ocean chunk: a 2-D cell table has 6 or 15 columns");
+  const auto depth_dims = in_depths.dimensions();  // (T, P, K)
+  const Field<T> f{in_affine_map.typed_data(),
+                   map_dims[1],
+                   in_nodes.typed_data(),
+                   in_nodes.dimensions()[1],
+                   in_kind_of_cell.element_count() > 0 ? in_kind_of_cell.typed_data() : nullptr,
+                   in_kind_code.typed_data(),
+                   in_neighbours.typed_data(),
+                   in_neighbours.dimensions()[1],
+                   in_bin_origin.typed_data(),
+                   in_bin_inv_size.typed_data(),
+                   in_bin_shape.typed_data(),
+                   in_bin_start.typed_data(),
+                   in_bin_cells.typed_data(),
+                   in_depths.typed_data(),
+                   in_velocities.typed_data(),
+                   in_floor.typed_data(),
+                   in_times.element_count() > 0 ? in_times.typed_data() : nullptr,
+                   static_cast<int64_t>(in_times.element_count()),
+                   in_land.element_count() > 0 ? in_land.typed_data() : nullptr,
+                   depth_dims[1],
+                   depth_dims[2],
+                   static_cast<T>(tolerance),
+                   std::sqrt(std::numeric_limits<T>::epsilon()),
+                   static_cast<int>(newton_steps),
+                   static_cast<int>(walk_steps),
+                   spherical != 0};
+  const Codes codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
+                    static_cast<int32_t>(out_of_domain), static_cast<int32_t>(beached),
+                    static_cast<int32_t>(nonfinite)};
+  const T* tab = in_tableau.typed_data();
+  T a[kMaxRows][kMaxRows], c[kMaxRows];
+  for (int i = 0; i < rows_; ++i) {
+    for (int j = 0; j < rows_; ++j) a[i][j] = tab[i * (rows_ + 1) + j];
+    c[i] = tab[i * (rows_ + 1) + rows_];
+  }
+  const T* t_start = in_step_start.typed_data();
+  const T* h_step = in_step_length.typed_data();
+  // each row's time slice and weight in time, the same for every particle (and the end's, for the floor)
+  std::vector<When<T>> when(steps * rows_, When<T>{0, T(0)});
+  if (f.times != nullptr)
+    for (int64_t k = 0; k < steps; ++k)
+      for (int i = 0; i < rows_; ++i) {
+        const T t = t_start[k] + c[i] * h_step[k];
+        int64_t it = (std::upper_bound(f.times, f.times + f.n_times, t) - f.times) - 1;
+        it = std::min<int64_t>(std::max<int64_t>(it, 0), f.n_times - 2);
+        when[k * rows_ + i] = {it, clip((t - f.times[it]) / (f.times[it + 1] - f.times[it]), T(0), T(1))};
+      }
+  bool quads = false;  // a mesh of triangles alone takes no Newton iterations
+  for (int64_t k = 0; k < in_kind_code.element_count(); ++k) quads |= in_kind_code.typed_data()[k] == kQuad;
+  const T* x0 = in_x.typed_data();
+  const T* point0 = in_point.typed_data();
+  const T* coords0 = in_coords.typed_data();
+  const int32_t* cell0 = in_cell.typed_data();
+  const int32_t* status0 = in_status.typed_data();
+  const int32_t* release0 = in_release.typed_data();
+  T* x_out = out_x->typed_data();
+  T* before_out = out_before->typed_data();
+  T* point_out = out_point->typed_data();
+  T* coords_out = out_coords->typed_data();
+  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads};
+  // Only particles that move in this call take lanes (active, or released in it); the others
+  // leave as they came.
+  std::vector<int64_t> live;
+  live.reserve(n);
+  for (int64_t p = 0; p < n; ++p) {
+    if (status0[p] == codes.active || (status0[p] == codes.not_released && release0[p] >= 0)) {
+      live.push_back(p);
+      continue;
+    }
+    for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = x0[dim * p + d];
+    for (int d = 0; d < 2; ++d) point_out[2 * p + d] = point0[2 * p + d], coords_out[2 * p + d] = coords0[2 * p + d];
+    out_cell->typed_data()[p] = cell0[p];
+    out_status->typed_data()[p] = status0[p];
+    out_stopped->typed_data()[p] = -1;
+  }
+  const int64_t n_live = static_cast<int64_t>(live.size());
+  Group<T> q{};
+  for (int64_t first = 0; first < n_live; first += kLanes) {
+    const int count = static_cast<int>(std::min<int64_t>(kLanes, n_live - first));
+    for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
+      const int64_t p = live[first + std::min(g, count - 1)];
+      for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d];
+      for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
+      q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p];
+      q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
+    }
+    for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
+    for (int g = 0; g < count; ++g) {
+      const int64_t p = live[first + g];
+      for (int d = 0; d < dim; ++d) x_out[dim * p + d] = q.x[d][g], before_out[dim * p + d] = q.before[d][g];
+      for (int d = 0; d < 2; ++d) point_out[2 * p + d] = q.point[d][g], coords_out[2 * p + d] = q.coords[d][g];
+      out_cell->typed_data()[p] = q.cell[g];
+      out_status->typed_data()[p] = q.status[g];
+      out_stopped->typed_data()[p] = q.stopped[g];
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+#define FLOWKIT_OCEAN_CHUNK_BINDING ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attrs()
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitOceanChunkF32, Chunk<ffi::F32>, FLOWKIT_OCEAN_CHUNK_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitOceanChunkF64, Chunk<ffi::F64>, FLOWKIT_OCEAN_CHUNK_BINDING);
+
+// The declared layout, one entry a line, as the mesh kernel's (`FlowkitMeshChunkLayout`).
+#define FLOWKIT_STR(v) #v
+#define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
+#define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
+#define FLOWKIT_LINE_ATTR(name, type) "attr " #name " " #type "\n"
+#define FLOWKIT_LINE_KIND(Name, name, code, nodes) "kind " #name " " #code " " #nodes "\n"
+#define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
+extern "C" const char* FlowkitOceanChunkLayout() {
+  return FLOWKIT_OCEAN_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_OCEAN_RESULTS(FLOWKIT_LINE_RESULT)
+      FLOWKIT_OCEAN_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_OCEAN_KINDS(FLOWKIT_LINE_KIND)
+          FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_OCEAN_MAP_COLUMNS)
+              FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_OCEAN_MAX_ROWS);
+}

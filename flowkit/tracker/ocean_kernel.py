@@ -1,0 +1,213 @@
+"""The CPU ocean kernel (`flowkit.native`, `ocean_chunk.cc`) as the seam (`tracker.seam`) calls
+it: what it takes, its declared interface (`OCEAN`), its inputs.
+
+The kernel carries each particle of a block through all of a save interval's steps before the
+next one, on a `LayeredField` (ROMS and CROCO s-levels, TELEMAC planes, depth-averaged models):
+its horizontal cell located from its hint, its column's bracket of levels carried from stage to
+stage, the step's end kept in the water and finished as the JAX step finishes it under
+`fk.Open` (off the mesh: `OUT_OF_DOMAIN`; on land: `BEACHED`; not finite: `NONFINITE`; each
+stopped where its step began).
+"""
+
+from typing import NamedTuple, cast
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int32
+
+from .._status import Status
+from ..boundaries.box import Open
+from ..fields import cells
+from ..fields.base import Hints
+from ..fields.layered import LayeredField
+from ..integrators.runge_kutta import AbstractRungeKutta
+from ..particles.base import is_tracer
+from . import seam
+from .mesh_kernel import _tableau
+from .pieces import Carry, RunPieces, Slots, Times
+from .step import is_due, step_times
+
+
+class OceanInputs(NamedTuple):
+    """The kernel's input buffers (`ocean_chunk.cc`, `FLOWKIT_OCEAN_INPUTS`): the block's rows,
+    the steps' times, the tableau, the surface mesh's tables, then the columns; `Float` ones in
+    the positions' precision. An absent table is an empty buffer."""
+
+    x: Float[Array, "n dim"]
+    status: Int32[Array, " n"]
+    cell: Int32[Array, " n"]
+    point: Float[Array, "n 2"]
+    coords: Float[Array, "n 2"]
+    release: Int32[Array, " n"]
+    """The step in which a waiting row is released (-1: not in this interval)."""
+    step_start: Float[Array, " steps"]
+    step_length: Float[Array, " steps"]
+    tableau: Float[Array, "rows columns"]
+    affine_map: Float[Array, "cells map"]
+    nodes: Int32[Array, "cells corners"]
+    kind_of_cell: Int32[Array, " cells_or_none"]
+    kind_code: Int32[Array, " kinds"]
+    neighbours: Int32[Array, "cells faces"]
+    bin_origin: Float[Array, " 2"]
+    bin_inv_size: Float[Array, " 2"]
+    bin_shape: Int32[Array, " 2"]
+    bin_start: Int32[Array, " bins_and_one"]
+    bin_cells: Int32[Array, " entries"]
+    depths: Float[Array, "T P K"]
+    velocities: Float[Array, "T R 3"]
+    floor: Float[Array, "T P 1"]
+    times: Float[Array, " T_or_none"]
+    land: Float[Array, " P_or_none"]
+
+
+class OceanResults(NamedTuple):
+    """The kernel's results (`FLOWKIT_OCEAN_RESULTS`): each row after the steps, its position
+    before the last one, and for a row it stopped the step (-1: none)."""
+
+    x: Float[Array, "n dim"]
+    status: Int32[Array, " n"]
+    cell: Int32[Array, " n"]
+    point: Float[Array, "n 2"]
+    coords: Float[Array, "n 2"]
+    before: Float[Array, "n dim"]
+    stopped: Int32[Array, " n"]
+
+
+class OceanAttrs(NamedTuple):
+    """The kernel's attributes (`FLOWKIT_OCEAN_ATTRS`), read by name."""
+
+    newton_steps: int
+    walk_steps: int
+    tolerance: float
+    spherical: int
+    active: int
+    not_released: int
+    out_of_domain: int
+    beached: int
+    nonfinite: int
+
+
+def takes(pieces: RunPieces, dtype) -> bool:
+    """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
+    the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta
+    method on a `LayeredField` over triangles and quadrilaterals stored in the positions'
+    precision, with no walls (`fk.Open`, the boundary of ocean data on the sphere). Anything
+    else takes the JAX step."""
+    field = pieces.field
+    if type(field) is not LayeredField:
+        return False
+    surface = field.surface
+    return (
+        surface.dim == 2
+        and not surface.cell_values
+        and all(kind in OCEAN.kinds for kind in surface.kinds)
+        and all(a.dtype == dtype for a in (field.depths, field.velocities, field.floor, surface.affine_map))
+        and isinstance(pieces.integrator, AbstractRungeKutta)
+        and not pieces.integrator.stochastic
+        and is_tracer(pieces.particles)
+        and isinstance(pieces.boundary, Open)
+    )
+
+
+def kernel_steps(
+    pieces: RunPieces,
+    times: Times,
+    carry: Carry,
+    slots: Slots,
+    steps: Int32[Array, " steps"],
+    block_id: Int32[Array, ""],
+    *,
+    n_blocks: int,
+) -> tuple[Carry, Float[Array, "n dim"]]:
+    """The global `steps` of a block by the kernel, and each row's position before the last of them."""
+    rows = carry.rows
+    t, h = step_times(times, steps)
+    due = (rows.status == Status.NOT_RELEASED)[:, None] & jax.vmap(
+        lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
+    )(t + h)
+    release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
+    out = _call(_inputs(pieces, rows, release, t, h), _attrs(pieces))
+    was = rows.hint
+    hint = Hints(
+        out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
+    )
+    at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so at the end of that step, as in `one_step`
+    exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
+    carry = eqx.tree_at(
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint),
+        carry,
+        (out.x, out.status.astype(rows.status.dtype), exit_time, hint),
+    )
+    return carry, out.before
+
+
+def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
+    """The kernel's results for these inputs and attributes."""
+    (n, dim), dtype = inputs.x.shape, inputs.x.dtype
+    rows, surface, ints = ((n, dim), dtype), ((n, 2), dtype), ((n,), jnp.int32)
+    shapes = OceanResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, ints, surface, surface, rows, ints)))
+    return seam.call(OCEAN, inputs, attrs, shapes)
+
+
+def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
+    """A block's rows, its steps' times and the field's tables as the kernel reads them."""
+    field = cast(LayeredField, pieces.field)
+    surface, hint, dtype = field.surface, rows.hint, rows.x.dtype
+    none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
+    return OceanInputs(
+        x=rows.x,
+        status=rows.status.astype(jnp.int32),
+        cell=hint.cell.astype(jnp.int32),
+        point=hint.point.astype(dtype),
+        coords=hint.coords.astype(dtype),
+        release=release,
+        step_start=t.astype(dtype),
+        step_length=h.astype(dtype),
+        tableau=jnp.asarray(_tableau(cast(AbstractRungeKutta, pieces.integrator).tableau), dtype),
+        affine_map=surface.affine_map,
+        nodes=surface.nodes,
+        kind_of_cell=surface.kind_of_cell if surface.kind_of_cell is not None else none(),
+        kind_code=jnp.asarray([seam.code(OCEAN, "kinds", k) for k in surface.kinds], jnp.int32),
+        neighbours=surface.neighbours,
+        bin_origin=surface.bin_origin,
+        bin_inv_size=surface.bin_inv_size,
+        bin_shape=jnp.asarray(surface.bin_shape, jnp.int32),
+        bin_start=surface.bin_start,
+        bin_cells=surface.bin_cells,
+        depths=field.depths,
+        velocities=field.velocities,
+        floor=field.floor,
+        times=field.times if field.times is not None else none(dtype),
+        land=field.land.astype(dtype) if field.land is not None else none(dtype),
+    )
+
+
+def _attrs(pieces: RunPieces) -> OceanAttrs:
+    """The run's settings and Python's codes, as the kernel's attributes."""
+    field = cast(LayeredField, pieces.field)
+    return OceanAttrs(
+        newton_steps=np.int64(field.surface.newton_steps),
+        walk_steps=np.int64(field.surface.walk_steps),
+        tolerance=float(field.surface.containment_tolerance()),
+        spherical=np.int64(field.spherical),
+        active=np.int64(Status.ACTIVE),
+        not_released=np.int64(Status.NOT_RELEASED),
+        out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
+        beached=np.int64(Status.BEACHED),
+        nonfinite=np.int64(Status.NONFINITE),
+    )
+
+
+OCEAN = seam.Kernel(
+    name="ocean",
+    inputs=OceanInputs,
+    results=OceanResults,
+    attrs=OceanAttrs,
+    kinds={name: cells.KINDS[name].nodes for name in ("triangle", "quad")},
+    takes=takes,
+    steps=kernel_steps,
+    capacity={"map_columns": 2 + 2 * 2 + cells.box_columns(2)},
+)
+"""The ocean kernel as the seam declares and calls it."""
