@@ -1,4 +1,4 @@
-"""The CPU mesh kernel (`flowkit.native`, `flowkit.tracker.native`) against the JAX step."""
+"""The CPU mesh kernel (`flowkit.native`, `flowkit.tracker.mesh_kernel`) against the JAX step."""
 
 import os
 import subprocess
@@ -12,13 +12,14 @@ from helpers import HANG
 from meshes import mesh
 
 import flowkit as fk
-from flowkit.tracker import native as seam
+from flowkit.tracker import kernels, seam
+from flowkit.tracker.mesh_kernel import MESH, KernelInputs, KernelResults
 
 
 def _run(field, seeds, dtype, native: bool, monkeypatch, boundary=None, t1=1.0, dt=0.01, save_every=10, **kwargs):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
     run = fk.tracker.TrackRun(field, seeds, 0.0, t1, dt, fk.RK4(), boundary, save_every, dtype=dtype, **kwargs)
-    assert run._kwargs()["kernel"] is native
+    assert run._kwargs()["kernel"] == ("mesh" if native else None)
     return run
 
 
@@ -90,13 +91,13 @@ def test_kernel_interpolates_a_time_series_as_the_jax_step(monkeypatch):
 
 def test_the_kernels_declared_layout_is_the_seams():
     """The built kernel declares its buffers, attributes, cell kinds (with node counts) and cell
-    table width as `tracker/native.py` declares them; a kernel built from another layout is
+    table width as `tracker/mesh_kernel.py` declares them; a kernel built from another layout is
     refused in one line listing the differences."""
     assert fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
-    kernel = fk.native.layout()
-    assert seam.mismatches(kernel) == []
-    assert [name for name, _ in kernel.inputs] == list(seam.KernelInputs._fields)
-    assert [name for name, _ in kernel.results] == list(seam.KernelResults._fields)
+    kernel = fk.native.layout("mesh")
+    assert seam.mismatches(MESH, kernel) == []
+    assert [name for name, _ in kernel.inputs] == list(KernelInputs._fields)
+    assert [name for name, _ in kernel.results] == list(KernelResults._fields)
     assert {name: nodes for name, (_, nodes) in kernel.kinds.items()} == {
         "tetra": 4,
         "hexahedron": 8,
@@ -113,7 +114,7 @@ def test_the_kernels_declared_layout_is_the_seams():
         {name: code for name, code in kernel.inlets.items() if name != "flux"},
         kernel.capacity,
     )
-    found = seam.mismatches(older)
+    found = seam.mismatches(MESH, older)
     assert len(found) == 3 and found[0].startswith("inputs:") and "wedge" in found[1] and "flux" in found[2]
 
 
@@ -127,9 +128,9 @@ def test_kernel_takes_only_what_it_computes_alike():
     def pieces(**kwargs):
         return fk.tracker.TrackRun(field, seeds, 0.0, 0.1, 0.01, **kwargs).pieces
 
-    applies = lambda pieces, dtype: seam.kernel_use(pieces, dtype, "cpu")  # noqa: E731
+    applies = lambda pieces, dtype: kernels.kernel_use(pieces, dtype, "cpu") == "mesh"  # noqa: E731
     assert applies(pieces(), "float32")
-    assert not seam.kernel_use(pieces(), "float32", "gpu")
+    assert kernels.kernel_use(pieces(), "float32", "gpu") is None
     assert applies(pieces(boundary=fk.MeshWalls("reflect")), "float32")
     assert applies(pieces(boundary=fk.InletOutlet(mode="random", walls="slip"), key=jax.random.key(0)), "float32")
     continuous = fk.ContinuousInlet(rate=10.0, slots=8, walls="reflect")

@@ -45,7 +45,7 @@ namespace {
 // The kernel's declared layout, in call order: its input buffers and results by name and element
 // type (`real`: the positions' precision; `s32`), its attributes by name and type. The FFI
 // binding, the handler's reads and `FlowkitMeshChunkLayout()` are all written from these
-// lists; Python's `flowkit/tracker/native.py` declares the same as named tuples and checks them
+// lists; Python's `flowkit/tracker/mesh_kernel.py` declares the same as named tuples and checks them
 // against that layout when it registers the targets.
 #define FLOWKIT_MESH_INPUTS(X)                                                                           \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(release, s32)                 \

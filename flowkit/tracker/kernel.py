@@ -358,8 +358,8 @@ def _seed_program(options: tuple, mesh: jax.sharding.Mesh | None):
 def located_seeds(
     pieces: RunPieces, t0, state: State, *, record_velocity: bool, restarts: bool, kernel: str | None = None
 ):
-    """Locate the seeds once (their first hints; by the CPU mesh kernel's search where it takes
-    the run's steps, `kernel`); seeds outside the domain (inside the field's box but outside its
+    """Locate the seeds once (their first hints; by the kernel's own search where the CPU kernel
+    `kernel` takes the run's steps and has one); seeds outside the domain (inside the field's box but outside its
     mesh) are marked `OUT_OF_DOMAIN` at `t0`, seeds on land `BEACHED`. A particle model's
     variables start at its initial values there, but for those `state` already holds (given by
     the run). Returns the state and frame 0."""

@@ -1,0 +1,167 @@
+"""The CPU ocean kernel (`flowkit.native`, `flowkit.tracker.ocean_kernel`) against the JAX step:
+layered fields on curvilinear quadrilaterals and on triangles, in degrees and in metres, with
+levels or depth-averaged, time series, land, particles that leave the grid or beach, seeds that
+wait for their release, in float64 and float32."""
+
+import jax
+import numpy as np
+import pytest
+from test_vtk import SHARED
+
+import flowkit as fk
+from flowkit.fields.curvilinear import quad_cells
+from flowkit.tracker import kernels, seam
+from flowkit.tracker.ocean_kernel import OCEAN, OceanInputs, OceanResults
+
+NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
+
+
+def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype="float64"):
+    """A warped 14 x 11 grid (degrees near 60 N, or metres) with a floor deepening eastward, level
+    depths that breathe in time, a current turning with depth that carries some particles off the
+    grid and some onto an island of land."""
+    i, j = np.meshgrid(np.arange(14.0), np.arange(11.0), indexing="ij")
+    scale = 0.1 if spherical else 5000.0
+    lon = (i + 0.15 * np.sin(0.7 * j)) * scale + (4.0 if spherical else 0.0)
+    lat = (j + 0.1 * np.cos(0.5 * i)) * scale * 0.5 + (60.0 if spherical else 0.0)
+    points = np.stack([lon, lat], axis=-1).reshape(-1, 2)
+    cells = quad_cells(i.shape)
+    if triangles:
+        cells = np.concatenate([cells[:, [0, 1, 2]], cells[:, [0, 2, 3]]])
+    n_points = len(points)
+    floor = np.broadcast_to(50.0 + 10.0 * i.reshape(-1), (times, n_points)) * (1 + 0.02 * np.arange(times))[:, None]
+    fraction = np.linspace(0.0, 1.0, levels) ** 1.5 if levels > 1 else np.zeros(1)
+    depths = floor[..., None] * fraction
+    speed = np.linspace(0.3, -0.1, levels) if levels > 1 else np.array([0.45])
+    phase = np.arange(times)[:, None, None] * 0.4 + 0.3 * j.reshape(1, -1, 1)
+    velocity = np.stack(
+        [speed * (1 + 0.3 * np.cos(phase)), 0.15 * np.sin(phase + fraction), -1e-4 * np.cos(phase) * fraction],
+        axis=-1,
+    )
+    if levels == 1:
+        velocity = velocity[..., :2]
+    island = (np.abs(i - 9) <= 1) & (np.abs(j - 5) <= 1)
+    return fk.fields.LayeredField.from_arrays(
+        points,
+        cells,
+        depths,
+        velocity,
+        floor,
+        None if times == 1 else np.arange(times) * 12 * 3600.0,
+        spherical=spherical,
+        grid_shape=None if triangles else i.shape,
+        land=island.reshape(-1) if land else None,
+        dtype=dtype,
+    )
+
+
+def seeds(field, n=300, seed=0):
+    """Seeds over the grid's water, at depths from the surface to below the floor."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
+    x = lo[:2] + rng.uniform(0.05, 0.6, (n, 2)) * (hi[:2] - lo[:2])
+    if field.dim == 2:
+        return x
+    return np.column_stack([x, rng.uniform(0.0, 120.0, n)])
+
+
+def run(field, x, dtype, native, monkeypatch, t1=24 * 3600.0, dt=1800.0, **kwargs):
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
+    track = fk.tracker.TrackRun(field, x, 0.0, t1, dt, fk.RK4(), None, 4, dtype=dtype, **kwargs)
+    assert track._kwargs()["kernel"] == ("ocean" if native else None)
+    return track.run()
+
+
+def assert_same(native, reference, atol, depth_atol=1e-9):
+    """Statuses and exit times alike, horizontal positions to `atol`, depths (metres) to `depth_atol`."""
+    np.testing.assert_array_equal(native.status, reference.status)
+    np.testing.assert_allclose(native.exit_time, reference.exit_time, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(native.positions[..., :2], reference.positions[..., :2], rtol=0, atol=atol)
+    np.testing.assert_allclose(native.positions[..., 2:], reference.positions[..., 2:], rtol=0, atol=depth_atol)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(),
+        dict(triangles=True),
+        dict(spherical=False),
+        dict(levels=1, triangles=True),
+        dict(times=1, land=False),
+    ],
+    ids=["quads", "triangles", "metres", "depth-averaged", "steady"],
+)
+def test_the_kernel_tracks_as_the_jax_step(options, monkeypatch):
+    """Positions to 1e-9 of a cell (float64), statuses and exit times alike; the flow carries
+    particles off the grid (`OUT_OF_DOMAIN`) and onto the island (`BEACHED`), seeds below the
+    floor start on it, and half of the seeds wait for their release."""
+    field = layered(**options)
+    x = seeds(field)
+    release = np.where(np.arange(len(x)) % 2 == 0, 0.0, 5 * 3600.0)
+    native, reference = (run(field, x, "float64", on, monkeypatch, t_release=release) for on in (True, False))
+    cell = 0.1 if options.get("spherical", True) else 5000.0
+    assert_same(native, reference, 1e-9 * cell)
+    status = native.status
+    assert np.sum(status == fk.Status.OUT_OF_DOMAIN) > 5
+    if options.get("land", True):
+        assert np.sum(status == fk.Status.BEACHED) > 0
+    moved = np.linalg.norm(native.positions[-1, :, :2] - x[:, :2], axis=1)
+    assert np.median(moved) > 0.5 * cell
+
+
+def test_float32_fields_track_as_the_jax_step(monkeypatch):
+    """In float32 the kernel's roundings differ from XLA's in the last bits: positions agree to
+    a thousandth of a cell, statuses alike."""
+    field = layered(dtype="float32")
+    x = seeds(field)
+    native, reference = (run(field, x, "float32", on, monkeypatch) for on in (True, False))
+    assert_same(native, reference, 1e-4, depth_atol=1e-3)
+
+
+def test_the_kernels_declared_layout_is_the_seams():
+    """The built kernel declares the buffers, attributes, 2-D cell kinds and cell table width
+    that `tracker/ocean_kernel.py` declares; a kernel built from another layout is refused,
+    listing the differences."""
+    assert fk.native.built(), "the CPU kernels were not built: see the install's output"
+    kernel = fk.native.layout("ocean")
+    assert seam.mismatches(OCEAN, kernel) == []
+    assert [name for name, _ in kernel.inputs] == list(OceanInputs._fields)
+    assert [name for name, _ in kernel.results] == list(OceanResults._fields)
+    assert {name: nodes for name, (_, nodes) in kernel.kinds.items()} == {"triangle": 3, "quad": 4}
+    older = fk.native.Layout(
+        kernel.inputs[1:], kernel.results, kernel.attrs[:-1], kernel.kinds, {}, {}, {"map_columns": 9}
+    )
+    found = seam.mismatches(OCEAN, older)
+    assert [line.split(":")[0] for line in found] == ["inputs", "attrs", "map_columns"]
+
+
+def test_the_kernel_takes_only_what_it_computes_alike():
+    """Tracers on a layered field under `fk.Open` with an explicit Runge–Kutta method, in the
+    field's precision, on CPUs; random walks, particle models, walls and GPUs take the JAX step."""
+    field = layered(dtype="float32")
+    x = seeds(field, 8)
+
+    def use(dtype="float32", platform="cpu", **kwargs):
+        pieces = fk.tracker.TrackRun(field, x, 0.0, 3600.0, 600.0, **kwargs).pieces
+        return kernels.kernel_use(pieces, dtype, platform)
+
+    assert use() == "ocean"
+    assert use(platform="gpu") is None
+    assert use(dtype="float64") is None
+    assert use(integrator=fk.Heun()) == "ocean"
+    assert use(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)) is None
+    assert use(particles=fk.particles.Aging()) is None
+    assert use(boundary=fk.Reflective(field.bounds)) is None
+
+
+@pytest.mark.skipif(not NORDIC.exists(), reason="../shared/data/ocean-real is not here")
+def test_a_real_roms_file_tracks_as_the_jax_step(monkeypatch):
+    """OpenDrift's Nordic ROMS file (35 s-levels, land, open edges), surface and deep seeds over
+    40 hours: statuses alike, positions to 1e-9 degrees in float64."""
+    field = fk.io.read(NORDIC, dtype="float64")
+    rng = np.random.default_rng(1)
+    lo, hi = (np.asarray(b) for b in field.bounds)
+    x = np.column_stack([lo[:2] + rng.uniform(0, 1, (400, 2)) * (hi[:2] - lo[:2]), rng.uniform(0, 300, 400)])
+    native, reference = (run(field, x, "float64", on, monkeypatch, t1=40 * 3600.0, dt=3600.0) for on in (True, False))
+    assert_same(native, reference, 1e-9)
+    assert np.sum(native.status == fk.Status.ACTIVE) > 100
