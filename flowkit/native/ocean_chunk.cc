@@ -49,7 +49,7 @@ namespace {
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
   X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
-  X(nonfinite, int64_t)
+  X(nonfinite, int64_t) X(locate, int64_t)
 // The 2-D cell kinds of the surface mesh: name, code, node count (Python checks the counts).
 #define FLOWKIT_OCEAN_KINDS(X) X(Triangle, triangle, 0, 3) X(Quad, quad, 1, 4)
 #define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
@@ -202,7 +202,7 @@ inline bool search(const Field<T>& f, const T y[2], int32_t* cell, T xi[2]) {
 // y's bin. Not found: the last cell the walk checked (or the hinted one at the mesh's edge) and
 // y's coordinates there, from which values are extrapolated.
 template <typename T>
-inline void locate(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
+inline void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
   at.found = false;
   if (*cell >= 0 && y[0] == point[0] && y[1] == point[1]) {
     at.found = true, at.cell = *cell, at.xi[0] = coords[0], at.xi[1] = coords[1];
@@ -462,18 +462,19 @@ inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kL
 }
 
 // The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
-// their hinted cells by `check_lanes`; elsewhere lane by lane (`locate`: the walk, the bins).
+// their hinted cells by `check_lanes`; elsewhere lane by lane (`locate_point`: the walk, the bins).
 // Then their nodes' weights.
 template <typename T>
 inline void place(const Field<T>& f, Group<T>& q, bool quads) {
-  bool again[kLanes];
+  bool again[kLanes], all = true;
   for (int g = 0; g < kLanes; ++g) {
     again[g] = !q.moving[g] || (q.scell[g] >= 0 && q.y[0][g] == q.spoint[0][g] && q.y[1][g] == q.spoint[1][g]);
+    all &= again[g];
     if (q.moving[g] && q.scell[g] >= 0) read_cell(f, q, g, q.scell[g]);
   }
   T xi[2][kLanes];
   bool inside[kLanes];
-  check_lanes(f, q, again, quads, xi, inside);
+  if (!all) check_lanes(f, q, again, quads, xi, inside);  // a step's first stage: every lane at its hint
   for (int g = 0; g < kLanes; ++g) {
     if (again[g]) {
       q.found[g] = q.moving[g];
@@ -487,7 +488,7 @@ inline void place(const Field<T>& f, Group<T>& q, bool quads) {
     }
     Place<T> at;
     T y[2] = {q.y[0][g], q.y[1][g]}, point[2] = {q.spoint[0][g], q.spoint[1][g]}, coords[2] = {q.scoords[0][g], q.scoords[1][g]};
-    locate(f, y, &q.scell[g], point, coords, at);
+    locate_point(f, y, &q.scell[g], point, coords, at);
     q.found[g] = at.found;
     q.spoint[0][g] = point[0], q.spoint[1][g] = point[1], q.scoords[0][g] = coords[0], q.scoords[1][g] = coords[1];
     read_cell(f, q, g, q.scell[g]);
@@ -723,6 +724,30 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   T* before_out = out_before->typed_data();
   T* point_out = out_point->typed_data();
   T* coords_out = out_coords->typed_data();
+  if (locate != 0) {  // the seeds: each row by its bin's search alone, its depth settled at step_start[0]; no steps
+    When<T> start{0, T(0)};
+    if (f.times != nullptr) {
+      const T t = t_start[0];
+      int64_t it = (std::upper_bound(f.times, f.times + f.n_times, t) - f.times) - 1;
+      it = std::min<int64_t>(std::max<int64_t>(it, 0), f.n_times - 2);
+      start = {it, clip((t - f.times[it]) / (f.times[it + 1] - f.times[it]), T(0), T(1))};
+    }
+    for (int64_t p = 0; p < n; ++p) {
+      T y[3], point[2] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::quiet_NaN()}, coords[2] = {};
+      for (int d = 0; d < dim; ++d) y[d] = x0[dim * p + d];
+      int32_t cell = -1;
+      Place<T> at;
+      locate_point(f, y, &cell, point, coords, at);
+      if (dim == 3 && at.found)
+        y[2] = clip(y[2], T(0), Rows<T>(f.floor, f.points, 1, 1, at, start, f.times == nullptr)(0, start.wt));
+      for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = y[d];
+      for (int d = 0; d < 2; ++d) point_out[2 * p + d] = point[d], coords_out[2 * p + d] = at.found ? coords[d] : T(0);
+      out_cell->typed_data()[p] = at.found ? cell : -1;
+      out_status->typed_data()[p] = status0[p];
+      out_stopped->typed_data()[p] = -1;
+    }
+    return ffi::Error::Success();
+  }
   const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads};
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came.

@@ -367,9 +367,12 @@ def located_seeds(
     # seeds, located nowhere yet (a mesh searches their bins alone); below a layered sea floor
     # they start on it, located there
     rows = state.rows
-    x, hint = field.settle_batch(t0, rows.x, None)
     located = None if kernel is None else KERNELS[kernel].located
-    hint, inside = located(pieces, x, hint) if located is not None else field.locate_batch(x, hint)
+    if located is not None:  # by the kernel: the program holds no JAX location
+        x, hint, inside = located(pieces, t0, rows.x)
+    else:
+        x, hint = field.settle_batch(t0, rows.x, None)
+        hint, inside = field.locate_batch(x, hint)
     status = jnp.where(inside, rows.status, jnp.asarray(Status.OUT_OF_DOMAIN, rows.status.dtype))
     beached = field.beached_batch(x, hint)
     if beached is not None:

@@ -236,12 +236,14 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
     return seam.call(MESH, inputs, attrs, shapes)
 
 
-def kernel_located(pieces: RunPieces, x: Float[Array, "n 3"], hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
-    """Each row of `x` located by its bin's search alone, as `MeshField.locate_batch` locates
-    points hinted nowhere (the seeds), and whether it lies in the mesh: the kernel's search,
-    so a run that the kernel steps compiles no JAX walk or search at all."""
+def kernel_located(
+    pieces: RunPieces, t0, x: Float[Array, "n 3"]
+) -> tuple[Float[Array, "n 3"], Hints, Bool[Array, " n"]]:
+    """The seeds `x` (a mesh settles nothing at `t0`), each located by its bin's search alone, as
+    `MeshField.locate_batch` locates points hinted nowhere: `(x, hints (exact), inside)`, by the
+    kernel's search, so a run that the kernel steps compiles no JAX walk or search at all."""
     n, dtype = x.shape[0], x.dtype
-    hint = pieces.field.hints(n, dtype) if hint is None else hint
+    hint = pieces.field.hints(n, dtype)
     never = jnp.zeros(n, jnp.int32)
     rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never)
     keys = jnp.zeros((n, 2), jnp.uint32)
@@ -252,7 +254,7 @@ def kernel_located(pieces: RunPieces, x: Float[Array, "n 3"], hint: Hints | None
     located = Hints(
         out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
     )
-    return located, out.cell >= 0
+    return x, located.marked(True), out.cell >= 0
 
 
 def _releases(boundary: AbstractBoundary, slots: Slots, t, h, block_id, n_blocks: int) -> dict:

@@ -15,7 +15,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int32
+from jaxtyping import Array, Bool, Float, Int32
 
 from .._status import Status
 from ..boundaries.box import Open
@@ -26,7 +26,7 @@ from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
 from . import seam
 from .mesh_kernel import _tableau
-from .pieces import Carry, RunPieces, Slots, Times
+from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import is_due, step_times
 
 
@@ -87,6 +87,8 @@ class OceanAttrs(NamedTuple):
     out_of_domain: int
     beached: int
     nonfinite: int
+    locate: int
+    """1: no steps; each row located by its bin's search alone and its depth settled (`kernel_located`)."""
 
 
 def takes(pieces: RunPieces, dtype) -> bool:
@@ -143,6 +145,25 @@ def kernel_steps(
     return carry, out.before
 
 
+def kernel_located(
+    pieces: RunPieces, t0, x: Float[Array, "n dim"]
+) -> tuple[Float[Array, "n dim"], Hints, Bool[Array, " n"]]:
+    """The seeds `x` located by their bins' search alone and kept in the water at `t0`, as
+    `LayeredField.settle_batch` and `locate_batch` place points hinted nowhere: `(x, hints
+    (exact), inside)`, by the kernel's search, so that the seeds' program compiles no JAX
+    location at all."""
+    n, dtype = x.shape[0], x.dtype
+    rows = Rows(
+        x, jnp.zeros(n, jnp.int32), jnp.zeros(n, dtype), pieces.field.hints(n, dtype), {}, jnp.zeros(n, jnp.int32)
+    )
+    start = jnp.reshape(jnp.asarray(t0, dtype), (1,))
+    out = _call(
+        _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype)),
+        _attrs(pieces)._replace(locate=np.int64(1)),
+    )
+    return out.x, Hints(out.cell, out.point, out.coords, exact=True), out.cell >= 0
+
+
 def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
     """The kernel's results for these inputs and attributes."""
     (n, dim), dtype = inputs.x.shape, inputs.x.dtype
@@ -197,6 +218,7 @@ def _attrs(pieces: RunPieces) -> OceanAttrs:
         out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
         beached=np.int64(Status.BEACHED),
         nonfinite=np.int64(Status.NONFINITE),
+        locate=np.int64(0),
     )
 
 
@@ -208,6 +230,7 @@ OCEAN = seam.Kernel(
     kinds={name: cells.KINDS[name].nodes for name in ("triangle", "quad")},
     takes=takes,
     steps=kernel_steps,
+    located=kernel_located,
     capacity={"map_columns": 2 + 2 * 2 + cells.box_columns(2)},
 )
 """The ocean kernel as the seam declares and calls it."""
