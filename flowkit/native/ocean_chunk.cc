@@ -197,37 +197,9 @@ inline bool search(const Field<T>& f, const T y[2], int32_t* cell, T xi[2]) {
   return false;
 }
 
-// y located from its hint (MeshField.locate): the hinted cell (nothing to do at the hinted point
-// itself), the walk from the cell across its most violated edge, up to `walk_steps` cells, then
-// y's bin. Not found: the last cell the walk checked (or the hinted one at the mesh's edge) and
-// y's coordinates there, from which values are extrapolated.
+// y's nodes and their weights at its coordinates in its cell (`at.cell`, `at.xi`).
 template <typename T>
-inline void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
-  at.found = false;
-  if (*cell >= 0 && y[0] == point[0] && y[1] == point[1]) {
-    at.found = true, at.cell = *cell, at.xi[0] = coords[0], at.xi[1] = coords[1];
-  } else {
-    const bool known = *cell >= 0;
-    at.cell = known ? *cell : 0;
-    int face;
-    at.found = check(f, at.cell, y, known && std::isfinite(point[0]), point, coords, at.xi, &face) && known;
-    if (!at.found) {
-      int32_t next = known && f.walk_steps > 0 ? f.neighbours[at.cell * f.faces + face] : -1;
-      for (int s = 0; next >= 0 && s < f.walk_steps && !at.found; ++s) {
-        at.cell = next;
-        const T none[2] = {};
-        at.found = check(f, at.cell, y, false, none, none, at.xi, &face);
-        next = f.neighbours[at.cell * f.faces + face];
-      }
-      int32_t holder;
-      T binned[2];
-      if (!at.found && search(f, y, &holder, binned)) at.found = true, at.cell = holder, at.xi[0] = binned[0], at.xi[1] = binned[1];
-    }
-  }
-  *cell = at.cell;
-  point[0] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
-  point[1] = at.found ? y[1] : std::numeric_limits<T>::quiet_NaN();
-  coords[0] = at.xi[0], coords[1] = at.xi[1];
+inline void weigh(const Field<T>& f, Place<T>& at) {
   const int32_t* node = f.nodes + at.cell * f.node_cols;
   const T r = at.xi[0], s = at.xi[1];
   if (f.kind(at.cell) == kTriangle) {
@@ -238,6 +210,46 @@ inline void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point
     at.w[0] = (T(1) - r) * (T(1) - s), at.w[1] = r * (T(1) - s), at.w[2] = r * s, at.w[3] = (T(1) - r) * s;
   }
   for (int i = 0; i < at.count; ++i) at.node[i] = node[i];
+}
+
+// y, which does not lie in the cell it was checked in (`at.cell`, coordinates `at.xi`, the edge it
+// lies most beyond `face`; `known`: a hinted cell, not a guess), located by the walk from there
+// across the most violated edge, up to `walk_steps` cells, then by y's bin (MeshField.locate).
+// Not found: the last cell the walk checked (or the hinted one at the mesh's edge) and y's
+// coordinates there, from which values are extrapolated.
+template <typename T>
+inline void walk(const Field<T>& f, const T y[2], bool known, int face, Place<T>& at) {
+  int32_t next = known && f.walk_steps > 0 ? f.neighbours[at.cell * f.faces + face] : -1;
+  for (int s = 0; next >= 0 && s < f.walk_steps && !at.found; ++s) {
+    at.cell = next;
+    const T none[2] = {};
+    at.found = check(f, at.cell, y, false, none, none, at.xi, &face);
+    next = f.neighbours[at.cell * f.faces + face];
+  }
+  int32_t holder;
+  T binned[2];
+  if (!at.found && search(f, y, &holder, binned)) at.found = true, at.cell = holder, at.xi[0] = binned[0], at.xi[1] = binned[1];
+}
+
+// y located from its hint (`cell`, `point`, `coords`; MeshField.locate): nothing to do at the
+// hinted point itself; else the hinted cell, then `walk`. The hint becomes y's, and `at` its place.
+template <typename T>
+inline void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
+  at.found = false;
+  if (*cell >= 0 && y[0] == point[0] && y[1] == point[1]) {
+    at.found = true, at.cell = *cell, at.xi[0] = coords[0], at.xi[1] = coords[1];
+  } else {
+    const bool known = *cell >= 0;
+    at.cell = known ? *cell : 0;
+    int face;
+    at.found = check(f, at.cell, y, known && std::isfinite(point[0]), point, coords, at.xi, &face) && known;
+    if (!at.found) walk(f, y, known, face, at);
+  }
+  *cell = at.cell;
+  point[0] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
+  point[1] = at.found ? y[1] : std::numeric_limits<T>::quiet_NaN();
+  coords[0] = at.xi[0], coords[1] = at.xi[1];
+  weigh(f, at);
 }
 
 // A time's slice and the weight of the next one (fields.base.time_weights).
@@ -406,7 +418,7 @@ inline V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
 // whether y lies there. Lanes `done` take no iterations.
 template <typename T>
 inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kLanes], bool quads, T xi[2][kLanes],
-                        bool inside[kLanes]) {
+                        bool inside[kLanes], int face[kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
   using I = typename Lanes<T>::I;
@@ -458,7 +470,12 @@ inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kL
   const V v0 = triangle ? -(one - (r + s)) : -r, v1 = triangle ? -r : r - one, v2 = -s;
   const V v3 = triangle ? zero - std::numeric_limits<T>::infinity() : s - one;
   const M in = (vmax(vmax(v0, v1), vmax(v2, v3)) <= zero + f.tolerance) & converged;
-  for (int g = 0; g < kLanes; ++g) xi[0][g] = r[g], xi[1][g] = s[g], inside[g] = in[g] != 0;
+  M most = M{};  // the edge y lies most beyond: the first largest violation (as argmax)
+  V best = v0;
+  most = v1 > best ? M{} + 1 : most, best = vmax(best, v1);
+  most = v2 > best ? M{} + 2 : most, best = vmax(best, v2);
+  most = v3 > best ? M{} + 3 : most;
+  for (int g = 0; g < kLanes; ++g) xi[0][g] = r[g], xi[1][g] = s[g], inside[g] = in[g] != 0, face[g] = most[g];
 }
 
 // The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
@@ -474,24 +491,27 @@ inline void place(const Field<T>& f, Group<T>& q, bool quads) {
   }
   T xi[2][kLanes];
   bool inside[kLanes];
-  if (!all) check_lanes(f, q, again, quads, xi, inside);  // a step's first stage: every lane at its hint
+  int face[kLanes];
+  if (!all) check_lanes(f, q, again, quads, xi, inside, face);  // a step's first stage: every lane at its hint
   for (int g = 0; g < kLanes; ++g) {
-    if (again[g]) {
-      q.found[g] = q.moving[g];
-      continue;
+    q.found[g] = q.moving[g];
+    if (again[g]) continue;
+    const T y[2] = {q.y[0][g], q.y[1][g]};
+    Place<T> at{q.scell[g], {xi[0][g], xi[1][g]}, inside[g] && q.scell[g] >= 0, 0, {}, {}};
+    if (!at.found) {  // not in its hinted cell: the walk from there, then its bin (or its bin alone: no hint)
+      const bool known = q.scell[g] >= 0;
+      if (!known) {
+        const T none[2] = {};
+        at.cell = 0;
+        check(f, 0, y, false, none, none, at.xi, &face[g]);
+      }
+      walk(f, y, known, face[g], at);
+      q.found[g] = at.found, q.scell[g] = at.cell;
+      read_cell(f, q, g, at.cell);
     }
-    if (inside[g] && q.scell[g] >= 0) {
-      q.found[g] = true;
-      q.spoint[0][g] = q.y[0][g], q.spoint[1][g] = q.y[1][g];
-      q.scoords[0][g] = xi[0][g], q.scoords[1][g] = xi[1][g];
-      continue;
-    }
-    Place<T> at;
-    T y[2] = {q.y[0][g], q.y[1][g]}, point[2] = {q.spoint[0][g], q.spoint[1][g]}, coords[2] = {q.scoords[0][g], q.scoords[1][g]};
-    locate_point(f, y, &q.scell[g], point, coords, at);
-    q.found[g] = at.found;
-    q.spoint[0][g] = point[0], q.spoint[1][g] = point[1], q.scoords[0][g] = coords[0], q.scoords[1][g] = coords[1];
-    read_cell(f, q, g, q.scell[g]);
+    q.spoint[0][g] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
+    q.spoint[1][g] = at.found ? y[1] : std::numeric_limits<T>::quiet_NaN();
+    q.scoords[0][g] = at.xi[0], q.scoords[1][g] = at.xi[1];
   }
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
