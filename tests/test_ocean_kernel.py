@@ -17,13 +17,13 @@ NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
 
 
 def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype="float64"):
-    """A warped 14 x 11 grid (degrees near 60 N, or metres) with a floor deepening eastward, level
-    depths that breathe in time, a current turning with depth that carries some particles off the
-    grid and some onto an island of land."""
+    """A 14 x 11 grid (degrees near 60 N, or metres), its inner nodes `warp`ed, its edges those of
+    its box, with a floor deepening eastward, level depths that breathe in time, a current
+    turning with depth that carries some particles off the grid and some onto an island of land."""
     i, j = np.meshgrid(np.arange(14.0), np.arange(11.0), indexing="ij")
     scale = 0.1 if spherical else 5000.0
-    lon = (i + 0.15 * np.sin(0.7 * j)) * scale + (4.0 if spherical else 0.0)
-    lat = (j + 0.1 * np.cos(0.5 * i)) * scale * 0.5 + (60.0 if spherical else 0.0)
+    lon = (i + 0.15 * np.sin(0.7 * j) * (i > 0) * (i < 13)) * scale + (4.0 if spherical else 0.0)
+    lat = (j + 0.1 * np.cos(0.5 * i) * (j > 0) * (j < 10)) * scale * 0.5 + (60.0 if spherical else 0.0)
     points = np.stack([lon, lat], axis=-1).reshape(-1, 2)
     cells = quad_cells(i.shape)
     if triangles:
@@ -65,9 +65,9 @@ def seeds(field, n=300, seed=0):
     return np.column_stack([x, rng.uniform(0.0, 120.0, n)])
 
 
-def run(field, x, dtype, native, monkeypatch, t1=24 * 3600.0, dt=1800.0, **kwargs):
+def run(field, x, dtype, native, monkeypatch, t1=24 * 3600.0, dt=1800.0, boundary=None, **kwargs):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
-    track = fk.tracker.TrackRun(field, x, 0.0, t1, dt, fk.RK4(), None, 4, dtype=dtype, **kwargs)
+    track = fk.tracker.TrackRun(field, x, 0.0, t1, dt, fk.RK4(), boundary, 4, dtype=dtype, **kwargs)
     assert track._kwargs()["kernel"] == ("ocean" if native else None)
     return track.run()
 
@@ -88,20 +88,29 @@ def assert_same(native, reference, atol, depth_atol=1e-9):
         dict(spherical=False),
         dict(levels=1, triangles=True),
         dict(times=1, land=False),
+        dict(spherical=False, triangles=True, reflective=True),
     ],
-    ids=["quads", "triangles", "metres", "depth-averaged", "steady"],
+    ids=["quads", "triangles", "metres", "depth-averaged", "steady", "reflective"],
 )
 def test_the_kernel_tracks_as_the_jax_step(options, monkeypatch):
     """Positions to 1e-9 of a cell (float64), statuses and exit times alike; the flow carries
-    particles off the grid (`OUT_OF_DOMAIN`) and onto the island (`BEACHED`), seeds below the
-    floor start on it, and half of the seeds wait for their release."""
+    particles off the grid (`OUT_OF_DOMAIN`; with `fk.Reflective` walls on the grid's box, the
+    ends beyond the box mirrored back in, some onto the grid again) and onto the island
+    (`BEACHED`), seeds below the floor start on it, and half of the seeds wait for their release."""
+    reflective = options.pop("reflective", False)
     field = layered(**options)
     x = seeds(field)
     release = np.where(np.arange(len(x)) % 2 == 0, 0.0, 5 * 3600.0)
-    native, reference = (run(field, x, "float64", on, monkeypatch, t_release=release) for on in (True, False))
+    boundary = fk.Reflective(field.bounds) if reflective else None
+    native, reference = (
+        run(field, x, "float64", on, monkeypatch, t_release=release, boundary=boundary) for on in (True, False)
+    )
     cell = 0.1 if options.get("spherical", True) else 5000.0
     assert_same(native, reference, 1e-9 * cell)
     status = native.status
+    if reflective:  # the grid's edges are its box's: the walls turn back every end that left it
+        assert not np.any(status == fk.Status.OUT_OF_DOMAIN)
+        status = run(field, x, "float64", True, monkeypatch, t_release=release).status
     assert np.sum(status == fk.Status.OUT_OF_DOMAIN) > 5
     if options.get("land", True):
         assert np.sum(status == fk.Status.BEACHED) > 0
@@ -136,8 +145,9 @@ def test_the_kernels_declared_layout_is_the_seams():
 
 
 def test_the_kernel_takes_only_what_it_computes_alike():
-    """Tracers on a layered field under `fk.Open` with an explicit Runge–Kutta method, in the
-    field's precision, on CPUs; random walks, particle models, walls and GPUs take the JAX step."""
+    """Tracers on a layered field under `fk.Open` or `fk.Reflective` with an explicit Runge–Kutta
+    method, in the field's precision, on CPUs; random walks, particle models, other walls and
+    GPUs take the JAX step."""
     field = layered(dtype="float32")
     x = seeds(field, 8)
 
@@ -151,7 +161,8 @@ def test_the_kernel_takes_only_what_it_computes_alike():
     assert use(integrator=fk.Heun()) == "ocean"
     assert use(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)) is None
     assert use(particles=fk.particles.Aging()) is None
-    assert use(boundary=fk.Reflective(field.bounds)) is None
+    assert use(boundary=fk.Reflective(field.bounds)) == "ocean"
+    assert use(boundary=fk.Clamp(field.bounds)) is None
 
 
 @pytest.mark.skipif(not NORDIC.exists(), reason="../shared/data/ocean-real is not here")

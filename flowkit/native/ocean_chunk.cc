@@ -1,7 +1,10 @@
 // The ocean tracker's steps for a block of particles on a layered field (LayeredField: ROMS and
-// CROCO s-levels, TELEMAC planes, depth-averaged models): each particle carried through all the
-// steps of a save interval before the next one, so that its cell's columns stay in the core's
-// cache from stage to stage and step to step.
+// CROCO s-levels, TELEMAC planes, depth-averaged models): each group of 8 particles carried
+// through all the steps of a save interval before the next group, so that their cells' columns
+// stay in the core's cache from stage to stage and step to step. A group's arithmetic (the
+// stage points, the check of each hinted cell with Newton, the weights, the brackets and the
+// velocities) runs in vectors across its lanes; walks, bin searches, table reads and new
+// brackets go lane by lane. Only the particles that move in the call take lanes.
 //
 // The arithmetic is LayeredField's (flowkit/fields/layered.py) over its surface MeshField's
 // location (mesh.py, cells.py): the point's horizontal cell checked first (a triangle's
@@ -11,15 +14,18 @@
 // checked. The column is the cell's shape-function mean of its nodes' columns, linear in time
 // between slices; the velocity is linear in depth between the two levels around the point,
 // the nearest level's above the top and below the bottom one. Each particle carries the level
-// it found last: a stage checks that bracket (two levels) and counts every level only where it
-// no longer holds, or where a weight is negative (a point off its cell), so the count is the
-// JAX path's. Horizontal velocities are turned into degrees per second at the point's latitude
+// it found last: a stage checks that bracket (two levels) and finds it again only where it no
+// longer holds (by bisection of the column, or, where a weight is negative (a point off its
+// cell), by counting every level), so the bracket is the JAX path's count. Horizontal velocities are turned into degrees per second at the point's latitude
 // on a spherical field. After the stages the step's end is located, its depth kept between the
 // surface and the sea floor there, and the step finished as the JAX step finishes it under
-// `fk.Open`: an end off the mesh stops the row where its step began (OUT_OF_DOMAIN), an end
+// `fk.Open` (or `fk.Reflective`, whose box first mirrors an end that left it back in and
+// locates it again): an end off the mesh stops the row where its step began (OUT_OF_DOMAIN), an end
 // on land (the cell's interpolated mask at least 1/2) stops it there too (BEACHED), an end not
 // finite stops it (NONFINITE); the stopped rows' steps are returned in `stopped`. The status
-// codes come from Python's `flowkit._status.Status` as attributes.
+// codes come from Python's `flowkit._status.Status` as attributes. With `locate` the kernel
+// takes no step: it locates each row by its bin alone and settles its depth at `step_start[0]`
+// (the seeds, as LayeredField.settle_batch and locate_batch place points hinted nowhere).
 
 #include <algorithm>
 #include <cmath>
@@ -43,7 +49,7 @@ namespace {
   X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(nodes, s32)          \
   X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real) X(bin_inv_size, real)   \
   X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real) X(velocities, real)             \
-  X(floor, real) X(times, real) X(land, real)
+  X(floor, real) X(times, real) X(land, real) X(box, real)
 #define FLOWKIT_OCEAN_RESULTS(X) \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32)
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
@@ -87,6 +93,7 @@ struct Field {
   const T* times;       // (T,), or null for one slice
   int64_t n_times;
   const T* land;  // (P,), or null
+  const T* box;   // (2, dim): the walls of `fk.Reflective` (lo, hi), or null (`fk.Open`)
   int64_t points, levels;
   T tolerance, small;
   int newton_steps, walk_steps;
@@ -583,6 +590,38 @@ struct Codes {
   int32_t active, not_released, out_of_domain, beached, nonfinite;
 };
 
+// Lane g's step end mirrored into the box `box` (lo, hi) on every axis it left, as
+// `fk.Reflective` folds it (AbstractBox._fold: the distance travelled kept; inside the box no
+// coordinate changes); whether one did.
+template <typename T>
+inline bool reflect(const T* box, int dim, Group<T>& q, int g) {
+  bool moved = false;
+  for (int d = 0; d < dim; ++d) {
+    const T lo = box[d], hi = box[dim + d], v = q.y[d][g];
+    if (!(v < lo || v > hi)) continue;
+    const T length = hi - lo, twice = 2 * length;
+    T y = std::fmod(v - lo, twice);  // jnp.mod: the remainder takes the divisor's sign
+    if (y != 0 && (y < 0) != (twice < 0)) y += twice;
+    q.y[d][g] = lo + (y > length ? twice - y : y);
+    moved = true;
+  }
+  return moved;
+}
+
+// Lane g's end located again where a wall moved it (AbstractPointWalls.apply_batch), from the
+// place the integrator found, and its weights and cell there.
+template <typename T>
+inline void relocate(const Field<T>& f, Group<T>& q, int g) {
+  Place<T> at;
+  const T y[2] = {q.y[0][g], q.y[1][g]};
+  T point[2] = {q.spoint[0][g], q.spoint[1][g]}, coords[2] = {q.scoords[0][g], q.scoords[1][g]};
+  locate_point(f, y, &q.scell[g], point, coords, at);
+  q.found[g] = at.found;
+  for (int d = 0; d < 2; ++d) q.spoint[d][g] = point[d], q.scoords[d][g] = coords[d];
+  read_cell(f, q, g, q.scell[g]);
+  for (int i = 0; i < 4; ++i) q.w[i][g] = i < at.count ? at.w[i] : T(0);
+}
+
 // What every group's steps share: the field, the codes, the tableau and the steps' times.
 template <typename T>
 struct Steps {
@@ -638,6 +677,7 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
       if (!q.moving[g]) continue;
       bool finite = true;
       for (int d = 0; d < dim; ++d) finite &= std::isfinite(q.y[d][g]);
+      if (f.box != nullptr && reflect(f.box, dim, q, g)) relocate(f, q, g);
       T wet = T(0);
       for (int i = 0; i < 4; ++i) wet += q.w[i][g] * q.land[i][g];
       const int32_t code = !finite ? codes.nonfinite : !q.found[g] ? codes.out_of_domain
@@ -704,6 +744,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
                    in_times.element_count() > 0 ? in_times.typed_data() : nullptr,
                    static_cast<int64_t>(in_times.element_count()),
                    in_land.element_count() > 0 ? in_land.typed_data() : nullptr,
+                   in_box.element_count() > 0 ? in_box.typed_data() : nullptr,
                    depth_dims[1],
                    depth_dims[2],
                    static_cast<T>(tolerance),

@@ -1,12 +1,13 @@
 """The CPU ocean kernel (`flowkit.native`, `ocean_chunk.cc`) as the seam (`tracker.seam`) calls
 it: what it takes, its declared interface (`OCEAN`), its inputs.
 
-The kernel carries each particle of a block through all of a save interval's steps before the
-next one, on a `LayeredField` (ROMS and CROCO s-levels, TELEMAC planes, depth-averaged models):
-its horizontal cell located from its hint, its column's bracket of levels carried from stage to
-stage, the step's end kept in the water and finished as the JAX step finishes it under
-`fk.Open` (off the mesh: `OUT_OF_DOMAIN`; on land: `BEACHED`; not finite: `NONFINITE`; each
-stopped where its step began).
+The kernel carries each group of 8 particles of a block through all of a save interval's steps
+before the next group, its arithmetic in vectors across the group, on a `LayeredField` (ROMS
+and CROCO s-levels, TELEMAC planes, depth-averaged models): each particle's horizontal cell
+located from its hint, its column's bracket of levels carried from stage to stage, the step's
+end kept in the water and finished as the JAX step finishes it under `fk.Open` (off the mesh:
+`OUT_OF_DOMAIN`; on land: `BEACHED`; not finite: `NONFINITE`; each stopped where its step
+began). It also locates and settles the seeds (`kernel_located`).
 """
 
 from typing import NamedTuple, cast
@@ -18,7 +19,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int32
 
 from .._status import Status
-from ..boundaries.box import Open
+from ..boundaries.box import Open, Reflective
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.layered import LayeredField
@@ -60,6 +61,8 @@ class OceanInputs(NamedTuple):
     floor: Float[Array, "T P 1"]
     times: Float[Array, " T_or_none"]
     land: Float[Array, " P_or_none"]
+    box: Float[Array, "2_or_none dim"]
+    """`fk.Reflective`'s box (lo, hi); empty under `fk.Open`."""
 
 
 class OceanResults(NamedTuple):
@@ -95,8 +98,9 @@ def takes(pieces: RunPieces, dtype) -> bool:
     """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
     the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta
     method on a `LayeredField` over triangles and quadrilaterals stored in the positions'
-    precision, with no walls (`fk.Open`, the boundary of ocean data on the sphere). Anything
-    else takes the JAX step."""
+    precision, with no walls (`fk.Open`, the boundary of ocean data on the sphere) or the
+    reflecting walls of its box (`fk.Reflective`, the boundary of a projected model's data).
+    Anything else takes the JAX step."""
     field = pieces.field
     if type(field) is not LayeredField:
         return False
@@ -109,7 +113,7 @@ def takes(pieces: RunPieces, dtype) -> bool:
         and isinstance(pieces.integrator, AbstractRungeKutta)
         and not pieces.integrator.stochastic
         and is_tracer(pieces.particles)
-        and isinstance(pieces.boundary, Open)
+        and (isinstance(pieces.boundary, Open) or type(pieces.boundary) is Reflective)
     )
 
 
@@ -175,7 +179,7 @@ def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
 def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
     """A block's rows, its steps' times and the field's tables as the kernel reads them."""
     field = cast(LayeredField, pieces.field)
-    surface, hint, dtype = field.surface, rows.hint, rows.x.dtype
+    surface, hint, x, dtype = field.surface, rows.hint, rows.x, rows.x.dtype
     none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
     return OceanInputs(
         x=rows.x,
@@ -202,6 +206,9 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
         floor=field.floor,
         times=field.times if field.times is not None else none(dtype),
         land=field.land.astype(dtype) if field.land is not None else none(dtype),
+        box=jnp.stack(pieces.boundary.bounds).astype(dtype)
+        if isinstance(pieces.boundary, Reflective)
+        else jnp.zeros((0, x.shape[1]), dtype),
     )
 
 
