@@ -18,11 +18,17 @@ Cartesian run: `x`, `y`, `nv` from 1, `siglay`/`siglev`, `h`, `zeta`, `u`, `v`, 
 elements, `time` in days with `Itime`/`Itime2`): 31 x 21 nodes 100 m apart, the same cellular
 flow at the element centres, read by OceanTracker's `FVCOMreader`.
 
+`--throughput-particles N` also times both trackers on N seeds (float32, as the files are):
+flowkit's whole compiled `fk.track` calls (the best of three), beside OceanTracker's marginal
+rate, `(N - N/10) x steps / (wall(N) - wall(N/10))` over its whole runs of N/10 and N seeds, so
+that its numba compile and set-up, the same in both, drop out (as `ocean_models.py` measures it
+on ROMS), and the CPU kernel that took flowkit's steps.
+
 OceanTracker is not a dependency of flowkit: `--oceantracker-python` names an interpreter of an
 environment with it (`python -m venv ot && ot/bin/pip install oceantracker exceptiongroup`).
 
     python benchmarks/schism_oceantracker.py --oceantracker-python ot/bin/python [--model fvcom]
-        [--particles 500]
+        [--particles 500] [--throughput-particles 100000]
 """
 
 import argparse
@@ -158,12 +164,53 @@ def _velocity_files(folder: Path) -> None:
     )
 
 
+def _oceantracker(args, work: Path, folder: Path, reader: str, mask: str, points: np.ndarray, duration: float):
+    """OceanTracker's run of `points` on the files of `folder`: its final positions, statuses and wall time."""
+    request, answer, script = work / "request.json", work / "answer.json", work / "run_ot.py"
+    given = dict(dt=args.dt, duration=duration, input=str(folder), reader=reader, mask=mask)
+    request.write_text(json.dumps({**given, "out": str(work / "ot"), "points": points.tolist()}))
+    script.write_text(OCEANTRACKER)
+    subprocess.run([args.oceantracker_python, str(script), str(request), str(answer)], check=True, cwd=work)
+    return json.loads(answer.read_text())
+
+
+def _throughput(args, work: Path, folder: Path, reader: str, mask: str, seeds: np.ndarray, duration: float) -> None:
+    """flowkit's whole calls and OceanTracker's marginal rate on `--throughput-particles` seeds."""
+    n, steps = args.throughput_particles, round(duration / args.dt)
+    field = fk.io.read(str(folder / mask))
+    many = np.resize(seeds, (n, 2))
+    run = dict(save_every=steps)
+    pieces = fk.tracker.TrackRun(field, many, 0.0, duration, args.dt).pieces
+    kernel = fk.tracker.kernels.kernel_use(pieces, "float32", "cpu")
+    fk.track(field, many, 0.0, duration, args.dt, **run)  # compiled for this shape
+    best = min(_seconds(lambda: fk.track(field, many, 0.0, duration, args.dt, **run)) for _ in range(3))
+    ours = n * steps / best
+    counts = (n // 10, n)
+    walls = []
+    for count in counts:
+        points = np.column_stack([many[:count], np.full(count, -0.01)])
+        walls.append(_oceantracker(args, work, folder, reader, mask, points, duration)["wall"])
+    theirs = (counts[1] - counts[0]) * steps / (walls[1] - walls[0])
+    print(
+        f"throughput, {n} particles x {steps} steps: flowkit {ours / 1e6:.2f} M particle-steps/s (whole calls, "
+        f"{kernel or 'JAX'} step); OceanTracker {theirs / 1e6:.2f} M/s (marginal, {counts[0]} -> {counts[1]} "
+        f"particles: {walls[0]:.1f} -> {walls[1]:.1f} s) -> flowkit {ours / theirs:.1f}x"
+    )
+
+
+def _seconds(call) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--oceantracker-python", required=True)
     parser.add_argument("--model", choices=["schism", "fvcom"], default="schism")
     parser.add_argument("--particles", type=int, default=500)
     parser.add_argument("--dt", type=float, default=60.0)
+    parser.add_argument("--throughput-particles", type=int, default=0)
     args = parser.parse_args()
     duration = 5400.0
     with tempfile.TemporaryDirectory() as work:
@@ -181,25 +228,9 @@ def main():
         traj = fk.track(field, seeds, 0.0, duration, args.dt, save_every=int(duration / args.dt), dtype="float64")
         track_s = time.perf_counter() - start
         points = np.column_stack([seeds, np.full(len(seeds), -0.01)])  # OceanTracker: z up from mean sea level
-        request = Path(work) / "request.json"
-        request.write_text(
-            json.dumps(
-                {
-                    "out": str(Path(work) / "ot"),
-                    "dt": args.dt,
-                    "duration": duration,
-                    "input": str(folder),
-                    "points": points.tolist(),
-                    "reader": reader,
-                    "mask": mask,
-                }
-            )
-        )
-        script = Path(work) / "run_ot.py"
-        script.write_text(OCEANTRACKER)
-        answer = Path(work) / "answer.json"
-        subprocess.run([args.oceantracker_python, str(script), str(request), str(answer)], check=True, cwd=work)
-        ot = json.loads(answer.read_text())
+        ot = _oceantracker(args, Path(work), folder, reader, mask, points, duration)
+        if args.throughput_particles:
+            _throughput(args, Path(work), folder, reader, mask, seeds, duration)
     ours = traj.positions[-1, :, :2]
     theirs = np.asarray(ot["x"])[:, :2]
     active = (traj.status[-1] == fk.Status.ACTIVE) & np.all(np.isfinite(theirs), axis=1)
