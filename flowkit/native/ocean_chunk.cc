@@ -24,8 +24,9 @@
 // on land (the cell's interpolated mask at least 1/2) stops it there too (BEACHED), an end not
 // finite stops it (NONFINITE); the stopped rows' steps are returned in `stopped`. The status
 // codes come from Python's `flowkit._status.Status` as attributes. With `locate` the kernel
-// takes no step: it locates each row by its bin alone and settles its depth at `step_start[0]`
-// (the seeds, as LayeredField.settle_batch and locate_batch place points hinted nowhere).
+// takes no step: it locates each row from the cell guessed for it (a grid's index lookup; -1:
+// by its bin alone) and settles its depth at `step_start[0]` (the seeds, as
+// LayeredField.settle_batch and locate_batch place points hinted nowhere).
 
 #include <algorithm>
 #include <cmath>
@@ -125,7 +126,7 @@ inline void linear(const T* row, const T d[2], T out[2]) {
 // the cell's linear map, else from the centre's linearisation (MeshField._coords), and stops
 // on the update rule of cells.newton_coords.
 template <typename T>
-inline bool check(const Field<T>& f, int32_t cell, const T y[2], bool warm, const T point[2], const T coords[2],
+__attribute__((noinline)) bool check(const Field<T>& f, int32_t cell, const T y[2], bool warm, const T point[2], const T coords[2],
                   T xi[2], int* face) {
   const T* row = f.map + cell * f.map_cols;
   T v[4];
@@ -183,7 +184,7 @@ inline bool check(const Field<T>& f, int32_t cell, const T y[2], bool warm, cons
 
 // The first cell of y's bin that holds it (MeshField._walk_and_search's search).
 template <typename T>
-inline bool search(const Field<T>& f, const T y[2], int32_t* cell, T xi[2]) {
+__attribute__((noinline)) bool search(const Field<T>& f, const T y[2], int32_t* cell, T xi[2]) {
   int64_t bin = 0;
   for (int a = 0; a < 2; ++a) {
     const T s = (y[a] - f.bin_origin[a]) * f.bin_inv_size[a];
@@ -225,7 +226,7 @@ inline void weigh(const Field<T>& f, Place<T>& at) {
 // Not found: the last cell the walk checked (or the hinted one at the mesh's edge) and y's
 // coordinates there, from which values are extrapolated.
 template <typename T>
-inline void walk(const Field<T>& f, const T y[2], bool known, int face, Place<T>& at) {
+__attribute__((noinline)) void walk(const Field<T>& f, const T y[2], bool known, int face, Place<T>& at) {
   int32_t next = known && f.walk_steps > 0 ? f.neighbours[at.cell * f.faces + face] : -1;
   for (int s = 0; next >= 0 && s < f.walk_steps && !at.found; ++s) {
     at.cell = next;
@@ -241,7 +242,7 @@ inline void walk(const Field<T>& f, const T y[2], bool known, int face, Place<T>
 // y located from its hint (`cell`, `point`, `coords`; MeshField.locate): nothing to do at the
 // hinted point itself; else the hinted cell, then `walk`. The hint becomes y's, and `at` its place.
 template <typename T>
-inline void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
+__attribute__((noinline)) void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
   at.found = false;
   if (*cell >= 0 && y[0] == point[0] && y[1] == point[1]) {
     at.found = true, at.cell = *cell, at.xi[0] = coords[0], at.xi[1] = coords[1];
@@ -297,7 +298,7 @@ struct Rows {
 // clipped to 1..K-1): by bisection where every weight is positive (the column then increases
 // downward), else by counting every level as the JAX path does (a point off its cell).
 template <typename T>
-inline int32_t levels_above(const Field<T>& f, const Place<T>& at, When<T> when, T z) {
+__attribute__((noinline)) int32_t levels_above(const Field<T>& f, const Place<T>& at, When<T> when, T z) {
   const Rows<T> depths(f.depths, f.points * f.levels, 1, f.levels, at, when, f.times == nullptr);
   bool positive = true;
   for (int i = 0; i < at.count; ++i) positive &= at.w[i] >= 0;
@@ -486,7 +487,7 @@ inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kL
 }
 
 // The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
-// their hinted cells by `check_lanes`; elsewhere lane by lane (`locate_point`: the walk, the bins).
+// their hinted cells by `check_lanes`; elsewhere lane by lane (`walk`: the walk, the bins).
 // Then their nodes' weights.
 template <typename T>
 inline void place(const Field<T>& f, Group<T>& q, bool quads) {
@@ -611,7 +612,7 @@ inline bool reflect(const T* box, int dim, Group<T>& q, int g) {
 // Lane g's end located again where a wall moved it (AbstractPointWalls.apply_batch), from the
 // place the integrator found, and its weights and cell there.
 template <typename T>
-inline void relocate(const Field<T>& f, Group<T>& q, int g) {
+__attribute__((noinline)) void relocate(const Field<T>& f, Group<T>& q, int g) {
   Place<T> at;
   const T y[2] = {q.y[0][g], q.y[1][g]};
   T point[2] = {q.spoint[0][g], q.spoint[1][g]}, coords[2] = {q.scoords[0][g], q.scoords[1][g]};
@@ -796,14 +797,22 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     for (int64_t p = 0; p < n; ++p) {
       T y[3], point[2] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::quiet_NaN()}, coords[2] = {};
       for (int d = 0; d < dim; ++d) y[d] = x0[dim * p + d];
-      int32_t cell = -1;
-      Place<T> at;
-      locate_point(f, y, &cell, point, coords, at);
-      if (dim == 3 && at.found)
-        y[2] = clip(y[2], T(0), Rows<T>(f.floor, f.points, 1, 1, at, start, f.times == nullptr)(0, start.wt));
+      Place<T> at{cell0[p], {}, false, 0, {}, {}};
+      if (at.cell >= 0) {  // a guessed cell (a grid's index lookup): checked, then the walk and the bins
+        int32_t cell = at.cell;
+        locate_point(f, y, &cell, point, coords, at);
+      } else {
+        at.found = search(f, y, &at.cell, at.xi);
+      }
+      if (at.found) {
+        weigh(f, at);
+        point[0] = y[0], point[1] = y[1], coords[0] = at.xi[0], coords[1] = at.xi[1];
+        if (dim == 3)
+          y[2] = clip(y[2], T(0), Rows<T>(f.floor, f.points, 1, 1, at, start, f.times == nullptr)(0, start.wt));
+      }
       for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = y[d];
-      for (int d = 0; d < 2; ++d) point_out[2 * p + d] = point[d], coords_out[2 * p + d] = at.found ? coords[d] : T(0);
-      out_cell->typed_data()[p] = at.found ? cell : -1;
+      for (int d = 0; d < 2; ++d) point_out[2 * p + d] = point[d], coords_out[2 * p + d] = coords[d];
+      out_cell->typed_data()[p] = at.found ? at.cell : -1;
       out_status->typed_data()[p] = status0[p];
       out_stopped->typed_data()[p] = -1;
     }
