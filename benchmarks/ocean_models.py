@@ -20,7 +20,10 @@ made here (`staggered_copy`: u, v and psi trimmed to their sizes, their coordina
 from the rho points'), and flowkit is timed on the same copy. OceanTracker's rate is its
 marginal one, `(N2 - N1) x steps / (wall(N2) - wall(N1))` over whole runs of N1 = a tenth of
 and N2 = `--throughput-particles` seeds (its particles released), so that its numba compile and
-set-up, the same in both, drop out; flowkit's is of whole compiled `fk.track` calls.
+set-up, the same in both, drop out; flowkit's is of whole compiled `fk.track` calls. The
+positions are compared too: `--particles` seeds in cells whose neighbours are all water (every
+one released by OceanTracker, so that its particles match the seeds in order), the median and
+90th percentile distance between the two trackers' final positions of those moving in both.
 
     python benchmarks/ocean_models.py --opendrift-python od/bin/python [--oceantracker-python ot/bin/python]
         [--file Nordic_subset.nc]
@@ -96,18 +99,23 @@ from oceantracker.read_output.python import load_output_files
 args = json.load(open(sys.argv[1]))
 ot = OceanTracker()
 ot.settings(root_output_dir=args["out"], output_file_base="roms", time_step=args["dt"], use_dispersion=False,
-            write_tracks=False, max_run_duration=args["duration"], use_A_Z_profile=False, display_grid_at_start=False,
-            screen_output_time_interval=1e9)
+            write_tracks=args["tracks"], max_run_duration=args["duration"], use_A_Z_profile=False,
+            display_grid_at_start=False, screen_output_time_interval=1e9)
 ot.add_class("reader", class_name="ROMSreader", input_dir=args["input"], file_mask=args["mask"])
 ot.add_class("release_groups", name="seeds", class_name="PointRelease", points=args["points"], pulse_size=1,
              release_interval=0)
+if args["tracks"]:
+    ot.add_class("tracks_writer", update_interval=args["duration"], turn_on_write_particle_properties_list=["status"])
 start = time.perf_counter()
 case = ot.run()
 wall = time.perf_counter() - start
 info = load_output_files.read_case_info_file(case)
 import oceantracker
-json.dump({"wall": wall, "released": info["run_info"]["number_particles_released"],
-           "version": oceantracker.__version__}, open(sys.argv[2], "w"))
+out = {"wall": wall, "released": info["run_info"]["number_particles_released"], "version": oceantracker.__version__}
+if args["tracks"]:
+    tracks = load_output_files.load_track_data(case)
+    out.update(x=tracks["x"][-1].tolist(), status=tracks["status"][-1].tolist())
+json.dump(out, open(sys.argv[2], "w"))
 """
 
 
@@ -140,24 +148,33 @@ def _around(rho: np.ndarray, axes: tuple, product: bool) -> np.ndarray:
     return np.prod(corners, axis=0) if product else np.mean(corners, axis=0)
 
 
-def oceantracker_runs(python: str, file: Path, seeds: np.ndarray, hours: int, dt: float, folder: Path) -> dict:
-    """OceanTracker's whole run (wall seconds, particles released, version) from `seeds`."""
+def oceantracker_runs(
+    python: str, file: Path, seeds: np.ndarray, hours: int, dt: float, folder: Path, tracks: bool = False
+) -> dict:
+    """OceanTracker's whole run (wall seconds, particles released, version; with `tracks` each
+    particle's final position and status, in release order) from `seeds`."""
     script, given, result = folder / "ot.py", folder / "ot_in.json", folder / "ot_out.json"
     script.write_text(OCEANTRACKER)
     points = seeds[:, :2].tolist()
-    spec = dict(out=str(folder / "ot"), dt=dt, duration=hours * 3600.0, input=str(file.parent), mask=file.name)
+    spec = dict(
+        out=str(folder / "ot"), dt=dt, duration=hours * 3600.0, input=str(file.parent), mask=file.name, tracks=tracks
+    )
     given.write_text(json.dumps({**spec, "points": points}))
     subprocess.run([python, str(script), str(given), str(result)], check=True, capture_output=True)
     return json.loads(result.read_text())
 
 
-def seeds_in_water(path: Path, n: int, seed: int = 0) -> np.ndarray:
-    """`n` surface seeds at random places inside the grid's water cells."""
+def seeds_in_water(path: Path, n: int, seed: int = 0, margin: int = 0) -> np.ndarray:
+    """`n` surface seeds at random places inside the grid's water cells (with `margin`, cells
+    whose neighbours that far are water too)."""
     import xarray as xr
+    from scipy import ndimage
 
     ds = xr.open_dataset(path)
     rng = np.random.default_rng(seed)
     mask = ds.mask_rho.values
+    if margin:
+        mask = ndimage.binary_erosion(mask > 0, np.ones((3, 3)), iterations=margin).astype(mask.dtype)
     wet = np.argwhere((mask[:-1, :-1] + mask[1:, 1:] + mask[1:, :-1] + mask[:-1, 1:]) == 4)
     pick = wet[rng.integers(0, len(wet), n)]
     a, b = rng.uniform(0.1, 0.9, (2, n))
@@ -336,6 +353,18 @@ def main():
     print(json.dumps(report))
 
 
+def _agreement(ours, seeds: np.ndarray, theirs: dict) -> dict:
+    """The distance between flowkit's and OceanTracker's final positions of the particles moving
+    in both (OceanTracker's status 10), matched in release order (it released every seed)."""
+    if theirs["released"] != len(seeds):
+        raise RuntimeError(f"OceanTracker released {theirs['released']} of {len(seeds)} seeds: cannot match them")
+    x, moving = np.asarray(theirs["x"])[:, :2], np.asarray(theirs["status"]) == 10
+    both = moving & (ours.status[-1] == fk.Status.ACTIVE)
+    final = ours.positions[-1]
+    gap = distance_m(final[both, 0], final[both, 1], x[both, 0], x[both, 1])
+    return {"both_active": int(both.sum()), "median": float(np.median(gap)), "p90": float(np.percentile(gap, 90))}
+
+
 def beside_oceantracker(args, steps: int, run: dict) -> dict:
     """OceanTracker's marginal rate and flowkit's whole calls on the staggered copy of the file."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -349,13 +378,23 @@ def beside_oceantracker(args, steps: int, run: dict) -> dict:
         field = fk.io.read(copy)
         fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)  # compiled for this shape
         best = min(_seconds(lambda: fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)) for _ in range(3))
+        # the agreement: seeds in cells whose neighbours are all water, which OceanTracker releases every one of
+        inner = seeds_in_water(copy, args.particles, seed=1, margin=1)
+        theirs = oceantracker_runs(python, copy, inner, args.hours, args.dt, folder, tracks=True)
+        ours = fk.track(field, inner, 0.0, steps * args.dt, args.dt, **run)
+    gap = _agreement(ours, inner, theirs)
     rate = counts[1] * steps / best
     print(
         f"OceanTracker {runs[1]['version']} on the staggered copy: {ot_rate / 1e6:.2f} M particle-steps/s (marginal, "
         f"{runs[0]['released']} -> {runs[1]['released']} particles: {runs[0]['wall']:.1f} -> {runs[1]['wall']:.1f} s); "
         f"flowkit {rate / 1e6:.2f} M/s (whole calls) -> {rate / ot_rate:.2f}x"
     )
+    print(
+        f"final positions beside OceanTracker's, {gap['both_active']} of {args.particles} particles moving in both: "
+        f"median {gap['median']:.0f} m, 90th percentile {gap['p90']:.0f} m (grid 4 km)"
+    )
     return {
+        "agreement_m": gap,
         "version": runs[1]["version"],
         "particle_steps_per_s": ot_rate,
         "walls": [r["wall"] for r in runs],

@@ -289,7 +289,7 @@ def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h, b
         release=release,
         step_start=t.astype(dtype),
         step_length=h.astype(dtype),
-        tableau=jnp.asarray(_tableau(cast(AbstractRungeKutta, pieces.integrator).tableau), dtype),
+        tableau=seam.tableau_rows(pieces.integrator, dtype),
         affine_map=field.affine_map,
         nodes=field.nodes,
         kind_of_cell=field.kind_of_cell if field.kind_of_cell is not None else none(),
@@ -393,18 +393,6 @@ def _face_table(pieces: RunPieces, dtype) -> tuple:
         index, rows = boundary.kernel_faces
         return index, rows.astype(dtype).reshape(-1)
     return jnp.zeros(0, jnp.int32), jnp.zeros(0, dtype)
-
-
-def _tableau(tableau) -> np.ndarray:
-    """`(rows, rows + 1)`: the stage matrix with the weights as its last row, the nodes (1 for
-    the end point) as the last column: one row per point the kernel locates."""
-    stages = tableau.b.shape[0]
-    table = np.zeros((stages + 1, stages + 2))
-    table[:stages, :stages] = tableau.a
-    table[stages, :stages] = tableau.b
-    table[:stages, -1] = tableau.c
-    table[stages, -1] = 1.0
-    return table
 
 
 MESH = seam.Kernel(

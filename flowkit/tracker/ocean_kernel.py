@@ -26,7 +26,6 @@ from ..fields.layered import LayeredField
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
 from . import seam
-from .mesh_kernel import _tableau
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import is_due, step_times
 
@@ -190,7 +189,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
         release=release,
         step_start=t.astype(dtype),
         step_length=h.astype(dtype),
-        tableau=jnp.asarray(_tableau(cast(AbstractRungeKutta, pieces.integrator).tableau), dtype),
+        tableau=seam.tableau_rows(pieces.integrator, dtype),
         affine_map=surface.affine_map,
         nodes=surface.nodes,
         kind_of_cell=surface.kind_of_cell if surface.kind_of_cell is not None else none(),

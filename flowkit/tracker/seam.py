@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import native
 
@@ -115,3 +116,17 @@ def code(kernel: Kernel, part: str, name: str) -> int:
     """The built kernel's own code of `name` in its vocabulary `part` (`kinds`, `walls`, `inlets`)."""
     entry = getattr(native.layout(kernel.name), part)[name]
     return entry[0] if isinstance(entry, tuple) else entry
+
+
+def tableau_rows(integrator, dtype) -> jax.Array:
+    """An explicit Runge–Kutta `integrator`'s tableau as the kernels read it, `(rows, rows + 1)`
+    in `dtype`: the stage matrix with the weights as its last row, the nodes (1 for the end
+    point) as the last column: one row per point a kernel locates."""
+    tableau = integrator.tableau
+    stages = tableau.b.shape[0]
+    table = np.zeros((stages + 1, stages + 2))
+    table[:stages, :stages] = tableau.a
+    table[stages, :stages] = tableau.b
+    table[:stages, -1] = tableau.c
+    table[stages, -1] = 1.0
+    return jnp.asarray(table, dtype)
