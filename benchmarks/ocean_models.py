@@ -122,7 +122,9 @@ json.dump(out, open(sys.argv[2], "w"))
 def staggered_copy(path: Path, folder: Path) -> Path:
     """A copy of a ROMS file whose grids all have the rho points' size (OpenDrift's subset) with
     u, v and psi trimmed to a C-grid's sizes, their coordinates the means of the rho points
-    around them and their masks the products of the rho masks (OceanTracker's reader needs them)."""
+    around them and their masks the products of the rho masks (OceanTracker's reader needs them),
+    and the grid's `angle` 0: OceanTracker's `ROMSreader` does not turn u and v by it (44° on
+    the Nordic grid), so flowkit reads them unturned too and both step the same velocities."""
     import xarray as xr
 
     with xr.open_dataset(path, decode_times=False) as ds:
@@ -130,6 +132,8 @@ def staggered_copy(path: Path, folder: Path) -> Path:
         rho = {name: ds[f"{name}_rho"].values for name in ("lon", "lat", "mask")}
     for v in copy.variables.values():
         v.encoding = {}  # the source's packing, wrong for the new values
+    if "angle" in copy:  # OceanTracker's reader takes u and v as east and north: both trackers step those
+        copy["angle"] = copy["angle"] * 0.0
     for name, r in rho.items():
         copy[f"{name}_psi"] = (("eta_psi", "xi_psi"), _around(r, (0, 1), name == "mask"))
         copy[f"{name}_u"] = (("eta_u", "xi_u"), _around(r, (1,), name == "mask"))
