@@ -6,6 +6,7 @@ wait for their release, in float64 and float32."""
 import jax
 import numpy as np
 import pytest
+from helpers import advance_without_host_traffic
 from test_vtk import SHARED
 
 import flowkit as fk
@@ -116,6 +117,20 @@ def test_the_kernel_tracks_as_the_jax_step(options, monkeypatch):
         assert np.sum(status == fk.Status.BEACHED) > 0
     moved = np.linalg.norm(native.positions[-1, :, :2] - x[:, :2], axis=1)
     assert np.median(moved) > 0.5 * cell
+
+
+def test_the_kernels_chunks_move_nothing_between_host_and_device(monkeypatch):
+    """The chunks the kernel steps run with host<->device transfers disallowed, and another
+    batch of the same shape compiles nothing."""
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1")
+    field = layered(dtype="float32")
+    run = fk.tracker.TrackRun(field, seeds(field, 64), 0.0, 24 * 3600.0, 1800.0, fk.RK4(), None, 4)
+    assert run._kwargs()["kernel"] == "ocean"
+    before, frames = advance_without_host_traffic(run, chunks=3)
+    assert np.all(np.isfinite(np.asarray(frames.positions)))
+    again = fk.tracker.TrackRun(field, seeds(field, 64, seed=1), 0.0, 24 * 3600.0, 1800.0, fk.RK4(), None, 4)
+    again.compile()
+    assert fk.tracker.compile_count() == before
 
 
 def test_float32_fields_track_as_the_jax_step(monkeypatch):
