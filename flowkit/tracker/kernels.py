@@ -1,6 +1,7 @@
 """Which CPU kernel takes a run's steps: one decision over every kernel flowkit builds."""
 
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from .. import native
 from .mesh_kernel import MESH
@@ -12,7 +13,7 @@ KERNELS: dict[str, Kernel] = {kernel.name: kernel for kernel in (MESH, OCEAN)}
 """Every kernel, by name: the mesh tracker's and the ocean tracker's."""
 
 
-def kernel_use(pieces: RunPieces, dtype, platform: str) -> str | None:
+def kernel_use(pieces: RunPieces, dtype: DTypeLike, platform: str) -> str | None:
     """The name of the kernel that takes the steps of this run, with positions of `dtype` on
     devices of `platform`, or None (the JAX step): on CPUs, with the kernels built and switched
     on (`flowkit.native.built()`), the first kernel that `takes` the run. A GPU runs the JAX step."""

@@ -142,7 +142,7 @@ class KernelAttrs(NamedTuple):
     """1: no steps; each row's first hint by its bin's search alone (`kernel_located`)."""
 
 
-def takes(pieces: RunPieces, dtype) -> bool:
+def takes(pieces: RunPieces, dtype: np.dtype) -> bool:
     """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
     the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta method on
     a 3-D `MeshField` of point data stored in the positions' precision, with no walls
@@ -237,7 +237,7 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
 
 
 def kernel_located(
-    pieces: RunPieces, t0, x: Float[Array, "n 3"]
+    pieces: RunPieces, t0: Float[Array, ""], x: Float[Array, "n 3"]
 ) -> tuple[Float[Array, "n 3"], Hints, Bool[Array, " n"]]:
     """The seeds `x` (a mesh settles nothing at `t0`), each located by its bin's search alone, as
     `MeshField.locate_batch` locates points hinted nowhere: `(x, hints (exact), inside)`, by the

@@ -93,7 +93,7 @@ class OceanAttrs(NamedTuple):
     """1: no steps; each row located by its bin's search alone and its depth settled (`kernel_located`)."""
 
 
-def takes(pieces: RunPieces, dtype) -> bool:
+def takes(pieces: RunPieces, dtype: np.dtype) -> bool:
     """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
     the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta
     method on a `LayeredField` over triangles and quadrilaterals stored in the positions'
@@ -149,16 +149,18 @@ def kernel_steps(
 
 
 def kernel_located(
-    pieces: RunPieces, t0, x: Float[Array, "n dim"]
+    pieces: RunPieces, t0: Float[Array, ""], x: Float[Array, "n dim"]
 ) -> tuple[Float[Array, "n dim"], Hints, Bool[Array, " n"]]:
-    """The seeds `x` located by their bins' search alone and kept in the water at `t0`, as
-    `LayeredField.settle_batch` and `locate_batch` place points hinted nowhere: `(x, hints
-    (exact), inside)`, by the kernel's search, so that the seeds' program compiles no JAX
-    location at all."""
-    n, dtype = x.shape[0], x.dtype
-    rows = Rows(
-        x, jnp.zeros(n, jnp.int32), jnp.zeros(n, dtype), pieces.field.hints(n, dtype), {}, jnp.zeros(n, jnp.int32)
-    )
+    """The seeds `x` located and kept in the water at `t0`, as `LayeredField.settle_batch` and
+    `locate_batch` place points hinted nowhere (from the cell a grid's index lookup guesses,
+    else by their bins): `(x, hints (exact), inside)`, by the kernel's walk and search, so that
+    the seeds' program compiles no JAX location at all."""
+    n, dtype, surface = x.shape[0], x.dtype, cast(LayeredField, pieces.field).surface
+    hint = surface.hints(n, dtype)
+    if surface.lookup is not None:  # a grid's index lookup guesses each seed's cell
+        hint = eqx.tree_at(lambda h: h.cell, hint, surface.lookup.cells(x[:, :2]))
+    never = jnp.zeros(n, jnp.int32)
+    rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never)
     start = jnp.reshape(jnp.asarray(t0, dtype), (1,))
     out = _call(
         _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype)),

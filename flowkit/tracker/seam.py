@@ -15,12 +15,15 @@ layout.
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from .. import native
+from ..integrators.runge_kutta import AbstractRungeKutta
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ def registered(kernel: Kernel) -> bool:
     return True
 
 
-def call(kernel: Kernel, inputs, attrs, shapes):
+def call(kernel: Kernel, inputs: Any, attrs: Any, shapes: Any) -> Any:
     """`kernel`'s results (a `kernel.results`) for `inputs` and `attrs`, `shapes` the results'
     `jax.ShapeDtypeStruct`s; the target of the positions' precision (`inputs.x`)."""
     target = native.target(kernel.name, jnp.dtype(inputs.x.dtype).name)
@@ -118,7 +121,7 @@ def code(kernel: Kernel, part: str, name: str) -> int:
     return entry[0] if isinstance(entry, tuple) else entry
 
 
-def tableau_rows(integrator, dtype) -> jax.Array:
+def tableau_rows(integrator: AbstractRungeKutta, dtype: DTypeLike) -> jax.Array:
     """An explicit Runge–Kutta `integrator`'s tableau as the kernels read it, `(rows, rows + 1)`
     in `dtype`: the stage matrix with the weights as its last row, the nodes (1 for the end
     point) as the last column: one row per point a kernel locates."""
