@@ -3,6 +3,7 @@ layered fields on curvilinear quadrilaterals and on triangles, in degrees and in
 levels or depth-averaged, time series, land, particles that leave the grid or beach, seeds that
 wait for their release, in float64 and float32."""
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -157,6 +158,28 @@ def test_the_kernels_declared_layout_is_the_seams():
     )
     found = seam.mismatches(OCEAN, older)
     assert [line.split(":")[0] for line in found] == ["inputs", "attrs", "map_columns"]
+
+
+def test_the_kernel_refuses_tables_that_do_not_match(monkeypatch):
+    """Tables of other shapes than the columns' (a land mask of another mesh, velocities of
+    other levels) are refused by the kernel, naming them, instead of read past their ends."""
+    import jax.numpy as jnp
+
+    from flowkit.tracker import ocean_kernel
+
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1")
+    field = layered(dtype="float32")
+    x = jnp.asarray(seeds(field, 8), jnp.float32)
+    pieces = fk.tracker.TrackRun(field, np.asarray(x), 0.0, 3600.0, 600.0).pieces
+    assert kernels.kernel_use(pieces, "float32", "cpu") == "ocean"
+
+    @jax.jit
+    def located(land):
+        return ocean_kernel.kernel_located(eqx.tree_at(lambda p: p.field.land, pieces, land), 0.0, x)
+
+    assert np.asarray(located(field.land)[2]).any()
+    with pytest.raises(Exception, match="land holds one value per node"):
+        jax.block_until_ready(located(field.land[:-1]))
 
 
 def test_the_kernel_takes_only_what_it_computes_alike():

@@ -726,6 +726,15 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   if (map_dims[1] != 6 && map_dims[1] != FLOWKIT_OCEAN_MAP_COLUMNS)
     return ffi::Error::InvalidArgument("ocean chunk: a 2-D cell table has 6 or 15 columns");
   const auto depth_dims = in_depths.dimensions();  // (T, P, K)
+  const int64_t slices = depth_dims[0], columns = depth_dims[1] * depth_dims[2];
+  if (in_velocities.element_count() != slices * columns * 3 || in_floor.element_count() != slices * depth_dims[1])
+    return ffi::Error::InvalidArgument("ocean chunk: velocities (T, P * K, 3) and floor (T, P, 1) must match depths (T, P, K)");
+  if ((in_times.element_count() != 0 && in_times.element_count() != slices) ||
+      (in_times.element_count() == 0 && slices != 1))
+    return ffi::Error::InvalidArgument("ocean chunk: one time per slice, or no times for one slice");
+  if ((in_land.element_count() != 0 && in_land.element_count() != depth_dims[1]) ||
+      (in_box.element_count() != 0 && in_box.element_count() != 2 * dim))
+    return ffi::Error::InvalidArgument("ocean chunk: land holds one value per node, a box its lo and hi");
   const Field<T> f{in_affine_map.typed_data(),
                    map_dims[1],
                    in_nodes.typed_data(),

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int32
 
+from .._custom_types import TimeLike
 from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
@@ -237,7 +238,7 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
 
 
 def kernel_located(
-    pieces: RunPieces, t0: Float[Array, ""], x: Float[Array, "n 3"]
+    pieces: RunPieces, t0: TimeLike, x: Float[Array, "n 3"]
 ) -> tuple[Float[Array, "n 3"], Hints, Bool[Array, " n"]]:
     """The seeds `x` (a mesh settles nothing at `t0`), each located by its bin's search alone, as
     `MeshField.locate_batch` locates points hinted nowhere: `(x, hints (exact), inside)`, by the

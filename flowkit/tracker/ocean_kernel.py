@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int32
 
+from .._custom_types import TimeLike
 from .._status import Status
 from ..boundaries.box import Open, Reflective
 from ..fields import cells
@@ -149,7 +150,7 @@ def kernel_steps(
 
 
 def kernel_located(
-    pieces: RunPieces, t0: Float[Array, ""], x: Float[Array, "n dim"]
+    pieces: RunPieces, t0: TimeLike, x: Float[Array, "n dim"]
 ) -> tuple[Float[Array, "n dim"], Hints, Bool[Array, " n"]]:
     """The seeds `x` located and kept in the water at `t0`, as `LayeredField.settle_batch` and
     `locate_batch` place points hinted nowhere (from the cell a grid's index lookup guesses,
