@@ -42,14 +42,21 @@ class OptionalBuildExt(build_ext):
 FLAGS = ["-std=c++17", "-O3", "-fno-math-errno", "-Wno-psabi", "-Wno-sign-compare"]
 SOURCE = "flowkit/native/mesh_chunk.cc"
 OCEAN = "flowkit/native/ocean_chunk.cc"
+HEADERS = ["flowkit/native/kernel_seam.h"]
 
 setup(
     ext_modules=[
-        Extension("flowkit.native._mesh_chunk", sources=[SOURCE, OCEAN], language="c++", extra_compile_args=FLAGS),
+        Extension(
+            "flowkit.native._mesh_chunk",
+            sources=[SOURCE, OCEAN],
+            depends=HEADERS,
+            language="c++",
+            extra_compile_args=FLAGS,
+        ),
         Extension(
             "flowkit.native._mesh_chunk_avx2",
             sources=["flowkit/native/mesh_chunk_avx2.cc", "flowkit/native/ocean_chunk_avx2.cc"],
-            depends=[SOURCE, OCEAN],
+            depends=[SOURCE, OCEAN, *HEADERS],
             language="c++",
             extra_compile_args=[*FLAGS, "-mavx2", "-mno-fma"],
         ),

@@ -36,6 +36,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernel_seam.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -75,7 +76,6 @@ namespace {
 #define FLOWKIT_MAX_ROWS 16     // tableau rows (stages + the end point)
 #define FLOWKIT_FACE_ROW 7      // a face table row: centre (3), outward unit normal (3), kind of face
 
-#define FLOWKIT_AS_ENUM(Name, name, code, ...) k##Name = code,
 enum Kind : int32_t { FLOWKIT_MESH_KINDS(FLOWKIT_AS_ENUM) };
 enum Walls : int32_t { FLOWKIT_MESH_WALLS(FLOWKIT_AS_ENUM) };
 enum Inlets : int32_t { FLOWKIT_MESH_INLETS(FLOWKIT_AS_ENUM) };
@@ -165,10 +165,6 @@ inline T uniform(const uint32_t key[2], uint32_t step, uint32_t j) {
   return (static_cast<double>(a >> 5) * 67108864.0 + static_cast<double>(b >> 6)) * (1.0 / 9007199254740992.0);
 }
 
-template <typename T>
-inline T clip(T v, T lo, T hi) {
-  return std::min(std::max(v, lo), hi);
-}
 
 // The location's arithmetic is written once for V = T, one lane (the walks and bin searches),
 // and for V = Simd<T>::V, a vector of lanes of a group (GCC's vector extensions,
@@ -843,23 +839,12 @@ int32_t release(const Mesh<T>& m, const Inlet<T>& in, std::vector<Group<T>>& gro
   return std::max(due - free, 0);
 }
 
-#define FLOWKIT_ELEMENT_real DT
-#define FLOWKIT_ELEMENT_s32 ffi::S32
-#define FLOWKIT_INPUT_INDEX(name, ...) kIn_##name,
-#define FLOWKIT_RESULT_INDEX(name, ...) kOut_##name,
 enum Input : size_t { FLOWKIT_MESH_INPUTS(FLOWKIT_INPUT_INDEX) };
 enum Result : size_t { FLOWKIT_MESH_RESULTS(FLOWKIT_RESULT_INDEX) };
 
 // The handler reads its buffers and attributes by their declared names (the lists above).
 template <ffi::DataType DT>
 ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
-#define FLOWKIT_READ(source, kind, name, index)            \
-  auto name##_read = source.get<kind>(index);             \
-  if (name##_read.has_error()) return name##_read.error(); \
-  auto name = *name##_read;
-#define FLOWKIT_READ_INPUT(name, element) FLOWKIT_READ(args, ffi::Buffer<FLOWKIT_ELEMENT_##element>, in_##name, kIn_##name)
-#define FLOWKIT_READ_RESULT(name, element) FLOWKIT_READ(rets, ffi::Buffer<FLOWKIT_ELEMENT_##element>, out_##name, kOut_##name)
-#define FLOWKIT_READ_ATTR(name, type) FLOWKIT_READ(attrs, type, name, #name)
   FLOWKIT_MESH_INPUTS(FLOWKIT_READ_INPUT)
   FLOWKIT_MESH_RESULTS(FLOWKIT_READ_RESULT)
   FLOWKIT_MESH_ATTRS(FLOWKIT_READ_ATTR)
@@ -925,15 +910,11 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   // each row's time slice and weight in time, the same for every particle
   std::vector<int64_t> slice_of(steps * rows, 0);
   std::vector<T> wt_of(steps * rows, T(0));
-  if (m.times != nullptr)
-    for (int64_t k = 0; k < steps; ++k)
-      for (int i = 0; i < rows; ++i) {
-        const T t = t_start[k] + c[i] * h_step[k];
-        int64_t it = (std::upper_bound(m.times, m.times + m.n_times, t) - m.times) - 1;
-        it = std::min<int64_t>(std::max<int64_t>(it, 0), m.n_times - 2);
-        slice_of[k * rows + i] = it;
-        wt_of[k * rows + i] = clip((t - m.times[it]) / (m.times[it + 1] - m.times[it]), T(0), T(1));
-      }
+  for (int64_t k = 0; k < steps; ++k)
+    for (int i = 0; i < rows; ++i) {
+      const When<T> w = when_at(m.times, m.n_times, t_start[k] + c[i] * h_step[k]);
+      slice_of[k * rows + i] = w.slice, wt_of[k * rows + i] = w.wt;
+    }
   const T* x0 = in_x.typed_data();
   const T* p0 = in_point.typed_data();
   const T* xi0 = in_coords.typed_data();
@@ -1086,16 +1067,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF32, Chunk<ffi::F32>, FLOWKIT_MESH_CHUNK_BINDING);
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitMeshChunkF64, Chunk<ffi::F64>, FLOWKIT_MESH_CHUNK_BINDING);
 
-// The declared layout, one entry a line: `input NAME ELEMENT`, `result NAME ELEMENT`, `attr NAME
-// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `inlet NAME CODE`, `capacity NAME VALUE`.
-#define FLOWKIT_STR(v) #v
-#define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
-#define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
-#define FLOWKIT_LINE_ATTR(name, type) "attr " #name " " #type "\n"
-#define FLOWKIT_LINE_KIND(Name, name, code, nodes) "kind " #name " " #code " " #nodes "\n"
-#define FLOWKIT_LINE_WALLS(Name, name, code) "walls " #name " " #code "\n"
-#define FLOWKIT_LINE_INLETS(Name, name, code) "inlet " #name " " #code "\n"
-#define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
+// The declared layout, one entry a line (kernel_seam.h).
 extern "C" const char* FlowkitMeshChunkLayout() {
   return FLOWKIT_MESH_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_MESH_RESULTS(FLOWKIT_LINE_RESULT)
       FLOWKIT_MESH_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_MESH_KINDS(FLOWKIT_LINE_KIND) FLOWKIT_MESH_WALLS(FLOWKIT_LINE_WALLS)

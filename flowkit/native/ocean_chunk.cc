@@ -36,6 +36,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernel_seam.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -62,15 +63,9 @@ namespace {
 #define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
 #define FLOWKIT_OCEAN_MAX_ROWS 16     // tableau rows (stages + the end point)
 
-#define FLOWKIT_AS_ENUM(Name, name, code, ...) k##Name = code,
 enum Kind : int32_t { FLOWKIT_OCEAN_KINDS(FLOWKIT_AS_ENUM) };
 constexpr int kMaxRows = FLOWKIT_OCEAN_MAX_ROWS;
 constexpr double kDegrees = 180.0 / 3.14159265358979323846, kEarthRadius = 6371000.0;  // flowkit/fields/grid.py
-
-template <typename T>
-inline T clip(T v, T lo, T hi) {
-  return std::min(std::max(v, lo), hi);
-}
 
 // The surface mesh and its columns.
 template <typename T>
@@ -260,13 +255,6 @@ __attribute__((noinline)) void locate_point(const Field<T>& f, const T y[2], int
   weigh(f, at);
 }
 
-// A time's slice and the weight of the next one (fields.base.time_weights).
-template <typename T>
-struct When {
-  int64_t slice;
-  T wt;
-};
-
 // `table[slice, row, c]` linear in time, summed over the place's nodes with their weights, at
 // rows `node * stride + offset` (fields.base.node_rows): each node's row of the slice `now`, the
 // next slice `next` elements on.
@@ -319,6 +307,10 @@ __attribute__((noinline)) int32_t levels_above(const Field<T>& f, const Place<T>
 }
 
 constexpr int kLanes = 8;  // particles stepped side by side
+// The stages' functions are inlined into `step_group` and the rare paths kept out of line, by
+// attribute rather than by the compiler's judgement: its inlining moved with unrelated code
+// elsewhere in the handler and, twice, halved the kernel's speed.
+#define FLOWKIT_HOT inline __attribute__((always_inline))
 constexpr int kMapColumns = FLOWKIT_OCEAN_MAP_COLUMNS;
 
 // A group of particles through a save's steps, a structure of arrays with one lane each, so that
@@ -347,7 +339,7 @@ struct Group {
 // Lane g's cell table row, kind, nodes and land for `cell` (a triangle's fourth node: its first,
 // with weight 0).
 template <typename T>
-inline void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) {
+FLOWKIT_HOT void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) {
   if (q.row_cell[g] == cell) return;
   q.row_cell[g] = cell, q.column_cell[g] = -1, q.kind[g] = f.kind(cell);
   const T* row = f.map + cell * f.map_cols;
@@ -362,7 +354,7 @@ inline void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) {
 
 // Lane g's columns for its cell in the slices from `slice` on, at the bracket `level`, `level + 1`.
 template <typename T>
-inline void read_columns(const Field<T>& f, Group<T>& q, int g, int64_t slice, int32_t level) {
+FLOWKIT_HOT void read_columns(const Field<T>& f, Group<T>& q, int g, int64_t slice, int32_t level) {
   if (q.column_cell[g] == q.row_cell[g] && q.column_slice[g] == slice && q.column_level[g] == level) return;
   q.column_cell[g] = q.row_cell[g], q.column_slice[g] = slice, q.column_level[g] = level;
   const int64_t K = f.levels, P = f.points;
@@ -381,7 +373,7 @@ inline void read_columns(const Field<T>& f, Group<T>& q, int g, int64_t slice, i
 // `table[slice][node]` of the lanes' cached columns, linear in time, summed over their nodes
 // with their weights (fields.base.node_rows' arithmetic), into `out`.
 template <typename T, typename Table>
-inline void mean(const Group<T>& q, bool steady, T wt, Table table, T out[kLanes]) {
+FLOWKIT_HOT void mean(const Group<T>& q, bool steady, T wt, Table table, T out[kLanes]) {
   for (int g = 0; g < kLanes; ++g) {
     T total = T(0);
     for (int i = 0; i < 4; ++i) {
@@ -402,21 +394,21 @@ struct Lanes {
   typedef I M __attribute__((vector_size(kLanes * sizeof(T))));
 };
 template <typename V, typename E>
-inline V load(const E* lanes) {
+FLOWKIT_HOT V load(const E* lanes) {
   V v;
   std::memcpy(&v, lanes, sizeof v);
   return v;
 }
 template <typename V>
-inline V vmax(V a, V b) {  // std::max(a, b), lane by lane
+FLOWKIT_HOT V vmax(V a, V b) {  // std::max(a, b), lane by lane
   return a < b ? b : a;
 }
 template <typename V>
-inline V vabs(V a) {
+FLOWKIT_HOT V vabs(V a) {
   return a < 0 ? -a : a;
 }
 template <typename V>
-inline V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
+FLOWKIT_HOT V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
   const V above = v < lo ? lo : v;
   return hi < above ? hi : above;
 }
@@ -425,7 +417,7 @@ inline V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
 // across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
 // whether y lies there. Lanes `done` take no iterations.
 template <typename T>
-inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kLanes], bool quads, T xi[2][kLanes],
+FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kLanes], bool quads, T xi[2][kLanes],
                         bool inside[kLanes], int face[kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
@@ -490,7 +482,7 @@ inline void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kL
 // their hinted cells by `check_lanes`; elsewhere lane by lane (`walk`: the walk, the bins).
 // Then their nodes' weights.
 template <typename T>
-inline void place(const Field<T>& f, Group<T>& q, bool quads) {
+FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
   bool again[kLanes], all = true;
   for (int g = 0; g < kLanes; ++g) {
     again[g] = !q.moving[g] || (q.scell[g] >= 0 && q.y[0][g] == q.spoint[0][g] && q.y[1][g] == q.spoint[1][g]);
@@ -535,7 +527,7 @@ inline void place(const Field<T>& f, Group<T>& q, bool quads) {
 // The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
 // bracket of levels kept where it still holds, else found again (`levels_above`).
 template <typename T>
-inline void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim, T u[3][kLanes]) {
+FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim, T u[3][kLanes]) {
   const int32_t K = static_cast<int32_t>(f.levels);
   const bool steady = f.times == nullptr;
   for (int g = 0; g < kLanes; ++g)
@@ -595,7 +587,7 @@ struct Codes {
 // `fk.Reflective` folds it (AbstractBox._fold: the distance travelled kept; inside the box no
 // coordinate changes); whether one did.
 template <typename T>
-inline bool reflect(const T* box, int dim, Group<T>& q, int g) {
+FLOWKIT_HOT bool reflect(const T* box, int dim, Group<T>& q, int g) {
   bool moved = false;
   for (int d = 0; d < dim; ++d) {
     const T lo = box[d], hi = box[dim + d], v = q.y[d][g];
@@ -638,7 +630,7 @@ struct Steps {
 // Step k of a group's lanes: the stages, the end located, kept in the water and finished as the
 // JAX step finishes it under `fk.Open`, then the release rule.
 template <typename T>
-void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
+__attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
   const Field<T>& f = s.f;
   const Codes& codes = s.codes;
   const int stages = s.rows - 1, dim = s.dim;
@@ -696,22 +688,11 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
     if (q.status[g] == codes.not_released && q.release[g] == k) q.status[g] = codes.active;
 }
 
-#define FLOWKIT_ELEMENT_real DT
-#define FLOWKIT_ELEMENT_s32 ffi::S32
-#define FLOWKIT_INPUT_INDEX(name, ...) kIn_##name,
-#define FLOWKIT_RESULT_INDEX(name, ...) kOut_##name,
 enum Input : size_t { FLOWKIT_OCEAN_INPUTS(FLOWKIT_INPUT_INDEX) };
 enum Result : size_t { FLOWKIT_OCEAN_RESULTS(FLOWKIT_RESULT_INDEX) };
 
 template <ffi::DataType DT>
 ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
-#define FLOWKIT_READ(source, kind, name, index)            \
-  auto name##_read = source.get<kind>(index);             \
-  if (name##_read.has_error()) return name##_read.error(); \
-  auto name = *name##_read;
-#define FLOWKIT_READ_INPUT(name, element) FLOWKIT_READ(args, ffi::Buffer<FLOWKIT_ELEMENT_##element>, in_##name, kIn_##name)
-#define FLOWKIT_READ_RESULT(name, element) FLOWKIT_READ(rets, ffi::Buffer<FLOWKIT_ELEMENT_##element>, out_##name, kOut_##name)
-#define FLOWKIT_READ_ATTR(name, type) FLOWKIT_READ(attrs, type, name, #name)
   FLOWKIT_OCEAN_INPUTS(FLOWKIT_READ_INPUT)
   FLOWKIT_OCEAN_RESULTS(FLOWKIT_READ_RESULT)
   FLOWKIT_OCEAN_ATTRS(FLOWKIT_READ_ATTR)
@@ -774,15 +755,9 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const T* t_start = in_step_start.typed_data();
   const T* h_step = in_step_length.typed_data();
   // each row's time slice and weight in time, the same for every particle (and the end's, for the floor)
-  std::vector<When<T>> when(steps * rows_, When<T>{0, T(0)});
-  if (f.times != nullptr)
-    for (int64_t k = 0; k < steps; ++k)
-      for (int i = 0; i < rows_; ++i) {
-        const T t = t_start[k] + c[i] * h_step[k];
-        int64_t it = (std::upper_bound(f.times, f.times + f.n_times, t) - f.times) - 1;
-        it = std::min<int64_t>(std::max<int64_t>(it, 0), f.n_times - 2);
-        when[k * rows_ + i] = {it, clip((t - f.times[it]) / (f.times[it + 1] - f.times[it]), T(0), T(1))};
-      }
+  std::vector<When<T>> when(steps * rows_);
+  for (int64_t k = 0; k < steps; ++k)
+    for (int i = 0; i < rows_; ++i) when[k * rows_ + i] = when_at(f.times, f.n_times, t_start[k] + c[i] * h_step[k]);
   bool quads = false;  // a mesh of triangles alone takes no Newton iterations
   for (int64_t k = 0; k < in_kind_code.element_count(); ++k) quads |= in_kind_code.typed_data()[k] == kQuad;
   const T* x0 = in_x.typed_data();
@@ -796,13 +771,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   T* point_out = out_point->typed_data();
   T* coords_out = out_coords->typed_data();
   if (locate != 0) {  // the seeds: each row by its bin's search alone, its depth settled at step_start[0]; no steps
-    When<T> start{0, T(0)};
-    if (f.times != nullptr) {
-      const T t = t_start[0];
-      int64_t it = (std::upper_bound(f.times, f.times + f.n_times, t) - f.times) - 1;
-      it = std::min<int64_t>(std::max<int64_t>(it, 0), f.n_times - 2);
-      start = {it, clip((t - f.times[it]) / (f.times[it + 1] - f.times[it]), T(0), T(1))};
-    }
+    const When<T> start = when_at(f.times, f.n_times, t_start[0]);
     for (int64_t p = 0; p < n; ++p) {
       T y[3], point[2] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::quiet_NaN()}, coords[2] = {};
       for (int d = 0; d < dim; ++d) y[d] = x0[dim * p + d];
@@ -874,13 +843,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitOceanChunkF32, Chunk<ffi::F32>, FLOWKIT_OCEAN_CHUNK_BINDING);
 XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitOceanChunkF64, Chunk<ffi::F64>, FLOWKIT_OCEAN_CHUNK_BINDING);
 
-// The declared layout, one entry a line, as the mesh kernel's (`FlowkitMeshChunkLayout`).
-#define FLOWKIT_STR(v) #v
-#define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
-#define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
-#define FLOWKIT_LINE_ATTR(name, type) "attr " #name " " #type "\n"
-#define FLOWKIT_LINE_KIND(Name, name, code, nodes) "kind " #name " " #code " " #nodes "\n"
-#define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
+// The declared layout, one entry a line (kernel_seam.h).
 extern "C" const char* FlowkitOceanChunkLayout() {
   return FLOWKIT_OCEAN_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_OCEAN_RESULTS(FLOWKIT_LINE_RESULT)
       FLOWKIT_OCEAN_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_OCEAN_KINDS(FLOWKIT_LINE_KIND)

@@ -41,7 +41,7 @@ from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
-from .step import is_due, step_times
+from .step import step_times
 
 _WALLS = {"open": "open", "reflect": "reflect", "slip": "slip", "absorb": "absorb", "stick": "absorb"}
 """The kernel's wall mode for no walls and each `MeshWalls` mode (a stuck particle stops as an
@@ -191,16 +191,10 @@ def kernel_steps(
     position before the last of them."""
     rows = carry.rows
     t, h = step_times(times, steps)
-    due = (rows.status == Status.NOT_RELEASED)[:, None] & jax.vmap(
-        lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
-    )(t + h)
-    release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
+    release = seam.release_steps(rows, slots, times, t, h)
     inputs = _inputs(pieces, rows, slots, release, steps, t, h, block_id, n_blocks)
     out = _call(inputs, _attrs(pieces))
-    was = rows.hint
-    hint = Hints(
-        out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
-    )
+    hint = seam.hints_of(out, rows.hint)
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so `fraction` into that step, as in `one_step`
     stopped_at = (t[at] + out.fraction.astype(t.dtype) * h[at]).astype(rows.exit_time.dtype)
     exit_time = jnp.where(out.stopped >= 0, stopped_at, rows.exit_time)

@@ -28,7 +28,7 @@ from ..integrators.runge_kutta import AbstractRungeKutta
 from ..particles.base import is_tracer
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
-from .step import is_due, step_times
+from .step import step_times
 
 
 class OceanInputs(NamedTuple):
@@ -130,15 +130,9 @@ def kernel_steps(
     """The global `steps` of a block by the kernel, and each row's position before the last of them."""
     rows = carry.rows
     t, h = step_times(times, steps)
-    due = (rows.status == Status.NOT_RELEASED)[:, None] & jax.vmap(
-        lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
-    )(t + h)
-    release = jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
+    release = seam.release_steps(rows, slots, times, t, h)
     out = _call(_inputs(pieces, rows, release, t, h), _attrs(pieces))
-    was = rows.hint
-    hint = Hints(
-        out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
-    )
+    hint = seam.hints_of(out, rows.hint)
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so at the end of that step, as in `one_step`
     exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
     carry = eqx.tree_at(

@@ -21,9 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
+from jaxtyping import Array, Float
 
 from .. import native
+from .._status import Status
+from ..fields.base import Hints
 from ..integrators.runge_kutta import AbstractRungeKutta
+from .pieces import Rows, Slots, Times
+from .step import is_due
 
 
 @dataclass(frozen=True)
@@ -133,3 +138,20 @@ def tableau_rows(integrator: AbstractRungeKutta, dtype: DTypeLike) -> jax.Array:
     table[:stages, -1] = tableau.c
     table[stages, -1] = 1.0
     return jnp.asarray(table, dtype)
+
+
+def release_steps(rows: Rows, slots: Slots, times: Times, t: Float[Array, " steps"], h: Float[Array, " steps"]):
+    """The step of a call (starts `t`, lengths `h`) by whose end each waiting row is due for its
+    release, as `one_step`'s release rule has it (-1: none of them): the kernels' `release`."""
+    due = (rows.status == Status.NOT_RELEASED)[:, None] & jax.vmap(
+        lambda end: is_due(end, slots.t_release, times.dt), out_axes=1
+    )(t + h)
+    return jnp.where(jnp.any(due, axis=1), jnp.argmax(due, axis=1), -1).astype(jnp.int32)
+
+
+def hints_of(out: Any, was: Hints) -> Hints:
+    """The rows' hints from a kernel's results `out` (its `cell`, `point`, `coords`), in the
+    hints' own dtypes `was`."""
+    return Hints(
+        out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
+    )

@@ -1,0 +1,68 @@
+// The C++ side of the kernels' one seam (flowkit/tracker/seam.py), shared by every kernel of the
+// library: each kernel lists its input buffers, results and attributes once, as X-macros of
+// `(name, element)` and `(name, type)`, and these macros write from those lists the handler's
+// reads by name and the lines of its declared layout, which Python parses (`flowkit.native.
+// Layout`) and checks against its own declaration. Also the arithmetic every kernel shares: a
+// time's slice and weight in time (fields.base.time_weights).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "xla/ffi/api/ffi.h"
+
+// A list's entry as an enumerator `kName = code` (cell kinds, wall and inlet modes).
+#define FLOWKIT_AS_ENUM(Name, name, code, ...) k##Name = code,
+
+// Buffers by element (`real`: the positions' precision DT, in the handler's template), and the
+// index of each buffer in call order.
+#define FLOWKIT_ELEMENT_real DT
+#define FLOWKIT_ELEMENT_s32 ffi::S32
+#define FLOWKIT_INPUT_INDEX(name, ...) kIn_##name,
+#define FLOWKIT_RESULT_INDEX(name, ...) kOut_##name,
+
+// The handler's reads, each by its declared name: `in_NAME`, `out_NAME` buffers and attributes
+// `NAME`; a buffer or attribute missing or of another type returns its error.
+#define FLOWKIT_READ(source, kind, name, index)            \
+  auto name##_read = source.get<kind>(index);             \
+  if (name##_read.has_error()) return name##_read.error(); \
+  auto name = *name##_read;
+#define FLOWKIT_READ_INPUT(name, element) FLOWKIT_READ(args, ffi::Buffer<FLOWKIT_ELEMENT_##element>, in_##name, kIn_##name)
+#define FLOWKIT_READ_RESULT(name, element) FLOWKIT_READ(rets, ffi::Buffer<FLOWKIT_ELEMENT_##element>, out_##name, kOut_##name)
+#define FLOWKIT_READ_ATTR(name, type) FLOWKIT_READ(attrs, type, name, #name)
+
+// The declared layout, one entry a line: `input NAME ELEMENT`, `result NAME ELEMENT`, `attr NAME
+// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `inlet NAME CODE`, `capacity NAME VALUE`.
+#define FLOWKIT_STR(v) #v
+#define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
+#define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
+#define FLOWKIT_LINE_ATTR(name, type) "attr " #name " " #type "\n"
+#define FLOWKIT_LINE_KIND(Name, name, code, nodes) "kind " #name " " #code " " #nodes "\n"
+#define FLOWKIT_LINE_WALLS(Name, name, code) "walls " #name " " #code "\n"
+#define FLOWKIT_LINE_INLETS(Name, name, code) "inlet " #name " " #code "\n"
+#define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
+
+namespace {
+
+template <typename T>
+inline T clip(T v, T lo, T hi) {
+  return std::min(std::max(v, lo), hi);
+}
+
+// A time's slice of a series (the one at or before it, clamped to the series) and the weight of
+// the next one, as fields.base.time_weights computes them; slice 0, weight 0 for a steady field
+// (`times` null).
+template <typename T>
+struct When {
+  int64_t slice;
+  T wt;
+};
+template <typename T>
+inline When<T> when_at(const T* times, int64_t n_times, T t) {
+  if (times == nullptr) return {0, T(0)};
+  int64_t it = (std::upper_bound(times, times + n_times, t) - times) - 1;
+  it = std::min<int64_t>(std::max<int64_t>(it, 0), n_times - 2);
+  return {it, clip((t - times[it]) / (times[it + 1] - times[it]), T(0), T(1))};
+}
+
+}  // namespace
