@@ -3,8 +3,10 @@ the checks of its pieces, its time grid, block sizes per platform, buckets and t
 origins' cells."""
 
 import dataclasses
+import functools
 import logging
 import math
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -215,9 +217,11 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
         raise ValueError(f"t_release must have shape ({n},) (one release time per seed), got {t_release.shape}")
     lo, hi = (array(b) for b in field.bounds)
     slack = 1e-6 * (hi - lo)
-    nonfinite = ~xp.all(xp.isfinite(seeds), axis=1)
-    bounded = ~xp.asarray(field.periodic)  # on a periodic axis every coordinate is valid: wrapped below
-    outside = xp.any(((seeds < lo - slack) | (seeds > hi + slack)) & bounded, axis=1) & ~nonfinite
+    # row by row, a column at a time (NumPy reduces a short last axis slowly)
+    columns = [seeds[:, d] for d in range(field.dim)]
+    nonfinite = ~functools.reduce(operator.and_, [xp.isfinite(c) for c in columns])
+    out = [(c < lo[d] - slack[d]) | (c > hi[d] + slack[d]) for d, c in enumerate(columns) if not field.periodic[d]]
+    outside = functools.reduce(operator.or_, out, xp.zeros(n, bool)) & ~nonfinite  # a periodic axis wraps below
     early = ~((min(t0, t1) <= t_release) & (t_release <= max(t0, t1)))
     box = "" if traced else f" lo={lo.tolist()}, hi={hi.tolist()}"
     problems = (
@@ -238,7 +242,7 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
             np.float64,
         )
         period = hi - lo
-        seeds = seeds + np.where(bounded, 0, period * np.round((canonical - seeds) / period))
+        seeds = seeds + np.where(np.asarray(field.periodic), period * np.round((canonical - seeds) / period), 0)
     return seeds, t_release
 
 

@@ -276,21 +276,33 @@ class TrackRun:
         padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start : start + 1], pad)])  # noqa: E731
         repeated = lambda a: padded(a, lambda first, k: np.repeat(first, k, axis=0))  # noqa: E731
         t_rel = padded(plan.t_release, lambda _, k: np.full(k, direction * np.inf))
-        put = lambda a: jax.device_put(a, self._particle_sharding)  # noqa: E731
         count, per_block = self.padded_batch, len(self.devices) * self.blocks
-        rows = Rows(
-            x=put(repeated(plan.seeds).astype(dtype)),
-            status=put(np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32)),
-            exit_time=put(np.full(count, direction * np.inf, dtype)),
-            hint=jax.tree.map(put, self.pieces.field.hints(count, dtype, np)),
-            variables={name: put(repeated(a).astype(dtype)) for name, a in plan.given.items()},
-            generation=put(np.zeros(count, np.int32)),
+        host = dict(  # the rows' and slots' arrays, placed on the devices in one transfer
+            rows=dict(
+                x=repeated(plan.seeds).astype(dtype),
+                status=np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32),
+                exit_time=np.full(count, direction * np.inf, dtype),
+                hint=self.pieces.field.hints(count, dtype, np),
+                variables={name: repeated(a).astype(dtype) for name, a in plan.given.items()},
+                generation=np.zeros(count, np.int32),
+            ),
+            slots=dict(
+                t_release=t_rel.astype(dtype),
+                keys=particle_keys(plan.key, self.first_particle + start, count),
+                origin=repeated(np.asarray(plan.origins, np.float64)).astype(dtype),
+                origin_hint=jax.tree.map(repeated, self.origin_hints),
+                index=np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32),
+            ),
+            lost=np.zeros(per_block, np.int32),
+            courant=np.zeros(per_block, dtype),
         )
+        placed = jax.device_put(host, self._particle_sharding)
+        rows, slots, lost, courant = Rows(**placed["rows"]), Slots(**placed["slots"]), placed["lost"], placed["courant"]
         state = State(
             rows=rows,
-            lost=put(np.zeros(per_block, np.int32)),
+            lost=lost,
             step=jax.device_put(np.int32(0), self._replicated),
-            courant=put(np.zeros(per_block, dtype)),
+            courant=courant,
             tallies=() if self.gathering is None else self.gathering.new(count),
         )
         state, frame = locate_seeds(
@@ -300,15 +312,6 @@ class TrackRun:
             record_velocity=plan.record_velocity,
             restarts=self.restarts,
             kernel=self._kwargs()["kernel"],
-        )
-        slots = Slots(
-            t_release=put(t_rel.astype(dtype)),
-            keys=put(particle_keys(plan.key, self.first_particle + start, count)),
-            origin=put(repeated(np.asarray(plan.origins, np.float64)).astype(dtype)),
-            origin_hint=jax.tree.map(lambda a: put(repeated(a)), self.origin_hints),
-            index=put(
-                np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32)
-            ),
         )
         return state, slots, frame
 
