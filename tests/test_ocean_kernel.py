@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 from helpers import advance_without_host_traffic
+from test_ocean_grids import _rotated_grid
 from test_vtk import SHARED
 
 import flowkit as fk
@@ -201,6 +202,44 @@ def test_the_kernel_takes_only_what_it_computes_alike():
     assert use(particles=fk.particles.Aging()) is None
     assert use(boundary=fk.Reflective(field.bounds)) == "ocean"
     assert use(boundary=fk.Clamp(field.bounds)) is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, monkeypatch):
+    """The kernel's own location (seeds, then each stage's check and walk) on a turned grid in
+    degrees with float64 corners: seeds on every edge between two cells, along i and along j,
+    at a tenth, the middle and nine tenths of it and a hair to either side, all start in the
+    water and none is ever `OUT_OF_DOMAIN` under a slow current that crosses edges of both
+    kinds (issue 55: particles in open water were marked outside)."""
+    points, quads, ids = _rotated_grid()
+    times, n = 2, len(points)
+    floor = np.full((times, n), 100.0)
+    velocity = np.broadcast_to(np.array([0.05, 0.03]), (times, n, 1, 2))  # about a tenth of a cell an hour
+    field = fk.fields.LayeredField.from_arrays(
+        points,
+        quads,
+        np.zeros((times, n, 1)),
+        velocity,
+        floor,
+        np.array([0.0, 86400.0]),
+        spherical=True,
+        grid_shape=ids.shape,
+        dtype=dtype,
+    )
+    seeds = []
+    for a, b in ((ids[1:-1, :-1].ravel(), ids[1:-1, 1:].ravel()), (ids[:-1, 1:-1].ravel(), ids[1:, 1:-1].ravel())):
+        along = points[b] - points[a]
+        normal = np.column_stack([-along[:, 1], along[:, 0]])
+        seeds += [points[a] + f * along + side * normal for f in (0.1, 0.5, 0.9) for side in (0.0, 1e-7, -1e-7)]
+    x = np.concatenate(seeds)
+    native = run(field, x, dtype, True, monkeypatch, t1=6 * 3600.0, dt=1800.0)
+    assert np.all(native.status[0] == fk.Status.ACTIVE)
+    lo, hi = (np.asarray(b) for b in field.bounds)
+    margin = 0.25 * (hi - lo)  # a particle this far inside the grid's box cannot have left the grid
+    inner = np.all((x > lo + margin) & (x < hi - margin), axis=1)
+    assert inner.sum() > 100
+    assert not np.any(native.status[:, inner] == fk.Status.OUT_OF_DOMAIN)
+    assert np.median(np.linalg.norm(native.positions[-1] - x, axis=1)) > 0.01
 
 
 @pytest.mark.skipif(not NORDIC.exists(), reason="../shared/data/ocean-real is not here")
