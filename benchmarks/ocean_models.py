@@ -17,13 +17,16 @@ times OceanTracker's `ROMSreader` run (RK4, no dispersion, the same dt and hours
 needs a C-grid of staggered sizes with the psi, u and v points' coordinates, which OpenDrift's
 subset lacks (every grid 21 x 31, `lon_psi`, `lon_u` zero, `mask_psi` up to 2): it reads a copy
 made here (`staggered_copy`: u, v and psi trimmed to their sizes, their coordinates and masks
-from the rho points'), and flowkit is timed on the same copy. OceanTracker's rate is its
-marginal one, `(N2 - N1) x steps / (wall(N2) - wall(N1))` over whole runs of N1 = a tenth of
-and N2 = `--throughput-particles` seeds (its particles released), so that its numba compile and
-set-up, the same in both, drop out; flowkit's is of whole compiled `fk.track` calls. The
-positions are compared too: `--particles` seeds in cells whose neighbours are all water (every
-one released by OceanTracker, so that its particles match the seeds in order), the median and
-90th percentile distance between the two trackers' final positions of those moving in both.
+from the rho points'), and flowkit is timed on the same copy. OceanTracker's rate is that of
+its stepping loop, as the issue measured it: its solver's steps timed one by one, the first
+(which compiles its numba functions) left out, with `--throughput-particles` seeds (its
+particles released); flowkit's is of whole compiled `fk.track` calls. (Until session 41 it was
+the marginal rate of whole runs of a tenth of and all the seeds: their set-up and compiles,
+25-30 s, vary by more than the stepping, so it read 1.3-1.8 M/s at 10⁵ where the loop runs
+2.7 M/s.) The positions are compared too: `--particles` seeds in cells whose neighbours are all
+water (every one released by OceanTracker, so that its particles match the seeds in order), the
+median and 90th percentile distance between the two trackers' positions of those moving in
+both, at the end and after 2, 10 and 20 hours.
 
     python benchmarks/ocean_models.py --opendrift-python od/bin/python [--oceantracker-python ot/bin/python]
         [--file Nordic_subset.nc]
@@ -96,7 +99,17 @@ OCEANTRACKER = """
 import json, sys, time
 from oceantracker.main import OceanTracker
 from oceantracker.read_output.python import load_output_files
+from oceantracker.solver.solver import Solver
 args = json.load(open(sys.argv[1]))
+steps = []  # each pass of the solver's stepping loop, timed by its own update timer's calls
+start_step, stop_step = Solver.start_update_timer, Solver.stop_update_timer
+def started(self):
+    steps.append(-time.perf_counter())
+    start_step(self)
+def stopped(self):
+    stop_step(self)
+    steps[-1] += time.perf_counter()
+Solver.start_update_timer, Solver.stop_update_timer = started, stopped
 ot = OceanTracker()
 ot.settings(root_output_dir=args["out"], output_file_base="roms", time_step=args["dt"], use_dispersion=False,
             write_tracks=args["tracks"], max_run_duration=args["duration"], use_A_Z_profile=False,
@@ -105,16 +118,17 @@ ot.add_class("reader", class_name="ROMSreader", input_dir=args["input"], file_ma
 ot.add_class("release_groups", name="seeds", class_name="PointRelease", points=args["points"], pulse_size=1,
              release_interval=0)
 if args["tracks"]:
-    ot.add_class("tracks_writer", update_interval=args["duration"], turn_on_write_particle_properties_list=["status"])
+    ot.add_class("tracks_writer", update_interval=args["dt"], turn_on_write_particle_properties_list=["status"])
 start = time.perf_counter()
 case = ot.run()
 wall = time.perf_counter() - start
 info = load_output_files.read_case_info_file(case)
 import oceantracker
-out = {"wall": wall, "released": info["run_info"]["number_particles_released"], "version": oceantracker.__version__}
+out = {"wall": wall, "released": info["run_info"]["number_particles_released"], "version": oceantracker.__version__,
+       "steps": steps}
 if args["tracks"]:
     tracks = load_output_files.load_track_data(case)
-    out.update(x=tracks["x"][-1].tolist(), status=tracks["status"][-1].tolist())
+    out.update(x=tracks["x"].tolist(), status=tracks["status"].tolist(), time=tracks["time"].tolist())
 json.dump(out, open(sys.argv[2], "w"))
 """
 
@@ -357,52 +371,70 @@ def main():
     print(json.dumps(report))
 
 
-def _agreement(ours, seeds: np.ndarray, theirs: dict) -> dict:
-    """The distance between flowkit's and OceanTracker's final positions of the particles moving
-    in both (OceanTracker's status 10), matched in release order (it released every seed)."""
+def _agreement(ours, seeds: np.ndarray, theirs: dict, dt: float, hours: tuple = (2, 10, 20)) -> dict:
+    """The distance between flowkit's and OceanTracker's positions of the particles moving in
+    both (OceanTracker's status 10), matched in release order (it released every seed): at the
+    end, and after each of `hours` (both saved every step `dt`)."""
     if theirs["released"] != len(seeds):
         raise RuntimeError(f"OceanTracker released {theirs['released']} of {len(seeds)} seeds: cannot match them")
-    x, moving = np.asarray(theirs["x"])[:, :2], np.asarray(theirs["status"]) == 10
-    both = moving & (ours.status[-1] == fk.Status.ACTIVE)
-    final = ours.positions[-1]
-    gap = distance_m(final[both, 0], final[both, 1], x[both, 0], x[both, 1])
-    return {"both_active": int(both.sum()), "median": float(np.median(gap)), "p90": float(np.percentile(gap, 90))}
+    x, status = np.asarray(theirs["x"])[..., :2], np.asarray(theirs["status"])
+    elapsed = (np.asarray(theirs["time"]) - theirs["time"][0]) / 3600.0
+
+    def gap_at(hour: float) -> dict:
+        k, mine = int(np.argmin(np.abs(elapsed - hour))), int(round(hour * 3600.0 / dt))
+        both = (status[k] == 10) & (ours.status[mine] == fk.Status.ACTIVE)
+        at = ours.positions[mine]
+        gap = distance_m(at[both, 0], at[both, 1], x[k, both, 0], x[k, both, 1])
+        return {"both_active": int(both.sum()), "median": float(np.median(gap)), "p90": float(np.percentile(gap, 90))}
+
+    return {**gap_at(elapsed[-1]), "by_hour": {h: gap_at(h) for h in hours if h < elapsed[-1]}}
 
 
 def beside_oceantracker(args, steps: int, run: dict) -> dict:
-    """OceanTracker's marginal rate and flowkit's whole calls on the staggered copy of the file."""
+    """OceanTracker's stepping loop and flowkit's whole calls on the staggered copy of the file.
+
+    OceanTracker's rate is that of its solver's loop (`Solver.start_update_timer` to
+    `stop_update_timer`, each step's reading of the hindcast included) over every step but the
+    first, which compiles its numba functions: particles released times steps over those
+    seconds. Its whole run (the reader's set-up and the compiles, 25-30 s here) is left out."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         copy = staggered_copy(args.file, folder)
-        counts = (args.throughput_particles // 10, args.throughput_particles)
-        seeds = seeds_in_water(copy, counts[1])
+        n = args.throughput_particles
+        seeds = seeds_in_water(copy, n)
         python = args.oceantracker_python
-        runs = [oceantracker_runs(python, copy, seeds[:n], args.hours, args.dt, folder) for n in counts]
-        ot_rate = (runs[1]["released"] - runs[0]["released"]) * steps / (runs[1]["wall"] - runs[0]["wall"])
+        theirs_timed = oceantracker_runs(python, copy, seeds, args.hours, args.dt, folder)
+        loop = np.asarray(theirs_timed["steps"][1:])
+        ot_rate = theirs_timed["released"] * len(loop) / loop.sum()
         field = fk.io.read(copy)
         fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)  # compiled for this shape
         best = min(_seconds(lambda: fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)) for _ in range(3))
         # the agreement: seeds in cells whose neighbours are all water, which OceanTracker releases every one of
         inner = seeds_in_water(copy, args.particles, seed=1, margin=1)
         theirs = oceantracker_runs(python, copy, inner, args.hours, args.dt, folder, tracks=True)
-        ours = fk.track(field, inner, 0.0, steps * args.dt, args.dt, **run)
-    gap = _agreement(ours, inner, theirs)
-    rate = counts[1] * steps / best
+        every_step = {**run, "save_every": 1}  # as OceanTracker writes them
+        ours = fk.track(field, inner, 0.0, steps * args.dt, args.dt, **every_step)
+    gap = _agreement(ours, inner, theirs, args.dt)
+    rate = n * steps / best
     print(
-        f"OceanTracker {runs[1]['version']} on the staggered copy: {ot_rate / 1e6:.2f} M particle-steps/s (marginal, "
-        f"{runs[0]['released']} -> {runs[1]['released']} particles: {runs[0]['wall']:.1f} -> {runs[1]['wall']:.1f} s); "
+        f"OceanTracker {theirs_timed['version']} on the staggered copy, {theirs_timed['released']} particles "
+        f"released: its stepping loop {ot_rate / 1e6:.2f} M particle-steps/s ({len(loop)} steps in {loop.sum():.2f} s, "
+        f"the first's {theirs_timed['steps'][0]:.2f} s left out; whole run {theirs_timed['wall']:.1f} s); "
         f"flowkit {rate / 1e6:.2f} M/s (whole calls) -> {rate / ot_rate:.2f}x"
     )
     print(
         f"final positions beside OceanTracker's, {gap['both_active']} of {args.particles} particles moving in both: "
-        f"median {gap['median']:.0f} m, 90th percentile {gap['p90']:.0f} m (grid 4 km)"
+        f"median {gap['median']:.0f} m, 90th percentile {gap['p90']:.0f} m (grid 4 km); after "
+        + ", ".join(f"{h} h: {g['median']:.0f} m, {g['p90']:.0f} m" for h, g in gap["by_hour"].items())
     )
     return {
         "agreement_m": gap,
-        "version": runs[1]["version"],
+        "version": theirs_timed["version"],
         "particle_steps_per_s": ot_rate,
-        "walls": [r["wall"] for r in runs],
-        "released": [r["released"] for r in runs],
+        "loop_s": float(loop.sum()),
+        "first_step_s": theirs_timed["steps"][0],
+        "wall": theirs_timed["wall"],
+        "released": theirs_timed["released"],
         "flowkit_particle_steps_per_s": rate,
     }
 
