@@ -412,6 +412,24 @@ FLOWKIT_HOT V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
   const V above = v < lo ? lo : v;
   return hi < above ? hi : above;
 }
+// cos(x) of latitudes x in radians, lane by lane without a call to libm: sin(pi/2 - |x|) by its
+// Taylor series on [0, pi/2] (x beyond a pole clipped there, where the metric's floor applies),
+// within an ulp or two of std::cos in either precision, and as close in relative terms near a pole.
+template <typename T, typename V>
+FLOWKIT_HOT V vcos_latitude(V x) {
+  constexpr bool wide = sizeof(T) == 8;
+  const T hi = wide ? T(1.5707963267948966) : T(1.57079637f), lo = wide ? T(6.123233995736766e-17) : T(-4.37113883e-8f);
+  const V zero = V{};
+  const V r = vmax((hi - vabs(x)) + lo, zero), r2 = r * r;
+  // 1/3!, 1/5!, ... to 1/19! (float64) or 1/13! (float32), Horner's rule from the last
+  constexpr double inverse_factorials[] = {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800,
+                                           1.0 / 6227020800.0, 1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                                           1.0 / 121645100408832000.0};
+  constexpr int terms = wide ? 9 : 6;
+  V sum = zero;
+  for (int k = terms - 1; k >= 0; --k) sum = (k % 2 == 0 ? -T(inverse_factorials[k]) : T(inverse_factorials[k])) + r2 * sum;
+  return r + r * (r2 * sum);
+}
 
 // The lanes' stage points y checked in their hinted cells (MeshField._check, as `check` but
 // across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
@@ -569,9 +587,11 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
     std::memcpy(u[c], &blended, sizeof blended);
   }
   if (f.spherical) {
+    using V = typename Lanes<T>::V;
+    const V radians = load<V>(q.y[1]) * static_cast<T>(3.14159265358979323846 / 180.0);
+    const V floored = vmax(vcos_latitude<T>(radians), V{} + T(1e-6));
     T cos_lat[kLanes];
-    for (int g = 0; g < kLanes; ++g)
-      cos_lat[g] = std::max(std::cos(q.y[1][g] * static_cast<T>(3.14159265358979323846 / 180.0)), T(1e-6));
+    std::memcpy(cos_lat, &floored, sizeof floored);
     for (int g = 0; g < kLanes; ++g) {
       u[0][g] = u[0][g] * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat[g]));
       u[1][g] = u[1][g] * static_cast<T>(kDegrees / kEarthRadius);
