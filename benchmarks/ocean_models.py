@@ -54,6 +54,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from oceantracker_loop import TIMED_LOOP, loop_rate
 
 import flowkit as fk  # before JAX: one CPU device per core
 
@@ -95,21 +96,13 @@ json.dump(out, open(sys.argv[2], "w"))
 """
 
 
-OCEANTRACKER = """
+OCEANTRACKER = (
+    TIMED_LOOP
+    + """
 import json, sys, time
 from oceantracker.main import OceanTracker
 from oceantracker.read_output.python import load_output_files
-from oceantracker.solver.solver import Solver
 args = json.load(open(sys.argv[1]))
-steps = []  # each pass of the solver's stepping loop, timed by its own update timer's calls
-start_step, stop_step = Solver.start_update_timer, Solver.stop_update_timer
-def started(self):
-    steps.append(-time.perf_counter())
-    start_step(self)
-def stopped(self):
-    stop_step(self)
-    steps[-1] += time.perf_counter()
-Solver.start_update_timer, Solver.stop_update_timer = started, stopped
 ot = OceanTracker()
 ot.settings(root_output_dir=args["out"], output_file_base="roms", time_step=args["dt"], use_dispersion=False,
             write_tracks=args["tracks"], max_run_duration=args["duration"], use_A_Z_profile=False,
@@ -131,6 +124,7 @@ if args["tracks"]:
     out.update(x=tracks["x"].tolist(), status=tracks["status"].tolist(), time=tracks["time"].tolist())
 json.dump(out, open(sys.argv[2], "w"))
 """
+)
 
 
 def staggered_copy(path: Path, folder: Path) -> Path:
@@ -391,12 +385,8 @@ def _agreement(ours, seeds: np.ndarray, theirs: dict, dt: float, hours: tuple = 
 
 
 def beside_oceantracker(args, steps: int, run: dict) -> dict:
-    """OceanTracker's stepping loop and flowkit's whole calls on the staggered copy of the file.
-
-    OceanTracker's rate is that of its solver's loop (`Solver.start_update_timer` to
-    `stop_update_timer`, each step's reading of the hindcast included) over every step but the
-    first, which compiles its numba functions: particles released times steps over those
-    seconds. Its whole run (the reader's set-up and the compiles, 25-30 s here) is left out."""
+    """OceanTracker's stepping loop (`oceantracker_loop.py`) and flowkit's whole calls on the
+    staggered copy of the file, and their positions."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         copy = staggered_copy(args.file, folder)
@@ -404,8 +394,7 @@ def beside_oceantracker(args, steps: int, run: dict) -> dict:
         seeds = seeds_in_water(copy, n)
         python = args.oceantracker_python
         theirs_timed = oceantracker_runs(python, copy, seeds, args.hours, args.dt, folder)
-        loop = np.asarray(theirs_timed["steps"][1:])
-        ot_rate = theirs_timed["released"] * len(loop) / loop.sum()
+        ot_rate, loop_s = loop_rate(theirs_timed["steps"], theirs_timed["released"])
         field = fk.io.read(copy)
         fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)  # compiled for this shape
         best = min(_seconds(lambda: fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)) for _ in range(3))
@@ -418,7 +407,7 @@ def beside_oceantracker(args, steps: int, run: dict) -> dict:
     rate = n * steps / best
     print(
         f"OceanTracker {theirs_timed['version']} on the staggered copy, {theirs_timed['released']} particles "
-        f"released: its stepping loop {ot_rate / 1e6:.2f} M particle-steps/s ({len(loop)} steps in {loop.sum():.2f} s, "
+        f"released: its stepping loop {ot_rate / 1e6:.2f} M particle-steps/s ({steps - 1} steps in {loop_s:.2f} s, "
         f"the first's {theirs_timed['steps'][0]:.2f} s left out; whole run {theirs_timed['wall']:.1f} s); "
         f"flowkit {rate / 1e6:.2f} M/s (whole calls) -> {rate / ot_rate:.2f}x"
     )
@@ -431,7 +420,7 @@ def beside_oceantracker(args, steps: int, run: dict) -> dict:
         "agreement_m": gap,
         "version": theirs_timed["version"],
         "particle_steps_per_s": ot_rate,
-        "loop_s": float(loop.sum()),
+        "loop_s": loop_s,
         "first_step_s": theirs_timed["steps"][0],
         "wall": theirs_timed["wall"],
         "released": theirs_timed["released"],
