@@ -244,7 +244,7 @@ def test_seeds_that_cannot_fit_are_refused_before_anything_scales_with_them(tmp_
     )
     assert app.returncode == 2 and "Traceback" not in app.stderr
     assert re.fullmatch(
-        r"error: 1000000000 particles need about 208\.62 GiB of host memory before tracking begins \(their seeds, "
+        r"error: 1000000000 particles need about 96\.86 GiB of host memory before tracking begins \(their seeds, "
         r"release times, origins and cells\) and [\d.]+ GiB are available: track them in several runs of fewer "
         r"seeds, each with its own output= \(batch_size= bounds the particles tracked at once, not the seeds a "
         r"run holds\)",
