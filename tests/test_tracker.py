@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -402,3 +403,24 @@ def test_a_step_longer_than_the_run_and_no_seeds_are_refused_in_one_line():
         fk.track(field, np.array([[0.5, 0.5]]), 0.0, 20.0, 1e9)
     with pytest.raises(ValueError, match=r"^no seeds \(N = 0\)"):
         fk.track(field, np.zeros((0, 2)), 0.0, 1.0, 0.1)
+
+
+def test_a_second_run_on_the_same_field_takes_its_copy_already_on_the_devices():
+    """The next run of the same field on the same devices reuses the field's arrays as the last
+    run placed them (JAX arrays do not change), and computes the same tracks; the kept copy goes
+    when the field is collected."""
+    import gc
+
+    from flowkit.tracker import cache
+
+    field = fk.datasets.double_gyre_grid(nx=41, ny=21, nt=11, t_end=10.0)
+    seeds = np.array([[0.5, 0.5], [1.2, 0.3]])
+    runs = [fk.tracker.TrackRun(field, seeds, 0.0, 2.0, 0.1) for _ in range(2)]
+    placed = [jax.tree.leaves(eqx.filter(run.pieces.field, eqx.is_array)) for run in runs]
+    assert placed[0] and all(a is b for a, b in zip(*placed))
+    first, second = (run.run() for run in runs)
+    np.testing.assert_array_equal(first.positions, second.positions)
+    assert cache._PLACED
+    del field, runs, placed, first, second
+    gc.collect()
+    assert not cache._PLACED

@@ -1,6 +1,9 @@
-"""Compiled chunk programs, one per run structure and shape (AOT), kept for the process."""
+"""Compiled chunk programs, one per run structure and shape (AOT), kept for the process; and
+the last run's pieces as placed on its devices."""
 
 import time
+import weakref
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -20,7 +23,36 @@ def clear_caches() -> None:
     that tracks many differently shaped runs (a test suite, a notebook) releases their
     executables' memory this way; the next run of each shape compiles again."""
     _COMPILED.clear()
+    _PLACED.clear()
     jax.clear_caches()
+
+
+_PLACED: list = []  # at most one entry: (weak references to the leaves, structure, sharding, the placed tree)
+
+
+def placed(tree: Any, sharding: jax.sharding.Sharding) -> Any:
+    """`jax.device_put(tree, sharding)`, the last tree placed kept: the next run of the same
+    field on the same devices (its arrays the same objects: JAX arrays do not change) takes the
+    copy already placed instead of copying the field to every device again (3 ms for a small
+    ROMS file on two devices; a second for a field of gigabytes). The copy is dropped when a
+    source array is collected or another tree is placed. Trees with NumPy leaves, which can
+    change in place, are always copied."""
+    leaves, structure = jax.tree.flatten(tree)
+    if _PLACED:
+        refs, kept_structure, kept_sharding, kept = _PLACED[0]
+        same = kept_structure == structure and kept_sharding == sharding and len(refs) == len(leaves)
+        if same and all(ref() is leaf for ref, leaf in zip(refs, leaves)):
+            return kept
+    result = jax.device_put(tree, sharding)
+    _PLACED.clear()
+    if all(isinstance(leaf, jax.Array) for leaf in leaves):
+        _PLACED.append(([weakref.ref(leaf, _forget) for leaf in leaves], structure, sharding, result))
+    return result
+
+
+def _forget(_: weakref.ref) -> None:
+    """A placed tree's source array was collected: drop its copy."""
+    _PLACED.clear()
 
 
 def compile_count() -> int:

@@ -18,7 +18,7 @@ from .._custom_types import PathLike
 from .._status import Status
 from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
-from .cache import compiled_program
+from .cache import compiled_program, placed
 from .gathering import Gathering, bare, check_statistics
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
@@ -142,7 +142,7 @@ class TrackRun:
             )
         self._check_memory(pieces.field)
         dynamic, static = eqx.partition(pieces, eqx.is_array)
-        self.pieces = eqx.combine(jax.device_put(dynamic, replicated), static)
+        self.pieces = eqx.combine(placed(dynamic, replicated), static)
         self.gathering = None
         if plan.pieces.statistics:  # the statistics placed on the devices with the pieces
             origin = (plan.stream or plan.pieces.field).time_origin
