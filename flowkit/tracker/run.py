@@ -296,8 +296,9 @@ class TrackRun:
             lost=np.zeros(per_block, np.int32),
             courant=np.zeros(per_block, dtype),
         )
-        placed = jax.device_put(host, self._particle_sharding)
-        rows, slots, lost, courant = Rows(**placed["rows"]), Slots(**placed["slots"]), placed["lost"], placed["courant"]
+        on_devices = jax.device_put(host, self._particle_sharding)
+        rows, slots = Rows(**on_devices["rows"]), Slots(**on_devices["slots"])
+        lost, courant = on_devices["lost"], on_devices["courant"]
         state = State(
             rows=rows,
             lost=lost,
