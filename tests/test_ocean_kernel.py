@@ -204,6 +204,27 @@ def test_the_kernel_takes_only_what_it_computes_alike():
     assert use(boundary=fk.Clamp(field.bounds)) is None
 
 
+def test_a_run_the_kernel_declines_says_so_and_why(monkeypatch, caplog):
+    """A layered run on a CPU that the kernel does not take (a random walk, a particle model)
+    says in its log that it runs the JAX step and what the kernel does not step; a run the
+    kernel takes says nothing of the kind."""
+    import logging
+
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1")
+    field = layered(dtype="float32")
+    x = seeds(field, 8)
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        fk.track(field, x, 0.0, 3600.0, 600.0, fk.EulerMaruyama(1e-4), key=jax.random.key(0))
+        fk.track(field, x, 0.0, 3600.0, 600.0, particles=fk.particles.Aging())
+        fk.track(field, x, 0.0, 3600.0, 600.0)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("steps: the JAX step")]
+    assert said == [
+        "steps: the JAX step: the CPU ocean kernel does not step the integrator EulerMaruyama (it steps "
+        "explicit Runge–Kutta methods)",
+        "steps: the JAX step: the CPU ocean kernel does not step the particle model Aging (it steps tracers)",
+    ]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, monkeypatch):
     """The kernel's own location (seeds, then each stage's check and walk) on a turned grid in

@@ -37,8 +37,6 @@ from ..boundaries.regions import plane_tolerance
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.mesh import MeshField
-from ..integrators.runge_kutta import AbstractRungeKutta
-from ..particles.base import is_tracer
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
@@ -143,26 +141,26 @@ class KernelAttrs(NamedTuple):
     """1: no steps; each row's first hint by its bin's search alone (`kernel_located`)."""
 
 
-def takes(pieces: RunPieces, dtype: np.dtype) -> bool:
-    """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
-    the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta method on
-    a 3-D `MeshField` of point data stored in the positions' precision, with no walls
-    (`fk.Open`), `fk.MeshWalls`, or an `fk.InletOutlet` or `fk.ContinuousInlet` with either as
-    its walls. Anything else (particle models, stochastic or adaptive integrators, cell data,
-    2-D meshes, other boundaries) takes the JAX step, which computes the same tracks."""
-    field, boundary, dtype = pieces.field, pieces.boundary, jnp.dtype(dtype)
-    return (
-        type(field) is MeshField
-        and field.dim == 3
-        and not field.cell_values
-        and all(a.dtype == dtype for a in (field.values, field.affine_map, field.bin_origin))
-        and isinstance(pieces.integrator, AbstractRungeKutta)
-        and not pieces.integrator.stochastic
-        and is_tracer(pieces.particles)
-        and _kernel_walls(boundary)
-        and (not isinstance(boundary, AbstractInlet) or boundary.mode in INLET_MODES)
-        and all(kind in MESH.kinds for kind in field.kinds)
+def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
+    """What of this run the kernel does not step, with positions of `dtype` (on CPUs with the
+    kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it takes the run:
+    tracers stepped by an explicit Runge–Kutta method on a 3-D `MeshField` of point data stored
+    in the positions' precision, with no walls (`fk.Open`), `fk.MeshWalls`, or an
+    `fk.InletOutlet` or `fk.ContinuousInlet` with either as its walls. Anything else (particle
+    models, stochastic or adaptive integrators, cell data, 2-D meshes, other boundaries) takes
+    the JAX step, which computes the same tracks."""
+    field, boundary = pieces.field, pieces.boundary
+    if type(field) is not MeshField:
+        return [f"a {type(field).__name__}"]
+    inlet = not isinstance(boundary, AbstractInlet) or boundary.mode in INLET_MODES
+    checks = (
+        (field.dim == 3, f"a {field.dim}-D mesh"),
+        (not field.cell_values, "cell data"),
+        (_kernel_walls(boundary) and inlet, f"the boundary {type(boundary).__name__}"),
+        (all(kind in MESH.kinds for kind in field.kinds), f"cells of the kinds {sorted(field.kinds)}"),
     )
+    stored = (field.values, field.affine_map, field.bin_origin)
+    return [phrase for ok, phrase in checks if not ok] + seam.stepping_refusals(pieces, jnp.dtype(dtype), stored)
 
 
 def _walls(boundary: AbstractBoundary) -> AbstractBoundary:
@@ -396,7 +394,8 @@ MESH = seam.Kernel(
     results=KernelResults,
     attrs=KernelAttrs,
     kinds={kind.name: kind.nodes for kind in cells.KINDS.values() if kind.dim == 3},
-    takes=takes,
+    field=MeshField,
+    refusals=refusals,
     steps=kernel_steps,
     located=kernel_located,
     modes={"walls": tuple(dict.fromkeys(_WALLS.values())), "inlets": ("none", *INLET_MODES)},

@@ -24,8 +24,6 @@ from ..boundaries.box import Open, Reflective
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.layered import LayeredField
-from ..integrators.runge_kutta import AbstractRungeKutta
-from ..particles.base import is_tracer
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
@@ -94,27 +92,24 @@ class OceanAttrs(NamedTuple):
     """1: no steps; each row located by its bin's search alone and its depth settled (`kernel_located`)."""
 
 
-def takes(pieces: RunPieces, dtype: np.dtype) -> bool:
-    """Whether the kernel takes the steps of this run, with positions of `dtype` (on CPUs with
-    the kernel built: `tracker.kernels.kernel_use`): tracers stepped by an explicit Runge–Kutta
-    method on a `LayeredField` over triangles and quadrilaterals stored in the positions'
-    precision, with no walls (`fk.Open`, the boundary of ocean data on the sphere) or the
-    reflecting walls of its box (`fk.Reflective`, the boundary of a projected model's data).
-    Anything else takes the JAX step."""
-    field = pieces.field
+def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
+    """What of this run the kernel does not step, with positions of `dtype` (on CPUs with the
+    kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it takes the run:
+    tracers stepped by an explicit Runge–Kutta method on a `LayeredField` over triangles and
+    quadrilaterals stored in the positions' precision, with no walls (`fk.Open`, the boundary of
+    ocean data on the sphere) or the reflecting walls of its box (`fk.Reflective`, the boundary
+    of a projected model's data). Anything else takes the JAX step."""
+    field, boundary = pieces.field, pieces.boundary
     if type(field) is not LayeredField:
-        return False
+        return [f"a {type(field).__name__}"]
     surface = field.surface
-    return (
-        surface.dim == 2
-        and not surface.cell_values
-        and all(kind in OCEAN.kinds for kind in surface.kinds)
-        and all(a.dtype == dtype for a in (field.depths, field.velocities, field.floor, surface.affine_map))
-        and isinstance(pieces.integrator, AbstractRungeKutta)
-        and not pieces.integrator.stochastic
-        and is_tracer(pieces.particles)
-        and (isinstance(pieces.boundary, Open) or type(pieces.boundary) is Reflective)
+    checks = (
+        (surface.dim == 2 and not surface.cell_values, "a surface of cell data"),
+        (all(kind in OCEAN.kinds for kind in surface.kinds), f"cells of the kinds {sorted(surface.kinds)}"),
+        (isinstance(boundary, Open) or type(boundary) is Reflective, f"the boundary {type(boundary).__name__}"),
     )
+    stored = (field.depths, field.velocities, field.floor, surface.affine_map)
+    return [phrase for ok, phrase in checks if not ok] + seam.stepping_refusals(pieces, dtype, stored)
 
 
 def kernel_steps(
@@ -231,7 +226,8 @@ OCEAN = seam.Kernel(
     results=OceanResults,
     attrs=OceanAttrs,
     kinds={name: cells.KINDS[name].nodes for name in ("triangle", "quad")},
-    takes=takes,
+    field=LayeredField,
+    refusals=refusals,
     steps=kernel_steps,
     located=kernel_located,
     capacity={"map_columns": 2 + 2 * 2 + cells.box_columns(2)},

@@ -4,7 +4,8 @@ check of that interface against the built kernel, and the call.
 Each kernel is a `Kernel`: its input buffers, results and attributes as named tuples, in the
 order and element types of the layout the built kernel declares (`flowkit.native.layout`),
 its vocabulary (cell kinds with their node counts; wall and inlet modes) and capacities, what
-it takes (`takes`: the runs it computes as the JAX step does) and how a run calls it (`steps`,
+what it refuses of a run (`refusals`: it takes the runs it computes as the JAX step does) and
+how a run calls it (`steps`,
 `located`). `registered` checks the declarations against the built kernel once before
 registering its targets; `tracker.kernels.kernel_use` decides once per run which kernel, if
 any, takes the steps, and the run compiles one program around it. Python's codes (statuses,
@@ -13,7 +14,7 @@ layout.
 """
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from .. import native
 from .._status import Status
 from ..fields.base import Hints
 from ..integrators.runge_kutta import AbstractRungeKutta
+from ..particles.base import is_tracer
 from .pieces import Rows, Slots, Times
 from .step import is_due
 
@@ -44,8 +46,11 @@ class Kernel:
     """Its attributes, a `NamedTuple` of `int` and `float`."""
     kinds: dict[str, int]
     """The cell kinds it steps -> their node counts."""
-    takes: Callable
-    """`(pieces, dtype) -> bool`: whether it takes a run's steps (the platform and the build checked apart)."""
+    field: type
+    """The field it steps (`LayeredField`, `MeshField`)."""
+    refusals: Callable
+    """`(pieces, dtype) -> list[str]`: what in a run it does not step, each in a phrase; none
+    when it takes the run's steps (the platform and the build checked apart)."""
     steps: Callable
     """`(pieces, times, carry, slots, steps, block_id, *, n_blocks) -> (carry, before)`."""
     located: Callable | None = None
@@ -55,6 +60,25 @@ class Kernel:
     """The modes it knows by vocabulary (`walls`, `inlets`), as Python names them."""
     capacity: dict[str, int] = field(default_factory=dict)
     """The capacities Python relies on (the cell table's width)."""
+
+
+def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any]) -> list[str]:
+    """What every kernel refuses of a run, each in a phrase: positions in another precision than
+    the field's `stored` arrays, an integrator other than an explicit Runge–Kutta method, a
+    particle model other than tracers."""
+    integrator, particles = pieces.integrator, pieces.particles
+    checks = (
+        (
+            all(a.dtype == dtype for a in stored),
+            f"positions in {np.dtype(dtype).name} on a field stored in {stored[0].dtype.name}",
+        ),
+        (
+            isinstance(integrator, AbstractRungeKutta) and not integrator.stochastic,
+            f"the integrator {type(integrator).__name__} (it steps explicit Runge–Kutta methods)",
+        ),
+        (is_tracer(particles), f"the particle model {type(particles).__name__} (it steps tracers)"),
+    )
+    return [phrase for ok, phrase in checks if not ok]
 
 
 def declared(kernel: Kernel) -> native.Layout:
