@@ -1,5 +1,7 @@
 """Which CPU kernel takes a run's steps: one decision over every kernel flowkit builds."""
 
+import logging
+
 import jax.numpy as jnp
 from jax.typing import DTypeLike
 
@@ -8,6 +10,8 @@ from .mesh_kernel import MESH
 from .ocean_kernel import OCEAN
 from .pieces import RunPieces
 from .seam import Kernel, registered
+
+_log = logging.getLogger("flowkit")
 
 KERNELS: dict[str, Kernel] = {kernel.name: kernel for kernel in (MESH, OCEAN)}
 """Every kernel, by name: the mesh tracker's and the ocean tracker's."""
@@ -45,3 +49,12 @@ def _kernels_run(dtype: DTypeLike, platform: str) -> bool:
 def described(name: str) -> str:
     """A kernel as a run's log names it: which kernel and build, by the width of its vectors."""
     return f"the CPU {name} kernel (flowkit.native, {native.simd_bytes()}-byte vectors)"
+
+
+def say_steps(pieces: RunPieces, dtype: DTypeLike, platform: str, kernel: str | None) -> None:
+    """The run's log line on its steps: the kernel that takes them (DEBUG), or why the kernel of
+    its field does not (INFO, `declined`)."""
+    if kernel is not None:
+        _log.debug("steps: %s", described(kernel))
+    elif why := declined(pieces, dtype, platform):
+        _log.info("steps: the JAX step: %s", why)

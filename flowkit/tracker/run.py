@@ -23,7 +23,7 @@ from .gathering import Gathering, bare, check_statistics
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
-from .kernels import declined, described, kernel_use
+from .kernels import kernel_use, say_steps
 from .memory import check_memory, check_seeds_fit
 from .pieces import Rows, RunPieces, Slots, State, Times
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
@@ -330,10 +330,7 @@ class TrackRun:
         if self._compiled is None:
             self._first_batch = self.initial_state()  # the first batch starts from it (seeds located once)
             args, kwargs = (self.pieces, self.run_times, *self._first_batch[:2]), self._kwargs()
-            if kwargs["kernel"] is not None:
-                _log.debug("steps: %s", described(kwargs["kernel"]))
-            elif why := declined(self.pieces, self.plan.dtype, self.devices[0].platform):
-                _log.info("steps: the JAX step: %s", why)
+            say_steps(self.pieces, self.plan.dtype, self.devices[0].platform, kwargs["kernel"])
             self._compiled, self.compile_s = compiled_program(args, kwargs)
         return self._compiled
 
