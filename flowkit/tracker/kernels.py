@@ -20,30 +20,30 @@ KERNELS: dict[str, Kernel] = {kernel.name: kernel for kernel in (MESH, OCEAN)}
 def kernel_use(pieces: RunPieces, dtype: DTypeLike, platform: str) -> str | None:
     """The name of the kernel that takes the steps of this run, with positions of `dtype` on
     devices of `platform`, or None (the JAX step): on CPUs, with the kernels built and switched
-    on (`flowkit.native.built()`), the first kernel that refuses nothing of the run. A GPU runs
-    the JAX step."""
-    if not _kernels_run(dtype, platform):
+    on (`flowkit.native.built()`), the kernel of the run's field if it refuses nothing of the
+    run. A GPU runs the JAX step."""
+    kernel = _of_field(pieces, dtype, platform)
+    if kernel is None or kernel.refusals(pieces, jnp.dtype(dtype)) or not registered(kernel):
         return None
-    taken = (k for k in KERNELS.values() if not k.refusals(pieces, jnp.dtype(dtype)) and registered(k))
-    return next((k.name for k in taken), None)
+    return kernel.name
 
 
 def declined(pieces: RunPieces, dtype: DTypeLike, platform: str) -> str | None:
     """Why the kernel of this run's field does not take its steps, as the run's log says it (the
-    JAX step is 3-4 times slower on a CPU), or None: a kernel takes them, no kernel steps such a
-    field, or the run is not on CPUs with the kernels built."""
-    if not _kernels_run(dtype, platform) or kernel_use(pieces, dtype, platform) is not None:
+    JAX step is 3-4 times slower on a CPU), or None: it takes them (or its build did not
+    register: `registered` said why), no kernel steps such a field, or the run is not on CPUs
+    with the kernels built."""
+    kernel = _of_field(pieces, dtype, platform)
+    refused = [] if kernel is None else kernel.refusals(pieces, jnp.dtype(dtype))
+    return f"the CPU {kernel.name} kernel does not step {'; '.join(refused)}" if kernel and refused else None
+
+
+def _of_field(pieces: RunPieces, dtype: DTypeLike, platform: str) -> Kernel | None:
+    """The kernel that steps the run's kind of field, where kernels may take a run on `platform`
+    with positions of `dtype`; None for other fields, platforms and precisions, or no build."""
+    if platform != "cpu" or jnp.dtype(dtype).name not in native.PRECISIONS or not native.built():
         return None
-    for k in KERNELS.values():
-        refused = k.refusals(pieces, jnp.dtype(dtype)) if type(pieces.field) is k.field else []
-        if refused:  # (none refused: a kernel whose build did not register; `registered` said why)
-            return f"the CPU {k.name} kernel does not step {'; '.join(refused)}"
-    return None
-
-
-def _kernels_run(dtype: DTypeLike, platform: str) -> bool:
-    """Whether kernels may take a run on `platform` with positions of `dtype`."""
-    return platform == "cpu" and jnp.dtype(dtype).name in native.PRECISIONS and native.built()
+    return next((k for k in KERNELS.values() if type(pieces.field) is k.field), None)
 
 
 def described(name: str) -> str:

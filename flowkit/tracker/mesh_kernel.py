@@ -142,16 +142,14 @@ class KernelAttrs(NamedTuple):
 
 
 def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
-    """What of this run the kernel does not step, with positions of `dtype` (on CPUs with the
-    kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it takes the run:
-    tracers stepped by an explicit Runge–Kutta method on a 3-D `MeshField` of point data stored
+    """What of this run on a `MeshField` the kernel does not step, with positions of `dtype` (on
+    CPUs with the kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it
+    takes the run: tracers stepped by an explicit Runge–Kutta method on a 3-D mesh of point data stored
     in the positions' precision, with no walls (`fk.Open`), `fk.MeshWalls`, or an
     `fk.InletOutlet` or `fk.ContinuousInlet` with either as its walls. Anything else (particle
     models, stochastic or adaptive integrators, cell data, 2-D meshes, other boundaries) takes
     the JAX step, which computes the same tracks."""
-    field, boundary = pieces.field, pieces.boundary
-    if type(field) is not MeshField:
-        return [f"a {type(field).__name__}"]
+    field, boundary = cast(MeshField, pieces.field), pieces.boundary
     inlet = not isinstance(boundary, AbstractInlet) or boundary.mode in INLET_MODES
     checks = (
         (field.dim == 3, f"a {field.dim}-D mesh"),

@@ -93,15 +93,13 @@ class OceanAttrs(NamedTuple):
 
 
 def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
-    """What of this run the kernel does not step, with positions of `dtype` (on CPUs with the
-    kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it takes the run:
-    tracers stepped by an explicit Runge–Kutta method on a `LayeredField` over triangles and
+    """What of this run on a `LayeredField` the kernel does not step, with positions of `dtype`
+    (on CPUs with the kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it
+    takes the run: tracers stepped by an explicit Runge–Kutta method on a layered field over triangles and
     quadrilaterals stored in the positions' precision, with no walls (`fk.Open`, the boundary of
     ocean data on the sphere) or the reflecting walls of its box (`fk.Reflective`, the boundary
     of a projected model's data). Anything else takes the JAX step."""
-    field, boundary = pieces.field, pieces.boundary
-    if type(field) is not LayeredField:
-        return [f"a {type(field).__name__}"]
+    field, boundary = cast(LayeredField, pieces.field), pieces.boundary
     surface = field.surface
     checks = (
         (surface.dim == 2 and not surface.cell_values, "a surface of cell data"),

@@ -3,12 +3,12 @@ check of that interface against the built kernel, and the call.
 
 Each kernel is a `Kernel`: its input buffers, results and attributes as named tuples, in the
 order and element types of the layout the built kernel declares (`flowkit.native.layout`),
-its vocabulary (cell kinds with their node counts; wall and inlet modes) and capacities, what
-what it refuses of a run (`refusals`: it takes the runs it computes as the JAX step does) and
-how a run calls it (`steps`,
-`located`). `registered` checks the declarations against the built kernel once before
-registering its targets; `tracker.kernels.kernel_use` decides once per run which kernel, if
-any, takes the steps, and the run compiles one program around it. Python's codes (statuses,
+its vocabulary (cell kinds with their node counts; wall and inlet modes) and capacities, the
+field it steps and what it refuses of a run on one (`refusals`: it takes the runs it computes
+as the JAX step does), and how a run calls it (`steps`, `located`). `registered` checks the
+declarations against the built kernel once before registering its targets;
+`tracker.kernels.kernel_use` decides once per run which kernel, if any, takes the steps, and
+the run compiles one program around it. Python's codes (statuses,
 face kinds) go to a kernel as attributes; its own codes (cell kinds, modes) are read from its
 layout.
 """
@@ -47,10 +47,11 @@ class Kernel:
     kinds: dict[str, int]
     """The cell kinds it steps -> their node counts."""
     field: type
-    """The field it steps (`LayeredField`, `MeshField`)."""
+    """The field it steps (`LayeredField`, `MeshField`): `tracker.kernels` offers it runs on such
+    a field alone."""
     refusals: Callable
-    """`(pieces, dtype) -> list[str]`: what in a run it does not step, each in a phrase; none
-    when it takes the run's steps (the platform and the build checked apart)."""
+    """`(pieces, dtype) -> list[str]`: what in a run on its `field` it does not step, each in a
+    phrase; none when it takes the run's steps (the platform and the build checked apart)."""
     steps: Callable
     """`(pieces, times, carry, slots, steps, block_id, *, n_blocks) -> (carry, before)`."""
     located: Callable | None = None
