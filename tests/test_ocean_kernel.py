@@ -92,8 +92,9 @@ def assert_same(native, reference, atol, depth_atol=1e-9):
         dict(levels=1, triangles=True),
         dict(times=1, land=False),
         dict(spherical=False, triangles=True, reflective=True),
+        dict(spherical=False, reflective=True),
     ],
-    ids=["quads", "triangles", "metres", "depth-averaged", "steady", "reflective"],
+    ids=["quads", "triangles", "metres", "depth-averaged", "steady", "reflective", "reflective-grid"],
 )
 def test_the_kernel_tracks_as_the_jax_step(options, monkeypatch):
     """Positions to 1e-9 of a cell (float64), statuses and exit times alike; the flow carries
@@ -225,14 +226,18 @@ def test_a_run_the_kernel_declines_says_so_and_why(monkeypatch, caplog):
     ]
 
 
+@pytest.mark.parametrize("cells", ["grid", "mesh"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, monkeypatch):
-    """The kernel's own location (seeds, then each stage's check and walk) on a turned grid in
-    degrees with float64 corners: seeds on every edge between two cells, along i and along j,
-    at a tenth, the middle and nine tenths of it and a hair to either side, all start in the
-    water and none is ever `OUT_OF_DOMAIN` under a slow current that crosses edges of both
-    kinds (issue 55: particles in open water were marked outside)."""
+def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, cells, monkeypatch):
+    """The kernel's own location (seeds, then each stage's check and walk, or on a grid of
+    `quad_cells` its fractional indices) on a turned grid in degrees with float64 corners:
+    seeds on every edge between two cells, along i and along j, at a tenth, the middle and
+    nine tenths of it and a hair to either side, all start in the water and none is ever
+    `OUT_OF_DOMAIN` under a slow current that crosses edges of both kinds (issue 55: particles
+    in open water were marked outside). `mesh`: the cells' nodes in another order, which
+    gives the field no grid chart."""
     points, quads, ids = _rotated_grid()
+    quads = quad_cells(ids.shape) if cells == "grid" else quads
     times, n = 2, len(points)
     floor = np.full((times, n), 100.0)
     velocity = np.broadcast_to(np.array([0.05, 0.03]), (times, n, 1, 2))  # about a tenth of a cell an hour
@@ -247,6 +252,7 @@ def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, m
         grid_shape=ids.shape,
         dtype=dtype,
     )
+    assert (field.grid_cells is not None) == (cells == "grid")
     seeds = []
     for a, b in ((ids[1:-1, :-1].ravel(), ids[1:-1, 1:].ravel()), (ids[:-1, 1:-1].ravel(), ids[1:, 1:-1].ravel())):
         along = points[b] - points[a]

@@ -114,10 +114,13 @@ def test_particles_track_at_the_surface_and_at_depth_and_stay_in_the_water():
     floor = wet & (seeds[:, 2] == 300.0) & (bottom_at_seeds < 290.0)
     assert floor.sum() > 20
     np.testing.assert_allclose(traj.positions[0, floor, 2], bottom_at_seeds[floor], rtol=1e-5)
+    # The floor is kept at the particle's place in the grid's fractional indices, which float32
+    # holds more finely than the positions saved in degrees (4e-6 degrees, about 0.4 m): the
+    # floor at a saved position may lie that much further along the slope, a few millimetres.
     for k in range(traj.positions.shape[0]):
         floor_now = field.water_depth(traj.times[k], traj.positions[k])
         moving = floor & (traj.status[k] == fk.Status.ACTIVE)  # (a beached one stays where it was wet)
-        assert np.all(traj.positions[k, moving, 2] <= floor_now[moving] * (1 + 1e-5) + 1e-3)
+        assert np.all(traj.positions[k, moving, 2] <= floor_now[moving] * (1 + 1e-5) + 1e-2)
 
 
 @needs_ocean

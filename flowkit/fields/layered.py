@@ -16,6 +16,7 @@ from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeL
 from .._time import TimeOrigin
 from . import forcing
 from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, time_slices
+from .curvilinear import quad_cells
 from .forcing import Forcings
 from .grid import degrees_per_second
 from .lookup import with_lookup
@@ -85,6 +86,9 @@ class LayeredField(AbstractField):
     periodic: tuple[bool, ...] = eqx.field(static=True)
     forcings: Forcings | None
     sampled: tuple[str, ...] = eqx.field(static=True)
+    grid_cells: tuple[int, int] | None = eqx.field(static=True, default=None)
+    """The cells along each axis of a grid whose cells are `quad_cells(grid_shape)`, whose
+    fractional indices explicit Runge–Kutta methods step tracers in (`fields.grid_chart`), or None."""
 
     @classmethod
     def from_arrays(
@@ -143,6 +147,7 @@ class LayeredField(AbstractField):
             periodic=(False,) * dim,
             forcings=None,
             sampled=sampled,
+            grid_cells=_grid_cells(cells, grid_shape),
         )
         return dataclasses.replace(
             field, forcings=forcing.made(field, forcing_fields, "LayeredField: samples", set(arrays))
@@ -297,6 +302,15 @@ class LayeredField(AbstractField):
 def _located_floor(field: LayeredField, t, x):
     _, found, nodes, weights = field._place(x, field.hints(x.shape[0], x.dtype))
     return field._floor(t, x, nodes, weights), found
+
+
+def _grid_cells(cells: ArrayInput, grid_shape: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The cells along each axis of `grid_shape` when `cells` are its `quad_cells` (node order
+    included: a cell's first coordinate runs along the grid's first axis), else None."""
+    if grid_shape is None or len(grid_shape) != 2:
+        return None
+    same = np.array_equal(np.asarray(cells), quad_cells(tuple(grid_shape)))
+    return (int(grid_shape[0]) - 1, int(grid_shape[1]) - 1) if same else None
 
 
 def _checked_columns(points: np.ndarray, depths, velocity, water_depth):

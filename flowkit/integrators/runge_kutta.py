@@ -9,9 +9,10 @@ from jaxtyping import Array
 
 from .._custom_types import Args, TimeLike
 from ..fields.base import AbstractField, Hints
+from ..fields.grid_chart import chart_of
 from . import tableau as _tableau
 from .base import AbstractIntegrator, StepResult, hints_for
-from .terms import AbstractTerm
+from .terms import AbstractTerm, FlowTerm
 
 
 def explicit_rk_step(
@@ -113,6 +114,20 @@ class AbstractRungeKutta(AbstractIntegrator):
         hint: Hints | None = None,
     ) -> StepResult:
         field = term.field
+        chart = chart_of(field) if isinstance(term, FlowTerm) else None
+        if chart is not None:  # a tracer on a curvilinear grid: steps of its fractional indices
+            x = state["x"]
+            start = chart.indices(x, hints_for(field, x, hint))
+            end, hint, inside = explicit_rk_step(
+                lambda s, y, h: ({"x": chart.velocity(s, y["x"], args)}, h),
+                {"x": start},
+                t,
+                dt,
+                self.tableau,
+                field.hints(x.shape[0], x.dtype),
+                lambda y, h: chart.locate(y["x"]),
+            )
+            return StepResult({"x": chart.place(end["x"])[0]}, hint=hint, inside=inside)
         new, hint, inside = explicit_rk_step(
             lambda s, y, h: term.rates(s, y, args, h),
             state,

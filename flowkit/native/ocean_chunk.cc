@@ -16,8 +16,12 @@
 // the nearest level's above the top and below the bottom one. Each particle carries the level
 // it found last: a stage checks that bracket (two levels) and finds it again only where it no
 // longer holds (by bisection of the column, or, where a weight is negative (a point off its
-// cell), by counting every level), so the bracket is the JAX path's count. Horizontal velocities are turned into degrees per second at the point's latitude
-// on a spherical field. After the stages the step's end is located, its depth kept between the
+// cell), by counting every level), so the bracket is the JAX path's count. Horizontal velocities
+// are turned into degrees per second at the point's latitude on a spherical field. On a
+// curvilinear grid (`grid_i`, `grid_j`: quad_cells' cells) the stages step the grid's fractional
+// indices instead of positions, as GridChart does (fields/grid_chart.py): a stage point's cell
+// is their floor, its position the cell's bilinear map, its velocity turned into indices per
+// second by the inverse of the map's Jacobian, and the step's end mapped back to a position. After the stages the step's end is located, its depth kept between the
 // surface and the sea floor there, and the step finished as the JAX step finishes it under
 // `fk.Open` (or `fk.Reflective`, whose box first mirrors an end that left it back in and
 // locates it again): an end off the mesh stops the row where its step began (OUT_OF_DOMAIN), an end
@@ -57,7 +61,7 @@ namespace {
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
   X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
-  X(nonfinite, int64_t) X(locate, int64_t)
+  X(nonfinite, int64_t) X(locate, int64_t) X(grid_i, int64_t) X(grid_j, int64_t)
 // The 2-D cell kinds of the surface mesh: name, code, node count (Python checks the counts).
 #define FLOWKIT_OCEAN_KINDS(X) X(Triangle, triangle, 0, 3) X(Quad, quad, 1, 4)
 #define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
@@ -94,6 +98,7 @@ struct Field {
   T tolerance, small;
   int newton_steps, walk_steps;
   bool spherical;
+  int64_t grid_i, grid_j;  // a grid's cells along its two axes (quad_cells' numbering), or 0
 
   int32_t kind(int32_t cell) const { return kind_code[kind_of_cell ? kind_of_cell[cell] : 0]; }
 };
@@ -334,6 +339,8 @@ struct Group {
   T depth[2][2][4][kLanes];     // [slice][level of the bracket][node]
   T vel[2][2][3][4][kLanes];    // [slice][level][component][node]
   T floor[2][4][kLanes];        // [slice][node]
+  T ix[2][kLanes], iy[2][kLanes];  // on a grid: the fractional indices of the step's start, of the stage point
+  T jinv[4][kLanes];                // and the inverse of the map's Jacobian there
 };
 
 // Lane g's cell table row, kind, nodes and land for `cell` (a triangle's fourth node: its first,
@@ -542,6 +549,64 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
   for (int i = 0; i < 4; ++i) std::memcpy(q.w[i], &w[i], sizeof w[i]);
 }
 
+// The lanes' stage points `iy` on a grid placed by their fractional indices (fields/grid_chart.py,
+// GridChart.place): their cell is the indices' floor (the edge cell beyond which a point off
+// the grid lies, whose map then extrapolates), their coordinates what remains, and they lie on
+// the grid where the indices lie in its index box; their positions `y` are the cell's bilinear
+// map, and `jinv` the inverse of its Jacobian (index per position), which turns a velocity into
+// indices per second.
+template <typename T>
+FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
+  const T tol = f.tolerance, n_i = static_cast<T>(f.grid_i), n_j = static_cast<T>(f.grid_j);
+  for (int g = 0; g < kLanes; ++g) {
+    if (!q.moving[g]) continue;
+    const T i = q.iy[0][g], j = q.iy[1][g];
+    const T a = std::isnan(i) ? T(0) : clip(std::floor(i), T(0), n_i - 1);
+    const T b = std::isnan(j) ? T(0) : clip(std::floor(j), T(0), n_j - 1);
+    q.scell[g] = static_cast<int32_t>(static_cast<int64_t>(a) * f.grid_j + static_cast<int64_t>(b));
+    read_cell(f, q, g, q.scell[g]);
+    q.scoords[0][g] = i - a, q.scoords[1][g] = j - b;
+    q.found[g] = i >= -tol && i <= n_i + tol && j >= -tol && j <= n_j + tol;
+  }
+  using V = typename Lanes<T>::V;
+  auto row = [&](int c) { return load<V>(q.map[c]); };
+  const V one = V{} + T(1), r = load<V>(q.scoords[0]), s = load<V>(q.scoords[1]);
+  const V p1 = row(8), q1 = row(9), p2 = row(10), q2 = row(11), p3 = row(12), q3 = row(13);
+  const V n1 = r * (one - s), n2 = r * s, n3 = (one - r) * s;
+  const V y0 = row(6) + (n1 * p1 + n2 * p2 + n3 * p3), y1 = row(7) + (n1 * q1 + n2 * q2 + n3 * q3);
+  const V a = (one - s) * p1 + s * p2 - s * p3, c = (one - s) * q1 + s * q2 - s * q3;
+  const V b = -r * p1 + r * p2 + (one - r) * p3, e = -r * q1 + r * q2 + (one - r) * q3;
+  const V inv = one / (a * e - b * c);
+  const V jinv[4] = {e * inv, -b * inv, -c * inv, a * inv};
+  const V w[4] = {(one - r) * (one - s), r * (one - s), r * s, (one - r) * s};
+  for (int k = 0; k < 4; ++k) std::memcpy(q.w[k], &w[k], sizeof w[k]), std::memcpy(q.jinv[k], &jinv[k], sizeof jinv[k]);
+  for (int g = 0; g < kLanes; ++g) {
+    if (!q.moving[g]) continue;
+    q.y[0][g] = y0[g], q.y[1][g] = y1[g];
+    q.spoint[0][g] = q.found[g] ? y0[g] : std::numeric_limits<T>::quiet_NaN();
+    q.spoint[1][g] = q.found[g] ? y1[g] : std::numeric_limits<T>::quiet_NaN();
+  }
+}
+
+// The moving lanes' fractional grid indices at their step's start, from the hint that locates
+// x there (located first where it does not: GridChart.indices).
+template <typename T>
+__attribute__((noinline)) void grid_start(const Field<T>& f, Group<T>& q) {
+  for (int g = 0; g < kLanes; ++g) {
+    if (!q.moving[g]) continue;
+    int32_t cell = q.cell[g];
+    T point[2] = {q.point[0][g], q.point[1][g]}, coords[2] = {q.coords[0][g], q.coords[1][g]};
+    if (!(cell >= 0 && point[0] == q.x[0][g] && point[1] == q.x[1][g])) {
+      Place<T> at;
+      const T y[2] = {q.x[0][g], q.x[1][g]};
+      locate_point(f, y, &cell, point, coords, at);
+    }
+    cell = std::max(cell, 0);
+    q.ix[0][g] = static_cast<T>(cell / f.grid_j) + coords[0];
+    q.ix[1][g] = static_cast<T>(cell % f.grid_j) + coords[1];
+  }
+}
+
 // The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
 // bracket of levels kept where it still holds, else found again (`levels_above`).
 template <typename T>
@@ -590,12 +655,9 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
     using V = typename Lanes<T>::V;
     const V radians = load<V>(q.y[1]) * static_cast<T>(3.14159265358979323846 / 180.0);
     const V floored = vmax(vcos_latitude<T>(radians), V{} + T(1e-6));
-    T cos_lat[kLanes];
-    std::memcpy(cos_lat, &floored, sizeof floored);
-    for (int g = 0; g < kLanes; ++g) {
-      u[0][g] = u[0][g] * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat[g]));
-      u[1][g] = u[1][g] * static_cast<T>(kDegrees / kEarthRadius);
-    }
+    const V east = load<V>(u[0]) * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * floored));
+    const V north = load<V>(u[1]) * static_cast<T>(kDegrees / kEarthRadius);
+    std::memcpy(u[0], &east, sizeof east), std::memcpy(u[1], &north, sizeof north);
   }
 }
 
@@ -663,6 +725,8 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     for (int d = 0; d < 2; ++d) q.spoint[d][g] = q.point[d][g], q.scoords[d][g] = q.coords[d][g];
     for (int d = 0; d < dim; ++d) q.before[d][g] = q.moving[g] ? q.x[d][g] : q.before[d][g];
   }
+  const bool grid = f.grid_j > 0;  // steps of the grid's fractional indices, not of positions
+  if (grid && any) grid_start(f, q);
   for (int i = 0; i < s.rows && any; ++i) {
     for (int d = 0; d < dim; ++d) {
       T sum[kLanes] = {};
@@ -671,10 +735,25 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
         if (a != 0)
           for (int g = 0; g < kLanes; ++g) sum[g] += a * q.K[j][d][g];
       }
-      for (int g = 0; g < kLanes; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+      if (grid && d < 2)
+        for (int g = 0; g < kLanes; ++g) q.iy[d][g] = q.ix[d][g] + h * sum[g];
+      else
+        for (int g = 0; g < kLanes; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
     }
-    place(f, q, s.quads);
-    if (i < stages) velocity(f, q, s.when[k * s.rows + i], dim, q.K[i]);
+    if (grid)
+      place_grid(f, q);
+    else
+      place(f, q, s.quads);
+    if (i < stages) {
+      velocity(f, q, s.when[k * s.rows + i], dim, q.K[i]);
+      if (grid) {  // in indices per second
+        using V = typename Lanes<T>::V;
+        const V u0 = load<V>(q.K[i][0]), u1 = load<V>(q.K[i][1]);
+        const V along_i = load<V>(q.jinv[0]) * u0 + load<V>(q.jinv[1]) * u1;
+        const V along_j = load<V>(q.jinv[2]) * u0 + load<V>(q.jinv[3]) * u1;
+        std::memcpy(q.K[i][0], &along_i, sizeof along_i), std::memcpy(q.K[i][1], &along_j, sizeof along_j);
+      }
+    }
   }
   if (any) {
     const When<T> end = s.when[k * s.rows + stages];
@@ -762,7 +841,9 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
                    std::sqrt(std::numeric_limits<T>::epsilon()),
                    static_cast<int>(newton_steps),
                    static_cast<int>(walk_steps),
-                   spherical != 0};
+                   spherical != 0,
+                   grid_i,
+                   grid_j};
   const Codes codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
                     static_cast<int32_t>(out_of_domain), static_cast<int32_t>(beached),
                     static_cast<int32_t>(nonfinite)};

@@ -90,6 +90,10 @@ class OceanAttrs(NamedTuple):
     nonfinite: int
     locate: int
     """1: no steps; each row located by its bin's search alone and its depth settled (`kernel_located`)."""
+    grid_i: int
+    """The cells of a curvilinear grid along its first axis (`LayeredField.grid_cells`: steps in
+    its fractional indices, `fields.grid_chart`), or 0: steps of positions."""
+    grid_j: int
 
 
 def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
@@ -204,6 +208,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
 def _attrs(pieces: RunPieces) -> OceanAttrs:
     """The run's settings and Python's codes, as the kernel's attributes."""
     field = cast(LayeredField, pieces.field)
+    grid = field.grid_cells or (0, 0)
     return OceanAttrs(
         newton_steps=np.int64(field.surface.newton_steps),
         walk_steps=np.int64(field.surface.walk_steps),
@@ -215,6 +220,8 @@ def _attrs(pieces: RunPieces) -> OceanAttrs:
         beached=np.int64(Status.BEACHED),
         nonfinite=np.int64(Status.NONFINITE),
         locate=np.int64(0),
+        grid_i=np.int64(grid[0]),
+        grid_j=np.int64(grid[1]),
     )
 
 
