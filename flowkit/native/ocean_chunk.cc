@@ -557,35 +557,42 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
 // indices per second.
 template <typename T>
 FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
-  const T tol = f.tolerance, n_i = static_cast<T>(f.grid_i), n_j = static_cast<T>(f.grid_j);
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  const V zero = V{}, one = zero + T(1), tol = zero + f.tolerance;
+  const V n_i = zero + static_cast<T>(f.grid_i), n_j = zero + static_cast<T>(f.grid_j);
+  const V i = load<V>(q.iy[0]), j = load<V>(q.iy[1]);
+  // the floor of an index clipped to the grid's cells (NaN: cell 0), by truncation of a value
+  // first clipped to [-1, n] (so that the conversion to integers stays in range)
+  auto corner = [&](V v, V n) {
+    const V kept = v == v ? vclip(v, -one, n) : zero;
+    const V truncated = __builtin_convertvector(__builtin_convertvector(kept, M), V);
+    return vclip(truncated > kept ? truncated - one : truncated, zero, n - one);
+  };
+  const V a = corner(i, n_i), b = corner(j, n_j);
+  const M cell = __builtin_convertvector(a, M) * static_cast<typename Lanes<T>::I>(f.grid_j) + __builtin_convertvector(b, M);
+  const M found = (i >= -tol) & (i <= n_i + tol) & (j >= -tol) & (j <= n_j + tol);
   for (int g = 0; g < kLanes; ++g) {
     if (!q.moving[g]) continue;
-    const T i = q.iy[0][g], j = q.iy[1][g];
-    const T a = std::isnan(i) ? T(0) : clip(std::floor(i), T(0), n_i - 1);
-    const T b = std::isnan(j) ? T(0) : clip(std::floor(j), T(0), n_j - 1);
-    q.scell[g] = static_cast<int32_t>(static_cast<int64_t>(a) * f.grid_j + static_cast<int64_t>(b));
+    q.scell[g] = static_cast<int32_t>(cell[g]), q.found[g] = found[g] != 0;
     read_cell(f, q, g, q.scell[g]);
-    q.scoords[0][g] = i - a, q.scoords[1][g] = j - b;
-    q.found[g] = i >= -tol && i <= n_i + tol && j >= -tol && j <= n_j + tol;
   }
-  using V = typename Lanes<T>::V;
+  const V r = i - a, s = j - b;
+  std::memcpy(q.scoords[0], &r, sizeof r), std::memcpy(q.scoords[1], &s, sizeof s);
   auto row = [&](int c) { return load<V>(q.map[c]); };
-  const V one = V{} + T(1), r = load<V>(q.scoords[0]), s = load<V>(q.scoords[1]);
   const V p1 = row(8), q1 = row(9), p2 = row(10), q2 = row(11), p3 = row(12), q3 = row(13);
   const V n1 = r * (one - s), n2 = r * s, n3 = (one - r) * s;
   const V y0 = row(6) + (n1 * p1 + n2 * p2 + n3 * p3), y1 = row(7) + (n1 * q1 + n2 * q2 + n3 * q3);
-  const V a = (one - s) * p1 + s * p2 - s * p3, c = (one - s) * q1 + s * q2 - s * q3;
-  const V b = -r * p1 + r * p2 + (one - r) * p3, e = -r * q1 + r * q2 + (one - r) * q3;
-  const V inv = one / (a * e - b * c);
-  const V jinv[4] = {e * inv, -b * inv, -c * inv, a * inv};
+  const V da = (one - s) * p1 + s * p2 - s * p3, dc = (one - s) * q1 + s * q2 - s * q3;
+  const V db = -r * p1 + r * p2 + (one - r) * p3, de = -r * q1 + r * q2 + (one - r) * q3;
+  const V inv = one / (da * de - db * dc);
+  const V jinv[4] = {de * inv, -db * inv, -dc * inv, da * inv};
   const V w[4] = {(one - r) * (one - s), r * (one - s), r * s, (one - r) * s};
   for (int k = 0; k < 4; ++k) std::memcpy(q.w[k], &w[k], sizeof w[k]), std::memcpy(q.jinv[k], &jinv[k], sizeof jinv[k]);
-  for (int g = 0; g < kLanes; ++g) {
-    if (!q.moving[g]) continue;
-    q.y[0][g] = y0[g], q.y[1][g] = y1[g];
-    q.spoint[0][g] = q.found[g] ? y0[g] : std::numeric_limits<T>::quiet_NaN();
-    q.spoint[1][g] = q.found[g] ? y1[g] : std::numeric_limits<T>::quiet_NaN();
-  }
+  const V nan = zero + std::numeric_limits<T>::quiet_NaN();
+  const V sp0 = found ? y0 : nan, sp1 = found ? y1 : nan;
+  std::memcpy(q.y[0], &y0, sizeof y0), std::memcpy(q.y[1], &y1, sizeof y1);
+  std::memcpy(q.spoint[0], &sp0, sizeof sp0), std::memcpy(q.spoint[1], &sp1, sizeof sp1);
 }
 
 // The moving lanes' fractional grid indices at their step's start, from the hint that locates
