@@ -340,7 +340,7 @@ struct Group {
   T vel[2][2][3][4][kLanes];    // [slice][level][component][node]
   T floor[2][4][kLanes];        // [slice][node]
   T ix[2][kLanes], iy[2][kLanes];  // on a grid: the fractional indices of the step's start, of the stage point
-  T jinv[4][kLanes];                // and the inverse of the map's Jacobian there
+  T jac[4][kLanes];                 // and the map's Jacobian there (dx/di, dx/dj, dy/di, dy/dj)
 };
 
 // Lane g's cell table row, kind, nodes and land for `cell` (a triangle's fourth node: its first,
@@ -553,8 +553,8 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
 // GridChart.place): their cell is the indices' floor (the edge cell beyond which a point off
 // the grid lies, whose map then extrapolates), their coordinates what remains, and they lie on
 // the grid where the indices lie in its index box; their positions `y` are the cell's bilinear
-// map, and `jinv` the inverse of its Jacobian (index per position), which turns a velocity into
-// indices per second.
+// map, and `jac` its Jacobian (position per index), whose inverse turns a velocity into indices
+// per second (`to_indices`).
 template <typename T>
 FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   using V = typename Lanes<T>::V;
@@ -585,33 +585,38 @@ FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   const V y0 = row(6) + (n1 * p1 + n2 * p2 + n3 * p3), y1 = row(7) + (n1 * q1 + n2 * q2 + n3 * q3);
   const V da = (one - s) * p1 + s * p2 - s * p3, dc = (one - s) * q1 + s * q2 - s * q3;
   const V db = -r * p1 + r * p2 + (one - r) * p3, de = -r * q1 + r * q2 + (one - r) * q3;
-  const V inv = one / (da * de - db * dc);
-  const V jinv[4] = {de * inv, -db * inv, -dc * inv, da * inv};
+  const V jac[4] = {da, db, dc, de};
   const V w[4] = {(one - r) * (one - s), r * (one - s), r * s, (one - r) * s};
-  for (int k = 0; k < 4; ++k) std::memcpy(q.w[k], &w[k], sizeof w[k]), std::memcpy(q.jinv[k], &jinv[k], sizeof jinv[k]);
+  for (int k = 0; k < 4; ++k) std::memcpy(q.w[k], &w[k], sizeof w[k]), std::memcpy(q.jac[k], &jac[k], sizeof jac[k]);
   const V nan = zero + std::numeric_limits<T>::quiet_NaN();
   const V sp0 = found ? y0 : nan, sp1 = found ? y1 : nan;
   std::memcpy(q.y[0], &y0, sizeof y0), std::memcpy(q.y[1], &y1, sizeof y1);
   std::memcpy(q.spoint[0], &sp0, sizeof sp0), std::memcpy(q.spoint[1], &sp1, sizeof sp1);
 }
 
-// The moving lanes' fractional grid indices at their step's start, from the hint that locates
-// x there (located first where it does not: GridChart.indices).
+// Lane g's fractional grid indices (the step's start), from the hint that locates x there
+// (located first where it does not: GridChart.indices). Each step then starts where the last
+// one ended: cell + coordinates is the end's indices, exactly.
 template <typename T>
-__attribute__((noinline)) void grid_start(const Field<T>& f, Group<T>& q) {
-  for (int g = 0; g < kLanes; ++g) {
-    if (!q.moving[g]) continue;
-    int32_t cell = q.cell[g];
-    T point[2] = {q.point[0][g], q.point[1][g]}, coords[2] = {q.coords[0][g], q.coords[1][g]};
-    if (!(cell >= 0 && point[0] == q.x[0][g] && point[1] == q.x[1][g])) {
-      Place<T> at;
-      const T y[2] = {q.x[0][g], q.x[1][g]};
-      locate_point(f, y, &cell, point, coords, at);
-    }
-    cell = std::max(cell, 0);
-    q.ix[0][g] = static_cast<T>(cell / f.grid_j) + coords[0];
-    q.ix[1][g] = static_cast<T>(cell % f.grid_j) + coords[1];
+__attribute__((noinline)) void grid_indices(const Field<T>& f, Group<T>& q, int g) {
+  int32_t cell = q.cell[g];
+  T point[2] = {q.point[0][g], q.point[1][g]}, coords[2] = {q.coords[0][g], q.coords[1][g]};
+  if (!(cell >= 0 && point[0] == q.x[0][g] && point[1] == q.x[1][g])) {
+    Place<T> at;
+    const T y[2] = {q.x[0][g], q.x[1][g]};
+    locate_point(f, y, &cell, point, coords, at);
   }
+  cell = std::max(cell, 0);
+  q.ix[0][g] = static_cast<T>(cell / f.grid_j) + coords[0];
+  q.ix[1][g] = static_cast<T>(cell % f.grid_j) + coords[1];
+}
+
+// cos(latitude) at the lanes' stage points (degrees), kept above 1e-6 (fields.grid.degrees_per_second).
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
+  using V = typename Lanes<T>::V;
+  const V radians = load<V>(q.y[1]) * static_cast<T>(3.14159265358979323846 / 180.0);
+  return vmax(vcos_latitude<T>(radians), V{} + T(1e-6));
 }
 
 // The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
@@ -658,14 +663,33 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
     const V blended = wv != 0 ? t + wv * (b - t) : t;
     std::memcpy(u[c], &blended, sizeof blended);
   }
-  if (f.spherical) {
+  if (f.spherical && f.grid_j == 0) {
     using V = typename Lanes<T>::V;
-    const V radians = load<V>(q.y[1]) * static_cast<T>(3.14159265358979323846 / 180.0);
-    const V floored = vmax(vcos_latitude<T>(radians), V{} + T(1e-6));
-    const V east = load<V>(u[0]) * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * floored));
+    const V cos_lat = lanes_cos_latitude(q);
+    const V east = load<V>(u[0]) * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat));
     const V north = load<V>(u[1]) * static_cast<T>(kDegrees / kEarthRadius);
     std::memcpy(u[0], &east, sizeof east), std::memcpy(u[1], &north, sizeof north);
   }
+}
+
+// The lanes' horizontal velocities `u` (m/s, or metres' units a second) in a grid's indices per
+// second: the inverse of the cell's map's Jacobian (`jac`, in degrees or metres per index) and,
+// on the sphere, the metric (degrees per metre at the stage point's latitude), with one division.
+template <typename T>
+FLOWKIT_HOT void to_indices(const Field<T>& f, const Group<T>& q, T u[3][kLanes]) {
+  using V = typename Lanes<T>::V;
+  const V da = load<V>(q.jac[0]), db = load<V>(q.jac[1]), dc = load<V>(q.jac[2]), de = load<V>(q.jac[3]);
+  const V u0 = load<V>(u[0]), u1 = load<V>(u[1]), det = da * de - db * dc;
+  V along_i, along_j;
+  if (f.spherical) {  // u0 in degrees a second is u0 / cos * kDegrees / R
+    const V cos_lat = lanes_cos_latitude(q);
+    const V inv = static_cast<T>(kDegrees / kEarthRadius) / (det * cos_lat);
+    along_i = (de * u0 - db * (u1 * cos_lat)) * inv, along_j = (da * (u1 * cos_lat) - dc * u0) * inv;
+  } else {
+    const V inv = T(1) / det;
+    along_i = (de * u0 - db * u1) * inv, along_j = (da * u1 - dc * u0) * inv;
+  }
+  std::memcpy(u[0], &along_i, sizeof along_i), std::memcpy(u[1], &along_j, sizeof along_j);
 }
 
 struct Codes {
@@ -733,7 +757,6 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     for (int d = 0; d < dim; ++d) q.before[d][g] = q.moving[g] ? q.x[d][g] : q.before[d][g];
   }
   const bool grid = f.grid_j > 0;  // steps of the grid's fractional indices, not of positions
-  if (grid && any) grid_start(f, q);
   for (int i = 0; i < s.rows && any; ++i) {
     for (int d = 0; d < dim; ++d) {
       T sum[kLanes] = {};
@@ -753,13 +776,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       place(f, q, s.quads);
     if (i < stages) {
       velocity(f, q, s.when[k * s.rows + i], dim, q.K[i]);
-      if (grid) {  // in indices per second
-        using V = typename Lanes<T>::V;
-        const V u0 = load<V>(q.K[i][0]), u1 = load<V>(q.K[i][1]);
-        const V along_i = load<V>(q.jinv[0]) * u0 + load<V>(q.jinv[1]) * u1;
-        const V along_j = load<V>(q.jinv[2]) * u0 + load<V>(q.jinv[3]) * u1;
-        std::memcpy(q.K[i][0], &along_i, sizeof along_i), std::memcpy(q.K[i][1], &along_j, sizeof along_j);
-      }
+      if (grid) to_indices(f, q, q.K[i]);
     }
   }
   if (any) {
@@ -776,7 +793,8 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       if (!q.moving[g]) continue;
       bool finite = true;
       for (int d = 0; d < dim; ++d) finite &= std::isfinite(q.y[d][g]);
-      if (f.box != nullptr && reflect(f.box, dim, q, g)) relocate(f, q, g);
+      const bool relocated = f.box != nullptr && reflect(f.box, dim, q, g);
+      if (relocated) relocate(f, q, g);
       T wet = T(0);
       for (int i = 0; i < 4; ++i) wet += q.w[i][g] * q.land[i][g];
       const int32_t code = !finite ? codes.nonfinite : !q.found[g] ? codes.out_of_domain
@@ -788,6 +806,10 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       for (int d = 0; d < dim; ++d) q.x[d][g] = q.y[d][g];
       q.cell[g] = q.scell[g];
       for (int d = 0; d < 2; ++d) q.point[d][g] = q.spoint[d][g], q.coords[d][g] = q.scoords[d][g];
+      if (grid && relocated)
+        grid_indices(f, q, g);
+      else if (grid)
+        q.ix[0][g] = q.iy[0][g], q.ix[1][g] = q.iy[1][g];
     }
   }
   for (int g = 0; g < kLanes; ++g)
@@ -930,6 +952,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
       q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p];
       q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
+      if (f.grid_j > 0) grid_indices(f, q, g);
     }
     for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
     for (int g = 0; g < count; ++g) {
