@@ -57,7 +57,8 @@ class LayeredField(AbstractField):
     - `spherical`: positions in degrees (velocities converted at each particle's latitude).
     - `grid_shape`: the nodes' `(n_i, n_j)` when they are a logically rectangular grid in C
       order and `cells` are its `quad_cells`: points without a hint are then started at the
-      cell an index lookup gives (`fields.lookup`), not searched for.
+      cell an index lookup gives (`fields.lookup`), not searched for, and explicit Runge–Kutta
+      methods step tracers in the grid's fractional indices (`grid_cells`, `fields.grid_chart`).
     - `land`: `(P,)` booleans; `time_origin`, `dtype` as for `GridField`.
     - `samples`: scalars to interpolate along tracks and for particle models and diffusivities,
       `{name: (T, P, K)}` on the levels (or `(T, P)`, the same on every level), interpolated as

@@ -87,7 +87,8 @@ def end_locator(field: AbstractField) -> Callable | None:
 
 
 class AbstractRungeKutta(AbstractIntegrator):
-    """An explicit Runge–Kutta method given entirely by its `tableau`."""
+    """An explicit Runge–Kutta method given entirely by its `tableau`. Tracers on a layered
+    field over a curvilinear grid step the grid's fractional indices (`fields.grid_chart`)."""
 
     tableau: ClassVar[_tableau.ButcherTableau]
 

@@ -4,7 +4,9 @@ it: what it takes, its declared interface (`OCEAN`), its inputs.
 The kernel carries each group of 8 particles of a block through all of a save interval's steps
 before the next group, its arithmetic in vectors across the group, on a `LayeredField` (ROMS
 and CROCO s-levels, TELEMAC planes, depth-averaged models): each particle's horizontal cell
-located from its hint, its column's bracket of levels carried from stage to stage, the step's
+located from its hint (on a curvilinear grid, `LayeredField.grid_cells`, the floor of its
+fractional indices, which the stages step as `fields.grid_chart` does), its column's bracket of
+levels carried from stage to stage, the step's
 end kept in the water and finished as the JAX step finishes it under `fk.Open` (off the mesh:
 `OUT_OF_DOMAIN`; on land: `BEACHED`; not finite: `NONFINITE`; each stopped where its step
 began). It also locates and settles the seeds (`kernel_located`).
