@@ -68,9 +68,10 @@ def seeds(field, n=300, seed=0):
     return np.column_stack([x, rng.uniform(0.0, 120.0, n)])
 
 
-def run(field, x, dtype, native, monkeypatch, t1=24 * 3600.0, dt=1800.0, boundary=None, **kwargs):
+def run(field, x, dtype, native, monkeypatch, t1=24 * 3600.0, dt=1800.0, boundary=None, integrator=None, **kwargs):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
-    track = fk.tracker.TrackRun(field, x, 0.0, t1, dt, fk.RK4(), boundary, 4, dtype=dtype, **kwargs)
+    integrator = fk.RK4() if integrator is None else integrator
+    track = fk.tracker.TrackRun(field, x, 0.0, t1, dt, integrator, boundary, 4, dtype=dtype, **kwargs)
     assert track._kwargs()["kernel"] == ("ocean" if native else None)
     return track.run()
 
@@ -186,8 +187,9 @@ def test_the_kernel_refuses_tables_that_do_not_match(monkeypatch):
 
 def test_the_kernel_takes_only_what_it_computes_alike():
     """Tracers on a layered field under `fk.Open` or `fk.Reflective` with an explicit Runge–Kutta
-    method, in the field's precision, on CPUs; random walks, particle models, other walls and
-    GPUs take the JAX step."""
+    method or Euler–Maruyama of a constant diffusivity, in the field's precision, on CPUs;
+    diffusivities of `(t, x)` or of samples, particle models, other walls and GPUs take the JAX
+    step."""
     field = layered(dtype="float32")
     x = seeds(field, 8)
 
@@ -199,14 +201,20 @@ def test_the_kernel_takes_only_what_it_computes_alike():
     assert use(platform="gpu") is None
     assert use(dtype="float64") is None
     assert use(integrator=fk.Heun()) == "ocean"
-    assert use(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)) is None
+    assert use(integrator=fk.EulerMaruyama(1e-4), key=jax.random.key(0)) == "ocean"
+    assert use(integrator=fk.EulerMaruyama([1e-4, 2e-4, 1e-3]), key=jax.random.key(0)) == "ocean"
+    assert use(integrator=fk.EulerMaruyama(fk.diffusion.Horizontal(10.0, 1e-3)), key=jax.random.key(0)) == "ocean"
+    assert use(integrator=fk.EulerMaruyama(lambda t, x: 1e-4), key=jax.random.key(0)) is None
+    profile = fk.diffusion.Horizontal(10.0, lambda t, x: 1e-3)
+    assert use(integrator=fk.EulerMaruyama(profile), key=jax.random.key(0)) is None
     assert use(particles=fk.particles.Aging()) is None
     assert use(boundary=fk.Reflective(field.bounds)) == "ocean"
     assert use(boundary=fk.Clamp(field.bounds)) is None
 
 
 def test_a_run_the_kernel_declines_says_so_and_why(monkeypatch, caplog):
-    """A layered run on a CPU that the kernel does not take (a random walk, a particle model)
+    """A layered run on a CPU that the kernel does not take (a random walk of a diffusivity of
+    `(t, x)`, a particle model)
     says in its log that it runs the JAX step and what the kernel does not step; a run the
     kernel takes says nothing of the kind."""
     import logging
@@ -215,13 +223,14 @@ def test_a_run_the_kernel_declines_says_so_and_why(monkeypatch, caplog):
     field = layered(dtype="float32")
     x = seeds(field, 8)
     with caplog.at_level(logging.INFO, logger="flowkit"):
-        fk.track(field, x, 0.0, 3600.0, 600.0, fk.EulerMaruyama(1e-4), key=jax.random.key(0))
+        fk.track(field, x, 0.0, 3600.0, 600.0, fk.EulerMaruyama(lambda t, x: 1e-4), key=jax.random.key(0))
         fk.track(field, x, 0.0, 3600.0, 600.0, particles=fk.particles.Aging())
         fk.track(field, x, 0.0, 3600.0, 600.0)
+        fk.track(field, x, 0.0, 3600.0, 600.0, fk.EulerMaruyama(1e-4), key=jax.random.key(0))
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("steps: the JAX step")]
     assert said == [
-        "steps: the JAX step: the CPU ocean kernel does not step the integrator EulerMaruyama (it steps "
-        "explicit Runge–Kutta methods)",
+        "steps: the JAX step: the CPU ocean kernel does not step the diffusivity Analytic (it walks constant "
+        "diffusivities, and Horizontal's of numbers on the sphere)",
         "steps: the JAX step: the CPU ocean kernel does not step the particle model Aging (it steps tracers)",
     ]
 
@@ -280,3 +289,42 @@ def test_a_real_roms_file_tracks_as_the_jax_step(monkeypatch):
     native, reference = (run(field, x, "float64", on, monkeypatch, t1=40 * 3600.0, dt=3600.0) for on in (True, False))
     assert_same(native, reference, 1e-9)
     assert np.sum(native.status == fk.Status.ACTIVE) > 100
+
+
+@pytest.mark.parametrize(
+    "diffusivity, options",
+    [
+        (fk.diffusion.Horizontal(Kh=50.0, Kv=1e-3), dict()),
+        (fk.diffusion.Horizontal(Kh=50.0), dict(levels=1, triangles=True)),
+        ([2e-7, 1e-7, 5e-4], dict(spherical=False, triangles=True)),
+    ],
+    ids=["horizontal", "horizontal-depth-averaged", "constant-per-axis"],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_random_walks_in_the_kernel_are_the_jax_steps(diffusivity, options, dtype, monkeypatch):
+    """`fk.EulerMaruyama` in the kernel draws each particle's noise as the JAX step does (JAX's
+    threefry keys folded with the step, its normal deviates), adds the sphere's metric drift,
+    and mirrors depths at the surface and the floor: statuses alike, positions to 1e-9 of a
+    cell in float64 (to the float32 rounding of the noise in float32), and the particles
+    spread."""
+    if not options.get("spherical", True):
+        diffusivity = [k * 5000.0**2 / 0.1**2 for k in diffusivity[:2]] + diffusivity[2:]  # metres
+    field = layered(dtype=dtype, **options)
+    x = seeds(field)
+    integrator = fk.EulerMaruyama(diffusivity)
+    native, reference = (
+        run(field, x, dtype, on, monkeypatch, integrator=integrator, key=jax.random.key(7)) for on in (True, False)
+    )
+    cell = 0.1 if options.get("spherical", True) else 5000.0
+    if dtype == "float64":
+        assert_same(native, reference, 1e-9 * cell, depth_atol=1e-6)
+    else:
+        np.testing.assert_array_equal(native.status[1], reference.status[1])  # the first step's statuses
+        near = np.mean(np.all(np.abs(native.positions - reference.positions)[..., :2] <= 1e-4 * cell, axis=-1))
+        assert near > 0.95
+    still = run(field, x, dtype, True, monkeypatch, integrator=fk.Euler())
+    spread = np.linalg.norm((native.positions - still.positions)[-1, :, :2], axis=1)
+    assert np.median(spread[native.status[-1] == fk.Status.ACTIVE]) > 1e-3 * cell
+    if field.dim == 3:
+        active = native.status == fk.Status.ACTIVE
+        assert np.all(native.positions[..., 2][active] >= 0)

@@ -55,13 +55,13 @@ namespace {
   X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(nodes, s32)          \
   X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real) X(bin_inv_size, real)   \
   X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real) X(velocities, real)             \
-  X(floor, real) X(times, real) X(land, real) X(box, real)
+  X(floor, real) X(times, real) X(land, real) X(box, real) X(keys, s32) X(first_step, s32) X(diffusivity, real)
 #define FLOWKIT_OCEAN_RESULTS(X) \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32)
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
   X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
-  X(nonfinite, int64_t) X(locate, int64_t) X(grid_i, int64_t) X(grid_j, int64_t)
+  X(nonfinite, int64_t) X(locate, int64_t) X(grid_i, int64_t) X(grid_j, int64_t) X(walk, int64_t)
 // The 2-D cell kinds of the surface mesh: name, code, node count (Python checks the counts).
 #define FLOWKIT_OCEAN_KINDS(X) X(Triangle, triangle, 0, 3) X(Quad, quad, 1, 4)
 #define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
@@ -728,6 +728,114 @@ __attribute__((noinline)) void relocate(const Field<T>& f, Group<T>& q, int g) {
   for (int i = 0; i < 4; ++i) q.w[i][g] = i < at.count ? at.w[i] : T(0);
 }
 
+// Threefry-2x32 with 20 rounds, as JAX's `threefry2x32` hashes the count pair (x0, x1) under the
+// key (k0, k1); on uint32 scalars or on vectors of them (a lane each).
+template <typename U>
+FLOWKIT_HOT void threefry2x32(U k0, U k1, U x0, U x1, U& out0, U& out1) {
+  constexpr int rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const U ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  U x[2] = {x0 + ks[0], x1 + ks[1]};
+  for (int block = 0; block < 5; ++block) {
+    for (int r : rotations[block % 2]) {
+      x[0] += x[1];
+      x[1] = (x[1] << r) | (x[1] >> (32 - r));
+      x[1] ^= x[0];
+    }
+    x[0] += ks[(block + 1) % 3];
+    x[1] += ks[(block + 2) % 3] + static_cast<uint32_t>(block + 1);
+  }
+  out0 = x[0], out1 = x[1];
+}
+
+// erfinv(u) for u in (-1, 1): Giles' single-precision approximation ("Approximating the erfinv
+// function", GPU Computing Gems, 2011; as XLA's), refined in double precision by two Newton
+// steps on erf.
+template <typename T>
+T erfinv(T u) {
+  const float x = static_cast<float>(u);
+  float w = -std::log((1.0f - x) * (1.0f + x)), p;  // as Giles writes it: faster than log1p, as accurate for p(w)
+  if (w < 5.0f) {
+    w -= 2.5f;
+    p = 2.81022636e-08f;
+    for (float c : {3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f, -0.00125372503f,
+                    -0.00417768164f, 0.246640727f, 1.50140941f})
+      p = c + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0f;
+    p = -0.000200214257f;
+    for (float c : {0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f, -0.0076224613f,
+                    0.00943887047f, 1.00167406f, 2.83297682f})
+      p = c + p * w;
+  }
+  T y = static_cast<T>(p * x);
+  if (sizeof(T) == 8)
+    for (int i = 0; i < 2; ++i) y -= (std::erf(y) - u) / (T(1.1283791670955126) * std::exp(-y * y));
+  return y;
+}
+
+// A random walk's settings (`fk.EulerMaruyama`, `tracker/ocean_kernel.py`): none, a constant
+// diffusivity per axis (position units squared a second), or `fk.diffusion.Horizontal`'s
+// constant Kh and Kv in m^2/s on the sphere; each row's key (JAX's raw key data) and the
+// global index of the call's first step.
+enum WalkKind : int { kNoWalk = 0, kConstant = 1, kHorizontal = 2 };
+template <typename T>
+struct Walk {
+  int kind;
+  const uint32_t* keys;  // (n, 2)
+  int32_t first_step;
+  T diffusivity[3];
+};
+
+// The moving lanes' random walks over step k from their step's start x (EulerMaruyama.walk),
+// added to their ends y: JAX's `normal` of each row's key folded with the step, one draw per
+// axis (`uniform` on [nextafter(-1, 0), 1) from the draw's bits, then sqrt(2) erfinv), times
+// sqrt(|h|) and sqrt(2K), plus the drift correction times h. The keys are hashed in vectors
+// across the lanes.
+template <typename T>
+FLOWKIT_HOT void walk_lanes(const Walk<T>& walk, Group<T>& q, int64_t k, T h, int dim) {
+  typedef uint32_t U __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  U k0, k1;
+  for (int g = 0; g < kLanes; ++g) k0[g] = walk.keys[2 * q.slot[g]], k1[g] = walk.keys[2 * q.slot[g] + 1];
+  U f0, f1;  // fold_in(key, step): the hash of (0, step)
+  threefry2x32(k0, k1, U{}, U{} + static_cast<uint32_t>(walk.first_step + k), f0, f1);
+  T K[3][kLanes], drift[3][kLanes] = {};
+  for (int g = 0; g < kLanes; ++g) {
+    for (int d = 0; d < 3; ++d) K[d][g] = walk.diffusivity[d];
+    if (walk.kind == kHorizontal && q.moving[g]) {  // Kh in degrees squared a second at x's latitude, and the metric term
+      constexpr double pi = 3.14159265358979323846;
+      const T per_degree = static_cast<T>((pi / 180 * kEarthRadius) * (pi / 180 * kEarthRadius));
+      const T kh = walk.diffusivity[0] / per_degree, lat = q.x[1][g];
+      const T cos_lat = std::max(std::cos(lat * static_cast<T>(pi / 180)), T(1e-6));
+      K[0][g] = kh / (cos_lat * cos_lat), K[1][g] = kh;
+      drift[1][g] = -K[1][g] * std::tan(clip(lat, T(-89.9), T(89.9)) * static_cast<T>(pi / 180)) * static_cast<T>(pi / 180);
+    }
+  }
+  const T lo = std::nextafter(T(-1), T(0)), root = std::sqrt(std::abs(h));
+  for (int d = 0; d < dim; ++d) {
+    U b0, b1;
+    threefry2x32(f0, f1, U{}, U{} + static_cast<uint32_t>(d), b0, b1);
+    for (int g = 0; g < kLanes; ++g) {
+      if (!q.moving[g]) continue;
+      T u;
+      if constexpr (sizeof(T) == 4) {
+        const uint32_t mantissa = ((b0[g] ^ b1[g]) >> 9) | 0x3F800000u;
+        float f;
+        std::memcpy(&f, &mantissa, sizeof f);
+        u = static_cast<T>(f) - T(1);
+      } else {
+        const uint64_t bits = (static_cast<uint64_t>(b0[g]) << 32) | b1[g];
+        const uint64_t mantissa = (bits >> 12) | 0x3FF0000000000000ull;
+        double f;
+        std::memcpy(&f, &mantissa, sizeof f);
+        u = static_cast<T>(f) - T(1);
+      }
+      u = std::max(lo, u * (T(1) - lo) + lo);
+      const T noise = static_cast<T>(1.4142135623730951) * erfinv(u) * root;
+      q.y[d][g] = q.y[d][g] + (drift[d][g] * h + std::sqrt(2 * K[d][g]) * noise);
+    }
+  }
+}
+
 // What every group's steps share: the field, the codes, the tableau and the steps' times.
 template <typename T>
 struct Steps {
@@ -738,6 +846,7 @@ struct Steps {
   const T* h_step;
   const When<T>* when;  // (steps, rows)
   bool quads;
+  Walk<T> walk;
 };
 
 // Step k of a group's lanes: the stages, the end located, kept in the water and finished as the
@@ -770,6 +879,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       else
         for (int g = 0; g < kLanes; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
     }
+    if (i == stages && s.walk.kind != kNoWalk) walk_lanes(s.walk, q, k, h, dim);  // Euler–Maruyama
     if (grid)
       place_grid(f, q);
     else
@@ -786,8 +896,15 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
         if (q.moving[g] && q.found[g]) read_columns(f, q, g, end.slice, q.level[g]);
       T floor[kLanes];
       mean(q, f.times == nullptr, end.wt, [&](int t, int i, int g) { return q.floor[t][i][g]; }, floor);
-      for (int g = 0; g < kLanes; ++g)
-        if (q.moving[g] && q.found[g]) q.y[2][g] = clip(q.y[2][g], T(0), floor[g]);
+      for (int g = 0; g < kLanes; ++g) {
+        if (!(q.moving[g] && q.found[g])) continue;
+        T z = q.y[2][g];
+        if (s.walk.kind != kNoWalk) {  // a random walk mirrored at the surface and the sea floor
+          z = std::abs(z);
+          z = z > floor[g] ? 2 * floor[g] - z : z;
+        }
+        q.y[2][g] = clip(z, T(0), floor[g]);
+      }
     }
     for (int g = 0; g < kLanes; ++g) {
       if (!q.moving[g]) continue;
@@ -844,6 +961,9 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   if ((in_land.element_count() != 0 && in_land.element_count() != depth_dims[1]) ||
       (in_box.element_count() != 0 && in_box.element_count() != 2 * dim))
     return ffi::Error::InvalidArgument("ocean chunk: land holds one value per node, a box its lo and hi");
+  if (in_keys.element_count() != 2 * n || in_first_step.element_count() != 1 || in_diffusivity.element_count() != 3 ||
+      walk < kNoWalk || walk > kHorizontal)
+    return ffi::Error::InvalidArgument("ocean chunk: a key pair per row, one first step, three diffusivities, a walk's kind 0-2");
   const Field<T> f{in_affine_map.typed_data(),
                    map_dims[1],
                    in_nodes.typed_data(),
@@ -926,7 +1046,10 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     }
     return ffi::Error::Success();
   }
-  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads};
+  const Walk<T> random_walk{static_cast<int>(walk), reinterpret_cast<const uint32_t*>(in_keys.typed_data()),
+                           in_first_step.typed_data()[0], {in_diffusivity.typed_data()[0], in_diffusivity.typed_data()[1],
+                                                           in_diffusivity.typed_data()[2]}};
+  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads, random_walk};
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came.
   std::vector<int64_t> live;
@@ -950,7 +1073,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       const int64_t p = live[first + std::min(g, count - 1)];
       for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d];
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
-      q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p];
+      q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p;
       q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
       if (f.grid_j > 0) grid_indices(f, q, g);
     }

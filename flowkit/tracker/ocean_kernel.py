@@ -23,9 +23,12 @@ from jaxtyping import Array, Bool, Float, Int32
 from .._custom_types import TimeLike
 from .._status import Status
 from ..boundaries.box import Open, Reflective
+from ..diffusion import Constant, Horizontal
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.layered import LayeredField
+from ..integrators.runge_kutta import Euler
+from ..integrators.stochastic import EulerMaruyama
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
@@ -63,6 +66,12 @@ class OceanInputs(NamedTuple):
     land: Float[Array, " P_or_none"]
     box: Float[Array, "2_or_none dim"]
     """`fk.Reflective`'s box (lo, hi); empty under `fk.Open`."""
+    keys: Int32[Array, "n 2"]
+    """Each row's raw PRNG key (`Slots.keys`, its bits as int32), for a random walk."""
+    first_step: Int32[Array, " 1"]
+    """The global index of the call's first step (what a random walk folds into the keys)."""
+    diffusivity: Float[Array, " 3"]
+    """A random walk's diffusivity per axis (`walk` 1), or Kh, Kh, Kv in m²/s (`walk` 2)."""
 
 
 class OceanResults(NamedTuple):
@@ -96,15 +105,20 @@ class OceanAttrs(NamedTuple):
     """The cells of a curvilinear grid along its first axis (`LayeredField.grid_cells`: steps in
     its fractional indices, `fields.grid_chart`), or 0: steps of positions."""
     grid_j: int
+    walk: int
+    """0: no random walk; 1: `fk.EulerMaruyama` of a constant diffusivity per axis; 2: of
+    `fk.diffusion.Horizontal(Kh, Kv)` with numbers, on the sphere."""
 
 
 def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
     """What of this run on a `LayeredField` the kernel does not step, with positions of `dtype`
     (on CPUs with the kernel built: `tracker.kernels.kernel_use`), each in a phrase; none when it
-    takes the run: tracers stepped by an explicit Runge–Kutta method on a layered field over triangles and
-    quadrilaterals stored in the positions' precision, with no walls (`fk.Open`, the boundary of
-    ocean data on the sphere) or the reflecting walls of its box (`fk.Reflective`, the boundary
-    of a projected model's data). Anything else takes the JAX step."""
+    takes the run: tracers stepped by an explicit Runge–Kutta method, or by `fk.EulerMaruyama`
+    of a constant diffusivity (per axis, or `fk.diffusion.Horizontal`'s numbers on the sphere),
+    on a layered field over triangles and quadrilaterals stored in the positions' precision,
+    with no walls (`fk.Open`, the boundary of ocean data on the sphere) or the reflecting walls
+    of its box (`fk.Reflective`, the boundary of a projected model's data). Anything else takes
+    the JAX step."""
     field, boundary = cast(LayeredField, pieces.field), pieces.boundary
     surface = field.surface
     checks = (
@@ -113,7 +127,36 @@ def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
         (isinstance(boundary, Open) or type(boundary) is Reflective, f"the boundary {type(boundary).__name__}"),
     )
     stored = (field.depths, field.velocities, field.floor, surface.affine_map)
-    return [phrase for ok, phrase in checks if not ok] + seam.stepping_refusals(pieces, dtype, stored)
+    refused = [phrase for ok, phrase in checks if not ok] + seam.stepping_refusals(pieces, dtype, stored, walks=True)
+    if isinstance(pieces.integrator, EulerMaruyama) and _walk(pieces)[0] == 0:
+        diffusivity = pieces.integrator.diffusivity
+        refused.append(
+            f"the diffusivity {type(diffusivity).__name__} (it walks constant diffusivities, and Horizontal's "
+            "of numbers on the sphere)"
+        )
+    return refused
+
+
+def _walk(pieces: RunPieces) -> tuple[int, Float[Array, " 3"]]:
+    """`(walk, diffusivity)`: the kernel's kind of random walk for the run's integrator (0: none,
+    or none it computes), decided by the diffusivity's type and shape (also in the traced chunk),
+    and its three diffusivities."""
+    integrator, dim = pieces.integrator, pieces.field.dim
+    none = jnp.zeros(3)
+    if not isinstance(integrator, EulerMaruyama):
+        return 0, none
+    k = integrator.diffusivity
+    if isinstance(k, Constant) and _numbers(k.K) and jnp.size(k.K) in (1, dim):
+        return 1, jnp.zeros(3).at[:dim].set(jnp.broadcast_to(jnp.asarray(k.K), (dim,)))
+    if isinstance(k, Horizontal) and _numbers(k.Kh, k.Kv) and pieces.field.spherical and dim in (2, 3):
+        return 2, jnp.stack([jnp.asarray(v, float).reshape(()) for v in (k.Kh, k.Kh, k.Kv if dim == 3 else 0.0)])
+    return 0, none
+
+
+def _numbers(*values) -> bool:
+    """Whether every value is a number or an array of them (also traced), not a function of
+    `(t, x)` or a sample's name."""
+    return all(isinstance(v, np.ndarray | jax.Array | float | int) and jnp.size(v) >= 1 for v in values)
 
 
 def kernel_steps(
@@ -130,7 +173,8 @@ def kernel_steps(
     rows = carry.rows
     t, h = step_times(times, steps)
     release = seam.release_steps(rows, slots, times, t, h)
-    out = _call(_inputs(pieces, rows, release, t, h), _attrs(pieces))
+    walk = (jax.lax.bitcast_convert_type(slots.keys, jnp.int32), steps[:1].astype(jnp.int32))
+    out = _call(_inputs(pieces, rows, release, t, h, walk), _attrs(pieces))
     hint = seam.hints_of(out, rows.hint)
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so at the end of that step, as in `one_step`
     exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
@@ -156,8 +200,9 @@ def kernel_located(
     never = jnp.zeros(n, jnp.int32)
     rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never)
     start = jnp.reshape(jnp.asarray(t0, dtype), (1,))
+    none = (jnp.zeros((n, 2), jnp.int32), jnp.zeros(1, jnp.int32))
     out = _call(
-        _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype)),
+        _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype), none),
         _attrs(pieces)._replace(locate=np.int64(1)),
     )
     return out.x, Hints(out.cell, out.point, out.coords, exact=True), out.cell >= 0
@@ -171,8 +216,9 @@ def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
     return seam.call(OCEAN, inputs, attrs, shapes)
 
 
-def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
-    """A block's rows, its steps' times and the field's tables as the kernel reads them."""
+def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
+    """A block's rows, its steps' times and the field's tables as the kernel reads them; `walk`:
+    the rows' keys and the first step's index, for a random walk."""
     field = cast(LayeredField, pieces.field)
     surface, hint, x, dtype = field.surface, rows.hint, rows.x, rows.x.dtype
     none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
@@ -185,7 +231,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
         release=release,
         step_start=t.astype(dtype),
         step_length=h.astype(dtype),
-        tableau=seam.tableau_rows(pieces.integrator, dtype),
+        tableau=seam.tableau_rows(_advection(pieces.integrator), dtype),
         affine_map=surface.affine_map,
         nodes=surface.nodes,
         kind_of_cell=surface.kind_of_cell if surface.kind_of_cell is not None else none(),
@@ -204,13 +250,22 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> OceanInputs:
         box=jnp.stack(pieces.boundary.bounds).astype(dtype)
         if isinstance(pieces.boundary, Reflective)
         else jnp.zeros((0, x.shape[1]), dtype),
+        keys=walk[0],
+        first_step=walk[1],
+        diffusivity=jnp.asarray(_walk(pieces)[1], dtype),
     )
+
+
+def _advection(integrator):
+    """The explicit Runge–Kutta method that advects the run's particles: Euler–Maruyama's Euler."""
+    return Euler() if isinstance(integrator, EulerMaruyama) else integrator
 
 
 def _attrs(pieces: RunPieces) -> OceanAttrs:
     """The run's settings and Python's codes, as the kernel's attributes."""
     field = cast(LayeredField, pieces.field)
-    grid = field.grid_cells or (0, 0)
+    walk = _walk(pieces)[0]
+    grid = (0, 0) if walk else field.grid_cells or (0, 0)  # a random walk steps positions
     return OceanAttrs(
         newton_steps=np.int64(field.surface.newton_steps),
         walk_steps=np.int64(field.surface.walk_steps),
@@ -224,6 +279,7 @@ def _attrs(pieces: RunPieces) -> OceanAttrs:
         locate=np.int64(0),
         grid_i=np.int64(grid[0]),
         grid_j=np.int64(grid[1]),
+        walk=np.int64(walk),
     )
 
 

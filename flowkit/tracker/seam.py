@@ -28,6 +28,7 @@ from .. import native
 from .._status import Status
 from ..fields.base import Hints
 from ..integrators.runge_kutta import AbstractRungeKutta
+from ..integrators.stochastic import EulerMaruyama
 from ..particles.base import is_tracer
 from .pieces import Rows, Slots, Times
 from .step import is_due
@@ -63,19 +64,22 @@ class Kernel:
     """The capacities Python relies on (the cell table's width)."""
 
 
-def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any]) -> list[str]:
+def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any], walks: bool = False) -> list[str]:
     """What every kernel refuses of a run, each in a phrase: positions in another precision than
-    the field's `stored` arrays, an integrator other than an explicit Runge–Kutta method, a
+    the field's `stored` arrays, an integrator other than an explicit Runge–Kutta method (or,
+    for a kernel that `walks`, `fk.EulerMaruyama`, whose diffusivity it judges itself), a
     particle model other than tracers."""
     integrator, particles = pieces.integrator, pieces.particles
+    steps = "explicit Runge–Kutta methods" + (" and Euler–Maruyama" if walks else "")
     checks = (
         (
             all(a.dtype == dtype for a in stored),
             f"positions in {np.dtype(dtype).name} on a field stored in {stored[0].dtype.name}",
         ),
         (
-            isinstance(integrator, AbstractRungeKutta) and not integrator.stochastic,
-            f"the integrator {type(integrator).__name__} (it steps explicit Runge–Kutta methods)",
+            (isinstance(integrator, AbstractRungeKutta) and not integrator.stochastic)
+            or (walks and isinstance(integrator, EulerMaruyama)),
+            f"the integrator {type(integrator).__name__} (it steps {steps})",
         ),
         (is_tracer(particles), f"the particle model {type(particles).__name__} (it steps tracers)"),
     )
