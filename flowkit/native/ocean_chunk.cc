@@ -21,7 +21,10 @@
 // curvilinear grid (`grid_i`, `grid_j`: quad_cells' cells) the stages step the grid's fractional
 // indices instead of positions, as GridChart does (fields/grid_chart.py): a stage point's cell
 // is their floor, its position the cell's bilinear map, its velocity turned into indices per
-// second by the inverse of the map's Jacobian, and the step's end mapped back to a position. After the stages the step's end is located, its depth kept between the
+// second by the inverse of the map's Jacobian, and the step's end mapped back to a position.
+// With `walk` the step is Euler–Maruyama's (fk.EulerMaruyama: the tableau is Euler's): a random
+// walk of a constant diffusivity is added to the end, its noise drawn from each row's key as
+// JAX draws it (`walk_lanes`), and depths are mirrored at the surface and the floor. After the stages the step's end is located, its depth kept between the
 // surface and the sea floor there, and the step finished as the JAX step finishes it under
 // `fk.Open` (or `fk.Reflective`, whose box first mirrors an end that left it back in and
 // locates it again): an end off the mesh stops the row where its step began (OUT_OF_DOMAIN), an end
