@@ -201,7 +201,7 @@ def located_simplex_weights(maps: Float[Array, "n m"], x: Positions, lam: Float[
     return weights(maps, x, jax.lax.stop_gradient(lam))
 
 
-def _solve_columns(columns, rhs):
+def solve_columns(columns, rhs):
     """Solve `J y = rhs` row by row for 2x2 or 3x3 `J` given as lists of per-row columns (each
     entry an `(n,)` array), by Cramer's rule on scalars; singular systems give 0."""
     if len(rhs) == 2:
@@ -236,6 +236,17 @@ def _jacobian_columns(kind: CellKind, xi, rel):
     dn = [jax.jvp(lambda *q: _shape_list(kind, q), tuple(xi), unit)[1] for unit in units]
     columns = [[sum(rel[k][a] * dn[b][k] for k in range(1, kind.nodes)) for a in range(dim)] for b in range(dim)]
     return n_k, columns
+
+
+def box_map(frame, xi):
+    """`(x, columns)`: the box map (quad, hexahedron) of the `box_frame` rows `frame` at the
+    coordinates `xi` (a list of `(n,)` arrays), per component, and its Jacobian's columns
+    `dx/dxi` (for `solve_columns`)."""
+    kind = BOX[len(xi)]
+    dim = kind.dim
+    rel = [None] + [[frame[:, dim * k + a] for a in range(dim)] for k in range(1, kind.nodes)]
+    n_k, columns = _jacobian_columns(kind, xi, rel)
+    return [frame[:, a] + sum(n_k[k] * rel[k][a] for k in range(1, kind.nodes)) for a in range(dim)], columns
 
 
 def _shape_list(kind: CellKind, xi):
@@ -291,7 +302,7 @@ def newton_coords(kind: CellKind, frame, target, steps: int, xi=None, done=None)
     def newton_step(xi):
         n_k, columns = _jacobian_columns(kind, xi, rel)
         residual = [sum(n_k[j] * rel[j][a] for j in range(1, kind.nodes)) - d[a] for a in range(dim)]
-        delta = _solve_columns(columns, residual)
+        delta = solve_columns(columns, residual)
         return [jnp.clip(v - e, -2.0, 3.0) for v, e in zip(xi, delta)]
 
     if steps == 1:
@@ -346,7 +357,7 @@ def isoparametric_weights(kind: CellKind, corners, target, xi):
         n_k, columns = _jacobian_columns(kind, coords, rel)
         # x(xi) = sum_k N_k(xi) X_k, so J dxi = dx - sum_k N_k(xi) dX_k
         moved = [d_target[:, a] - sum(n_k[k] * d_corners[:, k, a] for k in range(kind.nodes)) for a in range(dim)]
-        d_xi = _solve_columns(columns, moved)
+        d_xi = solve_columns(columns, moved)
         _, d_weights = jax.jvp(lambda q: kind.shape(q), (xi,), (jnp.stack(d_xi, axis=-1),))
         return kind.shape(xi), d_weights
 

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, Positions, TimeLike
+from . import cells as _cells
 from .base import SKIP, AbstractField, Hints
 from .layered import LayeredField
 
@@ -41,17 +42,16 @@ class GridChart(eqx.Module):
         cell = jnp.where(skip, 0, jnp.maximum(hint.cell, 0))
         coords = jnp.where(skip[:, None], 0, hint.coords).astype(x.dtype)
         corner = jnp.stack([cell // self.cells[1], cell % self.cells[1]], axis=1).astype(x.dtype)
-        _, inverse = self._map(cell, coords)
+        _, columns = self._map(cell, coords)
         moved = x[:, :2] - jax.lax.stop_gradient(x[:, :2])  # zero: the derivative of the inverse map
-        turned = jnp.stack([inverse[0] * moved[:, 0] + inverse[1] * moved[:, 1],
-                            inverse[2] * moved[:, 0] + inverse[3] * moved[:, 1]], axis=1)  # fmt: skip
+        turned = jnp.stack(_cells.solve_columns(columns, [moved[:, 0], moved[:, 1]]), axis=1)
         return jnp.concatenate([corner + coords + turned, x[:, 2:]], axis=1)
 
     def place(self, X: Indices) -> tuple[Positions, Hints, Bool[Array, " n"], list]:
-        """`(x, hint, inside, inverse)`: each row's position, its hint (the point NaN off the
-        grid), whether it lies on the grid, and the inverse of its cell's map's Jacobian
-        there (`[d i/dx, d i/dy, d j/dx, d j/dy]`). A row beyond the grid takes the edge cell
-        beyond which it lies, whose map extrapolates."""
+        """`(x, hint, inside, columns)`: each row's position, its hint (the point NaN off the
+        grid), whether it lies on the grid, and the columns of its cell's map's Jacobian there
+        (`cells.solve_columns` inverts it). A row beyond the grid takes the edge cell beyond
+        which it lies, whose map extrapolates."""
         n_i, n_j = self.cells
         tolerance = self.field.surface.containment_tolerance()
         corner, inside = [], jnp.ones(X.shape[0], bool)
@@ -60,10 +60,10 @@ class GridChart(eqx.Module):
             inside = inside & (X[:, a] >= -tolerance) & (X[:, a] <= n + tolerance)
         cell = corner[0].astype(jnp.int32) * n_j + corner[1].astype(jnp.int32)
         coords = X[:, :2] - jnp.stack(corner, axis=1)
-        y, inverse = self._map(cell, coords)
+        y, columns = self._map(cell, coords)
         x = jnp.concatenate([y, X[:, 2:]], axis=1)
         point = jnp.where(inside[:, None], y, jnp.nan)
-        return x, Hints(cell, jax.lax.stop_gradient(point), jax.lax.stop_gradient(coords)), inside, inverse
+        return x, Hints(cell, jax.lax.stop_gradient(point), jax.lax.stop_gradient(coords)), inside, columns
 
     def locate(self, X: Indices) -> tuple[Hints, Bool[Array, " n"]]:
         """`locate_batch` of the rows' positions: their hints and whether they lie on the grid."""
@@ -72,25 +72,18 @@ class GridChart(eqx.Module):
 
     def velocity(self, t: TimeLike, X: Indices, args: Args) -> Indices:
         """$\\dot X$: the field's velocity at each row's position, in indices per second."""
-        x, hint, _, inverse = self.place(X)
+        x, hint, _, columns = self.place(X)
         u, _ = self.field.velocity_batch(t, x, args, hint.marked(True))
-        along = [inverse[0] * u[:, 0] + inverse[1] * u[:, 1], inverse[2] * u[:, 0] + inverse[3] * u[:, 1]]
+        along = _cells.solve_columns(columns, [u[:, 0], u[:, 1]])
         return jnp.concatenate([jnp.stack(along, axis=1), u[:, 2:]], axis=1)
 
     def _map(self, cell, coords) -> tuple[Float[Array, "n 2"], list]:
-        """The bilinear map of each row's `cell` at `coords`, and its Jacobian's inverse
-        (`MeshField`'s cell table: node 0, nodes 1-3 relative to it; as `ocean_chunk.cc`)."""
-        frame = self.field.surface.affine_map[cell, 6:14].astype(coords.dtype)
-        r, s = coords[:, 0], coords[:, 1]
-        p = [frame[:, 2 + 2 * k] for k in range(3)]
-        q = [frame[:, 3 + 2 * k] for k in range(3)]
-        n1, n2, n3 = r * (1 - s), r * s, (1 - r) * s
-        y = jnp.stack([frame[:, 0] + (n1 * p[0] + n2 * p[1] + n3 * p[2]),
-                       frame[:, 1] + (n1 * q[0] + n2 * q[1] + n3 * q[2])], axis=1)  # fmt: skip
-        a, c = (1 - s) * p[0] + s * p[1] - s * p[2], (1 - s) * q[0] + s * q[1] - s * q[2]
-        b, e = -r * p[0] + r * p[1] + (1 - r) * p[2], -r * q[0] + r * q[1] + (1 - r) * q[2]
-        inv = 1 / (a * e - b * c)
-        return y, [e * inv, -b * inv, -c * inv, a * inv]
+        """The bilinear map of each row's `cell` at `coords` and its Jacobian's columns, from
+        `MeshField`'s cell table (its box frame: node 0, nodes 1-3 relative to it)."""
+        surface = self.field.surface
+        frame = surface.affine_map[cell, surface.dim * (surface.dim + 1) :].astype(coords.dtype)
+        y, columns = _cells.box_map(frame, [coords[:, 0], coords[:, 1]])
+        return jnp.stack(y, axis=1), columns
 
 
 def chart_of(field: AbstractField) -> GridChart | None:

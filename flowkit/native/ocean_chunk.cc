@@ -24,8 +24,9 @@
 // second by the inverse of the map's Jacobian, and the step's end mapped back to a position.
 // With `walk` the step is Euler–Maruyama's (fk.EulerMaruyama: the tableau is Euler's): a random
 // walk of a constant diffusivity is added to the end, its noise drawn from each row's key as
-// JAX draws it (`walk_lanes`), and depths are mirrored at the surface and the floor. After the stages the step's end is located, its depth kept between the
-// surface and the sea floor there, and the step finished as the JAX step finishes it under
+// JAX draws it (`walk_lanes`), and depths are mirrored at the surface and the floor. After the
+// stages the step's end is located, its depth kept between the surface and the sea floor there,
+// and the step finished as the JAX step finishes it under
 // `fk.Open` (or `fk.Reflective`, whose box first mirrors an end that left it back in and
 // locates it again): an end off the mesh stops the row where its step began (OUT_OF_DOMAIN), an end
 // on land (the cell's interpolated mask at least 1/2) stops it there too (BEACHED), an end not
@@ -441,6 +442,29 @@ FLOWKIT_HOT V vcos_latitude(V x) {
   return r + r * (r2 * sum);
 }
 
+// The lanes' quadrilaterals' bilinear maps (their cell table rows' box frames, `q.map` columns
+// 8-13: nodes 1-3 relative to node 0, as cells.box_map): at coordinates (r, s) the point's
+// offset from node 0, and the map's Jacobian (dx/dr, dx/ds, dy/dr, dy/ds).
+template <typename V>
+struct BoxMaps {
+  V p1, q1, p2, q2, p3, q3;
+
+  FLOWKIT_HOT void offset(V r, V s, V& x, V& y) const {
+    const V one = V{} + 1, n1 = r * (one - s), n2 = r * s, n3 = (one - r) * s;
+    x = n1 * p1 + n2 * p2 + n3 * p3, y = n1 * q1 + n2 * q2 + n3 * q3;
+  }
+  FLOWKIT_HOT void jacobian(V r, V s, V& a, V& b, V& c, V& e) const {
+    const V one = V{} + 1;
+    a = (one - s) * p1 + s * p2 - s * p3, c = (one - s) * q1 + s * q2 - s * q3;
+    b = -r * p1 + r * p2 + (one - r) * p3, e = -r * q1 + r * q2 + (one - r) * q3;
+  }
+};
+template <typename T>
+FLOWKIT_HOT BoxMaps<typename Lanes<T>::V> box_maps(const Group<T>& q) {
+  using V = typename Lanes<T>::V;
+  return {load<V>(q.map[8]), load<V>(q.map[9]), load<V>(q.map[10]), load<V>(q.map[11]), load<V>(q.map[12]), load<V>(q.map[13])};
+}
+
 // The lanes' stage points y checked in their hinted cells (MeshField._check, as `check` but
 // across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
 // whether y lies there. Lanes `done` take no iterations.
@@ -468,11 +492,10 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool do
   V s = vclip(warm ? load<V>(q.scoords[1]) + moved1 : centre1 + T(0.5), lo, hi);
   r = triangle ? centre0 : r, s = triangle ? centre1 : s;
   const V d0 = y0 - row(6), d1 = y1 - row(7);
-  const V p1 = row(8), q1 = row(9), p2 = row(10), q2 = row(11), p3 = row(12), q3 = row(13);
+  const BoxMaps<V> box = box_maps(q);
   auto residual = [&](V r, V s, V& e0, V& e1) {
-    const V n1 = r * (one - s), n2 = r * s, n3 = (one - r) * s;
-    e0 = n1 * p1 + n2 * p2 + n3 * p3 - d0;
-    e1 = n1 * q1 + n2 * q2 + n3 * q3 - d1;
+    box.offset(r, s, e0, e1);
+    e0 = e0 - d0, e1 = e1 - d1;
   };
   M stopped = load<M>(done_lanes) | triangle;
   for (int i = 0; quads && i < f.newton_steps; ++i) {
@@ -481,8 +504,8 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool do
     if (all) break;
     V e0, e1;
     residual(r, s, e0, e1);
-    const V a = (one - s) * p1 + s * p2 - s * p3, c = (one - s) * q1 + s * q2 - s * q3;
-    const V b = -r * p1 + r * p2 + (one - r) * p3, e = -r * q1 + r * q2 + (one - r) * q3;
+    V a, b, c, e;
+    box.jacobian(r, s, a, b, c, e);
     const V det = a * e - b * c;
     const V safe = det == 0 ? one : det;
     const V dr = det == 0 ? zero : (e * e0 - b * e1) / safe;
@@ -582,13 +605,11 @@ FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   }
   const V r = i - a, s = j - b;
   std::memcpy(q.scoords[0], &r, sizeof r), std::memcpy(q.scoords[1], &s, sizeof s);
-  auto row = [&](int c) { return load<V>(q.map[c]); };
-  const V p1 = row(8), q1 = row(9), p2 = row(10), q2 = row(11), p3 = row(12), q3 = row(13);
-  const V n1 = r * (one - s), n2 = r * s, n3 = (one - r) * s;
-  const V y0 = row(6) + (n1 * p1 + n2 * p2 + n3 * p3), y1 = row(7) + (n1 * q1 + n2 * q2 + n3 * q3);
-  const V da = (one - s) * p1 + s * p2 - s * p3, dc = (one - s) * q1 + s * q2 - s * q3;
-  const V db = -r * p1 + r * p2 + (one - r) * p3, de = -r * q1 + r * q2 + (one - r) * q3;
-  const V jac[4] = {da, db, dc, de};
+  const BoxMaps<V> box = box_maps(q);
+  V y0, y1, jac[4];
+  box.offset(r, s, y0, y1);
+  y0 = load<V>(q.map[6]) + y0, y1 = load<V>(q.map[7]) + y1;
+  box.jacobian(r, s, jac[0], jac[1], jac[2], jac[3]);
   const V w[4] = {(one - r) * (one - s), r * (one - s), r * s, (one - r) * s};
   for (int k = 0; k < 4; ++k) std::memcpy(q.w[k], &w[k], sizeof w[k]), std::memcpy(q.jac[k], &jac[k], sizeof jac[k]);
   const V nan = zero + std::numeric_limits<T>::quiet_NaN();
@@ -787,6 +808,13 @@ struct Walk {
   const uint32_t* keys;  // (n, 2)
   int32_t first_step;
   T diffusivity[3];
+  T kh;  // Horizontal's Kh in degrees of latitude squared a second
+
+  Walk(int kind_, const uint32_t* keys_, int32_t first_step_, const T* k)
+      : kind(kind_), keys(keys_), first_step(first_step_), diffusivity{k[0], k[1], k[2]} {
+    constexpr double metres = 3.14159265358979323846 / 180 * kEarthRadius;  // in a degree of latitude
+    kh = k[0] / static_cast<T>(metres * metres);
+  }
 };
 
 // The moving lanes' random walks over step k from their step's start x (EulerMaruyama.walk),
@@ -806,10 +834,9 @@ FLOWKIT_HOT void walk_lanes(const Walk<T>& walk, Group<T>& q, int64_t k, T h, in
     for (int d = 0; d < 3; ++d) K[d][g] = walk.diffusivity[d];
     if (walk.kind == kHorizontal && q.moving[g]) {  // Kh in degrees squared a second at x's latitude, and the metric term
       constexpr double pi = 3.14159265358979323846;
-      const T per_degree = static_cast<T>((pi / 180 * kEarthRadius) * (pi / 180 * kEarthRadius));
-      const T kh = walk.diffusivity[0] / per_degree, lat = q.x[1][g];
+      const T lat = q.x[1][g];
       const T cos_lat = std::max(std::cos(lat * static_cast<T>(pi / 180)), T(1e-6));
-      K[0][g] = kh / (cos_lat * cos_lat), K[1][g] = kh;
+      K[0][g] = walk.kh / (cos_lat * cos_lat), K[1][g] = walk.kh;
       drift[1][g] = -K[1][g] * std::tan(clip(lat, T(-89.9), T(89.9)) * static_cast<T>(pi / 180)) * static_cast<T>(pi / 180);
     }
   }
@@ -1049,9 +1076,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     }
     return ffi::Error::Success();
   }
-  const Walk<T> random_walk{static_cast<int>(walk), reinterpret_cast<const uint32_t*>(in_keys.typed_data()),
-                           in_first_step.typed_data()[0], {in_diffusivity.typed_data()[0], in_diffusivity.typed_data()[1],
-                                                           in_diffusivity.typed_data()[2]}};
+  const Walk<T> random_walk(static_cast<int>(walk), reinterpret_cast<const uint32_t*>(in_keys.typed_data()),
+                           in_first_step.typed_data()[0], in_diffusivity.typed_data());
   const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads, random_walk};
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came.
