@@ -339,7 +339,7 @@ struct Group {
   int32_t row_cell[kLanes], kind[kLanes], node[4][kLanes];
   T map[kMapColumns][kLanes], land[4][kLanes], w[4][kLanes];
   int32_t column_cell[kLanes], column_level[kLanes];
-  int64_t column_slice[kLanes];
+  int32_t column_slice[kLanes];
   T depth[2][2][4][kLanes];     // [slice][level of the bracket][node]
   T vel[2][2][3][4][kLanes];    // [slice][level][component][node]
   T floor[2][4][kLanes];        // [slice][node]
@@ -367,7 +367,7 @@ FLOWKIT_HOT void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) 
 template <typename T>
 FLOWKIT_HOT void read_columns(const Field<T>& f, Group<T>& q, int g, int64_t slice, int32_t level) {
   if (q.column_cell[g] == q.row_cell[g] && q.column_slice[g] == slice && q.column_level[g] == level) return;
-  q.column_cell[g] = q.row_cell[g], q.column_slice[g] = slice, q.column_level[g] = level;
+  q.column_cell[g] = q.row_cell[g], q.column_slice[g] = static_cast<int32_t>(slice), q.column_level[g] = level;
   const int64_t K = f.levels, P = f.points;
   for (int s = 0; s < (f.times != nullptr ? 2 : 1); ++s)
     for (int i = 0; i < 4; ++i) {
@@ -409,6 +409,30 @@ FLOWKIT_HOT V load(const E* lanes) {
   V v;
   std::memcpy(&v, lanes, sizeof v);
   return v;
+}
+// int32 lanes as the lanes' integer vector (of T's width), and back.
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::M load_int(const int32_t* lanes) {
+  typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  return __builtin_convertvector(load<W>(lanes), typename Lanes<T>::M);
+}
+template <typename T>
+FLOWKIT_HOT void store_int(typename Lanes<T>::M lanes, int32_t* out) {
+  typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  const W narrow = __builtin_convertvector(lanes, W);
+  std::memcpy(out, &narrow, sizeof narrow);
+}
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::M mask_of(const bool* lanes) {  // -1 where true
+  int32_t wide[kLanes];
+  for (int g = 0; g < kLanes; ++g) wide[g] = -static_cast<int32_t>(lanes[g]);
+  return load_int<T>(wide);
+}
+template <typename M>
+FLOWKIT_HOT bool any_lane(M mask) {
+  bool any = false;
+  for (int g = 0; g < kLanes; ++g) any |= mask[g] != 0;
+  return any;
 }
 template <typename V>
 FLOWKIT_HOT V vmax(V a, V b) {  // std::max(a, b), lane by lane
@@ -598,11 +622,12 @@ FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   const V a = corner(i, n_i), b = corner(j, n_j);
   const M cell = __builtin_convertvector(a, M) * static_cast<typename Lanes<T>::I>(f.grid_j) + __builtin_convertvector(b, M);
   const M found = (i >= -tol) & (i <= n_i + tol) & (j >= -tol) & (j <= n_j + tol);
-  for (int g = 0; g < kLanes; ++g) {
-    if (!q.moving[g]) continue;
-    q.scell[g] = static_cast<int32_t>(cell[g]), q.found[g] = found[g] != 0;
-    read_cell(f, q, g, q.scell[g]);
-  }
+  const M moving = mask_of<T>(q.moving), moved = moving & (cell != load_int<T>(q.row_cell));
+  store_int<T>(moving ? cell : load_int<T>(q.scell), q.scell);
+  for (int g = 0; g < kLanes; ++g) q.found[g] = moving[g] ? found[g] != 0 : q.found[g];
+  if (any_lane(moved))
+    for (int g = 0; g < kLanes; ++g)
+      if (moved[g]) read_cell(f, q, g, q.scell[g]);
   const V r = i - a, s = j - b;
   std::memcpy(q.scoords[0], &r, sizeof r), std::memcpy(q.scoords[1], &s, sizeof s);
   const BoxMaps<V> box = box_maps(q);
@@ -647,34 +672,44 @@ FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
 // bracket of levels kept where it still holds, else found again (`levels_above`).
 template <typename T>
 FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim, T u[3][kLanes]) {
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
   const int32_t K = static_cast<int32_t>(f.levels);
   const bool steady = f.times == nullptr;
-  for (int g = 0; g < kLanes; ++g)
-    if (q.moving[g]) read_columns(f, q, g, when.slice, q.level[g]);
+  const M moving = mask_of<T>(q.moving), level = load_int<T>(q.level);
+  const M stale = moving & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) | (load_int<T>(q.column_level) != level) |
+                            (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(when.slice)));
+  if (any_lane(stale))
+    for (int g = 0; g < kLanes; ++g)
+      if (stale[g]) read_columns(f, q, g, when.slice, q.level[g]);
   T weight[kLanes] = {};
   if (K > 1) {
     T d0[kLanes], d1[kLanes];
     mean(q, steady, when.wt, [&](int s, int i, int g) { return q.depth[s][0][i][g]; }, d0);
     mean(q, steady, when.wt, [&](int s, int i, int g) { return q.depth[s][1][i][g]; }, d1);
-    for (int g = 0; g < kLanes; ++g) {
-      if (!q.moving[g]) continue;
-      const T z = q.y[2][g];
-      const int32_t below = q.level[g] + 1;
-      const bool positive = q.w[0][g] >= 0 && q.w[1][g] >= 0 && q.w[2][g] >= 0 && q.w[3][g] >= 0;
-      if (positive && (below == 1 || d0[g] <= z) && (below == K - 1 || d1[g] > z)) continue;
-      Place<T> at{q.scell[g], {}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
-      for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
-      q.level[g] = clip<int32_t>(levels_above(f, at, when, z), 1, K - 1) - 1;
-      read_columns(f, q, g, when.slice, q.level[g]);
-      T one[kLanes];
-      mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][0][i][h]; }, one);
-      d0[g] = one[g];
-      mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][1][i][h]; }, one);
-      d1[g] = one[g];
+    // a lane's bracket holds where its weights are all positive and d0 <= z < d1 (or it is the top
+    // or bottom bracket, which extrapolates)
+    const V z = load<V>(q.y[2]), zero = V{};
+    const M positive = (load<V>(q.w[0]) >= zero) & (load<V>(q.w[1]) >= zero) & (load<V>(q.w[2]) >= zero) &
+                       (load<V>(q.w[3]) >= zero);
+    const M held = positive & ((level == 0) | (load<V>(d0) <= z)) & ((level == K - 2) | (load<V>(d1) > z));
+    const M again = moving & ~held;
+    if (any_lane(again)) {
+      for (int g = 0; g < kLanes; ++g) {
+        if (!again[g]) continue;
+        Place<T> at{q.scell[g], {}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
+        for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
+        q.level[g] = clip<int32_t>(levels_above(f, at, when, q.y[2][g]), 1, K - 1) - 1;
+        read_columns(f, q, g, when.slice, q.level[g]);
+        T one[kLanes];
+        mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][0][i][h]; }, one);
+        d0[g] = one[g];
+        mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][1][i][h]; }, one);
+        d1[g] = one[g];
+      }
     }
-    using V = typename Lanes<T>::V;
-    const V zero = V{}, lo = load<V>(d0), gap = vmax(load<V>(d1) - lo, zero + std::numeric_limits<T>::min());
-    const V clipped = vclip((load<V>(q.y[2]) - lo) / gap, zero, zero + T(1));
+    const V lo = load<V>(d0), gap = vmax(load<V>(d1) - lo, zero + std::numeric_limits<T>::min());
+    const V clipped = vclip((z - lo) / gap, zero, zero + T(1));
     std::memcpy(weight, &clipped, sizeof clipped);
   }
   for (int c = 0; c < dim; ++c) {
@@ -682,13 +717,11 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
     mean(q, steady, when.wt, [&](int s, int i, int g) { return q.vel[s][0][c][i][g]; }, top);
     if (K > 1) mean(q, steady, when.wt, [&](int s, int i, int g) { return q.vel[s][1][c][i][g]; }, bottom);
     // a weight of 0 (above the top level: the surface's particles) adds nothing of the level below
-    using V = typename Lanes<T>::V;
     const V t = load<V>(top), b = load<V>(bottom), wv = load<V>(weight);
     const V blended = wv != 0 ? t + wv * (b - t) : t;
     std::memcpy(u[c], &blended, sizeof blended);
   }
   if (f.spherical && f.grid_j == 0) {
-    using V = typename Lanes<T>::V;
     const V cos_lat = lanes_cos_latitude(q);
     const V east = load<V>(u[0]) * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat));
     const V north = load<V>(u[1]) * static_cast<T>(kDegrees / kEarthRadius);
@@ -920,43 +953,61 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     }
   }
   if (any) {
+    using V = typename Lanes<T>::V;
+    using M = typename Lanes<T>::M;
     const When<T> end = s.when[k * s.rows + stages];
+    const M moving = mask_of<T>(q.moving);
     if (dim == 3) {
-      for (int g = 0; g < kLanes; ++g)
-        if (q.moving[g] && q.found[g]) read_columns(f, q, g, end.slice, q.level[g]);
-      T floor[kLanes];
-      mean(q, f.times == nullptr, end.wt, [&](int t, int i, int g) { return q.floor[t][i][g]; }, floor);
-      for (int g = 0; g < kLanes; ++g) {
-        if (!(q.moving[g] && q.found[g])) continue;
-        T z = q.y[2][g];
-        if (s.walk.kind != kNoWalk) {  // a random walk mirrored at the surface and the sea floor
-          z = std::abs(z);
-          z = z > floor[g] ? 2 * floor[g] - z : z;
-        }
-        q.y[2][g] = clip(z, T(0), floor[g]);
+      const M wet = moving & mask_of<T>(q.found);
+      const M stale = wet & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) |
+                             (load_int<T>(q.column_level) != load_int<T>(q.level)) |
+                             (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(end.slice)));
+      if (any_lane(stale))
+        for (int g = 0; g < kLanes; ++g)
+          if (stale[g]) read_columns(f, q, g, end.slice, q.level[g]);
+      T floor_lanes[kLanes];
+      mean(q, f.times == nullptr, end.wt, [&](int t, int i, int g) { return q.floor[t][i][g]; }, floor_lanes);
+      const V floor = load<V>(floor_lanes);
+      V z = load<V>(q.y[2]);
+      if (s.walk.kind != kNoWalk) {  // a random walk mirrored at the surface and the sea floor
+        z = vabs(z);
+        z = z > floor ? 2 * floor - z : z;
       }
+      const V zero = V{}, above = z < zero ? zero : z, kept = floor < above ? floor : above;  // clip(z, 0, floor)
+      const V y2 = wet ? kept : load<V>(q.y[2]);
+      std::memcpy(q.y[2], &y2, sizeof y2);
     }
-    for (int g = 0; g < kLanes; ++g) {
-      if (!q.moving[g]) continue;
-      bool finite = true;
-      for (int d = 0; d < dim; ++d) finite &= std::isfinite(q.y[d][g]);
-      const bool relocated = f.box != nullptr && reflect(f.box, dim, q, g);
-      if (relocated) relocate(f, q, g);
-      T wet = T(0);
-      for (int i = 0; i < 4; ++i) wet += q.w[i][g] * q.land[i][g];
-      const int32_t code = !finite ? codes.nonfinite : !q.found[g] ? codes.out_of_domain
-                           : (f.land != nullptr && wet >= T(0.5)) ? codes.beached : codes.active;
-      if (code != codes.active) {
-        q.status[g] = code, q.stopped[g] = static_cast<int32_t>(k);
-        continue;
-      }
-      for (int d = 0; d < dim; ++d) q.x[d][g] = q.y[d][g];
-      q.cell[g] = q.scell[g];
-      for (int d = 0; d < 2; ++d) q.point[d][g] = q.spoint[d][g], q.coords[d][g] = q.scoords[d][g];
-      if (grid && relocated)
-        grid_indices(f, q, g);
-      else if (grid)
-        q.ix[0][g] = q.iy[0][g], q.ix[1][g] = q.iy[1][g];
+    M finite = moving;
+    for (int d = 0; d < dim; ++d) {
+      const V v = load<V>(q.y[d]);
+      finite &= vabs(v) <= std::numeric_limits<T>::max();
+    }
+    bool relocated[kLanes] = {};
+    if (f.box != nullptr)
+      for (int g = 0; g < kLanes; ++g)
+        if (q.moving[g] && (relocated[g] = reflect(f.box, dim, q, g))) relocate(f, q, g);
+    V wet = V{};
+    for (int i = 0; i < 4; ++i) wet += load<V>(q.w[i]) * load<V>(q.land[i]);
+    using I = typename Lanes<T>::I;
+    const M found = mask_of<T>(q.found), beached = f.land != nullptr ? M(wet >= T(0.5)) : M{};
+    const M code = moving & ~finite ? M{} + static_cast<I>(codes.nonfinite)
+                   : ~found     ? M{} + static_cast<I>(codes.out_of_domain)
+                   : beached    ? M{} + static_cast<I>(codes.beached)
+                                : M{} + static_cast<I>(codes.active);
+    const M stop = moving & (code != static_cast<I>(codes.active)), keep = moving & ~stop;
+    store_int<T>(stop ? code : load_int<T>(q.status), q.status);
+    store_int<T>(stop ? M{} + static_cast<I>(k) : load_int<T>(q.stopped), q.stopped);
+    auto take = [&](T* to, const T* from) {
+      const V kept = keep ? load<V>(from) : load<V>(to);
+      std::memcpy(to, &kept, sizeof kept);
+    };
+    for (int d = 0; d < dim; ++d) take(q.x[d], q.y[d]);
+    for (int d = 0; d < 2; ++d) take(q.point[d], q.spoint[d]), take(q.coords[d], q.scoords[d]);
+    store_int<T>(keep ? load_int<T>(q.scell) : load_int<T>(q.cell), q.cell);
+    if (grid) {
+      for (int d = 0; d < 2; ++d) take(q.ix[d], q.iy[d]);
+      for (int g = 0; g < kLanes; ++g)
+        if (relocated[g] && keep[g]) grid_indices(f, q, g);
     }
   }
   for (int g = 0; g < kLanes; ++g)
