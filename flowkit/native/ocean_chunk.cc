@@ -335,7 +335,7 @@ struct Group {
   int32_t status[kLanes], release[kLanes], stopped[kLanes], level[kLanes];
   int32_t cell[kLanes], scell[kLanes];  // where x lies (the step's hint), where y lies (the stage's)
   T point[2][kLanes], coords[2][kLanes], spoint[2][kLanes], scoords[2][kLanes];
-  bool moving[kLanes], found[kLanes];
+  int32_t moving[kLanes], found[kLanes];  // lane masks: -1 (true) or 0
   int32_t row_cell[kLanes], kind[kLanes], node[4][kLanes];
   T map[kMapColumns][kLanes], land[4][kLanes], w[4][kLanes];
   int32_t column_cell[kLanes], column_level[kLanes];
@@ -421,12 +421,6 @@ FLOWKIT_HOT void store_int(typename Lanes<T>::M lanes, int32_t* out) {
   typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
   const W narrow = __builtin_convertvector(lanes, W);
   std::memcpy(out, &narrow, sizeof narrow);
-}
-template <typename T>
-FLOWKIT_HOT typename Lanes<T>::M mask_of(const bool* lanes) {  // -1 where true
-  int32_t wide[kLanes];
-  for (int g = 0; g < kLanes; ++g) wide[g] = -static_cast<int32_t>(lanes[g]);
-  return load_int<T>(wide);
 }
 template <typename M>
 FLOWKIT_HOT bool any_lane(M mask) {
@@ -581,7 +575,7 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
         check(f, 0, y, false, none, none, at.xi, &face[g]);
       }
       walk(f, y, known, face[g], at);
-      q.found[g] = at.found, q.scell[g] = at.cell;
+      q.found[g] = at.found ? -1 : 0, q.scell[g] = at.cell;
       read_cell(f, q, g, at.cell);
     }
     q.spoint[0][g] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
@@ -622,9 +616,9 @@ FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   const V a = corner(i, n_i), b = corner(j, n_j);
   const M cell = __builtin_convertvector(a, M) * static_cast<typename Lanes<T>::I>(f.grid_j) + __builtin_convertvector(b, M);
   const M found = (i >= -tol) & (i <= n_i + tol) & (j >= -tol) & (j <= n_j + tol);
-  const M moving = mask_of<T>(q.moving), moved = moving & (cell != load_int<T>(q.row_cell));
+  const M moving = load_int<T>(q.moving), moved = moving & (cell != load_int<T>(q.row_cell));
   store_int<T>(moving ? cell : load_int<T>(q.scell), q.scell);
-  for (int g = 0; g < kLanes; ++g) q.found[g] = moving[g] ? found[g] != 0 : q.found[g];
+  store_int<T>(moving ? found : load_int<T>(q.found), q.found);
   if (any_lane(moved))
     for (int g = 0; g < kLanes; ++g)
       if (moved[g]) read_cell(f, q, g, q.scell[g]);
@@ -676,7 +670,7 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
   using M = typename Lanes<T>::M;
   const int32_t K = static_cast<int32_t>(f.levels);
   const bool steady = f.times == nullptr;
-  const M moving = mask_of<T>(q.moving), level = load_int<T>(q.level);
+  const M moving = load_int<T>(q.moving), level = load_int<T>(q.level);
   const M stale = moving & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) | (load_int<T>(q.column_level) != level) |
                             (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(when.slice)));
   if (any_lane(stale))
@@ -779,7 +773,7 @@ __attribute__((noinline)) void relocate(const Field<T>& f, Group<T>& q, int g) {
   const T y[2] = {q.y[0][g], q.y[1][g]};
   T point[2] = {q.spoint[0][g], q.spoint[1][g]}, coords[2] = {q.scoords[0][g], q.scoords[1][g]};
   locate_point(f, y, &q.scell[g], point, coords, at);
-  q.found[g] = at.found;
+  q.found[g] = at.found ? -1 : 0;
   for (int d = 0; d < 2; ++d) q.spoint[d][g] = point[d], q.scoords[d][g] = coords[d];
   read_cell(f, q, g, q.scell[g]);
   for (int i = 0; i < 4; ++i) q.w[i][g] = i < at.count ? at.w[i] : T(0);
@@ -922,8 +916,8 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
   const T h = s.h_step[k];
   bool any = false;
   for (int g = 0; g < kLanes; ++g) {
-    q.moving[g] = q.status[g] == codes.active && h != 0;
-    any |= q.moving[g];
+    q.moving[g] = q.status[g] == codes.active && h != 0 ? -1 : 0;
+    any |= q.moving[g] != 0;
     q.scell[g] = q.cell[g];
     for (int d = 0; d < 2; ++d) q.spoint[d][g] = q.point[d][g], q.scoords[d][g] = q.coords[d][g];
     for (int d = 0; d < dim; ++d) q.before[d][g] = q.moving[g] ? q.x[d][g] : q.before[d][g];
@@ -956,9 +950,9 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     using V = typename Lanes<T>::V;
     using M = typename Lanes<T>::M;
     const When<T> end = s.when[k * s.rows + stages];
-    const M moving = mask_of<T>(q.moving);
+    const M moving = load_int<T>(q.moving);
     if (dim == 3) {
-      const M wet = moving & mask_of<T>(q.found);
+      const M wet = moving & load_int<T>(q.found);
       const M stale = wet & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) |
                              (load_int<T>(q.column_level) != load_int<T>(q.level)) |
                              (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(end.slice)));
@@ -989,7 +983,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     V wet = V{};
     for (int i = 0; i < 4; ++i) wet += load<V>(q.w[i]) * load<V>(q.land[i]);
     using I = typename Lanes<T>::I;
-    const M found = mask_of<T>(q.found), beached = f.land != nullptr ? M(wet >= T(0.5)) : M{};
+    const M found = load_int<T>(q.found), beached = f.land != nullptr ? M(wet >= T(0.5)) : M{};
     const M code = moving & ~finite ? M{} + static_cast<I>(codes.nonfinite)
                    : ~found     ? M{} + static_cast<I>(codes.out_of_domain)
                    : beached    ? M{} + static_cast<I>(codes.beached)
