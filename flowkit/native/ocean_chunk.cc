@@ -487,18 +487,12 @@ FLOWKIT_HOT BoxMaps<typename Lanes<T>::V> box_maps(const Group<T>& q) {
 // across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
 // whether y lies there. Lanes `done` take no iterations.
 template <typename T>
-FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool done[kLanes], bool quads, T xi[2][kLanes],
-                        bool inside[kLanes], int face[kLanes]) {
+FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lanes<T>::M done, bool quads, T xi[2][kLanes],
+                             int32_t inside[kLanes], int face[kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
-  using I = typename Lanes<T>::I;
-  I warm_lanes[kLanes], triangle_lanes[kLanes], done_lanes[kLanes];
-  for (int g = 0; g < kLanes; ++g) {
-    warm_lanes[g] = q.scell[g] >= 0 && std::isfinite(q.spoint[0][g]) ? -1 : 0;
-    triangle_lanes[g] = q.kind[g] == kTriangle ? -1 : 0;
-    done_lanes[g] = done[g] ? -1 : 0;
-  }
-  const M warm = load<M>(warm_lanes), triangle = load<M>(triangle_lanes);
+  const M warm = (load_int<T>(q.scell) >= 0) & (vabs(load<V>(q.spoint[0])) <= std::numeric_limits<T>::max());
+  const M triangle = load_int<T>(q.kind) == static_cast<typename Lanes<T>::I>(kTriangle);
   auto row = [&](int c) { return load<V>(q.map[c]); };
   const V zero = V{}, one = zero + T(1), lo = zero + T(-2), hi = zero + T(3), small = zero + f.small;
   const V y0 = load<V>(q.y[0]), y1 = load<V>(q.y[1]);
@@ -515,7 +509,7 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool do
     box.offset(r, s, e0, e1);
     e0 = e0 - d0, e1 = e1 - d1;
   };
-  M stopped = load<M>(done_lanes) | triangle;
+  M stopped = done | triangle;
   for (int i = 0; quads && i < f.newton_steps; ++i) {
     bool all = true;
     for (int g = 0; g < kLanes; ++g) all &= stopped[g] != 0;
@@ -544,7 +538,8 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool do
   most = v1 > best ? M{} + 1 : most, best = vmax(best, v1);
   most = v2 > best ? M{} + 2 : most, best = vmax(best, v2);
   most = v3 > best ? M{} + 3 : most;
-  for (int g = 0; g < kLanes; ++g) xi[0][g] = r[g], xi[1][g] = s[g], inside[g] = in[g] != 0, face[g] = most[g];
+  std::memcpy(xi[0], &r, sizeof r), std::memcpy(xi[1], &s, sizeof s), store_int<T>(in, inside);
+  for (int g = 0; g < kLanes; ++g) face[g] = static_cast<int>(most[g]);
 }
 
 // The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
@@ -552,22 +547,32 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, const bool do
 // Then their nodes' weights.
 template <typename T>
 FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
-  bool again[kLanes], all = true;
-  for (int g = 0; g < kLanes; ++g) {
-    again[g] = !q.moving[g] || (q.scell[g] >= 0 && q.y[0][g] == q.spoint[0][g] && q.y[1][g] == q.spoint[1][g]);
-    all &= again[g];
-    if (q.moving[g] && q.scell[g] >= 0) read_cell(f, q, g, q.scell[g]);
-  }
-  T xi[2][kLanes];
-  bool inside[kLanes];
-  int face[kLanes];
-  if (!all) check_lanes(f, q, again, quads, xi, inside, face);  // a step's first stage: every lane at its hint
-  for (int g = 0; g < kLanes; ++g) {
-    q.found[g] = q.moving[g];
-    if (again[g]) continue;
-    const T y[2] = {q.y[0][g], q.y[1][g]};
-    Place<T> at{q.scell[g], {xi[0][g], xi[1][g]}, inside[g] && q.scell[g] >= 0, 0, {}, {}};
-    if (!at.found) {  // not in its hinted cell: the walk from there, then its bin (or its bin alone: no hint)
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  const M moving = load_int<T>(q.moving), scell = load_int<T>(q.scell), hinted = scell >= 0;
+  const V y0 = load<V>(q.y[0]), y1 = load<V>(q.y[1]);
+  const M again = ~moving | (hinted & (y0 == load<V>(q.spoint[0])) & (y1 == load<V>(q.spoint[1])));
+  const M cells = moving & hinted & (scell != load_int<T>(q.row_cell));
+  if (any_lane(cells))
+    for (int g = 0; g < kLanes; ++g)
+      if (cells[g]) read_cell(f, q, g, q.scell[g]);
+  std::memcpy(q.found, q.moving, sizeof q.found);
+  if (any_lane(~again)) {  // a step's first stage: every lane at its hint
+    T xi[2][kLanes];
+    int32_t inside[kLanes];
+    int face[kLanes];
+    check_lanes(f, q, again, quads, xi, inside, face);
+    const V nan = V{} + std::numeric_limits<T>::quiet_NaN();
+    auto set = [&](T* to, V value) {
+      const V kept = again ? load<V>(to) : value;
+      std::memcpy(to, &kept, sizeof kept);
+    };
+    set(q.spoint[0], y0), set(q.spoint[1], y1), set(q.scoords[0], load<V>(xi[0])), set(q.scoords[1], load<V>(xi[1]));
+    const M lost = ~again & ~(load_int<T>(inside) & hinted);
+    auto walk_lane = [&](int g) {
+      // not in its hinted cell: the walk from there, then its bin (or its bin alone: no hint)
+      const T y[2] = {q.y[0][g], q.y[1][g]};
+      Place<T> at{q.scell[g], {xi[0][g], xi[1][g]}, false, 0, {}, {}};
       const bool known = q.scell[g] >= 0;
       if (!known) {
         const T none[2] = {};
@@ -577,16 +582,15 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
       walk(f, y, known, face[g], at);
       q.found[g] = at.found ? -1 : 0, q.scell[g] = at.cell;
       read_cell(f, q, g, at.cell);
-    }
-    q.spoint[0][g] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
-    q.spoint[1][g] = at.found ? y[1] : std::numeric_limits<T>::quiet_NaN();
-    q.scoords[0][g] = at.xi[0], q.scoords[1][g] = at.xi[1];
+      q.spoint[0][g] = at.found ? y[0] : nan[g];
+      q.spoint[1][g] = at.found ? y[1] : nan[g];
+      q.scoords[0][g] = at.xi[0], q.scoords[1][g] = at.xi[1];
+    };
+    if (any_lane(lost))
+      for (int g = 0; g < kLanes; ++g)
+        if (lost[g]) walk_lane(g);
   }
-  using V = typename Lanes<T>::V;
-  using M = typename Lanes<T>::M;
-  typename Lanes<T>::I triangle_lanes[kLanes];
-  for (int g = 0; g < kLanes; ++g) triangle_lanes[g] = q.kind[g] == kTriangle ? -1 : 0;
-  const M triangle = load<M>(triangle_lanes);
+  const M triangle = load_int<T>(q.kind) == static_cast<typename Lanes<T>::I>(kTriangle);
   const V r = load<V>(q.scoords[0]), s = load<V>(q.scoords[1]), one = V{} + T(1);
   const V w[4] = {triangle ? one - (r + s) : (one - r) * (one - s), triangle ? r : r * (one - s),
                   triangle ? s : r * s, triangle ? V{} : (one - r) * s};
