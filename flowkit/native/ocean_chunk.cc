@@ -658,6 +658,18 @@ __attribute__((noinline)) void grid_indices(const Field<T>& f, Group<T>& q, int 
   q.ix[1][g] = static_cast<T>(cell % f.grid_j) + coords[1];
 }
 
+// The columns of the lanes in `lanes` whose cache does not hold their cell, bracket and `slice`
+// read again (`read_columns`), lane by lane.
+template <typename T>
+FLOWKIT_HOT void read_stale_columns(const Field<T>& f, Group<T>& q, typename Lanes<T>::M lanes, int64_t slice) {
+  const typename Lanes<T>::M stale =
+      lanes & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) | (load_int<T>(q.column_level) != load_int<T>(q.level)) |
+               (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(slice)));
+  if (any_lane(stale))
+    for (int g = 0; g < kLanes; ++g)
+      if (stale[g]) read_columns(f, q, g, slice, q.level[g]);
+}
+
 // cos(latitude) at the lanes' stage points (degrees), kept above 1e-6 (fields.grid.degrees_per_second).
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
@@ -675,11 +687,7 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
   const int32_t K = static_cast<int32_t>(f.levels);
   const bool steady = f.times == nullptr;
   const M moving = load_int<T>(q.moving), level = load_int<T>(q.level);
-  const M stale = moving & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) | (load_int<T>(q.column_level) != level) |
-                            (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(when.slice)));
-  if (any_lane(stale))
-    for (int g = 0; g < kLanes; ++g)
-      if (stale[g]) read_columns(f, q, g, when.slice, q.level[g]);
+  read_stale_columns(f, q, moving, when.slice);
   T weight[kLanes] = {};
   if (K > 1) {
     T d0[kLanes], d1[kLanes];
@@ -957,12 +965,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     const M moving = load_int<T>(q.moving);
     if (dim == 3) {
       const M wet = moving & load_int<T>(q.found);
-      const M stale = wet & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) |
-                             (load_int<T>(q.column_level) != load_int<T>(q.level)) |
-                             (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(end.slice)));
-      if (any_lane(stale))
-        for (int g = 0; g < kLanes; ++g)
-          if (stale[g]) read_columns(f, q, g, end.slice, q.level[g]);
+      read_stale_columns(f, q, wet, end.slice);
       T floor_lanes[kLanes];
       mean(q, f.times == nullptr, end.wt, [&](int t, int i, int g) { return q.floor[t][i][g]; }, floor_lanes);
       const V floor = load<V>(floor_lanes);
