@@ -1102,29 +1102,36 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   T* before_out = out_before->typed_data();
   T* point_out = out_point->typed_data();
   T* coords_out = out_coords->typed_data();
-  if (locate != 0) {  // the seeds: each row by its bin's search alone, its depth settled at step_start[0]; no steps
+  if (locate != 0) {  // the seeds, a group of lanes at a time: no steps
     const When<T> start = when_at(f.times, f.n_times, t_start[0]);
-    for (int64_t p = 0; p < n; ++p) {
-      T y[3], point[2] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::quiet_NaN()}, coords[2] = {};
-      for (int d = 0; d < dim; ++d) y[d] = x0[dim * p + d];
-      Place<T> at{cell0[p], {}, false, 0, {}, {}};
-      if (at.cell >= 0) {  // a guessed cell (a grid's index lookup): checked, then the walk and the bins
-        int32_t cell = at.cell;
-        locate_point(f, y, &cell, point, coords, at);
-      } else {
-        at.found = search(f, y, &at.cell, at.xi);
+    Group<T> q{};
+    for (int64_t first = 0; first < n; first += kLanes) {
+      const int count = static_cast<int>(std::min<int64_t>(kLanes, n - first));
+      for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
+        const int64_t p = first + std::min(g, count - 1);
+        for (int d = 0; d < dim; ++d) q.y[d][g] = x0[dim * p + d];
+        q.scell[g] = cell0[p], q.moving[g] = -1, q.row_cell[g] = -1;
+        q.spoint[0][g] = q.spoint[1][g] = std::numeric_limits<T>::quiet_NaN();
       }
-      if (at.found) {
-        weigh(f, at);
-        point[0] = y[0], point[1] = y[1], coords[0] = at.xi[0], coords[1] = at.xi[1];
-        if (dim == 3)
+      place(f, q, quads);
+      for (int g = 0; g < count; ++g) {
+        const int64_t p = first + g;
+        const bool found = q.found[g] != 0;
+        T coords[2] = {q.scoords[0][g], q.scoords[1][g]};
+        if (!found && cell0[p] < 0) coords[0] = coords[1] = T(0);  // searched in its bin alone
+        T y[3];
+        for (int d = 0; d < dim; ++d) y[d] = q.y[d][g];
+        if (found && dim == 3) {  // its depth settled at step_start[0]
+          Place<T> at{q.scell[g], {}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
+          for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
           y[2] = clip(y[2], T(0), Rows<T>(f.floor, f.points, 1, 1, at, start, f.times == nullptr)(0, start.wt));
+        }
+        for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = y[d];
+        for (int d = 0; d < 2; ++d) point_out[2 * p + d] = q.spoint[d][g], coords_out[2 * p + d] = coords[d];
+        out_cell->typed_data()[p] = found ? q.scell[g] : -1;
+        out_status->typed_data()[p] = status0[p];
+        out_stopped->typed_data()[p] = -1;
       }
-      for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = y[d];
-      for (int d = 0; d < 2; ++d) point_out[2 * p + d] = point[d], coords_out[2 * p + d] = coords[d];
-      out_cell->typed_data()[p] = at.found ? at.cell : -1;
-      out_status->typed_data()[p] = status0[p];
-      out_stopped->typed_data()[p] = -1;
     }
     return ffi::Error::Success();
   }
