@@ -483,6 +483,20 @@ FLOWKIT_HOT BoxMaps<typename Lanes<T>::V> box_maps(const Group<T>& q) {
   return {load<V>(q.map[8]), load<V>(q.map[9]), load<V>(q.map[10]), load<V>(q.map[11]), load<V>(q.map[12]), load<V>(q.map[13])};
 }
 
+// The lanes whose cell is a triangle, as a mask.
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::M triangles(const Group<T>& q) {
+  return load_int<T>(q.kind) == static_cast<typename Lanes<T>::I>(kTriangle);
+}
+
+// Lane g's place (its cell, nodes and weights) as the group holds it.
+template <typename T>
+Place<T> lane_place(const Group<T>& q, int g) {
+  Place<T> at{q.scell[g], {q.scoords[0][g], q.scoords[1][g]}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
+  for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
+  return at;
+}
+
 // The lanes' stage points y checked in their hinted cells (MeshField._check, as `check` but
 // across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
 // whether y lies there. Lanes `done` take no iterations.
@@ -492,7 +506,7 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lane
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
   const M warm = (load_int<T>(q.scell) >= 0) & (vabs(load<V>(q.spoint[0])) <= std::numeric_limits<T>::max());
-  const M triangle = load_int<T>(q.kind) == static_cast<typename Lanes<T>::I>(kTriangle);
+  const M triangle = triangles(q);
   auto row = [&](int c) { return load<V>(q.map[c]); };
   const V zero = V{}, one = zero + T(1), lo = zero + T(-2), hi = zero + T(3), small = zero + f.small;
   const V y0 = load<V>(q.y[0]), y1 = load<V>(q.y[1]);
@@ -511,9 +525,7 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lane
   };
   M stopped = done | triangle;
   for (int i = 0; quads && i < f.newton_steps; ++i) {
-    bool all = true;
-    for (int g = 0; g < kLanes; ++g) all &= stopped[g] != 0;
-    if (all) break;
+    if (!any_lane(~stopped)) break;
     V e0, e1;
     residual(r, s, e0, e1);
     V a, b, c, e;
@@ -590,7 +602,7 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
       for (int g = 0; g < kLanes; ++g)
         if (lost[g]) walk_lane(g);
   }
-  const M triangle = load_int<T>(q.kind) == static_cast<typename Lanes<T>::I>(kTriangle);
+  const M triangle = triangles(q);
   const V r = load<V>(q.scoords[0]), s = load<V>(q.scoords[1]), one = V{} + T(1);
   const V w[4] = {triangle ? one - (r + s) : (one - r) * (one - s), triangle ? r : r * (one - s),
                   triangle ? s : r * s, triangle ? V{} : (one - r) * s};
@@ -703,9 +715,7 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
     if (any_lane(again)) {
       for (int g = 0; g < kLanes; ++g) {
         if (!again[g]) continue;
-        Place<T> at{q.scell[g], {}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
-        for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
-        q.level[g] = clip<int32_t>(levels_above(f, at, when, q.y[2][g]), 1, K - 1) - 1;
+        q.level[g] = clip<int32_t>(levels_above(f, lane_place(q, g), when, q.y[2][g]), 1, K - 1) - 1;
         read_columns(f, q, g, when.slice, q.level[g]);
         T one[kLanes];
         mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][0][i][h]; }, one);
@@ -1105,12 +1115,13 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   if (locate != 0) {  // the seeds, a group of lanes at a time: no steps
     const When<T> start = when_at(f.times, f.n_times, t_start[0]);
     Group<T> q{};
+    std::fill(q.row_cell, q.row_cell + kLanes, -1);  // no cell's row held yet (then kept from group to group)
     for (int64_t first = 0; first < n; first += kLanes) {
       const int count = static_cast<int>(std::min<int64_t>(kLanes, n - first));
       for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
         const int64_t p = first + std::min(g, count - 1);
         for (int d = 0; d < dim; ++d) q.y[d][g] = x0[dim * p + d];
-        q.scell[g] = cell0[p], q.moving[g] = -1, q.row_cell[g] = -1;
+        q.scell[g] = cell0[p], q.moving[g] = -1;
         q.spoint[0][g] = q.spoint[1][g] = std::numeric_limits<T>::quiet_NaN();
       }
       place(f, q, quads);
@@ -1122,9 +1133,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         T y[3];
         for (int d = 0; d < dim; ++d) y[d] = q.y[d][g];
         if (found && dim == 3) {  // its depth settled at step_start[0]
-          Place<T> at{q.scell[g], {}, true, q.kind[g] == kTriangle ? 3 : 4, {}, {}};
-          for (int i = 0; i < 4; ++i) at.node[i] = q.node[i][g], at.w[i] = q.w[i][g];
-          y[2] = clip(y[2], T(0), Rows<T>(f.floor, f.points, 1, 1, at, start, f.times == nullptr)(0, start.wt));
+          const Rows<T> floor(f.floor, f.points, 1, 1, lane_place(q, g), start, f.times == nullptr);
+          y[2] = clip(y[2], T(0), floor(0, start.wt));
         }
         for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = y[d];
         for (int d = 0; d < 2; ++d) point_out[2 * p + d] = q.spoint[d][g], coords_out[2 * p + d] = coords[d];
