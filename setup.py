@@ -1,11 +1,12 @@
 """The compiled part of flowkit: the CPU kernels of the mesh and the ocean trackers (`flowkit/native`),
 XLA FFI handlers, in one library.
 
-It needs a C++17 compiler and jaxlib's FFI headers at install. It is built twice: for the
+It needs a C++17 compiler and jaxlib's FFI headers at install. It is built three times: for the
 baseline of the machine's compiler (`_mesh_chunk`) and, where the compiler targets x86-64, with
-AVX2's wider vectors (`_mesh_chunk_avx2`), which `flowkit.native` loads where the CPU runs
-them. Where a build fails the install goes on without it, saying so: without the baseline build
-runs take the JAX path (`flowkit.native.built()`).
+AVX2's wider vectors (`_mesh_chunk_avx2`) and with AVX-512 (`_mesh_chunk_avx512`), of which
+`flowkit.native` loads the widest the CPU runs. None of them contracts a product and a sum into
+an FMA, so all three round alike. Where a build fails the install goes on without it, saying so:
+without the baseline build runs take the JAX path (`flowkit.native.built()`).
 """
 
 import sys
@@ -34,8 +35,8 @@ class OptionalBuildExt(build_ext):
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
-        except Exception as error:  # one build failed (no AVX2 on this compiler's target): the others stand
-            instead = "the baseline build" if ext.name.endswith("_avx2") else "the JAX path"
+        except Exception as error:  # one build failed (no AVX2 or AVX-512 on this compiler's target): the others stand
+            instead = "the JAX path" if ext.name.endswith("_mesh_chunk") else "a narrower build"
             print(f"flowkit: {ext.name} was not built ({error}); runs take {instead}", file=sys.stderr)
 
 
@@ -59,6 +60,13 @@ setup(
             depends=[SOURCE, OCEAN, *HEADERS],
             language="c++",
             extra_compile_args=[*FLAGS, "-mavx2", "-mno-fma"],
+        ),
+        Extension(
+            "flowkit.native._mesh_chunk_avx512",
+            sources=["flowkit/native/mesh_chunk_avx512.cc", "flowkit/native/ocean_chunk_avx512.cc"],
+            depends=[SOURCE, OCEAN, *HEADERS],
+            language="c++",
+            extra_compile_args=[*FLAGS, "-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-ffp-contract=off"],
         ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},

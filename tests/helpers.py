@@ -1,6 +1,8 @@
 """Shared references for the tests."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -105,3 +107,18 @@ def advance_without_host_traffic(run, chunks=3):
             state, frames = run.advance(state, slots)
         jax.block_until_ready(state)
     return before, frames
+
+
+def arrays_in_every_build(script: str, tmp_path: Path) -> dict[str, dict[str, np.ndarray]]:
+    """The arrays `script` saves (`np.savez("{path}", ...)`, with `tests/` on its path), run in a
+    process of its own in each build of the kernels this CPU runs (`fk.native.cpu_runs()`), by
+    build name. Each process must have loaded the build it was given."""
+    found = {}
+    for build in fk.native.cpu_runs():
+        path = tmp_path / f"{build}.npz"
+        env = {**os.environ, "FLOWKIT_NATIVE": build, "PYTHONPATH": str(Path(__file__).parent)}
+        code = script.format(path=path) + "\nassert fk.native.build() == " + repr(build)
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG)
+        assert result.returncode == 0, result.stderr
+        found[build] = dict(np.load(path))
+    return found

@@ -7,7 +7,7 @@ import equinox as eqx
 import jax
 import numpy as np
 import pytest
-from helpers import advance_without_host_traffic
+from helpers import advance_without_host_traffic, arrays_in_every_build
 from test_ocean_grids import _rotated_grid
 from test_vtk import SHARED
 
@@ -328,3 +328,42 @@ def test_random_walks_in_the_kernel_are_the_jax_steps(diffusivity, options, dtyp
     if field.dim == 3:
         active = native.status == fk.Status.ACTIVE
         assert np.all(native.positions[..., 2][active] >= 0)
+
+
+BUILD_RUN = """
+import jax
+import numpy as np
+import flowkit as fk
+from test_ocean_kernel import layered, seeds
+
+out = {{}}
+for name, options, dtype, integrator in (
+    ("quads", dict(), "float64", fk.RK4()),
+    ("triangles", dict(triangles=True), "float32", fk.RK4()),
+    ("walk", dict(), "float32", fk.EulerMaruyama(fk.diffusion.Horizontal(Kh=50.0, Kv=1e-3))),
+    ("metres", dict(spherical=False, levels=1), "float64", fk.Heun()),
+):
+    field = layered(dtype=dtype, **options)
+    run = fk.tracker.TrackRun(field, seeds(field), 0.0, 24 * 3600.0, 1800.0, integrator, None, 4, dtype=dtype,
+                              key=jax.random.key(7))
+    assert run._kwargs()["kernel"] == "ocean"
+    traj = run.run()
+    for array in ("positions", "status", "exit_time"):
+        out[name + "_" + array] = getattr(traj, array)
+np.savez("{path}", **out)
+"""
+
+
+def test_every_build_of_the_ocean_kernel_tracks_as_the_baseline_build(tmp_path):
+    """The ocean kernel's wide builds (AVX2, AVX-512: each loaded where the CPU runs it) compute
+    the baseline build's tracks bit for bit, on quadrilaterals and triangles, in both
+    precisions, with a random walk, on the sphere and in metres."""
+    assert fk.native.built(), "the CPU kernels were not built: see the install's output"
+    if len(fk.native.cpu_runs()) < 2:
+        pytest.skip("this CPU runs only the baseline build")
+    found = arrays_in_every_build(BUILD_RUN, tmp_path)
+    baseline = found.pop("baseline")
+    assert np.mean(baseline["quads_status"][-1] == fk.Status.OUT_OF_DOMAIN) > 0.05  # some leave the grid
+    for build, wide in found.items():
+        for name, array in wide.items():
+            np.testing.assert_array_equal(array, baseline[name], err_msg=f"{build}: {name}")

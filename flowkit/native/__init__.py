@@ -3,10 +3,12 @@
 
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
-computes the same tracks. It is built twice from the same sources: for the compiler's baseline
-(`_mesh_chunk`: 16-byte vectors on x86-64) and with AVX2 (`_mesh_chunk_avx2`: 32-byte vectors,
-no FMA, so the same roundings); a process loads the AVX2 build where the CPU runs it, unless
-`FLOWKIT_NATIVE=baseline`. A run's log says which path and build it took. Each kernel declares
+computes the same tracks. It is built three times from the same sources (`BUILDS`): for the
+compiler's baseline (`_mesh_chunk`: 16-byte vectors on x86-64), with AVX2 (`_mesh_chunk_avx2`:
+32-byte vectors) and with AVX-512 (`_mesh_chunk_avx512`: the same vectors, AVX-512's masks and
+registers), none with FMA, so all round alike. A process loads the widest build the CPU runs,
+or the one `FLOWKIT_NATIVE` names (`baseline`, `avx2`, `avx512`). A run's log says which path
+and build it took. Each kernel declares
 its own layout (`layout(kernel)`): its buffers and attributes by name, the cell kinds (and wall
 and inlet modes) it knows and its capacities; `flowkit.tracker.seam`, the one place that calls
 them, checks that layout against Python's declaration before registering the kernel's targets
@@ -22,6 +24,10 @@ from pathlib import Path
 
 KERNELS = ("mesh", "ocean")
 """The kernels the library holds, by name."""
+BUILDS = ("baseline", "avx2", "avx512")
+"""The library's builds, narrowest first (`_mesh_chunk`, `_mesh_chunk_avx2`, `_mesh_chunk_avx512`)."""
+SWITCH = ("0", "1", *BUILDS)
+"""The values `FLOWKIT_NATIVE` takes: off, on (the widest build the CPU runs), or one build."""
 PRECISIONS = {"float32": "f32", "float64": "f64"}
 """The positions' precisions each kernel is built for, and their targets' suffixes."""
 
@@ -70,9 +76,9 @@ class Layout:
         )
 
 
-def _load(name: str) -> ctypes.CDLL | None:
-    """The built library `name` (`_mesh_chunk`, `_mesh_chunk_avx2`), or None."""
-    folder = Path(__file__).parent
+def _load(build: str) -> ctypes.CDLL | None:
+    """The library's `build` (one of `BUILDS`), or None where it is not built."""
+    folder, name = Path(__file__).parent, "_mesh_chunk" if build == "baseline" else f"_mesh_chunk_{build}"
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = folder / f"{name}{suffix}"
         if path.exists():
@@ -80,14 +86,54 @@ def _load(name: str) -> ctypes.CDLL | None:
     return None
 
 
+def _switch() -> str:
+    """`FLOWKIT_NATIVE` (default `1`), checked."""
+    value = os.environ.get("FLOWKIT_NATIVE", "1")
+    if value not in SWITCH:
+        raise ValueError(f"FLOWKIT_NATIVE={value!r}: expected one of {', '.join(SWITCH)}")
+    return value
+
+
 @functools.cache
+def cpu_runs() -> tuple[str, ...]:
+    """The builds of `BUILDS` this CPU runs, narrowest first (the baseline build asks the CPU;
+    built or not); `()` where the baseline is not built."""
+    baseline = _load("baseline")
+    if baseline is None:
+        return ()
+    wide = {"avx2": baseline.FlowkitCpuHasAvx2(), "avx512": baseline.FlowkitCpuHasAvx512()}
+    return ("baseline", *(build for build, runs in wide.items() if runs))
+
+
+@functools.cache
+def _loaded() -> tuple[str, ctypes.CDLL] | None:
+    """`(build, library)` this process runs: the one `FLOWKIT_NATIVE` names, else the widest
+    build that is built and that the CPU runs; None if the baseline is unbuilt. A named build
+    the CPU does not run, or that is not built, is an error."""
+    runs, asked = cpu_runs(), _switch()
+    if not runs:
+        return None
+    if asked in BUILDS:
+        if asked not in runs:
+            raise RuntimeError(f"FLOWKIT_NATIVE={asked}: this CPU does not run that build (it runs {', '.join(runs)})")
+        library = _load(asked)
+        if library is None:
+            raise RuntimeError(f"FLOWKIT_NATIVE={asked}: that build was not made (see the install's output)")
+        return asked, library
+    return next((build, library) for build in reversed(runs) if (library := _load(build)) is not None)
+
+
 def _library() -> ctypes.CDLL | None:
-    """The build this process runs: AVX2's where it is built and the CPU runs it (the baseline
-    build asks the CPU), unless `FLOWKIT_NATIVE=baseline`; else the baseline's; None if unbuilt."""
-    baseline = _load("_mesh_chunk")
-    if baseline is None or os.environ.get("FLOWKIT_NATIVE") == "baseline" or not baseline.FlowkitCpuHasAvx2():
-        return baseline
-    return _load("_mesh_chunk_avx2") or baseline
+    """The library this process runs (`_loaded`), or None if unbuilt."""
+    loaded = _loaded()
+    return None if loaded is None else loaded[1]
+
+
+def build() -> str:
+    """The name of the build this process runs, one of `BUILDS` (`built()` must hold)."""
+    loaded = _loaded()
+    assert loaded is not None, "flowkit.native.build: the kernel is not built"
+    return loaded[0]
 
 
 def simd_bytes() -> int:
@@ -99,7 +145,7 @@ def simd_bytes() -> int:
 
 def built() -> bool:
     """Whether the kernel is built and switched on (`FLOWKIT_NATIVE` is not `0`)."""
-    return os.environ.get("FLOWKIT_NATIVE", "1") != "0" and _library() is not None
+    return _switch() != "0" and _library() is not None
 
 
 @functools.cache

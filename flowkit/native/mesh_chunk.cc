@@ -1076,12 +1076,24 @@ extern "C" const char* FlowkitMeshChunkLayout() {
               FLOWKIT_LINE_CAPACITY("face_row", FLOWKIT_FACE_ROW);
 }
 
-// The width of this build's vectors in bytes, and whether the CPU runs AVX2 (the wide build).
+// The width of this build's vectors in bytes, and whether the CPU runs AVX2 (the wide build) and
+// AVX-512's F, VL, DQ and BW (the AVX-512 build; libgcc also asks whether the OS saves its registers).
 extern "C" int32_t FlowkitSimdBytes() { return FLOWKIT_SIMD_BYTES; }
 extern "C" int32_t FlowkitCpuHasAvx2() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+extern "C" int32_t FlowkitCpuHasAvx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512bw")
+             ? 1
+             : 0;
 #else
   return 0;
 #endif

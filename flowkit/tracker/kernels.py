@@ -48,7 +48,7 @@ def _of_field(pieces: RunPieces, dtype: DTypeLike, platform: str) -> Kernel | No
 
 def described(name: str) -> str:
     """A kernel as a run's log names it: which kernel and build, by the width of its vectors."""
-    return f"the CPU {name} kernel (flowkit.native, {native.simd_bytes()}-byte vectors)"
+    return f"the CPU {name} kernel (flowkit.native, its {native.build()} build, {native.simd_bytes()}-byte vectors)"
 
 
 def say_steps(pieces: RunPieces, dtype: DTypeLike, platform: str, kernel: str | None) -> None:
