@@ -3,16 +3,13 @@ the checks of its pieces, its time grid, block sizes per platform, buckets and t
 origins' cells."""
 
 import dataclasses
-import functools
 import logging
 import math
-import operator
 from pathlib import Path
 from typing import Any
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Float, PRNGKeyArray
@@ -25,7 +22,6 @@ from ..boundaries.box import Open
 from ..boundaries.mesh import BoundMeshWalls
 from ..fields.base import AbstractField, Hints
 from ..fields.forcing import sample_names
-from ..fields.layered import LayeredField
 from ..fields.mesh import MeshField
 from ..fields.streamed import StreamedField, refuse_streamed
 from ..integrators.base import AbstractIntegrator
@@ -36,6 +32,7 @@ from ..statistics.base import checked
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .origins import inlet_origins
 from .pieces import RunPieces
+from .seeds import check_seeds, is_traced
 
 _log = logging.getLogger("flowkit")
 
@@ -174,76 +171,6 @@ def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: fl
     n_saves = math.ceil(n_steps / save_every)
     save_steps = np.minimum(np.arange(n_saves + 1) * save_every, n_steps)
     return n_steps, save_every, n_saves, np.where(save_steps == n_steps, t1, t0 + save_steps * dt)
-
-
-def is_traced(tree) -> bool:
-    """Whether any leaf of `tree` is a JAX tracer (inside `grad`, `jit`, `vmap`)."""
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
-
-
-def at_surface(field: AbstractField | StreamedField, seeds: np.ndarray) -> np.ndarray:
-    """Seeds given as `(lon, lat)` (or `(x, y)`) on a layered 3-D ocean field start at its
-    surface, depth 0, as OpenDrift's users seed (logged); other seeds as given."""
-    template = field.template if isinstance(field, StreamedField) else field
-    if not (isinstance(template, LayeredField) and field.dim == 3 and seeds.ndim == 2 and seeds.shape[1] == 2):
-        return seeds
-    _log.info("seeds: %d given as horizontal positions: started at the surface (depth 0)", len(seeds))
-    return np.column_stack([seeds, np.zeros(len(seeds))])
-
-
-def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: float, t_release, spare: int = 0):
-    """`(seeds, t_release)` checked against the field: seeds of shape `(N, dim)` (or one `(dim,)`
-    seed), finite and inside the field's box; one release time per seed, each between `t0` and
-    `t1` (default `t0`). `spare` slots added later by the boundary may make `N = 0` valid.
-
-    Concrete inputs are NumPy float64 and fail here with a `ValueError` naming the problem.
-    Traced ones (`jax.grad`, `jit`, `vmap`, `track_ensemble`) keep their type and carry the same
-    checks into the program (`eqx.error_if`), failing when it runs: one set of rules for both."""
-    traced = is_traced((seeds, t_release, field.bounds))
-    xp = jnp if traced else np
-    array = jnp.asarray if traced else lambda a: np.asarray(a, dtype=np.float64)
-    seeds = array(seeds)
-    if seeds.ndim == 1 and seeds.shape[0] == field.dim:
-        seeds = seeds[None]
-    if not traced:
-        seeds = at_surface(field, seeds)
-    if seeds.ndim == 2 and seeds.shape[0] + spare == 0:
-        raise ValueError("no seeds (N = 0): give at least one seed, or an inlet that releases particles")
-    if seeds.ndim != 2 or seeds.shape[1] != field.dim:
-        raise ValueError(f"seeds must have shape (N, {field.dim}) for this {field.dim}-D field, got {seeds.shape}")
-    n = seeds.shape[0]
-    t_release = xp.full(n, t0) if t_release is None else array(t_release)
-    if t_release.shape != (n,):
-        raise ValueError(f"t_release must have shape ({n},) (one release time per seed), got {t_release.shape}")
-    lo, hi = (array(b) for b in field.bounds)
-    slack = 1e-6 * (hi - lo)
-    # row by row, a column at a time (NumPy reduces a short last axis slowly)
-    columns = [seeds[:, d] for d in range(field.dim)]
-    nonfinite = ~functools.reduce(operator.and_, [xp.isfinite(c) for c in columns])
-    out = [(c < lo[d] - slack[d]) | (c > hi[d] + slack[d]) for d, c in enumerate(columns) if not field.periodic[d]]
-    outside = functools.reduce(operator.or_, out, xp.zeros(n, bool)) & ~nonfinite  # a periodic axis wraps below
-    early = ~((min(t0, t1) <= t_release) & (t_release <= max(t0, t1)))
-    box = "" if traced else f" lo={lo.tolist()}, hi={hi.tolist()}"
-    problems = (
-        (nonfinite, lambda k: f"seeds contain {k} non-finite positions"),
-        (outside, lambda k: f"{k} of {n} seeds lie outside the field bounds{box}"),
-        (early, lambda k: f"t_release: every release time must lie between t0={t0} and t1={t1}"),
-    )
-    for bad, message in problems:
-        if traced:
-            seeds = eqx.error_if(seeds, xp.any(bad), message("some"))
-        elif bad.any():
-            raise ValueError(message(int(bad.sum())))
-    if (
-        any(field.periodic) and not traced
-    ):  # into the field's own range (a sphere: [-180, 180) or [0, 360)), by whole periods
-        canonical = np.asarray(
-            field.canonical_batch(jnp.asarray(np.where(nonfinite[:, None], 0, seeds), field.bounds[0].dtype)),
-            np.float64,
-        )
-        period = hi - lo
-        seeds = seeds + np.where(np.asarray(field.periodic), period * np.round((canonical - seeds) / period), 0)
-    return seeds, t_release
 
 
 def _warn_if_below_a_surface_drift(particles: AbstractParticles, seeds: np.ndarray) -> None:

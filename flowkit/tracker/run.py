@@ -30,7 +30,7 @@ from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_intege
 from .sinks import MemorySink, ZarrSink, check_output
 from .step import is_due
 from .tally import Tally, progress_bar, run_stats
-from .windows import WindowFeeder, plan_windows
+from .windows import WindowFeeder, chunk_windows, host_copies
 
 _log = logging.getLogger("flowkit")
 
@@ -117,7 +117,10 @@ class TrackRun:
         self.tracks = bool(tracks)
         check_statistics(plan, self.tracks)
         dtype = plan.dtype
-        self.origin_hints = plan.pieces.field.hints(n, dtype, np)
+        # slots that restart at their seeds, located nowhere (no inlet), take the rows' own arrays as origins
+        self.origin_hints = None
+        if not (plan.origins is plan.seeds and plan.origin_hints is None):
+            self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         if plan.origin_hints is not None:
             self.origin_hints = jax.tree.map(lambda a, like: a.astype(like.dtype), plan.origin_hints, self.origin_hints)
         self.n_particles = n
@@ -147,8 +150,7 @@ class TrackRun:
         if plan.pieces.statistics:  # the statistics placed on the devices with the pieces
             origin = (plan.stream or plan.pieces.field).time_origin
             self.gathering = Gathering(plan, self.pieces.statistics, len(devices), self._particle_sharding, origin)
-        scalar = lambda v: jax.device_put(np.asarray(v, dtype), replicated)  # noqa: E731
-        self.run_times = Times(t0=scalar(plan.t0), dt=scalar(plan.dt), t1=scalar(plan.t1))
+        self.run_times = Times(*jax.device_put([np.asarray(v, dtype) for v in (plan.t0, plan.dt, plan.t1)], replicated))
         self.compile_s = 0.0
         self._compiled = None
         self._first_batch = None
@@ -199,13 +201,14 @@ class TrackRun:
         self.chunk_saves = math.ceil(plan.n_saves / self.n_chunks)
         self.window_starts = None
         if plan.stream is not None:  # a window of slices per chunk, of one width
-            self.chunk_saves, self.window_width, self.window_starts = self._plan_windows(self.chunk_saves)
+            windows = chunk_windows(plan, self.devices, self.chunk_saves)
+            self.chunk_saves, self.window_width, self.window_starts = windows
             self.n_chunks = len(self.window_starts)
 
     def _check_memory(self, field):
         """The frames on the host and a batch on the device, estimated before anything is allocated."""
         plan, dim, itemsize = self.plan, field.dim, self.plan.dtype.itemsize
-        copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
+        copies = host_copies(self.devices)
         per_particle = (
             itemsize * (4 * dim + 8) + 16 + self.chunk_saves * (dim * itemsize * (2 if plan.record_velocity else 1) + 1)
         )
@@ -224,35 +227,6 @@ class TrackRun:
             device_budget(),
             self.padded_batch,
         )
-
-    def _plan_windows(self, chunk_saves: int):
-        """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
-        `chunk_saves` saves) whose windows fit `max_device_bytes`, one width for all."""
-        plan = self.plan
-        stream, itemsize = plan.stream, plan.dtype.itemsize
-        copies = len(self.devices) if self.devices[0].platform == "cpu" else 1
-        limit = min(stream.max_window(itemsize, copies), stream.n_slices)
-        tol = 8 * float(np.finfo(plan.dtype).eps) * max(abs(plan.t0), abs(plan.t1), abs(plan.t1 - plan.t0))
-        while True:
-            n_chunks = math.ceil(plan.n_saves / chunk_saves)
-            chunk_saves = math.ceil(plan.n_saves / n_chunks)
-            edges = plan.saved_times[
-                np.minimum(np.arange(n_chunks + 1) * chunk_saves, plan.n_saves)
-            ]  # chunks end at saved times
-            width, starts = plan_windows(stream.times, np.sort(np.stack([edges[:-1], edges[1:]], axis=1), axis=1), tol)
-            if width <= limit:
-                return chunk_saves, width, starts
-            if chunk_saves == 1:
-                raise ValueError(
-                    f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays "
-                    f"({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of "
-                    f"{limit} "
-                    f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, "
-                    "one copy per CPU device), but one save interval "
-                    f"(save_every={plan.save_every} steps of dt={plan.dt}) spans {width}; "
-                    "lower save_every or raise max_device_bytes"
-                )
-            chunk_saves = max(1, min(chunk_saves - 1, chunk_saves * max(limit - 2, 1) // width))
 
     def _kwargs(self):
         return dict(
@@ -273,31 +247,38 @@ class TrackRun:
         direction = 1.0 if plan.dt > 0 else -1.0
         stop = min(start + self.batch_size, self.n_particles)
         pad = self.padded_batch - (stop - start)
-        padded = lambda a, fill: np.concatenate([a[start:stop], fill(a[start : start + 1], pad)])  # noqa: E731
-        repeated = lambda a: padded(a, lambda first, k: np.repeat(first, k, axis=0))  # noqa: E731
+
+        def padded(a, fill, dtype=None):  # the batch's rows of `a`, `fill`ed to the padded size, in `dtype`
+            rows = a[start:stop] if not pad else np.concatenate([a[start:stop], fill(a[start : start + 1], pad)])
+            return rows if dtype is None else rows.astype(dtype, copy=False)
+
+        repeated = lambda a, dtype=None: padded(a, lambda first, k: np.repeat(first, k, axis=0), dtype)  # noqa: E731
         t_rel = padded(plan.t_release, lambda _, k: np.full(k, direction * np.inf))
         count, per_block = self.padded_batch, len(self.devices) * self.blocks
+        origins = {}
+        if self.origin_hints is not None:
+            origins = dict(origin=repeated(plan.origins, dtype), origin_hint=jax.tree.map(repeated, self.origin_hints))
         host = dict(  # the rows' and slots' arrays, placed on the devices in one transfer
             rows=dict(
-                x=repeated(plan.seeds).astype(dtype),
+                x=repeated(plan.seeds, dtype),
                 status=np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32),
                 exit_time=np.full(count, direction * np.inf, dtype),
                 hint=self.pieces.field.hints(count, dtype, np),
-                variables={name: repeated(a).astype(dtype) for name, a in plan.given.items()},
+                variables={name: repeated(a, dtype) for name, a in plan.given.items()},
                 generation=np.zeros(count, np.int32),
             ),
             slots=dict(
                 t_release=t_rel.astype(dtype),
                 keys=particle_keys(plan.key, self.first_particle + start, count),
-                origin=repeated(np.asarray(plan.origins, np.float64)).astype(dtype),
-                origin_hint=jax.tree.map(repeated, self.origin_hints),
                 index=np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32),
+                **origins,
             ),
             lost=np.zeros(per_block, np.int32),
             courant=np.zeros(per_block, dtype),
         )
         on_devices = jax.device_put(host, self._particle_sharding)
-        rows, slots = Rows(**on_devices["rows"]), Slots(**on_devices["slots"])
+        rows = Rows(**on_devices["rows"])
+        slots = Slots(**{"origin": rows.x, "origin_hint": rows.hint, **on_devices["slots"]})
         lost, courant = on_devices["lost"], on_devices["courant"]
         state = State(
             rows=rows,

@@ -1,8 +1,9 @@
 """The time windows of a streamed series (`flowkit.fields.streamed.StreamedField`) for a run's
-chunks: which slices each chunk needs, and a background thread that reads and uploads the next
-window while the device computes the current chunk."""
+chunks: which slices each chunk needs, the chunks' length that fits them, and a background
+thread that reads and uploads the next window while the device computes the current chunk."""
 
 import logging
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,8 +12,41 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from ..fields.streamed import StreamedField
+from .plan import RunPlan
 
 _log = logging.getLogger("flowkit")
+
+
+def host_copies(devices) -> int:
+    """How many copies of a field a run's `devices` hold in the host's memory: one each on CPU
+    devices, none elsewhere (counted as one: the budget is then the device's)."""
+    return len(devices) if devices[0].platform == "cpu" else 1
+
+
+def chunk_windows(plan: RunPlan, devices, chunk_saves: int) -> tuple[int, int, np.ndarray]:
+    """`(chunk_saves, width, starts)` for a streamed field: the longest chunks (at most
+    `chunk_saves` saves) whose windows fit `max_device_bytes`, one width for all."""
+    stream, itemsize = plan.stream, plan.dtype.itemsize
+    assert stream is not None
+    limit = min(stream.max_window(itemsize, host_copies(devices)), stream.n_slices)
+    tol = 8 * float(np.finfo(plan.dtype).eps) * max(abs(plan.t0), abs(plan.t1), abs(plan.t1 - plan.t0))
+    while True:
+        n_chunks = math.ceil(plan.n_saves / chunk_saves)
+        chunk_saves = math.ceil(plan.n_saves / n_chunks)
+        edges = plan.saved_times[np.minimum(np.arange(n_chunks + 1) * chunk_saves, plan.n_saves)]  # at saved times
+        width, starts = plan_windows(stream.times, np.sort(np.stack([edges[:-1], edges[1:]], axis=1), axis=1), tol)
+        if width <= limit:
+            return chunk_saves, width, starts
+        if chunk_saves == 1:
+            raise ValueError(
+                f"max_device_bytes={stream.max_device_bytes}: besides the field's fixed arrays "
+                f"({stream.static_nbytes(itemsize) / 2**20:.2f} MiB), it leaves room for windows of {limit} "
+                f"time slices of {stream.slice_nbytes(itemsize) / 2**20:.2f} MiB (two windows resident, "
+                "one copy per CPU device), but one save interval "
+                f"(save_every={plan.save_every} steps of dt={plan.dt}) spans {width}; "
+                "lower save_every or raise max_device_bytes"
+            )
+        chunk_saves = max(1, min(chunk_saves - 1, chunk_saves * max(limit - 2, 1) // width))
 
 
 def plan_windows(times: np.ndarray, spans: np.ndarray, tol: float) -> tuple[int, np.ndarray]:
