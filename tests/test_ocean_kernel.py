@@ -330,6 +330,19 @@ def test_random_walks_in_the_kernel_are_the_jax_steps(diffusivity, options, dtyp
         assert np.all(native.positions[..., 2][active] >= 0)
 
 
+@pytest.mark.parametrize("triangles", [False, True], ids=["quads", "triangles"])
+def test_seeds_on_land_start_beached_as_in_the_jax_step(triangles, monkeypatch):
+    """The kernel's location of the seeds marks those on the island BEACHED at t0, the same
+    seeds as the JAX step's `beached_batch`, and leaves the others in the water."""
+    field = layered(triangles=triangles)
+    lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
+    rng = np.random.default_rng(3)
+    x = np.column_stack([lo[:2] + rng.uniform(0.5, 0.8, (400, 2)) * (hi[:2] - lo[:2]), rng.uniform(0, 50, 400)])
+    native, reference = (run(field, x, "float64", on, monkeypatch, t1=6 * 3600.0) for on in (True, False))
+    np.testing.assert_array_equal(native.status[0], reference.status[0])
+    assert 50 < np.sum(native.status[0] == fk.Status.BEACHED) < 350
+
+
 BUILD_RUN = """
 import jax
 import numpy as np

@@ -33,8 +33,9 @@
 // finite stops it (NONFINITE); the stopped rows' steps are returned in `stopped`. The status
 // codes come from Python's `flowkit._status.Status` as attributes. With `locate` the kernel
 // takes no step: it locates each row from the cell guessed for it (a grid's index lookup; -1:
-// by its bin alone) and settles its depth at `step_start[0]` (the seeds, as
-// LayeredField.settle_batch and locate_batch place points hinted nowhere).
+// by its bin alone), settles its depth at `step_start[0]` and marks a row found on land BEACHED
+// (the seeds, as LayeredField.settle_batch, locate_batch and beached_batch place points hinted
+// nowhere).
 
 #include <algorithm>
 #include <cmath>
@@ -653,6 +654,18 @@ FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   std::memcpy(q.spoint[0], &sp0, sizeof sp0), std::memcpy(q.spoint[1], &sp1, sizeof sp1);
 }
 
+// The lanes whose place (cell and weights, as `place` left them) lies on land: the cell's
+// interpolated mask at least 1/2 (LayeredField.beached_batch); none without a mask.
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::M lanes_beached(const Field<T>& f, const Group<T>& q) {
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  if (f.land == nullptr) return M{};
+  V wet = V{};
+  for (int i = 0; i < 4; ++i) wet += load<V>(q.w[i]) * load<V>(q.land[i]);
+  return M(wet >= T(0.5));
+}
+
 // Lane g's fractional grid indices (the step's start), from the hint that locates x there
 // (located first where it does not: GridChart.indices). Each step then starts where the last
 // one ended: cell + coordinates is the end's indices, exactly.
@@ -997,10 +1010,8 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     if (f.box != nullptr)
       for (int g = 0; g < kLanes; ++g)
         if (q.moving[g] && (relocated[g] = reflect(f.box, dim, q, g))) relocate(f, q, g);
-    V wet = V{};
-    for (int i = 0; i < 4; ++i) wet += load<V>(q.w[i]) * load<V>(q.land[i]);
     using I = typename Lanes<T>::I;
-    const M found = load_int<T>(q.found), beached = f.land != nullptr ? M(wet >= T(0.5)) : M{};
+    const M found = load_int<T>(q.found), beached = lanes_beached(f, q);
     const M code = moving & ~finite ? M{} + static_cast<I>(codes.nonfinite)
                    : ~found     ? M{} + static_cast<I>(codes.out_of_domain)
                    : beached    ? M{} + static_cast<I>(codes.beached)
@@ -1125,6 +1136,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         q.spoint[0][g] = q.spoint[1][g] = std::numeric_limits<T>::quiet_NaN();
       }
       place(f, q, quads);
+      const typename Lanes<T>::M beached = lanes_beached(f, q);
       for (int g = 0; g < count; ++g) {
         const int64_t p = first + g;
         const bool found = q.found[g] != 0;
@@ -1139,7 +1151,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = y[d];
         for (int d = 0; d < 2; ++d) point_out[2 * p + d] = q.spoint[d][g], coords_out[2 * p + d] = coords[d];
         out_cell->typed_data()[p] = found ? q.scell[g] : -1;
-        out_status->typed_data()[p] = status0[p];
+        out_status->typed_data()[p] = found && beached[g] ? static_cast<int32_t>(codes.beached) : status0[p];
         out_stopped->typed_data()[p] = -1;
       }
     }

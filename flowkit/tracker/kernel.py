@@ -369,12 +369,12 @@ def located_seeds(
     rows = state.rows
     located = None if kernel is None else KERNELS[kernel].located
     if located is not None:  # by the kernel: the program holds no JAX location
-        x, hint, inside = located(pieces, t0, rows.x)
+        x, hint, inside, beached = located(pieces, t0, rows.x)
     else:
         x, hint = field.settle_batch(t0, rows.x, None)
         hint, inside = field.locate_batch(x, hint)
+        beached = field.beached_batch(x, hint)
     status = jnp.where(inside, rows.status, jnp.asarray(Status.OUT_OF_DOMAIN, rows.status.dtype))
-    beached = field.beached_batch(x, hint)
     if beached is not None:
         status = jnp.where(inside & beached, jnp.asarray(Status.BEACHED, status.dtype), status)
     stopped = ~inside if beached is None else ~inside | beached

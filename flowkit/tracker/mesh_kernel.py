@@ -229,10 +229,11 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
 
 def kernel_located(
     pieces: RunPieces, t0: TimeLike, x: Float[Array, "n 3"]
-) -> tuple[Float[Array, "n 3"], Hints, Bool[Array, " n"]]:
+) -> tuple[Float[Array, "n 3"], Hints, Bool[Array, " n"], None]:
     """The seeds `x` (a mesh settles nothing at `t0`), each located by its bin's search alone, as
-    `MeshField.locate_batch` locates points hinted nowhere: `(x, hints (exact), inside)`, by the
-    kernel's search, so a run that the kernel steps compiles no JAX walk or search at all."""
+    `MeshField.locate_batch` locates points hinted nowhere: `(x, hints (exact), inside, None)` (a
+    mesh has no land), by the kernel's search, so a run that the kernel steps compiles no JAX walk
+    or search at all."""
     n, dtype = x.shape[0], x.dtype
     hint = pieces.field.hints(n, dtype)
     never = jnp.zeros(n, jnp.int32)
@@ -245,7 +246,7 @@ def kernel_located(
     located = Hints(
         out.cell.astype(hint.cell.dtype), out.point.astype(hint.point.dtype), out.coords.astype(hint.coords.dtype)
     )
-    return x, located.marked(True), out.cell >= 0
+    return x, located.marked(True), out.cell >= 0, None
 
 
 def _releases(boundary: AbstractBoundary, slots: Slots, t, h, block_id, n_blocks: int) -> dict:

@@ -188,12 +188,14 @@ def kernel_steps(
 
 def kernel_located(
     pieces: RunPieces, t0: TimeLike, x: Float[Array, "n dim"]
-) -> tuple[Float[Array, "n dim"], Hints, Bool[Array, " n"]]:
-    """The seeds `x` located and kept in the water at `t0`, as `LayeredField.settle_batch` and
-    `locate_batch` place points hinted nowhere (from the cell a grid's index lookup guesses,
-    else by their bins): `(x, hints (exact), inside)`, by the kernel's walk and search, so that
-    the seeds' program compiles no JAX location at all."""
-    n, dtype, surface = x.shape[0], x.dtype, cast(LayeredField, pieces.field).surface
+) -> tuple[Float[Array, "n dim"], Hints, Bool[Array, " n"], Bool[Array, " n"] | None]:
+    """The seeds `x` located and kept in the water at `t0`, as `LayeredField.settle_batch`,
+    `locate_batch` and `beached_batch` place points hinted nowhere (from the cell a grid's index
+    lookup guesses, else by their bins): `(x, hints (exact), inside, on land)` (None without a
+    land mask), by the kernel's walk and search, so that the seeds' program compiles no JAX
+    location at all."""
+    n, dtype, field = x.shape[0], x.dtype, cast(LayeredField, pieces.field)
+    surface = field.surface
     hint = surface.hints(n, dtype)
     if surface.lookup is not None:  # a grid's index lookup guesses each seed's cell
         hint = eqx.tree_at(lambda h: h.cell, hint, surface.lookup.cells(x[:, :2]))
@@ -205,7 +207,8 @@ def kernel_located(
         _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype), none),
         _attrs(pieces)._replace(locate=np.int64(1)),
     )
-    return out.x, Hints(out.cell, out.point, out.coords, exact=True), out.cell >= 0
+    beached = None if field.land is None else out.status == Status.BEACHED
+    return out.x, Hints(out.cell, out.point, out.coords, exact=True), out.cell >= 0, beached
 
 
 def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:

@@ -56,8 +56,8 @@ class Kernel:
     steps: Callable
     """`(pieces, times, carry, slots, steps, block_id, *, n_blocks) -> (carry, before)`."""
     located: Callable | None = None
-    """`(pieces, t0, x) -> (x, hints, inside)`: the seeds located (and settled at `t0`) by the
-    kernel, their hints exact, or None (the field's own location)."""
+    """`(pieces, t0, x) -> (x, hints, inside, on land or None)`: the seeds located (and settled
+    at `t0`) by the kernel, their hints exact, or None (the field's own location)."""
     modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """The modes it knows by vocabulary (`walls`, `inlets`), as Python names them."""
     capacity: dict[str, int] = field(default_factory=dict)
