@@ -1,10 +1,13 @@
 """What the compiled chunk takes and carries: the run's pieces, the particle state, the
 per-slot inputs and the run's times, each one pytree."""
 
+import functools
 from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField, Hints
@@ -79,3 +82,25 @@ class Times(eqx.Module):
     t0: jax.Array
     dt: jax.Array
     t1: jax.Array
+
+
+@functools.cache
+def blank_parts(count: int, width: int, dtype: str, per_block: int, direction: float, rows, replicated, keys: bool):
+    """A program that makes on the devices what a new batch of `count` slots holds before its
+    particles' data: `(parts, step 0)`, the parts hints of `width` located nowhere, no exit time
+    (`direction * inf`), no restart, zero counters per block and, with `keys`, zero keys (a run
+    without a key), laid out as `rows`. One call, instead of a copy of each array to each device."""
+    names = ("exit_time", "hint", "generation", "lost", "courant") + ("keys",) * keys
+
+    def blank():
+        parts = dict(
+            exit_time=jnp.full(count, direction * np.inf, dtype),
+            hint=Hints.unknown(count, width, dtype),
+            generation=jnp.zeros(count, jnp.int32),
+            lost=jnp.zeros(per_block, jnp.int32),
+            courant=jnp.zeros(per_block, dtype),
+            keys=jnp.zeros((count, 2), jnp.uint32),
+        )
+        return {name: parts[name] for name in names}, jnp.int32(0)
+
+    return jax.jit(blank, out_shardings=(dict.fromkeys(names, rows), replicated))

@@ -25,7 +25,7 @@ from .interrupt import Interrupted, ctrl_c_noted
 from .kernel import locate_seeds, particle_keys
 from .kernels import kernel_use, say_steps
 from .memory import check_memory, check_seeds_fit
-from .pieces import Rows, RunPieces, Slots, State, Times
+from .pieces import Rows, RunPieces, Slots, State, Times, blank_parts
 from .plan import CHUNK_BYTES, RunPlan, block_size, bucket_size, positive_integer, prepare, share
 from .sinks import MemorySink, ZarrSink, check_output
 from .step import is_due
@@ -258,33 +258,30 @@ class TrackRun:
         origins = {}
         if self.origin_hints is not None:
             origins = dict(origin=repeated(plan.origins, dtype), origin_hint=jax.tree.map(repeated, self.origin_hints))
-        host = dict(  # the rows' and slots' arrays, placed on the devices in one transfer
-            rows=dict(
-                x=repeated(plan.seeds, dtype),
-                status=np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32),
-                exit_time=np.full(count, direction * np.inf, dtype),
-                hint=self.pieces.field.hints(count, dtype, np),
-                variables={name: repeated(a, dtype) for name, a in plan.given.items()},
-                generation=np.zeros(count, np.int32),
-            ),
-            slots=dict(
-                t_release=t_rel.astype(dtype),
-                keys=particle_keys(plan.key, self.first_particle + start, count),
-                index=np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32),
-                **origins,
-            ),
-            lost=np.zeros(per_block, np.int32),
-            courant=np.zeros(per_block, dtype),
+        width = self.pieces.field.hints(0, dtype, np).point.shape[1]
+        shardings = (self._particle_sharding, self._replicated)  # what holds no particle's data, made there:
+        blank, step = blank_parts(count, width, dtype.name, per_block, direction, *shardings, plan.key is None)()
+        host = dict(  # the particles' data, placed on the devices in one transfer
+            x=repeated(plan.seeds, dtype),
+            status=np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32),
+            variables={name: repeated(a, dtype) for name, a in plan.given.items()},
+            t_release=t_rel.astype(dtype),
+            index=np.concatenate([np.arange(start, stop) + self.first_particle, np.full(pad, -1)]).astype(np.int32),
+            origins=origins,
         )
-        on_devices = jax.device_put(host, self._particle_sharding)
-        rows = Rows(**on_devices["rows"])
-        slots = Slots(**{"origin": rows.x, "origin_hint": rows.hint, **on_devices["slots"]})
-        lost, courant = on_devices["lost"], on_devices["courant"]
+        if plan.key is not None:
+            host["keys"] = particle_keys(plan.key, self.first_particle + start, count)
+        data = {**blank, **jax.device_put(host, self._particle_sharding)}
+        rows = Rows(*(data[name] for name in ("x", "status", "exit_time", "hint", "variables", "generation")))
+        slots = Slots(
+            **{"origin": rows.x, "origin_hint": rows.hint, **data["origins"]},
+            **{name: data[name] for name in ("t_release", "keys", "index")},
+        )
         state = State(
             rows=rows,
-            lost=lost,
-            step=jax.device_put(np.int32(0), self._replicated),
-            courant=courant,
+            lost=data["lost"],
+            step=step,
+            courant=data["courant"],
             tallies=() if self.gathering is None else self.gathering.new(count),
         )
         state, frame = locate_seeds(
