@@ -72,6 +72,9 @@ class LayeredField(AbstractField):
     """The velocity of each `(node, level)` row `node * K + level` (m/s; eastward, northward, downward)."""
     floor: Float[Array, "T P 1"]
     """The sea floor below the surface at each node."""
+    cell_edges: Float[Array, " C"]
+    """Each surface cell's shortest edge (metres on the sphere, else the points' units), what a
+    step's Courant number is measured against (`cell_sizes`), tabulated once."""
     sample_table: Float[Array, "T R S"] | None
     times: Float[Array, " T"] | None
     land: Float[Array, " P"] | None
@@ -135,6 +138,9 @@ class LayeredField(AbstractField):
             depths=jnp.asarray(depths, dtype),
             velocities=jnp.asarray(velocity.reshape(n_times, n_points * n_levels, 3), dtype),
             floor=jnp.asarray(water_depth[..., None], dtype),
+            cell_edges=jnp.asarray(
+                shortest_edges(np.asarray(surface.points, np.float64), np.asarray(surface.nodes), spherical, np), dtype
+            ),
             sample_table=sample_table,
             times=None if times is None else jnp.asarray(times, dtype),
             land=None if land is None or not land.any() else jnp.asarray(land, dtype),
@@ -280,8 +286,7 @@ class LayeredField(AbstractField):
 
     def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"]:
         """Horizontal sizes of each row's cell; depth is not counted (infinite size)."""
-        edge = shortest_edges(self.surface.points, self.surface.nodes[jnp.maximum(hint.cell, 0)], self.spherical)
-        sizes = axis_sizes(edge, x[:, :2], self.spherical)
+        sizes = axis_sizes(self.cell_edges[jnp.maximum(hint.cell, 0)], x[:, :2], self.spherical)
         return jnp.concatenate([sizes, jnp.full((x.shape[0], self.dim - 2), jnp.inf, sizes.dtype)], axis=1).astype(
             x.dtype
         )
