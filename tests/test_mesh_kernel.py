@@ -323,3 +323,11 @@ def test_every_build_tracks_as_the_baseline_build(tmp_path):
         assert wide.pop("simd_bytes") == 32, build
         for name, array in wide.items():
             np.testing.assert_array_equal(array, baseline[name], err_msg=f"{build}: {name}")
+
+
+def test_a_switch_of_the_kernels_that_names_nothing_is_refused(monkeypatch):
+    """`FLOWKIT_NATIVE` takes 0, 1 or a build's name; anything else is an error that lists them,
+    not a silent choice."""
+    monkeypatch.setenv("FLOWKIT_NATIVE", "avx")
+    with pytest.raises(ValueError, match=r"FLOWKIT_NATIVE='avx': expected one of 0, 1, baseline, avx2, avx512"):
+        fk.native.built()

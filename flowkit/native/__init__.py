@@ -8,11 +8,11 @@ compiler's baseline (`_mesh_chunk`: 16-byte vectors on x86-64), with AVX2 (`_mes
 32-byte vectors) and with AVX-512 (`_mesh_chunk_avx512`: the same vectors, AVX-512's masks and
 registers), none with FMA, so all round alike. A process loads the widest build the CPU runs,
 or the one `FLOWKIT_NATIVE` names (`baseline`, `avx2`, `avx512`). A run's log says which path
-and build it took. Each kernel declares
-its own layout (`layout(kernel)`): its buffers and attributes by name, the cell kinds (and wall
-and inlet modes) it knows and its capacities; `flowkit.tracker.seam`, the one place that calls
-them, checks that layout against Python's declaration before registering the kernel's targets
-(`register`). The same library lists the cells of each bin of a mesh's locator (`bin_cells`).
+and build it took. Each kernel declares its own layout (`layout(kernel)`): its buffers and
+attributes by name, the cell kinds (and wall and inlet modes) it knows and its capacities;
+`flowkit.tracker.seam`, the one place that calls them, checks that layout against Python's
+declaration before registering the kernel's targets (`register`). The same library lists the
+cells of each bin of a mesh's locator (`bin_cells`).
 """
 
 import ctypes

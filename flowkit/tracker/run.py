@@ -257,9 +257,10 @@ class TrackRun:
         count, per_block = self.padded_batch, len(self.devices) * self.blocks
         origins = {}
         if self.origin_hints is not None:
-            origins = dict(origin=repeated(plan.origins, dtype), origin_hint=jax.tree.map(repeated, self.origin_hints))
+            origin = repeated(np.asarray(plan.origins), dtype)
+            origins = dict(origin=origin, origin_hint=jax.tree.map(repeated, self.origin_hints))
         width = self.pieces.field.hints(0, dtype, np).point.shape[1]
-        shardings = (self._particle_sharding, self._replicated)  # what holds no particle's data, made there:
+        shardings = (self._particle_sharding, self._replicated)  # the parts without particles' data: made there
         blank, step = blank_parts(count, width, dtype.name, per_block, direction, *shardings, plan.key is None)()
         host = dict(  # the particles' data, placed on the devices in one transfer
             x=repeated(plan.seeds, dtype),
