@@ -331,3 +331,30 @@ def test_a_switch_of_the_kernels_that_names_nothing_is_refused(monkeypatch):
     monkeypatch.setenv("FLOWKIT_NATIVE", "avx")
     with pytest.raises(ValueError, match=r"FLOWKIT_NATIVE='avx': expected one of 0, 1, baseline, avx2, avx512"):
         fk.native.built()
+
+
+def test_a_build_the_cpu_does_not_run_or_that_was_not_made_is_refused(monkeypatch):
+    """`FLOWKIT_NATIVE` naming a build the CPU does not run, or one the install did not make, is
+    an error that says which, not a fall back to another build."""
+    assert fk.native.built(), "the CPU kernels were not built: see the install's output"
+    load, before = fk.native._load, fk.native.build()
+    try:
+        monkeypatch.setattr(fk.native, "cpu_runs", lambda: ("baseline", "avx2"))
+        monkeypatch.setenv("FLOWKIT_NATIVE", "avx512")
+        fk.native._loaded.cache_clear()
+        with pytest.raises(
+            RuntimeError, match=r"FLOWKIT_NATIVE=avx512: this CPU does not run that build \(it runs baseline, avx2\)"
+        ):
+            fk.native.built()
+        monkeypatch.setattr(fk.native, "_load", lambda build: None if build == "avx2" else load(build))
+        monkeypatch.setenv("FLOWKIT_NATIVE", "avx2")
+        fk.native._loaded.cache_clear()
+        with pytest.raises(RuntimeError, match=r"FLOWKIT_NATIVE=avx2: that build was not made"):
+            fk.native.built()
+        monkeypatch.setenv("FLOWKIT_NATIVE", "1")  # on: the widest build that is made and runs
+        fk.native._loaded.cache_clear()
+        assert fk.native.build() == "baseline"
+    finally:
+        monkeypatch.undo()
+        fk.native._loaded.cache_clear()
+    assert fk.native.build() == before
