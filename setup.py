@@ -45,29 +45,24 @@ SOURCE = "flowkit/native/mesh_chunk.cc"
 OCEAN = "flowkit/native/ocean_chunk.cc"
 HEADERS = ["flowkit/native/kernel_seam.h"]
 
+
+def kernels(build: str, flags: list[str]) -> Extension:
+    """The kernels' library in `build`: `_mesh_chunk` from the sources for the baseline, else
+    `_mesh_chunk_<build>` from the sources' `<build>` wrappers, with `flags` added."""
+    if build == "baseline":
+        name, sources = "flowkit.native._mesh_chunk", [SOURCE, OCEAN]
+    else:
+        name = f"flowkit.native._mesh_chunk_{build}"
+        sources = [f"flowkit/native/mesh_chunk_{build}.cc", f"flowkit/native/ocean_chunk_{build}.cc"]
+    depends = [SOURCE, OCEAN, *HEADERS]
+    return Extension(name, sources=sources, depends=depends, language="c++", extra_compile_args=[*FLAGS, *flags])
+
+
 setup(
     ext_modules=[
-        Extension(
-            "flowkit.native._mesh_chunk",
-            sources=[SOURCE, OCEAN],
-            depends=HEADERS,
-            language="c++",
-            extra_compile_args=FLAGS,
-        ),
-        Extension(
-            "flowkit.native._mesh_chunk_avx2",
-            sources=["flowkit/native/mesh_chunk_avx2.cc", "flowkit/native/ocean_chunk_avx2.cc"],
-            depends=[SOURCE, OCEAN, *HEADERS],
-            language="c++",
-            extra_compile_args=[*FLAGS, "-mavx2", "-mno-fma"],
-        ),
-        Extension(
-            "flowkit.native._mesh_chunk_avx512",
-            sources=["flowkit/native/mesh_chunk_avx512.cc", "flowkit/native/ocean_chunk_avx512.cc"],
-            depends=[SOURCE, OCEAN, *HEADERS],
-            language="c++",
-            extra_compile_args=[*FLAGS, "-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-ffp-contract=off"],
-        ),
+        kernels("baseline", []),
+        kernels("avx2", ["-mavx2", "-mno-fma"]),
+        kernels("avx512", ["-mavx512f", "-mavx512vl", "-mavx512dq", "-mavx512bw", "-ffp-contract=off"]),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -99,8 +99,9 @@ def blank_parts(count: int, width: int, dtype: str, per_block: int, direction: f
             generation=jnp.zeros(count, jnp.int32),
             lost=jnp.zeros(per_block, jnp.int32),
             courant=jnp.zeros(per_block, dtype),
-            keys=jnp.zeros((count, 2), jnp.uint32),
         )
-        return {name: parts[name] for name in names}, jnp.int32(0)
+        if keys:
+            parts["keys"] = jnp.zeros((count, 2), jnp.uint32)
+        return parts, jnp.int32(0)
 
     return jax.jit(blank, out_shardings=(dict.fromkeys(names, rows), replicated))

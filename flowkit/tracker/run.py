@@ -119,10 +119,11 @@ class TrackRun:
         dtype = plan.dtype
         # slots that restart at their seeds, located nowhere (no inlet), take the rows' own arrays as origins
         self.origin_hints = None
-        if not (plan.origins is plan.seeds and plan.origin_hints is None):
-            self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         if plan.origin_hints is not None:
-            self.origin_hints = jax.tree.map(lambda a, like: a.astype(like.dtype), plan.origin_hints, self.origin_hints)
+            like = plan.pieces.field.hints(n, dtype, np)
+            self.origin_hints = jax.tree.map(lambda a, b: a.astype(b.dtype), plan.origin_hints, like)
+        elif plan.origins is not plan.seeds:
+            self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         self.n_particles = n
 
         devices = list(devices) if devices is not None else jax.local_devices()

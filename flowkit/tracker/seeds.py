@@ -60,7 +60,7 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
     lo, hi = (array(b) for b in field.bounds)
     slack = 1e-6 * (hi - lo)
     if not traced and _plainly_valid(seeds, lo - slack, hi + slack, field.periodic, t_release, t0, t1):
-        return _into_range(field, seeds, None), t_release
+        return _into_range(field, seeds, hi - lo, None), t_release
     # row by row, a column at a time (NumPy reduces a short last axis slowly)
     columns = [seeds[:, d] for d in range(field.dim)]
     nonfinite = ~functools.reduce(operator.and_, [xp.isfinite(c) for c in columns])
@@ -78,7 +78,7 @@ def check_seeds(field: AbstractField | StreamedField, seeds, t0: float, t1: floa
             seeds = eqx.error_if(seeds, xp.any(bad), message("some"))
         elif bad.any():
             raise ValueError(message(int(bad.sum())))
-    return (seeds if traced else _into_range(field, seeds, nonfinite)), t_release
+    return (seeds if traced else _into_range(field, seeds, hi - lo, nonfinite)), t_release
 
 
 def _plainly_valid(seeds: np.ndarray, lo, hi, periodic, t_release: np.ndarray, t0: float, t1: float) -> bool:
@@ -92,13 +92,11 @@ def _plainly_valid(seeds: np.ndarray, lo, hi, periodic, t_release: np.ndarray, t
     return bool(inside and min(t0, t1) <= t_release.min() and t_release.max() <= max(t0, t1))
 
 
-def _into_range(field: AbstractField | StreamedField, seeds: np.ndarray, nonfinite: np.ndarray | None) -> np.ndarray:
+def _into_range(field: AbstractField | StreamedField, seeds: np.ndarray, period, nonfinite) -> np.ndarray:
     """Host seeds on a periodic axis moved into the field's own range (a sphere: [-180, 180) or
-    [0, 360)) by whole periods; non-finite rows (`nonfinite`) as given."""
+    [0, 360)) by whole `period`s (the box's extent); non-finite rows (`nonfinite`) as given."""
     if not any(field.periodic):
         return seeds
-    lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
     kept = seeds if nonfinite is None else np.where(nonfinite[:, None], 0, seeds)
     canonical = np.asarray(field.canonical_batch(jnp.asarray(kept, field.bounds[0].dtype)), np.float64)
-    period = hi - lo
     return seeds + np.where(np.asarray(field.periodic), period * np.round((canonical - seeds) / period), 0)
