@@ -278,6 +278,36 @@ def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, c
     assert np.median(np.linalg.norm(native.positions[-1] - x, axis=1)) > 0.01
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stage_points_far_from_their_step_start_take_the_whole_cosine(dtype, monkeypatch):
+    """The kernel turns the cosine of a step start's latitude by a stage's small angle from there;
+    a stage point farther than `kTurn` (0.05 rad, about 2.9 degrees) takes the whole cosine. On a
+    grid of 2-by-3-degree cells (50 to 80 N) with a northward current of 10-14 m/s and 12-hour
+    steps (4.3-6 degrees a step), particles track as the JAX step."""
+    i, j = np.meshgrid(np.arange(14.0), np.arange(11.0), indexing="ij")
+    points = np.stack([2.0 * i + 0.3 * np.sin(j), 50.0 + 3.0 * j], axis=-1).reshape(-1, 2)
+    n = len(points)
+    north = 12.0 + 2.0 * np.sin(0.5 * i.reshape(-1) + np.arange(2)[:, None])
+    velocity = np.stack([np.full_like(north, 1.5), north], axis=-1)[:, :, None, :]
+    field = fk.fields.LayeredField.from_arrays(
+        points,
+        quad_cells(i.shape),
+        np.zeros((2, n, 1)),
+        velocity,
+        np.full((2, n), 100.0),
+        np.array([0.0, 86400.0]),
+        spherical=True,
+        grid_shape=i.shape,
+        dtype=dtype,
+    )
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.uniform(2.0, 20.0, 200), rng.uniform(51.0, 60.0, 200)])
+    native, reference = (run(field, x, dtype, on, monkeypatch, t1=86400.0, dt=43200.0) for on in (True, False))
+    assert_same(native, reference, 1e-9 if dtype == "float64" else 1e-3)
+    assert np.all(native.status[-1] == fk.Status.ACTIVE)
+    assert np.all(native.positions[-1, :, 1] - x[:, 1] > 8.0)
+
+
 @pytest.mark.skipif(not NORDIC.exists(), reason="../shared/data/ocean-real is not here")
 def test_a_real_roms_file_tracks_as_the_jax_step(monkeypatch):
     """OpenDrift's Nordic ROMS file (35 s-levels, land, open edges), surface and deep seeds over

@@ -346,6 +346,7 @@ struct Group {
   T floor[2][4][kLanes];        // [slice][node]
   T ix[2][kLanes], iy[2][kLanes];  // on a grid: the fractional indices of the step's start, of the stage point
   T jac[4][kLanes];                 // and the map's Jacobian there (dx/di, dx/dj, dy/di, dy/dj)
+  T cos_start[kLanes], sin_start[kLanes];  // on the sphere: cos and sin of the step start's latitude
 };
 
 // Lane g's cell table row, kind, nodes and land for `cell` (a triangle's fourth node: its first,
@@ -442,15 +443,12 @@ FLOWKIT_HOT V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
   const V above = v < lo ? lo : v;
   return hi < above ? hi : above;
 }
-// cos(x) of latitudes x in radians, lane by lane without a call to libm: sin(pi/2 - |x|) by its
-// Taylor series on [0, pi/2] (x beyond a pole clipped there, where the metric's floor applies),
-// within an ulp or two of std::cos in either precision, and as close in relative terms near a pole.
+// sin(r) for r in [-pi/2, pi/2], lane by lane without a call to libm: its Taylor series, within
+// an ulp or two of std::sin in either precision.
 template <typename T, typename V>
-FLOWKIT_HOT V vcos_latitude(V x) {
+FLOWKIT_HOT V vsin_quadrant(V r) {
   constexpr bool wide = sizeof(T) == 8;
-  const T hi = wide ? T(1.5707963267948966) : T(1.57079637f), lo = wide ? T(6.123233995736766e-17) : T(-4.37113883e-8f);
-  const V zero = V{};
-  const V r = vmax((hi - vabs(x)) + lo, zero), r2 = r * r;
+  const V zero = V{}, r2 = r * r;
   // 1/3!, 1/5!, ... to 1/19! (float64) or 1/13! (float32), Horner's rule from the last
   constexpr double inverse_factorials[] = {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800,
                                            1.0 / 6227020800.0, 1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
@@ -459,6 +457,18 @@ FLOWKIT_HOT V vcos_latitude(V x) {
   V sum = zero;
   for (int k = terms - 1; k >= 0; --k) sum = (k % 2 == 0 ? -T(inverse_factorials[k]) : T(inverse_factorials[k])) + r2 * sum;
   return r + r * (r2 * sum);
+}
+
+// cos(x) and sin(x) of latitudes x in radians, lane by lane: sin(pi/2 - |x|) and sin(x) (x beyond
+// a pole clipped there, where the metric's floor applies), within an ulp or two of std::cos and
+// std::sin, and as close in relative terms near a pole.
+template <typename T, typename V>
+FLOWKIT_HOT void vcos_sin_latitude(V x, V& cos, V& sin) {
+  constexpr bool wide = sizeof(T) == 8;
+  const T hi = wide ? T(1.5707963267948966) : T(1.57079637f), lo = wide ? T(6.123233995736766e-17) : T(-4.37113883e-8f);
+  const V zero = V{};
+  cos = vsin_quadrant<T>(vmax((hi - vabs(x)) + lo, zero));
+  sin = vsin_quadrant<T>(vclip(x, zero - hi, zero + hi));
 }
 
 // The lanes' quadrilaterals' bilinear maps (their cell table rows' box frames, `q.map` columns
@@ -695,12 +705,32 @@ FLOWKIT_HOT void read_stale_columns(const Field<T>& f, Group<T>& q, typename Lan
       if (stale[g]) read_columns(f, q, g, slice, q.level[g]);
 }
 
-// cos(latitude) at the lanes' stage points (degrees), kept above 1e-6 (fields.grid.degrees_per_second).
+// cos(latitude) at the lanes' stage points (degrees), kept above 1e-6 (fields.grid.degrees_per_second):
+// the cosine of their step start's latitude (`cos_start`, `sin_start`) turned by the small angle d
+// from there, cos(a + d) = cos a cos d - sin a sin d, with short series for cos d and sin d, off
+// the chain of a stage's arithmetic that a whole cosine's series would lengthen; at the first
+// lane whose stage point lies farther than `kTurn` from its start, the whole cosine for all.
+constexpr double kTurn = 0.05;  // radians: the series below are then within an ulp in either precision
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
   using V = typename Lanes<T>::V;
-  const V radians = load<V>(q.y[1]) * static_cast<T>(3.14159265358979323846 / 180.0);
-  return vmax(vcos_latitude<T>(radians), V{} + T(1e-6));
+  constexpr T radian = static_cast<T>(3.14159265358979323846 / 180.0);
+  const V floor = V{} + T(1e-6), y = load<V>(q.y[1]);
+  const V d = (y - load<V>(q.x[1])) * radian, d2 = d * d;
+  if (any_lane(~(vabs(d) <= T(kTurn)))) {
+    V cos, sin;
+    vcos_sin_latitude<T>(y * radian, cos, sin);
+    return vmax(cos, floor);
+  }
+  V cos_d, sin_d;  // to d^8 / 8! and d^7 / 7! (float64), d^4 / 4! and d^5 / 5! (float32)
+  if constexpr (sizeof(T) == 8) {
+    cos_d = T(1) + d2 * (T(-0.5) + d2 * (T(1.0 / 24) + d2 * (T(-1.0 / 720) + d2 * T(1.0 / 40320))));
+    sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * (T(1.0 / 120) + d2 * T(-1.0 / 5040))));
+  } else {
+    cos_d = T(1) + d2 * (T(-0.5) + d2 * T(1.0 / 24));
+    sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * T(1.0 / 120)));
+  }
+  return vmax(load<V>(q.cos_start) * cos_d - load<V>(q.sin_start) * sin_d, floor);
 }
 
 // The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
@@ -956,6 +986,12 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     q.scell[g] = q.cell[g];
     for (int d = 0; d < 2; ++d) q.spoint[d][g] = q.point[d][g], q.scoords[d][g] = q.coords[d][g];
     for (int d = 0; d < dim; ++d) q.before[d][g] = q.moving[g] ? q.x[d][g] : q.before[d][g];
+  }
+  if (f.spherical && any) {
+    using V = typename Lanes<T>::V;
+    V cos, sin;
+    vcos_sin_latitude<T>(load<V>(q.x[1]) * static_cast<T>(3.14159265358979323846 / 180.0), cos, sin);
+    std::memcpy(q.cos_start, &cos, sizeof cos), std::memcpy(q.sin_start, &sin, sizeof sin);
   }
   const bool grid = f.grid_j > 0;  // steps of the grid's fractional indices, not of positions
   for (int i = 0; i < s.rows && any; ++i) {
