@@ -1,12 +1,14 @@
 """Compiled chunk programs, one per run structure and shape (AOT), kept for the process; and
 the last run's pieces as placed on its devices."""
 
+import functools
 import time
 import weakref
 from typing import Any
 
 import equinox as eqx
 import jax
+import numpy as np
 
 from .._xla import options_for
 from .kernel import advance, laid_out_as
@@ -50,6 +52,13 @@ def placed(tree: Any, sharding: jax.sharding.Sharding) -> Any:
     return result
 
 
+@functools.lru_cache(maxsize=16)
+def placed_scalars(values: tuple, dtype: str, sharding: jax.sharding.Sharding) -> list:
+    """`values` as 0-d arrays of `dtype` placed with `sharding` in one transfer, kept for the
+    next run of the same times (no program donates them)."""
+    return jax.device_put([np.asarray(v, dtype) for v in values], sharding)
+
+
 def _forget(_: weakref.ref) -> None:
     """A placed tree's source array was collected: drop its copy."""
     _PLACED.clear()
@@ -63,21 +72,18 @@ def compile_count() -> int:
 def compiled_program(call_args, call_kwargs):
     """AOT-compile `advance` once per structure and shape; return it and the compile time."""
     global _compiles
-    dynamic, static = eqx.partition(call_args, eqx.is_array)
-    leaves, treedef = jax.tree.flatten(dynamic)
-    static_leaves, static_def = jax.tree.flatten(static)
+    leaves, treedef = jax.tree.flatten(call_args)  # one pass: the arrays' shapes, the rest as they are
+    arrays = [leaf for leaf in leaves if eqx.is_array(leaf)]
     key = (
         treedef,
-        tuple((leaf.shape, leaf.dtype, leaf.sharding) for leaf in leaves),
-        static_def,
-        tuple(static_leaves),
+        tuple(("array", leaf.shape, leaf.dtype, leaf.sharding) if eqx.is_array(leaf) else leaf for leaf in leaves),
         tuple(sorted(call_kwargs.items())),
     )
     if key in _COMPILED:
         return _COMPILED[key], 0.0
     _compiles += 1
     start = time.perf_counter()
-    compiled = advance.lower(*call_args, **call_kwargs).compile(options_for(leaves))
+    compiled = advance.lower(*call_args, **call_kwargs).compile(options_for(arrays))
     if len(_COMPILED) >= _MAX_PROGRAMS:  # forget the oldest program rather than grow without bound
         _COMPILED.pop(next(iter(_COMPILED)))
 

@@ -1,12 +1,25 @@
 """What a run needs of host and device memory, checked before anything is allocated."""
 
+import functools
 import os
+import time
 
 import numpy as np
 
 
 def available_memory() -> int:
-    """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it)."""
+    """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it),
+    read at most once a second: a run's checks read it twice, about 0.1 ms each."""
+    now = time.monotonic()
+    if now - _read[0] >= 1.0:
+        _read[:] = [now, _meminfo()]
+    return _read[1]
+
+
+_read: list = [-float("inf"), 0]  # when /proc/meminfo was read, and what it said
+
+
+def _meminfo() -> int:
     try:
         with open("/proc/meminfo") as info:
             for line in info:
@@ -57,8 +70,10 @@ def check_seed_memory(
     unless `streamed` to a store; the first and the last alone without `tracks`) would exceed
     80 % of the host memory available, naming what bounds it: fewer seeds per run, or a store
     (`output=`) tracked in batches (`batch_size=`)."""
-    available = available_memory()
     prepare = n * (PREPARE_BYTES * dim + 32)
+    kept = frames if tracks else 2
+    held = 0 if streamed else n * kept * (dim * itemsize * (2 if with_velocity else 1) + 1)
+    available = available_memory()
     if prepare > 0.8 * available:
         raise MemoryError(
             f"{n} particles need about {_size(prepare)} of host memory before tracking begins (their "
@@ -66,8 +81,6 @@ def check_seed_memory(
             "in several runs of fewer seeds, each with its own output= (batch_size= bounds the particles "
             "tracked at once, not the seeds a run holds)"
         )
-    kept = frames if tracks else 2
-    held = 0 if streamed else n * kept * (dim * itemsize * (2 if with_velocity else 1) + 1)
     if prepare + held > 0.8 * available:
         raise MemoryError(_frames_message(prepare + held, available))
 
@@ -84,14 +97,20 @@ def _size(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
-def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = True) -> None:
-    """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
-    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
+@functools.cache
+def _prepare_signature():
+    """`prepare`'s signature, read once (`inspect.signature` takes a tenth of a millisecond)."""
     import inspect
 
     from .plan import prepare
 
-    given = inspect.signature(prepare).bind_partial(*inputs, **named).arguments
+    return inspect.signature(prepare)
+
+
+def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = True) -> None:
+    """The host memory a run's seeds and frames take, checked before `prepare` copies the seeds
+    (`check_seed_memory`); frames counted where the times are numbers of seconds."""
+    given = _prepare_signature().bind_partial(*inputs, **named).arguments
     shape = np.shape(given.get("seeds", ()))
     if len(shape) != 2:
         return  # prepare names what is wrong with them

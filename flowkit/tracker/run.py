@@ -18,7 +18,7 @@ from .._custom_types import PathLike
 from .._status import Status
 from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
-from .cache import compiled_program, placed
+from .cache import compiled_program, placed, placed_scalars
 from .gathering import Gathering, bare, check_statistics
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
@@ -151,9 +151,10 @@ class TrackRun:
         if plan.pieces.statistics:  # the statistics placed on the devices with the pieces
             origin = (plan.stream or plan.pieces.field).time_origin
             self.gathering = Gathering(plan, self.pieces.statistics, len(devices), self._particle_sharding, origin)
-        self.run_times = Times(*jax.device_put([np.asarray(v, dtype) for v in (plan.t0, plan.dt, plan.t1)], replicated))
+        self.run_times = Times(*placed_scalars((plan.t0, plan.dt, plan.t1), dtype.name, replicated))
         self.compile_s = 0.0
         self._compiled = None
+        self._static = None
         self._first_batch = None
         self._ctrl_c: list[bool] = []  # Ctrl-C noted during run()
         self.identity = None
@@ -230,6 +231,12 @@ class TrackRun:
         )
 
     def _kwargs(self):
+        """The chunk program's static arguments, worked out once a run."""
+        if self._static is None:
+            self._static = self._static_arguments()
+        return self._static
+
+    def _static_arguments(self):
         return dict(
             saves=self.chunk_saves,
             save_every=self.plan.save_every,
@@ -423,10 +430,9 @@ class TrackRun:
         first, self._first_batch = self._first_batch, None
         reuse = first is not None and start == 0 and pieces is self.pieces
         state, slots, frame0 = first if reuse else self.initial_state(start, pieces)
-        status0 = np.asarray(frame0.status)[:count]
-        tally.outside += int(np.sum(status0 == Status.OUT_OF_DOMAIN))
-        tally.ashore += int(np.sum(status0 == Status.BEACHED))
-        frame0 = jax.tree.map(lambda a: np.asarray(a)[None, :count], frame0)
+        frame0 = jax.tree.map(lambda a: a[None, :count], jax.device_get(frame0))  # its arrays fetched together
+        tally.outside += int(np.sum(frame0.status == Status.OUT_OF_DOMAIN))
+        tally.ashore += int(np.sum(frame0.status == Status.BEACHED))
         given = plan.seeds[None, start:stop].astype(plan.dtype)
         settled = np.where(
             frame0.positions == given, given, frame0.positions
@@ -447,21 +453,22 @@ class TrackRun:
                 sink.write_frames(
                     slice(first, last),
                     particles,
-                    jax.tree.map(lambda a: np.asarray(a)[: last - first, :count], chunk_frames),
+                    jax.tree.map(lambda a: a[: last - first, :count], jax.device_get(chunk_frames)),
                 )
             if tally.bar is not None:
                 tally.bar.update(
                     count
                     * (min((chunk + 1) * steps_per_chunk, plan.n_steps) - min(chunk * steps_per_chunk, plan.n_steps))
                 )
+        rows = () if self.tracks else (state.rows.x, state.rows.status)
+        exit_time, lost, courant, *rows = jax.device_get((state.rows.exit_time, state.lost, state.courant, *rows))
         if not self.tracks:  # the end: the last chunk's state
-            rows = jax.tree.map(lambda a: np.asarray(a)[None, :count], (state.rows.x, state.rows.status))
-            sink.write_frames(slice(1, 2), particles, bare(*rows))
+            sink.write_frames(slice(1, 2), particles, bare(*(a[None, :count] for a in rows)))
         if self.gathering is not None:
             self.gathering.add(state.tallies)
-        sink.write_exit_time(particles, np.asarray(state.rows.exit_time)[:count])
-        tally.lost += int(np.sum(np.asarray(state.lost)))
-        tally.courant = max(tally.courant, float(np.max(np.asarray(state.courant))))
+        sink.write_exit_time(particles, exit_time[:count])
+        tally.lost += int(np.sum(lost))
+        tally.courant = max(tally.courant, float(np.max(courant)))
         sink.batch_done(None if self.gathering is None else self.gathering.totals)
 
     def _interrupted(self, sink, chunk: int) -> str:
