@@ -979,16 +979,21 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
   const Codes& codes = s.codes;
   const int stages = s.rows - 1, dim = s.dim;
   const T h = s.h_step[k];
-  bool any = false;
-  for (int g = 0; g < kLanes; ++g) {
-    q.moving[g] = q.status[g] == codes.active && h != 0 ? -1 : 0;
-    any |= q.moving[g] != 0;
-    q.scell[g] = q.cell[g];
-    for (int d = 0; d < 2; ++d) q.spoint[d][g] = q.point[d][g], q.scoords[d][g] = q.coords[d][g];
-    for (int d = 0; d < dim; ++d) q.before[d][g] = q.moving[g] ? q.x[d][g] : q.before[d][g];
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  using I = typename Lanes<T>::I;
+  // in vectors, as the stages read these masks and hints (a lane's scalar store then a vector's
+  // load of it waits for the store to retire)
+  const M moving = h != 0 ? M(load_int<T>(q.status) == static_cast<I>(codes.active)) : M{};
+  store_int<T>(moving, q.moving);
+  const bool any = any_lane(moving);
+  std::memcpy(q.scell, q.cell, sizeof q.cell), std::memcpy(q.spoint, q.point, sizeof q.point);
+  std::memcpy(q.scoords, q.coords, sizeof q.coords);
+  for (int d = 0; d < dim; ++d) {
+    const V before = moving ? load<V>(q.x[d]) : load<V>(q.before[d]);
+    std::memcpy(q.before[d], &before, sizeof before);
   }
   if (f.spherical && any) {
-    using V = typename Lanes<T>::V;
     V cos, sin;
     vcos_sin_latitude<T>(load<V>(q.x[1]) * static_cast<T>(3.14159265358979323846 / 180.0), cos, sin);
     std::memcpy(q.cos_start, &cos, sizeof cos), std::memcpy(q.sin_start, &sin, sizeof sin);
@@ -1018,8 +1023,6 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     }
   }
   if (any) {
-    using V = typename Lanes<T>::V;
-    using M = typename Lanes<T>::M;
     const When<T> end = s.when[k * s.rows + stages];
     const M moving = load_int<T>(q.moving);
     if (dim == 3) {
@@ -1046,7 +1049,6 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     if (f.box != nullptr)
       for (int g = 0; g < kLanes; ++g)
         if (q.moving[g] && (relocated[g] = reflect(f.box, dim, q, g))) relocate(f, q, g);
-    using I = typename Lanes<T>::I;
     const M found = load_int<T>(q.found), beached = lanes_beached(f, q);
     const M code = moving & ~finite ? M{} + static_cast<I>(codes.nonfinite)
                    : ~found     ? M{} + static_cast<I>(codes.out_of_domain)
@@ -1068,8 +1070,9 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
         if (relocated[g] && keep[g]) grid_indices(f, q, g);
     }
   }
-  for (int g = 0; g < kLanes; ++g)
-    if (q.status[g] == codes.not_released && q.release[g] == k) q.status[g] = codes.active;
+  const M status = load_int<T>(q.status);
+  const M released = (status == static_cast<I>(codes.not_released)) & (load_int<T>(q.release) == static_cast<I>(k));
+  store_int<T>(released ? M{} + static_cast<I>(codes.active) : status, q.status);
 }
 
 enum Input : size_t { FLOWKIT_OCEAN_INPUTS(FLOWKIT_INPUT_INDEX) };
