@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from oceantracker_loop import TIMED_LOOP, loop_rate
+from oceantracker_loop import TIMED_LOOP, best_loop, best_seconds
 
 import flowkit as fk  # before JAX: one CPU device per core
 
@@ -211,14 +211,6 @@ def index_aligned(values, axis, n_rho, name, source):
     m = min(faces.shape[-1], n_rho)
     out[..., :m] = np.nan_to_num(faces[..., :m])
     return np.moveaxis(out, -1, axis)
-
-
-def _seconds(call) -> float:
-    """Wall-clock seconds of `call()`: a whole `fk.track` (seed location, steps, results), as
-    OpenDrift's `run` is timed."""
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
 
 
 def distance_m(lon1, lat1, lon2, lat2) -> np.ndarray:
@@ -393,11 +385,12 @@ def beside_oceantracker(args, steps: int, run: dict) -> dict:
         n = args.throughput_particles
         seeds = seeds_in_water(copy, n)
         python = args.oceantracker_python
-        theirs_timed = oceantracker_runs(python, copy, seeds, args.hours, args.dt, folder)
-        ot_rate, loop_s = loop_rate(theirs_timed["steps"], theirs_timed["released"])
+        theirs_timed, ot_rate, loop_s = best_loop(
+            [oceantracker_runs(python, copy, seeds, args.hours, args.dt, folder) for _ in range(2)]
+        )
         field = fk.io.read(copy)
         fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)  # compiled for this shape
-        best = min(_seconds(lambda: fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run)) for _ in range(3))
+        best = best_seconds(lambda: fk.track(field, seeds, 0.0, steps * args.dt, args.dt, **run))
         # the agreement: seeds in cells whose neighbours are all water, which OceanTracker releases every one of
         inner = seeds_in_water(copy, args.particles, seed=1, margin=1)
         theirs = oceantracker_runs(python, copy, inner, args.hours, args.dt, folder, tracks=True)

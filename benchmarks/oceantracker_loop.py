@@ -7,8 +7,12 @@ integration, releases and bookkeeping) into the list `steps`, which the script r
 `loop_rate` turns them into particle-steps per second over every step but the first, which
 compiles OceanTracker's numba functions. Its whole run (the reader's set-up and those compiles,
 25-30 s on this machine) is left out: whole runs of N and N/10 particles differ by less than
-their set-ups vary.
+their set-ups vary. Both sides take their best: OceanTracker the faster loop of two runs
+(`best_loop`), flowkit its fastest whole call (`best_seconds`: at least three, and as many as
+fill a second, up to twenty), as a shared machine's neighbours slow some of either.
 """
+
+import time
 
 import numpy as np
 
@@ -33,3 +37,21 @@ def loop_rate(steps: list, released: int) -> tuple[float, float]:
     particles each."""
     after_first = np.asarray(steps[1:], np.float64)
     return released * len(after_first) / after_first.sum(), float(after_first.sum())
+
+
+def best_loop(runs: list[dict]) -> tuple[dict, float, float]:
+    """The run (an OceanTracker script's result: `steps`, `released`) whose loop was fastest, with
+    its `loop_rate`."""
+    rated = [(run, *loop_rate(run["steps"], run["released"])) for run in runs]
+    return max(rated, key=lambda r: r[1])
+
+
+def best_seconds(call, least: int = 3, most: int = 20, budget_s: float = 1.0) -> float:
+    """The fastest wall-clock seconds of `call()` over at least `least` calls, and as many more
+    as fit in `budget_s`, up to `most`."""
+    times, start = [], time.perf_counter()
+    while len(times) < least or (len(times) < most and time.perf_counter() - start < budget_s):
+        begin = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - begin)
+    return min(times)

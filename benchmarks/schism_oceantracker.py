@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from oceantracker_loop import TIMED_LOOP, loop_rate
+from oceantracker_loop import TIMED_LOOP, best_loop, best_seconds
 
 import flowkit as fk  # before JAX: one CPU device per core
 
@@ -186,22 +186,17 @@ def _throughput(args, work: Path, folder: Path, reader: str, mask: str, seeds: n
     pieces = fk.tracker.TrackRun(field, many, 0.0, duration, args.dt).pieces
     kernel = fk.tracker.kernels.kernel_use(pieces, "float32", "cpu")
     fk.track(field, many, 0.0, duration, args.dt, **run)  # compiled for this shape
-    best = min(_seconds(lambda: fk.track(field, many, 0.0, duration, args.dt, **run)) for _ in range(3))
+    best = best_seconds(lambda: fk.track(field, many, 0.0, duration, args.dt, **run))
     ours = n * steps / best
-    theirs = _oceantracker(args, work, folder, reader, mask, np.column_stack([many, np.full(n, -0.01)]), duration)
-    rate, loop_s = loop_rate(theirs["steps"], theirs["released"])
+    surface = np.column_stack([many, np.full(n, -0.01)])
+    runs = [_oceantracker(args, work, folder, reader, mask, surface, duration) for _ in range(2)]
+    theirs, rate, loop_s = best_loop(runs)
     print(
         f"throughput, {n} particles x {steps} steps: flowkit {ours / 1e6:.2f} M particle-steps/s (whole calls, "
         f"{kernel or 'JAX'} step); OceanTracker {rate / 1e6:.2f} M/s (its stepping loop: {theirs['released']} "
         f"particles, {len(theirs['steps']) - 1} steps after the first in {loop_s:.2f} s; whole run "
         f"{theirs['wall']:.1f} s) -> flowkit {ours / rate:.1f}x"
     )
-
-
-def _seconds(call) -> float:
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
 
 
 def main():
