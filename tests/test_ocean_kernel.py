@@ -19,10 +19,11 @@ from flowkit.tracker.ocean_kernel import OCEAN, OceanInputs, OceanResults
 NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
 
 
-def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype="float64"):
+def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype="float64", chart=True):
     """A 14 x 11 grid (degrees near 60 N, or metres), its inner nodes `warp`ed, its edges those of
     its box, with a floor deepening eastward, level depths that breathe in time, a current
-    turning with depth that carries some particles off the grid and some onto an island of land."""
+    turning with depth that carries some particles off the grid and some onto an island of land.
+    Without `chart` its quadrilaterals are a mesh's (no grid shape: located by Newton's method)."""
     i, j = np.meshgrid(np.arange(14.0), np.arange(11.0), indexing="ij")
     scale = 0.1 if spherical else 5000.0
     lon = (i + 0.15 * np.sin(0.7 * j) * (i > 0) * (i < 13)) * scale + (4.0 if spherical else 0.0)
@@ -52,7 +53,7 @@ def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype
         floor,
         None if times == 1 else np.arange(times) * 12 * 3600.0,
         spherical=spherical,
-        grid_shape=None if triangles else i.shape,
+        grid_shape=None if triangles or not chart else i.shape,
         land=island.reshape(-1) if land else None,
         dtype=dtype,
     )
@@ -89,13 +90,14 @@ def assert_same(native, reference, atol, depth_atol=1e-9):
     [
         dict(),
         dict(triangles=True),
+        dict(chart=False),
         dict(spherical=False),
         dict(levels=1, triangles=True),
         dict(times=1, land=False),
         dict(spherical=False, triangles=True, reflective=True),
         dict(spherical=False, reflective=True),
     ],
-    ids=["quads", "triangles", "metres", "depth-averaged", "steady", "reflective", "reflective-grid"],
+    ids=["quads", "triangles", "quad-mesh", "metres", "depth-averaged", "steady", "reflective", "reflective-grid"],
 )
 def test_the_kernel_tracks_as_the_jax_step(options, monkeypatch):
     """Positions to 1e-9 of a cell (float64), statuses and exit times alike; the flow carries

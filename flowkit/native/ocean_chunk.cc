@@ -346,6 +346,11 @@ struct Group {
   T floor[2][4][kLanes];        // [slice][node]
   T ix[2][kLanes], iy[2][kLanes];  // on a grid: the fractional indices of the step's start, of the stage point
   T jac[4][kLanes];                 // and the map's Jacobian there (dx/di, dx/dj, dy/di, dy/dj)
+  // a quadrilateral's map's Jacobian (a, b, c, e as `BoxMaps::jacobian`) at Newton's last step
+  // for the point `newton_point` in `newton_cell`, from which the next check of a point near it
+  // in that cell starts (-1: none)
+  T newton_jac[4][kLanes], newton_point[2][kLanes];
+  int32_t newton_cell[kLanes];
   T cos_start[kLanes], sin_start[kLanes];  // on the sphere: cos and sin of the step start's latitude
 };
 
@@ -512,7 +517,7 @@ Place<T> lane_place(const Group<T>& q, int g) {
 // across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
 // whether y lies there. Lanes `done` take no iterations.
 template <typename T>
-FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lanes<T>::M done, bool quads, T xi[2][kLanes],
+FLOWKIT_HOT void check_lanes(const Field<T>& f, Group<T>& q, typename Lanes<T>::M done, bool quads, T xi[2][kLanes],
                              int32_t inside[kLanes], int face[kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
@@ -524,7 +529,15 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lane
   const V c0 = y0 - row(0), c1 = y1 - row(1);  // from the centre's (a triangle's node 0's) image
   const V w0 = y0 - load<V>(q.spoint[0]), w1 = y1 - load<V>(q.spoint[1]);  // from the hint's point
   const V centre0 = row(2) * c0 + row(3) * c1, centre1 = row(4) * c0 + row(5) * c1;
-  const V moved0 = row(2) * w0 + row(3) * w1, moved1 = row(4) * w0 + row(5) * w1;
+  // from the hint's coordinates moved by the inverse of the map's Jacobian there, where Newton's
+  // last step in this cell ended at the hint's point, else by the cell's linear map
+  const V ja = load<V>(q.newton_jac[0]), jb = load<V>(q.newton_jac[1]), jc = load<V>(q.newton_jac[2]),
+          je = load<V>(q.newton_jac[3]), jdet = ja * je - jb * jc;
+  const M local = warm & (load_int<T>(q.newton_cell) == load_int<T>(q.scell)) & (jdet != 0) &
+                  (load<V>(q.newton_point[0]) == load<V>(q.spoint[0])) & (load<V>(q.newton_point[1]) == load<V>(q.spoint[1]));
+  const V jsafe = local ? jdet : one;
+  const V moved0 = local ? (je * w0 - jb * w1) / jsafe : row(2) * w0 + row(3) * w1;
+  const V moved1 = local ? (ja * w1 - jc * w0) / jsafe : row(4) * w0 + row(5) * w1;
   V r = vclip(warm ? load<V>(q.scoords[0]) + moved0 : centre0 + T(0.5), lo, hi);
   V s = vclip(warm ? load<V>(q.scoords[1]) + moved1 : centre1 + T(0.5), lo, hi);
   r = triangle ? centre0 : r, s = triangle ? centre1 : s;
@@ -535,12 +548,15 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lane
     e0 = e0 - d0, e1 = e1 - d1;
   };
   M stopped = done | triangle;
+  V last[4] = {ja, jb, jc, je};  // each lane's Jacobian at its last step
   for (int i = 0; quads && i < f.newton_steps; ++i) {
     if (!any_lane(~stopped)) break;
     V e0, e1;
     residual(r, s, e0, e1);
     V a, b, c, e;
     box.jacobian(r, s, a, b, c, e);
+    last[0] = stopped ? last[0] : a, last[1] = stopped ? last[1] : b;
+    last[2] = stopped ? last[2] : c, last[3] = stopped ? last[3] : e;
     const V det = a * e - b * c;
     const V safe = det == 0 ? one : det;
     const V dr = det == 0 ? zero : (e * e0 - b * e1) / safe;
@@ -563,6 +579,14 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, const Group<T>& q, typename Lane
   most = v3 > best ? M{} + 3 : most;
   std::memcpy(xi[0], &r, sizeof r), std::memcpy(xi[1], &s, sizeof s), store_int<T>(in, inside);
   for (int g = 0; g < kLanes; ++g) face[g] = static_cast<int>(most[g]);
+  const M stepped = ~(done | triangle);  // the lanes Newton stepped: their Jacobians kept for the next check
+  for (int k = 0; k < 4; ++k) {
+    const V kept = stepped ? last[k] : load<V>(q.newton_jac[k]);
+    std::memcpy(q.newton_jac[k], &kept, sizeof kept);
+  }
+  const V p0 = stepped ? y0 : load<V>(q.newton_point[0]), p1 = stepped ? y1 : load<V>(q.newton_point[1]);
+  std::memcpy(q.newton_point[0], &p0, sizeof p0), std::memcpy(q.newton_point[1], &p1, sizeof p1);
+  store_int<T>(stepped ? load_int<T>(q.scell) : load_int<T>(q.newton_cell), q.newton_cell);
 }
 
 // The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
@@ -1166,6 +1190,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     const When<T> start = when_at(f.times, f.n_times, t_start[0]);
     Group<T> q{};
     std::fill(q.row_cell, q.row_cell + kLanes, -1);  // no cell's row held yet (then kept from group to group)
+    std::fill(q.newton_cell, q.newton_cell + kLanes, -1);
     for (int64_t first = 0; first < n; first += kLanes) {
       const int count = static_cast<int>(std::min<int64_t>(kLanes, n - first));
       for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
@@ -1223,7 +1248,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d];
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
       q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p;
-      q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
+      q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1, q.newton_cell[g] = -1;
       if (f.grid_j > 0) grid_indices(f, q, g);
     }
     for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
