@@ -75,6 +75,7 @@ namespace {
 enum Kind : int32_t { FLOWKIT_OCEAN_KINDS(FLOWKIT_AS_ENUM) };
 constexpr int kMaxRows = FLOWKIT_OCEAN_MAX_ROWS;
 constexpr double kDegrees = 180.0 / 3.14159265358979323846, kEarthRadius = 6371000.0;  // flowkit/fields/grid.py
+constexpr double kRadians = 3.14159265358979323846 / 180.0;                                // a degree's
 
 // The surface mesh and its columns.
 template <typename T>
@@ -733,17 +734,16 @@ FLOWKIT_HOT void read_stale_columns(const Field<T>& f, Group<T>& q, typename Lan
 // the cosine of their step start's latitude (`cos_start`, `sin_start`) turned by the small angle d
 // from there, cos(a + d) = cos a cos d - sin a sin d, with short series for cos d and sin d, off
 // the chain of a stage's arithmetic that a whole cosine's series would lengthen; at the first
-// lane whose stage point lies farther than `kTurn` from its start, the whole cosine for all.
+// moving lane whose stage point lies farther than `kTurn` from its start, the whole cosine for all.
 constexpr double kTurn = 0.05;  // radians: the series below are then within an ulp in either precision
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
   using V = typename Lanes<T>::V;
-  constexpr T radian = static_cast<T>(3.14159265358979323846 / 180.0);
   const V floor = V{} + T(1e-6), y = load<V>(q.y[1]);
-  const V d = (y - load<V>(q.x[1])) * radian, d2 = d * d;
-  if (any_lane(~(vabs(d) <= T(kTurn)))) {
+  const V d = (y - load<V>(q.x[1])) * static_cast<T>(kRadians), d2 = d * d;
+  if (any_lane(load_int<T>(q.moving) & ~(vabs(d) <= T(kTurn)))) {
     V cos, sin;
-    vcos_sin_latitude<T>(y * radian, cos, sin);
+    vcos_sin_latitude<T>(y * static_cast<T>(kRadians), cos, sin);
     return vmax(cos, floor);
   }
   V cos_d, sin_d;  // to d^8 / 8! and d^7 / 7! (float64), d^4 / 4! and d^5 / 5! (float32)
@@ -928,7 +928,7 @@ struct Walk {
 
   Walk(int kind_, const uint32_t* keys_, int32_t first_step_, const T* k)
       : kind(kind_), keys(keys_), first_step(first_step_), diffusivity{k[0], k[1], k[2]} {
-    constexpr double metres = 3.14159265358979323846 / 180 * kEarthRadius;  // in a degree of latitude
+    constexpr double metres = kRadians * kEarthRadius;  // in a degree of latitude
     kh = k[0] / static_cast<T>(metres * metres);
   }
 };
@@ -949,11 +949,10 @@ FLOWKIT_HOT void walk_lanes(const Walk<T>& walk, Group<T>& q, int64_t k, T h, in
   for (int g = 0; g < kLanes; ++g) {
     for (int d = 0; d < 3; ++d) K[d][g] = walk.diffusivity[d];
     if (walk.kind == kHorizontal && q.moving[g]) {  // Kh in degrees squared a second at x's latitude, and the metric term
-      constexpr double pi = 3.14159265358979323846;
-      const T lat = q.x[1][g];
-      const T cos_lat = std::max(std::cos(lat * static_cast<T>(pi / 180)), T(1e-6));
+      const T lat = q.x[1][g], radians = static_cast<T>(kRadians);
+      const T cos_lat = std::max(std::cos(lat * radians), T(1e-6));
       K[0][g] = walk.kh / (cos_lat * cos_lat), K[1][g] = walk.kh;
-      drift[1][g] = -K[1][g] * std::tan(clip(lat, T(-89.9), T(89.9)) * static_cast<T>(pi / 180)) * static_cast<T>(pi / 180);
+      drift[1][g] = -K[1][g] * std::tan(clip(lat, T(-89.9), T(89.9)) * radians) * radians;
     }
   }
   const T lo = std::nextafter(T(-1), T(0)), root = std::sqrt(std::abs(h));
@@ -1019,7 +1018,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
   }
   if (f.spherical && any) {
     V cos, sin;
-    vcos_sin_latitude<T>(load<V>(q.x[1]) * static_cast<T>(3.14159265358979323846 / 180.0), cos, sin);
+    vcos_sin_latitude<T>(load<V>(q.x[1]) * static_cast<T>(kRadians), cos, sin);
     std::memcpy(q.cos_start, &cos, sizeof cos), std::memcpy(q.sin_start, &sin, sizeof sin);
   }
   const bool grid = f.grid_j > 0;  // steps of the grid's fractional indices, not of positions
