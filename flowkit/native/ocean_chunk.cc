@@ -950,7 +950,7 @@ FLOWKIT_HOT void walk_lanes(const Walk<T>& walk, Group<T>& q, int64_t k, T h, in
     for (int d = 0; d < 3; ++d) K[d][g] = walk.diffusivity[d];
     if (walk.kind == kHorizontal && q.moving[g]) {  // Kh in degrees squared a second at x's latitude, and the metric term
       const T lat = q.x[1][g], radians = static_cast<T>(kRadians);
-      const T cos_lat = std::max(std::cos(lat * radians), T(1e-6));
+      const T cos_lat = std::max(q.cos_start[g], T(1e-6));  // the step start's (Horizontal walks on the sphere)
       K[0][g] = walk.kh / (cos_lat * cos_lat), K[1][g] = walk.kh;
       drift[1][g] = -K[1][g] * std::tan(clip(lat, T(-89.9), T(89.9)) * radians) * radians;
     }

@@ -147,6 +147,7 @@ class TrackRun:
         self._check_memory(pieces.field)
         dynamic, static = eqx.partition(pieces, eqx.is_array)
         self.pieces = eqx.combine(placed(dynamic, replicated), static)
+        self.hint_width = self.pieces.field.hints(0, dtype, np).point.shape[1]  # a hint's point's coordinates
         self.gathering = None
         if plan.pieces.statistics:  # the statistics placed on the devices with the pieces
             origin = (plan.stream or plan.pieces.field).time_origin
@@ -233,20 +234,17 @@ class TrackRun:
     def _kwargs(self):
         """The chunk program's static arguments, worked out once a run."""
         if self._static is None:
-            self._static = self._static_arguments()
+            self._static = dict(
+                saves=self.chunk_saves,
+                save_every=self.plan.save_every,
+                blocks=self.blocks,
+                record_velocity=self.plan.record_velocity,
+                mesh=self.mesh,
+                given=tuple(sorted(self.plan.given)),
+                kernel=kernel_use(self.pieces, self.plan.dtype, self.devices[0].platform),
+                keep_frames=self.tracks,
+            )
         return self._static
-
-    def _static_arguments(self):
-        return dict(
-            saves=self.chunk_saves,
-            save_every=self.plan.save_every,
-            blocks=self.blocks,
-            record_velocity=self.plan.record_velocity,
-            mesh=self.mesh,
-            given=tuple(sorted(self.plan.given)),
-            kernel=kernel_use(self.pieces, self.plan.dtype, self.devices[0].platform),
-            keep_frames=self.tracks,
-        )
 
     def initial_state(self, start: int = 0, pieces: RunPieces | None = None):
         """Device state and per-slot inputs of the batch of particles starting at `start`, and
@@ -267,9 +265,10 @@ class TrackRun:
         if self.origin_hints is not None:
             origin = repeated(np.asarray(plan.origins), dtype)
             origins = dict(origin=origin, origin_hint=jax.tree.map(repeated, self.origin_hints))
-        width = self.pieces.field.hints(0, dtype, np).point.shape[1]
         shardings = (self._particle_sharding, self._replicated)  # the parts without particles' data: made there
-        blank, step = blank_parts(count, width, dtype.name, per_block, direction, *shardings, plan.key is None)()
+        blank, step = blank_parts(
+            count, self.hint_width, dtype.name, per_block, direction, *shardings, plan.key is None
+        )()
         host = dict(  # the particles' data, placed on the devices in one transfer
             x=repeated(plan.seeds, dtype),
             status=np.where(is_due(plan.t0, t_rel, plan.dt), Status.ACTIVE, Status.NOT_RELEASED).astype(np.int32),
