@@ -280,6 +280,55 @@ def test_the_kernel_keeps_particles_on_every_interior_edge_in_the_water(dtype, c
     assert np.median(np.linalg.norm(native.positions[-1] - x, axis=1)) > 0.01
 
 
+@pytest.mark.parametrize("triangles", [False, True], ids=["quads", "triangles"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_seeds_hinted_nowhere_are_found_in_the_cells_the_jax_search_finds(dtype, triangles, monkeypatch):
+    """Seeds on a mesh with no grid chart are searched in their bins alone; the kernel passes
+    a quadrilateral whose nodes' box a seed lies beyond without its Newton iterations. Inside
+    cells it finds the cell the JAX search finds (the first of the bin that holds the seed)
+    with the same coordinates there, and off the mesh none; on nodes, on edges and a hair to
+    either side, where two cells hold a seed to rounding, its coordinates there map back to it."""
+    import jax.numpy as jnp
+
+    from flowkit.tracker import ocean_kernel
+
+    monkeypatch.setenv("FLOWKIT_NATIVE", "1")
+    field = layered(triangles=triangles, chart=False, levels=1, times=1, land=False, dtype=dtype)
+    surface = field.surface
+    nodes = np.asarray(surface.points, np.float64)
+    cells = np.asarray(surface.nodes)[:, : 3 if triangles else 4]
+    edges = np.concatenate([nodes[cells] * (1 - f) + nodes[np.roll(cells, -1, axis=1)] * f for f in (0.3, 0.5)])
+    edges = edges.reshape(-1, 2)
+    lo, hi = nodes.min(axis=0), nodes.max(axis=0)
+    hair = 1e-7 * (hi - lo)
+    spread = lo - 0.1 * (hi - lo) + np.random.default_rng(3).uniform(0.0, 1.2, (2000, 2)) * (hi - lo)
+    on_edges = np.concatenate([nodes, edges, edges + hair, edges - hair])
+    x = jnp.asarray(np.concatenate([spread, on_edges]), dtype)
+    pieces = fk.tracker.TrackRun(field, nodes, 0.0, 3600.0, 600.0, dtype=dtype).pieces
+    assert kernels.kernel_use(pieces, dtype, "cpu") == "ocean"
+    _, hint, inside, _ = jax.jit(lambda p, x: ocean_kernel.kernel_located(p, 0.0, x))(pieces, x)
+    cell, coords, inside = np.asarray(hint.cell), np.asarray(hint.coords), np.asarray(inside)
+    reference, found = (np.asarray(a) if isinstance(a, jax.Array) else a for a in field.locate_batch(x, None))
+    np.testing.assert_array_equal(inside, found)
+    assert 0 < np.sum(~inside[: len(spread)]) < len(spread) // 2 and inside[len(spread) :].mean() > 0.9
+    apart = np.arange(len(x)) < len(spread)  # off every edge by more than rounding
+    same = inside & apart
+    np.testing.assert_array_equal(cell[same], np.asarray(reference.cell)[same])
+    atol = 1e-4 if dtype == "float32" else 1e-9
+    np.testing.assert_allclose(coords[same], np.asarray(reference.coords)[same], rtol=0, atol=atol)
+    # elsewhere its cell's map takes its coordinates there back to the seed
+    r, t = coords[inside, 0].astype(np.float64), coords[inside, 1].astype(np.float64)
+    corner = nodes[cells[cell[inside]]]
+    if triangles:
+        weights = [1 - r - t, r, t]
+        assert np.all(np.minimum(r, t) >= -atol) and np.all(r + t <= 1 + atol)
+    else:
+        weights = [(1 - r) * (1 - t), r * (1 - t), r * t, (1 - r) * t]
+        assert np.all(np.minimum(r, t) >= -atol) and np.all(np.maximum(r, t) <= 1 + atol)
+    mapped = sum(w[:, None] * corner[:, k] for k, w in enumerate(weights))
+    np.testing.assert_allclose(mapped, np.asarray(x, np.float64)[inside], rtol=0, atol=atol * 0.1)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_stage_points_far_from_their_step_start_take_the_whole_cosine(dtype, monkeypatch):
     """The kernel turns the cosine of a step start's latitude by a stage's small angle from there;

@@ -188,7 +188,24 @@ __attribute__((noinline)) bool check(const Field<T>& f, int32_t cell, const T y[
   return v[*face] <= f.tolerance && converged;
 }
 
-// The first cell of y's bin that holds it (MeshField._walk_and_search's search).
+// Whether y lies outside the box of a quadrilateral's nodes (its row's frame, `check`) by more
+// than `check` accepts: coordinates within the tolerance of the cell and a residual within
+// `small` of its size keep y within a few of both times its size of the box.
+template <typename T>
+inline bool beyond_box(const Field<T>& f, const T* row, const T y[2]) {
+  const T* frame = row + 6;
+  const T margin = frame[8] * (T(4) * f.small + T(16) * f.tolerance);
+  for (int a = 0; a < 2; ++a) {
+    const T d = y[a] - frame[a];
+    const T lo = std::min({T(0), frame[2 + a], frame[4 + a], frame[6 + a]});
+    const T hi = std::max({T(0), frame[2 + a], frame[4 + a], frame[6 + a]});
+    if (!(d >= lo - margin && d <= hi + margin)) return true;
+  }
+  return false;
+}
+
+// The first cell of y's bin that holds it (MeshField._walk_and_search's search); a
+// quadrilateral whose box y lies beyond is passed without its Newton iterations.
 template <typename T>
 __attribute__((noinline)) bool search(const Field<T>& f, const T y[2], int32_t* cell, T xi[2]) {
   int64_t bin = 0;
@@ -201,14 +218,29 @@ __attribute__((noinline)) bool search(const Field<T>& f, const T y[2], int32_t* 
   }
   const T none[2] = {};
   for (int32_t j = f.bin_start[bin]; j < f.bin_start[bin + 1]; ++j) {
+    const int32_t candidate = f.bin_cells[j];
+    if (f.kind(candidate) != kTriangle && beyond_box(f, f.map + candidate * f.map_cols, y)) continue;
     int face;
     T at[2];
-    if (check(f, f.bin_cells[j], y, false, none, none, at, &face)) {
-      *cell = f.bin_cells[j], xi[0] = at[0], xi[1] = at[1];
+    if (check(f, candidate, y, false, none, none, at, &face)) {
+      *cell = candidate, xi[0] = at[0], xi[1] = at[1];
       return true;
     }
   }
   return false;
+}
+
+// y hinted nowhere, located by its bin alone (MeshField.locate). Not found: cell 0 and y's
+// coordinates there, as its check leaves them.
+template <typename T>
+void search_unhinted(const Field<T>& f, const T y[2], Place<T>& at) {
+  at.found = search(f, y, &at.cell, at.xi);
+  if (!at.found) {
+    const T none[2] = {};
+    int face;
+    at.cell = 0;
+    check(f, 0, y, false, none, none, at.xi, &face);
+  }
 }
 
 // y's nodes and their weights at its coordinates in its cell (`at.cell`, `at.xi`).
@@ -226,14 +258,14 @@ inline void weigh(const Field<T>& f, Place<T>& at) {
   for (int i = 0; i < at.count; ++i) at.node[i] = node[i];
 }
 
-// y, which does not lie in the cell it was checked in (`at.cell`, coordinates `at.xi`, the edge it
-// lies most beyond `face`; `known`: a hinted cell, not a guess), located by the walk from there
-// across the most violated edge, up to `walk_steps` cells, then by y's bin (MeshField.locate).
+// y, which does not lie in its hinted cell (`at.cell`, coordinates `at.xi`, the edge it lies most
+// beyond `face`), located by the walk from there across the most violated edge, up to
+// `walk_steps` cells, then by y's bin (MeshField.locate).
 // Not found: the last cell the walk checked (or the hinted one at the mesh's edge) and y's
 // coordinates there, from which values are extrapolated.
 template <typename T>
-__attribute__((noinline)) void walk(const Field<T>& f, const T y[2], bool known, int face, Place<T>& at) {
-  int32_t next = known && f.walk_steps > 0 ? f.neighbours[at.cell * f.faces + face] : -1;
+__attribute__((noinline)) void walk(const Field<T>& f, const T y[2], int face, Place<T>& at) {
+  int32_t next = f.walk_steps > 0 ? f.neighbours[at.cell * f.faces + face] : -1;
   for (int s = 0; next >= 0 && s < f.walk_steps && !at.found; ++s) {
     at.cell = next;
     const T none[2] = {};
@@ -246,18 +278,19 @@ __attribute__((noinline)) void walk(const Field<T>& f, const T y[2], bool known,
 }
 
 // y located from its hint (`cell`, `point`, `coords`; MeshField.locate): nothing to do at the
-// hinted point itself; else the hinted cell, then `walk`. The hint becomes y's, and `at` its place.
+// hinted point itself; else the hinted cell, then `walk` (hinted nowhere: its bin). The hint becomes y's, and `at` its place.
 template <typename T>
 __attribute__((noinline)) void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
   at.found = false;
   if (*cell >= 0 && y[0] == point[0] && y[1] == point[1]) {
     at.found = true, at.cell = *cell, at.xi[0] = coords[0], at.xi[1] = coords[1];
+  } else if (*cell < 0) {
+    search_unhinted(f, y, at);
   } else {
-    const bool known = *cell >= 0;
-    at.cell = known ? *cell : 0;
+    at.cell = *cell;
     int face;
-    at.found = check(f, at.cell, y, known && std::isfinite(point[0]), point, coords, at.xi, &face) && known;
-    if (!at.found) walk(f, y, known, face, at);
+    at.found = check(f, at.cell, y, std::isfinite(point[0]), point, coords, at.xi, &face);
+    if (!at.found) walk(f, y, face, at);
   }
   *cell = at.cell;
   point[0] = at.found ? y[0] : std::numeric_limits<T>::quiet_NaN();
@@ -606,10 +639,10 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
       if (cells[g]) read_cell(f, q, g, q.scell[g]);
   std::memcpy(q.found, q.moving, sizeof q.found);
   if (any_lane(~again)) {  // a step's first stage: every lane at its hint
-    T xi[2][kLanes];
-    int32_t inside[kLanes];
-    int face[kLanes];
-    check_lanes(f, q, again, quads, xi, inside, face);
+    T xi[2][kLanes] = {};
+    int32_t inside[kLanes] = {};
+    int face[kLanes] = {};
+    if (any_lane(~again & hinted)) check_lanes(f, q, again, quads, xi, inside, face);  // else the seeds' bins alone
     const V nan = V{} + std::numeric_limits<T>::quiet_NaN();
     auto set = [&](T* to, V value) {
       const V kept = again ? load<V>(to) : value;
@@ -621,13 +654,10 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
       // not in its hinted cell: the walk from there, then its bin (or its bin alone: no hint)
       const T y[2] = {q.y[0][g], q.y[1][g]};
       Place<T> at{q.scell[g], {xi[0][g], xi[1][g]}, false, 0, {}, {}};
-      const bool known = q.scell[g] >= 0;
-      if (!known) {
-        const T none[2] = {};
-        at.cell = 0;
-        check(f, 0, y, false, none, none, at.xi, &face[g]);
-      }
-      walk(f, y, known, face[g], at);
+      if (q.scell[g] >= 0)
+        walk(f, y, face[g], at);
+      else
+        search_unhinted(f, y, at);
       q.found[g] = at.found ? -1 : 0, q.scell[g] = at.cell;
       read_cell(f, q, g, at.cell);
       q.spoint[0][g] = at.found ? y[0] : nan[g];
