@@ -127,6 +127,59 @@ inline void linear(const T* row, const T d[2], T out[2]) {
   out[1] = row[4] * d[0] + row[5] * d[1];
 }
 
+// std::sqrt of a number, or lane by lane of a group's vector (one vector instruction: no errno).
+template <typename T, typename V>
+inline V lane_sqrt(V v) {
+  if constexpr (std::is_same_v<V, T>) {
+    return std::sqrt(v);
+  } else {
+    T lanes[sizeof(V) / sizeof(T)];
+    std::memcpy(lanes, &v, sizeof v);
+    for (T& lane : lanes) lane = std::sqrt(lane);
+    std::memcpy(&v, lanes, sizeof v);
+    return v;
+  }
+}
+
+// A convex quadrilateral's coordinates (r, s) of the point d from its node 0, the map from
+// there r e1 + s e3 + r s h (e1, e3: nodes 1 and 3 from node 0; h = e2 - e1 - e3), in closed
+// form, for one point (V = T) or a group's lanes: s is a root of A s^2 + B s + C = 0
+// (A = h x e3, B = d x h + e1 x e3, C = d x e1) and r of its twin (A = h x e1,
+// B = d x h - e1 x e3, C = d x e3), each the root C / q, q = -(B + sign(B) sqrt(B^2 - 4AC)) / 2,
+// that continues the parallelogram's (h = 0) linear one; the two chains run side by side.
+// Returns where both lie within `tolerance` of [0, 1]: there they are d's only preimage in the
+// cell (the map is one to one on a convex cell, and a root in [0, 1] of either quadratic is a
+// coordinate of a point of it); elsewhere `r` and `s` are not to be used.
+template <typename T, typename V>
+inline auto solve_convex_quad(V d0, V d1, const V e[6], V tolerance, V& r, V& s) {
+  const V zero{}, one = zero + T(1);
+  const V h0 = e[2] - e[0] - e[4], h1 = e[3] - e[1] - e[5];
+  const V dh = d0 * h1 - d1 * h0, e13 = e[0] * e[5] - e[1] * e[4];
+  const V sa = h0 * e[5] - h1 * e[4], sb = dh + e13, s_c = d0 * e[1] - d1 * e[0];
+  const V ra = h0 * e[1] - h1 * e[0], rb = dh - e13, r_c = d0 * e[5] - d1 * e[4];
+  const V sdisc = sb * sb - T(4) * (sa * s_c), rdisc = rb * rb - T(4) * (ra * r_c);
+  const V sroot = lane_sqrt<T>(sdisc > zero ? sdisc : zero), rroot = lane_sqrt<T>(rdisc > zero ? rdisc : zero);
+  const V shalf = T(-0.5) * (sb < zero ? sb - sroot : sb + sroot);
+  const V rhalf = T(-0.5) * (rb < zero ? rb - rroot : rb + rroot);
+  s = s_c / (shalf == 0 ? one : shalf), r = r_c / (rhalf == 0 ? one : rhalf);
+  return (sdisc >= zero) & (shalf != 0) & (s >= -tolerance) & (s <= one + tolerance) & (rdisc >= zero) & (rhalf != 0) &
+         (r >= -tolerance) & (r <= one + tolerance);
+}
+
+// Whether the quadrilateral of nodes 1-3 relative to node 0 (`rel`: x1, y1, x2, y2, x3, y3) turns
+// the same way, strictly, at each of its corners.
+template <typename T>
+bool strictly_convex(const T* rel) {
+  const T x[4] = {T(0), rel[0], rel[2], rel[4]}, y[4] = {T(0), rel[1], rel[3], rel[5]};
+  int positive = 0, negative = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int j = (i + 1) % 4, k = (i + 2) % 4;
+    const T turn = (x[j] - x[i]) * (y[k] - y[j]) - (y[j] - y[i]) * (x[k] - x[j]);
+    positive += turn > 0, negative += turn < 0;
+  }
+  return positive == 4 || negative == 4;
+}
+
 // Whether y lies in `cell` (MeshField._check): its coordinates `xi` there and the edge it lies
 // most beyond. A quadrilateral's Newton starts, when `warm`, from `coords` of `point` moved by
 // the cell's linear map, else from the centre's linearisation (MeshField._coords), and stops
@@ -144,6 +197,13 @@ __attribute__((noinline)) bool check(const Field<T>& f, int32_t cell, const T y[
     v[0] = -(T(1) - (xi[0] + xi[1])), v[1] = -xi[0], v[2] = -xi[1];
   } else {
     faces = 4;
+    const T* frame = row + 6;  // node 0, nodes 1..3 relative to it, the cell's size
+    const T d[2] = {y[0] - frame[0], y[1] - frame[1]};
+    T solved[2];
+    if (strictly_convex(frame + 2) && solve_convex_quad<T>(d[0], d[1], frame + 2, f.tolerance, solved[0], solved[1])) {
+      xi[0] = solved[0], xi[1] = solved[1], *face = 0;
+      return true;
+    }
     if (warm) {
       const T d[2] = {y[0] - point[0], y[1] - point[1]};
       linear(row, d, xi);
@@ -154,8 +214,6 @@ __attribute__((noinline)) bool check(const Field<T>& f, int32_t cell, const T y[
       xi[0] += T(0.5), xi[1] += T(0.5);
     }
     xi[0] = clip(xi[0], T(-2), T(3)), xi[1] = clip(xi[1], T(-2), T(3));
-    const T* frame = row + 6;  // node 0, nodes 1..3 relative to it, the cell's size
-    const T d[2] = {y[0] - frame[0], y[1] - frame[1]};
     const T* r1 = frame + 2;
     const T* r2 = frame + 4;
     const T* r3 = frame + 6;
@@ -371,7 +429,7 @@ struct Group {
   int32_t cell[kLanes], scell[kLanes];  // where x lies (the step's hint), where y lies (the stage's)
   T point[2][kLanes], coords[2][kLanes], spoint[2][kLanes], scoords[2][kLanes];
   int32_t moving[kLanes], found[kLanes];  // lane masks: -1 (true) or 0
-  int32_t row_cell[kLanes], kind[kLanes], node[4][kLanes];
+  int32_t row_cell[kLanes], kind[kLanes], convex[kLanes], node[4][kLanes];
   T map[kMapColumns][kLanes], land[4][kLanes], w[4][kLanes];
   int32_t column_cell[kLanes], column_level[kLanes];
   int32_t column_slice[kLanes];
@@ -396,6 +454,7 @@ FLOWKIT_HOT void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) 
   q.row_cell[g] = cell, q.column_cell[g] = -1, q.kind[g] = f.kind(cell);
   const T* row = f.map + cell * f.map_cols;
   for (int c = 0; c < kMapColumns; ++c) q.map[c][g] = c < f.map_cols ? row[c] : T(0);
+  q.convex[g] = q.kind[g] != kTriangle && strictly_convex(row + 8);
   const int32_t* node = f.nodes + cell * f.node_cols;
   const int count = q.kind[g] == kTriangle ? 3 : 4;
   for (int i = 0; i < 4; ++i) {
@@ -548,64 +607,91 @@ Place<T> lane_place(const Group<T>& q, int g) {
 }
 
 // The lanes' stage points y checked in their hinted cells (MeshField._check, as `check` but
-// across the lanes; Newton's lanes stop one by one on the update rule): their coordinates and
-// whether y lies there. Lanes `done` take no iterations.
+// across the lanes): their coordinates and whether y lies there. In a convex quadrilateral the
+// point is solved in closed form: from node 0 the map is r e1 + s e3 + r s h, so s is a root of
+// a quadratic and r of its twin, each the one that continues the parallelogram's (h = 0) linear
+// solution, and these two chains run side by side. Where both lie in the cell they are y's
+// place (the only preimage there: the map is one to one on a convex cell, and a root in [0, 1]
+// of either quadratic is its coordinate); elsewhere Newton's iterations decide (they stop lane
+// by lane on the update rule). Lanes `done` take no iterations.
 template <typename T>
 FLOWKIT_HOT void check_lanes(const Field<T>& f, Group<T>& q, typename Lanes<T>::M done, bool quads, T xi[2][kLanes],
                              int32_t inside[kLanes], int face[kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
-  const M warm = (load_int<T>(q.scell) >= 0) & (vabs(load<V>(q.spoint[0])) <= std::numeric_limits<T>::max());
   const M triangle = triangles(q);
   auto row = [&](int c) { return load<V>(q.map[c]); };
   const V zero = V{}, one = zero + T(1), lo = zero + T(-2), hi = zero + T(3), small = zero + f.small;
+  const V tolerance = zero + f.tolerance;
   const V y0 = load<V>(q.y[0]), y1 = load<V>(q.y[1]);
   const V c0 = y0 - row(0), c1 = y1 - row(1);  // from the centre's (a triangle's node 0's) image
-  const V w0 = y0 - load<V>(q.spoint[0]), w1 = y1 - load<V>(q.spoint[1]);  // from the hint's point
   const V centre0 = row(2) * c0 + row(3) * c1, centre1 = row(4) * c0 + row(5) * c1;
-  // from the hint's coordinates moved by the inverse of the map's Jacobian there, where Newton's
-  // last step in this cell ended at the hint's point, else by the cell's linear map
-  const V ja = load<V>(q.newton_jac[0]), jb = load<V>(q.newton_jac[1]), jc = load<V>(q.newton_jac[2]),
-          je = load<V>(q.newton_jac[3]), jdet = ja * je - jb * jc;
-  const M local = warm & (load_int<T>(q.newton_cell) == load_int<T>(q.scell)) & (jdet != 0) &
-                  (load<V>(q.newton_point[0]) == load<V>(q.spoint[0])) & (load<V>(q.newton_point[1]) == load<V>(q.spoint[1]));
-  const V jsafe = local ? jdet : one;
-  const V moved0 = local ? (je * w0 - jb * w1) / jsafe : row(2) * w0 + row(3) * w1;
-  const V moved1 = local ? (ja * w1 - jc * w0) / jsafe : row(4) * w0 + row(5) * w1;
-  V r = vclip(warm ? load<V>(q.scoords[0]) + moved0 : centre0 + T(0.5), lo, hi);
-  V s = vclip(warm ? load<V>(q.scoords[1]) + moved1 : centre1 + T(0.5), lo, hi);
-  r = triangle ? centre0 : r, s = triangle ? centre1 : s;
+  V r = centre0, s = centre1;  // a triangle's coordinates
   const V d0 = y0 - row(6), d1 = y1 - row(7);
   const BoxMaps<V> box = box_maps(q);
-  auto residual = [&](V r, V s, V& e0, V& e1) {
-    box.offset(r, s, e0, e1);
-    e0 = e0 - d0, e1 = e1 - d1;
-  };
-  M stopped = done | triangle;
-  V last[4] = {ja, jb, jc, je};  // each lane's Jacobian at its last step
-  for (int i = 0; quads && i < f.newton_steps; ++i) {
-    if (!any_lane(~stopped)) break;
+  M exact = triangle;
+  if (quads) {
+    const V e[6] = {box.p1, box.q1, box.p2, box.q2, box.p3, box.q3};
+    V rc, sc;
+    const M in_cell = solve_convex_quad<T>(d0, d1, e, tolerance, rc, sc);
+    const M solved = ~triangle & (load_int<T>(q.convex) != 0) & in_cell;
+    r = solved ? rc : r, s = solved ? sc : s, exact = exact | solved;
+  }
+  M converged = exact;
+  const M newton = ~(done | exact);  // the lanes Newton steps: their Jacobians kept for the next check
+  if (any_lane(newton)) {
+    // from the hint's coordinates moved by the inverse of the map's Jacobian there, where Newton's
+    // last step in this cell ended at the hint's point, else by the cell's linear map; else from
+    // the centre's linearisation
+    const M warm = (load_int<T>(q.scell) >= 0) & (vabs(load<V>(q.spoint[0])) <= std::numeric_limits<T>::max());
+    const V w0 = y0 - load<V>(q.spoint[0]), w1 = y1 - load<V>(q.spoint[1]);  // from the hint's point
+    const V ja = load<V>(q.newton_jac[0]), jb = load<V>(q.newton_jac[1]), jc = load<V>(q.newton_jac[2]),
+            je = load<V>(q.newton_jac[3]), jdet = ja * je - jb * jc;
+    const M local = warm & (load_int<T>(q.newton_cell) == load_int<T>(q.scell)) & (jdet != 0) &
+                    (load<V>(q.newton_point[0]) == load<V>(q.spoint[0])) & (load<V>(q.newton_point[1]) == load<V>(q.spoint[1]));
+    const V jsafe = local ? jdet : one;
+    const V moved0 = local ? (je * w0 - jb * w1) / jsafe : row(2) * w0 + row(3) * w1;
+    const V moved1 = local ? (ja * w1 - jc * w0) / jsafe : row(4) * w0 + row(5) * w1;
+    const V r0 = vclip(warm ? load<V>(q.scoords[0]) + moved0 : centre0 + T(0.5), lo, hi);
+    const V s0 = vclip(warm ? load<V>(q.scoords[1]) + moved1 : centre1 + T(0.5), lo, hi);
+    r = exact ? r : r0, s = exact ? s : s0;
+    auto residual = [&](V r, V s, V& e0, V& e1) {
+      box.offset(r, s, e0, e1);
+      e0 = e0 - d0, e1 = e1 - d1;
+    };
+    M stopped = ~newton;
+    V last[4] = {ja, jb, jc, je};  // each lane's Jacobian at its last step
+    for (int i = 0; i < f.newton_steps; ++i) {
+      if (!any_lane(~stopped)) break;
+      V e0, e1;
+      residual(r, s, e0, e1);
+      V a, b, c, e;
+      box.jacobian(r, s, a, b, c, e);
+      last[0] = stopped ? last[0] : a, last[1] = stopped ? last[1] : b;
+      last[2] = stopped ? last[2] : c, last[3] = stopped ? last[3] : e;
+      const V det = a * e - b * c;
+      const V safe = det == 0 ? one : det;
+      const V dr = det == 0 ? zero : (e * e0 - b * e1) / safe;
+      const V ds = det == 0 ? zero : (a * e1 - c * e0) / safe;
+      const V nr = vclip(r - dr, lo, hi), ns = vclip(s - ds, lo, hi);
+      const V change = vmax(vabs(nr - r), vabs(ns - s));
+      r = stopped ? r : nr, s = stopped ? s : ns;
+      stopped = stopped | (change <= small);
+    }
     V e0, e1;
     residual(r, s, e0, e1);
-    V a, b, c, e;
-    box.jacobian(r, s, a, b, c, e);
-    last[0] = stopped ? last[0] : a, last[1] = stopped ? last[1] : b;
-    last[2] = stopped ? last[2] : c, last[3] = stopped ? last[3] : e;
-    const V det = a * e - b * c;
-    const V safe = det == 0 ? one : det;
-    const V dr = det == 0 ? zero : (e * e0 - b * e1) / safe;
-    const V ds = det == 0 ? zero : (a * e1 - c * e0) / safe;
-    const V nr = vclip(r - dr, lo, hi), ns = vclip(s - ds, lo, hi);
-    const V change = vmax(vabs(nr - r), vabs(ns - s));
-    r = stopped ? r : nr, s = stopped ? s : ns;
-    stopped = stopped | (change <= small);
+    converged = converged | (vmax(vabs(e0), vabs(e1)) <= small * row(14));
+    for (int k = 0; k < 4; ++k) {
+      const V kept = newton ? last[k] : load<V>(q.newton_jac[k]);
+      std::memcpy(q.newton_jac[k], &kept, sizeof kept);
+    }
+    const V p0 = newton ? y0 : load<V>(q.newton_point[0]), p1 = newton ? y1 : load<V>(q.newton_point[1]);
+    std::memcpy(q.newton_point[0], &p0, sizeof p0), std::memcpy(q.newton_point[1], &p1, sizeof p1);
+    store_int<T>(newton ? load_int<T>(q.scell) : load_int<T>(q.newton_cell), q.newton_cell);
   }
-  V e0, e1;
-  residual(r, s, e0, e1);
-  const M converged = triangle | (vmax(vabs(e0), vabs(e1)) <= small * row(14));
   const V v0 = triangle ? -(one - (r + s)) : -r, v1 = triangle ? -r : r - one, v2 = -s;
   const V v3 = triangle ? zero - std::numeric_limits<T>::infinity() : s - one;
-  const M in = (vmax(vmax(v0, v1), vmax(v2, v3)) <= zero + f.tolerance) & converged;
+  const M in = (vmax(vmax(v0, v1), vmax(v2, v3)) <= tolerance) & converged;
   M most = M{};  // the edge y lies most beyond: the first largest violation (as argmax)
   V best = v0;
   most = v1 > best ? M{} + 1 : most, best = vmax(best, v1);
@@ -613,14 +699,6 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, Group<T>& q, typename Lanes<T>::
   most = v3 > best ? M{} + 3 : most;
   std::memcpy(xi[0], &r, sizeof r), std::memcpy(xi[1], &s, sizeof s), store_int<T>(in, inside);
   for (int g = 0; g < kLanes; ++g) face[g] = static_cast<int>(most[g]);
-  const M stepped = ~(done | triangle);  // the lanes Newton stepped: their Jacobians kept for the next check
-  for (int k = 0; k < 4; ++k) {
-    const V kept = stepped ? last[k] : load<V>(q.newton_jac[k]);
-    std::memcpy(q.newton_jac[k], &kept, sizeof kept);
-  }
-  const V p0 = stepped ? y0 : load<V>(q.newton_point[0]), p1 = stepped ? y1 : load<V>(q.newton_point[1]);
-  std::memcpy(q.newton_point[0], &p0, sizeof p0), std::memcpy(q.newton_point[1], &p1, sizeof p1);
-  store_int<T>(stepped ? load_int<T>(q.scell) : load_int<T>(q.newton_cell), q.newton_cell);
 }
 
 // The lanes' stage points located (MeshField.locate): at their hinted points nothing to do; in
