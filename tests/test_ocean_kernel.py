@@ -329,6 +329,45 @@ def test_seeds_hinted_nowhere_are_found_in_the_cells_the_jax_search_finds(dtype,
     np.testing.assert_allclose(mapped, np.asarray(x, np.float64)[inside], rtol=0, atol=atol * 0.1)
 
 
+def test_quadrilaterals_of_every_shape_track_as_the_jax_step(monkeypatch):
+    """The kernel solves a point in a convex quadrilateral in closed form and leaves the others
+    to Newton's iterations: on a mesh (no grid chart) of trapezoids, kites, a near
+    parallelogram and a dart (one interior node pushed past its cell's diagonal: not convex), a
+    current that sweeps the particles across all of them tracks as the JAX step (float64:
+    positions to 1e-9 of a cell, statuses and exit times alike)."""
+    i, j = np.meshgrid(np.arange(7.0), np.arange(6.0), indexing="ij")
+    rng = np.random.default_rng(5)
+    inner = (i > 0) & (i < 6) & (j > 0) & (j < 5)
+    x, y = i + inner * rng.uniform(-0.25, 0.25, i.shape), j + inner * rng.uniform(-0.25, 0.25, j.shape)
+    x[3, 2], y[3, 2] = 3.6, 2.6  # past the diagonal x + y = 7 of the cell [3, 4] x [2, 3]: a dart
+    points = np.stack([x, y], axis=-1).reshape(-1, 2) * 1000.0
+    cells = quad_cells(i.shape)
+    corners = points[cells]
+    edge = np.roll(corners, -1, axis=1) - corners
+    turn = edge[..., 0] * np.roll(edge, -1, axis=1)[..., 1] - edge[..., 1] * np.roll(edge, -1, axis=1)[..., 0]
+    convex = np.all(turn > 0, axis=1) | np.all(turn < 0, axis=1)
+    assert 0 < np.sum(~convex) < 3  # the dart, and maybe a neighbour
+    times, n = 2, len(points)
+    phase = points[:, 1] / 1500.0
+    velocity = np.stack([0.3 + 0.1 * np.cos(phase), 0.1 * np.sin(points[:, 0] / 2000.0)], axis=-1)
+    velocity = np.broadcast_to(velocity[None, :, None], (times, n, 1, 2))
+    field = fk.fields.LayeredField.from_arrays(
+        points,
+        cells,
+        np.zeros((times, n, 1)),
+        velocity,
+        np.full((times, n), 50.0),
+        np.array([0.0, 86400.0]),
+        spherical=False,
+    )
+    assert field.grid_cells is None
+    seeds = np.column_stack([rng.uniform(200.0, 3000.0, 400), rng.uniform(200.0, 4800.0, 400)])
+    native, reference = (run(field, seeds, "float64", on, monkeypatch, t1=4 * 3600.0, dt=600.0) for on in (True, False))
+    assert_same(native, reference, 1e-9 * 1000.0)
+    crossed = np.any((native.positions[:, :, 0] > 3000.0) & (native.positions[:, :, 0] < 4000.0), axis=0)
+    assert crossed.sum() > 50 and np.sum(native.status[-1] == fk.Status.OUT_OF_DOMAIN) > 0
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_stage_points_far_from_their_step_start_take_the_whole_cosine(dtype, monkeypatch):
     """The kernel turns the cosine of a step start's latitude by a stage's small angle from there;
