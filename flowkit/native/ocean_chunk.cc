@@ -181,7 +181,8 @@ bool strictly_convex(const T* rel) {
 }
 
 // Whether y lies in `cell` (MeshField._check): its coordinates `xi` there and the edge it lies
-// most beyond. A quadrilateral's Newton starts, when `warm`, from `coords` of `point` moved by
+// most beyond. A convex quadrilateral's point is solved in closed form (`solve_convex_quad`);
+// where that leaves it, Newton starts, when `warm`, from `coords` of `point` moved by
 // the cell's linear map, else from the centre's linearisation (MeshField._coords), and stops
 // on the update rule of cells.newton_coords.
 template <typename T>
@@ -248,7 +249,7 @@ __attribute__((noinline)) bool check(const Field<T>& f, int32_t cell, const T y[
 
 // Whether y lies outside the box of a quadrilateral's nodes (its row's frame, `check`) by more
 // than `check` accepts: coordinates within the tolerance of the cell and a residual within
-// `small` of its size keep y within a few of both times its size of the box.
+// `small` of its size keep y within (4 small + 16 tolerance) times its size of that box.
 template <typename T>
 inline bool beyond_box(const Field<T>& f, const T* row, const T y[2]) {
   const T* frame = row + 6;
@@ -336,7 +337,8 @@ __attribute__((noinline)) void walk(const Field<T>& f, const T y[2], int face, P
 }
 
 // y located from its hint (`cell`, `point`, `coords`; MeshField.locate): nothing to do at the
-// hinted point itself; else the hinted cell, then `walk` (hinted nowhere: its bin). The hint becomes y's, and `at` its place.
+// hinted point itself; else the hinted cell, then `walk` (hinted nowhere: its bin). The hint
+// becomes y's, and `at` its place.
 template <typename T>
 __attribute__((noinline)) void locate_point(const Field<T>& f, const T y[2], int32_t* cell, T point[2], T coords[2], Place<T>& at) {
   at.found = false;
@@ -438,11 +440,6 @@ struct Group {
   T floor[2][4][kLanes];        // [slice][node]
   T ix[2][kLanes], iy[2][kLanes];  // on a grid: the fractional indices of the step's start, of the stage point
   T jac[4][kLanes];                 // and the map's Jacobian there (dx/di, dx/dj, dy/di, dy/dj)
-  // a quadrilateral's map's Jacobian (a, b, c, e as `BoxMaps::jacobian`) at Newton's last step
-  // for the point `newton_point` in `newton_cell`, from which the next check of a point near it
-  // in that cell starts (-1: none)
-  T newton_jac[4][kLanes], newton_point[2][kLanes];
-  int32_t newton_cell[kLanes];
   T cos_start[kLanes], sin_start[kLanes];  // on the sphere: cos and sin of the step start's latitude
 };
 
@@ -638,37 +635,26 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, Group<T>& q, typename Lanes<T>::
     r = solved ? rc : r, s = solved ? sc : s, exact = exact | solved;
   }
   M converged = exact;
-  const M newton = ~(done | exact);  // the lanes Newton steps: their Jacobians kept for the next check
+  const M newton = ~(done | exact);  // the lanes Newton steps
   if (any_lane(newton)) {
-    // from the hint's coordinates moved by the inverse of the map's Jacobian there, where Newton's
-    // last step in this cell ended at the hint's point, else by the cell's linear map; else from
-    // the centre's linearisation
+    // from the hint's coordinates moved by the cell's linear map, else from the centre's
+    // linearisation (MeshField._coords)
     const M warm = (load_int<T>(q.scell) >= 0) & (vabs(load<V>(q.spoint[0])) <= std::numeric_limits<T>::max());
     const V w0 = y0 - load<V>(q.spoint[0]), w1 = y1 - load<V>(q.spoint[1]);  // from the hint's point
-    const V ja = load<V>(q.newton_jac[0]), jb = load<V>(q.newton_jac[1]), jc = load<V>(q.newton_jac[2]),
-            je = load<V>(q.newton_jac[3]), jdet = ja * je - jb * jc;
-    const M local = warm & (load_int<T>(q.newton_cell) == load_int<T>(q.scell)) & (jdet != 0) &
-                    (load<V>(q.newton_point[0]) == load<V>(q.spoint[0])) & (load<V>(q.newton_point[1]) == load<V>(q.spoint[1]));
-    const V jsafe = local ? jdet : one;
-    const V moved0 = local ? (je * w0 - jb * w1) / jsafe : row(2) * w0 + row(3) * w1;
-    const V moved1 = local ? (ja * w1 - jc * w0) / jsafe : row(4) * w0 + row(5) * w1;
-    const V r0 = vclip(warm ? load<V>(q.scoords[0]) + moved0 : centre0 + T(0.5), lo, hi);
-    const V s0 = vclip(warm ? load<V>(q.scoords[1]) + moved1 : centre1 + T(0.5), lo, hi);
+    const V r0 = vclip(warm ? load<V>(q.scoords[0]) + (row(2) * w0 + row(3) * w1) : centre0 + T(0.5), lo, hi);
+    const V s0 = vclip(warm ? load<V>(q.scoords[1]) + (row(4) * w0 + row(5) * w1) : centre1 + T(0.5), lo, hi);
     r = exact ? r : r0, s = exact ? s : s0;
     auto residual = [&](V r, V s, V& e0, V& e1) {
       box.offset(r, s, e0, e1);
       e0 = e0 - d0, e1 = e1 - d1;
     };
     M stopped = ~newton;
-    V last[4] = {ja, jb, jc, je};  // each lane's Jacobian at its last step
     for (int i = 0; i < f.newton_steps; ++i) {
       if (!any_lane(~stopped)) break;
       V e0, e1;
       residual(r, s, e0, e1);
       V a, b, c, e;
       box.jacobian(r, s, a, b, c, e);
-      last[0] = stopped ? last[0] : a, last[1] = stopped ? last[1] : b;
-      last[2] = stopped ? last[2] : c, last[3] = stopped ? last[3] : e;
       const V det = a * e - b * c;
       const V safe = det == 0 ? one : det;
       const V dr = det == 0 ? zero : (e * e0 - b * e1) / safe;
@@ -681,13 +667,6 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, Group<T>& q, typename Lanes<T>::
     V e0, e1;
     residual(r, s, e0, e1);
     converged = converged | (vmax(vabs(e0), vabs(e1)) <= small * row(14));
-    for (int k = 0; k < 4; ++k) {
-      const V kept = newton ? last[k] : load<V>(q.newton_jac[k]);
-      std::memcpy(q.newton_jac[k], &kept, sizeof kept);
-    }
-    const V p0 = newton ? y0 : load<V>(q.newton_point[0]), p1 = newton ? y1 : load<V>(q.newton_point[1]);
-    std::memcpy(q.newton_point[0], &p0, sizeof p0), std::memcpy(q.newton_point[1], &p1, sizeof p1);
-    store_int<T>(newton ? load_int<T>(q.scell) : load_int<T>(q.newton_cell), q.newton_cell);
   }
   const V v0 = triangle ? -(one - (r + s)) : -r, v1 = triangle ? -r : r - one, v2 = -s;
   const V v3 = triangle ? zero - std::numeric_limits<T>::infinity() : s - one;
@@ -1297,7 +1276,6 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     const When<T> start = when_at(f.times, f.n_times, t_start[0]);
     Group<T> q{};
     std::fill(q.row_cell, q.row_cell + kLanes, -1);  // no cell's row held yet (then kept from group to group)
-    std::fill(q.newton_cell, q.newton_cell + kLanes, -1);
     for (int64_t first = 0; first < n; first += kLanes) {
       const int count = static_cast<int>(std::min<int64_t>(kLanes, n - first));
       for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
@@ -1355,7 +1333,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d];
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
       q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p;
-      q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1, q.newton_cell[g] = -1;
+      q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
       if (f.grid_j > 0) grid_indices(f, q, g);
     }
     for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
