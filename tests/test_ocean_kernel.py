@@ -361,11 +361,31 @@ def test_quadrilaterals_of_every_shape_track_as_the_jax_step(monkeypatch):
         spherical=False,
     )
     assert field.grid_cells is None
+    np.testing.assert_array_equal(np.asarray(field.convex_cells), convex)  # tabulated once, as the kernel reads them
     seeds = np.column_stack([rng.uniform(200.0, 3000.0, 400), rng.uniform(200.0, 4800.0, 400)])
     native, reference = (run(field, seeds, "float64", on, monkeypatch, t1=4 * 3600.0, dt=600.0) for on in (True, False))
     assert_same(native, reference, 1e-9 * 1000.0)
     crossed = np.any((native.positions[:, :, 0] > 3000.0) & (native.positions[:, :, 0] < 4000.0), axis=0)
     assert crossed.sum() > 50 and np.sum(native.status[-1] == fk.Status.OUT_OF_DOMAIN) > 0
+
+
+def test_convex_cells_are_the_strictly_convex_quadrilaterals():
+    """`LayeredField.convex_cells`, where the kernel takes the closed form: a square in either
+    orientation and a diamond are; a dart (a reflex corner), a quadrilateral with three nodes in
+    a line and a triangle are not."""
+    points = np.array(
+        [[0, 0], [1, 0], [1, 1], [0, 1], [2, 0], [3, 0], [2.3, 0.3], [2, 1], [4, 0], [5, 0], [6, 0], [5, 1], [7, 0],
+         [8, 0], [7, 1], [9, 0], [10, 1], [9, 2], [8, 1]],
+        float,
+    )  # fmt: skip
+    cells = np.array(
+        [[0, 1, 2, 3], [0, 3, 2, 1], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, -1], [15, 16, 17, 18]], np.int32
+    )
+    n = len(points)
+    field = fk.fields.LayeredField.from_arrays(
+        points, cells, np.zeros((1, n, 1)), np.zeros((1, n, 1, 2)), np.full((1, n), 10.0), spherical=False
+    )
+    assert np.asarray(field.convex_cells).tolist() == [1, 1, 0, 0, 0, 1]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

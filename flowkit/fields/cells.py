@@ -270,6 +270,20 @@ def box_frame(corners: np.ndarray) -> np.ndarray:
     return np.concatenate([corners[:, 0], rel.reshape(len(corners), -1), size[:, None]], axis=1)
 
 
+def strictly_convex(frame: np.ndarray) -> np.ndarray:
+    """`(n,)` whether each quadrilateral of 2-D `box_frame` rows `frame` turns the same way,
+    strictly, at each of its corners (host side, in the frame's own precision: what the
+    ocean kernel solves a point's coordinates in closed form on). False for a triangle's
+    frame of zeros."""
+    x = [np.zeros(len(frame), frame.dtype)] + [frame[:, 2 * k] for k in range(1, 4)]
+    y = [np.zeros(len(frame), frame.dtype)] + [frame[:, 2 * k + 1] for k in range(1, 4)]
+    turns = [
+        (x[j] - x[i]) * (y[k] - y[j]) - (y[j] - y[i]) * (x[k] - x[j])
+        for i, j, k in ((i, (i + 1) % 4, (i + 2) % 4) for i in range(4))
+    ]
+    return np.all([turn > 0 for turn in turns], axis=0) | np.all([turn < 0 for turn in turns], axis=0)
+
+
 def newton_coords(kind: CellKind, frame, target, steps: int, xi=None, done=None):
     """Parametric coordinates of `target` (`(n, dim)`) in cells of `kind` given by their
     `box_frame` rows `frame`, and whether Newton converged there.

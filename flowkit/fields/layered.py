@@ -10,11 +10,11 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int32
 
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
-from . import forcing
+from . import cells as _cells, forcing
 from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, time_slices
 from .curvilinear import quad_cells
 from .forcing import Forcings
@@ -75,6 +75,9 @@ class LayeredField(AbstractField):
     cell_edges: Float[Array, " C"]
     """Each surface cell's shortest edge (metres on the sphere, else the points' units), what a
     step's Courant number is measured against (`cell_sizes`), tabulated once."""
+    convex_cells: Int32[Array, " C"]
+    """1 where a surface cell is a strictly convex quadrilateral (`cells.strictly_convex`), the
+    ocean kernel's closed form for a point's coordinates there, else 0; tabulated once."""
     sample_table: Float[Array, "T R S"] | None
     times: Float[Array, " T"] | None
     land: Float[Array, " P"] | None
@@ -141,6 +144,7 @@ class LayeredField(AbstractField):
             cell_edges=jnp.asarray(
                 shortest_edges(np.asarray(surface.points, np.float64), np.asarray(surface.nodes), spherical, np), dtype
             ),
+            convex_cells=jnp.asarray(_convex_cells(surface), jnp.int32),
             sample_table=sample_table,
             times=None if times is None else jnp.asarray(times, dtype),
             land=None if land is None or not land.any() else jnp.asarray(land, dtype),
@@ -308,6 +312,15 @@ class LayeredField(AbstractField):
 def _located_floor(field: LayeredField, t, x):
     _, found, nodes, weights = field._place(x, field.hints(x.shape[0], x.dtype))
     return field._floor(t, x, nodes, weights), found
+
+
+def _convex_cells(surface: MeshField) -> np.ndarray:
+    """`(C,)` whether each cell of `surface` is a strictly convex quadrilateral, judged on its
+    stored box frame (`locator.affine_maps`; none on a mesh of triangles alone)."""
+    table = np.asarray(surface.affine_map)
+    if table.shape[1] == 2 + 2 * 2:
+        return np.zeros(len(table), bool)
+    return _cells.strictly_convex(table[:, 2 + 2 * 2 :])
 
 
 def _grid_cells(cells: ArrayInput, grid_shape: tuple[int, int] | None) -> tuple[int, int] | None:

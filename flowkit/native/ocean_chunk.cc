@@ -57,8 +57,8 @@ namespace {
 // them against `FlowkitOceanChunkLayout()` before it registers the targets.
 #define FLOWKIT_OCEAN_INPUTS(X)                                                                          \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(release, s32)                 \
-  X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(nodes, s32)          \
-  X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real) X(bin_inv_size, real)   \
+  X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(convex, s32)          \
+  X(nodes, s32) X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real) X(bin_inv_size, real)   \
   X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real) X(velocities, real)             \
   X(floor, real) X(times, real) X(land, real) X(box, real) X(keys, s32) X(first_step, s32) X(diffusivity, real)
 #define FLOWKIT_OCEAN_RESULTS(X) \
@@ -82,6 +82,7 @@ template <typename T>
 struct Field {
   const T* map;  // (C, map_cols): point and inverse linear map (6), then a quad's box frame (9)
   int64_t map_cols;
+  const int32_t* convex;  // (C,): 1 where the cell is a strictly convex quadrilateral (LayeredField.convex_cells)
   const int32_t* nodes;  // (C, node_cols), -1 past a triangle's 3
   int64_t node_cols;
   const int32_t* kind_of_cell;  // (C,) index into kind_code, or null for one kind
@@ -166,20 +167,6 @@ inline auto solve_convex_quad(V d0, V d1, const V e[6], V tolerance, V& r, V& s)
          (r >= -tolerance) & (r <= one + tolerance);
 }
 
-// Whether the quadrilateral of nodes 1-3 relative to node 0 (`rel`: x1, y1, x2, y2, x3, y3) turns
-// the same way, strictly, at each of its corners.
-template <typename T>
-bool strictly_convex(const T* rel) {
-  const T x[4] = {T(0), rel[0], rel[2], rel[4]}, y[4] = {T(0), rel[1], rel[3], rel[5]};
-  int positive = 0, negative = 0;
-  for (int i = 0; i < 4; ++i) {
-    const int j = (i + 1) % 4, k = (i + 2) % 4;
-    const T turn = (x[j] - x[i]) * (y[k] - y[j]) - (y[j] - y[i]) * (x[k] - x[j]);
-    positive += turn > 0, negative += turn < 0;
-  }
-  return positive == 4 || negative == 4;
-}
-
 // Whether y lies in `cell` (MeshField._check): its coordinates `xi` there and the edge it lies
 // most beyond. A convex quadrilateral's point is solved in closed form (`solve_convex_quad`);
 // where that leaves it, Newton starts, when `warm`, from `coords` of `point` moved by
@@ -201,7 +188,7 @@ __attribute__((noinline)) bool check(const Field<T>& f, int32_t cell, const T y[
     const T* frame = row + 6;  // node 0, nodes 1..3 relative to it, the cell's size
     const T d[2] = {y[0] - frame[0], y[1] - frame[1]};
     T solved[2];
-    if (strictly_convex(frame + 2) && solve_convex_quad<T>(d[0], d[1], frame + 2, f.tolerance, solved[0], solved[1])) {
+    if (f.convex[cell] != 0 && solve_convex_quad<T>(d[0], d[1], frame + 2, f.tolerance, solved[0], solved[1])) {
       xi[0] = solved[0], xi[1] = solved[1], *face = 0;
       return true;
     }
@@ -451,7 +438,7 @@ FLOWKIT_HOT void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) 
   q.row_cell[g] = cell, q.column_cell[g] = -1, q.kind[g] = f.kind(cell);
   const T* row = f.map + cell * f.map_cols;
   for (int c = 0; c < kMapColumns; ++c) q.map[c][g] = c < f.map_cols ? row[c] : T(0);
-  q.convex[g] = q.kind[g] != kTriangle && strictly_convex(row + 8);
+  q.convex[g] = f.convex[cell];
   const int32_t* node = f.nodes + cell * f.node_cols;
   const int count = q.kind[g] == kTriangle ? 3 : 4;
   for (int i = 0; i < 4; ++i) {
@@ -1203,6 +1190,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const auto map_dims = in_affine_map.dimensions();
   if (map_dims[1] != 6 && map_dims[1] != FLOWKIT_OCEAN_MAP_COLUMNS)
     return ffi::Error::InvalidArgument("ocean chunk: a 2-D cell table has 6 or 15 columns");
+  if (in_convex.element_count() != map_dims[0])
+    return ffi::Error::InvalidArgument("ocean chunk: one convexity flag per cell");
   const auto depth_dims = in_depths.dimensions();  // (T, P, K)
   const int64_t slices = depth_dims[0], columns = depth_dims[1] * depth_dims[2];
   if (in_velocities.element_count() != slices * columns * 3 || in_floor.element_count() != slices * depth_dims[1])
@@ -1218,6 +1207,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     return ffi::Error::InvalidArgument("ocean chunk: a key pair per row, one first step, three diffusivities, a walk's kind 0-2");
   const Field<T> f{in_affine_map.typed_data(),
                    map_dims[1],
+                   in_convex.typed_data(),
                    in_nodes.typed_data(),
                    in_nodes.dimensions()[1],
                    in_kind_of_cell.element_count() > 0 ? in_kind_of_cell.typed_data() : nullptr,

@@ -50,6 +50,8 @@ class OceanInputs(NamedTuple):
     step_length: Float[Array, " steps"]
     tableau: Float[Array, "rows columns"]
     affine_map: Float[Array, "cells map"]
+    convex: Int32[Array, " cells"]
+    """1 where a cell is a strictly convex quadrilateral (`LayeredField.convex_cells`)."""
     nodes: Int32[Array, "cells corners"]
     kind_of_cell: Int32[Array, " cells_or_none"]
     kind_code: Int32[Array, " kinds"]
@@ -236,6 +238,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
         step_length=h.astype(dtype),
         tableau=seam.tableau_rows(_advection(pieces.integrator), dtype),
         affine_map=surface.affine_map,
+        convex=field.convex_cells,
         nodes=surface.nodes,
         kind_of_cell=surface.kind_of_cell if surface.kind_of_cell is not None else none(),
         kind_code=jnp.asarray([seam.code(OCEAN, "kinds", k) for k in surface.kinds], jnp.int32),
