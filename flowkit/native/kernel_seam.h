@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "xla/ffi/api/ffi.h"
 
@@ -48,6 +52,42 @@ template <typename T>
 inline T clip(T v, T lo, T hi) {
   return std::min(std::max(v, lo), hi);
 }
+
+// Whether any lane of a mask (a vector of GCC's extensions, lanes -1 or 0) is set: one test of
+// the OR of its registers where the build has the instructions (a loop over the lanes compiled
+// to an extraction and an OR per lane: 6 % of the ocean kernel's time).
+template <typename M>
+inline __attribute__((always_inline)) bool any_lane(M mask) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(M) == 64) {
+    __m512i v;
+    std::memcpy(&v, &mask, sizeof v);
+    return _mm512_test_epi64_mask(v, v) != 0;
+  }
+#endif
+#if defined(__AVX2__)
+  if constexpr (sizeof(M) % 32 == 0) {
+    __m256i part[sizeof(M) / 32];
+    std::memcpy(part, &mask, sizeof part);
+    __m256i v = part[0];
+    for (size_t k = 1; k < sizeof(M) / 32; ++k) v = _mm256_or_si256(v, part[k]);
+    return !_mm256_testz_si256(v, v);
+  }
+#endif
+#if defined(__SSE2__)
+  if constexpr (sizeof(M) % 16 == 0) {
+    __m128i part[sizeof(M) / 16];
+    std::memcpy(part, &mask, sizeof part);
+    __m128i v = part[0];
+    for (size_t k = 1; k < sizeof(M) / 16; ++k) v = _mm_or_si128(v, part[k]);
+    return _mm_movemask_epi8(v) != 0;
+  }
+#endif
+  bool any = false;
+  for (size_t g = 0; g < sizeof(M) / sizeof(mask[0]); ++g) any |= mask[g] != 0;
+  return any;
+}
+inline __attribute__((always_inline)) bool any_lane(bool mask) { return mask; }
 
 // A time's slice of a series (the one at or before it, clamped to the series) and the weight of
 // the next one, as fields.base.time_weights computes them; slice 0, weight 0 for a steady field

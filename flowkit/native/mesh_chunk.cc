@@ -219,13 +219,6 @@ template <typename T, typename V>
 inline auto finite(V v) {  // std::isfinite, lane by lane
   return vabs(v) <= std::numeric_limits<T>::max();
 }
-inline bool any(bool mask) { return mask; }
-template <typename M>
-inline bool any(M mask) {
-  for (int g = 0; g < int(sizeof(M) / sizeof(mask[0])); ++g)
-    if (mask[g]) return true;
-  return false;
-}
 
 inline bool negate(bool mask) { return !mask; }
 template <typename M>
@@ -275,9 +268,9 @@ inline M coordinates(const Mesh<T>& m, Row row, Is is, const V y[3], M warm, con
   const V d[3] = {y[0] - row(0), y[1] - row(1), y[2] - row(2)};
   linear_of(d, xi);
   const M box = negate(is(kTetra));
-  if (!any(box)) return everywhere<M>();
+  if (!any_lane(box)) return everywhere<M>();
   V moved[3] = {};
-  if (any(warm)) {
+  if (any_lane(warm)) {
     const V w[3] = {y[0] - point[0], y[1] - point[1], y[2] - point[2]};
     linear_of(w, moved);
   }
@@ -309,7 +302,7 @@ inline M coordinates(const Mesh<T>& m, Row row, Is is, const V y[3], M warm, con
   auto largest_e = [&]() { return vmax(vmax(vabs(e[0]), vabs(e[1])), vabs(e[2])); };
   residual();
   M active = box & (largest_e() > settled);
-  for (int i = 0; i < m.newton_steps && any(active); ++i) {
+  for (int i = 0; i < m.newton_steps && any_lane(active); ++i) {
     const V r = xi[0], s = xi[1], t = xi[2];
     V c0[3], c1[3], c2[3];  // the Jacobian's columns
     for (int c = 0; c < 3; ++c) {

@@ -506,12 +506,6 @@ FLOWKIT_HOT void store_int(typename Lanes<T>::M lanes, int32_t* out) {
   const W narrow = __builtin_convertvector(lanes, W);
   std::memcpy(out, &narrow, sizeof narrow);
 }
-template <typename M>
-FLOWKIT_HOT bool any_lane(M mask) {
-  bool any = false;
-  for (int g = 0; g < kLanes; ++g) any |= mask[g] != 0;
-  return any;
-}
 template <typename V>
 FLOWKIT_HOT V vmax(V a, V b) {  // std::max(a, b), lane by lane
   return a < b ? b : a;
