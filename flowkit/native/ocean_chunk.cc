@@ -1157,8 +1157,9 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     store_int<T>(keep ? load_int<T>(q.scell) : load_int<T>(q.cell), q.cell);
     if (grid) {
       for (int d = 0; d < 2; ++d) take(q.ix[d], q.iy[d]);
-      for (int g = 0; g < kLanes; ++g)
-        if (relocated[g] && keep[g]) grid_indices(f, q, g);
+      if (f.box != nullptr)
+        for (int g = 0; g < kLanes; ++g)
+          if (relocated[g] && keep[g]) grid_indices(f, q, g);
     }
   }
   const M status = load_int<T>(q.status);
