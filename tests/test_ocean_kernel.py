@@ -388,18 +388,17 @@ def test_convex_cells_are_the_strictly_convex_quadrilaterals():
     assert np.asarray(field.convex_cells).tolist() == [1, 1, 0, 0, 0, 1]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_stage_points_far_from_their_step_start_take_the_whole_cosine(dtype, monkeypatch):
-    """The kernel turns the cosine of a step start's latitude by a stage's small angle from there;
-    a stage point farther than `kTurn` (0.05 rad, about 2.9 degrees) takes the whole cosine. On a
-    grid of 2-by-3-degree cells (50 to 80 N) with a northward current of 10-14 m/s and 12-hour
-    steps (4.3-6 degrees a step), particles track as the JAX step."""
+def fast_north(dtype: str, calm_west: bool = False) -> fk.fields.LayeredField:
+    """A grid of 2-by-3-degree cells (50 to 80 N) with a northward current of 10-14 m/s (west of
+    14 E only 0.3 m/s where `calm_west`): 12-hour steps move a particle 4.3-6 degrees."""
     i, j = np.meshgrid(np.arange(14.0), np.arange(11.0), indexing="ij")
     points = np.stack([2.0 * i + 0.3 * np.sin(j), 50.0 + 3.0 * j], axis=-1).reshape(-1, 2)
     n = len(points)
     north = 12.0 + 2.0 * np.sin(0.5 * i.reshape(-1) + np.arange(2)[:, None])
+    if calm_west:
+        north = np.where(i.reshape(-1) >= 7, north, 0.3)
     velocity = np.stack([np.full_like(north, 1.5), north], axis=-1)[:, :, None, :]
-    field = fk.fields.LayeredField.from_arrays(
+    return fk.fields.LayeredField.from_arrays(
         points,
         quad_cells(i.shape),
         np.zeros((2, n, 1)),
@@ -410,6 +409,14 @@ def test_stage_points_far_from_their_step_start_take_the_whole_cosine(dtype, mon
         grid_shape=i.shape,
         dtype=dtype,
     )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stage_points_far_from_their_step_start_take_the_whole_cosine(dtype, monkeypatch):
+    """The kernel turns the cosine of a step start's latitude by a stage's small angle from there;
+    a stage point farther than `kTurn` (0.05 rad, about 2.9 degrees) takes the whole cosine. With
+    12-hour steps in a current of 10-14 m/s (`fast_north`), particles track as the JAX step."""
+    field = fast_north(dtype)
     rng = np.random.default_rng(3)
     x = np.column_stack([rng.uniform(2.0, 20.0, 200), rng.uniform(51.0, 60.0, 200)])
     native, reference = (run(field, x, dtype, on, monkeypatch, t1=86400.0, dt=43200.0) for on in (True, False))
@@ -487,7 +494,7 @@ BUILD_RUN = """
 import jax
 import numpy as np
 import flowkit as fk
-from test_ocean_kernel import layered, seeds
+from test_ocean_kernel import fast_north, layered, seeds
 
 out = {{}}
 for name, options, dtype, integrator in (
@@ -503,6 +510,14 @@ for name, options, dtype, integrator in (
     traj = run.run()
     for array in ("positions", "status", "exit_time"):
         out[name + "_" + array] = getattr(traj, array)
+# lanes far from their step's start beside lanes near it: 8 seeds in the calm west, 8 in the
+# fast east, and so on (a group of 16 holds both; each lane takes its own cosine)
+field = fast_north("float32", calm_west=True)
+rng = np.random.default_rng(4)
+west = np.arange(320) // 8 % 2 == 0
+lon = np.where(west, rng.uniform(2.0, 10.0, 320), rng.uniform(16.0, 24.0, 320))
+x = np.column_stack([lon, rng.uniform(51.0, 60.0, 320)])
+out["far_positions"] = fk.tracker.TrackRun(field, x, 0.0, 86400.0, 43200.0, fk.RK4(), None, 1).run().positions
 np.savez("{path}", **out)
 """
 
@@ -510,7 +525,8 @@ np.savez("{path}", **out)
 def test_every_build_of_the_ocean_kernel_tracks_as_the_baseline_build(tmp_path):
     """The ocean kernel's wide builds (AVX2, AVX-512: each loaded where the CPU runs it) compute
     the baseline build's tracks bit for bit, on quadrilaterals and triangles, in both
-    precisions, with a random walk, on the sphere and in metres."""
+    precisions, with a random walk, on the sphere and in metres, and where lanes far from their
+    step's start share a group with lanes near it (the AVX-512 build's groups are twice as wide)."""
     assert fk.native.built(), "the CPU kernels were not built: see the install's output"
     if len(fk.native.cpu_runs()) < 2:
         pytest.skip("this CPU runs only the baseline build")

@@ -89,6 +89,53 @@ inline __attribute__((always_inline)) bool any_lane(M mask) {
 }
 inline __attribute__((always_inline)) bool any_lane(bool mask) { return mask; }
 
+// The set lanes of a mask as the bits of an integer (lane g: bit g), from the lanes' sign bits
+// in one or two instructions where the build has them.
+template <typename M>
+inline __attribute__((always_inline)) uint32_t lane_bits(M mask) {
+  constexpr size_t width = sizeof(mask[0]), lanes = sizeof(M) / width;
+#if defined(__AVX512F__)
+  if constexpr (sizeof(M) == 64) {
+    __m512i v;
+    std::memcpy(&v, &mask, sizeof v);
+    if constexpr (width == 8) return _mm512_test_epi64_mask(v, v);
+    if constexpr (width == 4) return _mm512_test_epi32_mask(v, v);
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (sizeof(M) % 32 == 0 && (width == 4 || width == 8)) {
+    __m256 part[sizeof(M) / 32];
+    std::memcpy(part, &mask, sizeof part);
+    uint32_t bits = 0;
+    for (size_t k = 0; k < sizeof(M) / 32; ++k)
+      bits |= static_cast<uint32_t>(width == 4 ? _mm256_movemask_ps(part[k])
+                                               : _mm256_movemask_pd(_mm256_castps_pd(part[k])))
+              << (k * 32 / width);
+    return bits;
+  }
+#endif
+#if defined(__SSE2__)
+  if constexpr (sizeof(M) % 16 == 0 && (width == 4 || width == 8)) {
+    __m128 part[sizeof(M) / 16];
+    std::memcpy(part, &mask, sizeof part);
+    uint32_t bits = 0;
+    for (size_t k = 0; k < sizeof(M) / 16; ++k)
+      bits |= static_cast<uint32_t>(width == 4 ? _mm_movemask_ps(part[k]) : _mm_movemask_pd(_mm_castps_pd(part[k])))
+              << (k * 16 / width);
+    return bits;
+  }
+#endif
+  uint32_t bits = 0;
+  for (size_t g = 0; g < lanes; ++g) bits |= static_cast<uint32_t>(mask[g] != 0) << g;
+  return bits;
+}
+
+// `visit(g)` for each set lane g of a mask, in order, and for no other.
+template <typename M, typename F>
+inline __attribute__((always_inline)) void for_each_lane(M mask, F&& visit) {
+  for (uint32_t bits = lane_bits(mask); bits != 0; bits &= bits - 1) visit(__builtin_ctz(bits));
+}
+
 // A time's slice of a series (the one at or before it, clamped to the series) and the weight of
 // the next one, as fields.base.time_weights computes them; slice 0, weight 0 for a steady field
 // (`times` null).

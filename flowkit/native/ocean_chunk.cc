@@ -397,7 +397,14 @@ __attribute__((noinline)) int32_t levels_above(const Field<T>& f, const Place<T>
   return count;
 }
 
-constexpr int kLanes = 8;  // particles stepped side by side
+// Particles stepped side by side: a 64-byte register of floats in the AVX-512 build, where the
+// group's chains of arithmetic (a quadrilateral's square roots and divisions) then fill the
+// core twice as wide; 8 in the others (16 spill AVX2's registers).
+#if defined(__AVX512F__)
+constexpr int kLanes = 16;
+#else
+constexpr int kLanes = 8;
+#endif
 // The stages' functions are inlined into `step_group` and the rare paths kept out of line, by
 // attribute rather than by the compiler's judgement: its inlining moved with unrelated code
 // elsewhere in the handler and, twice, halved the kernel's speed.
@@ -672,9 +679,7 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
   const V y0 = load<V>(q.y[0]), y1 = load<V>(q.y[1]);
   const M again = ~moving | (hinted & (y0 == load<V>(q.spoint[0])) & (y1 == load<V>(q.spoint[1])));
   const M cells = moving & hinted & (scell != load_int<T>(q.row_cell));
-  if (any_lane(cells))
-    for (int g = 0; g < kLanes; ++g)
-      if (cells[g]) read_cell(f, q, g, q.scell[g]);
+  for_each_lane(cells, [&](int g) { read_cell(f, q, g, q.scell[g]); });
   std::memcpy(q.found, q.moving, sizeof q.found);
   if (any_lane(~again)) {  // a step's first stage: every lane at its hint
     T xi[2][kLanes] = {};
@@ -702,9 +707,7 @@ FLOWKIT_HOT void place(const Field<T>& f, Group<T>& q, bool quads) {
       q.spoint[1][g] = at.found ? y[1] : nan[g];
       q.scoords[0][g] = at.xi[0], q.scoords[1][g] = at.xi[1];
     };
-    if (any_lane(lost))
-      for (int g = 0; g < kLanes; ++g)
-        if (lost[g]) walk_lane(g);
+    for_each_lane(lost, walk_lane);
   }
   const M triangle = triangles(q);
   const V r = load<V>(q.scoords[0]), s = load<V>(q.scoords[1]), one = V{} + T(1);
@@ -739,9 +742,7 @@ FLOWKIT_HOT void place_grid(const Field<T>& f, Group<T>& q) {
   const M moving = load_int<T>(q.moving), moved = moving & (cell != load_int<T>(q.row_cell));
   store_int<T>(moving ? cell : load_int<T>(q.scell), q.scell);
   store_int<T>(moving ? found : load_int<T>(q.found), q.found);
-  if (any_lane(moved))
-    for (int g = 0; g < kLanes; ++g)
-      if (moved[g]) read_cell(f, q, g, q.scell[g]);
+  for_each_lane(moved, [&](int g) { read_cell(f, q, g, q.scell[g]); });
   const V r = i - a, s = j - b;
   std::memcpy(q.scoords[0], &r, sizeof r), std::memcpy(q.scoords[1], &s, sizeof s);
   const BoxMaps<V> box = box_maps(q);
@@ -793,26 +794,27 @@ FLOWKIT_HOT void read_stale_columns(const Field<T>& f, Group<T>& q, typename Lan
   const typename Lanes<T>::M stale =
       lanes & ((load_int<T>(q.column_cell) != load_int<T>(q.row_cell)) | (load_int<T>(q.column_level) != load_int<T>(q.level)) |
                (load_int<T>(q.column_slice) != static_cast<typename Lanes<T>::I>(slice)));
-  if (any_lane(stale))
-    for (int g = 0; g < kLanes; ++g)
-      if (stale[g]) read_columns(f, q, g, slice, q.level[g]);
+  for_each_lane(stale, [&](int g) { read_columns(f, q, g, slice, q.level[g]); });
 }
 
 // cos(latitude) at the lanes' stage points (degrees), kept above 1e-6 (fields.grid.degrees_per_second):
 // the cosine of their step start's latitude (`cos_start`, `sin_start`) turned by the small angle d
 // from there, cos(a + d) = cos a cos d - sin a sin d, with short series for cos d and sin d, off
-// the chain of a stage's arithmetic that a whole cosine's series would lengthen; at the first
-// moving lane whose stage point lies farther than `kTurn` from its start, the whole cosine for all.
+// the chain of a stage's arithmetic that a whole cosine's series would lengthen; a lane whose
+// stage point lies farther than `kTurn` from its start takes the whole cosine (worked out only
+// where a moving lane needs it; each lane's choice its own, whatever its group holds).
 constexpr double kTurn = 0.05;  // radians: the series below are then within an ulp in either precision
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
   using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
   const V floor = V{} + T(1e-6), y = load<V>(q.y[1]);
   const V d = (y - load<V>(q.x[1])) * static_cast<T>(kRadians), d2 = d * d;
-  if (any_lane(load_int<T>(q.moving) & ~(vabs(d) <= T(kTurn)))) {
-    V cos, sin;
-    vcos_sin_latitude<T>(y * static_cast<T>(kRadians), cos, sin);
-    return vmax(cos, floor);
+  const M far = ~(vabs(d) <= T(kTurn));
+  V whole{};
+  if (any_lane(load_int<T>(q.moving) & far)) {
+    V sin;
+    vcos_sin_latitude<T>(y * static_cast<T>(kRadians), whole, sin);
   }
   V cos_d, sin_d;  // to d^8 / 8! and d^7 / 7! (float64), d^4 / 4! and d^5 / 5! (float32)
   if constexpr (sizeof(T) == 8) {
@@ -822,7 +824,7 @@ FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
     cos_d = T(1) + d2 * (T(-0.5) + d2 * T(1.0 / 24));
     sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * T(1.0 / 120)));
   }
-  return vmax(load<V>(q.cos_start) * cos_d - load<V>(q.sin_start) * sin_d, floor);
+  return vmax(far ? whole : load<V>(q.cos_start) * cos_d - load<V>(q.sin_start) * sin_d, floor);
 }
 
 // The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
@@ -847,18 +849,15 @@ FLOWKIT_HOT void velocity(const Field<T>& f, Group<T>& q, When<T> when, int dim,
                        (load<V>(q.w[3]) >= zero);
     const M held = positive & ((level == 0) | (load<V>(d0) <= z)) & ((level == K - 2) | (load<V>(d1) > z));
     const M again = moving & ~held;
-    if (any_lane(again)) {
-      for (int g = 0; g < kLanes; ++g) {
-        if (!again[g]) continue;
-        q.level[g] = clip<int32_t>(levels_above(f, lane_place(q, g), when, q.y[2][g]), 1, K - 1) - 1;
-        read_columns(f, q, g, when.slice, q.level[g]);
-        T one[kLanes];
-        mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][0][i][h]; }, one);
-        d0[g] = one[g];
-        mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][1][i][h]; }, one);
-        d1[g] = one[g];
-      }
-    }
+    for_each_lane(again, [&](int g) {
+      q.level[g] = clip<int32_t>(levels_above(f, lane_place(q, g), when, q.y[2][g]), 1, K - 1) - 1;
+      read_columns(f, q, g, when.slice, q.level[g]);
+      T one[kLanes];
+      mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][0][i][h]; }, one);
+      d0[g] = one[g];
+      mean(q, steady, when.wt, [&](int s, int i, int h) { return q.depth[s][1][i][h]; }, one);
+      d1[g] = one[g];
+    });
     const V lo = load<V>(d0), gap = vmax(load<V>(d1) - lo, zero + std::numeric_limits<T>::min());
     const V clipped = vclip((z - lo) / gap, zero, zero + T(1));
     std::memcpy(weight, &clipped, sizeof clipped);
