@@ -444,7 +444,12 @@ FLOWKIT_HOT void read_cell(const Field<T>& f, Group<T>& q, int g, int32_t cell) 
   if (q.row_cell[g] == cell) return;
   q.row_cell[g] = cell, q.column_cell[g] = -1, q.kind[g] = f.kind(cell);
   const T* row = f.map + cell * f.map_cols;
-  for (int c = 0; c < kMapColumns; ++c) q.map[c][g] = c < f.map_cols ? row[c] : T(0);
+  if (f.map_cols == kMapColumns) {  // a copy of fixed length, unrolled (the loop below branches per column)
+#pragma GCC unroll 16
+    for (int c = 0; c < kMapColumns; ++c) q.map[c][g] = row[c];
+  } else {
+    for (int c = 0; c < kMapColumns; ++c) q.map[c][g] = c < f.map_cols ? row[c] : T(0);
+  }
   q.convex[g] = f.convex[cell];
   const int32_t* node = f.nodes + cell * f.node_cols;
   const int count = q.kind[g] == kTriangle ? 3 : 4;
