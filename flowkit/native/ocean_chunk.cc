@@ -1,10 +1,11 @@
 // The ocean tracker's steps for a block of particles on a layered field (LayeredField: ROMS and
-// CROCO s-levels, TELEMAC planes, depth-averaged models): each group of 8 particles carried
-// through all the steps of a save interval before the next group, so that their cells' columns
-// stay in the core's cache from stage to stage and step to step. A group's arithmetic (the
-// stage points, the check of each hinted cell with Newton, the weights, the brackets and the
-// velocities) runs in vectors across its lanes; walks, bin searches, table reads and new
-// brackets go lane by lane. Only the particles that move in the call take lanes.
+// CROCO s-levels, TELEMAC planes, depth-averaged models): each group of particles (`kLanes`: 16
+// in the AVX-512 build, 8 in the others) carried through all the steps of a save interval before
+// the next group, so that their cells' columns stay in the core's cache from stage to stage and
+// step to step. A group's arithmetic (the stage points, the check of each hinted cell with
+// Newton, the weights, the brackets and the velocities) runs in vectors across its lanes; walks,
+// bin searches, table reads and new brackets go lane by lane, visiting only the lanes that need
+// them (`for_each_lane`). Only the particles that move in the call take lanes.
 //
 // The arithmetic is LayeredField's (flowkit/fields/layered.py) over its surface MeshField's
 // location (mesh.py, cells.py): the point's horizontal cell checked first (a triangle's

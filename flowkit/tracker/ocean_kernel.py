@@ -1,9 +1,10 @@
 """The CPU ocean kernel (`flowkit.native`, `ocean_chunk.cc`) as the seam (`tracker.seam`) calls
 it: what it takes, its declared interface (`OCEAN`), its inputs.
 
-The kernel carries each group of 8 particles of a block through all of a save interval's steps
-before the next group, its arithmetic in vectors across the group, on a `LayeredField` (ROMS
-and CROCO s-levels, TELEMAC planes, depth-averaged models): each particle's horizontal cell
+The kernel carries each group of particles of a block (16 in its AVX-512 build, 8 in the others)
+through all of a save interval's steps before the next group, its arithmetic in vectors across
+the group, on a `LayeredField` (ROMS and CROCO s-levels, TELEMAC planes, depth-averaged
+models): each particle's horizontal cell
 located from its hint (on a curvilinear grid, `LayeredField.grid_cells`, the floor of its
 fractional indices, which the stages step as `fields.grid_chart` does), its column's bracket of
 levels carried from stage to stage, the step's
