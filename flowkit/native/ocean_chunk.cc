@@ -54,14 +54,15 @@ namespace ffi = xla::ffi;
 namespace {
 
 // The kernel's declared layout, in call order (as the mesh kernel's: `real` is the positions'
-// precision): Python's `flowkit/tracker/ocean.py` declares the same as named tuples and checks
+// precision): Python's `flowkit/tracker/ocean_kernel.py` declares the same as named tuples and checks
 // them against `FlowkitOceanChunkLayout()` before it registers the targets.
-#define FLOWKIT_OCEAN_INPUTS(X)                                                                          \
-  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(release, s32)                 \
-  X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(convex, s32)          \
-  X(nodes, s32) X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real) X(bin_inv_size, real)   \
-  X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real) X(velocities, real)             \
-  X(floor, real) X(times, real) X(land, real) X(box, real) X(keys, s32) X(first_step, s32) X(diffusivity, real)
+#define FLOWKIT_OCEAN_INPUTS(X)                                                                 \
+  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(release, s32)         \
+  X(step_start, real) X(step_length, real) X(tableau, real) X(affine_map, real) X(convex, s32)  \
+  X(nodes, s32) X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real)   \
+  X(bin_inv_size, real) X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real)   \
+  X(velocities, real) X(floor, real) X(times, real) X(land, real) X(box, real) X(keys, s32)     \
+  X(first_step, s32) X(diffusivity, real)
 #define FLOWKIT_OCEAN_RESULTS(X) \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32)
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
