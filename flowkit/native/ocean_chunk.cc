@@ -626,7 +626,7 @@ FLOWKIT_HOT void check_lanes(const Field<T>& f, Group<T>& q, typename Lanes<T>::
     const V e[6] = {box.p1, box.q1, box.p2, box.q2, box.p3, box.q3};
     V rc, sc;
     const M in_cell = solve_convex_quad<T>(d0, d1, e, tolerance, rc, sc);
-    const M solved = ~triangle & (load_int<T>(q.convex) != 0) & in_cell;
+    const M solved = (load_int<T>(q.convex) != 0) & in_cell;  // convex: quadrilaterals alone
     r = solved ? rc : r, s = solved ? sc : s, exact = exact | solved;
   }
   M converged = exact;
