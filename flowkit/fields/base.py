@@ -224,6 +224,18 @@ def plain_velocity_batch(field: AbstractField, t: TimeLike, x: Positions, args: 
     return jax.vmap(field, in_axes=(None, 0, None))(t, x, args), hint
 
 
+def one_position(x, dim: int) -> Array:
+    """`x` as one position `(dim,)`, the contract of `field(t, x)`; a batch of rows is refused
+    with the way to evaluate it (`jax.vmap`), not met by a shape error deep in the lookup."""
+    x = jnp.asarray(x)
+    if x.shape != (dim,):
+        raise ValueError(
+            f"field(t, x) takes one position of shape ({dim},), got shape {x.shape}; evaluate rows with "
+            "jax.vmap(field, in_axes=(None, 0))(t, x)"
+        )
+    return x
+
+
 def plain_locate_batch(field: AbstractField, x: Positions, hint: Hints | None):
     """`locate_batch` of a field that locates nothing: its `in_domain` per row."""
     return field.hints(x.shape[0], x.dtype) if hint is None else hint, jax.vmap(field.in_domain)(x)

@@ -32,6 +32,7 @@ from .base import (
     TIME_INVARIANT,
     AbstractField,
     Hints,
+    one_position,
     plain_locate_batch,
     plain_velocity_batch,
     time_slices,
@@ -382,7 +383,7 @@ class GridField(AbstractField):
         return jnp.stack(out)
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Float[Array, " c"]:
-        x = jnp.asarray(x)
+        x = one_position(x, self.dim)
         u = self._data_value(t, x)
         if self.spherical:  # m/s to degrees per second at the particle's own latitude
             u = degrees_per_second(u, x[1])

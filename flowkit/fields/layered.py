@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Float, Int32
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import cells as _cells, forcing
-from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, time_slices
+from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, one_position, time_slices
 from .curvilinear import quad_cells
 from .forcing import Forcings
 from .grid import degrees_per_second
@@ -244,7 +244,7 @@ class LayeredField(AbstractField):
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN off the mesh."""
-        x = jnp.asarray(x)[None]
+        x = one_position(x, self.dim)[None]
         _, found, nodes, weights = self._place(x, self.hints(1, x.dtype))
         return jnp.where(found[:, None], self._converted(self._velocity(t, x, nodes, weights), x), jnp.nan)[0]
 

@@ -14,7 +14,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Positions, TimeLike, TimesLike, Velocity
 from . import cells as _cells, forcing, mesh_faces as _faces
-from .base import SKIP, TIME_INVARIANT, Hints, node_rows, slice_rows, time_slices, time_weights
+from .base import SKIP, TIME_INVARIANT, Hints, node_rows, one_position, slice_rows, time_slices, time_weights
 from .located import AbstractMeshField
 from .locator import MeshTopology, device_tables, in_precision, mesh_topology
 from .lookup import IndexLookup
@@ -468,7 +468,7 @@ class MeshField(AbstractMeshField):
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN outside the mesh (never a value invented by extrapolation)."""
-        x = jnp.asarray(x)[None]
+        x = one_position(x, self.dim)[None]
         hint, found = self.locate(x, None)
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         return jnp.where(found[:, None], values, jnp.nan)[0]

@@ -126,9 +126,11 @@ def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: fl
             f"dt must have the sign of t1 - t0 (t0={t0}, t1={t1}, dt={dt}); use a negative dt to track backward"
         )
     lo_t, hi_t = field.time_range
-    span = abs(t1 - t0)
+    slack = 1e-9 * abs(t1 - t0)
+    if math.isfinite(lo_t) and math.isfinite(hi_t):  # a time read back from float32 `field.times` is the same time
+        slack = max(slack, 2 * float(np.finfo(np.float32).eps) * max(abs(lo_t), abs(hi_t)))
     for name, value in (("t0", t0), ("t1", t1)):
-        if not (lo_t - 1e-9 * span <= value <= hi_t + 1e-9 * span):
+        if not (lo_t - slack <= value <= hi_t + slack):
             raise ValueError(f"{name}={value} lies outside the field's time range [{lo_t}, {hi_t}]")
     if abs(dt) > abs(t1 - t0) * (1 + 1e-9):
         raise ValueError(

@@ -16,8 +16,8 @@
 - Levels: `-RC` below the surface; land and partial cells from `hFacC` (a column's depth is the
   sum of `DRF hFacC` over its wet levels).
 - Times: the iteration times MITgcm's clock step, `deltaTClock` (else `deltaTtracer`, `deltaT`)
-  of the run's `data` namelist, else that of a diagnostics file (`timeInterval` over its
-  iteration), else `delta_t=`; dated from `data.cal`'s `startDate_1`/`startDate_2` when the run
+  of the run's `data` namelist, else that of a diagnostics or pickup `.meta` (`timeInterval`
+  over its iteration), else `delta_t=`; dated from `data.cal`'s `startDate_1`/`startDate_2` when the run
   used the calendar.
 """
 
@@ -248,7 +248,11 @@ def open_mds(directory: Path | str, delta_t: float | None = None):
     for name, dims in _GRID_DIMS.items():
         if _metas(directory, name):
             record = _read_mds(directory, name)[0]
-            variables[name] = (dims, record.reshape(-1) if len(dims) == 1 else record)
+            if len(dims) == 1:
+                record = record.reshape(-1)
+            elif record.ndim < len(dims):  # a one-level run writes its 3-D grid as 2-D (nDims = 2)
+                record = record.reshape((1,) * (len(dims) - record.ndim) + record.shape)
+            variables[name] = (dims, record)
     fields = _velocity_records(directory)
     if not fields:
         raise ValueError(f"{directory}: no MITgcm velocity files (U.*.data, UVEL.*.data or a diagnostics fldList)")
@@ -368,20 +372,23 @@ def _times(directory: Path, iterations: np.ndarray, delta_t: float | None) -> tu
 
 
 def _clock_step(directory: Path) -> tuple[float, str]:
-    """MITgcm's clock step: `deltaTClock`, `deltaTtracer` or `deltaT` of `data`, else a
-    diagnostics file's `timeInterval` end over its `timeStepNumber`."""
+    """MITgcm's clock step: `deltaTClock`, `deltaTtracer` or `deltaT` of `data`, else the model
+    time a `.meta` file gives with its `timeStepNumber` (the end of a diagnostics file's
+    `timeInterval`, or a pickup's own time: MITgcm writes `myTime` there), less `startTime`,
+    over that iteration."""
     for key in ("deltaTClock", "deltaTtracer", "deltaT"):
         value = _namelist(directory / "data", key)
         if value:
             return value, f"{key} of {directory / 'data'}"
-    for meta_path in sorted(directory.glob("*.[0-9]*.meta")):
+    start = _namelist(directory / "data", "startTime") or 0.0
+    for meta_path in sorted(directory.glob("*.meta")):
         meta = _meta(meta_path)
-        if "timeInterval" in meta and int(meta["timeStepNumber"][0]) > 0:
-            step = float(meta["timeInterval"][-1]) / int(meta["timeStepNumber"][0])
-            return step, f"the timeInterval of {meta_path.name}"
+        if meta.get("timeInterval") and meta.get("timeStepNumber") and int(meta["timeStepNumber"][0]) > 0:
+            step = (float(meta["timeInterval"][-1]) - start) / int(meta["timeStepNumber"][0])
+            return step, f"the timeInterval of {meta_path.name} at iteration {int(meta['timeStepNumber'][0])}"
     raise ValueError(
         f"{directory}: the output's iterations have no time step to date them (no 'data' namelist with "
-        "deltaT, no diagnostics timeInterval); give delta_t= (the run's deltaT, s)"
+        "deltaT, no diagnostics or pickup .meta with a timeInterval); give delta_t= (the run's deltaT, s)"
     )
 
 

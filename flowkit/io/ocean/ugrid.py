@@ -8,7 +8,8 @@ read into a `LayeredField` over the model's own triangles and quadrilaterals, on
   FVCOM's names (`nv`, `lon`/`lat`). Node coordinates in degrees are tracked on the sphere; an FVCOM Cartesian run,
   whose `lon`/`lat` are all 0, in the metres of its `x`/`y`.
 - The velocity: by `standard_name`, else by each model's names (FVCOM `u`, `v`, `ww`; SCHISM
-  `horizontalVelX`, `horizontalVelY`, `verticalVelocity`, or v10's `hvel` pairs; ADCIRC
+  `horizontalVelX`, `horizontalVelY`, `verticalVelocity`, or v10's `hvel` pairs (its 2-D
+  output's depth-averaged `dahv` pairs where there is no `hvel`); ADCIRC
   `u-vel`, `v-vel`; Delft3D-FM `mesh2d_ucx`, `mesh2d_ucy`, `mesh2d_ucz`; the depth-averaged
   `ua`, `va` and `depthAverageVelX`, `depthAverageVelY`). Of two variables of one meaning (a
   3-D run's layer velocity and its depth average), the one on levels is taken. Values on faces
@@ -40,7 +41,7 @@ from ..cf_times import time_axis
 _log = logging.getLogger("flowkit")
 
 _MODEL_NAMES = {
-    "u": ("u-vel", "horizontalvelx", "hvel", "mesh2d_ucx", "ua", "depthaveragevelx", "mesh2d_ucxa"),
+    "u": ("u-vel", "horizontalvelx", "hvel", "dahv", "mesh2d_ucx", "ua", "depthaveragevelx", "mesh2d_ucxa"),
     "v": ("v-vel", "horizontalvely", "mesh2d_ucy", "va", "depthaveragevely", "mesh2d_ucya"),
     "w": ("ww", "verticalvelocity", "mesh2d_ucz"),
 }
