@@ -30,25 +30,36 @@ from ..checks import check_velocity
 _log = logging.getLogger("flowkit")
 
 _GRID = ("lon_rho", "lat_rho", "h")
+_METRES = ("x_rho", "y_rho")
+
+
+_VELOCITIES = (("u", "v"), ("u_sur", "v_sur"), ("ubar", "vbar"))
+"""The velocities a ROMS/CROCO file may hold, in the order they are taken: on the s-levels, at
+the surface only, depth-averaged (the manual's `u`, `u_sur`, `ubar` on the u points)."""
 
 
 def detect(datasets: list) -> bool:
-    """Whether the first dataset is ROMS or CROCO native output: s-levels with stretching curves,
-    `u`, `v`."""
+    """Whether the first dataset is ROMS or CROCO native output: a velocity of `_VELOCITIES` on
+    ROMS' staggered grid (`xi_u`/`eta_v`, or `xi_rho`/`eta_rho` where a subset put every
+    variable on the rho points), or s-levels with stretching curves."""
     histories, _ = _split_grid(datasets)
     ds = histories[0]
-    return (
-        "s_rho" in ds.dims
-        and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables)
-        and "u" in ds.variables
-        and "v" in ds.variables
+    layered = "s_rho" in ds.dims and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables)
+    on_grid = any(
+        {u, v} <= set(ds.variables) and any(str(d).startswith(("xi_", "eta_")) for d in ds[u].dims)
+        for u, v in _VELOCITIES
     )
+    return (layered and "u" in ds.variables and "v" in ds.variables) or on_grid
 
 
 def _split_grid(datasets: list) -> tuple[list, object]:
     """The history files and the grid file among `datasets` (a file with the grid's variables
     and no `u`, given beside the histories in any order; None if none is)."""
-    grids = [ds for ds in datasets if "u" not in ds.variables and any(n in ds.variables for n in _GRID)]
+    grids = [
+        ds
+        for ds in datasets
+        if not any(u in ds.variables for u, _ in _VELOCITIES) and any(n in ds.variables for n in _GRID + _METRES)
+    ]
     histories = [ds for ds in datasets if not any(ds is g for g in grids)]
     if len(grids) > 1 or not histories:
         return datasets, None
@@ -93,41 +104,96 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
         return None
 
     rho = ("eta_rho", "xi_rho")
-    lon, lat, h = (_horizontal(grid_var(n), rho, where(history)) for n in _GRID)
+    lon, lat, spherical = _coordinates(grid_var, where(history))
+    u_name, v_name = next((u, v) for u, v in _VELOCITIES if {u, v} <= set(history.variables))
+    layered = u_name == "u" and "s_rho" in history["u"].dims
+    h_var = grid_var("h", required=layered)
+    h = None if h_var is None else _horizontal(h_var, rho, where(history))
     mask = grid_var("mask_rho", required=False)
     land = _horizontal(mask, rho, where(history)) == 0 if mask is not None else np.zeros(lon.shape, bool)
     angle_var = grid_var("angle", required=False)
-    angle = _angle(angle_var, lon, lat, where(history))
-    scales = {name: speed_scale(history[name], where(history)) for name in ("u", "v", "w") if name in history}
-    if len({scales["u"], scales["v"]}) > 1:
-        raise ValueError(f"{where(history)}: 'u' and 'v' have different units")
-    stretching = _stretching(history, grid_var, where(history))
-    time_dim = next((d for d in history["u"].dims if d not in ("s_rho",) and not d.startswith(("eta", "xi"))), None)
+    angle = _angle(angle_var, lon, lat, spherical, where(history))
+    names = (u_name, v_name, "w") if layered else (u_name, v_name)
+    scales = {name: speed_scale(history[name], where(history)) for name in names if name in history}
+    if scales[u_name] != scales[v_name]:
+        raise ValueError(f"{where(history)}: {u_name!r} and {v_name!r} have different units")
+    stretching = _stretching(history, grid_var, where(history)) if layered else None
+    vertical = ("s_rho",) if layered else ()
+    time_dim = next((d for d in history[u_name].dims if d not in vertical and not d.startswith(("eta", "xi"))), None)
     steps, times, origin = time_axis(datasets, time_dim)
     has_w = (
-        "w" in history.variables and "s_w" in history["w"].dims and history.sizes["s_w"] == history.sizes["s_rho"] + 1
+        layered
+        and "w" in history.variables
+        and "s_w" in history["w"].dims
+        and history.sizes["s_w"] == history.sizes["s_rho"] + 1
     )
-    _log_layout(where(history), stretching, lon.shape, angle_var is not None, int(land.sum()), has_w)
+    _log_layout(where(history), stretching, (u_name, v_name), lon.shape, angle_var is not None, int(land.sum()), has_w)
     depths: list[np.ndarray] = []
     velocity: list[np.ndarray] = []
     water: list[np.ndarray] = []
     samples: dict[str, list] = {name: [] for name in sample}
     for ds, k in steps:
         step = ds if k is None else ds.isel({time_dim: k})
-        for name in ("u", "v"):  # NaN everywhere: no flow (its faces' mean would read as 0)
+        for name in (u_name, v_name):  # NaN everywhere: no flow (its faces' mean would read as 0)
             check_velocity(step[name].values, where(history), repr(name), len(velocity), _time(times, len(velocity)))
-        d, u, bottom = _slice(step, h, angle, stretching, has_w)
-        u[..., :2] *= scales["u"]
+        if layered:
+            d, u, bottom = _slice(step, h, angle, stretching, has_w)
+        else:
+            d, u, bottom = _surface_slice(step, (u_name, v_name), lon.shape, h, angle)
+        u[..., :2] *= scales[u_name]
         if has_w:
             u[..., 2] *= scales.get("w", 1.0)
         depths.append(d)
         velocity.append(u)
         water.append(bottom)
         for name in sample:
-            samples[name].append(_sampled(step, name, len(stretching["s"])))
+            samples[name].append(_sampled(step, name, len(stretching["s"]) if layered else 1))
     if mask is None:
         land = _unmasked_land(grid_var, velocity, lon.shape, where(history), grid_ds)
-    return layered_on_grid(lon, lat, depths, velocity, water, land, times, origin, dtype, samples=samples)
+    return layered_on_grid(
+        lon, lat, depths, velocity, water, land, times, origin, dtype, samples=samples, spherical=spherical
+    )
+
+
+def _coordinates(grid_var, source: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The rho points' `(x, y, spherical)`: `lon_rho`/`lat_rho` in degrees, or `x_rho`/`y_rho`
+    in metres where the grid is Cartesian (the variable `spherical` false, as ROMS writes it:
+    0 or 'F'; or no longitudes at all)."""
+    rho = ("eta_rho", "xi_rho")
+    flag = grid_var("spherical", required=False)
+    cartesian = flag is not None and str(np.asarray(flag.values).reshape(-1)[0]).strip().lower() in (
+        "0",
+        "f",
+        "b'f'",
+        "false",
+        "t'f'",
+    )
+    if cartesian or grid_var("lon_rho", required=False) is None:
+        if grid_var("x_rho", required=False) is not None:
+            x, y = (_horizontal(grid_var(n), rho, source) for n in _METRES)
+            _log.info("ROMS/CROCO: %s: a Cartesian grid: positions in metres (x_rho, y_rho)", source)
+            return x, y, False
+    lon, lat = (_horizontal(grid_var(n), rho, source) for n in _GRID[:2])
+    return lon, lat, True
+
+
+def _surface_slice(step, names: tuple[str, str], shape: tuple[int, int], h, angle):
+    """One time step of a velocity without levels (`u_sur`, `ubar`): a single level at the
+    surface `(eta, xi, 1)`, the velocity there `(eta, xi, 1, 2)` and the water depth (`h` and
+    `zeta` where the file holds them; positions are 2-D)."""
+    source = where(step)
+    faces = [np.asarray(step[n].values, np.float64) for n in names]
+    if any(f.ndim != 2 for f in faces):
+        raise ValueError(
+            f"{source}: {names[0]} and {names[1]} must be (eta, xi) per time step, got "
+            f"{step[names[0]].dims} and {step[names[1]].dims}"
+        )
+    u, v = to_centres(faces[0], 1, shape[1], names[0], source), to_centres(faces[1], 0, shape[0], names[1], source)
+    cos, sin = np.cos(angle), np.sin(angle)
+    velocity = np.stack([cos * u - sin * v, sin * u + cos * v], axis=-1)[:, :, None]
+    zeta = np.nan_to_num(np.asarray(step["zeta"].values, np.float64)) if "zeta" in step.variables else 0.0
+    water = (np.ones(shape) if h is None else h) + zeta
+    return np.zeros(shape + (1,)), velocity, water
 
 
 def _grid_dataset(history, grid):
@@ -138,7 +204,7 @@ def _grid_dataset(history, grid):
     if isinstance(grid, xr.Dataset):
         return grid
     if grid is None:
-        if all(name in history.variables for name in _GRID):
+        if all(name in history.variables for name in _GRID) or all(name in history.variables for name in _METRES):
             return None
         named = str(history.attrs.get("grd_file", "")).strip()
         source = history.attrs.get("flowkit_source")
@@ -169,27 +235,44 @@ def _horizontal(var, dims, source) -> np.ndarray:
 
 
 def _stretching(history, grid_var, source) -> dict:
-    """The s-coordinate: `s` and `C` on the rho levels (bottom first), `hc` and `Vtransform`."""
+    """The s-coordinate: `s` and `C` on the rho levels (bottom first), `hc` and `Vtransform`
+    (the variable, else `s_rho`'s attribute, else its CF `standard_name`:
+    `ocean_s_coordinate_g1` or `_g2`). A file cut without its stretching curve (`Cs_r`) is
+    read on unstretched levels, `C = s`, whose depths need no `hc` (warned: the levels' true
+    depths need the curve)."""
     s = np.asarray(history["s_rho"].values, np.float64)
-    curve = history["Cs_r"] if "Cs_r" in history.variables else history["Cs_rho"]
-    hc = history["hc"].values if "hc" in history.variables else history.attrs.get("hc")
-    if hc is None:
-        raise ValueError(
-            f"{source}: no critical depth hc (variable or attribute): the s-levels' depths cannot be computed"
-        )
+    curve_name = next((n for n in ("Cs_r", "Cs_rho") if n in history.variables), None)
+    vtransform = None
     if "Vtransform" in history.variables:
         vtransform = int(np.asarray(history["Vtransform"].values).reshape(-1)[0])
     elif "Vtransform" in history["s_rho"].attrs:
         vtransform = int(history["s_rho"].attrs["Vtransform"])
     else:
-        vtransform = 1
-        _log.info("ROMS/CROCO: %s has no Vtransform: taken as 1 (ROMS' original transform)", source)
+        standard = str(history["s_rho"].attrs.get("standard_name", ""))
+        vtransform = {"ocean_s_coordinate_g1": 1, "ocean_s_coordinate_g2": 2}.get(standard)
+        if vtransform is None:
+            vtransform = 1
+            _log.info("ROMS/CROCO: %s has no Vtransform: taken as 1 (ROMS' original transform)", source)
     if vtransform not in (1, 2):
         raise ValueError(f"{source}: Vtransform {vtransform} is not 1 or 2 (the transforms ROMS and CROCO define)")
-    name, curve = curve.name, np.asarray(curve.values, np.float64)
+    if curve_name is None:
+        _log.warning(
+            "ROMS/CROCO: %s has no stretching curve (Cs_r or Cs_rho): its s_rho levels are taken unstretched "
+            "(C = s, the levels evenly spread over the water column); give the file with Cs_r and hc for their "
+            "true depths",
+            source,
+        )
+        return {"s": s, "C": s.copy(), "hc": 0.0, "vtransform": vtransform, "stretched": False}
+    hc = history["hc"].values if "hc" in history.variables else history.attrs.get("hc")
+    if hc is None:
+        raise ValueError(
+            f"{source}: no critical depth hc (variable or attribute): the s-levels' depths cannot be computed"
+        )
+    curve = np.asarray(history[curve_name].values, np.float64)
     if curve.shape != s.shape:
-        raise ValueError(f"{source}: {name} has {curve.size} values for {s.size} s_rho levels")
-    return {"s": s, "C": curve, "hc": float(np.asarray(hc).reshape(-1)[0]), "vtransform": vtransform}
+        raise ValueError(f"{source}: {curve_name} has {curve.size} values for {s.size} s_rho levels")
+    hc = float(np.asarray(hc).reshape(-1)[0])
+    return {"s": s, "C": curve, "hc": hc, "vtransform": vtransform, "stretched": True}
 
 
 def level_heights(h: ArrayLike, zeta, s, curve, hc, vtransform) -> np.ndarray:
@@ -238,30 +321,41 @@ def _time(times, k: int) -> float | None:
     return None if times is None else float(times[k])
 
 
-def _log_layout(source: str, stretching: dict, shape: tuple, turned: bool, land: int, has_w: bool) -> None:
+def _log_layout(
+    source: str, stretching: dict | None, names: tuple, shape: tuple, turned: bool, land: int, has_w: bool
+) -> None:
+    if stretching is None:
+        levels = f"{'+'.join(names)} without levels (2-D)"
+    else:
+        unstretched = "" if stretching["stretched"] else ", unstretched"
+        levels = (
+            f"s-levels (Vtransform {stretching['vtransform']}, {len(stretching['s'])} levels, hc "
+            f"{stretching['hc']:g} m{unstretched}), velocity {'+'.join(names)}"
+        )
     _log.info(
-        "ROMS/CROCO: %s: ROMS/CROCO s-levels (Vtransform %d, %d levels, hc %g m), C-grid u and v "
-        "averaged to the %d x %d rho points%s, %d land nodes (mask_rho)%s",
+        "ROMS/CROCO: %s: %s, C-grid faces averaged to the %d x %d rho points%s, %d land nodes%s",
         source,
-        stretching["vtransform"],
-        len(stretching["s"]),
-        stretching["hc"],
+        levels,
         *shape,
         ", rotated to east/north by 'angle'" if turned else "",
         land,
-        "" if has_w else "; no w: particles keep their depth",
+        "" if has_w or stretching is None else "; no w: particles keep their depth",
     )
 
 
-def _angle(angle_var, lon: np.ndarray, lat: np.ndarray, source: str) -> np.ndarray:
-    """The grid's `angle` in radians at the rho points; where the files lack it, `grid_angle`
-    (said in the log)."""
+def _angle(angle_var, x: np.ndarray, y: np.ndarray, spherical: bool, source: str) -> np.ndarray:
+    """The grid's `angle` in radians at the rho points; where the files lack it, the xi axis's
+    angle from the rho points' own coordinates (said in the log)."""
     if angle_var is None:
-        angle = grid_angle(lon, lat)
+        if spherical:
+            angle = grid_angle(x, y)
+        else:
+            angle = np.arctan2(np.gradient(y, axis=1), np.gradient(x, axis=1))
         _log.warning(
             "ROMS/CROCO: %s: no 'angle' in the history or grid file: the xi axis's angle to east is taken from "
-            "lon_rho/lat_rho (%.3g° to %.3g°)",
+            "%s (%.3g° to %.3g°)",
             source,
+            "lon_rho/lat_rho" if spherical else "x_rho/y_rho",
             *np.rad2deg([angle.min(), angle.max()]),
         )
         return angle
