@@ -30,10 +30,11 @@ from .analysis.ftle import ftle
 from .analysis.plots import plot_ftle
 from .app_defaults import check_step, grid_resolution, run_times, surface_seeds_for
 from .fields.base import AbstractField
+from .fields.layered import LayeredField
 from .fields.streamed import StreamedField
 from .io.vtk import write_vti
 from .particles.base import variable_names
-from .seeding import in_flow, off_walls, uniform_grid
+from .seeding import in_flow, off_walls, random_inside, uniform_grid
 from .tracker.memory import check_seed_memory
 from .tracker.plan import AUTO_FRAMES
 from .trajectory import RunStats, Trajectory
@@ -93,6 +94,17 @@ ConfigStore.instance().store(name="track_schema", node=TrackConfig)
 ConfigStore.instance().store(name="ftle_schema", node=FtleConfig)
 
 
+SURFACE_LAYER = 1e-3
+"""The depth (m) below an ocean field's shallowest depth within which the app's drawn seeds start."""
+
+
+def _ocean_volume(field) -> bool:
+    """Whether `field` is a 3-D ocean (longitude, latitude, depth; or a layered model's
+    columns in metres), whose drawn seeds start at its surface."""
+    field = getattr(field, "template", field)  # a streamed series: its first window
+    return field.dim == 3 and (bool(field.spherical) or isinstance(field, LayeredField))
+
+
 def _bounds_lists(field):
     return [np.asarray(b, dtype=np.float64).tolist() for b in field.bounds]
 
@@ -119,7 +131,17 @@ def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
     seeds_cfg = OmegaConf.to_container(cfg.seeds, resolve=True)
     target = get_method(seeds_cfg.pop("_target_"))
     parameters = inspect.signature(target).parameters
-    if seeds_cfg.get("bounds", 0) is None and "field" not in parameters:
+    surface = seeds_cfg.get("bounds", 0) is None and target in (uniform_grid, random_inside) and _ocean_volume(field)
+    if surface:  # a drift starts at the sea surface: a lattice through the depths puts few seeds near it
+        box = _bounds_lists(field)
+        box[1][2] = box[0][2] + SURFACE_LAYER
+        seeds_cfg["bounds"] = box
+        _log.info(
+            "seeds: at the surface of the 3-D ocean field (depth %g m, its shallowest); give seeds.bounds with "
+            "depths to seed below it",
+            box[0][2],
+        )
+    elif seeds_cfg.get("bounds", 0) is None and "field" not in parameters:
         seeds_cfg["bounds"] = _bounds_lists(field)
     if seeds_cfg.get("n") is not None and (not isinstance(seeds_cfg["n"], int) or seeds_cfg["n"] < 1):
         raise ValueError(f"seeds.n must be a positive integer, got {seeds_cfg['n']!r}")
@@ -129,7 +151,9 @@ def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
         if seeds_cfg["resolution"] is None:
             if asked is None:
                 raise ValueError("seeds: give resolution (one count per axis) or n (a total)")
-            seeds_cfg["resolution"] = grid_resolution(int(asked), seeds_cfg["bounds"], bool(field.spherical))
+            box = [side[:2] for side in seeds_cfg["bounds"]] if surface else seeds_cfg["bounds"]
+            resolution = grid_resolution(int(asked), box, bool(field.spherical))
+            seeds_cfg["resolution"] = resolution + [1] if surface else resolution
     if "key" in parameters:
         seeds_cfg["key"] = jax.random.key(int(cfg.seed))
     if "field" in parameters:

@@ -56,6 +56,8 @@ class CurvilinearField(AbstractMeshField):
     time_origin: TimeOrigin | None = eqx.field(static=True)
     grid_shape: tuple[int, ...] = eqx.field(static=True)
     forcings: Forcings | None
+    velocity_array: str = eqx.field(static=True, default="")
+    """The file's variables the velocity was read from (`"uo,vo"`), for the run's record."""
     spherical: ClassVar[bool] = True
     shared_location: ClassVar[bool] = False
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"land"}

@@ -162,6 +162,8 @@ class GridField(AbstractField):
     sample_tables: dict
     scalar_samples: tuple[str, ...] = eqx.field(static=True)
     forcings: forcing.Forcings | None
+    velocity_array: str = eqx.field(static=True, default="")
+    """The file's variables the velocity was read from (`"uo,vo"`), for the run's record."""
 
     def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         return Hints.unknown(n, 0, dtype, xp)  # a grid locates by arithmetic: nothing to carry

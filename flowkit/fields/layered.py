@@ -94,6 +94,8 @@ class LayeredField(AbstractField):
     forcings: Forcings | None
     sampled: tuple[str, ...] = eqx.field(static=True)
     grid_cells: tuple[int, int] | None = eqx.field(static=True, default=None)
+    velocity_array: str = eqx.field(static=True, default="")
+    """The file's variables the velocity was read from (`"u,v"`), for the run's record."""
     """The cells along each axis of a grid whose cells are `quad_cells(grid_shape)`, whose
     fractional indices explicit Runge–Kutta methods step tracers in (`fields.grid_chart`), or None."""
 

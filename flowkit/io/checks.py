@@ -27,3 +27,20 @@ def check_velocity(values, where: str, variable, step: int, time: float | None =
 def is_default(value, default) -> bool:
     """Whether an option was left at its default (a user's `None`, `False` or equal value)."""
     return value is None if default is None else type(value) is type(default) and value == default
+
+
+def named(field, names):
+    """`field` recording the file's variables its velocity was read from (`velocity_array`,
+    which `summary.json` reports), logged once; a streamed series' template records them."""
+    import dataclasses
+
+    names = ",".join(str(n) for n in names if n)
+    target = getattr(field, "template", field)
+    if not hasattr(target, "velocity_array"):
+        return field
+    recorded = dataclasses.replace(target, velocity_array=names)
+    _log.info("read: velocity from the variables %s", names)
+    if target is field:
+        return recorded
+    field.template = recorded
+    return field

@@ -29,7 +29,7 @@ from ...fields.grid import GridField
 from ...fields.streamed import SliceSource, StreamedField
 from ..cf import AXES, Layout, attr, axis_of, component, layout_of, speed_scale, where
 from ..cf_times import time_axis
-from ..checks import check_velocity
+from ..checks import check_velocity, named
 from ..series import conformed
 
 _log = logging.getLogger("flowkit")
@@ -80,7 +80,8 @@ def build(
     land = None if land_value is not None else _land_of(source, first, layout, mask, first_slice)
     options = dict(periodic=periodic, interpolation=interpolation, coast=coast, dtype=dtype)
     make = _maker(first, layout, spherical, land, source.origin, options)
-    return _assembled(make, source, first_slice, sample, stream, max_device_bytes, f"{where(first)} ({u}, {v})")
+    field = _assembled(make, source, first_slice, sample, stream, max_device_bytes, f"{where(first)} ({u}, {v})")
+    return named(field, layout.names)
 
 
 def _velocity_names(first, u: str | None, v: str | None) -> tuple[str, str]:

@@ -32,7 +32,7 @@ from ...fields.layered import LayeredField
 from ..cf import speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, step_faces, z_columns
-from ..checks import check_velocity
+from ..checks import check_velocity, named
 
 _log = logging.getLogger("flowkit")
 
@@ -114,7 +114,10 @@ def build(
     )
     depths = np.broadcast_to(levels, xc.shape + levels.shape)
     n = len(steps)
-    return layered_on_grid(xc, yc, [depths] * n, velocity, [water] * n, land, times, origin, dtype, spherical=spherical)
+    field = layered_on_grid(
+        xc, yc, [depths] * n, velocity, [water] * n, land, times, origin, dtype, spherical=spherical
+    )
+    return named(field, names)
 
 
 def _merged(datasets: list):

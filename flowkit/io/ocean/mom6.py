@@ -27,7 +27,7 @@ from ...fields.layered import LayeredField
 from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, layered_on_grid, step_faces
-from ..checks import check_velocity
+from ..checks import check_velocity, named
 from .companion import grid_file
 
 _log = logging.getLogger("flowkit")
@@ -99,7 +99,7 @@ def build(
         int(land.sum()),
         "wet of the static file" if static is not None and "wet" in static.variables else "missing faces",
     )
-    return layered_on_grid(lon, lat, depths, velocity, waters, land, times, origin, dtype)
+    return named(layered_on_grid(lon, lat, depths, velocity, waters, land, times, origin, dtype), (u_name, v_name))
 
 
 def _is_static(ds) -> bool:

@@ -29,7 +29,7 @@ from ...fields.layered import LayeredField
 from ..cf import attr, speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, step_faces, z_columns
-from ..checks import check_velocity
+from ..checks import check_velocity, named
 from .companion import grid_file
 
 _log = logging.getLogger("flowkit")
@@ -125,7 +125,8 @@ def build(
     )
     n = len(u_steps)
     depths = np.broadcast_to(levels, lon.shape + levels.shape)
-    return layered_on_grid(lon, lat, [depths] * n, filled, [water] * n, land, times, origin, dtype)
+    field = layered_on_grid(lon, lat, [depths] * n, filled, [water] * n, land, times, origin, dtype)
+    return named(field, (u_name, v_name, w_name))
 
 
 def _dates(sets: list, time_dim) -> np.ndarray:

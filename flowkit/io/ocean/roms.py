@@ -25,7 +25,7 @@ from ...fields.layered import LayeredField
 from ..cf import speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import grid_angle, layered_on_grid, to_centres
-from ..checks import check_velocity
+from ..checks import check_velocity, named
 
 _log = logging.getLogger("flowkit")
 
@@ -150,9 +150,10 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
             samples[name].append(_sampled(step, name, len(stretching["s"]) if layered else 1))
     if mask is None:
         land = _unmasked_land(grid_var, velocity, lon.shape, where(history), grid_ds)
-    return layered_on_grid(
+    field = layered_on_grid(
         lon, lat, depths, velocity, water, land, times, origin, dtype, samples=samples, spherical=spherical
     )
+    return named(field, (u_name, v_name, "w" if has_w else None))
 
 
 def _coordinates(grid_var, source: str) -> tuple[np.ndarray, np.ndarray, bool]:

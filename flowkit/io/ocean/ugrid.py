@@ -37,6 +37,7 @@ from jax.typing import DTypeLike
 from ...fields.layered import LayeredField
 from ..cf import STANDARD, attr, component, speed_scale, where
 from ..cf_times import time_axis
+from ..checks import named
 
 _log = logging.getLogger("flowkit")
 
@@ -80,10 +81,12 @@ def build(
     w_name = _component(first, "w", w, first[u_name].dims) if level_dim is not None or w is not None else None
     _, times, origin = time_axis(joined, time_dim)
     weights = _face_to_node(points, cells)
+    faced = face_dim in first[u_name].dims  # finite-volume values: each face's centre joins the mesh
+    extend = _with_centres(cells, len(points)) if faced else (lambda values: values)
     if w_name is not None and level_dim is not None:
         joined = [_on_layers(ds, w_name, level_dim) for ds in joined]
 
-    def read(name, comp=None):  # (T, K, P) float64 on the nodes
+    def read(name, comp=None):  # (T, K, P) float64 on the nodes (then the faces' centres where faced)
         parts = []
         for ds in joined:
             var = ds[name] if comp is None else ds[name].isel({ds[name].dims[-1]: comp})
@@ -96,9 +99,12 @@ def build(
             if level_dim not in var.dims:
                 array = array[:, None]
             horizontal = order[-1]
-            if horizontal == face_dim:
-                array = _on_nodes(array, weights)
-            elif array.shape[-1] != len(points):
+            if horizontal == face_dim:  # the nodes' area-weighted mean, and each face's own value at its centre
+                on_nodes = _on_nodes(array, weights)
+                array = np.concatenate([on_nodes, np.nan_to_num(array)], axis=-1) if faced else on_nodes
+            elif array.shape[-1] == len(points):
+                array = extend(array)
+            else:
                 raise ValueError(
                     f"{where(ds)}: {name!r} has {array.shape[-1]} values along {horizontal!r}, not one per "
                     f"node ({len(points)}) or face ({len(cells)})"
@@ -116,7 +122,7 @@ def build(
     velocity[..., :2] *= scales[u_name]
     if len(components) > 2:
         velocity[..., 2] *= speed_scale(first[w_name], source)
-    depths, velocity, water, vertical = _vertical(first, read, velocity, level_dim, len(points))
+    depths, velocity, water, vertical = _vertical(first, read, velocity, level_dim, len(points), extend)
     _log.info(
         "UGRID: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
         source,
@@ -125,12 +131,14 @@ def build(
         "degrees" if spherical else "metres",
         vertical,
         "+".join(names),
-        " on faces, averaged to the nodes" if face_dim in first[u_name].dims else "",
+        " on faces, each face's value at its centre (the mesh fanned from the centres), the nodes the faces' mean"
+        if faced
+        else "",
         len(depths),
     )
-    return LayeredField.from_arrays(
-        points,
-        _fanned(cells),
+    field = LayeredField.from_arrays(
+        np.concatenate([points, _centres(first, points, cells)]) if faced else points,
+        _centre_fans(cells, len(points)) if faced else _fanned(cells),
         depths,
         velocity,
         water,
@@ -139,22 +147,23 @@ def build(
         time_origin=origin,
         dtype=dtype,
     )
+    return named(field, names + ([w_name] if len(components) > 2 else []))
 
 
-def _vertical(first, read, velocity: np.ndarray, level_dim, n_points: int):
+def _vertical(first, read, velocity: np.ndarray, level_dim, n_points: int, extend):
     """`(depths, velocity, water depth, description)`: the levels below the free surface of a
     depth-averaged model, SCHISM's z levels, or sigma layers."""
     if level_dim is None:
         depths = np.zeros(velocity.shape[:3])
-        water = _water_depth(first, read, velocity.shape[:2])
+        water = _water_depth(first, read, velocity.shape[:2], extend)
         vertical = "depth-averaged"
     elif "zCoordinates" in first.variables or "zcor" in first.variables:
         name = "zCoordinates" if "zCoordinates" in first.variables else "zcor"
         depths, velocity, water = _schism_levels(_above_bottom(first, read(name)), velocity)
         vertical = f"{depths.shape[2]} SCHISM levels ({name})"
     else:
-        sigma = _sigma(first, level_dim, n_points)
-        water = _water_depth(first, read, velocity.shape[:2], required=True)
+        sigma = extend(_sigma(first, level_dim, n_points).T).T
+        water = _water_depth(first, read, velocity.shape[:2], extend, required=True)
         depths = -sigma[None] * water[..., None]
         order = np.argsort(depths[0, 0])
         depths, velocity = depths[:, :, order], velocity[:, :, order]
@@ -320,6 +329,61 @@ def _fanned(cells: np.ndarray) -> np.ndarray:
     return np.concatenate([kept, *fans]) if fans else kept
 
 
+def _centres(ds, points: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Each face's centre `(F, 2)`: where the model puts its face values (the topology's
+    `face_coordinates`: Delft3D-FM's circumcentres) where that lies inside the face, else the
+    mean of its corners (inside every convex face)."""
+    valid = cells >= 0
+    corners = np.where(valid[..., None], points[np.maximum(cells, 0)], 0.0)
+    centres = corners.sum(axis=1) / valid.sum(axis=1)[:, None]
+    topology = _topology(ds)
+    names = attr(topology, "face_coordinates").split() if topology is not None else []
+    if len(names) >= 2 and all(n in ds.variables and ds[n].shape == (len(cells),) for n in names[:2]):
+        given = np.column_stack([np.asarray(ds[n].values, np.float64) for n in names[:2]])
+        ring = np.where(valid[..., None], corners, corners[:, :1])  # a missing corner repeats the first
+        edge = np.roll(ring, -1, axis=1) - ring
+        to_point = given[:, None, :] - ring
+        cross = edge[..., 0] * to_point[..., 1] - edge[..., 1] * to_point[..., 0]
+        margin = 1e-3 * np.sum(edge**2, axis=-1)  # strictly inside: no centre on a side (a flat triangle)
+        real = np.sum(edge**2, axis=-1) > 0  # a repeated corner's side has no length
+        inside = np.all((cross > margin) | ~real, axis=1) | np.all((cross < -margin) | ~real, axis=1)
+        centres = np.where((inside & np.all(np.isfinite(given), axis=1))[:, None], given, centres)
+    return centres
+
+
+def _with_centres(cells: np.ndarray, n_points: int):
+    """`extend(values)`: node values `(..., P)` followed by their mean over each face's
+    corners, at the faces' centres `(..., P + F)`."""
+    from scipy.sparse import csr_matrix
+
+    valid = cells >= 0
+    faces = np.repeat(np.arange(len(cells)), cells.shape[1])[valid.reshape(-1)]
+    weights = np.repeat(1.0 / valid.sum(axis=1), cells.shape[1])[valid.reshape(-1)]
+    mean = csr_matrix((weights, (faces, cells[valid])), shape=(len(cells), n_points))
+
+    def extend(values):
+        values = np.asarray(values, np.float64)
+        flat = values.reshape(-1, n_points)
+        centres = np.asarray(mean @ flat.T).T.reshape(*values.shape[:-1], len(cells))
+        return np.concatenate([values, centres], axis=-1)
+
+    return extend
+
+
+def _centre_fans(cells: np.ndarray, n_points: int) -> np.ndarray:
+    """Each face cut into triangles from its centre (point `n_points + face`) to each of its
+    sides: a field linear on them takes the face's own value at its centre, as a finite-volume
+    model's (FVCOM's element, Delft3D-FM's face) velocity is. -1 pads the triangles."""
+    corners = (cells >= 0).sum(axis=1)
+    triangles = []
+    for i in range(cells.shape[1]):
+        has = corners > i
+        after = np.where(i + 1 < corners, cells[:, (i + 1) % cells.shape[1]], cells[:, 0])
+        triangles.append(np.column_stack([np.arange(len(cells)) + n_points, cells[:, i], after])[has])
+    fans = np.concatenate(triangles)
+    return np.column_stack([fans, np.full(len(fans), -1)])
+
+
 def _on_nodes(array, weights):
     """`(T, K, C)` face values as `(T, K, P)` node values (NaN faces, dry, counted as 0)."""
     lead = array.shape[:-1]
@@ -327,7 +391,7 @@ def _on_nodes(array, weights):
     return np.asarray((weights @ flat.T).T).reshape(*lead, weights.shape[0])
 
 
-def _water_depth(first, read, shape, required=False):
+def _water_depth(first, read, shape, extend, required=False):
     """Sea floor below the free surface `(T, P)`: the model's water column where it writes one
     (`sea_floor_depth_below_sea_surface`: Delft3D-FM's `mesh2d_waterdepth`), else the
     bathymetry (`h`, `depth`) plus `zeta` (`elevation`) when the files hold it."""
@@ -341,7 +405,8 @@ def _water_depth(first, read, shape, required=False):
         if required:
             raise ValueError(f"{where(first)}: no bathymetry (h or depth) to place the sigma layers")
         return np.zeros(shape)
-    h = np.broadcast_to(np.asarray(first[bathymetry].values, np.float64), shape[-1:])
+    h = np.asarray(first[bathymetry].values, np.float64)
+    h = extend(h) if h.shape[-1:] != shape[-1:] else np.broadcast_to(h, shape[-1:])
     elevation = next((n for n in ("zeta", "elevation") if n in first.variables and first[n].ndim == 2), None)
     zeta = np.nan_to_num(read(elevation)[:, 0]) if elevation is not None else 0.0
     return np.broadcast_to(h + zeta, shape).copy()

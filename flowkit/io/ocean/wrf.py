@@ -29,7 +29,7 @@ from ...fields.layered import LayeredField
 from ..cf import speed_scale, where
 from ..cf_times import time_axis
 from ..cgrid import layered_on_grid
-from ..checks import check_velocity
+from ..checks import check_velocity, named
 
 _log = logging.getLogger("flowkit")
 
@@ -88,7 +88,7 @@ def build(datasets: list, u: str | None = None, v: str | None = None, *, dtype: 
         len(steps),
     )
     flat = np.zeros(lon.shape + (1,))
-    return layered_on_grid(
+    field = layered_on_grid(
         lon,
         lat,
         [flat] * len(steps),
@@ -99,6 +99,7 @@ def build(datasets: list, u: str | None = None, v: str | None = None, *, dtype: 
         origin,
         dtype,
     )
+    return named(field, (u, v))
 
 
 def _dated(ds):
