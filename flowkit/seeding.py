@@ -136,7 +136,8 @@ def _in_flow(field: AbstractField, t, x):
     hint, inside = field.locate_batch(x, field.hints(x.shape[0], x.dtype))
     beached = field.beached_batch(x, hint)
     settled, _ = field.settle_batch(jnp.asarray(t, x.dtype), x, hint)
-    kept = jnp.all(jnp.abs(settled - x) <= 8 * jnp.finfo(x.dtype).eps * (1 + jnp.abs(x)), axis=1)
+    eps = max(jnp.finfo(x.dtype).eps, jnp.finfo(field.bounds[0].dtype).eps)  # a float32 field's floor in float64 rows
+    kept = jnp.all(jnp.abs(settled - x) <= 8 * eps * (1 + jnp.abs(x)), axis=1)
     return inside & kept & (True if beached is None else ~beached)
 
 

@@ -246,7 +246,7 @@ class LayeredField(AbstractField):
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN off the mesh."""
-        x = one_position(x, self.dim)[None]
+        x = one_position(x, self.dim).astype(self.velocities.dtype)[None]  # located in the field's precision
         _, found, nodes, weights = self._place(x, self.hints(1, x.dtype))
         return jnp.where(found[:, None], self._converted(self._velocity(t, x, nodes, weights), x), jnp.nan)[0]
 

@@ -468,7 +468,7 @@ class MeshField(AbstractMeshField):
 
     def __call__(self, t: TimeLike, x: Position, args: Args = None) -> Velocity:
         """Velocity at one point; NaN outside the mesh (never a value invented by extrapolation)."""
-        x = one_position(x, self.dim)[None]
+        x = one_position(x, self.dim).astype(self.points.dtype)[None]  # located in the field's precision
         hint, found = self.locate(x, None)
         values = self._interpolate(self.values, t, jnp.maximum(hint.cell, 0), x, hint.coords, self.cell_values)
         return jnp.where(found[:, None], values, jnp.nan)[0]

@@ -137,7 +137,7 @@ def build(
         len(depths),
     )
     field = LayeredField.from_arrays(
-        np.concatenate([points, _centres(first, points, cells)]) if faced else points,
+        np.concatenate([points, _centres(first, points, cells, spherical)]) if faced else points,
         _centre_fans(cells, len(points)) if faced else _fanned(cells),
         depths,
         velocity,
@@ -329,15 +329,18 @@ def _fanned(cells: np.ndarray) -> np.ndarray:
     return np.concatenate([kept, *fans]) if fans else kept
 
 
-def _centres(ds, points: np.ndarray, cells: np.ndarray) -> np.ndarray:
+def _centres(ds, points: np.ndarray, cells: np.ndarray, spherical: bool) -> np.ndarray:
     """Each face's centre `(F, 2)`: where the model puts its face values (the topology's
-    `face_coordinates`: Delft3D-FM's circumcentres) where that lies inside the face, else the
-    mean of its corners (inside every convex face)."""
+    `face_coordinates`: Delft3D-FM's circumcentres; FVCOM's `lonc`/`latc`, or `xc`/`yc` in
+    metres) where that lies inside the face, else the mean of its corners (inside every convex
+    face)."""
     valid = cells >= 0
     corners = np.where(valid[..., None], points[np.maximum(cells, 0)], 0.0)
     centres = corners.sum(axis=1) / valid.sum(axis=1)[:, None]
     topology = _topology(ds)
     names = attr(topology, "face_coordinates").split() if topology is not None else []
+    if topology is None:  # FVCOM's element centres
+        names = ["lonc", "latc"] if spherical else ["xc", "yc"]
     if len(names) >= 2 and all(n in ds.variables and ds[n].shape == (len(cells),) for n in names[:2]):
         given = np.column_stack([np.asarray(ds[n].values, np.float64) for n in names[:2]])
         ring = np.where(valid[..., None], corners, corners[:, :1])  # a missing corner repeats the first
