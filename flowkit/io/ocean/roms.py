@@ -39,17 +39,24 @@ the surface only, depth-averaged (the manual's `u`, `u_sur`, `ubar` on the u poi
 
 
 def detect(datasets: list) -> bool:
-    """Whether the first dataset is ROMS or CROCO native output: a velocity of `_VELOCITIES` on
-    ROMS' staggered grid (`xi_u`/`eta_v`, or `xi_rho`/`eta_rho` where a subset put every
-    variable on the rho points), or s-levels with stretching curves."""
+    """Whether the first dataset is ROMS or CROCO native output: s-levels with stretching
+    curves, or a velocity of `_VELOCITIES` on ROMS' staggered points (`xi_u`, `eta_v`), or on
+    its rho points in a file that says it is ROMS's (its `type`, `title` or `history`: a subset
+    that put every variable on the rho points)."""
     histories, _ = _split_grid(datasets)
     ds = histories[0]
     layered = "s_rho" in ds.dims and ("Cs_r" in ds.variables or "Cs_rho" in ds.variables)
-    on_grid = any(
-        {u, v} <= set(ds.variables) and any(str(d).startswith(("xi_", "eta_")) for d in ds[u].dims)
-        for u, v in _VELOCITIES
-    )
-    return (layered and "u" in ds.variables and "v" in ds.variables) or on_grid
+    said = any("ROMS" in str(ds.attrs.get(key, "")) or "CROCO" in str(ds.attrs.get(key, "")) for key in _SAYS)
+    for u, v in _VELOCITIES:
+        if {u, v} <= set(ds.variables):
+            dims = set(ds[u].dims) | set(ds[v].dims)
+            if dims & {"xi_u", "eta_u", "xi_v", "eta_v"} or (said and {"xi_rho", "eta_rho"} & dims):
+                return True
+    return layered and "u" in ds.variables and "v" in ds.variables
+
+
+_SAYS = ("type", "title", "history", "source")
+"""The global attributes in which ROMS and CROCO name themselves."""
 
 
 def _split_grid(datasets: list) -> tuple[list, object]:
