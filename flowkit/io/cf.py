@@ -69,7 +69,7 @@ def speed_scale(var, where_: str) -> float:
     the units for units that are not a speed (missing units are taken as m/s, logged)."""
     units = attr(var, "units")
     if not units:
-        _log.info("%s: velocity %r has no units: taken as m/s", where_, var.name)
+        _log.warning("%s: velocity %r has no units: taken as m/s", where_, var.name)
         return 1.0
     registry = _units()
     try:
@@ -81,6 +81,19 @@ def speed_scale(var, where_: str) -> float:
             f"{where_}: velocity {var.name!r} has units {units!r}, which is not a speed (m/s, cm s-1, km/h, knots, ...)"
         )
     return float(quantity.to("m/s").magnitude)
+
+
+def length_scale(var, where_: str) -> float:
+    """The factor from `var`'s `units` to metres (POP's `centimeters`, `cm`, `m`; missing: m);
+    `ValueError` naming the file and the variable for units that are not a length."""
+    units = attr(var, "units") or "m"
+    try:
+        quantity = _units().Quantity(1.0, {"centimeters": "cm", "centimetres": "cm"}.get(units, units))
+    except Exception:  # noqa: BLE001 -- pint's many parse errors
+        quantity = None
+    if quantity is None or not quantity.check("[length]"):
+        raise ValueError(f"{where_}: {var.name!r} has units {units!r}, which is not a length (m, cm, ...)")
+    return float(quantity.to("m").magnitude)
 
 
 @functools.cache

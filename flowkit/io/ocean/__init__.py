@@ -9,7 +9,7 @@ and a `build`) and one row below. The shared CF, time and grid helpers sit below
 """
 
 from .. import cf
-from . import fvcom, grid, mitgcm, mom6, nemo, roms, telemac, ugrid, wrf
+from . import fvcom, grid, mitgcm, mom6, nemo, pop, roms, telemac, ugrid, wrf
 from .model import Model as Model
 
 _NAMES = frozenset({"u", "v", "w"})
@@ -20,6 +20,7 @@ MODELS: tuple[Model, ...] = (
     Model("NEMO", nemo.detect, nemo.build, _NAMES | {"grid", "dtype"}),
     Model("MITgcm", mitgcm.detect, mitgcm.build, _NAMES | {"face", "dtype"}),
     Model("WRF", wrf.detect, wrf.build, frozenset({"u", "v", "dtype"})),
+    Model("POP", pop.detect, pop.build, frozenset({"u", "v", "dtype"})),
     Model("MOM6", mom6.detect, mom6.build, frozenset({"u", "v", "grid", "dtype"})),
     Model("FVCOM", fvcom.detect, fvcom.build, _NAMES | {"dtype"}),
     Model("unstructured (UGRID: SCHISM, ADCIRC, Delft3D-FM)", ugrid.detect, ugrid.build, _NAMES | {"dtype"}),
