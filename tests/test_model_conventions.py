@@ -216,3 +216,54 @@ def test_a_nemo_velocity_without_units_is_taken_as_metres_per_second_with_a_warn
     with caplog.at_level("WARNING", logger="flowkit"):
         fk.io.read(str(tmp_path / "*.nc"))
     assert "velocity 'uo' has no units: taken as m/s" in caplog.text
+
+
+def test_a_decomposed_openfoam_case_whose_top_level_holds_only_0_is_read_from_its_processors(tmp_path, caplog):
+    """OpenFOAM User Guide, "Running applications in parallel": `decomposePar` leaves the
+    mesh and `0/` at the top level and each processor's share in `processor*/`, where a
+    parallel run writes its times; not reconstructed, the processors hold the flow."""
+    from foam import write_case
+
+    flow = lambda t, x: np.stack([1.0 + t + 0 * x[..., 0], 0 * x[..., 1], 0 * x[..., 2]], axis=-1)  # noqa: E731
+    root = write_case(tmp_path / "case", flow, times=(0.0, 0.5, 1.0), processors=2)
+    write_case(root, flow, times=(0.0,))  # the top level as decomposePar left it: mesh and 0/ only
+    with caplog.at_level("INFO", logger="flowkit"):
+        field = fk.io.read(root, dtype="float64")
+    assert "the decomposed case (2 processor*/ shares, times up to 1) read" in caplog.text
+    np.testing.assert_array_equal(np.asarray(field.times), [0.5, 1.0])
+    np.testing.assert_allclose(np.asarray(field(1.0, jnp.asarray([0.5, 0.5, 0.5])))[0], 2.0, rtol=1e-9)
+
+
+def test_a_dflowfm_map_with_a_1d_network_beside_its_2d_mesh_tracks_the_2d_mesh(tmp_path, caplog):
+    """D-Flow FM's 1D2D map files (D-Flow FM User Manual, "Map file": UGRID topologies
+    `mesh1d`, `topology_dimension = 1`, beside `mesh2d`): the 2-D mesh is tracked, and said."""
+    from test_real_corpus import REAL
+
+    path = REAL / "dflowfm_simplebox_hex7/simplebox_hex7_map.nc"
+    if not path.exists():
+        pytest.skip("the corpus ../shared/data/real is not beside this checkout")
+    ds = xr.open_dataset(path)
+    network = {
+        "mesh1d": (
+            (),
+            0,
+            {
+                "cf_role": "mesh_topology",
+                "topology_dimension": 1,
+                "node_coordinates": "mesh1d_node_x mesh1d_node_y",
+                "edge_node_connectivity": "mesh1d_edge_nodes",
+            },
+        ),
+        "mesh1d_node_x": (("mesh1d_nNodes",), [0.0, 500.0, 900.0]),
+        "mesh1d_node_y": (("mesh1d_nNodes",), [-50.0, -50.0, -80.0]),
+        "mesh1d_edge_nodes": (("mesh1d_nEdges", "Two"), [[0, 1], [1, 2]], {"start_index": 0}),
+        "mesh1d_u1": (("time", "mesh1d_nEdges"), np.ones((ds.sizes["time"], 2)), {"units": "m s-1"}),
+    }
+    ds.assign(network).to_netcdf(tmp_path / "net_map.nc")
+    with caplog.at_level("INFO", logger="flowkit"):
+        both = fk.io.read(tmp_path / "net_map.nc", dtype="float64")
+    assert "the 2-D mesh 'mesh2d' is tracked; beside it 'mesh1d' (1-D)" in caplog.text
+    alone = fk.io.read(path, dtype="float64")
+    x = jnp.asarray([700.0, 800.0])
+    assert np.all(np.isfinite(np.asarray(alone(60.0, x))))
+    np.testing.assert_array_equal(np.asarray(both(60.0, x)), np.asarray(alone(60.0, x)))

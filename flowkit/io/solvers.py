@@ -137,9 +137,40 @@ def tecplot_reader(path: Path):
 
 
 def openfoam_case(path: Path) -> tuple[Path, bool]:
-    """The case directory of an OpenFOAM path, and whether it is decomposed (`processor*/` only)."""
+    """The case directory of an OpenFOAM path, and whether it is read decomposed: its
+    `processor*/` shares where the top level has no mesh, or where they hold later times than
+    the top level (a parallel run not reconstructed, whose top level holds only `0/`; said in
+    the log)."""
     case = path if path.is_dir() else (path.parent.parent if path.name == "controlDict" else path.parent)
-    return case, not (case / "constant" / "polyMesh").exists() and any(case.glob("processor*"))
+    processors = sorted(case.glob("processor*"))
+    if not processors:
+        return case, False
+    if not (case / "constant" / "polyMesh").exists():
+        return case, True
+    top, shares = _time_dirs(case), _time_dirs(processors[0])
+    if shares and (not top or shares[-1] > top[-1]):
+        _log.info(
+            "%s: the decomposed case (%d processor*/ shares, times up to %g) read, not the top level (times up "
+            "to %s): it holds the later times",
+            case,
+            len(processors),
+            shares[-1],
+            f"{top[-1]:g}" if top else "none",
+        )
+        return case, True
+    return case, False
+
+
+def _time_dirs(root: Path) -> list[float]:
+    """The times of the time directories of a case or processor `root`, in order."""
+    times = []
+    for entry in root.iterdir():
+        try:
+            if entry.is_dir() and any(entry.iterdir()):
+                times.append(float(entry.name))
+        except ValueError:
+            continue
+    return sorted(times)
 
 
 def openfoam_reader(path: Path):

@@ -171,10 +171,15 @@ def _vertical(first, read, velocity: np.ndarray, level_dim, n_points: int, exten
     return depths, velocity, water, vertical
 
 
-def _topology(ds):
-    """The mesh's topology variable: the 2-D one where a file also holds 1-D networks."""
+def _topology(ds, said: bool = False):
+    """The mesh's topology variable: the 2-D one where a file also holds 1-D networks (`said`:
+    logged)."""
     found = [ds[n] for n in ds.variables if attr(ds[n], "cf_role") == "mesh_topology"]
-    return next((t for t in found if str(t.attrs.get("topology_dimension", 2)) == "2"), None)
+    chosen = next((t for t in found if str(t.attrs.get("topology_dimension", 2)) == "2"), None)
+    if said and chosen is not None and len(found) > 1:
+        others = ", ".join(f"{t.name!r} ({t.attrs.get('topology_dimension', '?')}-D)" for t in found if t is not chosen)
+        _log.info("UGRID: %s: the 2-D mesh %r is tracked; beside it %s", where(ds), chosen.name, others)
+    return chosen
 
 
 def _joined(datasets) -> list:
@@ -226,7 +231,7 @@ def _mesh(ds):
             np.asarray(ds["y"].values, np.float64),
             False,
         )  # FVCOM's Cartesian runs
-    topology = _topology(ds)
+    topology = _topology(ds, said=True)
     name = attr(topology, "face_node_connectivity") if topology is not None else "nv"
     if name not in ds.variables:
         raise ValueError(f"{where(ds)}: the face-node connectivity {name!r} of the mesh is not in the file")
