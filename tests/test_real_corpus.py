@@ -335,10 +335,7 @@ CASES: dict[str, tuple[str, Callable[[], Reference]]] = {
 
 
 def _path(name: str) -> str:
-    path = CASES[name][0]
-    if name == "nemo_orca025":
-        return str(REAL / path / "*.nc")
-    return str(REAL / path)
+    return str(REAL / CASES[name][0])  # NEMO's folder: its U and V files and coordinates.nc read together
 
 
 def _metres_per_second(field, x: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -214,7 +214,7 @@ class AbstractField(eqx.Module):
 
 TIME_INVARIANT = frozenset(
     {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
-    | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings"}
+    | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings", "velocity_array"}
 )
 """The members of every field that do not change in time (`AbstractField.time_invariant`)."""
 

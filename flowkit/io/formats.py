@@ -180,12 +180,15 @@ FORMATS: tuple[Format, ...] = (
 )
 """The formats, in the order they are matched."""
 
-OPENFOAM, VTK, MITGCM = (next(f for f in FORMATS if f.name == name) for name in ("OpenFOAM", "VTK", "MITgcm MDS"))
+OPENFOAM, VTK, MITGCM, NETCDF = (
+    next(f for f in FORMATS if f.name == name) for name in ("OpenFOAM", "VTK", "MITgcm MDS", "NetCDF/zarr")
+)
 
 
 def format_of(path: Files) -> Format:
     """The format of `path` (a path, a glob pattern, or a list of paths along time, by its first):
-    by its name's ending; a directory is an OpenFOAM case, a MITgcm run (or a zarr store)."""
+    by its name's ending; a directory is an OpenFOAM case, a MITgcm run, a folder of NetCDF
+    files (a model's output: its files read together) or a zarr store."""
     first = path[0] if isinstance(path, (list, tuple)) and path else path
     if not isinstance(first, (str, Path)):
         raise TypeError(f"path: give a file name, a glob pattern or a list of them, got {type(first).__name__}")
@@ -198,9 +201,13 @@ def format_of(path: Files) -> Format:
             return OPENFOAM
         if is_run_directory(first):
             return MITGCM
+        from .xarray import dataset_files
+
+        if dataset_files(first):  # a model's output folder (NEMO's grid files, SCHISM's outputs)
+            return NETCDF
         raise ValueError(
             f"{first}: a directory, but not an OpenFOAM case (no system/controlDict, no processor*/), "
-            "a MITgcm run (no XC.meta) nor a zarr store; give a file or a case directory"
+            "a MITgcm run (no XC.meta), a folder of NetCDF files nor a zarr store; give a file or a case directory"
         )
     if name == "controldict":
         return OPENFOAM

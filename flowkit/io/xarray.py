@@ -14,7 +14,7 @@ from pathlib import Path
 
 from jax.typing import DTypeLike
 
-from .._custom_types import Files, PathLike
+from .._custom_types import Files
 from ..fields.base import AbstractField
 from ..fields.streamed import StreamedField
 from .cf import where
@@ -28,15 +28,20 @@ SUFFIXES = (".nc", ".nc4", ".cdf", ".netcdf", ".zarr")
 """Paths read as NetCDF/zarr datasets by `fk.io.read`."""
 
 
-def is_dataset_path(path: PathLike) -> bool:
-    """Whether `fk.io.read` opens `path` (a path, glob or list of paths) as NetCDF/zarr."""
-    first = path[0] if isinstance(path, (list, tuple)) and path else path
-    return isinstance(first, (str, Path)) and Path(str(first).rstrip("/")).suffix.lower() in SUFFIXES
+def dataset_files(directory: Path) -> list[Path]:
+    """The NetCDF files of a folder (not a zarr store), in name order."""
+    return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
 
 
 def open_datasets(path: Files) -> list:
-    """Each file of `path` (a file, a glob, a list) opened lazily: only its metadata is read."""
+    """Each file of `path` (a file, a glob, a list, a folder of NetCDF files) opened lazily:
+    only its metadata is read."""
 
+    directory = Path(str(path)) if isinstance(path, (str, Path)) else None
+    if directory is not None and directory.is_dir() and directory.suffix.lower() != ".zarr":
+        path = dataset_files(directory)
+        if not path:
+            raise FileNotFoundError(f"{directory}: a folder without NetCDF files ({', '.join(SUFFIXES)})")
     if isinstance(path, (list, tuple)):
         files = [Path(p) for p in path]
     elif any(ch in str(path) for ch in "*?["):
