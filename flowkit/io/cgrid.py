@@ -10,30 +10,54 @@ from .._time import TimeOrigin
 from ..fields.curvilinear import quad_cells
 from ..fields.layered import LayeredField
 
+SIDES = ("right", "left")
+"""Where face `i` of a staggered variable lies against centre `i` along one axis, as each model
+declares it (xgcm's and SGRID's positions): `right`, on its far side (east or north: ROMS'
+`u[i]` between `rho[i]` and `rho[i+1]`, NEMO's `U(i)`, MOM6's non-symmetric `xq`), or `left`,
+on its near side (MITgcm's `U` on `XG[i]`). The faces' count then gives the rest: one fewer
+than the centres are `inner` (between them; a whole ROMS file), as many lie on the declared
+side (a subset cut on every dimension alike), one more are `outer` (around them: MOM6's
+symmetric grids, MITgcm's with its wrapped face)."""
 
-def to_centres(values: np.ndarray, axis: int, n_rho: int, name: str, source: str) -> np.ndarray:
-    """Face values along `axis` at the `n_rho` cell centres (ROMS' rho points, NEMO's T points):
-    `n_rho - 1` faces between the centres (ROMS), `n_rho` with face `i` east (north) of centre
-    `i` (NEMO, and a ROMS subset cut on every dimension alike), or `n_rho + 1` with face `i` west
-    (south) of centre `i` (MOM6's symmetric grids, MITgcm's with its wrapped face); each centre
-    the mean of the faces either side that exist and are not NaN (0 where none is), as ROMS'
+
+def face_position(n_faces: int, n_centres: int, side: str) -> str:
+    """The position (`inner`, `right`, `left`, `outer`) of `n_faces` faces of a model whose
+    face `i` lies on `side` of centre `i`, or `ValueError` where no position has that many."""
+    positions = {n_centres - 1: "inner", n_centres: side, n_centres + 1: "outer"}
+    if side == "left":
+        positions.pop(n_centres - 1)  # one face fewer on a left-sided grid: which end lacks it cannot be told
+    if n_faces not in positions:
+        raise ValueError(
+            ", ".join(f"{count} faces are {name}" for count, name in sorted(positions.items()))
+            + f" of {n_centres} centres with face i on the {side} of centre i"
+        )
+    return positions[n_faces]
+
+
+def to_centres(values: np.ndarray, axis: int, n_rho: int, name: str, source: str, side: str) -> np.ndarray:
+    """Face values along `axis` at the `n_rho` cell centres (ROMS' rho points, NEMO's T points),
+    their position from the model's declared `side` (`SIDES`) and their count; each centre the
+    mean of the faces either side that exist and are not NaN (0 where none is), as ROMS'
     `u2rho`."""
     n_faces = values.shape[axis]
-    if n_faces not in (n_rho - 1, n_rho, n_rho + 1):
-        raise ValueError(
-            f"{source}: {name!r} has {n_faces} points along its staggered axis; a C-grid between "
-            f"{n_rho} centres has {n_rho - 1}, {n_rho} or {n_rho + 1}"
-        )
+    try:
+        position = face_position(n_faces, n_rho, side)
+    except ValueError as err:
+        raise ValueError(f"{source}: {name!r} has {n_faces} points along its staggered axis; {err}") from None
     faces = np.moveaxis(values, axis, -1)
-    if n_faces == n_rho + 1:
-        left, right = faces[..., :-1], faces[..., 1:]
+    if position == "outer":
+        near, far = faces[..., :-1], faces[..., 1:]
     else:
-        left = np.full(faces.shape[:-1] + (n_rho,), np.nan)
-        right = np.full_like(left, np.nan)
-        left[..., 1:] = faces[..., : n_rho - 1]  # the face west (south) of rho point i is face i - 1
-        right[..., : min(n_faces, n_rho)] = faces[..., : min(n_faces, n_rho)]
-    count = np.isfinite(left).astype(np.float64) + np.isfinite(right)
-    total = np.nan_to_num(left) + np.nan_to_num(right)
+        near = np.full(faces.shape[:-1] + (n_rho,), np.nan)
+        far = np.full_like(near, np.nan)
+        if position == "left":  # face i west (south) of centre i, face i + 1 east of it
+            near[...] = faces
+            far[..., :-1] = faces[..., 1:]
+        else:  # inner or right: face i east (north) of centre i, face i - 1 west of it
+            near[..., 1:] = faces[..., : n_rho - 1]
+            far[..., :n_faces] = faces
+    count = np.isfinite(near).astype(np.float64) + np.isfinite(far)
+    total = np.nan_to_num(near) + np.nan_to_num(far)
     return np.moveaxis(np.where(count > 0, total / np.maximum(count, 1), 0.0), -1, axis)
 
 
@@ -92,15 +116,16 @@ def step_faces(ds, name: str, time_dim, index: int | None) -> np.ndarray:
 
 
 def centred_velocity(
-    faces: Sequence[np.ndarray], cos: np.ndarray, sin: np.ndarray, scales: Sequence[float], source: str
+    faces: Sequence[np.ndarray], cos: np.ndarray, sin: np.ndarray, scales: Sequence[float], source: str, side: str
 ):
     """The velocity at the centres `(y, x, K, C)`, east, north (and down) in m/s, from one time
-    step's faces `(K, y, x)`: U's along x and V's along y (`to_centres`), turned from the grid's
-    axes by the cosine and sine of its angle to east; W's on the top of each level (upward, the
+    step's faces `(K, y, x)`: U's along x and V's along y (`to_centres`, `side` the model's:
+    `SIDES`), turned from the grid's axes by the cosine and sine of its angle to east; W's on
+    the top of each level (upward, the
     last level's bottom at rest), the level's mean, downward. `scales`: each one's units in m/s."""
     n_y, n_x = cos.shape
-    u = to_centres(faces[0], 2, n_x, "u", source)
-    v = to_centres(faces[1], 1, n_y, "v", source)
+    u = to_centres(faces[0], 2, n_x, "u", source, side)
+    v = to_centres(faces[1], 1, n_y, "v", source, side)
     components = [scales[0] * (cos * u - sin * v), scales[0] * (sin * u + cos * v)]
     if len(faces) > 2:
         w = np.nan_to_num(faces[2])

@@ -38,6 +38,8 @@ _log = logging.getLogger("flowkit")
 
 _MNC_DIMS = {"T": "time", "Z": "k", "Zl": "k_l", "Y": "j", "Yp1": "j_g", "X": "i", "Xp1": "i_g"}
 """mnc NetCDF's dimensions by the names `open_mds` (and xmitgcm) give them."""
+_SIDE = "left"
+"""MITgcm's staggering (`cgrid.SIDES`): `U(i)` on `XG(i)`, the face west of `XC(i)`; `V(j)` south of `YC(j)`."""
 _RENAMED = {"HFacC": "hFacC", "drF": "DRF", "CS": "AngleCS", "SN": "AngleSN", "Z": "RC"}
 """mnc's and xmitgcm's names of MDS's grid variables."""
 _VELOCITY = {"u": ("U", "UVEL"), "v": ("V", "VVEL"), "w": ("W", "WVEL")}
@@ -99,7 +101,7 @@ def build(
             values = step_faces(ds, name, time_dim, index)
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
             faces.append(_wrapped(tiles(values), ds[name].dims, xc.shape, face is not None))
-        velocity.append(below_floor(centred_velocity(faces, cos, sin, scales, source), n_wet))
+        velocity.append(below_floor(centred_velocity(faces, cos, sin, scales, source, _SIDE), n_wet))
     _log.info(
         "MITgcm: %s: %d x %d tracer points%s (%s), %d z-levels, velocity %s, %d time steps, %d land columns%s",
         source,

@@ -32,6 +32,10 @@ from .companion import grid_file
 
 _log = logging.getLogger("flowkit")
 
+_SIDE = "right"
+"""MOM6's staggering (`cgrid.SIDES`): `u` on `xq[i]` east of `xh[i]` (non-symmetric; a symmetric grid's
+extra first face makes its faces `outer`), `v` on `yq[j]` north of `yh[j]`."""
+
 _NAMES = {"u": ("u", "uo", "ssu"), "v": ("v", "vo", "ssv")}
 _VANISHED = 1e-3
 """A layer thinner than this (m) has vanished: its velocity is the one above it."""
@@ -74,7 +78,7 @@ def build(
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
         if k == 0:
             wet = np.moveaxis(_wet_levels(faces, lon.shape), 0, -1)
-        centred = centred_velocity([np.nan_to_num(f) for f in faces], cos, -sin, [scale, scale], source)
+        centred = centred_velocity([np.nan_to_num(f) for f in faces], cos, -sin, [scale, scale], source, _SIDE)
         level_depths, water = _depths(ds, at, level_dim, lon.shape, source)
         if level_dim == "zl":
             centred = _over_vanished(centred, ds["h"].isel(at).values)

@@ -41,6 +41,8 @@ _COMPONENTS = {
 }
 """Per component: the names NEMO's `standard_name`/`long_name` give it, and its variable names."""
 _STAGGERED = {"u": "depthu", "v": "depthv", "w": "depthw"}
+_SIDE = "right"
+"""NEMO's staggering (`cgrid.SIDES`): `U(j, i)` on the face east of `T(j, i)`, `V(j, i)` north of it."""
 _GRID_FILES = ("mesh_mask*.nc*", "coordinates*.nc*", "domain_cfg*.nc*")
 
 
@@ -110,7 +112,7 @@ def build(
         faces = [step_faces(steps[k][0], name, time_dim, steps[k][1]) for steps, name in readers]
         for values, (_, name) in zip(faces, readers):
             check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
-        velocity.append(centred_velocity(faces, np.cos(angle), np.sin(angle), scales, source))
+        velocity.append(centred_velocity(faces, np.cos(angle), np.sin(angle), scales, source, _SIDE))
     land, water, wet_levels = _water(grid_ds, velocity, levels, source)
     filled = [below_floor(values, wet_levels) for values in velocity]
     _log.info(

@@ -30,6 +30,8 @@ from ..checks import check_velocity, named
 _log = logging.getLogger("flowkit")
 
 _GRID = ("lon_rho", "lat_rho", "h")
+_SIDE = "right"
+"""ROMS' staggering (`cgrid.SIDES`): `u[i]` lies between `rho[i]` and `rho[i + 1]`, `v[j]` north of `rho[j]`."""
 _METRES = ("x_rho", "y_rho")
 
 
@@ -135,32 +137,43 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
         and history.sizes["s_w"] == history.sizes["s_rho"] + 1
     )
     _log_layout(where(history), stretching, (u_name, v_name), lon.shape, angle_var is not None, int(land.sum()), has_w)
-    depths: list[np.ndarray] = []
-    velocity: list[np.ndarray] = []
-    water: list[np.ndarray] = []
-    samples: dict[str, list] = {name: [] for name in sample}
-    for ds, k in steps:
-        step = ds if k is None else ds.isel({time_dim: k})
-        for name in (u_name, v_name):  # NaN everywhere: no flow (its faces' mean would read as 0)
-            check_velocity(step[name].values, where(history), repr(name), len(velocity), _time(times, len(velocity)))
-        if layered:
-            d, u, bottom = _slice(step, h, angle, stretching, has_w)
-        else:
-            d, u, bottom = _surface_slice(step, (u_name, v_name), lon.shape, h, angle)
-        u[..., :2] *= scales[u_name]
-        if has_w:
-            u[..., 2] *= scales.get("w", 1.0)
-        depths.append(d)
-        velocity.append(u)
-        water.append(bottom)
-        for name in sample:
-            samples[name].append(_sampled(step, name, len(stretching["s"]) if layered else 1))
+    if layered:
+        sliced = lambda step: _slice(step, h, angle, stretching, has_w)  # noqa: E731
+    else:
+        sliced = lambda step: _surface_slice(step, (u_name, v_name), lon.shape, h, angle)  # noqa: E731
+    n_levels = len(stretching["s"]) if layered else 1
+    depths, velocity, water, samples = _read_steps(
+        steps, time_dim, times, (u_name, v_name), sliced, scales, has_w, sample, n_levels, where(history)
+    )
     if mask is None:
         land = _unmasked_land(grid_var, velocity, lon.shape, where(history), grid_ds)
     field = layered_on_grid(
         lon, lat, depths, velocity, water, land, times, origin, dtype, samples=samples, spherical=spherical
     )
     return named(field, (u_name, v_name, "w" if has_w else None))
+
+
+def _read_steps(steps, time_dim, times, names, sliced, scales: dict, has_w: bool, sample, n_levels: int, source: str):
+    """Each time step's level depths, velocity (m/s, east, north[, down]) and water depth
+    (`sliced(step)`), and the sampled variables, as lists along time."""
+    depths: list[np.ndarray] = []
+    velocity: list[np.ndarray] = []
+    water: list[np.ndarray] = []
+    samples: dict[str, list] = {name: [] for name in sample}
+    for ds, k in steps:
+        step = ds if k is None else ds.isel({time_dim: k})
+        for name in names:  # NaN everywhere: no flow (its faces' mean would read as 0)
+            check_velocity(step[name].values, source, repr(name), len(velocity), _time(times, len(velocity)))
+        d, u, bottom = sliced(step)
+        u[..., :2] *= scales[names[0]]
+        if has_w:
+            u[..., 2] *= scales.get("w", 1.0)
+        depths.append(d)
+        velocity.append(u)
+        water.append(bottom)
+        for name in sample:
+            samples[name].append(_sampled(step, name, n_levels))
+    return depths, velocity, water, samples
 
 
 def _coordinates(grid_var, source: str) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -196,7 +209,10 @@ def _surface_slice(step, names: tuple[str, str], shape: tuple[int, int], h, angl
             f"{source}: {names[0]} and {names[1]} must be (eta, xi) per time step, got "
             f"{step[names[0]].dims} and {step[names[1]].dims}"
         )
-    u, v = to_centres(faces[0], 1, shape[1], names[0], source), to_centres(faces[1], 0, shape[0], names[1], source)
+    u, v = (
+        to_centres(faces[0], 1, shape[1], names[0], source, _SIDE),
+        to_centres(faces[1], 0, shape[0], names[1], source, _SIDE),
+    )
     cos, sin = np.cos(angle), np.sin(angle)
     velocity = np.stack([cos * u - sin * v, sin * u + cos * v], axis=-1)[:, :, None]
     zeta = np.nan_to_num(np.asarray(step["zeta"].values, np.float64)) if "zeta" in step.variables else 0.0
@@ -306,8 +322,8 @@ def _slice(step, h, angle, stretching, has_w):
         raise ValueError(
             f"{source}: u and v must be (s_rho, eta, xi) per time step, got {step['u'].dims} and {step['v'].dims}"
         )
-    u = to_centres(u, 2, n_xi, "u", source)
-    v = to_centres(v, 1, n_eta, "v", source)
+    u = to_centres(u, 2, n_xi, "u", source, _SIDE)
+    v = to_centres(v, 1, n_eta, "v", source, _SIDE)
     if u.shape[1:] != (n_eta, n_xi) or v.shape[1:] != (n_eta, n_xi):
         raise ValueError(
             f"{source}: u and v do not lie between the {n_eta} x {n_xi} rho points (dims "
@@ -379,7 +395,7 @@ def _unmasked_land(grid_var, velocity: list, shape: tuple, source: str, grid_ds)
     faces = [grid_var(name, required=False) for name in ("mask_u", "mask_v")]
     if all(face is not None for face in faces):
         wet = [
-            to_centres(np.asarray(face.values, np.float64), axis, shape[axis], face.name, source) > 0
+            to_centres(np.asarray(face.values, np.float64), axis, shape[axis], face.name, source, _SIDE) > 0
             for face, axis in zip(faces, (1, 0))
         ]
         land = ~(wet[0] | wet[1])

@@ -123,18 +123,13 @@ def build(
     if len(components) > 2:
         velocity[..., 2] *= speed_scale(first[w_name], source)
     depths, velocity, water, vertical = _vertical(first, read, velocity, level_dim, len(points), extend)
+    on_faces = (
+        " on faces, each face's value at its centre (the mesh fanned from the centres), the nodes the faces' mean"
+    )
+    place = "degrees" if spherical else "metres"
     _log.info(
         "UGRID: %s: %d nodes, %d faces (%s), %s, velocity %s%s, %d time steps",
-        source,
-        len(points),
-        len(cells),
-        "degrees" if spherical else "metres",
-        vertical,
-        "+".join(names),
-        " on faces, each face's value at its centre (the mesh fanned from the centres), the nodes the faces' mean"
-        if faced
-        else "",
-        len(depths),
+        *(source, len(points), len(cells), place, vertical, "+".join(names), on_faces if faced else "", len(depths)),
     )
     field = LayeredField.from_arrays(
         np.concatenate([points, _centres(first, points, cells, spherical)]) if faced else points,

@@ -119,14 +119,11 @@ def _dated(ds):
 
 def _grids(steps) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each time step's `(XLONG, XLAT)` of the mass points `(south_north, west_east)`."""
-    grids = []
-    for ds, index in steps:
-        pair = []
-        for name in ("XLONG", "XLAT"):
-            var = ds[name]
-            pair.append(np.asarray((var.isel(Time=index) if "Time" in var.dims else var).values, np.float64))
-        grids.append(tuple(pair))
-    return grids
+    def at(ds, index, name) -> np.ndarray:
+        var = ds[name]
+        return np.asarray((var.isel(Time=index) if "Time" in var.dims else var).values, np.float64)
+
+    return [(at(ds, index, "XLONG"), at(ds, index, "XLAT")) for ds, index in steps]
 
 
 def _common_window(grids, source: str) -> tuple[tuple[slice, slice], list[tuple[int, int]]]:
