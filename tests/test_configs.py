@@ -364,3 +364,37 @@ def test_statistics_from_config_are_written_as_cf_netcdf(tmp_path):
         xr.testing.assert_identical(stored.statistics[name], dataset)
         with xr.open_dataset(tmp_path / "store" / f"statistics_{name}.nc") as written_back:
             xr.testing.assert_identical(written_back.load(), dataset)
+
+
+def test_the_apps_drawn_seeds_start_at_a_3d_oceans_surface_unless_bounds_say_otherwise(tmp_path, caplog):
+    """A lattice or random draw through a 3-D ocean's depths puts few seeds near the surface,
+    where drift is studied (a GLORYS file's lattice fell at 972 m and 2 902 m only): without
+    `seeds.bounds` they start at its shallowest depth (logged); with bounds, where asked."""
+    import xarray as xr
+
+    from flowkit.config import build_field, build_seeds
+
+    lon, lat, depth = np.arange(0.0, 5.01, 0.5), np.arange(50.0, 53.01, 0.5), np.array([6.0, 50.0, 500.0])
+    shape = (2, len(depth), len(lat), len(lon))
+    xr.Dataset(
+        {
+            "uo": (("time", "depth", "latitude", "longitude"), np.full(shape, 0.2), {"units": "m s-1"}),
+            "vo": (("time", "depth", "latitude", "longitude"), np.full(shape, 0.1), {"units": "m s-1"}),
+        },
+        coords={
+            "time": ("time", np.array(["2024-01-01", "2024-01-02"], "datetime64[ns]")),
+            "depth": ("depth", depth, {"units": "m", "positive": "down", "standard_name": "depth"}),
+            "latitude": ("latitude", lat, {"units": "degrees_north"}),
+            "longitude": ("longitude", lon, {"units": "degrees_east"}),
+        },
+    ).to_netcdf(tmp_path / "ocean.nc")
+    for seeds in ("grid", "random"):
+        cfg = _compose(["field=netcdf", f"field.path={tmp_path / 'ocean.nc'}", f"seeds={seeds}", "seeds.n=200"])
+        field = build_field(cfg)
+        with caplog.at_level(logging.INFO, logger="flowkit"):
+            made = build_seeds(cfg, field)
+        assert "seeds: at the surface of the 3-D ocean field (depth 6 m, its shallowest)" in caplog.text
+        assert np.all((made[:, 2] >= 6.0) & (made[:, 2] <= 6.001)) and len(np.unique(made[:, :2], axis=0)) == len(made)
+        cfg.seeds.bounds = [[0.5, 50.5, 10.0], [4.5, 52.5, 400.0]]
+        deep = build_seeds(cfg, field)
+        assert deep[:, 2].min() >= 10.0 and deep[:, 2].max() > 100.0
