@@ -83,6 +83,21 @@ def speed_scale(var, where_: str) -> float:
     return float(quantity.to("m/s").magnitude)
 
 
+class InMetresPerSecond:
+    """`in_mps(ds, name, values)`: a velocity's `values` read from `ds[name]`, in m/s by that
+    file's own `units` (each file of a series says its own: a later day in cm/s is converted,
+    not read as m/s); each variable's units parsed once."""
+
+    def __init__(self):
+        self.scales: dict[tuple[str, str], float] = {}
+
+    def __call__(self, ds, name: str, values: np.ndarray) -> np.ndarray:
+        key = (str(name), attr(ds[name], "units"))
+        if key not in self.scales:
+            self.scales[key] = speed_scale(ds[name], where(ds))
+        return values * self.scales[key]
+
+
 def length_scale(var, where_: str) -> float:
     """The factor from `var`'s `units` to metres (POP's `centimeters`, `cm`, `m`; missing: m);
     `ValueError` naming the file and the variable for units that are not a length."""

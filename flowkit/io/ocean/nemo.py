@@ -26,7 +26,7 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from ...fields.layered import LayeredField
-from ..cf import attr, speed_scale, where
+from ..cf import InMetresPerSecond, attr, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, step_faces, z_columns
 from ..checks import check_velocity, named
@@ -100,19 +100,16 @@ def build(
     lon, lat = _centres(grid_ds, u_sets[0][u_name], source)
     angle = grid_angle(lon, lat)
     levels = _levels(u_sets[0][u_name], v_sets[0][v_name], source)
-    scales = [
-        speed_scale(sets[0][name], source)
-        for sets, name in ((u_sets, u_name), (v_sets, v_name), (w_sets, w_name))
-        if sets
-    ]
-    if scales[0] != scales[1]:
-        raise ValueError(f"{source}: {u_name!r} and {v_name!r} have different units")
+    in_mps = InMetresPerSecond()  # each file by its own units
     velocity = []
     for k in range(len(u_steps)):
-        faces = [step_faces(steps[k][0], name, time_dim, steps[k][1]) for steps, name in readers]
-        for values, (_, name) in zip(faces, readers):
-            check_velocity(values, source, repr(name), k, None if times is None else float(times[k]))
-        velocity.append(centred_velocity(faces, np.cos(angle), np.sin(angle), scales, source, _SIDE))
+        faces = []
+        for steps, name in readers:
+            ds, index = steps[k]
+            values = step_faces(ds, name, time_dim, index)
+            check_velocity(values, where(ds), repr(name), k, None if times is None else float(times[k]))
+            faces.append(in_mps(ds, name, values))
+        velocity.append(centred_velocity(faces, np.cos(angle), np.sin(angle), [1.0] * 3, source, _SIDE))
     land, water, wet_levels = _water(grid_ds, velocity, levels, source)
     filled = [below_floor(values, wet_levels) for values in velocity]
     _log.info(

@@ -35,9 +35,9 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from ...fields.layered import LayeredField
-from ..cf import STANDARD, attr, component, speed_scale, where
+from ..cf import STANDARD, InMetresPerSecond, attr, component, where
 from ..cf_times import time_axis
-from ..checks import named
+from ..checks import check_velocity, named
 
 _log = logging.getLogger("flowkit")
 
@@ -86,8 +86,10 @@ def build(
     if w_name is not None and level_dim is not None:
         joined = [_on_layers(ds, w_name, level_dim) for ds in joined]
 
-    def read(name, comp=None):  # (T, K, P) float64 on the nodes (then the faces' centres where faced)
-        parts = []
+    in_mps = InMetresPerSecond()
+
+    def read(name, comp=None, speed=False):  # (T, K, P) float64 on the nodes (then the faces' centres where faced)
+        parts = []  # a speed is converted to m/s by each file's own units, each step checked before averaging
         for ds in joined:
             var = ds[name] if comp is None else ds[name].isel({ds[name].dims[-1]: comp})
             order = [d for d in (time_dim, level_dim) if d in var.dims] + [
@@ -98,6 +100,10 @@ def build(
                 array = array[None]
             if level_dim not in var.dims:
                 array = array[:, None]
+            if speed:
+                for k, values in enumerate(array):
+                    check_velocity(values, where(ds), repr(name), sum(len(p) for p in parts) + k)
+                array = in_mps(ds, name, array)
             horizontal = order[-1]
             if horizontal == face_dim:  # the nodes' area-weighted mean, and each face's own value at its centre
                 on_nodes = _on_nodes(array, weights)
@@ -112,16 +118,13 @@ def build(
             parts.append(array)
         return np.concatenate(parts)
 
-    components = [read(u_name, 0), read(u_name, 1)] if pair else [read(n) for n in names]
+    if pair:
+        components = [read(u_name, 0, speed=True), read(u_name, 1, speed=True)]
+    else:
+        components = [read(n, speed=True) for n in names]
     if w_name is not None and level_dim is not None:
-        components.append(-read(w_name))  # upward in the files, positive down here
+        components.append(-read(w_name, speed=True))  # upward in the files, positive down here
     velocity = np.moveaxis(np.stack(components, axis=-1), 1, 2)  # (T, P, K, C)
-    scales = {name: speed_scale(first[name], source) for name in names}  # u and v, or the hvel pair
-    if len(set(scales.values())) > 1:
-        raise ValueError(f"{source}: {' and '.join(map(repr, names))} have different units")
-    velocity[..., :2] *= scales[u_name]
-    if len(components) > 2:
-        velocity[..., 2] *= speed_scale(first[w_name], source)
     depths, velocity, water, vertical = _vertical(first, read, velocity, level_dim, len(points), extend)
     on_faces = (
         " on faces, each face's value at its centre (the mesh fanned from the centres), the nodes the faces' mean"

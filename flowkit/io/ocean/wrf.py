@@ -119,6 +119,7 @@ def _dated(ds):
 
 def _grids(steps) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each time step's `(XLONG, XLAT)` of the mass points `(south_north, west_east)`."""
+
     def at(ds, index, name) -> np.ndarray:
         var = ds[name]
         return np.asarray((var.isel(Time=index) if "Time" in var.dims else var).values, np.float64)
