@@ -74,3 +74,34 @@ def test_a_velocity_missing_everywhere_is_refused_naming_the_file(tmp_path, case
     ds.to_netcdf(tmp_path / "broken.nc")
     with pytest.raises(ValueError, match=expected):
         fk.io.read(tmp_path / "broken.nc")
+
+
+def test_a_nemo_file_from_another_window_or_another_model_is_refused_naming_it(tmp_path):
+    """Day 2's V file cut 20 rows away (its nav_lon/nav_lat rolled), or an FVCOM file among
+    NEMO's, was read on the first files' grid or dropped without a word."""
+    for path in sorted(NEMO.glob("*.nc")):
+        if "20000109d05V" in path.name:
+            ds = xr.open_dataset(path)
+            ds = ds.assign_coords(nav_lon=ds.nav_lon.roll(y=20, roll_coords=False), nav_lat=ds.nav_lat.roll(y=20))
+            ds.to_netcdf(tmp_path / path.name)
+        else:
+            shutil.copy(path, tmp_path / path.name)
+    with pytest.raises(ValueError, match=r"20000109d05V\.nc: its nav_lon differs from .*20000104d05V\.nc's"):
+        fk.io.read(str(tmp_path / "*.nc"))
+    if FVCOM.exists():
+        files = sorted(str(p) for p in NEMO.glob("*.nc")) + [str(FVCOM)]
+        with pytest.raises(ValueError, match=r"tri_grid_example-FVCOM\.nc: not NEMO output"):
+            fk.io.read(files)
+
+
+@needs_corpus
+def test_an_fvcom_file_with_its_nodes_renumbered_is_refused_naming_it(tmp_path):
+    ds = xr.open_dataset(FVCOM)
+    first, second = ds.isel(time=slice(0, 5)), ds.isel(time=slice(5, None))
+    order = np.random.default_rng(0).permutation(ds.sizes["node"])
+    renumbered = second.isel(node=order)
+    renumbered["nv"] = second.nv.copy(data=np.argsort(order)[second.nv.values - 1] + 1)
+    first.to_netcdf(tmp_path / "a.nc")
+    renumbered.to_netcdf(tmp_path / "b.nc")
+    with pytest.raises(ValueError, match=r"b\.nc: its lon differs from .*a\.nc's"):
+        fk.io.read([tmp_path / "a.nc", tmp_path / "b.nc"])

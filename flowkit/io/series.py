@@ -83,3 +83,34 @@ def _matching(a, b, period, tolerance):
         return None
     permutation = order[candidates[np.arange(len(a)), best]]
     return permutation if len(np.unique(permutation)) == len(a) else None
+
+
+def same_grid(datasets: list, names, what: str) -> None:
+    """Every dataset's variables `names` (a grid's coordinates or connectivity, of any shape)
+    equal the first dataset's holding them, to the files' precision (float32 round-off of the
+    values' range): a file cut from another window, or a mesh renumbered, is refused in one
+    `ValueError` naming both files and the variable (`what`: the kind of file, for the message)."""
+    holding = [ds for ds in datasets if all(n in ds.variables for n in names)]
+    if len(holding) < 2:
+        return
+    first = holding[0]
+    for ds in holding[1:]:
+        for name in names:
+            a, b = (np.asarray(d[name].values) for d in (first, ds))
+            if a.shape != b.shape:
+                raise ValueError(
+                    f"{where(ds)}: its {name} has shape {b.shape}, {where(first)}'s {a.shape}: {what} of one run share "
+                    "their grid"
+                )
+            if not np.issubdtype(a.dtype, np.number):
+                continue
+            a, b = a.astype(np.float64), b.astype(np.float64)
+            finite = np.isfinite(a) & np.isfinite(b)
+            scale = max(float(np.max(np.abs(a[finite]), initial=0.0)), 1.0)
+            off = np.abs(a - b)[finite]
+            if (np.isfinite(a) != np.isfinite(b)).any() or (off.size and off.max() > 1e-6 * scale):
+                worst = float(off.max()) if off.size else float("nan")
+                raise ValueError(
+                    f"{where(ds)}: its {name} differs from {where(first)}'s (by up to {worst:g}): {what} of one run "
+                    "share their grid; this one is another window, grid or numbering"
+                )

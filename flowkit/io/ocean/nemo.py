@@ -30,6 +30,7 @@ from ..cf import InMetresPerSecond, attr, where
 from ..cf_times import time_axis
 from ..cgrid import below_floor, centred_velocity, grid_angle, layered_on_grid, step_faces, z_columns
 from ..checks import check_velocity, named
+from ..series import same_grid
 from .companion import grid_file
 
 _log = logging.getLogger("flowkit")
@@ -80,10 +81,18 @@ def build(
     another shape; eliminated land processors without a grid file.
     """
     data = [ds for ds in datasets if not _is_grid(ds)]
+    strangers = [where(ds) for ds in data if not _of_nemo(ds)]
+    if strangers:
+        raise ValueError(
+            f"{', '.join(strangers)}: not NEMO output (no nav_lon, time_counter or NEMO depth axis) nor a NEMO grid "
+            f"file, given with {where(next(ds for ds in data if _of_nemo(ds)))}; give the run's files only"
+        )
     grid_ds = grid_file("NEMO", data, [ds for ds in datasets if _is_grid(ds)], grid, _GRID_FILES)
     u_name, u_sets = _component(data, "u", u)
     v_name, v_sets = _component(data, "v", v)
     w_name, w_sets = _component(data, "w", w, required=False) if u_sets[0][u_name].ndim == 4 else (None, [])
+    for sets, which in ((u_sets, "U"), (v_sets, "V"), (w_sets, "W")):
+        same_grid(sets, ("nav_lon", "nav_lat"), f"NEMO's {which} files")
     source = where(u_sets[0])
     time_dim = next((d for d in u_sets[0][u_name].dims if d.startswith("time")), None)
     u_steps, times, origin = time_axis(u_sets, time_dim)
@@ -126,6 +135,15 @@ def build(
     depths = np.broadcast_to(levels, lon.shape + levels.shape)
     field = layered_on_grid(lon, lat, [depths] * n, filled, [water] * n, land, times, origin, dtype)
     return named(field, (u_name, v_name, w_name))
+
+
+def _of_nemo(ds) -> bool:
+    """Whether `ds` is one of a NEMO run's output files (a grid U, V, W or T file)."""
+    return (
+        "nav_lon" in ds.variables
+        or "time_counter" in ds.dims
+        or any(d in ds.dims for d in (*_STAGGERED.values(), "deptht"))
+    )
 
 
 def _dates(sets: list, time_dim) -> np.ndarray:

@@ -38,6 +38,7 @@ from ...fields.layered import LayeredField
 from ..cf import STANDARD, InMetresPerSecond, attr, component, where
 from ..cf_times import time_axis
 from ..checks import check_velocity, named
+from ..series import same_grid
 
 _log = logging.getLogger("flowkit")
 
@@ -71,6 +72,7 @@ def build(
     first = joined[0]
     source = where(first)
     points, cells, spherical, node_dim, face_dim = _mesh(first)
+    same_grid(joined, _mesh_variables(first), "the files of an unstructured model")
     u_name = _component(first, "u", u)
     pair = first[u_name].ndim >= 3 and first.sizes[first[u_name].dims[-1]] == 2  # SCHISM's hvel: (time, node, level, 2)
     names = [u_name] if pair else [u_name, _component(first, "v", v)]
@@ -206,6 +208,14 @@ def _joined(datasets) -> list:
             "not in the files of its first times"
         )
     return joined
+
+
+def _mesh_variables(ds) -> tuple[str, ...]:
+    """The mesh's node coordinates and face-node connectivity: what every file of a series
+    holding them must hold alike."""
+    topology = _topology(ds)
+    connectivity = attr(topology, "face_node_connectivity") if topology is not None else "nv"
+    return (*_coordinate_names(ds), connectivity)
 
 
 def _coordinate_names(ds) -> tuple[str, str]:
