@@ -193,8 +193,8 @@ def _wrf_lambert(alpha_variables: bool) -> tuple[xr.Dataset, np.ndarray, np.ndar
 @pytest.mark.parametrize("alpha_variables", [False, True])
 def test_wrf_winds_on_a_lambert_grid_are_turned_to_east_and_north(tmp_path, alpha_variables):
     ds, lon, lat = _wrf_lambert(alpha_variables)
-    ds.to_netcdf(tmp_path / "wrfout_d01_2020-01-01_00:00:00.nc")
-    field = fk.io.read(tmp_path / "wrfout_d01_2020-01-01_00:00:00.nc", dtype="float64")
+    ds.to_netcdf(tmp_path / "wrfout_d01_2020-01-01_00:00:00")  # named as WRF names it: no suffix
+    field = fk.io.read(tmp_path / "wrfout_d01_*", dtype="float64")
     np.testing.assert_array_equal(np.asarray(field.times), [0.0, 10800.0])
     for j, i in ((2, 3), (6, 10), (1, 11)):
         x = np.array([lon[j, i], lat[j, i]])

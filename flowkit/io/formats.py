@@ -214,10 +214,25 @@ def format_of(path: Files) -> Format:
     for fmt in FORMATS:
         if name.endswith(fmt.suffixes):
             return fmt
+    if _is_netcdf(first):  # written without a suffix, as WRF names its wrfout_d01_<date> files
+        return NETCDF
     known = sorted({s for fmt in FORMATS for s in fmt.suffixes})
     raise ValueError(
         f"{first}: unsupported suffix {first.suffix!r}; flowkit reads {known} and OpenFOAM case directories"
     )
+
+
+def _is_netcdf(path: Path) -> bool:
+    """Whether `path` (or a glob's first match) starts as a NetCDF3 (`CDF`) or NetCDF4/HDF5
+    file does."""
+    import glob
+
+    matches = sorted(glob.glob(str(path))) if any(ch in str(path) for ch in "*?[") else [str(path)]
+    if not matches or not Path(matches[0]).is_file():
+        return False
+    with open(matches[0], "rb") as file:
+        head = file.read(8)
+    return head[:3] == b"CDF" or head == b"\x89HDF\r\n\x1a\n"
 
 
 def solver_format(path: Path) -> Format | None:
