@@ -66,49 +66,49 @@ AXES = {
 def speed_scale(var, where_: str) -> float:
     """The factor from `var`'s `units` to m/s, read by pint (UDUNITS' spellings: `m s-1`,
     `meters s-1`, `cm/s`, `km h-1`, `knots`, ...); `ValueError` naming the file, the variable and
-    the units for units that are not a speed (missing units are taken as m/s, logged)."""
-    units = attr(var, "units")
-    if not units:
+    the units for units that are not a speed (missing units are taken as m/s, warned)."""
+    if not attr(var, "units"):
         _log.warning("%s: velocity %r has no units: taken as m/s", where_, var.name)
         return 1.0
-    registry = _units()
-    try:
-        quantity = registry.Quantity(1.0, units)
-    except Exception:  # noqa: BLE001 -- pint's many parse errors: the units are not ones it knows
-        quantity = None
-    if quantity is None or not quantity.check("[length]/[time]"):
-        raise ValueError(
-            f"{where_}: velocity {var.name!r} has units {units!r}, which is not a speed (m/s, cm s-1, km/h, knots, ...)"
-        )
-    return float(quantity.to("m/s").magnitude)
-
-
-class InMetresPerSecond:
-    """`in_mps(ds, name, values)`: a velocity's `values` read from `ds[name]`, in m/s by that
-    file's own `units` (each file of a series says its own: a later day in cm/s is converted,
-    not read as m/s); each variable's units parsed once."""
-
-    def __init__(self):
-        self.scales: dict[tuple[str, str], float] = {}
-
-    def __call__(self, ds, name: str, values: np.ndarray) -> np.ndarray:
-        key = (str(name), attr(ds[name], "units"))
-        if key not in self.scales:
-            self.scales[key] = speed_scale(ds[name], where(ds))
-        return values * self.scales[key]
+    return _factor(var, where_, "[length]/[time]", "m/s", "a speed (m/s, cm s-1, km/h, knots, ...)")
 
 
 def length_scale(var, where_: str) -> float:
     """The factor from `var`'s `units` to metres (POP's `centimeters`, `cm`, `m`; missing: m);
     `ValueError` naming the file and the variable for units that are not a length."""
-    units = attr(var, "units") or "m"
+    return _factor(var, where_, "[length]", "m", "a length (m, cm, ...)") if attr(var, "units") else 1.0
+
+
+def _factor(var, where_: str, dimension: str, to: str, kind: str) -> float:
+    """`var`'s units in `to` by pint, or `ValueError` naming them: not `kind`."""
+    units = attr(var, "units")
     try:
         quantity = _units().Quantity(1.0, {"centimeters": "cm", "centimetres": "cm"}.get(units, units))
-    except Exception:  # noqa: BLE001 -- pint's many parse errors
+    except Exception:  # noqa: BLE001 -- pint's many parse errors: the units are not ones it knows
         quantity = None
-    if quantity is None or not quantity.check("[length]"):
-        raise ValueError(f"{where_}: {var.name!r} has units {units!r}, which is not a length (m, cm, ...)")
-    return float(quantity.to("m").magnitude)
+    if quantity is None or not quantity.check(dimension):
+        name = f"velocity {var.name!r}" if to == "m/s" else repr(var.name)
+        raise ValueError(f"{where_}: {name} has units {units!r}, which is not {kind}")
+    return float(quantity.to(to).magnitude)
+
+
+class InMetresPerSecond:
+    """A velocity in m/s by each file's own `units` (each file of a series says its own: a
+    later day in cm/s is converted, not read as m/s); each variable's units parsed once."""
+
+    def __init__(self):
+        self.scales: dict[tuple[str, str], float] = {}
+
+    def factor(self, ds, name: str) -> float:
+        """`ds[name]`'s factor to m/s."""
+        key = (str(name), attr(ds[name], "units"))
+        if key not in self.scales:
+            self.scales[key] = speed_scale(ds[name], where(ds))
+        return self.scales[key]
+
+    def __call__(self, ds, name: str, values: np.ndarray) -> np.ndarray:
+        """`values` read from `ds[name]`, in m/s."""
+        return values * self.factor(ds, name)
 
 
 @functools.cache

@@ -22,9 +22,9 @@ from jax.typing import ArrayLike, DTypeLike
 from ..._custom_types import PathLike
 from ...diffusion import Profile
 from ...fields.layered import LayeredField
-from ..cf import speed_scale, where
+from ..cf import InMetresPerSecond, where
 from ..cf_times import time_axis
-from ..cgrid import grid_angle, layered_on_grid, to_centres
+from ..cgrid import centred_velocity, grid_angle, layered_on_grid, to_centres
 from ..checks import check_velocity, named
 
 _log = logging.getLogger("flowkit")
@@ -122,10 +122,6 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
     land = _horizontal(mask, rho, where(history)) == 0 if mask is not None else np.zeros(lon.shape, bool)
     angle_var = grid_var("angle", required=False)
     angle = _angle(angle_var, lon, lat, spherical, where(history))
-    names = (u_name, v_name, "w") if layered else (u_name, v_name)
-    scales = {name: speed_scale(history[name], where(history)) for name in names if name in history}
-    if scales[u_name] != scales[v_name]:
-        raise ValueError(f"{where(history)}: {u_name!r} and {v_name!r} have different units")
     stretching = _stretching(history, grid_var, where(history)) if layered else None
     vertical = ("s_rho",) if layered else ()
     time_dim = next((d for d in history[u_name].dims if d not in vertical and not d.startswith(("eta", "xi"))), None)
@@ -143,7 +139,7 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
         sliced = lambda step: _surface_slice(step, (u_name, v_name), lon.shape, h, angle)  # noqa: E731
     n_levels = len(stretching["s"]) if layered else 1
     depths, velocity, water, samples = _read_steps(
-        steps, time_dim, times, (u_name, v_name), sliced, scales, has_w, sample, n_levels, where(history)
+        steps, time_dim, times, (u_name, v_name), sliced, has_w, sample, n_levels, where(history)
     )
     if mask is None:
         land = _unmasked_land(grid_var, velocity, lon.shape, where(history), grid_ds)
@@ -153,9 +149,10 @@ def build(datasets: list, grid=None, *, sample=(), dtype: DTypeLike = "float32")
     return named(field, (u_name, v_name, "w" if has_w else None))
 
 
-def _read_steps(steps, time_dim, times, names, sliced, scales: dict, has_w: bool, sample, n_levels: int, source: str):
-    """Each time step's level depths, velocity (m/s, east, north[, down]) and water depth
-    (`sliced(step)`), and the sampled variables, as lists along time."""
+def _read_steps(steps, time_dim, times, names, sliced, has_w: bool, sample, n_levels: int, source: str):
+    """Each time step's level depths, velocity (m/s by its own file's units: east, north[,
+    down]) and water depth (`sliced(step)`), and the sampled variables, as lists along time."""
+    in_mps = InMetresPerSecond()
     depths: list[np.ndarray] = []
     velocity: list[np.ndarray] = []
     water: list[np.ndarray] = []
@@ -164,10 +161,12 @@ def _read_steps(steps, time_dim, times, names, sliced, scales: dict, has_w: bool
         step = ds if k is None else ds.isel({time_dim: k})
         for name in names:  # NaN everywhere: no flow (its faces' mean would read as 0)
             check_velocity(step[name].values, source, repr(name), len(velocity), _time(times, len(velocity)))
+        if in_mps.factor(ds, names[0]) != in_mps.factor(ds, names[1]):  # turned together: one factor
+            raise ValueError(f"{where(ds)}: {names[0]!r} and {names[1]!r} have different units")
         d, u, bottom = sliced(step)
-        u[..., :2] *= scales[names[0]]
+        u[..., :2] *= in_mps.factor(ds, names[0])
         if has_w:
-            u[..., 2] *= scales.get("w", 1.0)
+            u[..., 2] *= in_mps.factor(ds, "w")
         depths.append(d)
         velocity.append(u)
         water.append(bottom)
@@ -182,13 +181,9 @@ def _coordinates(grid_var, source: str) -> tuple[np.ndarray, np.ndarray, bool]:
     0 or 'F'; or no longitudes at all)."""
     rho = ("eta_rho", "xi_rho")
     flag = grid_var("spherical", required=False)
-    cartesian = flag is not None and str(np.asarray(flag.values).reshape(-1)[0]).strip().lower() in (
-        "0",
-        "f",
-        "b'f'",
-        "false",
-        "t'f'",
-    )
+    value = None if flag is None else np.asarray(flag.values).reshape(-1)[0]
+    value = value.decode() if isinstance(value, bytes) else value
+    cartesian = value is not None and str(value).strip().lower() in ("0", "f", "false")
     if cartesian or grid_var("lon_rho", required=False) is None:
         if grid_var("x_rho", required=False) is not None:
             x, y = (_horizontal(grid_var(n), rho, source) for n in _METRES)
@@ -209,12 +204,7 @@ def _surface_slice(step, names: tuple[str, str], shape: tuple[int, int], h, angl
             f"{source}: {names[0]} and {names[1]} must be (eta, xi) per time step, got "
             f"{step[names[0]].dims} and {step[names[1]].dims}"
         )
-    u, v = (
-        to_centres(faces[0], 1, shape[1], names[0], source, _SIDE),
-        to_centres(faces[1], 0, shape[0], names[1], source, _SIDE),
-    )
-    cos, sin = np.cos(angle), np.sin(angle)
-    velocity = np.stack([cos * u - sin * v, sin * u + cos * v], axis=-1)[:, :, None]
+    velocity = centred_velocity([f[None] for f in faces], np.cos(angle), np.sin(angle), [1.0], source, _SIDE)
     zeta = np.nan_to_num(np.asarray(step["zeta"].values, np.float64)) if "zeta" in step.variables else 0.0
     water = (np.ones(shape) if h is None else h) + zeta
     return np.zeros(shape + (1,)), velocity, water
@@ -322,17 +312,14 @@ def _slice(step, h, angle, stretching, has_w):
         raise ValueError(
             f"{source}: u and v must be (s_rho, eta, xi) per time step, got {step['u'].dims} and {step['v'].dims}"
         )
-    u = to_centres(u, 2, n_xi, "u", source, _SIDE)
-    v = to_centres(v, 1, n_eta, "v", source, _SIDE)
-    if u.shape[1:] != (n_eta, n_xi) or v.shape[1:] != (n_eta, n_xi):
+    if u.shape[1] != n_eta or v.shape[2] != n_xi:
         raise ValueError(
             f"{source}: u and v do not lie between the {n_eta} x {n_xi} rho points (dims "
             f"{step['u'].dims}, {step['v'].dims})"
         )
-    cos, sin = np.cos(angle), np.sin(angle)
-    east, north = cos * u - sin * v, sin * u + cos * v
+    east_north = centred_velocity([u, v], np.cos(angle), np.sin(angle), [1.0], source, _SIDE)  # (eta, xi, K, 2)
     z = level_heights(h, zeta, stretching["s"], stretching["C"], stretching["hc"], stretching["vtransform"])
-    components = [east, north]
+    components = list(np.moveaxis(east_north, (3, 2), (0, 1)))  # east, north: each (K, eta, xi)
     if has_w:
         w = np.asarray(step["w"].transpose("s_w", ...).values, np.float64)
         components.append(-_wto_centres(w))  # upward on the s_w levels -> downward on the rho levels
