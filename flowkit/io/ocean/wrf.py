@@ -160,21 +160,15 @@ def _offset(reference, grid, source: str) -> tuple[int, int]:
     """`(dj, di)` such that `grid`'s mass point `[j, i]` is `reference`'s `[j + dj, i + di]`:
     a point of the reference (its middle, else a corner) found among the grid's, the overlap
     then checked point by point."""
-    n_y, n_x = reference[0].shape
+    mine, theirs = np.stack(reference), np.stack(grid)  # (lon, lat) on the points
+    n_y, n_x = mine.shape[1:]
     for j, i in ((n_y // 2, n_x // 2), (0, 0), (0, n_x - 1), (n_y - 1, 0), (n_y - 1, n_x - 1)):
-        far = np.hypot(grid[0] - reference[0][j, i], grid[1] - reference[1][j, i])
+        far = np.hypot(*(theirs - mine[:, j, i, None, None]))
         jg, ig = np.unravel_index(np.argmin(far), far.shape)
         dj, di = int(j - jg), int(i - ig)
-        a = reference[0][max(dj, 0) : n_y + min(dj, 0), max(di, 0) : n_x + min(di, 0)]
-        b = grid[0][max(-dj, 0) : n_y - max(dj, 0), max(-di, 0) : n_x - max(di, 0)]
-        c = reference[1][max(dj, 0) : n_y + min(dj, 0), max(di, 0) : n_x + min(di, 0)]
-        d = grid[1][max(-dj, 0) : n_y - max(dj, 0), max(-di, 0) : n_x - max(di, 0)]
-        if (
-            a.shape == b.shape
-            and a.size
-            and np.allclose(a, b, rtol=0, atol=1e-3)
-            and np.allclose(c, d, rtol=0, atol=1e-3)
-        ):
+        a = mine[:, max(dj, 0) : n_y + min(dj, 0), max(di, 0) : n_x + min(di, 0)]
+        b = theirs[:, max(-dj, 0) : n_y - max(dj, 0), max(-di, 0) : n_x - max(di, 0)]
+        if a.shape == b.shape and a.size and np.allclose(a, b, rtol=0, atol=1e-3):
             return dj, di
     raise ValueError(f"{source}: the grids of its time steps are not one lattice (XLONG/XLAT): another domain")
 
