@@ -11,6 +11,7 @@ one is found damaged (`missing_chunks`).
 """
 
 import contextlib
+import fcntl
 import json
 import logging
 import math
@@ -112,35 +113,75 @@ def missing_chunks(group) -> list[str]:
 class StoreLock:
     """One writer per store: a lock file beside the store (`.tracks.zarr.lock`: zarr takes every
     file in a store for a member of it, and warns of any other) holds the writing process's id
-    and host, made with `O_EXCL` so that of two processes one wins. A lock whose process is gone
-    (same host, no such process) is taken over; any other is refused in one line."""
+    and host, made with `O_EXCL` so that of two processes one wins, and `flock`ed by its writer
+    for as long as it writes. A lock that nobody holds (its process gone: the system released
+    it) is taken over by whoever `flock`s it first, in place, so that of two processes taking
+    over one stale lock one wins; any other lock is refused in one line."""
 
     def __init__(self, store: Path):
         self.store = Path(store)
         self.path = self.store.with_name(f".{self.store.name}.lock")
         self.held = False
+        self._descriptor: int | None = None
 
     def acquire(self) -> None:
-        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
         self.store.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(3):
             try:
-                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+                fcntl.flock(descriptor, fcntl.LOCK_EX)  # waits only while another process checks it
             except FileExistsError:
-                holder = self.holder()
-                if holder is None or lock_alive(holder):
-                    raise FileExistsError(self.busy(holder)) from None
+                descriptor = self._take_over()
+                if descriptor is None:  # the lock went away meanwhile
+                    continue
+                gone = self.holder() or {}
                 _log.warning(
-                    "%s: taking over from process %s on %s, which is gone", self.store, holder["pid"], holder["host"]
+                    "%s: taking over from process %s on %s, which is gone",
+                    self.store,
+                    gone.get("pid"),
+                    gone.get("host"),
                 )
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path)
-                continue
-            with os.fdopen(descriptor, "w") as lock:
-                lock.write(record)
-            self.held = True
+            record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "flock": True}
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, json.dumps(record).encode(), 0)
+            self._descriptor, self.held = descriptor, True
             return
         raise FileExistsError(self.busy(self.holder()))
+
+    def _take_over(self) -> int | None:
+        """The lock file's descriptor, `flock`ed, when its writer is gone; None when the file
+        went away; refused when it is held or cannot be told stale."""
+        try:
+            descriptor = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise FileExistsError(
+                f"{self.path}: a folder where the lock file of {self.store} belongs (one run writes a store at a "
+                "time, and marks it there); remove the folder"
+            ) from None
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(descriptor).st_ino != os.stat(self.path).st_ino:  # removed (and made anew) since
+                os.close(descriptor)
+                return None
+        except FileNotFoundError:
+            os.close(descriptor)
+            return None
+        except BlockingIOError:
+            os.close(descriptor)
+            raise FileExistsError(self.busy(self.holder())) from None
+        holder = self.holder()
+        if holder is None or lock_alive(holder, flocked=True):
+            os.close(descriptor)
+            raise FileExistsError(self.busy(holder))
+        return descriptor
+
+    def check_free(self) -> None:
+        """Refuse in one line (`FileExistsError`) when another process holds the lock."""
+        descriptor = self._take_over() if self.path.exists() or self.path.is_symlink() else None
+        if descriptor is not None:
+            os.close(descriptor)
 
     def holder(self) -> dict | None:
         """The lock's record, or None while it cannot be read (being written, damaged)."""
@@ -158,18 +199,23 @@ class StoreLock:
         )
 
     def release(self) -> None:
-        if self.held:
+        if self.held and self._descriptor is not None:
             self.held = False
-            holder = self.holder()
-            if holder is not None and holder["pid"] == os.getpid() and holder["host"] == socket.gethostname():
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)  # before the flock goes: a process waiting on it then finds it removed
+            os.close(self._descriptor)
+            self._descriptor = None
 
 
-def lock_alive(holder: dict) -> bool:
-    """Whether the lock's process may still run: on another host it cannot be told, so yes."""
+def lock_alive(holder: dict, flocked: bool) -> bool:
+    """Whether the lock's process may still run: on another host it cannot be told, so yes; on
+    this one, a lock its writer `flock`ed and that was just `flock`ed (`flocked`) is free (the
+    system releases a process's locks when it ends, whatever became of its id), else it lives
+    while its process id does."""
     if holder["host"] != socket.gethostname():
         return True
+    if holder.get("flock") and flocked:
+        return False
     try:
         os.kill(int(holder["pid"]), 0)
     except ProcessLookupError:

@@ -388,7 +388,11 @@ class TrackRun:
             )
         )
         stats = run_stats(self.plan, self.n_particles, self.devices, self.compile_s, tally, run_s, warmup_s, streamed)
-        return sink.finish(stats, None if self.gathering is None else self.gathering.datasets())
+        try:
+            return sink.finish(stats, None if self.gathering is None or sink.complete else self.gathering.datasets())
+        except BaseException:
+            sink.close()
+            raise
 
     def _warm_up(self, compiled) -> float:
         """One chunk of the first batch, results dropped: first-call costs stay out of `run_s`."""
@@ -417,6 +421,7 @@ class TrackRun:
                 batch_size=self.batch_size,
                 resume=self.resume,
                 overwrite=self.overwrite,
+                statistics=len(self.plan.pieces.statistics),
             )
         return MemorySink(n, times, dim, plan.dtype, plan.t_release, velocity, generation)
 

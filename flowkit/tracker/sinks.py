@@ -30,12 +30,11 @@ from .._store import (
     STORE_FORMAT,
     StoreLock,
     check_store,
-    lock_alive,
     missing_chunks,
     write_dataset,
 )
 from ..trajectory import Frame, RunStats, Trajectory
-from .identity import differences
+from .identity import content_hash, differences
 
 
 class TrajectorySink(Protocol):
@@ -53,6 +52,9 @@ class TrajectorySink(Protocol):
 
     saved_totals: list | None
     """A resumed store's statistics totals over its `batches_done` batches (None: none)."""
+
+    complete: bool
+    """A resumed store that was already complete (it is returned as it is)."""
 
     def batch_done(self, totals: list | None = None) -> None:
         """Record that the next batch is whole; `totals`: the run's statistics totals with it."""
@@ -96,6 +98,7 @@ class MemorySink:
         self.variables = None
         self.batches_done = 0
         self.saved_totals = None
+        self.complete = False
 
     def batch_done(self, totals: list | None = None) -> None:
         self.batches_done += 1
@@ -147,6 +150,9 @@ _EXISTS = " (a trajectory store; resume=True continues the run that made it)"
 TOTALS = "flowkit_totals"
 """A store's group of the statistics totals over its finished batches, `TOTALS/<batches>/<i>/<total>`
 (statistic `i` of the run's list), while the run goes on; its datasets replace it at the end."""
+TOTALS_DIGEST = "flowkit_totals_digest"
+"""The store's attribute holding the hash (`content_hash`) of the totals of `TOTALS`' batches,
+written with `flowkit_batches_done`: totals deleted, damaged or replaced are found on resume."""
 STATISTICS = "statistics"
 """A finished store's group of the run's statistics, one dataset a subgroup by its name."""
 
@@ -179,9 +185,10 @@ class ZarrSink:
         batch_size: int | None = None,
         resume: bool = False,
         overwrite: bool = False,
+        statistics: int = 0,
     ):
         self.final = self.path = Path(path)
-        self.batches_done = 0
+        self.batches_done, self.statistics, self.complete = 0, statistics, False
         self.saved_totals = None
         self.lock = StoreLock(self.final)
         self.lock.acquire()
@@ -197,8 +204,14 @@ class ZarrSink:
                     shutil.rmtree(stale, ignore_errors=True)
                 self.path = self.final.with_name(f".{self.final.name}.new-{os.getpid()}")  # swapped in when whole
             self._create(n, times, dim, dtype, t_release, with_velocity, with_generation, frames_per_chunk)
-            self.group.attrs.update(
+            self.group = self.group.update_attributes(  # one write: a store is a flowkit one whole, or not
                 {
+                    "featureType": "trajectory",
+                    "Conventions": "CF-1.10",
+                    "source": "flowkit",
+                    "flowkit_complete": False,
+                    "flowkit_batches_done": 0,
+                    "flowkit_store_format": STORE_FORMAT,
                     "flowkit_batches": -(-n // max(n if batch_size is None else int(batch_size), 1)),
                     "flowkit_batch_size": n if batch_size is None else int(batch_size),
                     "flowkit_identity": run,
@@ -212,16 +225,6 @@ class ZarrSink:
         import zarr
 
         self.group = zarr.open_group(str(self.path), mode="a")
-        self.group.attrs.update(
-            {
-                "featureType": "trajectory",
-                "Conventions": "CF-1.10",
-                "source": "flowkit",
-                "flowkit_complete": False,
-                "flowkit_batches_done": 0,
-                "flowkit_store_format": STORE_FORMAT,
-            }
-        )
         rows, frames = int(min(n, 2**16)), len(times)
         self._shape, self._chunks = (n, frames), (rows, int(max(1, min(frames, frames_per_chunk))))
         self._dtype = dtype
@@ -303,11 +306,32 @@ class ZarrSink:
         self.samples = {name: opened(name) for name in group.array_keys() if group[name].attrs.get("flowkit_role")}
         self._dtype = group["x"].dtype
         self._shape, self._chunks = group["status"].shape, group["status"].chunks
-        kept = f"{TOTALS}/{self.batches_done}"
-        if kept in group:
-            subgroups = sorted(group[kept].groups(), key=lambda item: int(item[0]))
-            self.saved_totals = [{name: a[...] for name, a in sub.arrays()} for _, sub in subgroups]
+        self.complete = group.attrs.get("flowkit_complete") is True
+        if self.statistics and not self.complete:
+            self.saved_totals = self._saved_totals(group)
         return True
+
+    def _saved_totals(self, group) -> list:
+        """The statistics totals over the store's written batches, as `batch_done` kept them:
+        refused in one line when they are missing, unreadable or not the ones it recorded."""
+        done, kept = self.batches_done, f"{TOTALS}/{self.batches_done}"
+        try:
+            subgroups = sorted(group[kept].groups(), key=lambda item: int(item[0]))
+            totals = [{name: np.asarray(a[...]) for name, a in sub.arrays()} for _, sub in subgroups]
+            why = (
+                None
+                if len(totals) == self.statistics and content_hash(totals) == group.attrs.get(TOTALS_DIGEST)
+                else "they are not the totals it recorded"
+            )
+        except Exception as err:  # noqa: BLE001 - any damage (a file gone, bytes changed) is refused alike
+            why = f"{type(err).__name__}: {err}".splitlines()[0]
+        if why is None:
+            return totals
+        self.close()
+        raise ValueError(
+            f"{self.path}: the statistics totals of its {done} written batches ({kept}) are missing or damaged "
+            f"({why}), so resume=True cannot finish the run's statistics; overwrite=True runs the job again"
+        )
 
     def write_frames(self, frames: slice, particles: slice, frame: Frame) -> None:
         with self._writing():
@@ -368,25 +392,23 @@ class ZarrSink:
         totals that match the batches it holds."""
         with self._writing():
             done = self.batches_done + 1
-            for i, total in enumerate(totals or ()):
+            totals = [{name: np.asarray(values) for name, values in total.items()} for total in totals or ()]
+            for i, total in enumerate(totals):
                 kept = self.group.require_group(f"{TOTALS}/{done}/{i}")
                 for name, values in total.items():
-                    kept.create_array(name, data=np.asarray(values), overwrite=True)
+                    kept.create_array(name, data=values, overwrite=True)
             self.batches_done = done
-            self.group.attrs["flowkit_batches_done"] = done
+            self.group = self.group.update_attributes(  # one write: the count and its totals' digest agree
+                {"flowkit_batches_done": done} | ({TOTALS_DIGEST: content_hash(totals)} if totals else {})
+            )
             if f"{TOTALS}/{done - 1}" in self.group:
                 del self.group[f"{TOTALS}/{done - 1}"]
 
     def finish(self, stats: RunStats, statistics: dict | None = None):
         import xarray as xr
 
-        with self._writing():
-            for name, dataset in (statistics or {}).items():
-                write_dataset(dataset, self.path, f"{STATISTICS}/{name}")
-            if TOTALS in self.group:
-                del self.group[TOTALS]
-            self.group.attrs["flowkit_statistics"] = list(statistics or ())
-            self.group.attrs["flowkit_complete"] = True
+        if not self.complete:  # a store resumed once complete is left as it is
+            self._complete(statistics or {})
         if self.path != self.final:  # an overwrite: the new store takes the old one's place
             replace(self.path, self.final)
             self.path = self.final
@@ -394,6 +416,38 @@ class ZarrSink:
         opened = xr.open_dataset(self.final, engine="zarr", consolidated=False, chunks=None)
         opened.attrs["flowkit_stats"] = json.dumps(dataclasses.asdict(stats))
         return opened
+
+    def _complete(self, statistics: dict) -> None:
+        """The statistics' datasets written beside the store and moved in whole, then the store
+        marked complete, then the totals moved out and removed: a run stopped at any point
+        resumes (from the totals) or loads, and no half-written group is ever inside it."""
+        with self._writing():
+            staged = self._beside("statistics")
+            for name, dataset in statistics.items():
+                write_dataset(dataset, staged, f"{STATISTICS}/{name}")
+            self._remove_member(STATISTICS)  # a stopped finish's
+            if statistics:
+                os.replace(staged / STATISTICS, self.path / STATISTICS)
+            shutil.rmtree(staged, ignore_errors=True)
+            self.group = self.group.update_attributes(
+                {"flowkit_statistics": list(statistics), "flowkit_complete": True}
+            )
+            self.complete = True
+            self._remove_member(TOTALS)
+
+    def _beside(self, what: str) -> Path:
+        """A path beside the store for `what` is moved into or out of it whole (none there: a
+        stopped run's is removed)."""
+        for stale in self.path.parent.glob(f".{self.path.name}.{what}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        return self.path.with_name(f".{self.path.name}.{what}-{os.getpid()}")
+
+    def _remove_member(self, name: str) -> None:
+        """The store's folder `name` moved out in one rename, then removed."""
+        if (self.path / name).exists():
+            aside = self._beside(f"{name}-removed")
+            os.replace(self.path / name, aside)
+            shutil.rmtree(aside, ignore_errors=True)
 
     def close(self) -> str:
         kept = self._kept()
@@ -420,9 +474,6 @@ def check_output(path: PathLike, overwrite: bool, resume: bool) -> None:
         return
     if resume:
         check_store(path)
-    lock = StoreLock(path)
-    holder = lock.holder() if lock.path.exists() else None
-    if holder is not None and lock_alive(holder):
-        raise FileExistsError(lock.busy(holder))
+    StoreLock(path).check_free()
     if not resume:
         refuse_existing(path, overwrite, _EXISTS)
