@@ -181,8 +181,9 @@ def test_two_processes_writing_one_new_store_one_is_refused(tmp_path):
 
 
 def test_a_resume_onto_a_streamed_series_whose_file_changed_is_refused(tmp_path, monkeypatch):
-    """A streamed series stays on disk: its files are identified by name, size and modification
-    time, so a slice rewritten after the run began is seen without reading the series."""
+    """A streamed series stays on disk: its files are identified by name, size, modification
+    time and sampled blocks, so a slice rewritten after the run began is seen without reading
+    the series, also when its size and time were kept."""
     gyre = fk.fields.DoubleGyre()
     times = np.linspace(0.0, T1, 6)
     series = fk.GridField.from_function(gyre, [np.linspace(0, 2, 41), np.linspace(0, 1, 21)], times=times)
@@ -194,9 +195,14 @@ def test_a_resume_onto_a_streamed_series_whose_file_changed_is_refused(tmp_path,
     restore()
     shutil.copytree(store, tmp_path / "copy.zarr")
     _track(tmp_path / "copy.zarr", field=fk.io.load_grid_npz(path, stream=True), resume=True)  # the same files
+    before = os.stat(path)
     later = np.asarray(series.values).copy()
     later[4] *= 1.01  # a later slice, not among the template's first two
     fk.io.save_grid_npz(path, fk.GridField.from_arrays(later, series.axes, times=times))
-    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # replaced, its size and time kept
+    assert os.stat(path).st_size == before.st_size
+    with pytest.raises(ValueError, match=r"made by another run \(its field differ from this run's\)"):
+        _track(store, field=fk.io.load_grid_npz(path, stream=True), resume=True)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
     with pytest.raises(ValueError, match=r"made by another run \(its field differ from this run's\)"):
         _track(store, field=fk.io.load_grid_npz(path, stream=True), resume=True)

@@ -52,20 +52,41 @@ class SliceSource(abc.ABC):
     def read(self, k: int) -> dict[str, np.ndarray]:
         """The arrays of slice `k`."""
 
-    def stamps(self) -> list[tuple[str, int, int]]:
-        """What identifies the slices on disk without reading them: `(path, size, modification
-        time in ns)` of each file, and of every file under a folder (a solver's case; a time
-        step of one counts as its case's folder)."""
+    def stamps(self) -> list[tuple[str, int, int, str]]:
+        """What identifies the slices on disk without reading them whole: `(path, size,
+        modification time in ns, hash of sampled blocks)` of each file, and of every file under
+        a folder (a solver's case; a time step of one counts as its case's folder). The blocks
+        (`sampled_hash`) find a file replaced by another of the same size and time."""
         stamps = []
         for item in self.files:
             path = Path(str(getattr(getattr(item, "case", None), "path", item)))
             for file in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
                 try:
                     stat = os.stat(file)
-                    stamps.append((str(file), stat.st_size, stat.st_mtime_ns))
+                    stamps.append((str(file), stat.st_size, stat.st_mtime_ns, sampled_hash(file, stat.st_size)))
                 except OSError:
-                    stamps.append((str(file), -1, -1))
+                    stamps.append((str(file), -1, -1, ""))
         return stamps
+
+
+SAMPLED_BLOCKS, BLOCK_BYTES = 4, 1 << 16
+"""`sampled_hash` reads this many blocks of this size (first, last, evenly between)."""
+
+
+def sampled_hash(path: Path, size: int) -> str:
+    """A hash of `SAMPLED_BLOCKS` blocks of the file at `path` (its first, its last and evenly
+    between; a file of no more than that, whole)."""
+    import xxhash
+
+    digest = xxhash.xxh3_64()
+    with open(path, "rb") as file:
+        if size <= SAMPLED_BLOCKS * BLOCK_BYTES:
+            digest.update(file.read())
+        else:
+            for start in np.linspace(0, size - BLOCK_BYTES, SAMPLED_BLOCKS).astype(np.int64):
+                file.seek(int(start))
+                digest.update(file.read(BLOCK_BYTES))
+    return digest.hexdigest()
 
 
 def device_budget() -> int:

@@ -4,7 +4,8 @@ refusal names the parts that differ.
 
 Every value is hashed whole (xxHash's XXH3, about 0.1 s per GB on one core): the field's arrays,
 the seeds, the release times, the other pieces' arrays and settings. A streamed series' slices
-stay on disk; its files are identified by their names, sizes and modification times.
+stay on disk; its files are identified by their names, sizes, modification times and a hash of
+four sampled blocks each (`flowkit.fields.streamed.sampled_hash`).
 """
 
 from typing import Any
