@@ -22,13 +22,22 @@ _FLAG = "--xla_force_host_platform_device_count"
 
 
 def _count() -> int:
-    requested = os.environ.get("FLOWKIT_HOST_DEVICES")
-    if requested is not None:
-        return int(requested)
     try:
-        return min(len(os.sched_getaffinity(0)), 8)
+        cores = min(len(os.sched_getaffinity(0)), 8)
     except AttributeError:  # macOS
-        return min(os.cpu_count() or 1, 8)
+        cores = min(os.cpu_count() or 1, 8)
+    requested = os.environ.get("FLOWKIT_HOST_DEVICES")
+    if requested is None:
+        return cores
+    if requested.strip().isdigit() and int(requested) >= 1:
+        return int(requested)
+    import warnings
+
+    warnings.warn(
+        f"FLOWKIT_HOST_DEVICES={requested!r} is not a whole number of devices (1 or more); using {cores}, one per core",
+        stacklevel=3,
+    )
+    return cores
 
 
 def _configure() -> None:

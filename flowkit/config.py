@@ -124,6 +124,13 @@ def build_boundary(cfg: DictConfig, field: AbstractField | StreamedField):
     return instantiate(cfg.boundary, _convert_="all", **extra)
 
 
+def run_key(seed) -> jax.Array:
+    """The run's PRNG key from the app's `seed`, an integer JAX's keys hold (64 bits)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
+        raise ValueError(f"seed={seed!r}: give a whole number from -2**63 to 2**63 - 1")
+    return jax.random.key(seed)
+
+
 def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
     """The seeds of `cfg.seeds`: `bounds: null` is the field's box (but `random_inside` draws in
     the field's own domain), `n` for a lattice becomes a resolution, random seeders get the run's
@@ -155,7 +162,7 @@ def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
             resolution = grid_resolution(int(asked), box, bool(field.spherical))
             seeds_cfg["resolution"] = resolution + [1] if surface else resolution
     if "key" in parameters:
-        seeds_cfg["key"] = jax.random.key(int(cfg.seed))
+        seeds_cfg["key"] = run_key(cfg.seed)
     if "field" in parameters:
         seeds_cfg["field"] = field
     seeds = np.asarray(target(**seeds_cfg))
@@ -344,6 +351,7 @@ def run_track(cfg: DictConfig, output_dir: PathLike | None = None) -> Trajectory
 def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
     """The app's run, planned and laid out (nothing compiled yet), with its header logged, and
     the name of the boundary as configured (before it was bound to the field)."""
+    key = run_key(cfg.seed)  # checked whether or not the run draws from it
     field, seeds, integrator, boundary, particles = build(cfg)
     # frames streamed to disk: bounded memory, kept when interrupted
     store = out / "trajectories.zarr" if cfg.output.get("store") else None
@@ -361,7 +369,7 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
         integrator,
         boundary,
         cfg.save_every,
-        key=jax.random.key(int(cfg.seed)) if integrator.stochastic or boundary.stochastic else None,
+        key=key if integrator.stochastic or boundary.stochastic else None,
         record_velocity=cfg.record_velocity
         or (
             particles is not None and "velocity" in variable_names(particles)

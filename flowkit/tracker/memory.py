@@ -6,6 +6,8 @@ import time
 
 import numpy as np
 
+from .plan import MAX_STEPS
+
 
 def available_memory() -> int:
     """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it),
@@ -118,7 +120,10 @@ def check_seeds_fit(inputs: tuple, named: dict, streamed: bool, tracks: bool = T
     every = given.get("save_every", 1)
     frames = 0
     if all(isinstance(v, (int, float)) for v in times) and times[2] and isinstance(every, int) and every > 0:
-        frames = int(min(abs((times[1] - times[0]) / times[2]) / every + 2, 2**40))
+        steps = abs((times[1] - times[0]) / times[2])
+        if steps > MAX_STEPS:
+            return  # more steps than a run counts: prepare says so
+        frames = int(steps / every + 2)
     check_seed_memory(
         shape[0],
         shape[1],

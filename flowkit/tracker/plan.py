@@ -112,6 +112,10 @@ AUTO_FRAMES = 50
 many, and every step of a shorter run): enough for pathlines and an animation, whatever the step."""
 
 
+MAX_STEPS = 2**31 - 1
+"""The most steps a run takes: the compiled loop counts them in 32 bits."""
+
+
 def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: float, save_every):
     """Check the run's times; return `(n_steps, save_every, n_saves, saved_times)`."""
     for name, value in (("t0", t0), ("t1", t1), ("dt", dt)):
@@ -138,6 +142,11 @@ def time_plan(field: AbstractField | StreamedField, t0: float, t1: float, dt: fl
             f"run's length; give dt <= {abs(t1 - t0):g}"
         )
     n_steps = max(1, math.ceil(abs(t1 - t0) / abs(dt) - 1e-9))
+    if n_steps > MAX_STEPS:
+        raise ValueError(
+            f"dt={dt:g}: the run (t1 - t0 = {t1 - t0:g}) would take {n_steps:.3g} steps, more than the "
+            f"{MAX_STEPS} (2**31 - 1) a run counts; give a larger dt, or run the time in parts"
+        )
     if abs(n_steps * abs(dt) - abs(t1 - t0)) > 1e-9 * abs(t1 - t0):
         _log.info(
             "dt=%g does not divide the run (t1 - t0 = %g): %d steps, the last one %g long",
@@ -308,6 +317,8 @@ def prepare(
             )
         field = stream.template
     integrator, boundary = check_pieces(field, integrator, boundary, key)
+    if key is not None and not (hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)):
+        raise TypeError(f"key: expected a key made by jax.random.key(seed), got {type(key).__name__} {key!r:.40}")
     if isinstance(boundary, BoundMeshWalls) and type(field) is MeshField and stream is None and not traced:
         field = boundary.near_wall_field(field)
     dtype = _dtypes.resolve(dtype)
