@@ -7,7 +7,9 @@ import dataclasses
 import logging
 import math
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -37,6 +39,7 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
     would make the run build (and import, and call) something else."""
     import difflib
 
+    _check_grammar(argv)
     groups = {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in conf.iterdir() if d.is_dir()}
     main = OmegaConf.load(conf / f"{config_name}.yaml")
     chosen = {k: v for item in main.get("defaults", []) if isinstance(item, DictConfig) for k, v in item.items()}
@@ -47,6 +50,8 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
         key, _, value = arg.lstrip("+~").partition("=")
         if key.startswith("hydra"):
             continue
+        if arg.startswith("~") and key not in groups:
+            _refuse(f"{arg}: a key is not removed from the run; give {key}=null for no value (or its default)")
         if any(part.startswith("_") for part in key.split(".")):
             _refuse(
                 f"{arg}: {key.rsplit('.', 1)[-1]} is not a setting; what a run builds comes from the config "
@@ -62,12 +67,12 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
     schema = TrackConfig if config_name == "track" else FtleConfig
     known = {f.name for f in dataclasses.fields(schema) if f.name not in groups}
     known |= set(_dotted({k: v for k, v in OmegaConf.to_container(main).items() if k != "defaults"}))
+    types = {f.name: f.type for f in dataclasses.fields(schema)}
     for group, option in chosen.items():
         if group in groups and option in groups[group]:
-            known |= {
-                f"{group}.{k}" for k in _dotted(OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml")))
-            }
-    types = {f.name: f.type for f in dataclasses.fields(schema)}
+            options = OmegaConf.to_container(OmegaConf.load(conf / group / f"{option}.yaml"))
+            known |= {f"{group}.{k}" for k in _dotted(options)}
+            types |= {f"{group}.{k}": kind for k, kind in _typed(options).items()}
     for key, value in overrides:
         if key in types:
             _check_type(key, value, types[key])
@@ -87,8 +92,50 @@ def check_overrides(argv, config_name: str, conf: Path = Path(__file__).resolve(
             )
 
 
+CHOICES = {"dtype": ("float32", "float64")}
+"""Keys of the schema that take one of a few words."""
+
+
+def _check_grammar(argv) -> None:
+    """Each override as Hydra's grammar reads it, before anything is made: one line naming the
+    one it cannot read (a path with spaces or letters beyond ASCII, unquoted; a newline)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        try:
+            parser.parse_overrides([arg])
+        except OverrideParseException:
+            key = arg.partition("=")[0]
+            _refuse(
+                f"{arg!r}: Hydra's override grammar cannot read it; quote the value ({key}='...') where it holds "
+                "spaces or letters beyond ASCII, and give no newline"
+            )
+
+
+def _typed(options: dict, prefix: str = "") -> dict:
+    """The keys of a group option whose defaults are numbers or booleans, with that type (a
+    number for either kind of number: a float setting given as 1 stays valid)."""
+    kinds = {}
+    for k, v in options.items():
+        if isinstance(v, dict):
+            kinds |= _typed(v, f"{prefix}{k}.")
+        elif isinstance(v, bool):
+            kinds[prefix + k] = bool
+        elif isinstance(v, (int, float)) and not k.startswith("_"):
+            kinds[prefix + k] = float
+    return kinds
+
+
 def _check_type(key: str, value: str, kind) -> None:
     """One line for a value a typed key of the schema cannot take (Hydra's own is six lines)."""
+    if key in CHOICES and not any(mark in value for mark in ("(", "${", "[")):
+        wrong = [item for item in value.split(",") if item.strip() not in CHOICES[key]]
+        if wrong:
+            _refuse(f"{key}={wrong[0]}: {key} takes one of {', '.join(CHOICES[key])}")
     takes = {int: "an integer", float: "a number", bool: "true or false"}
     base = next((t for t in takes if kind in (t, t | None)), None)
     if base is None or any(mark in value for mark in ("(", "${", "[")):  # a sweep's range(...), an interpolation
@@ -178,12 +225,29 @@ def _exit_now(status: int) -> None:
     os._exit(status)
 
 
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a scheduler's end of the job, `kill`): said in the log and on stderr, what was
+    kept named, then the process ends at once (status 143) as the signal would have ended it."""
+    store = Path(HydraConfig.get().runtime.output_dir) / "trajectories.zarr" if HydraConfig.initialized() else None
+    kept = (
+        f"the batches finished are in {store}; resume=true (with this hydra.run.dir) continues the run"
+        if store is not None and store.exists()
+        else "nothing of the run was kept (output.store=true keeps each finished batch)"
+    )
+    message = f"terminated (SIGTERM): {kept}"
+    _log.error("%s", message)
+    print(f"\nerror: {message}", file=sys.stderr, flush=True)
+    _exit_now(128 + signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def user_errors():
     """Inside an app: a bad value, a missing file or an unknown option ends the run with one
     line on stderr and exit status 2, not a traceback; `HYDRA_FULL_ERROR=1` shows the traceback.
     Python warnings (from flowkit's dependencies) go to the run's log like flowkit's own lines."""
     logging.captureWarnings(True)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
     except _USER_ERRORS as err:

@@ -84,16 +84,17 @@ def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out:
     return the names of the files written."""
     field = run.plan.stream or run.plan.pieces.field
     files = [] if run.output is None else [run.output.name]
+    replace = cfg.overwrite or cfg.resume  # a resumed run's outputs are its own, written again
     if cfg.output.trajectories:
-        files.append(traj.save(out / "trajectories.npz", overwrite=cfg.overwrite).name)
+        files.append(traj.save(out / "trajectories.npz", overwrite=replace).name)
         if field.spherical:  # ocean/atmosphere data: the CF trajectory file its users read
             files.append(
                 traj.save(
-                    out / "trajectories.nc", spherical=True, time_origin=field.time_origin, overwrite=cfg.overwrite
+                    out / "trajectories.nc", spherical=True, time_origin=field.time_origin, overwrite=replace
                 ).name
             )
     if cfg.output.vtp:
-        files.append(traj.save(out / "trajectories.vtp", spherical=field.spherical, overwrite=cfg.overwrite).name)
+        files.append(traj.save(out / "trajectories.vtp", spherical=field.spherical, overwrite=replace).name)
         if summary["status_counts"]["absorbed"]:  # particles deposited on walls: where, when and how fast, for ParaView
             write_deposition_vtp(traj, out / "deposition.vtp")
             files.append("deposition.vtp")
@@ -106,9 +107,9 @@ def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out:
                 write_deposition_map_vtp(deposited, out / "deposition_map.vtp")
                 files.append("deposition_map.vtp")
     if cfg.output.get("clouds"):
-        files.append(traj.save(out / "particles.pvd", overwrite=cfg.overwrite).name)
+        files.append(traj.save(out / "particles.pvd", overwrite=replace).name)
     for name, dataset in (traj.statistics or {}).items():  # gathered during the run: CF NetCDF
-        with written(out / f"statistics_{name}.nc", overwrite=cfg.overwrite) as temporary:
+        with written(out / f"statistics_{name}.nc", overwrite=replace) as temporary:
             temporary.write_bytes(dataset.to_netcdf(engine="h5netcdf"))
         files.append(f"statistics_{name}.nc")
     return files

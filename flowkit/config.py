@@ -10,6 +10,7 @@ import dataclasses
 import inspect
 import json
 import logging
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -282,7 +283,17 @@ def enable_compilation_cache(directory) -> None:
     if not directory:
         return
     path = Path(directory).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as err:
+        _log.warning(
+            "compilation_cache=%s cannot be written (%s): the run compiles without it; give "
+            "compilation_cache= a folder you can write, or null",
+            directory,
+            err.strerror or err,
+        )
+        return
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
@@ -323,18 +334,15 @@ def run_track(cfg: DictConfig, output_dir: PathLike | None = None) -> Trajectory
             traj = run.run()
     else:
         traj = run.run()
-    if run.output is not None:  # the lazily opened store: its stats, then its frames for the other outputs
-        info = RunStats(**json.loads(traj.attrs["flowkit_stats"]))
-        traj = Trajectory.load(run.output)
-    else:
-        info = traj.stats
-    summary = outputs.summary(cfg, run, traj, info, _cache_counts() - cache_before)
-    summary["boundary"] = boundary_name
-    files = outputs.write_outputs(cfg, run, traj, out, summary)
-    if cfg.output.plot:
-        files += outputs.plot(cfg, run, traj, out)
-    files = summary["files"] = files + ["summary.json"]
-    outputs.write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    try:
+        traj, files, summary, info = _write_outputs(cfg, run, traj, out, boundary_name, _cache_counts() - cache_before)
+    except KeyboardInterrupt:
+        kept = (
+            f"the tracks are complete in {run.output} (resume=True writes the outputs from it)"
+            if run.output is not None
+            else "the tracks were not kept (output.store=true keeps them)"
+        )
+        raise KeyboardInterrupt(f"interrupted while writing the outputs: {kept}") from None
     courant = "" if info.courant is None else f"; largest Courant number {info.courant:.3g}"
     _log.info(
         "done: %.2f M particle-steps/s (compile %.2f s, run %.2f s); final status %s%s; wrote %s",
@@ -346,6 +354,23 @@ def run_track(cfg: DictConfig, output_dir: PathLike | None = None) -> Trajectory
         ", ".join(files),
     )
     return traj
+
+
+def _write_outputs(cfg: DictConfig, run, traj, out: Path, boundary_name: str, cache_counts) -> tuple:
+    """The finished run's outputs, summary and pictures: `(trajectory, files, summary, stats)`."""
+    if run.output is not None:  # the lazily opened store: its stats, then its frames for the other outputs
+        info = RunStats(**json.loads(traj.attrs["flowkit_stats"]))
+        traj = Trajectory.load(run.output)
+    else:
+        info = traj.stats
+    summary = outputs.summary(cfg, run, traj, info, cache_counts)
+    summary["boundary"] = boundary_name
+    files = outputs.write_outputs(cfg, run, traj, out, summary)
+    if cfg.output.plot:
+        files += outputs.plot(cfg, run, traj, out)
+    files = summary["files"] = files + ["summary.json"]
+    outputs.write_text(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    return traj, files, summary, info
 
 
 def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:

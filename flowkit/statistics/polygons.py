@@ -33,11 +33,26 @@ def read_polygons(path: PathLike, name_field: str | None = None) -> tuple[list, 
     """`(geometries, names)`: the polygons of a GeoJSON file (`.geojson`, `.json`) or a shapefile
     (`.shp`), as shapely geometries, named by the features' `name_field` property (default:
     `name` where every feature has one, else their order)."""
-    import shapely.geometry
-
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"read_polygons: no file {path}")
+    try:
+        features = _features(path)
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        if str(err).startswith("read_polygons"):
+            raise
+        raise ValueError(f"read_polygons: {path} is damaged or not polygons ({type(err).__name__}: {err})") from None
+    key = name_field or ("name" if features and all("name" in p for _, p in features) else None)
+    if key is not None and not all(key in p for _, p in features):
+        raise ValueError(f"read_polygons: {path}: not every feature has the property {key!r}")
+    names = [str(p[key]) if key else str(i) for i, (_, p) in enumerate(features)]
+    return [g for g, _ in features], names
+
+
+def _features(path: Path) -> list[tuple]:
+    """`(geometry, properties)` of each feature of a GeoJSON file or shapefile."""
+    import shapely.geometry
+
     if path.suffix.lower() == ".shp":
         import shapefile
 
@@ -53,11 +68,7 @@ def read_polygons(path: PathLike, name_field: str | None = None) -> tuple[list, 
         features = [(shapely.geometry.shape(f.get("geometry", f)), f.get("properties") or {}) for f in items]
     else:
         raise ValueError(f"read_polygons: {path}: expected a GeoJSON (.geojson, .json) or shapefile (.shp)")
-    key = name_field or ("name" if features and all("name" in p for _, p in features) else None)
-    if key is not None and not all(key in p for _, p in features):
-        raise ValueError(f"read_polygons: {path}: not every feature has the property {key!r}")
-    names = [str(p[key]) if key else str(i) for i, (_, p) in enumerate(features)]
-    return [g for g, _ in features], names
+    return features
 
 
 def polygon_edges(geometries: Sequence) -> tuple[np.ndarray, np.ndarray]:
