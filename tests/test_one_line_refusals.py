@@ -158,3 +158,18 @@ def test_sigterm_is_said_in_the_log_and_on_stderr_with_what_was_kept(tmp_path, s
     assert last.startswith("error: terminated (SIGTERM): ")
     assert ("resume=true" in last) == (store and (run / "trajectories.zarr").exists())
     assert "terminated (SIGTERM)" in (run / "track.log").read_text()
+
+
+def test_the_memory_check_is_bounded_by_the_address_space_limit():
+    """`prlimit --as` (or `ulimit -v`) below the free memory: the check's bound, so a run that
+    would not fit is refused in one line rather than by NumPy's bare allocation failure."""
+    script = (
+        "import resource, flowkit.tracker.memory as m\n"
+        "size = m._status_bytes('VmSize')\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + 2**30, resource.RLIM_INFINITY))\n"
+        "m._read[0] = -float('inf')\n"
+        "print(m.available_memory(), size)\n"
+    )
+    said = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG)
+    available, size = map(int, said.stdout.split())
+    assert size > 0 and 0.9 * 2**30 < available <= 2**30, said.stderr

@@ -3,6 +3,7 @@
 import functools
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -10,15 +11,18 @@ from .plan import MAX_STEPS
 
 
 def available_memory() -> int:
-    """Host memory available now, in bytes (`MemAvailable` of /proc/meminfo; else all of it),
-    read at most once a second: a run's checks read it twice, about 0.1 ms each."""
+    """Host memory available now to this process, in bytes: the least of the system's
+    (`MemAvailable` of /proc/meminfo; else all of it), what its control group may still take
+    (cgroup v2 `memory.max` less `memory.current`, or v1's) and what its address-space limit
+    leaves (`RLIMIT_AS`, as `prlimit --as` or `ulimit -v` set it, less its `VmSize`). Read at
+    most once a second: a run's checks read it twice, about 0.1 ms each."""
     now = time.monotonic()
     if now - _read[0] >= 1.0:
-        _read[:] = [now, _meminfo()]
+        _read[:] = [now, min([_meminfo(), *_limits()])]
     return _read[1]
 
 
-_read: list = [-float("inf"), 0]  # when /proc/meminfo was read, and what it said
+_read: list = [-float("inf"), 0]  # when the memory was read, and what it said
 
 
 def _meminfo() -> int:
@@ -30,6 +34,37 @@ def _meminfo() -> int:
     except OSError:
         pass
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _limits() -> list[int]:
+    """What the process's limits leave of the host memory (none: an empty list)."""
+    import resource
+
+    left = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        left.append(max(soft - _status_bytes("VmSize"), 0))
+    for limit, usage in (("memory.max", "memory.current"), ("memory.limit_in_bytes", "memory.usage_in_bytes")):
+        folder = Path("/sys/fs/cgroup") if limit == "memory.max" else Path("/sys/fs/cgroup/memory")
+        try:
+            most = (folder / limit).read_text().strip()
+            if most != "max" and int(most) < 2**60:  # v1 writes "no limit" as a huge number
+                left.append(max(int(most) - int((folder / usage).read_text()), 0))
+        except (OSError, ValueError):
+            continue
+    return left
+
+
+def _status_bytes(key: str) -> int:
+    """A size of /proc/self/status (`VmSize`, ...) in bytes; 0 where it cannot be read."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(f"{key}:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def check_memory(host: int, device: int, per_particle: int, budget: int, batch: int) -> None:
