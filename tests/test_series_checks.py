@@ -90,7 +90,9 @@ def test_a_nemo_file_from_another_window_or_another_model_is_refused_naming_it(t
         fk.io.read(str(tmp_path / "*.nc"))
     if FVCOM.exists():
         files = sorted(str(p) for p in NEMO.glob("*.nc")) + [str(FVCOM)]
-        with pytest.raises(ValueError, match=r"tri_grid_example-FVCOM\.nc: not NEMO output"):
+        with pytest.raises(
+            ValueError, match=r"different models: NEMO: .*and 2 more; FVCOM: .*tri_grid_example-FVCOM\.nc; read each"
+        ):
             fk.io.read(files)
 
 

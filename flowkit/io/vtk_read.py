@@ -274,6 +274,13 @@ class _VtkFiles(SliceSource):
         resolved = _series_times(self.path, file_times, times, len(self.files))
         self._order = np.argsort(resolved, kind="stable")
         self.times = resolved[self._order]
+        same = np.flatnonzero(np.diff(self.times) == 0)
+        if same.size:
+            a, b = (self.files[int(self._order[k])] for k in (same[0], same[0] + 1))
+            raise ValueError(
+                f"{self.path}: {a} and {b} have the same time {self.times[same[0]]:g}; each file of a series needs "
+                "its own (its .pvd timestep or TimeValue), or give times=[...]"
+            )
         return self._order
 
     def piece(self, k: int, in_file_order: bool = False) -> Arrays:

@@ -100,6 +100,8 @@ def read_vtu(path: Path) -> VtuFile | None:
             return text, 0, len(text), "base64"
         if a.get("format") == "appended" and tag >= 0 and appended in ("raw", "base64"):
             offset = int(a.get("offset", "0"))
+            if offset not in ends:  # past the file's end (a truncated file): VTK's reader names it
+                return None
             return raw, start + offset, start + ends[offset], appended
         return None
 

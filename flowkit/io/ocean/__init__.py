@@ -37,7 +37,24 @@ MODELS: tuple[Model, ...] = (
 
 
 def model_of(datasets: list) -> Model:
-    """The first row of `MODELS` whose `detect` recognises `datasets`."""
+    """The first row of `MODELS` whose `detect` recognises `datasets`; files that two models
+    recognise apart (an ADCIRC file among FVCOM's) are refused, each named with its model. Files
+    no model but the CF reader takes (a grid file) go with the model of the others."""
+    if len(datasets) > 1:
+        by_model: dict = {}
+        for ds in datasets:
+            model = next(m for m in MODELS if m.detect([ds]))
+            if model is not MODELS[-1]:
+                by_model.setdefault(model.name, []).append(cf.where(ds))
+        if len(by_model) > 1:
+            raise ValueError(
+                "the files are of different models: "
+                + "; ".join(
+                    f"{name}: {', '.join(files[:2])}{f' and {len(files) - 2} more' if len(files) > 2 else ''}"
+                    for name, files in by_model.items()
+                )
+                + "; read each model's files apart"
+            )
     return next(model for model in MODELS if model.detect(datasets))
 
 

@@ -51,6 +51,18 @@ def _on_exact_times(ds):
             exact = np.array([np.datetime64(t.strip().replace(" ", "T").rstrip("Z"), "ms") for t in text])
         except ValueError:
             raise ValueError(f"{where(ds)}: FVCOM's Times {text[:2]} are not dates") from None
+        blank = int(np.sum(np.isnat(exact)))
+        if blank:
+            if "time" not in ds.variables:
+                raise ValueError(f"{where(ds)}: FVCOM's Times are blank at {blank} of {len(text)} steps, and no 'time'")
+            _log.warning(
+                "FVCOM: %s: its Times are blank at %d of %d steps: times from 'time' (float32 days are about 5 "
+                "minutes apart at today's dates)",
+                where(ds),
+                blank,
+                len(text),
+            )
+            return ds
     else:
         _log.warning(
             "FVCOM: %s has neither Itime/Itime2 nor Times: times from 'time' (float32 days are about 5 minutes "

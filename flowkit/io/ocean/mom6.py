@@ -57,7 +57,9 @@ def build(
     could each be the one tracked.
     """
     data = [ds for ds in datasets if not _is_static(ds)]
-    static = grid_file("MOM6", data, [ds for ds in datasets if _is_static(ds)], grid, ("*static*.nc",))
+    static = grid_file(
+        "MOM6", data, [ds for ds in datasets if _is_static(ds)], grid, ("*static*.nc",), _is_static, "geolon, geolat"
+    )
     u_name, v_name = (_velocity(data, which, given) for which, given in (("u", u), ("v", v)))
     sets = [ds for ds in data if u_name in ds.variables]
     source = where(sets[0])

@@ -87,7 +87,9 @@ def build(
             f"{', '.join(strangers)}: not NEMO output (no nav_lon, time_counter or NEMO depth axis) nor a NEMO grid "
             f"file, given with {where(next(ds for ds in data if _of_nemo(ds)))}; give the run's files only"
         )
-    grid_ds = grid_file("NEMO", data, [ds for ds in datasets if _is_grid(ds)], grid, _GRID_FILES)
+    grid_ds = grid_file(
+        "NEMO", data, [ds for ds in datasets if _is_grid(ds)], grid, _GRID_FILES, _is_grid, "glamt/gphit or tmask"
+    )
     u_name, u_sets = _component(data, "u", u)
     v_name, v_sets = _component(data, "v", v)
     w_name, w_sets = _component(data, "w", w, required=False) if u_sets[0][u_name].ndim == 4 else (None, [])

@@ -26,6 +26,7 @@ from ..cf import InMetresPerSecond, where
 from ..cf_times import time_axis
 from ..cgrid import centred_velocity, grid_angle, layered_on_grid, to_centres
 from ..checks import check_velocity, named
+from .companion import model_grid
 
 _log = logging.getLogger("flowkit")
 
@@ -218,7 +219,7 @@ def _grid_dataset(history, grid):
     if isinstance(grid, xr.Dataset):
         return grid
     if grid is None:
-        if all(name in history.variables for name in _GRID) or all(name in history.variables for name in _METRES):
+        if _holds_grid(history):
             return None
         named = str(history.attrs.get("grd_file", "")).strip()
         source = history.attrs.get("flowkit_source")
@@ -234,9 +235,11 @@ def _grid_dataset(history, grid):
     grid = Path(grid)
     if not grid.exists():
         raise FileNotFoundError(f"grid file {grid} does not exist")
-    ds = xr.open_dataset(grid)
-    ds.attrs["flowkit_source"] = str(grid)
-    return ds
+    return model_grid(grid, "ROMS/CROCO", _holds_grid, "lon_rho, lat_rho and h, or x_rho and y_rho")
+
+
+def _holds_grid(ds) -> bool:
+    return all(name in ds.variables for name in _GRID) or all(name in ds.variables for name in _METRES)
 
 
 def _horizontal(var, dims, source) -> np.ndarray:

@@ -239,6 +239,13 @@ def _mesh(ds):
             np.asarray(ds["y"].values, np.float64),
             False,
         )  # FVCOM's Cartesian runs
+        xname, yname = "x", "y"
+    bad = ~(np.isfinite(x) & np.isfinite(y))
+    if bad.any():
+        raise ValueError(
+            f"{where(ds)}: the node coordinates {xname!r}, {yname!r} are not finite at {int(bad.sum())} of {bad.size} "
+            f"nodes (the first: {int(np.argmax(bad))})"
+        )
     topology = _topology(ds, said=True)
     name = attr(topology, "face_node_connectivity") if topology is not None else "nv"
     if name not in ds.variables:
@@ -425,7 +432,12 @@ def _water_depth(first, read, shape, extend, required=False):
     h = extend(h) if h.shape[-1:] != shape[-1:] else np.broadcast_to(h, shape[-1:])
     elevation = next((n for n in ("zeta", "elevation") if n in first.variables and first[n].ndim == 2), None)
     zeta = np.nan_to_num(read(elevation)[:, 0]) if elevation is not None else 0.0
-    return np.broadcast_to(h + zeta, shape).copy()
+    if required and not np.any(h > 0):
+        raise ValueError(
+            f"{where(first)}: the bathymetry {bathymetry!r} is 0 or above the surface at every node: the sigma "
+            "layers need a sea floor below it"
+        )
+    return np.maximum(np.broadcast_to(h + zeta, shape), 0.0)  # a dry node (zeta below -h): no water
 
 
 def _sigma(ds, level_dim, n_points):
@@ -469,6 +481,12 @@ def _above_bottom(ds, z: np.ndarray) -> np.ndarray:
     if name is None:
         return z
     bottom = np.asarray(ds[name].values, np.int64) - 1
+    outside = int(np.sum((bottom < 0) | (bottom >= z.shape[1])))
+    if outside:
+        raise ValueError(
+            f"{where(ds)}: {name!r} lies outside the {z.shape[1]} levels (1 to {z.shape[1]}) at {outside} of "
+            f"{bottom.size} nodes"
+        )
     return np.where(np.arange(z.shape[1])[None, :, None] < bottom[None, None, :], np.nan, z)
 
 
