@@ -112,3 +112,15 @@ def test_a_grid_file_of_another_model_or_damaged_is_named(tmp_path):
     cut.write_bytes((NEMO / "coordinates.nc").read_bytes()[:100_000])
     with pytest.raises(ValueError, match=r"coordinates\.nc: cannot be opened as NetCDF"):
         fk.io.read(files, grid=cut)
+
+
+def test_a_mesh_with_points_that_are_not_finite_is_named(tmp_path):
+    points, tets = fk.datasets.jittered_tet_box((4, 4, 4))
+    points[[5, 9]] = np.nan
+    path = fk.io.write_vtu(
+        tmp_path / "holed.vtu", points, tets, np.full(len(tets), 10), {"velocity": np.ones_like(points)}
+    )
+    with pytest.raises(
+        ValueError, match=r"holed\.vtu: 2 of 64 point coordinates are not finite \(the first: point 5\)"
+    ):
+        fk.io.read(path)

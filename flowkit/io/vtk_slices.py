@@ -224,6 +224,12 @@ def mesh_slice(
     signature, n_points = _topology_signature(data), data.GetNumberOfPoints()
     data, remap = _as_unstructured(path, data)
     points = np.asarray(vtk_to_numpy(data.GetPoints().GetData()), dtype=np.float64)
+    bad = ~np.isfinite(points).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"{path}: {int(bad.sum())} of {len(points)} point coordinates are not finite (the first: point "
+            f"{int(np.argmax(bad))})"
+        )
     cell_array = data.GetCells()
     offsets = np.asarray(vtk_to_numpy(cell_array.GetOffsetsArray()), dtype=np.int64)
     connectivity = np.asarray(vtk_to_numpy(cell_array.GetConnectivityArray()), dtype=np.int64)
