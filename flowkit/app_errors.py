@@ -119,7 +119,7 @@ def _check_grammar(argv) -> None:
 def _typed(options: dict, prefix: str = "") -> dict:
     """The keys of a group option whose defaults are numbers or booleans, with that type (a
     number for either kind of number: a float setting given as 1 stays valid)."""
-    kinds = {}
+    kinds: dict = {}
     for k, v in options.items():
         if isinstance(v, dict):
             kinds |= _typed(v, f"{prefix}{k}.")

@@ -10,9 +10,7 @@ import dataclasses
 import inspect
 import json
 import logging
-import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from ._files import written
 from .analysis.ftle import ftle
 from .analysis.plots import plot_ftle
 from .app_defaults import check_step, grid_resolution, run_times, surface_seeds_for
+from .app_setup import cache_counts, enable_compilation_cache, join_processes, run_key
 from .fields.base import AbstractField
 from .fields.layered import LayeredField
 from .fields.streamed import StreamedField
@@ -123,13 +122,6 @@ def build_boundary(cfg: DictConfig, field: AbstractField | StreamedField):
     if "bounds" in cfg.boundary and cfg.boundary.bounds is None:
         extra["bounds"] = _bounds_lists(field)
     return instantiate(cfg.boundary, _convert_="all", **extra)
-
-
-def run_key(seed) -> jax.Array:
-    """The run's PRNG key from the app's `seed`, an integer JAX's keys hold (64 bits)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
-        raise ValueError(f"seed={seed!r}: give a whole number from -2**63 to 2**63 - 1")
-    return jax.random.key(seed)
 
 
 def build_seeds(cfg: DictConfig, field: AbstractField | StreamedField):
@@ -261,54 +253,6 @@ def _output_dir(output_dir) -> Path:
     return Path.cwd()
 
 
-_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
-_cache_events: Counter = Counter()
-_listening = False
-
-
-def _cache_counts() -> Counter:
-    """Persistent-cache hits and misses so far in this process (a JAX monitoring listener,
-    registered once): a rerun of an unchanged job reports misses 0."""
-    global _listening
-    if not _listening:
-        jax.monitoring.register_event_listener(
-            lambda event, **_: _cache_events.update([_CACHE_EVENTS[event]]) if event in _CACHE_EVENTS else None
-        )
-        _listening = True
-    return Counter(_cache_events)
-
-
-def enable_compilation_cache(directory) -> None:
-    """Keep compiled programs on disk (JAX's persistent cache) so a rerun skips compilation."""
-    if not directory:
-        return
-    path = Path(directory).expanduser()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError as err:
-        _log.warning(
-            "compilation_cache=%s cannot be written (%s): the run compiles without it; give "
-            "compilation_cache= a folder you can write, or null",
-            directory,
-            err.strerror or err,
-        )
-        return
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-
-def join_processes(distributed) -> None:
-    """Join a multi-host run (`jax.distributed.initialize`) when `distributed.enabled`; unset
-    keys (None) are detected by JAX from the cluster's environment (SLURM, Open MPI, ...).
-    Must come before anything touches a JAX device."""
-    if not distributed or not distributed.get("enabled"):
-        return
-    keys = ("coordinator_address", "num_processes", "process_id")
-    jax.distributed.initialize(**{key: distributed[key] for key in keys if distributed.get(key) is not None})
-
-
 def _describe(run) -> str:
     if run.plan.stream is None:
         return run.plan.pieces.field.describe()
@@ -328,14 +272,14 @@ def run_track(cfg: DictConfig, output_dir: PathLike | None = None) -> Trajectory
         out = out / f"process{jax.process_index()}"
     out.mkdir(parents=True, exist_ok=True)
     run, boundary_name = build_run(cfg, out)
-    cache_before = _cache_counts()
+    cache_before = cache_counts()
     if cfg.get("profile"):
         with jax.profiler.trace(str(out / "profile")):
             traj = run.run()
     else:
         traj = run.run()
     try:
-        traj, files, summary, info = _write_outputs(cfg, run, traj, out, boundary_name, _cache_counts() - cache_before)
+        traj, files, summary, info = _write_outputs(cfg, run, traj, out, boundary_name, cache_counts() - cache_before)
     except KeyboardInterrupt:
         kept = (
             f"the tracks are complete in {run.output} (resume=True writes the outputs from it)"

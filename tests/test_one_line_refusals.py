@@ -17,7 +17,8 @@ from hydra import compose, initialize_config_dir
 
 import flowkit as fk
 from flowkit.app_errors import check_overrides
-from flowkit.config import enable_compilation_cache, run_key, run_track
+from flowkit.app_setup import enable_compilation_cache, run_key
+from flowkit.config import run_track
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELD = fk.GridField.from_function(fk.fields.DoubleGyre(), [np.linspace(0, 2, 21), np.linspace(0, 1, 11)])

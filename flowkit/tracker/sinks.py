@@ -204,7 +204,7 @@ class ZarrSink:
                     shutil.rmtree(stale, ignore_errors=True)
                 self.path = self.final.with_name(f".{self.final.name}.new-{os.getpid()}")  # swapped in when whole
             self._create(n, times, dim, dtype, t_release, with_velocity, with_generation, frames_per_chunk)
-            self.group = self.group.update_attributes(  # one write: a store is a flowkit one whole, or not
+            self.group.update_attributes(  # one write: a store is a flowkit one whole, or not
                 {
                     "featureType": "trajectory",
                     "Conventions": "CF-1.10",
@@ -398,7 +398,7 @@ class ZarrSink:
                 for name, values in total.items():
                     kept.create_array(name, data=values, overwrite=True)
             self.batches_done = done
-            self.group = self.group.update_attributes(  # one write: the count and its totals' digest agree
+            self.group.update_attributes(  # one write: the count and its totals' digest agree
                 {"flowkit_batches_done": done} | ({TOTALS_DIGEST: content_hash(totals)} if totals else {})
             )
             if f"{TOTALS}/{done - 1}" in self.group:
@@ -429,9 +429,7 @@ class ZarrSink:
             if statistics:
                 os.replace(staged / STATISTICS, self.path / STATISTICS)
             shutil.rmtree(staged, ignore_errors=True)
-            self.group = self.group.update_attributes(
-                {"flowkit_statistics": list(statistics), "flowkit_complete": True}
-            )
+            self.group.update_attributes({"flowkit_statistics": list(statistics), "flowkit_complete": True})
             self.complete = True
             self._remove_member(TOTALS)
 
