@@ -219,7 +219,7 @@ else:
 def _python(*args: str, env: dict | None = None) -> tuple[int, str]:
     done = subprocess.run(
         [sys.executable, *args],
-        env=dict(os.environ, PYTHONWARNINGS="ignore", **(env or {})),
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
         capture_output=True,
         text=True,
         timeout=600,

@@ -188,3 +188,15 @@ def test_a_folder_where_the_lock_belongs_is_named(tmp_path):
     with pytest.raises(FileExistsError, match=r"\.tracks\.zarr\.lock: a folder where the lock file of .*remove"):
         _track(store)
     assert os.listdir(tmp_path) == [".tracks.zarr.lock"]
+
+
+def test_a_write_a_kill_cut_short_leaves_no_member_a_resume_trips_on(tmp_path, monkeypatch, reference):
+    """zarr writes a file beside its place (`zarr.<hex>.partial`) and renames it: a SIGKILL
+    between leaves it, which zarr would take for a member of the group."""
+    store = _stopped_at_three(tmp_path, monkeypatch)
+    (store / "zarr.0123456789abcdef.partial").write_text('{"attributes": ')
+    (store / "status" / "zarr.fedcba9876543210.partial").write_text("")
+    _track(store, resume=True)
+    assert not list(store.rglob("*.partial"))
+    counts = fk.Trajectory.load(store).statistics["grid_counts"]["count"].values
+    np.testing.assert_array_equal(counts, reference["grid_counts"]["count"].values)

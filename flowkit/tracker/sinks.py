@@ -272,6 +272,8 @@ class ZarrSink:
         holds none yet (it is then made anew)."""
         import zarr
 
+        for partial in self.path.rglob("*.partial"):  # zarr's file of a write a kill cut short: never a member
+            partial.unlink(missing_ok=True)
         group = zarr.open_group(str(self.path), mode="r+")
         recorded = group.attrs.get("flowkit_identity")
         differ = differences(recorded or {}, run)
