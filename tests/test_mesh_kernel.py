@@ -7,8 +7,7 @@ from helpers import arrays_in_every_build
 from meshes import mesh
 
 import flowkit as fk
-from flowkit.native import interface
-from flowkit.tracker import kernels
+from flowkit.tracker import kernels, seam
 from flowkit.tracker.mesh_kernel import MESH, KernelInputs, KernelResults
 
 
@@ -91,7 +90,7 @@ def test_the_kernels_declared_layout_is_the_seams():
     refused in one line listing the differences."""
     assert fk.native.built(), "the CPU mesh kernel was not built: see the install's output"
     kernel = fk.native.layout("mesh")
-    assert interface.mismatches(MESH, kernel) == []
+    assert seam.mismatches(MESH, kernel) == []
     assert [name for name, _ in kernel.inputs] == list(KernelInputs._fields)
     assert [name for name, _ in kernel.results] == list(KernelResults._fields)
     assert {name: nodes for name, (_, nodes) in kernel.kinds.items()} == {
@@ -110,7 +109,7 @@ def test_the_kernels_declared_layout_is_the_seams():
         {name: code for name, code in kernel.inlets.items() if name != "flux"},
         kernel.capacity,
     )
-    found = interface.mismatches(MESH, older)
+    found = seam.mismatches(MESH, older)
     assert len(found) == 3 and found[0].startswith("inputs:") and "wedge" in found[1] and "flux" in found[2]
 
 

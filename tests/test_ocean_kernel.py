@@ -13,8 +13,7 @@ from test_vtk import SHARED
 
 import flowkit as fk
 from flowkit.fields.curvilinear import quad_cells
-from flowkit.native import interface
-from flowkit.tracker import kernels
+from flowkit.tracker import kernels, seam
 from flowkit.tracker.ocean_kernel import OCEAN, OceanInputs, OceanResults
 
 NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
@@ -155,14 +154,14 @@ def test_the_kernels_declared_layout_is_the_seams():
     listing the differences."""
     assert fk.native.built(), "the CPU kernels were not built: see the install's output"
     kernel = fk.native.layout("ocean")
-    assert interface.mismatches(OCEAN, kernel) == []
+    assert seam.mismatches(OCEAN, kernel) == []
     assert [name for name, _ in kernel.inputs] == list(OceanInputs._fields)
     assert [name for name, _ in kernel.results] == list(OceanResults._fields)
     assert {name: nodes for name, (_, nodes) in kernel.kinds.items()} == {"triangle": 3, "quad": 4}
     older = fk.native.Layout(
         kernel.inputs[1:], kernel.results, kernel.attrs[:-1], kernel.kinds, {}, {}, {"map_columns": 9}
     )
-    found = interface.mismatches(OCEAN, older)
+    found = seam.mismatches(OCEAN, older)
     assert [line.split(":")[0] for line in found] == ["inputs", "attrs", "map_columns"]
 
 

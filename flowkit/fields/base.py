@@ -212,22 +212,6 @@ class AbstractField(eqx.Module):
         latitudes folded over the poles)."""
 
 
-class AbstractEngineField(AbstractField):
-    """A field whose batched evaluations in compiled programs flowkit's CPU engine (a compiled
-    call of `flowkit.native` per evaluation: location and interpolation at the kernels' pace)
-    can take, with every other rule of the step left to JAX. The tracker turns `engine` on
-    (`flowkit.tracker.engine.engaged`) for runs on CPUs with the kernels built where the field
-    refuses nothing (`engine_refusals`); on other platforms, and for traced runs (gradients),
-    the field evaluates itself in JAX."""
-
-    engine: eqx.AbstractVar[bool]
-    """Whether the engine takes the field's batched evaluations (static)."""
-
-    @abc.abstractmethod
-    def engine_refusals(self) -> list[str]:
-        """What of this field the engine does not evaluate, each in a phrase; none when it does."""
-
-
 TIME_INVARIANT = frozenset(
     {"bounds", "dim", "periodic", "spherical", "time_origin", "in_domain", "hints", "locate_batch"}
     | {"beached_batch", "canonical_batch", "cell_sizes", "max_courant_rate", "forcings", "velocity_array"}

@@ -15,22 +15,16 @@ from jaxtyping import Array, Bool, Float, Int32
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import cells as _cells, forcing
-from .base import SKIP, TIME_INVARIANT, AbstractEngineField, Hints, node_rows, one_position, time_slices
+from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, one_position, time_slices
 from .curvilinear import quad_cells
 from .forcing import Forcings
 from .grid import degrees_per_second
-from .layered_probe import probe, probe_refusals, probes
 from .lookup import with_lookup
 from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
-import os
-
-PROBE_VALUES = os.environ.get("PV", "1") == "1"
-
-
-class LayeredField(AbstractEngineField):
+class LayeredField(AbstractField):
     """A 3-D velocity on terrain-following levels over a 2-D mesh of quadrilaterals (a model's
     curvilinear grid) or triangles (an unstructured model's mesh).
 
@@ -100,13 +94,10 @@ class LayeredField(AbstractEngineField):
     forcings: Forcings | None
     sampled: tuple[str, ...] = eqx.field(static=True)
     grid_cells: tuple[int, int] | None = eqx.field(static=True, default=None)
-    """The cells along each axis of a grid whose cells are `quad_cells(grid_shape)`, whose
-    fractional indices explicit Runge–Kutta methods step tracers in (`fields.grid_chart`), or None."""
     velocity_array: str = eqx.field(static=True, default="")
     """The file's variables the velocity was read from (`"u,v"`), for the run's record."""
-    engine: bool = eqx.field(static=True, default=False)
-    """Whether the ocean probe (`fields.layered_probe`) takes the batched evaluations in compiled
-    programs (the tracker turns it on for CPU runs with the kernels built)."""
+    """The cells along each axis of a grid whose cells are `quad_cells(grid_shape)`, whose
+    fractional indices explicit Runge–Kutta methods step tracers in (`fields.grid_chart`), or None."""
 
     @classmethod
     def from_arrays(
@@ -195,20 +186,10 @@ class LayeredField(AbstractEngineField):
     def hints(self, n: int, dtype: DTypeLike, xp: ModuleType = jnp) -> Hints:
         return self.surface.hints(n, dtype, xp)
 
-    def engine_refusals(self) -> list[str]:
-        return probe_refusals(self)
-
-    def _locate(self, x, hint):
-        """`(hints, on the mesh)` of the rows of `x`: by the probe where it takes them, else by the surface."""
-        if probes(self, x):
-            out, hint = probe(self, 0.0, x, self.hints(x.shape[0], x.dtype) if hint is None else hint, values=False)
-            return hint, out.found != 0
-        return self.surface.locate(x[:, :2], hint)
-
     def _place(self, x, hint):
         """Each row's horizontal cell: hints, whether it lies on the mesh, the cell's nodes and
         their shape-function weights."""
-        hint, found = self._locate(x, hint)
+        hint, found = self.surface.locate(x[:, :2], hint)
         nodes, weights = self.surface.node_weights(jnp.maximum(hint.cell, 0), x[:, :2], hint.coords)
         return hint, found, nodes, weights
 
@@ -260,9 +241,6 @@ class LayeredField(AbstractEngineField):
         return jnp.where((hint.cell == SKIP)[:, None], 0, self._converted(u, x)), hint
 
     def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
-        if probes(self, x) and PROBE_VALUES:
-            out, hint = probe(self, t, x, hint)
-            return out.velocity, hint
         hint, _, nodes, weights = self._place(x, hint)
         return self._velocity(t, x, nodes, weights), hint
 
@@ -287,9 +265,7 @@ class LayeredField(AbstractEngineField):
         return self.surface.locate(x[:, :2], self.hints(1, x.dtype))[1][0]
 
     def locate_batch(self, x: Positions, hint: Hints | None) -> tuple[Hints, Bool[Array, " n"]]:
-        if hint is None and probes(self, x):
-            hint = self.hints(x.shape[0], x.dtype)
-        return self._locate(x, hint)
+        return self.surface.locate(x[:, :2], hint)
 
     def settle_batch(
         self, t: TimeLike, x: Positions, hint: Hints | None, reflect: bool = False
@@ -300,12 +276,8 @@ class LayeredField(AbstractEngineField):
         returned locate the rows (marked `exact`: the step's checks that follow locate nothing)."""
         if self.dim == 2:
             return x, hint
-        if probes(self, x) and PROBE_VALUES:
-            out, hint = probe(self, t, x, self.hints(x.shape[0], x.dtype) if hint is None else hint)
-            found, floor = out.found != 0, out.floor
-        else:
-            hint, found, nodes, weights = self._place(x, hint)
-            floor = self._floor(t, x, nodes, weights)
+        hint, found, nodes, weights = self._place(x, hint)
+        floor = self._floor(t, x, nodes, weights)
         z = x[:, 2]
         if reflect:
             z = jnp.abs(z)
@@ -315,10 +287,7 @@ class LayeredField(AbstractEngineField):
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:
             return None
-        hint = self.hints(x.shape[0], x.dtype) if hint is None else hint
-        if probes(self, x):
-            return probe(self, 0.0, x, hint, values=False)[0].land >= 0.5
-        _, _, nodes, weights = self._place(x, hint)
+        _, _, nodes, weights = self._place(x, self.hints(x.shape[0], x.dtype) if hint is None else hint)
         return jnp.sum(weights * self.land[nodes], axis=-1) >= 0.5
 
     def cell_sizes(self, x: Positions, hint: Hints) -> Float[Array, "n dim"]:

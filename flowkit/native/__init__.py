@@ -1,7 +1,5 @@
 """flowkit's compiled CPU kernels, XLA FFI handlers in one library: the mesh tracker's
-(`mesh_chunk.cc`, `KERNELS` name `mesh`) and the ocean tracker's (`ocean_chunk.cc`, `ocean`),
-and the ocean probe (`ocean_chunk.cc`, `ocean_probe`): a layered field's values at points, one
-evaluation of the JAX step's rows, on the ocean tracker's location and interpolation.
+(`mesh_chunk.cc`, `KERNELS` name `mesh`) and the ocean tracker's (`ocean_chunk.cc`, `ocean`).
 
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
@@ -24,12 +22,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-SYMBOLS = {"mesh": "FlowkitMeshChunk", "ocean": "FlowkitOceanChunk", "ocean_probe": "FlowkitOceanProbe"}
-"""The library's interfaces by name -> the prefix of their handlers and layout: the mesh
-tracker's and the ocean tracker's kernels, and the ocean probe (a layered field's values at
-points, for the JAX step)."""
-KERNELS = tuple(SYMBOLS)
-"""The interfaces the library holds, by name."""
+KERNELS = ("mesh", "ocean")
+"""The kernels the library holds, by name."""
 BUILDS = ("baseline", "avx2", "avx512")
 """The library's builds, narrowest first (`_mesh_chunk`, `_mesh_chunk_avx2`, `_mesh_chunk_avx512`)."""
 SWITCH = ("0", "1", *BUILDS)
@@ -39,8 +33,13 @@ PRECISIONS = {"float32": "f32", "float64": "f64"}
 
 
 def target(kernel: str, dtype: str) -> str:
-    """The FFI target of `kernel` for positions of `dtype` (`float32`, `float64`): its handler's name."""
-    return f"{SYMBOLS[kernel]}{PRECISIONS[dtype].upper()}"
+    """The FFI target of `kernel` for positions of `dtype` (`float32`, `float64`)."""
+    return f"flowkit_{kernel}_chunk_{PRECISIONS[dtype]}"
+
+
+def _symbol(kernel: str) -> str:
+    """The library's prefix of `kernel`'s handlers and layout: `FlowkitMeshChunk`."""
+    return f"Flowkit{kernel.capitalize()}Chunk"
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ def layout(kernel: str = "mesh") -> Layout:
     """The built `kernel`'s declared layout (`built()` must hold)."""
     library = _library()
     assert library is not None, "flowkit.native.layout: the kernels are not built"
-    declared = getattr(library, f"{SYMBOLS[kernel]}Layout")
+    declared = getattr(library, f"{_symbol(kernel)}Layout")
     declared.restype = ctypes.c_char_p
     return Layout.parse(declared().decode())
 
@@ -166,8 +165,8 @@ def register(kernel: str) -> None:
 
     library = _library()
     assert library is not None, "flowkit.native.register: the kernels are not built"
-    for dtype in PRECISIONS:
-        handler = getattr(library, target(kernel, dtype))
+    for dtype, suffix in PRECISIONS.items():
+        handler = getattr(library, f"{_symbol(kernel)}{suffix.upper()}")
         jax.ffi.register_ffi_target(target(kernel, dtype), jax.ffi.pycapsule(handler), platform="cpu")
 
 

@@ -69,16 +69,6 @@ namespace {
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
   X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
   X(nonfinite, int64_t) X(locate, int64_t) X(grid_i, int64_t) X(grid_j, int64_t) X(walk, int64_t)
-// The ocean probe's (`Probe`): the field's values at given points and times, one evaluation
-// (a Runge–Kutta stage, a step's end) of the rows of the JAX step (`fields.layered`'s engine).
-#define FLOWKIT_PROBE_INPUTS(X)                                                                  \
-  X(x, real) X(cell, s32) X(point, real) X(coords, real) X(time, real) X(affine_map, real)     \
-  X(convex, s32) X(nodes, s32) X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32)        \
-  X(bin_origin, real) X(bin_inv_size, real) X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) \
-  X(depths, real) X(velocities, real) X(floor, real) X(times, real) X(land, real)
-#define FLOWKIT_PROBE_RESULTS(X) \
-  X(velocity, real) X(cell, s32) X(point, real) X(coords, real) X(found, s32) X(floor, real) X(land, real)
-#define FLOWKIT_PROBE_ATTRS(X) X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(values, int64_t)
 // The 2-D cell kinds of the surface mesh: name, code, node count (Python checks the counts).
 #define FLOWKIT_OCEAN_KINDS(X) X(Triangle, triangle, 0, 3) X(Quad, quad, 1, 4)
 #define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
@@ -1183,37 +1173,6 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
   store_int<T>(released ? M{} + static_cast<I>(codes.active) : status, q.status);
 }
 
-// The surface mesh and its columns of a handler's buffers, read by the names both handlers give
-// them (`in_affine_map` ... `in_land`), and their checks (`what` names the handler in the error).
-#define FLOWKIT_OCEAN_CHECK_TABLES(what)                                                                    \
-  const auto map_dims = in_affine_map.dimensions();                                                        \
-  if (map_dims[1] != 6 && map_dims[1] != FLOWKIT_OCEAN_MAP_COLUMNS)                                         \
-    return ffi::Error::InvalidArgument(what ": a 2-D cell table has 6 or 15 columns");                      \
-  if (in_convex.element_count() != map_dims[0])                                                             \
-    return ffi::Error::InvalidArgument(what ": one convexity flag per cell");                               \
-  const auto depth_dims = in_depths.dimensions(); /* (T, P, K) */                                           \
-  const int64_t slices = depth_dims[0], columns = depth_dims[1] * depth_dims[2];                            \
-  if (in_velocities.element_count() != slices * columns * 3 || in_floor.element_count() != slices * depth_dims[1]) \
-    return ffi::Error::InvalidArgument(what ": velocities (T, P * K, 3) and floor (T, P, 1) must match depths (T, P, K)"); \
-  if ((in_times.element_count() != 0 && in_times.element_count() != slices) ||                              \
-      (in_times.element_count() == 0 && slices != 1))                                                       \
-    return ffi::Error::InvalidArgument(what ": one time per slice, or no times for one slice");             \
-  if (in_land.element_count() != 0 && in_land.element_count() != depth_dims[1])                             \
-    return ffi::Error::InvalidArgument(what ": land holds one value per node");
-#define FLOWKIT_OCEAN_FIELD(box, spherical, grid_i, grid_j)                                                 \
-  Field<T> {                                                                                                \
-    in_affine_map.typed_data(), map_dims[1], in_convex.typed_data(), in_nodes.typed_data(),                 \
-        in_nodes.dimensions()[1], in_kind_of_cell.element_count() > 0 ? in_kind_of_cell.typed_data() : nullptr, \
-        in_kind_code.typed_data(), in_neighbours.typed_data(), in_neighbours.dimensions()[1],               \
-        in_bin_origin.typed_data(), in_bin_inv_size.typed_data(), in_bin_shape.typed_data(),                \
-        in_bin_start.typed_data(), in_bin_cells.typed_data(), in_depths.typed_data(),                       \
-        in_velocities.typed_data(), in_floor.typed_data(),                                                  \
-        in_times.element_count() > 0 ? in_times.typed_data() : nullptr,                                     \
-        static_cast<int64_t>(in_times.element_count()), in_land.element_count() > 0 ? in_land.typed_data() : nullptr, \
-        box, depth_dims[1], depth_dims[2], static_cast<T>(tolerance), std::sqrt(std::numeric_limits<T>::epsilon()), \
-        static_cast<int>(newton_steps), static_cast<int>(walk_steps), spherical, grid_i, grid_j                \
-  }
-
 enum Input : size_t { FLOWKIT_OCEAN_INPUTS(FLOWKIT_INPUT_INDEX) };
 enum Result : size_t { FLOWKIT_OCEAN_RESULTS(FLOWKIT_RESULT_INDEX) };
 
@@ -1229,13 +1188,54 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const int rows_ = static_cast<int>(in_tableau.dimensions()[0]);
   if (rows_ > kMaxRows || rows_ < 2) return ffi::Error::InvalidArgument("ocean chunk: tableau rows out of range");
   if (dim != 2 && dim != 3) return ffi::Error::InvalidArgument("ocean chunk: positions have 2 or 3 coordinates");
-  FLOWKIT_OCEAN_CHECK_TABLES("ocean chunk")
-  if (in_box.element_count() != 0 && in_box.element_count() != 2 * dim)
-    return ffi::Error::InvalidArgument("ocean chunk: a box holds its lo and hi");
+  const auto map_dims = in_affine_map.dimensions();
+  if (map_dims[1] != 6 && map_dims[1] != FLOWKIT_OCEAN_MAP_COLUMNS)
+    return ffi::Error::InvalidArgument("ocean chunk: a 2-D cell table has 6 or 15 columns");
+  if (in_convex.element_count() != map_dims[0])
+    return ffi::Error::InvalidArgument("ocean chunk: one convexity flag per cell");
+  const auto depth_dims = in_depths.dimensions();  // (T, P, K)
+  const int64_t slices = depth_dims[0], columns = depth_dims[1] * depth_dims[2];
+  if (in_velocities.element_count() != slices * columns * 3 || in_floor.element_count() != slices * depth_dims[1])
+    return ffi::Error::InvalidArgument("ocean chunk: velocities (T, P * K, 3) and floor (T, P, 1) must match depths (T, P, K)");
+  if ((in_times.element_count() != 0 && in_times.element_count() != slices) ||
+      (in_times.element_count() == 0 && slices != 1))
+    return ffi::Error::InvalidArgument("ocean chunk: one time per slice, or no times for one slice");
+  if ((in_land.element_count() != 0 && in_land.element_count() != depth_dims[1]) ||
+      (in_box.element_count() != 0 && in_box.element_count() != 2 * dim))
+    return ffi::Error::InvalidArgument("ocean chunk: land holds one value per node, a box its lo and hi");
   if (in_keys.element_count() != 2 * n || in_first_step.element_count() != 1 || in_diffusivity.element_count() != 3 ||
       walk < kNoWalk || walk > kHorizontal)
     return ffi::Error::InvalidArgument("ocean chunk: a key pair per row, one first step, three diffusivities, a walk's kind 0-2");
-  const Field<T> f = FLOWKIT_OCEAN_FIELD(in_box.element_count() > 0 ? in_box.typed_data() : nullptr, spherical != 0, grid_i, grid_j);
+  const Field<T> f{in_affine_map.typed_data(),
+                   map_dims[1],
+                   in_convex.typed_data(),
+                   in_nodes.typed_data(),
+                   in_nodes.dimensions()[1],
+                   in_kind_of_cell.element_count() > 0 ? in_kind_of_cell.typed_data() : nullptr,
+                   in_kind_code.typed_data(),
+                   in_neighbours.typed_data(),
+                   in_neighbours.dimensions()[1],
+                   in_bin_origin.typed_data(),
+                   in_bin_inv_size.typed_data(),
+                   in_bin_shape.typed_data(),
+                   in_bin_start.typed_data(),
+                   in_bin_cells.typed_data(),
+                   in_depths.typed_data(),
+                   in_velocities.typed_data(),
+                   in_floor.typed_data(),
+                   in_times.element_count() > 0 ? in_times.typed_data() : nullptr,
+                   static_cast<int64_t>(in_times.element_count()),
+                   in_land.element_count() > 0 ? in_land.typed_data() : nullptr,
+                   in_box.element_count() > 0 ? in_box.typed_data() : nullptr,
+                   depth_dims[1],
+                   depth_dims[2],
+                   static_cast<T>(tolerance),
+                   std::sqrt(std::numeric_limits<T>::epsilon()),
+                   static_cast<int>(newton_steps),
+                   static_cast<int>(walk_steps),
+                   spherical != 0,
+                   grid_i,
+                   grid_j};
   const Codes codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
                     static_cast<int32_t>(out_of_domain), static_cast<int32_t>(beached),
                     static_cast<int32_t>(nonfinite)};
@@ -1342,76 +1342,6 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   return ffi::Error::Success();
 }
 
-
-// The probe: each row of `x` located from its hint (`cell`, `point`, `coords`; a row hinted
-// `SKIP` (-2) takes no work and keeps its hint), a group of lanes at a time as a stage of the
-// steps locates them (`place`), and the cell's interpolated land mask there (0 without one);
-// with `values` also its velocity at `time` (m/s, unconverted: the JAX step turns it into
-// degrees) and the sea floor below the surface there; without, zeros. The JAX path's arithmetic: LayeredField.data_batch,
-// settle_batch's floor and beached_batch's mask.
-namespace probe {
-enum Input : size_t { FLOWKIT_PROBE_INPUTS(FLOWKIT_INPUT_INDEX) };
-enum Result : size_t { FLOWKIT_PROBE_RESULTS(FLOWKIT_RESULT_INDEX) };
-
-template <ffi::DataType DT>
-ffi::Error Probe(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
-  FLOWKIT_PROBE_INPUTS(FLOWKIT_READ_INPUT)
-  FLOWKIT_PROBE_RESULTS(FLOWKIT_READ_RESULT)
-  FLOWKIT_PROBE_ATTRS(FLOWKIT_READ_ATTR)
-  using T = ffi::NativeType<DT>;
-  using V = typename Lanes<T>::V;
-  const int64_t n = in_cell.element_count();
-  const int dim = static_cast<int>(in_x.dimensions()[1]);
-  if (dim != 2 && dim != 3) return ffi::Error::InvalidArgument("ocean probe: positions have 2 or 3 coordinates");
-  if (in_time.element_count() != 1) return ffi::Error::InvalidArgument("ocean probe: one time");
-  FLOWKIT_OCEAN_CHECK_TABLES("ocean probe")
-  const Field<T> f = FLOWKIT_OCEAN_FIELD(nullptr, false, 0, 0);
-  bool quads = false;
-  for (int64_t k = 0; k < in_kind_code.element_count(); ++k) quads |= in_kind_code.typed_data()[k] == kQuad;
-  const When<T> when = when_at(f.times, f.n_times, in_time.typed_data()[0]);
-  const T* x = in_x.typed_data();
-  const int32_t* cell = in_cell.typed_data();
-  const T* point = in_point.typed_data();
-  const T* coords = in_coords.typed_data();
-  Group<T> q{};
-  std::fill(q.row_cell, q.row_cell + kLanes, -1);  // no cell's row or columns held yet (then kept from group to group)
-  std::fill(q.column_cell, q.column_cell + kLanes, -1);
-  for (int64_t first = 0; first < n; first += kLanes) {
-    const int count = static_cast<int>(std::min<int64_t>(kLanes, n - first));
-    for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
-      const int64_t p = first + std::min(g, count - 1);
-      for (int d = 0; d < 3; ++d) q.y[d][g] = d < dim ? x[dim * p + d] : T(0);
-      q.scell[g] = cell[p], q.moving[g] = cell[p] == -2 ? 0 : -1;
-      for (int d = 0; d < 2; ++d) q.spoint[d][g] = point[2 * p + d], q.scoords[d][g] = coords[2 * p + d];
-    }
-    place(f, q, quads);
-    T u[3][kLanes] = {}, floor[kLanes] = {}, land[kLanes] = {};
-    if (values != 0) {
-      velocity(f, q, when, dim, u);
-      mean(q, f.times == nullptr, when.wt, [&](int s, int i, int g) { return q.floor[s][i][g]; }, floor);
-    }
-    if (f.land != nullptr) {
-      V wet = V{};
-      for (int i = 0; i < 4; ++i) wet += load<V>(q.w[i]) * load<V>(q.land[i]);
-      std::memcpy(land, &wet, sizeof wet);
-    }
-    for (int g = 0; g < count; ++g) {
-      const int64_t p = first + g;
-      const bool moving = q.moving[g] != 0;
-      for (int d = 0; d < dim; ++d) out_velocity->typed_data()[dim * p + d] = moving ? u[d][g] : T(0);
-      for (int d = 0; d < 2; ++d) {
-        out_point->typed_data()[2 * p + d] = q.spoint[d][g];
-        out_coords->typed_data()[2 * p + d] = q.scoords[d][g];
-      }
-      out_cell->typed_data()[p] = q.scell[g];
-      out_found->typed_data()[p] = moving && q.found[g] != 0;
-      out_floor->typed_data()[p] = floor[g];
-      out_land->typed_data()[p] = land[g];
-    }
-  }
-  return ffi::Error::Success();
-}
-}  // namespace probe
 }  // namespace
 
 #define FLOWKIT_OCEAN_CHUNK_BINDING ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attrs()
@@ -1425,13 +1355,4 @@ extern "C" const char* FlowkitOceanChunkLayout() {
       FLOWKIT_OCEAN_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_OCEAN_KINDS(FLOWKIT_LINE_KIND)
           FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_OCEAN_MAP_COLUMNS)
               FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_OCEAN_MAX_ROWS);
-}
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitOceanProbeF32, probe::Probe<ffi::F32>, FLOWKIT_OCEAN_CHUNK_BINDING);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitOceanProbeF64, probe::Probe<ffi::F64>, FLOWKIT_OCEAN_CHUNK_BINDING);
-
-extern "C" const char* FlowkitOceanProbeLayout() {
-  return FLOWKIT_PROBE_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_PROBE_RESULTS(FLOWKIT_LINE_RESULT)
-      FLOWKIT_PROBE_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_OCEAN_KINDS(FLOWKIT_LINE_KIND)
-          FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_OCEAN_MAP_COLUMNS);
 }

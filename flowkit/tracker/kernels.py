@@ -6,12 +6,10 @@ import jax.numpy as jnp
 from jax.typing import DTypeLike
 
 from .. import native
-from ..native.interface import registered
-from . import engine
 from .mesh_kernel import MESH
 from .ocean_kernel import OCEAN
 from .pieces import RunPieces
-from .seam import Kernel
+from .seam import Kernel, registered
 
 _log = logging.getLogger("flowkit")
 
@@ -54,14 +52,9 @@ def described(name: str) -> str:
 
 
 def say_steps(pieces: RunPieces, dtype: DTypeLike, platform: str, kernel: str | None) -> None:
-    """The run's log line on its steps: the kernel that takes them (DEBUG), or the JAX step with
-    the part that evaluates its field (`engine.described`) and why the kernel of its field does
-    not take them (INFO, `declined`; DEBUG where no kernel steps such a field)."""
+    """The run's log line on its steps: the kernel that takes them (DEBUG), or why the kernel of
+    its field does not (INFO, `declined`)."""
     if kernel is not None:
         _log.debug("steps: %s", described(kernel))
-        return
-    evaluations = engine.described(pieces, platform)
-    if why := declined(pieces, dtype, platform):
-        _log.info("steps: the JAX step, %s: %s", evaluations, why)
-    else:
-        _log.debug("steps: the JAX step, %s", evaluations)
+    elif why := declined(pieces, dtype, platform):
+        _log.info("steps: the JAX step: %s", why)

@@ -37,7 +37,6 @@ from ..boundaries.regions import plane_tolerance
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.mesh import MeshField
-from ..native import interface
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
@@ -225,7 +224,7 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
         generation=ints,
         lost=jax.ShapeDtypeStruct((1,), jnp.int32),
     )
-    return interface.call(MESH, inputs, attrs, shapes)
+    return seam.call(MESH, inputs, attrs, shapes)
 
 
 def kernel_located(
@@ -286,7 +285,7 @@ def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h, b
         affine_map=field.affine_map,
         nodes=field.nodes,
         kind_of_cell=field.kind_of_cell if field.kind_of_cell is not None else none(),
-        kind_code=jnp.asarray([interface.code(MESH, "kinds", k) for k in field.kinds], jnp.int32),
+        kind_code=jnp.asarray([seam.code(MESH, "kinds", k) for k in field.kinds], jnp.int32),
         neighbours=field.neighbours,
         values=field.values,
         times=field.times if field.times is not None else none(dtype),
@@ -371,9 +370,9 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
         absorbed=np.int64(Status.ABSORBED),
         nonfinite=np.int64(Status.NONFINITE),
         wall_face=np.int64(FaceKind.WALL),
-        walls=np.int64(interface.code(MESH, "walls", walls)),
+        walls=np.int64(seam.code(MESH, "walls", walls)),
         max_bounces=np.int64(getattr(bound, "max_bounces", 0)),
-        inlet=np.int64(interface.code(MESH, "inlets", inlet)),
+        inlet=np.int64(seam.code(MESH, "inlets", inlet)),
         continuous=np.int64(isinstance(boundary, BoundContinuousInlet)),
         locate=np.int64(0),
     )

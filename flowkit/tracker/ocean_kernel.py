@@ -28,10 +28,8 @@ from ..diffusion import Constant, Horizontal
 from ..fields import cells
 from ..fields.base import Hints
 from ..fields.layered import LayeredField
-from ..fields.layered_probe import column_tables
 from ..integrators.runge_kutta import Euler
 from ..integrators.stochastic import EulerMaruyama
-from ..native import interface
 from . import seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
@@ -221,14 +219,15 @@ def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
     (n, dim), dtype = inputs.x.shape, inputs.x.dtype
     rows, surface, ints = ((n, dim), dtype), ((n, 2), dtype), ((n,), jnp.int32)
     shapes = OceanResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, ints, surface, surface, rows, ints)))
-    return interface.call(OCEAN, inputs, attrs, shapes)
+    return seam.call(OCEAN, inputs, attrs, shapes)
 
 
 def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
     """A block's rows, its steps' times and the field's tables as the kernel reads them; `walk`:
     the rows' keys and the first step's index, for a random walk."""
     field = cast(LayeredField, pieces.field)
-    hint, x, dtype = rows.hint, rows.x, rows.x.dtype
+    surface, hint, x, dtype = field.surface, rows.hint, rows.x, rows.x.dtype
+    none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
     return OceanInputs(
         x=rows.x,
         status=rows.status.astype(jnp.int32),
@@ -239,7 +238,22 @@ def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
         step_start=t.astype(dtype),
         step_length=h.astype(dtype),
         tableau=seam.tableau_rows(_advection(pieces.integrator), dtype),
-        **column_tables(field, dtype),
+        affine_map=surface.affine_map,
+        convex=field.convex_cells,
+        nodes=surface.nodes,
+        kind_of_cell=surface.kind_of_cell if surface.kind_of_cell is not None else none(),
+        kind_code=jnp.asarray([seam.code(OCEAN, "kinds", k) for k in surface.kinds], jnp.int32),
+        neighbours=surface.neighbours,
+        bin_origin=surface.bin_origin,
+        bin_inv_size=surface.bin_inv_size,
+        bin_shape=jnp.asarray(surface.bin_shape, jnp.int32),
+        bin_start=surface.bin_start,
+        bin_cells=surface.bin_cells,
+        depths=field.depths,
+        velocities=field.velocities,
+        floor=field.floor,
+        times=field.times if field.times is not None else none(dtype),
+        land=field.land.astype(dtype) if field.land is not None else none(dtype),
         box=jnp.stack(pieces.boundary.bounds).astype(dtype)
         if isinstance(pieces.boundary, Reflective)
         else jnp.zeros((0, x.shape[1]), dtype),

@@ -19,7 +19,6 @@ from .._status import Status
 from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
 from .cache import compiled_program, placed, placed_scalars
-from .engine import engaged
 from .gathering import Gathering, bare, check_statistics
 from .identity import run_identity
 from .interrupt import Interrupted, ctrl_c_noted
@@ -171,9 +170,6 @@ class TrackRun:
                 key=plan.key,
                 series=plan.stream,
             )
-        # the field's evaluations by the CPU engine where it takes them (after the identity: a
-        # store resumes whichever part evaluates the field)
-        self.pieces = engaged(self.pieces, devices[0].platform)
 
     def _lay_out_blocks(self, batch_size, block_policy, bucket):
         """Batches of at most `batch_size` particles, each split over the devices into blocks."""

@@ -1,17 +1,21 @@
-"""The seam of flowkit's CPU kernels that take a run's steps (`flowkit.native`): what each
-declares beyond its interface (`flowkit.native.interface`), and the inputs they share.
+"""The one seam of flowkit's CPU kernels (`flowkit.native`): the interface each declares, the
+check of that interface against the built kernel, and the call.
 
-Each kernel is a `Kernel`: an `Interface` (its buffers, attributes, vocabulary, capacities,
-checked against the built kernel before its targets are registered), the field it steps and
-what it refuses of a run on one (`refusals`: it takes the runs it computes as the JAX step
-does), and how a run calls it (`steps`, `located`). `tracker.kernels.kernel_use` decides once
-per run which kernel, if any, takes the steps, and the run compiles one program around it.
-Python's codes (statuses, face kinds) go to a kernel as attributes; its own codes (cell kinds,
-modes) are read from its layout.
+Each kernel is a `Kernel`: its input buffers, results and attributes as named tuples, in the
+order and element types of the layout the built kernel declares (`flowkit.native.layout`),
+its vocabulary (cell kinds with their node counts; wall and inlet modes) and capacities, the
+field it steps and what it refuses of a run on one (`refusals`: it takes the runs it computes
+as the JAX step does), and how a run calls it (`steps`, `located`). `registered` checks the
+declarations against the built kernel once before registering its targets;
+`tracker.kernels.kernel_use` decides once per run which kernel, if any, takes the steps, and
+the run compiles one program around it. Python's codes (statuses,
+face kinds) go to a kernel as attributes; its own codes (cell kinds, modes) are read from its
+layout.
 """
 
+import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -20,20 +24,29 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
+from .. import native
 from .._status import Status
 from ..fields.base import Hints
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..integrators.stochastic import EulerMaruyama
-from ..native.interface import Interface
 from ..particles.base import is_tracer
 from .pieces import Rows, Slots, Times
 from .step import is_due
 
 
-@dataclass(frozen=True, kw_only=True)
-class Kernel(Interface):
-    """A compiled kernel that takes a run's steps, as Python declares and calls it."""
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled kernel as Python declares and calls it."""
 
+    name: str
+    """Its name in `flowkit.native.KERNELS`."""
+    inputs: type
+    """Its input buffers, a `NamedTuple` of `Float` (the positions' precision) and `Int32` arrays."""
+    results: type
+    attrs: type
+    """Its attributes, a `NamedTuple` of `int` and `float`."""
+    kinds: dict[str, int]
+    """The cell kinds it steps -> their node counts."""
     field: type
     """The field it steps (`LayeredField`, `MeshField`): `tracker.kernels` offers it runs on such
     a field alone."""
@@ -45,6 +58,10 @@ class Kernel(Interface):
     located: Callable | None = None
     """`(pieces, t0, x) -> (x, hints, inside, on land or None)`: the seeds located (and settled
     at `t0`) by the kernel, their hints exact, or None (the field's own location)."""
+    modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The modes it knows by vocabulary (`walls`, `inlets`), as Python names them."""
+    capacity: dict[str, int] = field(default_factory=dict)
+    """The capacities Python relies on (the cell table's width)."""
 
 
 def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any], walks: bool = False) -> list[str]:
@@ -67,6 +84,75 @@ def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any], walks
         (is_tracer(particles), f"the particle model {type(particles).__name__} (it steps tracers)"),
     )
     return [phrase for ok, phrase in checks if not ok]
+
+
+def declared(kernel: Kernel) -> native.Layout:
+    """`kernel`'s interface as Python declares it, in the form of the built kernel's `native.Layout`."""
+    element = lambda hint: "s32" if hint.dtypes == ("int32",) else "real"  # noqa: E731
+    buffers = lambda spec: tuple((name, element(hint)) for name, hint in typing.get_type_hints(spec).items())  # noqa: E731
+    attr_types = {int: "int64_t", float: "double"}
+    return native.Layout(
+        inputs=buffers(kernel.inputs),
+        results=buffers(kernel.results),
+        attrs=tuple((name, attr_types[hint]) for name, hint in typing.get_type_hints(kernel.attrs).items()),
+        kinds={name: (-1, nodes) for name, nodes in kernel.kinds.items()},
+        walls={mode: -1 for mode in kernel.modes.get("walls", ())},
+        inlets={mode: -1 for mode in kernel.modes.get("inlets", ())},
+        capacity=dict(kernel.capacity),
+    )
+
+
+def mismatches(kernel: Kernel, built: native.Layout) -> list[str]:
+    """How the `built` kernel's declared layout differs from Python's declaration (empty: none)."""
+    ours, found = declared(kernel), []
+    for part in ("inputs", "results", "attrs"):
+        if getattr(ours, part) != getattr(built, part):
+            found.append(f"{part}: the kernel has {getattr(built, part)}, Python {getattr(ours, part)}")
+    nodes = lambda kinds: {name: count for name, (_, count) in kinds.items()}  # noqa: E731
+    if nodes(built.kinds) != nodes(ours.kinds):
+        found.append(f"cell kinds and node counts: the kernel has {nodes(built.kinds)}, Python {nodes(ours.kinds)}")
+    for name, value in ours.capacity.items():
+        if built.capacity.get(name) != value:
+            found.append(f"{name}: the kernel holds {built.capacity.get(name)}, Python writes {value}")
+    for part, what in (("walls", "wall modes"), ("inlets", "inlet modes")):
+        if set(getattr(built, part)) != set(getattr(ours, part)):
+            found.append(f"{what}: the kernel has {sorted(getattr(built, part))}, Python {sorted(getattr(ours, part))}")
+    return found
+
+
+_REGISTERED: set[str] = set()
+
+
+def registered(kernel: Kernel) -> bool:
+    """Check the built kernel's declared layout against Python's and register its targets
+    (once); true once they are.
+
+    **Raises:** `RuntimeError` listing the differences when the built kernel was compiled from
+    another layout (rebuild it: `pip install -e .`)."""
+    if kernel.name not in _REGISTERED:
+        found = mismatches(kernel, native.layout(kernel.name))
+        if found:
+            raise RuntimeError(
+                f"flowkit's CPU {kernel.name} kernel was built from another layout than this flowkit's "
+                f"(rebuild it: pip install -e .): {'; '.join(found)}"
+            )
+        native.register(kernel.name)
+        _REGISTERED.add(kernel.name)
+    return True
+
+
+def call(kernel: Kernel, inputs: Any, attrs: Any, shapes: Any) -> Any:
+    """`kernel`'s results (a `kernel.results`) for `inputs` and `attrs`, `shapes` the results'
+    `jax.ShapeDtypeStruct`s; the target of the positions' precision (`inputs.x`)."""
+    target = native.target(kernel.name, jnp.dtype(inputs.x.dtype).name)
+    outputs = jax.ffi.ffi_call(target, tuple(shapes))(*inputs, **attrs._asdict())
+    return kernel.results(*outputs)
+
+
+def code(kernel: Kernel, part: str, name: str) -> int:
+    """The built kernel's own code of `name` in its vocabulary `part` (`kinds`, `walls`, `inlets`)."""
+    entry = getattr(native.layout(kernel.name), part)[name]
+    return entry[0] if isinstance(entry, tuple) else entry
 
 
 def tableau_rows(integrator: AbstractRungeKutta, dtype: DTypeLike) -> jax.Array:
