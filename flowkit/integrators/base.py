@@ -31,6 +31,10 @@ class StepResult(NamedTuple):
     inside: Bool[Array, " n"] | None = None
     """Whether each end point lies in the field's domain, where the step located it (then
     `hint` locates it; fields with `shared_location`), or None: the tracker locates it."""
+    remainder: Positions | None = None
+    """`(n, dim)`: what rounding left out of `x` (the step's increment and the `remainder` it
+    was given, summed compensated: x + remainder is the position to twice the precision), or
+    None for a method that does not compensate."""
 
     @property
     def x(self) -> Positions:
@@ -81,12 +85,15 @@ class AbstractIntegrator(eqx.Module):
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
+        remainder: Positions | None = None,
     ) -> StepResult:
         """One step of size `dt` from `(t, state)` along `term` for every row of `state`
         (`{"x": (n, dim), **variables}`).
 
         `hint` holds each particle's location `Hints` for fields that use them (`MeshField`: the
-        cell it was last found in; None: unknown), to pass to the term.
+        cell it was last found in; None: unknown), to pass to the term. `remainder`: `(n, dim)`,
+        what rounding left out of each position at its last step (`StepResult.remainder`), for
+        a method that sums its positions compensated to add into this step (None: zeros).
         """
 
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
-from .._custom_types import Args, Position, TimeLike
+from .._custom_types import Args, Position, Positions, TimeLike
 from .._status import Status
 from ..diffusion import AbstractDiffusivity, as_diffusivity
 from ..fields.base import Hints
@@ -188,6 +188,7 @@ class Diffrax(AbstractIntegrator):
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
+        remainder: Positions | None = None,
     ) -> StepResult:
         """One `diffeqsolve` per particle. A particle model's whole state is solved together:
         a stiff solver (`diffrax.Kvaerno5()`) handles drag much faster than the step."""

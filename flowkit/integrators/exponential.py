@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._custom_types import Args, TimeLike
+from .._custom_types import Args, Positions, TimeLike
 from ..fields.base import Hints
 from . import tableau as _tableau
 from .base import AbstractIntegrator, StepResult, hints_for
@@ -221,6 +221,7 @@ class ExponentialDrag(AbstractIntegrator):
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
+        remainder: Positions | None = None,
     ) -> StepResult:
         if not isinstance(term, AbstractDragTerm):
             raise TypeError(f"ExponentialDrag steps a drag term (a velocity relaxing toward the fluid's), got {term}")

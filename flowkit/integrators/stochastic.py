@@ -77,6 +77,7 @@ class EulerMaruyama(AbstractIntegrator):
         args: Args = None,
         keys: Array | None = None,
         hint: Hints | None = None,
+        remainder: Positions | None = None,
     ) -> StepResult:
         """The term's rates by Euler, the random walk on the position only."""
         if keys is None:

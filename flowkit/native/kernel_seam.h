@@ -96,6 +96,17 @@ inline __attribute__((always_inline)) uint32_t lane_bits(M mask) {
   return bits;
 }
 
+// x + (increment + remainder) rounded, and what that rounding left out (`left`): Fast2Sum, exact
+// where |x| >= |increment + remainder| (a position and its step), so that a position and its
+// remainder hold it to about twice the precision (flowkit.integrators.runge_kutta.compensated_sum;
+// the builds contract no product and sum, which would change it).
+template <typename T>
+inline __attribute__((always_inline)) void compensated_sum(T x, T increment, T remainder, T& rounded, T& left) {
+  const T total = increment + remainder;
+  rounded = x + total;
+  left = total - (rounded - x);
+}
+
 // Whether any lane of a mask is set.
 template <typename M>
 inline __attribute__((always_inline)) bool any_lane(M mask) {

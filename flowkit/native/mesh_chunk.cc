@@ -56,10 +56,10 @@ namespace {
   X(wall_index, s32) X(wall_rows, real) X(face_index, s32) X(face_rows, real) X(nudge, real)                \
   X(generation, s32) X(keys, s32) X(step_index, s32) X(outlet, real) X(origin, real) X(origin_cell, s32)  \
   X(origin_point, real) X(origin_coords, real) X(inlet_vertices, real) X(inlet_simplices, s32)             \
-  X(inlet_measure, real) X(inlet_cell, s32) X(inflow, real) X(due, s32) X(slot_kind, s32)
+  X(inlet_measure, real) X(inlet_cell, s32) X(inflow, real) X(due, s32) X(slot_kind, s32) X(remainder, real)
 #define FLOWKIT_MESH_RESULTS(X)                                                                          \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
-  X(fraction, real) X(generation, s32) X(lost, s32)
+  X(fraction, real) X(generation, s32) X(lost, s32) X(remainder, real)
 #define FLOWKIT_MESH_ATTRS(X)                                                                            \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(active, int64_t)               \
   X(not_released, int64_t) X(out_of_domain, int64_t) X(absorbed, int64_t) X(nonfinite, int64_t)         \
@@ -415,6 +415,7 @@ struct Group {
   T fraction[kGroup];
   bool moving[kGroup], started[kGroup];
   T end[3][kGroup];  // the step's end point as the integrator gave it, before any wall
+  T lo[3][kGroup], end_lo[3][kGroup];  // what rounding left out of x (Rows.remainder), and of the end
   int64_t slot[kGroup];
   // each particle's cell as last read from the tables: its table row and kind, and its nodes'
   // values in the two time slices from `cached_slice` on (zero past the kind's node count). A
@@ -701,6 +702,7 @@ void weigh(Inlet<T>& in, const T* measure, int64_t steps, int64_t n_vertices) {
 template <typename T>
 inline void restart(const Mesh<T>& m, const Inlet<T>& in, Group<T>& q, int g, int64_t k, int64_t n_vertices) {
   const int64_t p = q.slot[g];
+  for (int a = 0; a < 3; ++a) q.lo[a][g] = T(0);
   if (in.mode == kGrid) {
     for (int a = 0; a < 3; ++a) {
       q.x[a][g] = in.origin[3 * p + a];
@@ -783,7 +785,7 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
         const T* K = q.K[s.term_stage[i][e]][d];
         for (int g = 0; g < kGroup; ++g) sum[g] += weight * K[g];
       }
-      for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+      for (int g = 0; g < kGroup; ++g) compensated_sum(q.x[d][g], h * sum[g], q.lo[d][g], q.y[d][g], q.end_lo[d][g]);
       if (i == stages)
         for (int g = 0; g < kGroup; ++g) q.end[d][g] = q.y[d][g];
     }
@@ -792,6 +794,7 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
     if (i < stages) velocity_group<T, Kind>(m, q, slice, s.wt_of[k * s.rows + i], q.K[i]);
   }
   for (int g = 0; g < kGroup; ++g) {
+    const bool moved = q.moving[g];
     if (q.moving[g]) {
       if (finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g])) {
         q.cell[g] = q.stage_cell[g];
@@ -809,6 +812,10 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
         restart(m, in, q, g, k, s.n_vertices);
       }
     }
+    // what rounding left out of the end where the row took it as it is; 0 where a wall, a stop
+    // or a restart set it (Rows.remainder's rule)
+    if (moved)
+      for (int d = 0; d < 3; ++d) q.lo[d][g] = q.x[d][g] == q.end[d][g] ? q.end_lo[d][g] : T(0);
     if (q.resume[g] == s.steps && q.status[g] == m.codes.not_released && q.release[g] == k)
       q.status[g] = m.codes.active;
   }
@@ -909,6 +916,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       slice_of[k * rows + i] = w.slice, wt_of[k * rows + i] = w.wt;
     }
   const T* x0 = in_x.typed_data();
+  const T* lo0 = in_remainder.typed_data();
+  if (in_remainder.element_count() != 3 * n) return ffi::Error::InvalidArgument("mesh chunk: a remainder per row and coordinate");
   const T* p0 = in_point.typed_data();
   const T* xi0 = in_coords.typed_data();
   const int32_t* status0 = in_status.typed_data();
@@ -922,6 +931,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       const bool found = search(m, y, &cell, xi);
       for (int d = 0; d < 3; ++d) {
         out_x->typed_data()[3 * p + d] = out_before->typed_data()[3 * p + d] = y[d];
+        out_remainder->typed_data()[3 * p + d] = T(0);
         out_point->typed_data()[3 * p + d] = found ? y[d] : std::numeric_limits<T>::quiet_NaN();
         out_coords->typed_data()[3 * p + d] = found ? xi[d] : T(0);
       }
@@ -983,6 +993,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     }
     for (int d = 0; d < 3; ++d) {
       out_x->typed_data()[3 * p + d] = out_before->typed_data()[3 * p + d] = x0[3 * p + d];
+      out_remainder->typed_data()[3 * p + d] = lo0[3 * p + d];
       out_point->typed_data()[3 * p + d] = p0[3 * p + d];
       out_coords->typed_data()[3 * p + d] = xi0[3 * p + d];
     }
@@ -999,6 +1010,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       const int64_t p = live[first + std::min(g, count - 1)];  // lanes past the end: copies of the last, not written
       for (int d = 0; d < 3; ++d) {
         q.x[d][g] = q.before[d][g] = x0[3 * p + d];
+        q.lo[d][g] = lo0[3 * p + d];
         q.point[d][g] = p0[3 * p + d];
         q.coords[d][g] = xi0[3 * p + d];
       }
@@ -1017,6 +1029,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       const int64_t p = live[first + g];
       for (int d = 0; d < 3; ++d) {
         out_x->typed_data()[3 * p + d] = q.x[d][g];
+        out_remainder->typed_data()[3 * p + d] = q.lo[d][g];
         out_point->typed_data()[3 * p + d] = q.point[d][g];
         out_coords->typed_data()[3 * p + d] = q.coords[d][g];
         out_before->typed_data()[3 * p + d] = q.before[d][g];

@@ -62,9 +62,10 @@ namespace {
   X(nodes, s32) X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real)   \
   X(bin_inv_size, real) X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real)   \
   X(velocities, real) X(floor, real) X(times, real) X(land, real) X(box, real) X(keys, s32)     \
-  X(first_step, s32) X(diffusivity, real)
+  X(first_step, s32) X(diffusivity, real) X(remainder, real)
 #define FLOWKIT_OCEAN_RESULTS(X) \
-  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32)
+  X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
+  X(remainder, real)
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
   X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
@@ -423,6 +424,8 @@ template <typename T>
 struct Group {
   int64_t slot[kLanes];
   T x[3][kLanes], before[3][kLanes], y[3][kLanes], K[kMaxRows][3][kLanes];
+  T lo[3][kLanes];                       // what rounding left out of x (Rows.remainder)
+  T end[3][kLanes], end_lo[3][kLanes];   // the step's end as the stages summed it, and its remainder
   int32_t status[kLanes], release[kLanes], stopped[kLanes], level[kLanes];
   int32_t cell[kLanes], scell[kLanes];  // where x lies (the step's hint), where y lies (the stage's)
   T point[2][kLanes], coords[2][kLanes], spoint[2][kLanes], scoords[2][kLanes];
@@ -1096,6 +1099,9 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     std::memcpy(q.cos_start, &cos, sizeof cos), std::memcpy(q.sin_start, &sin, sizeof sin);
   }
   const bool grid = f.grid_j > 0;  // steps of the grid's fractional indices, not of positions
+  // positions summed compensated (explicit Runge–Kutta steps of positions; not a grid's indices,
+  // not a random walk: their JAX steps return no remainder)
+  const bool compensates = !grid && s.walk.kind == kNoWalk;
   for (int i = 0; i < s.rows && any; ++i) {
     for (int d = 0; d < dim; ++d) {
       T sum[kLanes] = {};
@@ -1107,7 +1113,8 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       if (grid && d < 2)
         for (int g = 0; g < kLanes; ++g) q.iy[d][g] = q.ix[d][g] + h * sum[g];
       else
-        for (int g = 0; g < kLanes; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+        for (int g = 0; g < kLanes; ++g) compensated_sum(q.x[d][g], h * sum[g], q.lo[d][g], q.y[d][g], q.end_lo[d][g]);
+      if (i == stages) std::memcpy(q.end[d], q.y[d], sizeof q.end[d]);
     }
     if (i == stages && s.walk.kind != kNoWalk) walk_lanes(s.walk, q, k, h, dim);  // Euler–Maruyama
     if (grid)
@@ -1158,7 +1165,15 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       const V kept = keep ? load<V>(from) : load<V>(to);
       std::memcpy(to, &kept, sizeof kept);
     };
-    for (int d = 0; d < dim; ++d) take(q.x[d], q.y[d]);
+    for (int d = 0; d < dim; ++d) {
+      // what rounding left out of the end where the row took it as it is (0 where settling, a
+      // wall or a stop set it; kept where the row did not move): Rows.remainder's rule
+      const V y = load<V>(q.y[d]), lo = load<V>(q.lo[d]);
+      const V left = compensates ? (y == load<V>(q.end[d]) ? load<V>(q.end_lo[d]) : V{}) : V{};
+      const V next = keep ? left : moving ? V{} : lo;
+      std::memcpy(q.lo[d], &next, sizeof next);
+      take(q.x[d], q.y[d]);
+    }
     for (int d = 0; d < 2; ++d) take(q.point[d], q.spoint[d]), take(q.coords[d], q.scoords[d]);
     store_int<T>(keep ? load_int<T>(q.scell) : load_int<T>(q.cell), q.cell);
     if (grid) {
@@ -1203,6 +1218,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   if ((in_land.element_count() != 0 && in_land.element_count() != depth_dims[1]) ||
       (in_box.element_count() != 0 && in_box.element_count() != 2 * dim))
     return ffi::Error::InvalidArgument("ocean chunk: land holds one value per node, a box its lo and hi");
+  if (in_remainder.element_count() != n * dim)
+    return ffi::Error::InvalidArgument("ocean chunk: a remainder per row and coordinate");
   if (in_keys.element_count() != 2 * n || in_first_step.element_count() != 1 || in_diffusivity.element_count() != 3 ||
       walk < kNoWalk || walk > kHorizontal)
     return ffi::Error::InvalidArgument("ocean chunk: a key pair per row, one first step, three diffusivities, a walk's kind 0-2");
@@ -1261,6 +1278,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const int32_t* release0 = in_release.typed_data();
   T* x_out = out_x->typed_data();
   T* before_out = out_before->typed_data();
+  const T* lo0 = in_remainder.typed_data();
+  T* lo_out = out_remainder->typed_data();
   T* point_out = out_point->typed_data();
   T* coords_out = out_coords->typed_data();
   if (locate != 0) {  // the seeds, a group of lanes at a time: no steps
@@ -1290,7 +1309,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         }
         // element by element: GCC made the loop over `dim` a call to memcpy per row (9 % of the seeds' program)
         for (int d = 0; d < 3; ++d)
-          if (d < dim) x_out[dim * p + d] = y[d], before_out[dim * p + d] = y[d];
+          if (d < dim) x_out[dim * p + d] = y[d], before_out[dim * p + d] = y[d], lo_out[dim * p + d] = T(0);
         for (int d = 0; d < 2; ++d) point_out[2 * p + d] = q.spoint[d][g], coords_out[2 * p + d] = coords[d];
         out_cell->typed_data()[p] = found ? q.scell[g] : -1;
         out_status->typed_data()[p] = found && beached[g] ? static_cast<int32_t>(codes.beached) : status0[p];
@@ -1311,7 +1330,10 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       live.push_back(p);
       continue;
     }
-    for (int d = 0; d < dim; ++d) x_out[dim * p + d] = before_out[dim * p + d] = x0[dim * p + d];
+    for (int d = 0; d < dim; ++d) {
+      x_out[dim * p + d] = before_out[dim * p + d] = x0[dim * p + d];
+      lo_out[dim * p + d] = lo0[dim * p + d];
+    }
     for (int d = 0; d < 2; ++d) point_out[2 * p + d] = point0[2 * p + d], coords_out[2 * p + d] = coords0[2 * p + d];
     out_cell->typed_data()[p] = cell0[p];
     out_status->typed_data()[p] = status0[p];
@@ -1323,7 +1345,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     const int count = static_cast<int>(std::min<int64_t>(kLanes, n_live - first));
     for (int g = 0; g < kLanes; ++g) {  // lanes past the end: copies of the last, not written
       const int64_t p = live[first + std::min(g, count - 1)];
-      for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d];
+      for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d], q.lo[d][g] = lo0[dim * p + d];
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
       q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p;
       q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
@@ -1332,7 +1354,10 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
     for (int g = 0; g < count; ++g) {
       const int64_t p = live[first + g];
-      for (int d = 0; d < dim; ++d) x_out[dim * p + d] = q.x[d][g], before_out[dim * p + d] = q.before[d][g];
+      for (int d = 0; d < dim; ++d) {
+        x_out[dim * p + d] = q.x[d][g], before_out[dim * p + d] = q.before[d][g];
+        lo_out[dim * p + d] = q.lo[d][g];
+      }
       for (int d = 0; d < 2; ++d) point_out[2 * p + d] = q.point[d][g], coords_out[2 * p + d] = q.coords[d][g];
       out_cell->typed_data()[p] = q.cell[g];
       out_status->typed_data()[p] = q.status[g];

@@ -203,6 +203,7 @@ def _track_traced(plan: RunPlan) -> Trajectory:
         hint=pieces.field.hints(n, dtype),
         variables=given,
         generation=jnp.zeros(n, jnp.int32),
+        remainder=jnp.zeros_like(x0),
     )
     state = State(
         rows=rows,

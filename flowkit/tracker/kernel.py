@@ -382,7 +382,7 @@ def located_seeds(
     variables = rows.variables
     if not is_tracer(particles):
         variables = {**initial_batch(particles, field, t0, x, args, hint), **variables}
-    rows = Rows(x, status, exit_time, hint.marked(False), variables, rows.generation)
+    rows = Rows(x, status, exit_time, hint.marked(False), variables, rows.generation, jnp.zeros_like(x))
     return eqx.tree_at(lambda s: s.rows, state, rows), frame_of(
         field, args, t0, x, status, hint, variables, rows.generation if restarts else None, record_velocity
     )

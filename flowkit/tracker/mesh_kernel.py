@@ -101,6 +101,8 @@ class KernelInputs(NamedTuple):
     slot_kind: Int32[Array, " n_or_none"]
     """A `ContinuousInlet`'s slots: -1 padding, 0 free when not moving, 1 waiting for its own
     release time while not released."""
+    remainder: Float[Array, "n 3"]
+    """What rounding left out of each row's position (`Rows.remainder`)."""
 
 
 class KernelResults(NamedTuple):
@@ -119,6 +121,7 @@ class KernelResults(NamedTuple):
     generation: Int32[Array, " n"]
     lost: Int32[Array, " 1"]
     """A `ContinuousInlet`'s releases that found no free slot."""
+    remainder: Float[Array, "n 3"]
 
 
 class KernelAttrs(NamedTuple):
@@ -199,9 +202,9 @@ def kernel_steps(
     exit_time = jnp.where((generation != rows.generation) & (out.stopped < 0), never, exit_time)
     status = out.status.astype(rows.status.dtype)
     carry = eqx.tree_at(
-        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.generation, c.lost),
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.generation, c.rows.remainder, c.lost),
         carry,
-        (out.x, status, exit_time, hint, generation, carry.lost + out.lost[0].astype(carry.lost.dtype)),
+        (out.x, status, exit_time, hint, generation, out.remainder, carry.lost + out.lost[0].astype(carry.lost.dtype)),
     )
     return carry, out.before
 
@@ -223,6 +226,7 @@ def _call(inputs: KernelInputs, attrs: KernelAttrs) -> KernelResults:
         fraction=reals,
         generation=ints,
         lost=jax.ShapeDtypeStruct((1,), jnp.int32),
+        remainder=vectors,
     )
     return seam.call(MESH, inputs, attrs, shapes)
 
@@ -237,7 +241,7 @@ def kernel_located(
     n, dtype = x.shape[0], x.dtype
     hint = pieces.field.hints(n, dtype)
     never = jnp.zeros(n, jnp.int32)
-    rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never)
+    rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never, jnp.zeros_like(x))
     keys = jnp.zeros((n, 2), jnp.uint32)
     slots = Slots(t_release=jnp.zeros(n, dtype), keys=keys, origin=x, origin_hint=hint, index=never)
     none = jnp.zeros(0, dtype)
@@ -304,6 +308,7 @@ def _inputs(pieces: RunPieces, rows: Rows, slots: Slots, release, steps, t, h, b
         step_index=steps.astype(jnp.int32),
         **_inlet_inputs(pieces, slots, t + h, dtype),
         **_releases(pieces.boundary, slots, t, h, block_id, n_blocks),
+        remainder=rows.remainder.astype(dtype),
     )
 
 

@@ -75,6 +75,8 @@ class OceanInputs(NamedTuple):
     """The global index of the call's first step (what a random walk folds into the keys)."""
     diffusivity: Float[Array, " 3"]
     """A random walk's diffusivity per axis (`walk` 1), or Kh, Kh, Kv in m²/s (`walk` 2)."""
+    remainder: Float[Array, "n dim"]
+    """What rounding left out of each row's position (`Rows.remainder`)."""
 
 
 class OceanResults(NamedTuple):
@@ -88,6 +90,7 @@ class OceanResults(NamedTuple):
     coords: Float[Array, "n 2"]
     before: Float[Array, "n dim"]
     stopped: Int32[Array, " n"]
+    remainder: Float[Array, "n dim"]
 
 
 class OceanAttrs(NamedTuple):
@@ -182,9 +185,9 @@ def kernel_steps(
     at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so at the end of that step, as in `one_step`
     exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
     carry = eqx.tree_at(
-        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint),
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.remainder),
         carry,
-        (out.x, out.status.astype(rows.status.dtype), exit_time, hint),
+        (out.x, out.status.astype(rows.status.dtype), exit_time, hint, out.remainder),
     )
     return carry, out.before
 
@@ -203,7 +206,7 @@ def kernel_located(
     if surface.lookup is not None:  # a grid's index lookup guesses each seed's cell
         hint = eqx.tree_at(lambda h: h.cell, hint, surface.lookup.cells(x[:, :2]))
     never = jnp.zeros(n, jnp.int32)
-    rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never)
+    rows = Rows(x, never, jnp.zeros(n, dtype), hint, {}, never, jnp.zeros_like(x))
     start = jnp.reshape(jnp.asarray(t0, dtype), (1,))
     none = (jnp.zeros((n, 2), jnp.int32), jnp.zeros(1, jnp.int32))
     out = _call(
@@ -218,7 +221,7 @@ def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
     """The kernel's results for these inputs and attributes."""
     (n, dim), dtype = inputs.x.shape, inputs.x.dtype
     rows, surface, ints = ((n, dim), dtype), ((n, 2), dtype), ((n,), jnp.int32)
-    shapes = OceanResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, ints, surface, surface, rows, ints)))
+    shapes = OceanResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, ints, surface, surface, rows, ints, rows)))
     return seam.call(OCEAN, inputs, attrs, shapes)
 
 
@@ -260,6 +263,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
         keys=walk[0],
         first_step=walk[1],
         diffusivity=jnp.asarray(_walk(pieces)[1], dtype),
+        remainder=rows.remainder.astype(dtype),
     )
 
 

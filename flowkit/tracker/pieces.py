@@ -36,6 +36,10 @@ class Rows(eqx.Module):
     hint: Hints
     variables: dict
     generation: jax.Array
+    remainder: jax.Array
+    """`(n, dim)`: what rounding left out of each position at its last step by a method that sums
+    positions compensated (explicit Runge–Kutta methods: `StepResult.remainder`), added into its
+    next step; 0 where anything else moved it last."""
 
 
 class Carry(eqx.Module):
@@ -85,18 +89,22 @@ class Times(eqx.Module):
 
 
 @functools.cache
-def blank_parts(count: int, width: int, dtype: str, per_block: int, direction: float, rows, replicated, keys: bool):
+def blank_parts(
+    count: int, width: int, dim: int, dtype: str, per_block: int, direction: float, rows, replicated, keys: bool
+):
     """A program that makes on the devices what a new batch of `count` slots holds before its
     particles' data: `(parts, step 0)`, the parts hints of `width` located nowhere, no exit time
-    (`direction * inf`), no restart, zero counters per block and, with `keys`, zero keys (a run
-    without a key), laid out as `rows`. One call, instead of a copy of each array to each device."""
-    names = ("exit_time", "hint", "generation", "lost", "courant") + ("keys",) * keys
+    (`direction * inf`), no restart, no remainder of their `dim` coordinates, zero counters per
+    block and, with `keys`, zero keys (a run without a key), laid out as `rows`. One call,
+    instead of a copy of each array to each device."""
+    names = ("exit_time", "hint", "generation", "remainder", "lost", "courant") + ("keys",) * keys
 
     def blank():
         parts = dict(
             exit_time=jnp.full(count, direction * np.inf, dtype),
             hint=Hints.unknown(count, width, dtype),
             generation=jnp.zeros(count, jnp.int32),
+            remainder=jnp.zeros((count, dim), dtype),
             lost=jnp.zeros(per_block, jnp.int32),
             courant=jnp.zeros(per_block, dtype),
         )

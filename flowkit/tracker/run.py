@@ -267,7 +267,7 @@ class TrackRun:
             origins = dict(origin=origin, origin_hint=jax.tree.map(repeated, self.origin_hints))
         shardings = (self._particle_sharding, self._replicated)  # the parts without particles' data: made there
         blank, step = blank_parts(
-            count, self.hint_width, dtype.name, per_block, direction, *shardings, plan.key is None
+            count, self.hint_width, plan.seeds.shape[1], dtype.name, per_block, direction, *shardings, plan.key is None
         )()
         host = dict(  # the particles' data, placed on the devices in one transfer
             x=repeated(plan.seeds, dtype),
@@ -280,7 +280,8 @@ class TrackRun:
         if plan.key is not None:
             host["keys"] = particle_keys(plan.key, self.first_particle + start, count)
         data = {**blank, **jax.device_put(host, self._particle_sharding)}
-        rows = Rows(*(data[name] for name in ("x", "status", "exit_time", "hint", "variables", "generation")))
+        names = ("x", "status", "exit_time", "hint", "variables", "generation", "remainder")
+        rows = Rows(*(data[name] for name in names))
         slots = Slots(
             **{"origin": rows.x, "origin_hint": rows.hint, **data["origins"]},
             **{name: data[name] for name in ("t_release", "keys", "index")},

@@ -58,7 +58,8 @@ def one_step(
     )
     t, h = step_times(times, k)
     moving = (status == Status.ACTIVE) & (h != 0)
-    result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, hint.skip(~moving), slots.keys)
+    masked = hint.skip(~moving)
+    result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, masked, slots.keys, rows.remainder)
     # longitudes in one period; depths in the water, mirrored at the surface and the floor in random
     # walks; where the integrator located the step's ends (`inside`), settling locates nothing
     located = step_hint if result.inside is None else step_hint.marked(True)
@@ -112,12 +113,15 @@ def one_step(
         if carries:
             variables = started(particles, field, args, t + h, x_next, variables, hint, restarted != generation)
         generation, lost = restarted, lost + more
+    remainder = _left_out(result, x_next, moving, rows.remainder, generation != rows.generation)
     # Release whoever is due by the end of this step: they start moving with the next one.
     due = (new_status == Status.NOT_RELEASED) & is_due(t + h, slots.t_release, times.dt)
     new_status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), new_status)
     if carries:
         variables = started(particles, field, args, t + h, x_next, variables, hint, due, given)
-    return Carry(Rows(x_next, new_status, exit_time, hint, variables, generation), lost)
+    if not pieces.boundary.restarts:
+        remainder = _left_out(result, x_next, moving, rows.remainder, None)
+    return Carry(Rows(x_next, new_status, exit_time, hint, variables, generation, remainder), lost)
 
 
 def jax_steps(
@@ -141,18 +145,30 @@ def jax_steps(
     return jax.lax.scan(step, (carry, carry.rows.x), steps)[0]
 
 
-def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys):
+def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys, remainder):
     """`(result, stepped variables, hints)` of one step of the rows not `SKIP`ped in `masked`:
-    the integrator along the particle model's term (a tracer's: the flow); stochastic ones get
-    per-step keys."""
+    the integrator along the particle model's term (a tracer's: the flow), given what rounding
+    left out of the positions (`Rows.remainder`); stochastic ones get per-step keys."""
     integrator = pieces.integrator
     step_keys = None
     if integrator.stochastic:
         step_keys = jax.vmap(lambda key: jax.random.fold_in(jax.random.wrap_key_data(key), k))(keys)
     term = term_for(pieces.particles, pieces.field, integrator)
-    result = integrator.step(term, {"x": x, **variables}, t, h, pieces.args, step_keys, masked)
+    result = integrator.step(term, {"x": x, **variables}, t, h, pieces.args, step_keys, masked, remainder)
     stepped = {name: value for name, value in result.state.items() if name != "x"}
     return result, stepped, masked if result.hint is None else result.hint
+
+
+def _left_out(result, x_next, moving, before, restarted):
+    """What rounding left out of each row's position after the step: the integrator's remainder
+    (`StepResult.remainder`) per coordinate where the row took the integrator's end as it is,
+    0 where anything else set it (settling, walls, a stop, a restart: `restarted`), the one
+    before where the row did not move."""
+    moved = moving[:, None]
+    kept = jnp.where(moved, jnp.zeros_like(before), before)
+    if result.remainder is not None:
+        kept = jnp.where(moved & (x_next == result.x), result.remainder.astype(before.dtype), kept)
+    return kept if restarted is None else jnp.where(restarted[:, None], 0, kept)
 
 
 def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, inside, moving, finite):
