@@ -43,9 +43,9 @@ def explicit_rk_step(
     for the end point (a mesh's walk is most of a step's compile time); `hint` locates
     `x_new` and `inside` says whether it lies in the domain. Without `locate`, `inside` is None.
 
-    Each row's point (the stages' and the end's) adds its increment to the positions by a
-    compensated sum (`compensated_sum`) with `remainder` (what rounding left out of them at the
-    step before; None: zeros), and the `remainder` returned is what rounding left out of
+    The step's end adds its increment to the positions by a compensated sum (`compensated_sum`)
+    with `remainder` (what rounding left out of them at the step before; None: zeros; the
+    stages' points are plain sums), and the `remainder` returned is what rounding left out of
     `x_new`'s positions: float32 positions far from 0 (longitudes of 237°, UTM metres of 5·10⁶)
     then add up their steps as float64 would, where each step's rounding (up to half a unit in
     the last place: a metre there) would otherwise accumulate.
@@ -54,8 +54,9 @@ def explicit_rk_step(
     positions = (lambda tree: tree["x"]) if isinstance(x, dict) else (lambda tree: tree)
     remainder = jnp.zeros_like(positions(x)) if remainder is None else remainder.astype(dtype)
 
-    def advanced(k, weights):
-        """`(x + dt * weights . k, what rounding left out of its positions)`."""
+    def advanced(k, weights, remainder):
+        """`(x + dt * weights . k, what rounding left out of its positions)`, the positions'
+        sum compensated with `remainder` (0: the plain sum, as a stage's point is)."""
         increment = jax.tree.map(lambda kk: dt * jnp.tensordot(weights, kk, axes=1), k)
         moved, left = compensated_sum(positions(x), positions(increment), remainder)
         y = jax.tree.map(jnp.add, x, increment)
@@ -67,7 +68,7 @@ def explicit_rk_step(
     stages = b.shape[0]
     if locate is None and stages == 1:  # Euler: no stage loop needed
         u, hint = vf(t, x, hint)
-        y, left = advanced(jax.tree.map(lambda v: v[None], u), jnp.ones(1, dtype))
+        y, left = advanced(jax.tree.map(lambda v: v[None], u), jnp.ones(1, dtype), remainder)
         return y, hint, None, left
     rows = stages
     if locate is not None:
@@ -76,7 +77,7 @@ def explicit_rk_step(
     def stage(carry, row):
         k, hint, _, _, _ = carry
         i, a_i, c_i = row
-        y, left = advanced(k, a_i)
+        y, left = advanced(k, a_i, jnp.where(i == stages, remainder, 0))  # the end row (with `locate`)
         if locate is None:
             u, hint = vf(t + c_i * dt, y, hint)
             return (jax.tree.map(lambda kk, v: kk.at[i].set(v), k, u), hint, None, None, None), None
@@ -96,7 +97,7 @@ def explicit_rk_step(
     (k, hint, inside, y, left), _ = jax.lax.scan(stage, (k0, hint, *ends), (jnp.arange(rows), a, c))
     if locate is not None:  # the last row's point is the step's end
         return y, hint, inside, left
-    y, left = advanced(k, b)
+    y, left = advanced(k, b, remainder)
     return y, hint, None, left
 
 

@@ -415,7 +415,6 @@ struct Group {
   T fraction[kGroup];
   bool moving[kGroup], started[kGroup];
   T end[3][kGroup];  // the step's end point as the integrator gave it, before any wall
-  T lo[3][kGroup], end_lo[3][kGroup];  // what rounding left out of x (Rows.remainder), and of the end
   int64_t slot[kGroup];
   // each particle's cell as last read from the tables: its table row and kind, and its nodes'
   // values in the two time slices from `cached_slice` on (zero past the kind's node count). A
@@ -425,6 +424,7 @@ struct Group {
   int64_t cached_slice[kGroup];
   T row[kMapColumns][kGroup];
   T now[8][3][kGroup], later[8][3][kGroup];
+  T lo[3][kGroup], end_lo[3][kGroup];  // what rounding left out of x (Rows.remainder), and of the end
 };
 
 // Lane g's cache holding `cell` and the time slices from `slice` on.
@@ -785,7 +785,10 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
         const T* K = q.K[s.term_stage[i][e]][d];
         for (int g = 0; g < kGroup; ++g) sum[g] += weight * K[g];
       }
-      for (int g = 0; g < kGroup; ++g) compensated_sum(q.x[d][g], h * sum[g], q.lo[d][g], q.y[d][g], q.end_lo[d][g]);
+      if (i < stages)
+        for (int g = 0; g < kGroup; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+      else
+        for (int g = 0; g < kGroup; ++g) compensated_sum(q.x[d][g], h * sum[g], q.lo[d][g], q.y[d][g], q.end_lo[d][g]);
       if (i == stages)
         for (int g = 0; g < kGroup; ++g) q.end[d][g] = q.y[d][g];
     }
@@ -793,8 +796,9 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
     locate_group<T, Kind>(m, q, slice, static_cast<int32_t>(k), i == stages);
     if (i < stages) velocity_group<T, Kind>(m, q, slice, s.wt_of[k * s.rows + i], q.K[i]);
   }
+  bool moved[kGroup];
   for (int g = 0; g < kGroup; ++g) {
-    const bool moved = q.moving[g];
+    moved[g] = q.moving[g];
     if (q.moving[g]) {
       if (finite<T>(q.y[0][g]) && finite<T>(q.y[1][g]) && finite<T>(q.y[2][g])) {
         q.cell[g] = q.stage_cell[g];
@@ -812,13 +816,14 @@ void step_group(const Steps<T>& s, Group<T>& q, int64_t k) {
         restart(m, in, q, g, k, s.n_vertices);
       }
     }
-    // what rounding left out of the end where the row took it as it is; 0 where a wall, a stop
-    // or a restart set it (Rows.remainder's rule)
-    if (moved)
-      for (int d = 0; d < 3; ++d) q.lo[d][g] = q.x[d][g] == q.end[d][g] ? q.end_lo[d][g] : T(0);
     if (q.resume[g] == s.steps && q.status[g] == m.codes.not_released && q.release[g] == k)
       q.status[g] = m.codes.active;
   }
+  // what rounding left out of the end where the row took it as it is; 0 where a wall, a stop or
+  // a restart set it (Rows.remainder's rule), across the lanes
+  for (int d = 0; d < 3; ++d)
+    for (int g = 0; g < kGroup; ++g)
+      q.lo[d][g] = moved[g] ? (q.x[d][g] == q.end[d][g] ? q.end_lo[d][g] : T(0)) : q.lo[d][g];
 }
 
 // A ContinuousInlet's releases due in step k (`due`), in the first free slots of the block in

@@ -1112,7 +1112,9 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       }
       if (grid && d < 2)
         for (int g = 0; g < kLanes; ++g) q.iy[d][g] = q.ix[d][g] + h * sum[g];
-      else
+      else if (i < stages)
+        for (int g = 0; g < kLanes; ++g) q.y[d][g] = q.x[d][g] + h * sum[g];
+      else  // the step's end, summed compensated
         for (int g = 0; g < kLanes; ++g) compensated_sum(q.x[d][g], h * sum[g], q.lo[d][g], q.y[d][g], q.end_lo[d][g]);
       if (i == stages) std::memcpy(q.end[d], q.y[d], sizeof q.end[d]);
     }
