@@ -243,3 +243,20 @@ def test_skipped_blocks_need_no_host_traffic_and_compile_once(monkeypatch):
     run.run()
     _leaving_run(chunk_saves=4).run()
     assert fk.tracker.compile_count() == compiled
+
+
+@pytest.mark.parametrize("name", [name for name, kind in _cells.KINDS.items() if kind.shape is not None])
+def test_the_host_tables_slopes_are_the_shape_functions_derivatives(name):
+    """`locator.centre_slopes` (NumPy, central differences) against JAX's derivative of the same
+    shape functions at the kind's centre, in float64: what each cell's map is linearised by."""
+    from flowkit.fields.locator import centre_slopes
+
+    kind = _cells.KINDS[name]
+    with jax.enable_x64(True):
+        centre = jnp.asarray(kind.centre, jnp.float64)
+        weights = np.asarray(kind.shape(centre[None]))[0]
+        slopes = np.asarray(jax.jacfwd(lambda q: kind.shape(q[None])[0])(centre))
+    host_weights, host_slopes = centre_slopes(kind)
+    assert isinstance(host_slopes, np.ndarray) and host_slopes.shape == (kind.nodes, kind.dim)
+    np.testing.assert_allclose(host_weights, weights, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(host_slopes, slopes, rtol=0, atol=1e-15)

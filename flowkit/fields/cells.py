@@ -50,29 +50,35 @@ class CellKind:
     """Simplices (node ids) that tile the cell: the sum of their sizes is its volume (area)."""
 
 
+def _stacked(parts):
+    """`parts` stacked along a new last axis: in NumPy for NumPy coordinates (the host's cell
+    tables: no JAX dispatch, no compile), else in JAX."""
+    return np.stack(parts, axis=-1) if all(isinstance(p, np.ndarray) for p in parts) else jnp.stack(parts, axis=-1)
+
+
 def _quad_shape(xi):
     r, s = xi[..., 0], xi[..., 1]
-    return jnp.stack([(1 - r) * (1 - s), r * (1 - s), r * s, (1 - r) * s], axis=-1)
+    return _stacked([(1 - r) * (1 - s), r * (1 - s), r * s, (1 - r) * s])
 
 
 def _hex_shape(xi):
     r, s, t = xi[..., 0], xi[..., 1], xi[..., 2]
     rm, sm, tm = 1 - r, 1 - s, 1 - t
-    return jnp.stack(
-        [rm * sm * tm, r * sm * tm, r * s * tm, rm * s * tm, rm * sm * t, r * sm * t, r * s * t, rm * s * t], axis=-1
+    return _stacked(
+        [rm * sm * tm, r * sm * tm, r * s * tm, rm * s * tm, rm * sm * t, r * sm * t, r * s * t, rm * s * t]
     )
 
 
 def _wedge_shape(xi):
     r, s, t = xi[..., 0], xi[..., 1], xi[..., 2]
     u = 1 - r - s
-    return jnp.stack([u * (1 - t), r * (1 - t), s * (1 - t), u * t, r * t, s * t], axis=-1)
+    return _stacked([u * (1 - t), r * (1 - t), s * (1 - t), u * t, r * t, s * t])
 
 
 def _pyramid_shape(xi):
     r, s, t = xi[..., 0], xi[..., 1], xi[..., 2]
     rm, sm, tm = 1 - r, 1 - s, 1 - t
-    return jnp.stack([rm * sm * tm, r * sm * tm, r * s * tm, rm * s * tm, t], axis=-1)
+    return _stacked([rm * sm * tm, r * sm * tm, r * s * tm, rm * s * tm, t])
 
 
 def _box_violations(xi):
