@@ -119,8 +119,6 @@ def one_step(
     new_status = jnp.where(due, jnp.asarray(Status.ACTIVE, status.dtype), new_status)
     if carries:
         variables = started(particles, field, args, t + h, x_next, variables, hint, due, given)
-    if not pieces.boundary.restarts:
-        remainder = _left_out(result, x_next, moving, rows.remainder, None)
     return Carry(Rows(x_next, new_status, exit_time, hint, variables, generation, remainder), lost)
 
 
@@ -168,7 +166,7 @@ def _left_out(result, x_next, moving, before, restarted):
     kept = jnp.where(moved, jnp.zeros_like(before), before)
     if result.remainder is not None:
         kept = jnp.where(moved & (x_next == result.x), result.remainder.astype(before.dtype), kept)
-    return kept if restarted is None else jnp.where(restarted[:, None], 0, kept)
+    return jnp.where(restarted[:, None], 0, kept)
 
 
 def _judged(pieces: RunPieces, x, x_new, status, step_hint: Hints, inside, moving, finite):
