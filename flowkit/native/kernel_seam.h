@@ -96,6 +96,23 @@ inline __attribute__((always_inline)) uint32_t lane_bits(M mask) {
   return bits;
 }
 
+// A group's lanes (a vector of GCC's extensions) or a number loaded from memory, and std::max
+// and std::abs lane by lane: the vector helpers both kernels use.
+template <typename V, typename E>
+inline __attribute__((always_inline)) V load(const E* lanes) {
+  V v;
+  std::memcpy(&v, lanes, sizeof v);
+  return v;
+}
+template <typename V>
+inline __attribute__((always_inline)) V vmax(V a, V b) {  // std::max(a, b), lane by lane
+  return a < b ? b : a;
+}
+template <typename V>
+inline __attribute__((always_inline)) V vabs(V a) {
+  return a < 0 ? -a : a;
+}
+
 // x + (increment + remainder) rounded, and what that rounding left out (`left`): Fast2Sum, exact
 // where |x| >= |increment + remainder| (a position and its step), so that a position and its
 // remainder hold it to about twice the precision (flowkit.integrators.runge_kutta.compensated_sum;

@@ -194,26 +194,12 @@ template <typename T>
 constexpr int kWidth = kBytes / sizeof(T);
 
 template <typename V, typename E>
-inline V load(const E* lanes) {
-  V v;
-  std::memcpy(&v, lanes, sizeof v);
-  return v;
-}
-template <typename V, typename E>
 inline void store(E* lanes, V v) {
   std::memcpy(lanes, &v, sizeof v);
 }
 template <typename V>
-inline V vmax(V a, V b) {  // std::max(a, b), lane by lane
-  return a < b ? b : a;
-}
-template <typename V>
 inline V vmin(V a, V b) {  // std::min(a, b)
   return b < a ? b : a;
-}
-template <typename V>
-inline V vabs(V a) {
-  return a < 0 ? -a : a;
 }
 template <typename T, typename V>
 inline auto finite(V v) {  // std::isfinite, lane by lane

@@ -505,12 +505,6 @@ struct Lanes {
   typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> I;
   typedef I M __attribute__((vector_size(kLanes * sizeof(T))));
 };
-template <typename V, typename E>
-FLOWKIT_HOT V load(const E* lanes) {
-  V v;
-  std::memcpy(&v, lanes, sizeof v);
-  return v;
-}
 // int32 lanes as the lanes' integer vector (of T's width), and back.
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::M load_int(const int32_t* lanes) {
@@ -522,14 +516,6 @@ FLOWKIT_HOT void store_int(typename Lanes<T>::M lanes, int32_t* out) {
   typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
   const W narrow = __builtin_convertvector(lanes, W);
   std::memcpy(out, &narrow, sizeof narrow);
-}
-template <typename V>
-FLOWKIT_HOT V vmax(V a, V b) {  // std::max(a, b), lane by lane
-  return a < b ? b : a;
-}
-template <typename V>
-FLOWKIT_HOT V vabs(V a) {
-  return a < 0 ? -a : a;
 }
 template <typename V>
 FLOWKIT_HOT V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
