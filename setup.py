@@ -1,4 +1,4 @@
-"""The compiled part of flowkit: the CPU kernels of the mesh and the ocean trackers (`flowkit/native`),
+"""The compiled part of flowkit: the CPU kernels of the mesh, ocean and grid trackers (`flowkit/native`),
 XLA FFI handlers, in one library.
 
 It needs a C++17 compiler and jaxlib's FFI headers at install. It is built three times: for the
@@ -43,6 +43,7 @@ class OptionalBuildExt(build_ext):
 FLAGS = ["-std=c++17", "-O3", "-fno-math-errno", "-Wno-psabi", "-Wno-sign-compare"]
 SOURCE = "flowkit/native/mesh_chunk.cc"
 OCEAN = "flowkit/native/ocean_chunk.cc"
+GRID = "flowkit/native/grid_chunk.cc"
 HEADERS = ["flowkit/native/kernel_seam.h"]
 
 
@@ -50,11 +51,11 @@ def kernels(build: str, flags: list[str]) -> Extension:
     """The kernels' library in `build`: `_mesh_chunk` from the sources for the baseline, else
     `_mesh_chunk_<build>` from the sources' `<build>` wrappers, with `flags` added."""
     if build == "baseline":
-        name, sources = "flowkit.native._mesh_chunk", [SOURCE, OCEAN]
+        name, sources = "flowkit.native._mesh_chunk", [SOURCE, OCEAN, GRID]
     else:
         name = f"flowkit.native._mesh_chunk_{build}"
-        sources = [f"flowkit/native/mesh_chunk_{build}.cc", f"flowkit/native/ocean_chunk_{build}.cc"]
-    depends = [SOURCE, OCEAN, *HEADERS]
+        sources = [f"flowkit/native/{kernel}_chunk_{build}.cc" for kernel in ("mesh", "ocean", "grid")]
+    depends = [SOURCE, OCEAN, GRID, *HEADERS]
     return Extension(name, sources=sources, depends=depends, language="c++", extra_compile_args=[*FLAGS, *flags])
 
 

@@ -1,5 +1,6 @@
 """flowkit's compiled CPU kernels, XLA FFI handlers in one library: the mesh tracker's
-(`mesh_chunk.cc`, `KERNELS` name `mesh`) and the ocean tracker's (`ocean_chunk.cc`, `ocean`).
+(`mesh_chunk.cc`, `KERNELS` name `mesh`), the ocean tracker's (`ocean_chunk.cc`, `ocean`) and
+the structured grids' (`grid_chunk.cc`, `grid`).
 
 `pip install` builds it where a C++17 compiler is found; without it, or with the environment
 variable `FLOWKIT_NATIVE=0` (for comparisons and debugging), runs take the JAX path, which
@@ -22,7 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-KERNELS = ("mesh", "ocean")
+KERNELS = ("mesh", "ocean", "grid")
 """The kernels the library holds, by name."""
 BUILDS = ("baseline", "avx2", "avx512")
 """The library's builds, narrowest first (`_mesh_chunk`, `_mesh_chunk_avx2`, `_mesh_chunk_avx512`)."""

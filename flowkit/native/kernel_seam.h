@@ -2,13 +2,16 @@
 // library: each kernel lists its input buffers, results and attributes once, as X-macros of
 // `(name, element)` and `(name, type)`, and these macros write from those lists the handler's
 // reads by name and the lines of its declared layout, which Python parses (`flowkit.native.
-// Layout`) and checks against its own declaration. Also the arithmetic every kernel shares: a
-// time's slice and weight in time (fields.base.time_weights).
+// Layout`) and checks against its own declaration. Also the arithmetic the kernels share: the
+// lane groups' vectors and helpers, the Fast2Sum of a step's end, the latitude's cosine, the box
+// fold of `fk.Reflective`, a time's slice and weight in time (fields.base.time_weights).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
@@ -135,6 +138,133 @@ inline __attribute__((always_inline)) bool any_lane(bool mask) { return mask; }
 template <typename M, typename F>
 inline __attribute__((always_inline)) void for_each_lane(M mask, F&& visit) {
   for (uint32_t bits = lane_bits(mask); bits != 0; bits &= bits - 1) visit(__builtin_ctz(bits));
+}
+
+// Degrees and the Earth's radius as flowkit/fields/grid.py has them (degrees_per_second).
+constexpr double kDegrees = 180.0 / 3.14159265358979323846, kEarthRadius = 6371000.0;
+constexpr double kRadians = 3.14159265358979323846 / 180.0;  // a degree's
+
+// Particles stepped side by side by the kernels that carry groups (ocean, grid): a 64-byte
+// register of floats in the AVX-512 build, where a group's chains of arithmetic then fill the
+// core twice as wide; 8 in the others (16 spill AVX2's registers).
+#if defined(__AVX512F__)
+constexpr int kLanes = 16;
+#else
+constexpr int kLanes = 8;
+#endif
+// The stages' functions are inlined into a kernel's step and the rare paths kept out of line, by
+// attribute rather than by the compiler's judgement: its inlining moved with unrelated code
+// elsewhere in the handler and, twice, halved the ocean kernel's speed.
+#define FLOWKIT_HOT inline __attribute__((always_inline))
+
+// A group's lanes as one vector (GCC's vector extensions: one AVX2 register of floats in the AVX2
+// build, split into the baseline's 16-byte registers in the other), and a lane mask (-1 or 0).
+template <typename T>
+struct Lanes {
+  typedef T V __attribute__((vector_size(kLanes * sizeof(T))));
+  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> I;
+  typedef I M __attribute__((vector_size(kLanes * sizeof(T))));
+};
+// int32 lanes as the lanes' integer vector (of T's width), and back.
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::M load_int(const int32_t* lanes) {
+  typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  return __builtin_convertvector(load<W>(lanes), typename Lanes<T>::M);
+}
+template <typename T>
+FLOWKIT_HOT void store_int(typename Lanes<T>::M lanes, int32_t* out) {
+  typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  const W narrow = __builtin_convertvector(lanes, W);
+  std::memcpy(out, &narrow, sizeof narrow);
+}
+template <typename V>
+FLOWKIT_HOT V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
+  const V above = v < lo ? lo : v;
+  return hi < above ? hi : above;
+}
+// sin(r) for r in [-pi/2, pi/2], lane by lane without a call to libm: its Taylor series, within
+// an ulp or two of std::sin in either precision.
+template <typename T, typename V>
+FLOWKIT_HOT V vsin_quadrant(V r) {
+  constexpr bool wide = sizeof(T) == 8;
+  const V zero = V{}, r2 = r * r;
+  // 1/3!, 1/5!, ... to 1/19! (float64) or 1/13! (float32), Horner's rule from the last
+  constexpr double inverse_factorials[] = {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800,
+                                           1.0 / 6227020800.0, 1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                                           1.0 / 121645100408832000.0};
+  constexpr int terms = wide ? 9 : 6;
+  V sum = zero;
+  for (int k = terms - 1; k >= 0; --k) sum = (k % 2 == 0 ? -T(inverse_factorials[k]) : T(inverse_factorials[k])) + r2 * sum;
+  return r + r * (r2 * sum);
+}
+
+// cos(x) and sin(x) of latitudes x in radians, lane by lane: sin(pi/2 - |x|) and sin(x) (x beyond
+// a pole clipped there, where the metric's floor applies), within an ulp or two of std::cos and
+// std::sin, and as close in relative terms near a pole.
+template <typename T, typename V>
+FLOWKIT_HOT void vcos_sin_latitude(V x, V& cos, V& sin) {
+  constexpr bool wide = sizeof(T) == 8;
+  const T hi = wide ? T(1.5707963267948966) : T(1.57079637f), lo = wide ? T(6.123233995736766e-17) : T(-4.37113883e-8f);
+  const V zero = V{};
+  cos = vsin_quadrant<T>(vmax((hi - vabs(x)) + lo, zero));
+  sin = vsin_quadrant<T>(vclip(x, zero - hi, zero + hi));
+}
+
+// cos(latitude) at the lanes' stage points `y` (degrees), kept above 1e-6
+// (fields.grid.degrees_per_second): the cosine of their step start's latitude `start`
+// (`cos_start`, `sin_start`) turned by the small angle d from there, cos(a + d) = cos a cos d -
+// sin a sin d, with short series for cos d and sin d, off the chain of a stage's arithmetic that
+// a whole cosine's series would lengthen; a lane whose stage point lies farther than `kTurn`
+// from its start takes the whole cosine (worked out only where a `moving` lane needs it; each
+// lane's choice its own, whatever its group holds).
+constexpr double kTurn = 0.05;  // radians: the series below are then within an ulp in either precision
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::V cos_near(typename Lanes<T>::V y, typename Lanes<T>::V start,
+                                          typename Lanes<T>::V cos_start, typename Lanes<T>::V sin_start,
+                                          typename Lanes<T>::M moving) {
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  const V floor = V{} + T(1e-6);
+  const V d = (y - start) * static_cast<T>(kRadians), d2 = d * d;
+  const M far = ~(vabs(d) <= T(kTurn));
+  V whole{};
+  if (any_lane(moving & far)) {
+    V sin;
+    vcos_sin_latitude<T>(y * static_cast<T>(kRadians), whole, sin);
+  }
+  V cos_d, sin_d;  // to d^8 / 8! and d^7 / 7! (float64), d^4 / 4! and d^5 / 5! (float32)
+  if constexpr (sizeof(T) == 8) {
+    cos_d = T(1) + d2 * (T(-0.5) + d2 * (T(1.0 / 24) + d2 * (T(-1.0 / 720) + d2 * T(1.0 / 40320))));
+    sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * (T(1.0 / 120) + d2 * T(-1.0 / 5040))));
+  } else {
+    cos_d = T(1) + d2 * (T(-0.5) + d2 * T(1.0 / 24));
+    sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * T(1.0 / 120)));
+  }
+  return vmax(far ? whole : cos_start * cos_d - sin_start * sin_d, floor);
+}
+
+// x mod period as jnp.mod computes it: the remainder takes the divisor's sign.
+template <typename T>
+inline T float_mod(T x, T period) {
+  T r = std::fmod(x, period);
+  if (r != 0 && (r < 0) != (period < 0)) r += period;
+  return r;
+}
+
+// Lane g's step end `y` mirrored into the box `box` (lo, hi) on every axis it left, as
+// `fk.Reflective` folds it (AbstractBox._fold: the distance travelled kept; inside the box no
+// coordinate changes); whether one did.
+template <typename T>
+FLOWKIT_HOT bool box_fold(const T* box, int dim, T (&y)[3][kLanes], int g) {
+  bool moved = false;
+  for (int d = 0; d < dim; ++d) {
+    const T lo = box[d], hi = box[dim + d], v = y[d][g];
+    if (!(v < lo || v > hi)) continue;
+    const T length = hi - lo, twice = 2 * length, folded = float_mod(v - lo, twice);
+    y[d][g] = lo + (folded > length ? twice - folded : folded);
+    moved = true;
+  }
+  return moved;
 }
 
 // A time's slice of a series (the one at or before it, clamped to the series) and the weight of

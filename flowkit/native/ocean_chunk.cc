@@ -77,8 +77,6 @@ namespace {
 
 enum Kind : int32_t { FLOWKIT_OCEAN_KINDS(FLOWKIT_AS_ENUM) };
 constexpr int kMaxRows = FLOWKIT_OCEAN_MAX_ROWS;
-constexpr double kDegrees = 180.0 / 3.14159265358979323846, kEarthRadius = 6371000.0;  // flowkit/fields/grid.py
-constexpr double kRadians = 3.14159265358979323846 / 180.0;                                // a degree's
 
 // The surface mesh and its columns.
 template <typename T>
@@ -400,18 +398,6 @@ __attribute__((noinline)) int32_t levels_above(const Field<T>& f, const Place<T>
   return count;
 }
 
-// Particles stepped side by side: a 64-byte register of floats in the AVX-512 build, where the
-// group's chains of arithmetic (a quadrilateral's square roots and divisions) then fill the
-// core twice as wide; 8 in the others (16 spill AVX2's registers).
-#if defined(__AVX512F__)
-constexpr int kLanes = 16;
-#else
-constexpr int kLanes = 8;
-#endif
-// The stages' functions are inlined into `step_group` and the rare paths kept out of line, by
-// attribute rather than by the compiler's judgement: its inlining moved with unrelated code
-// elsewhere in the handler and, twice, halved the kernel's speed.
-#define FLOWKIT_HOT inline __attribute__((always_inline))
 constexpr int kMapColumns = FLOWKIT_OCEAN_MAP_COLUMNS;
 
 // A group of particles through a save's steps, a structure of arrays with one lane each, so that
@@ -497,58 +483,6 @@ FLOWKIT_HOT void mean(const Group<T>& q, bool steady, T wt, Table table, T out[k
   }
 }
 
-// A group's lanes as one vector (GCC's vector extensions: one AVX2 register of floats in the AVX2
-// build, split into the baseline's 16-byte registers in the other), and a lane mask (-1 or 0).
-template <typename T>
-struct Lanes {
-  typedef T V __attribute__((vector_size(kLanes * sizeof(T))));
-  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> I;
-  typedef I M __attribute__((vector_size(kLanes * sizeof(T))));
-};
-// int32 lanes as the lanes' integer vector (of T's width), and back.
-template <typename T>
-FLOWKIT_HOT typename Lanes<T>::M load_int(const int32_t* lanes) {
-  typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
-  return __builtin_convertvector(load<W>(lanes), typename Lanes<T>::M);
-}
-template <typename T>
-FLOWKIT_HOT void store_int(typename Lanes<T>::M lanes, int32_t* out) {
-  typedef int32_t W __attribute__((vector_size(kLanes * sizeof(int32_t))));
-  const W narrow = __builtin_convertvector(lanes, W);
-  std::memcpy(out, &narrow, sizeof narrow);
-}
-template <typename V>
-FLOWKIT_HOT V vclip(V v, V lo, V hi) {  // clip(v, lo, hi), lane by lane
-  const V above = v < lo ? lo : v;
-  return hi < above ? hi : above;
-}
-// sin(r) for r in [-pi/2, pi/2], lane by lane without a call to libm: its Taylor series, within
-// an ulp or two of std::sin in either precision.
-template <typename T, typename V>
-FLOWKIT_HOT V vsin_quadrant(V r) {
-  constexpr bool wide = sizeof(T) == 8;
-  const V zero = V{}, r2 = r * r;
-  // 1/3!, 1/5!, ... to 1/19! (float64) or 1/13! (float32), Horner's rule from the last
-  constexpr double inverse_factorials[] = {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800,
-                                           1.0 / 6227020800.0, 1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
-                                           1.0 / 121645100408832000.0};
-  constexpr int terms = wide ? 9 : 6;
-  V sum = zero;
-  for (int k = terms - 1; k >= 0; --k) sum = (k % 2 == 0 ? -T(inverse_factorials[k]) : T(inverse_factorials[k])) + r2 * sum;
-  return r + r * (r2 * sum);
-}
-
-// cos(x) and sin(x) of latitudes x in radians, lane by lane: sin(pi/2 - |x|) and sin(x) (x beyond
-// a pole clipped there, where the metric's floor applies), within an ulp or two of std::cos and
-// std::sin, and as close in relative terms near a pole.
-template <typename T, typename V>
-FLOWKIT_HOT void vcos_sin_latitude(V x, V& cos, V& sin) {
-  constexpr bool wide = sizeof(T) == 8;
-  const T hi = wide ? T(1.5707963267948966) : T(1.57079637f), lo = wide ? T(6.123233995736766e-17) : T(-4.37113883e-8f);
-  const V zero = V{};
-  cos = vsin_quadrant<T>(vmax((hi - vabs(x)) + lo, zero));
-  sin = vsin_quadrant<T>(vclip(x, zero - hi, zero + hi));
-}
 
 // The lanes' quadrilaterals' bilinear maps (their cell table rows' box frames, `q.map` columns
 // 8-13: nodes 1-3 relative to node 0, as cells.box_map): at coordinates (r, s) the point's
@@ -793,34 +727,12 @@ FLOWKIT_HOT void read_stale_columns(const Field<T>& f, Group<T>& q, typename Lan
   for_each_lane(stale, [&](int g) { read_columns(f, q, g, slice, q.level[g]); });
 }
 
-// cos(latitude) at the lanes' stage points (degrees), kept above 1e-6 (fields.grid.degrees_per_second):
-// the cosine of their step start's latitude (`cos_start`, `sin_start`) turned by the small angle d
-// from there, cos(a + d) = cos a cos d - sin a sin d, with short series for cos d and sin d, off
-// the chain of a stage's arithmetic that a whole cosine's series would lengthen; a lane whose
-// stage point lies farther than `kTurn` from its start takes the whole cosine (worked out only
-// where a moving lane needs it; each lane's choice its own, whatever its group holds).
-constexpr double kTurn = 0.05;  // radians: the series below are then within an ulp in either precision
+// cos(latitude) at the lanes' stage points, turned from their step start's (`cos_near`).
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::V lanes_cos_latitude(const Group<T>& q) {
   using V = typename Lanes<T>::V;
-  using M = typename Lanes<T>::M;
-  const V floor = V{} + T(1e-6), y = load<V>(q.y[1]);
-  const V d = (y - load<V>(q.x[1])) * static_cast<T>(kRadians), d2 = d * d;
-  const M far = ~(vabs(d) <= T(kTurn));
-  V whole{};
-  if (any_lane(load_int<T>(q.moving) & far)) {
-    V sin;
-    vcos_sin_latitude<T>(y * static_cast<T>(kRadians), whole, sin);
-  }
-  V cos_d, sin_d;  // to d^8 / 8! and d^7 / 7! (float64), d^4 / 4! and d^5 / 5! (float32)
-  if constexpr (sizeof(T) == 8) {
-    cos_d = T(1) + d2 * (T(-0.5) + d2 * (T(1.0 / 24) + d2 * (T(-1.0 / 720) + d2 * T(1.0 / 40320))));
-    sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * (T(1.0 / 120) + d2 * T(-1.0 / 5040))));
-  } else {
-    cos_d = T(1) + d2 * (T(-0.5) + d2 * T(1.0 / 24));
-    sin_d = d + d * (d2 * (T(-1.0 / 6) + d2 * T(1.0 / 120)));
-  }
-  return vmax(far ? whole : load<V>(q.cos_start) * cos_d - load<V>(q.sin_start) * sin_d, floor);
+  return cos_near<T>(load<V>(q.y[1]), load<V>(q.x[1]), load<V>(q.cos_start), load<V>(q.sin_start),
+                     load_int<T>(q.moving));
 }
 
 // The lanes' velocities at their stage points (LayeredField._bracket, _on_levels): each lane's
@@ -898,24 +810,6 @@ FLOWKIT_HOT void to_indices(const Field<T>& f, const Group<T>& q, T u[3][kLanes]
 struct Codes {
   int32_t active, not_released, out_of_domain, beached, nonfinite;
 };
-
-// Lane g's step end mirrored into the box `box` (lo, hi) on every axis it left, as
-// `fk.Reflective` folds it (AbstractBox._fold: the distance travelled kept; inside the box no
-// coordinate changes); whether one did.
-template <typename T>
-FLOWKIT_HOT bool reflect(const T* box, int dim, Group<T>& q, int g) {
-  bool moved = false;
-  for (int d = 0; d < dim; ++d) {
-    const T lo = box[d], hi = box[dim + d], v = q.y[d][g];
-    if (!(v < lo || v > hi)) continue;
-    const T length = hi - lo, twice = 2 * length;
-    T y = std::fmod(v - lo, twice);  // jnp.mod: the remainder takes the divisor's sign
-    if (y != 0 && (y < 0) != (twice < 0)) y += twice;
-    q.y[d][g] = lo + (y > length ? twice - y : y);
-    moved = true;
-  }
-  return moved;
-}
 
 // Lane g's end located again where a wall moved it (AbstractPointWalls.apply_batch), from the
 // place the integrator found, and its weights and cell there.
@@ -1140,7 +1034,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     bool relocated[kLanes] = {};
     if (f.box != nullptr)
       for (int g = 0; g < kLanes; ++g)
-        if (q.moving[g] && (relocated[g] = reflect(f.box, dim, q, g))) relocate(f, q, g);
+        if (q.moving[g] && (relocated[g] = box_fold(f.box, dim, q.y, g))) relocate(f, q, g);
     const M found = load_int<T>(q.found), beached = lanes_beached(f, q);
     const M code = moving & ~finite ? M{} + static_cast<I>(codes.nonfinite)
                    : ~found     ? M{} + static_cast<I>(codes.out_of_domain)

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jax.typing import DTypeLike
 
 from .. import native
+from .grid_kernel import GRID
 from .mesh_kernel import MESH
 from .ocean_kernel import OCEAN
 from .pieces import RunPieces
@@ -13,8 +14,8 @@ from .seam import Kernel, registered
 
 _log = logging.getLogger("flowkit")
 
-KERNELS: dict[str, Kernel] = {kernel.name: kernel for kernel in (MESH, OCEAN)}
-"""Every kernel, by name: the mesh tracker's and the ocean tracker's."""
+KERNELS: dict[str, Kernel] = {kernel.name: kernel for kernel in (MESH, OCEAN, GRID)}
+"""Every kernel, by name: the mesh tracker's, the ocean tracker's and the structured grids'."""
 
 
 def kernel_use(pieces: RunPieces, dtype: DTypeLike, platform: str) -> str | None:

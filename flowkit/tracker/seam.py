@@ -48,7 +48,7 @@ class Kernel:
     kinds: dict[str, int]
     """The cell kinds it steps -> their node counts."""
     field: type
-    """The field it steps (`LayeredField`, `MeshField`): `tracker.kernels` offers it runs on such
+    """The field it steps (`LayeredField`, `MeshField`, `GridField`): `tracker.kernels` offers it runs on such
     a field alone."""
     refusals: Callable
     """`(pieces, dtype) -> list[str]`: what in a run on its `field` it does not step, each in a
