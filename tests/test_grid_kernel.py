@@ -4,6 +4,7 @@ on uniform and rectilinear axes, time series and steady fields, land, particles 
 grid or beach, seeds that wait for their release, in float64 and float32."""
 
 import logging
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -66,10 +67,12 @@ def seeds(field, n=400, seed=0):
     return np.column_stack([x, rng.uniform(0.0, 280.0, n)])
 
 
-def run(field, x, dtype, native, monkeypatch, t1=24 * 3600.0, dt=1800.0, boundary=None, integrator=None, **kwargs):
+def run(
+    field, x, dtype, native, monkeypatch, t0=0.0, t1=24 * 3600.0, dt=1800.0, boundary=None, integrator=None, **kwargs
+):
     monkeypatch.setenv("FLOWKIT_NATIVE", "1" if native else "0")
     integrator = fk.RK4() if integrator is None else integrator
-    track = fk.tracker.TrackRun(field, x, 0.0, t1, dt, integrator, boundary, 4, dtype=dtype, **kwargs)
+    track = fk.tracker.TrackRun(field, x, t0, t1, dt, integrator, boundary, 4, dtype=dtype, **kwargs)
     assert track._kwargs()["kernel"] == ("grid" if native else None)
     return track.run()
 
@@ -227,3 +230,68 @@ def test_every_build_of_the_grid_kernel_tracks_as_the_baseline_build(tmp_path):
     for build, wide in found.items():
         for name, array in wide.items():
             np.testing.assert_array_equal(array, baseline[name], err_msg=f"{build}: {name}")
+
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+PRODUCTS = {
+    "glorys": (REAL / "glorys12_na" / "GLORYS_NA_2012.nc", 10 * 86400.0, 3600.0),
+    "era5": (REAL / "era5_grib_to_netcdf" / "ERA5_regional_test_data.nc", 3600.0, 300.0),
+}
+
+
+@pytest.mark.parametrize("product", list(PRODUCTS))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_real_gridded_products_track_as_the_jax_step(product, dtype, monkeypatch):
+    """Copernicus' GLORYS12 at 1/12° (five depths to 3 868 m, NaN land, two times a year apart)
+    and ECMWF's ERA5 10 m winds at 1/4° (packed int16, latitudes descending), as `fk.io.read`
+    gives them: seeds over the whole box, at depths over the levels, track as in the JAX step
+    (float64: to 1e-9 of a cell; the files' float32: to 1e-4), some beaching or leaving."""
+    path, hours, dt = PRODUCTS[product]
+    if not path.exists():
+        pytest.skip(f"{path.parent.parent} is not here")
+    field = fk.io.read(path, dtype=dtype)
+    t0 = float(np.asarray(field.times)[0])
+    x = seeds(field, 300, seed=2)
+    lo, hi = (np.asarray(b, np.float64)[:2] for b in field.bounds)
+    edge, low = np.arange(40), np.arange(40) % 20 < 10  # ten a hair inside each edge of the box
+    axis = edge // 20
+    x[edge, axis] = np.where(low, lo[axis] + 1e-2, hi[axis] - 1e-2)
+    if field.dim == 3:
+        x[:, 2] = np.random.default_rng(3).uniform(7.0, 1500.0, len(x))
+    native, reference = (run(field, x, dtype, on, monkeypatch, t0=t0, t1=t0 + hours, dt=dt) for on in (True, False))
+    cell = 1 / 12 if product == "glorys" else 0.25
+    np.testing.assert_array_equal(native.status, reference.status)
+    atol = (1e-9 if dtype == "float64" else 1e-4) * cell
+    np.testing.assert_allclose(native.positions[..., :2], reference.positions[..., :2], rtol=0, atol=atol)
+    np.testing.assert_allclose(native.positions[..., 2:], reference.positions[..., 2:], rtol=0, atol=atol * 1e4)
+    final = native.status[-1]
+    assert np.sum(final == fk.Status.ACTIVE) > 100
+    assert np.sum((final == fk.Status.BEACHED) | (final == fk.Status.OUT_OF_DOMAIN)) > 0
+    moved = np.linalg.norm(native.positions[-1, :, :2] - x[:, :2], axis=1)
+    assert np.median(moved[final == fk.Status.ACTIVE]) > 0.1 * cell
+
+
+def test_samples_are_recorded_along_the_kernels_tracks(monkeypatch):
+    """A tracer run on a field with `samples` (a temperature series at the nodes, a wind on a grid
+    of its own) takes the kernel, and records the samples along its tracks as the JAX step does."""
+    base = gridded("regional")
+    lon, lat = (np.asarray(a, np.float64) for a in base.axes)
+    x, y = np.meshgrid(lon, lat, indexing="ij")
+    temperature = np.stack([10.0 + 0.5 * x - 0.2 * y + k for k in range(3)])
+    wind = fk.GridField.from_arrays(
+        np.broadcast_to([8.0, -3.0], (13, 9, 2)).copy(),
+        [np.linspace(-1, 7, 13), np.linspace(51, 60, 9)],
+        spherical=True,
+    )
+    field = gridded("regional", samples={"temperature": temperature, "wind": wind})
+    x0 = seeds(field, 200)
+    native, reference = (run(field, x0, "float64", on, monkeypatch) for on in (True, False))
+    assert_same(native, reference, 1e-9 * 0.25)
+    assert set(native.samples) == {"temperature", "wind"}
+    for name in native.samples:
+        np.testing.assert_allclose(native.samples[name], reference.samples[name], rtol=1e-9, atol=1e-9)
+    assert np.all(np.isfinite(np.asarray(native.samples["temperature"])[0]))
+    wet = np.asarray(native.status[-1]) == fk.Status.ACTIVE
+    np.testing.assert_allclose(
+        np.asarray(native.samples["wind"])[-1, wet], np.broadcast_to([8.0, -3.0], (wet.sum(), 2))
+    )
