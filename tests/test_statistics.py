@@ -204,13 +204,16 @@ def test_polygons_read_from_geojson_and_shapefiles(tmp_path):
         for name, poly in POLYGONS.items()
     ]
     (tmp_path / "sites.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
-    with shapefile.Writer(str(tmp_path / "sites"), shapeType=shapefile.POLYGON) as writer:
+    files = {part: open(tmp_path / f"sites.{part}", "wb") for part in ("shp", "shx", "dbf")}
+    with shapefile.Writer(**files, shapeType=shapefile.POLYGON) as writer:  # files of ours: pyshp 3.1.9 leaks its own
         writer.field("name", "C")
         for name, poly in POLYGONS.items():
             parts = poly.geoms if isinstance(poly, shapely.MultiPolygon) else [poly]
             rings = [list(ring.coords) for part in parts for ring in (part.exterior, *part.interiors)]
             writer.poly([[(x, y) for x, y in ring] for ring in rings])
             writer.record(name)
+    for file in files.values():
+        file.close()
     for path in (tmp_path / "sites.geojson", tmp_path / "sites.shp"):
         geometries, names = fk.statistics.read_polygons(path)
         assert names == list(POLYGONS)
