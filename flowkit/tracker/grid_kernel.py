@@ -13,13 +13,11 @@ A grid locates by arithmetic, so the seeds take the field's own location.
 
 from typing import NamedTuple, cast
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int32
 
-from .._status import Status
 from ..boundaries.box import Open, Reflective
 from ..fields.grid import GridField
 from . import seam
@@ -118,14 +116,7 @@ def kernel_steps(
     t, h = step_times(times, steps)
     release = seam.release_steps(rows, slots, times, t, h)
     out = _call(_inputs(pieces, rows, release, t, h), _attrs(pieces))
-    at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so at the end of that step, as in `one_step`
-    exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
-    carry = eqx.tree_at(
-        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.remainder),
-        carry,
-        (out.x, out.status.astype(rows.status.dtype), exit_time, out.remainder),
-    )
-    return carry, out.before
+    return seam.finished_rows(carry, out, t, h), out.before
 
 
 def _call(inputs: GridInputs, attrs: GridAttrs) -> GridResults:
@@ -161,9 +152,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> GridInputs:
         bounds=jnp.stack(field.bounds).astype(dtype),
         times=field.times if field.times is not None else none,
         land=field.land.astype(dtype) if field.land is not None else none,
-        box=jnp.stack(pieces.boundary.bounds).astype(dtype)
-        if isinstance(pieces.boundary, Reflective)
-        else jnp.zeros((0, dim), dtype),
+        box=seam.box_input(pieces.boundary, dim, dtype),
         remainder=rows.remainder.astype(dtype),
     )
 
@@ -174,11 +163,7 @@ def _attrs(pieces: RunPieces) -> GridAttrs:
     return GridAttrs(
         spherical=np.int64(field.spherical),
         longitude_origin=float(field.longitude_origin),
-        active=np.int64(Status.ACTIVE),
-        not_released=np.int64(Status.NOT_RELEASED),
-        out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
-        beached=np.int64(Status.BEACHED),
-        nonfinite=np.int64(Status.NONFINITE),
+        **seam.status_codes(GridAttrs),
     )
 
 

@@ -28,7 +28,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int32
 
 from .._custom_types import TimeLike
-from .._status import Status
 from ..boundaries.base import AbstractBoundary
 from ..boundaries.box import Open
 from ..boundaries.inlet import INLET_MODES, AbstractInlet, BoundContinuousInlet, BoundInletOutlet
@@ -369,11 +368,7 @@ def _attrs(pieces: RunPieces) -> KernelAttrs:
         newton_steps=np.int64(field.newton_steps),
         walk_steps=np.int64(field.walk_steps),
         tolerance=float(field.containment_tolerance()),
-        active=np.int64(Status.ACTIVE),
-        not_released=np.int64(Status.NOT_RELEASED),
-        out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
-        absorbed=np.int64(Status.ABSORBED),
-        nonfinite=np.int64(Status.NONFINITE),
+        **seam.status_codes(KernelAttrs),
         wall_face=np.int64(FaceKind.WALL),
         walls=np.int64(seam.code(MESH, "walls", walls)),
         max_bounces=np.int64(getattr(bound, "max_bounces", 0)),

@@ -181,15 +181,7 @@ def kernel_steps(
     release = seam.release_steps(rows, slots, times, t, h)
     walk = (jax.lax.bitcast_convert_type(slots.keys, jnp.int32), steps[:1].astype(jnp.int32))
     out = _call(_inputs(pieces, rows, release, t, h, walk), _attrs(pieces))
-    hint = seam.hints_of(out, rows.hint)
-    at = jnp.maximum(out.stopped, 0)  # a row the kernel stopped did so at the end of that step, as in `one_step`
-    exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
-    carry = eqx.tree_at(
-        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.hint, c.rows.remainder),
-        carry,
-        (out.x, out.status.astype(rows.status.dtype), exit_time, hint, out.remainder),
-    )
-    return carry, out.before
+    return seam.finished_rows(carry, out, t, h, seam.hints_of(out, rows.hint)), out.before
 
 
 def kernel_located(
@@ -257,9 +249,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
         floor=field.floor,
         times=field.times if field.times is not None else none(dtype),
         land=field.land.astype(dtype) if field.land is not None else none(dtype),
-        box=jnp.stack(pieces.boundary.bounds).astype(dtype)
-        if isinstance(pieces.boundary, Reflective)
-        else jnp.zeros((0, x.shape[1]), dtype),
+        box=seam.box_input(pieces.boundary, x.shape[1], dtype),
         keys=walk[0],
         first_step=walk[1],
         diffusivity=jnp.asarray(_walk(pieces)[1], dtype),
@@ -282,11 +272,7 @@ def _attrs(pieces: RunPieces) -> OceanAttrs:
         walk_steps=np.int64(field.surface.walk_steps),
         tolerance=float(field.surface.containment_tolerance()),
         spherical=np.int64(field.spherical),
-        active=np.int64(Status.ACTIVE),
-        not_released=np.int64(Status.NOT_RELEASED),
-        out_of_domain=np.int64(Status.OUT_OF_DOMAIN),
-        beached=np.int64(Status.BEACHED),
-        nonfinite=np.int64(Status.NONFINITE),
+        **seam.status_codes(OceanAttrs),
         locate=np.int64(0),
         grid_i=np.int64(grid[0]),
         grid_j=np.int64(grid[1]),

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +27,7 @@ from jaxtyping import Array, Float
 
 from .. import native
 from .._status import Status
+from ..boundaries.box import Reflective
 from ..fields.base import Hints
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..integrators.stochastic import EulerMaruyama
@@ -183,4 +185,33 @@ def hints_of(out: Any, was: Hints) -> Hints:
     hints' own dtypes `was`."""
     return Hints(
         out.cell.astype(was.cell.dtype), out.point.astype(was.point.dtype), out.coords.astype(was.coords.dtype)
+    )
+
+
+def status_codes(attrs: type) -> dict[str, np.int64]:
+    """Python's status codes (`Status`) of the statuses a kernel's attributes `attrs` name
+    (`active`, `out_of_domain`, ...), by attribute."""
+    names = typing.get_type_hints(attrs)
+    return {name: np.int64(Status[name.upper()]) for name in names if name.upper() in Status.__members__}
+
+
+def box_input(boundary: Any, dim: int, dtype: DTypeLike) -> jax.Array:
+    """`fk.Reflective`'s box as the kernels read it, `(2, dim)` (lo, hi); `(0, dim)` otherwise."""
+    if isinstance(boundary, Reflective):
+        return jnp.stack(boundary.bounds).astype(dtype)
+    return jnp.zeros((0, dim), dtype)
+
+
+def finished_rows(carry: Any, out: Any, t: jax.Array, h: jax.Array, hint: Hints | None = None) -> Any:
+    """`carry` with its rows as a kernel's results `out` left them: positions, statuses, what
+    rounding left out, the hints where the kernel returns them, and the exit time of each row
+    it stopped, the end of that step (as in `one_step`)."""
+    rows = carry.rows
+    at = jnp.maximum(out.stopped, 0)
+    exit_time = jnp.where(out.stopped >= 0, (t[at] + h[at]).astype(rows.exit_time.dtype), rows.exit_time)
+    new = (out.x, out.status.astype(rows.status.dtype), exit_time, out.remainder)
+    if hint is None:
+        return eqx.tree_at(lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.remainder), carry, new)
+    return eqx.tree_at(
+        lambda c: (c.rows.x, c.rows.status, c.rows.exit_time, c.rows.remainder, c.rows.hint), carry, (*new, hint)
     )
