@@ -17,10 +17,10 @@ cells of each bin of a mesh's locator (`bin_cells`).
 """
 
 import ctypes
+import dataclasses
 import functools
 import importlib.machinery
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 KERNELS = ("mesh", "ocean", "grid")
@@ -43,7 +43,7 @@ def _symbol(kernel: str) -> str:
     return f"Flowkit{kernel.capitalize()}Chunk"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Layout:
     """What the built kernel declares (`FlowkitMeshChunkLayout()`)."""
 
@@ -61,6 +61,23 @@ class Layout:
     """How an `InletOutlet` starts a row again (`none` or its mode) -> code."""
     capacity: dict[str, int]
     """Sizes the kernel holds: `map_columns`, `tableau_rows`, `face_row`."""
+    columns: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """A table of rows (`forcing_ints`) -> the names of its columns, in the row's order."""
+    drifts: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    """The drifts it adds to the current (`drift_rules.h`: `windage`) -> `(code, count of numbers)`."""
+
+    def row(self, table: str, values: dict) -> list:
+        """The row of `table` holding `values` by column name, in the kernel's order.
+
+        **Raises:** `RuntimeError` where `values` names other columns than the kernel's (the
+        kernel was built from another layout: rebuild it)."""
+        columns = self.columns.get(table, ())
+        if set(columns) != set(values):
+            raise RuntimeError(
+                f"flowkit's CPU kernel reads the columns {list(columns)} of {table}, Python writes {sorted(values)} "
+                "(rebuild it: pip install -e .)"
+            )
+        return [values[name] for name in columns]
 
     @classmethod
     def parse(cls, text: str) -> "Layout":
@@ -74,6 +91,8 @@ class Layout:
             walls={name: int(code) for name, code in of("walls")},
             inlets={name: int(code) for name, code in of("inlet")},
             capacity={name: int(value) for name, value in of("capacity")},
+            columns={table: tuple(name for t, name in of("column") if t == table) for table, _ in of("column")},
+            drifts={name: (int(code), int(numbers)) for name, code, numbers in of("drift")},
         )
 
 

@@ -20,6 +20,13 @@
 // axis: OUT_OF_DOMAIN; where the land mask interpolates to at least 1/2: BEACHED; each stopped
 // where its step began, the stopped rows' steps returned in `stopped`. The status codes come
 // from Python's `flowkit._status.Status` as attributes.
+//
+// Particle models that drift beside the current (`fk.particles.Windage`, `StokesDrift`,
+// `Leeway`, alone or combined) add their velocity at each stage (drift_rules.h), from forcing
+// fields sampled at the stage point as `fields.forcing.Forcing` samples them: on the first
+// coordinates of the forcing's own grid (a GridField's arrays, or a constant as two nodes a
+// side), longitudes wrapped into its 360°, at the stage's time on its own time axis (its end
+// slices held), in its data's units, zero outside its extent or where a value is not finite.
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +35,7 @@
 #include <limits>
 #include <vector>
 
+#include "drift_rules.h"
 #include "kernel_seam.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -42,20 +50,41 @@ namespace {
   X(x, real) X(status, s32) X(release, s32) X(step_start, real) X(step_length, real) X(tableau, real)      \
   X(values, real) X(axis_0, real) X(axis_1, real) X(axis_2, real) X(origin, real) X(inv_spacing, real)     \
   X(shape, s32) X(uniform, s32) X(periodic, s32) X(bounds, real) X(times, real) X(land, real) X(box, real) \
-  X(remainder, real)
+  X(remainder, real) X(forcing_0, real) X(forcing_1, real) X(forcing_2, real) X(forcing_axes, real)        \
+  X(forcing_times, real) X(forcing_ints, s32) X(forcing_reals, real) X(drift_kinds, s32)                   \
+  X(drift_numbers, real) X(orientation, real)
 #define FLOWKIT_GRID_RESULTS(X) X(x, real) X(status, s32) X(before, real) X(stopped, s32) X(remainder, real)
 #define FLOWKIT_GRID_ATTRS(X)                                                                         \
   X(spherical, int64_t) X(longitude_origin, double) X(active, int64_t) X(not_released, int64_t) \
   X(out_of_domain, int64_t) X(beached, int64_t) X(nonfinite, int64_t)
 #define FLOWKIT_GRID_MAX_ROWS 16  // tableau rows (stages + the end point)
+#define FLOWKIT_GRID_MAX_FORCINGS 3  // forcing fields: `forcing_0` ... (the values of each, flat)
+// The columns of the forcings' rows (one row each): `forcing_ints`, in the positions' precision
+// `forcing_reals`; and of the drifts' `drift_kinds` (drift_rules.h's `Drift`).
+#define FLOWKIT_GRID_FORCING_INTS(X)                                                                           \
+  X(forcing_ints, dim) X(forcing_ints, components) X(forcing_ints, n_0) X(forcing_ints, n_1)                  \
+  X(forcing_ints, n_2) X(forcing_ints, uniform_0) X(forcing_ints, uniform_1) X(forcing_ints, uniform_2)       \
+  X(forcing_ints, periodic_0) X(forcing_ints, periodic_1) X(forcing_ints, periodic_2) X(forcing_ints, times) \
+  X(forcing_ints, axes_start) X(forcing_ints, times_start) X(forcing_ints, wraps)
+#define FLOWKIT_GRID_FORCING_REALS(X)                                                                           \
+  X(forcing_reals, origin_0) X(forcing_reals, origin_1) X(forcing_reals, origin_2) X(forcing_reals, inv_0)     \
+  X(forcing_reals, inv_1) X(forcing_reals, inv_2) X(forcing_reals, lo_0) X(forcing_reals, lo_1)                \
+  X(forcing_reals, lo_2) X(forcing_reals, hi_0) X(forcing_reals, hi_1) X(forcing_reals, hi_2)                  \
+  X(forcing_reals, offset) X(forcing_reals, longitude_start)
+#define FLOWKIT_GRID_DRIFT_KINDS(X) X(drift_kinds, rule) X(drift_kinds, sample) X(drift_kinds, second)
 
 constexpr int kMaxRows = FLOWKIT_GRID_MAX_ROWS;
 constexpr int kMaxCorners = 8;
+constexpr int kMaxForcings = FLOWKIT_GRID_MAX_FORCINGS;
+enum ForcingInt : int { FLOWKIT_GRID_FORCING_INTS(FLOWKIT_COLUMN_INDEX) kForcingInts };
+enum ForcingReal : int { FLOWKIT_GRID_FORCING_REALS(FLOWKIT_COLUMN_INDEX) kForcingReals };
+enum DriftKind : int { FLOWKIT_GRID_DRIFT_KINDS(FLOWKIT_COLUMN_INDEX) kDriftKinds };
 
-// The grid: its values, axes and the rules of each axis.
+// A grid (the current's, or a forcing's): its values, axes and the rules of each axis.
 template <typename T>
 struct Grid {
-  const T* values;  // (T, n_0, ..., n_{dim-1}, dim)
+  const T* values;  // (T, n_0, ..., n_{dim-1}, components)
+  int components;   // the current's: dim
   int64_t slice;    // values in one time slice
   const T* axis[3];
   int32_t n[3];
@@ -69,6 +98,9 @@ struct Grid {
   int dim;
   bool spherical;
   T longitude_origin, period;  // on a periodic sphere: where its longitudes start, their period
+  // a forcing's: its longitudes wrapped into the 360° from `start`, its time axis `offset` ahead
+  bool wraps;
+  T start, offset;
 };
 
 // Python's status codes.
@@ -98,10 +130,27 @@ FLOWKIT_HOT typename Lanes<T>::M vindex(typename Lanes<T>::V v, T top) {
   return __builtin_convertvector(above <= top ? above : V{} + top, typename Lanes<T>::M);
 }
 
-// A group of particles through a save's steps, a structure of arrays with one lane each. Each
-// lane keeps the values of the corners around its stage point at one time slice (and the next)
-// and its land mask there, read again only when its lower corner or the slice changes: on the
-// grids of ocean products a particle stays between the same corners for many steps.
+// One grid's corners around each lane's point, and their values at one time slice (and the
+// next), read again only when a lane's lower corner or the slice changes: on the grids of ocean
+// products and winds a particle stays between the same corners for many steps.
+template <typename T>
+struct Probe {
+  int32_t lower[3][kLanes], upper[3][kLanes], node[kLanes];  // the point's corners
+  int32_t bracket[3][kLanes];                                 // its interval on a rectilinear axis
+  T w[3][kLanes], weight[kMaxCorners][kLanes];                // per axis, per corner
+  int32_t cached_node[kLanes], cached_slice[kLanes];
+  T value[2][kMaxCorners][3][kLanes];  // [slice][corner][component]
+
+  void reset() {
+    for (int g = 0; g < kLanes; ++g) {
+      cached_node[g] = -1;
+      for (int a = 0; a < 3; ++a) bracket[a][g] = 0;
+    }
+  }
+};
+
+// A group of particles through a save's steps, a structure of arrays with one lane each: the
+// current's probe and land mask around each lane's stage point, each forcing's probe and values.
 template <typename T>
 struct Group {
   int64_t slot[kLanes];
@@ -109,19 +158,19 @@ struct Group {
   T lo[3][kLanes];                      // what rounding left out of x (Rows.remainder)
   T end[3][kLanes], end_lo[3][kLanes];  // the step's end as the stages summed it, and its remainder
   int32_t status[kLanes], release[kLanes], stopped[kLanes], moving[kLanes];
-  int32_t lower[3][kLanes], upper[3][kLanes], node[kLanes];  // the stage point's corners
-  int32_t bracket[3][kLanes];                                 // its interval on a rectilinear axis
-  T w[3][kLanes], weight[kMaxCorners][kLanes];                // per axis, per corner
-  int32_t cached_node[kLanes], cached_slice[kLanes], land_node[kLanes];
-  T value[2][kMaxCorners][3][kLanes];  // [slice][corner][component]
+  Probe<T> grid;
+  int32_t land_node[kLanes];
   T land[kMaxCorners][kLanes];
   T cos_start[kLanes], sin_start[kLanes];  // on the sphere: cos and sin of the step start's latitude
+  Probe<T> forcing[kMaxForcings];
+  T sampled[kMaxForcings][3][kLanes];  // each forcing at the stage point (its data's units)
+  T orientation[kLanes];               // leeway's side (+1 right of downwind, -1 left)
 };
 
 // The lanes' corners around their points `y` (GridField._corner_indices) and the weight of
 // each corner (`_multilinear`: the product of its axes' weights, in axis order).
 template <typename T>
-FLOWKIT_HOT void corners(const Grid<T>& f, Group<T>& q) {
+FLOWKIT_HOT void corners(const Grid<T>& f, Probe<T>& q, const T (&y)[3][kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
   const V zero = V{}, one = zero + 1;
@@ -129,7 +178,7 @@ FLOWKIT_HOT void corners(const Grid<T>& f, Group<T>& q) {
   for (int a = 0; a < f.dim; ++a) {
     const T nf = static_cast<T>(f.n[a]);
     if (f.uniform[a]) {
-      V s = (load<V>(q.y[a]) - f.origin[a]) * f.inv[a];
+      V s = (load<V>(y[a]) - f.origin[a]) * f.inv[a];
       V w;
       M lower;
       if (f.periodic[a]) {
@@ -148,7 +197,7 @@ FLOWKIT_HOT void corners(const Grid<T>& f, Group<T>& q) {
     } else {  // a rectilinear axis: each lane's interval kept where it still holds, else searched
       const T* ax = f.axis[a];
       for (int g = 0; g < kLanes; ++g) {
-        const T v = q.y[a][g];
+        const T v = y[a][g];
         int32_t b = q.bracket[a][g];
         if (!(ax[b] <= v && v < ax[b + 1]))
           b = clip<int32_t>(static_cast<int32_t>(std::upper_bound(ax, ax + f.n[a], v) - ax) - 1, 0, f.n[a] - 2);
@@ -171,7 +220,7 @@ FLOWKIT_HOT void corners(const Grid<T>& f, Group<T>& q) {
 
 // Lane g's corner c as a node of the grid (its axes' lower or upper nodes).
 template <typename T>
-FLOWKIT_HOT int64_t corner_node(const Grid<T>& f, const Group<T>& q, int g, int c) {
+FLOWKIT_HOT int64_t corner_node(const Grid<T>& f, const Probe<T>& q, int g, int c) {
   int64_t node = 0;
   for (int a = 0; a < f.dim; ++a) node += ((c >> (f.dim - 1 - a)) & 1 ? q.upper[a][g] : q.lower[a][g]) * f.stride[a];
   return node;
@@ -179,11 +228,11 @@ FLOWKIT_HOT int64_t corner_node(const Grid<T>& f, const Group<T>& q, int g, int 
 
 // Lane g's corners' values at `slice` and the next (a series), read again.
 template <typename T>
-__attribute__((noinline)) void read_corners(const Grid<T>& f, Group<T>& q, int g, int64_t slice) {
-  const int dim = f.dim;
-  for (int c = 0; c < (1 << dim); ++c) {
-    const T* at = f.values + slice * f.slice + corner_node(f, q, g, c) * dim;
-    for (int d = 0; d < dim; ++d) {
+__attribute__((noinline)) void read_corners(const Grid<T>& f, Probe<T>& q, int g, int64_t slice) {
+  const int components = f.components;
+  for (int c = 0; c < (1 << f.dim); ++c) {
+    const T* at = f.values + slice * f.slice + corner_node(f, q, g, c) * components;
+    for (int d = 0; d < components; ++d) {
       q.value[0][c][d][g] = at[d];
       if (f.times != nullptr) q.value[1][c][d][g] = at[f.slice + d];
     }
@@ -194,23 +243,24 @@ __attribute__((noinline)) void read_corners(const Grid<T>& f, Group<T>& q, int g
 // Lane g's corners' land mask, read again.
 template <typename T>
 __attribute__((noinline)) void read_land(const Grid<T>& f, Group<T>& q, int g) {
-  for (int c = 0; c < (1 << f.dim); ++c) q.land[c][g] = f.land[corner_node(f, q, g, c)];
-  q.land_node[g] = q.node[g];
+  for (int c = 0; c < (1 << f.dim); ++c) q.land[c][g] = f.land[corner_node(f, q.grid, g, c)];
+  q.land_node[g] = q.grid.node[g];
 }
 
-// The lanes' velocities at their stage points `y`, at time `when` (GridField.__call__).
+// A grid's values at the lanes' points `y`, at time `when`, in its data's units
+// (GridField._data_value on an A-grid, multilinear and linear in time).
 template <typename T>
-FLOWKIT_HOT void velocity(const Grid<T>& f, Group<T>& q, When<T> when, T u[3][kLanes]) {
+FLOWKIT_HOT void interpolate(const Grid<T>& f, Probe<T>& q, const T (&y)[3][kLanes], typename Lanes<T>::M moving,
+                             When<T> when, T (&u)[3][kLanes]) {
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
   using I = typename Lanes<T>::I;
-  corners(f, q);
-  const M moving = load_int<T>(q.moving);
+  corners(f, q, y);
   const M stale = moving & ((load_int<T>(q.cached_node) != load_int<T>(q.node)) |
                             (load_int<T>(q.cached_slice) != static_cast<I>(when.slice)));
   for_each_lane(stale, [&](int g) { read_corners(f, q, g, when.slice); });
   const int count = 1 << f.dim;
-  for (int d = 0; d < f.dim; ++d) {
+  for (int d = 0; d < f.components; ++d) {
     V now = load<V>(q.weight[0]) * load<V>(q.value[0][0][d]);
     for (int c = 1; c < count; ++c) now += load<V>(q.weight[c]) * load<V>(q.value[0][c][d]);
     if (f.times != nullptr) {
@@ -220,12 +270,57 @@ FLOWKIT_HOT void velocity(const Grid<T>& f, Group<T>& q, When<T> when, T u[3][kL
     }
     std::memcpy(u[d], &now, sizeof now);
   }
-  if (f.spherical) {  // m/s in degrees a second at the stage point's latitude
-    const V cos_lat =
-        cos_near<T>(load<V>(q.y[1]), load<V>(q.x[1]), load<V>(q.cos_start), load<V>(q.sin_start), moving);
-    const V east = load<V>(u[0]) * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat));
-    const V north = load<V>(u[1]) * static_cast<T>(kDegrees / kEarthRadius);
-    std::memcpy(u[0], &east, sizeof east), std::memcpy(u[1], &north, sizeof north);
+}
+
+// Velocities east and north in m/s as degrees a second at latitudes whose cosine is `cos_lat`
+// (fields.grid.degrees_per_second).
+template <typename T>
+FLOWKIT_HOT void in_degrees(typename Lanes<T>::V cos_lat, typename Lanes<T>::V& east, typename Lanes<T>::V& north) {
+  east = east * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat));
+  north = north * static_cast<T>(kDegrees / kEarthRadius);
+}
+
+// The lanes' velocities at their stage points `y`, at time `when` (GridField.__call__), and on
+// the sphere the cosine of their latitudes (1 elsewhere).
+template <typename T>
+FLOWKIT_HOT typename Lanes<T>::V velocity(const Grid<T>& f, Group<T>& q, When<T> when, T (&u)[3][kLanes]) {
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  const M moving = load_int<T>(q.moving);
+  interpolate(f, q.grid, q.y, moving, when, u);
+  if (!f.spherical) return V{} + 1;
+  const V cos_lat = cos_near<T>(load<V>(q.y[1]), load<V>(q.x[1]), load<V>(q.cos_start), load<V>(q.sin_start), moving);
+  V east = load<V>(u[0]), north = load<V>(u[1]);
+  in_degrees<T>(cos_lat, east, north);
+  std::memcpy(u[0], &east, sizeof east), std::memcpy(u[1], &north, sizeof north);
+  return cos_lat;
+}
+
+// Forcing j at the lanes' stage points, at time `when` on its axis (fields.forcing.Forcing):
+// on its first coordinates, longitudes wrapped into its 360°, zero outside it or where a value
+// is not finite.
+template <typename T>
+FLOWKIT_HOT void sample_forcing(const Grid<T>& f, Group<T>& q, int j, typename Lanes<T>::M moving, When<T> when) {
+  using V = typename Lanes<T>::V;
+  using M = typename Lanes<T>::M;
+  T y[3][kLanes];
+  for (int a = 0; a < f.dim; ++a) std::memcpy(y[a], q.y[a], sizeof y[a]);
+  if (f.wraps) {  // start + jnp.mod(lon - start, 360), the remainder taken only where it changes
+    const V shifted = load<V>(y[0]) - f.start;
+    std::memcpy(y[0], &shifted, sizeof shifted);
+    for_each_lane(moving & ~((shifted >= 0) & (shifted < 360)), [&](int g) { y[0][g] = float_mod(y[0][g], T(360)); });
+    const V lon = load<V>(y[0]) + f.start;
+    std::memcpy(y[0], &lon, sizeof lon);
+  }
+  T(&out)[3][kLanes] = q.sampled[j];
+  interpolate(f, q.forcing[j], y, moving, when, out);
+  M inside = moving;
+  for (int a = 0; a < f.dim; ++a)
+    if (!f.periodic[a]) inside &= (load<V>(y[a]) >= f.lo[a]) & (load<V>(y[a]) <= f.hi[a]);
+  for (int c = 0; c < f.components; ++c) inside &= vabs(load<V>(out[c])) <= std::numeric_limits<T>::max();
+  for (int c = 0; c < f.components; ++c) {
+    const V value = inside ? load<V>(out[c]) : V{};
+    std::memcpy(out[c], &value, sizeof value);
   }
 }
 
@@ -257,14 +352,15 @@ FLOWKIT_HOT typename Lanes<T>::M lanes_beached(const Grid<T>& f, Group<T>& q, ty
   using V = typename Lanes<T>::V;
   using M = typename Lanes<T>::M;
   if (f.land == nullptr || !any_lane(lanes)) return M{};
-  corners(f, q);
-  for_each_lane(lanes & (load_int<T>(q.land_node) != load_int<T>(q.node)), [&](int g) { read_land(f, q, g); });
-  V wet = load<V>(q.weight[0]) * load<V>(q.land[0]);
-  for (int c = 1; c < (1 << f.dim); ++c) wet += load<V>(q.weight[c]) * load<V>(q.land[c]);
+  corners(f, q.grid, q.y);
+  for_each_lane(lanes & (load_int<T>(q.land_node) != load_int<T>(q.grid.node)), [&](int g) { read_land(f, q, g); });
+  V wet = load<V>(q.grid.weight[0]) * load<V>(q.land[0]);
+  for (int c = 1; c < (1 << f.dim); ++c) wet += load<V>(q.grid.weight[c]) * load<V>(q.land[c]);
   return lanes & (wet >= T(0.5));
 }
 
-// What every group's steps share: the grid, the codes, the tableau and the steps' times.
+// What every group's steps share: the grid, the codes, the tableau and the steps' times, the
+// forcings and the drifts.
 template <typename T>
 struct Steps {
   const Grid<T>& f;
@@ -273,7 +369,32 @@ struct Steps {
   const T (*a)[kMaxRows];
   const T* h_step;
   const When<T>* when;  // (steps, rows)
+  int64_t steps;
+  int n_forcings, n_drifts;
+  const Grid<T>* forcings;
+  const When<T>* forcing_when;  // (forcings, steps, rows)
+  const Drift<T>* drifts;
 };
+
+// The rate of the lanes' positions at stage i of step k: the current's velocity and, where the
+// run's particles drift, each drift added in the order of the model's rules (particles.drift).
+template <typename T>
+FLOWKIT_HOT void stage_rate(const Steps<T>& s, Group<T>& q, int64_t k, int i) {
+  using V = typename Lanes<T>::V;
+  T(&u)[3][kLanes] = q.K[i];
+  const V cos_lat = velocity(s.f, q, s.when[k * s.rows + i], u);
+  if (s.n_drifts == 0) return;
+  const auto moving = load_int<T>(q.moving);
+  for (int j = 0; j < s.n_forcings; ++j)
+    sample_forcing(s.forcings[j], q, j, moving, s.forcing_when[(j * s.steps + k) * s.rows + i]);
+  for (int j = 0; j < s.n_drifts; ++j) {
+    V east, north;
+    drift_velocity<T>(s.drifts[j], q.sampled, q.y, q.orientation, s.f.dim, east, north);
+    if (s.f.spherical) in_degrees<T>(cos_lat, east, north);
+    const V u0 = load<V>(u[0]) + east, u1 = load<V>(u[1]) + north;
+    std::memcpy(u[0], &u0, sizeof u0), std::memcpy(u[1], &u1, sizeof u1);
+  }
+}
 
 // Step k of a group's lanes: the stages, the end settled and finished as the JAX step finishes
 // it (tracker/step.py `one_step`), then the release rule.
@@ -313,7 +434,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
           std::memcpy(q.y[d], &y, sizeof y), std::memcpy(q.end_lo[d], &left, sizeof left);
         }
       }
-      if (i < stages) velocity(f, q, s.when[k * s.rows + i], q.K[i]);
+      if (i < stages) stage_rate(s, q, k, i);
     }
     for (int d = 0; d < dim; ++d) std::memcpy(q.end[d], q.y[d], sizeof q.end[d]);
     if (f.spherical) settle(f, q);
@@ -376,11 +497,73 @@ ffi::Error grid_of(const B& values, const B* axes, const B& origin, const B& inv
     return ffi::Error::InvalidArgument("grid chunk: values (T, *shape, dim) with one time per slice (2 or more), or one slice");
   if ((land.element_count() != 0 && land.element_count() != nodes) || (box.element_count() != 0 && box.element_count() != 2 * dim))
     return ffi::Error::InvalidArgument("grid chunk: land holds one value per node, a box its lo and hi");
-  f.values = values.typed_data(), f.slice = nodes * dim, f.dim = dim;
+  f.values = values.typed_data(), f.components = dim, f.slice = nodes * dim, f.dim = dim;
   f.times = f.n_times > 0 ? times.typed_data() : nullptr;
   f.land = land.element_count() > 0 ? land.typed_data() : nullptr;
   f.box = box.element_count() > 0 ? box.typed_data() : nullptr;
   f.period = f.hi[0] - f.lo[0];
+  return ffi::Error::Success();
+}
+
+// The forcings as their rows and buffers give them (`forcing_ints`, `forcing_reals`, the values
+// of each in `forcing_0` ..., the axes and times of all in `forcing_axes`, `forcing_times`), or
+// the error that names what does not match.
+template <typename T, typename B, typename S>
+ffi::Error forcings_of(const S& ints, const B& reals, const B* values, const B& axes, const B& times, int dim,
+                       bool spherical, Grid<T>* out, int& count) {
+  count = static_cast<int>(ints.element_count() / kForcingInts);
+  if (ints.element_count() != count * kForcingInts || reals.element_count() != count * kForcingReals ||
+      count > kMaxForcings)
+    return ffi::Error::InvalidArgument("grid chunk: forcing_ints and forcing_reals hold one row per forcing, at most 3");
+  for (int j = 0; j < count; ++j) {
+    const int32_t* row = ints.typed_data() + j * kForcingInts;
+    const T* real = reals.typed_data() + j * kForcingReals;
+    Grid<T>& f = out[j];
+    f = Grid<T>{};
+    f.dim = row[k_forcing_ints_dim], f.components = row[k_forcing_ints_components];
+    if (f.dim < 1 || f.dim > dim || f.components < 1 || f.components > 3)
+      return ffi::Error::InvalidArgument("grid chunk: a forcing of 1 to the positions' axes and 1 to 3 components");
+    int64_t nodes = 1, axis_at = row[k_forcing_ints_axes_start];
+    for (int a = f.dim - 1; a >= 0; --a) {
+      f.n[a] = row[k_forcing_ints_n_0 + a];
+      if (f.n[a] < 2) return ffi::Error::InvalidArgument("grid chunk: a forcing's axes hold 2 nodes or more");
+      f.stride[a] = nodes, nodes *= f.n[a];
+    }
+    for (int a = 0; a < f.dim; ++a) {
+      if (axis_at + f.n[a] > static_cast<int64_t>(axes.element_count()))
+        return ffi::Error::InvalidArgument("grid chunk: a forcing's axes past forcing_axes");
+      f.axis[a] = axes.typed_data() + axis_at, axis_at += f.n[a];
+      f.uniform[a] = row[k_forcing_ints_uniform_0 + a] != 0, f.periodic[a] = row[k_forcing_ints_periodic_0 + a] != 0;
+      f.origin[a] = real[k_forcing_reals_origin_0 + a], f.inv[a] = real[k_forcing_reals_inv_0 + a];
+      f.lo[a] = real[k_forcing_reals_lo_0 + a], f.hi[a] = real[k_forcing_reals_hi_0 + a];
+    }
+    f.n_times = row[k_forcing_ints_times];
+    const int64_t slices = f.n_times == 0 ? 1 : f.n_times;
+    if (f.n_times == 1 || values[j].element_count() != slices * nodes * f.components ||
+        row[k_forcing_ints_times_start] + f.n_times > static_cast<int64_t>(times.element_count()))
+      return ffi::Error::InvalidArgument("grid chunk: a forcing's values (T, *shape, components), its times in forcing_times");
+    f.values = values[j].typed_data(), f.slice = nodes * f.components;
+    f.times = f.n_times > 0 ? times.typed_data() + row[k_forcing_ints_times_start] : nullptr;
+    f.wraps = row[k_forcing_ints_wraps] != 0, f.spherical = spherical;
+    f.start = real[k_forcing_reals_longitude_start], f.offset = real[k_forcing_reals_offset];
+  }
+  return ffi::Error::Success();
+}
+
+// The drifts as their rows give them, each reading forcings that exist.
+template <typename T, typename B, typename S>
+ffi::Error drifts_of(const S& kinds, const B& numbers, int forcings, std::vector<Drift<T>>& out) {
+  const int64_t count = kinds.element_count() / kDriftKinds;
+  if (kinds.element_count() != count * kDriftKinds || numbers.element_count() != count * FLOWKIT_DRIFT_NUMBERS)
+    return ffi::Error::InvalidArgument("grid chunk: drift_kinds and drift_numbers hold one row per drift");
+  for (int64_t j = 0; j < count; ++j) {
+    const int32_t* row = kinds.typed_data() + j * kDriftKinds;
+    Drift<T> d{row[k_drift_kinds_rule], row[k_drift_kinds_sample], row[k_drift_kinds_second], {}};
+    if (d.sample < 0 || d.sample >= forcings || d.second >= forcings || d.rule < kWindage || d.rule > kLeeway)
+      return ffi::Error::InvalidArgument("grid chunk: a drift of a known rule reading forcings the call holds");
+    for (int i = 0; i < FLOWKIT_DRIFT_NUMBERS; ++i) d.number[i] = numbers.typed_data()[j * FLOWKIT_DRIFT_NUMBERS + i];
+    out.push_back(d);
+  }
   return ffi::Error::Success();
 }
 
@@ -404,6 +587,17 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
                                       in_bounds, in_times, in_land, in_box, dim, f);
   if (error.failure()) return error;
   f.spherical = spherical != 0, f.longitude_origin = static_cast<T>(longitude_origin);
+  Grid<T> forcings[kMaxForcings];
+  int n_forcings = 0;
+  const decltype(in_forcing_0) forcing_values[kMaxForcings] = {in_forcing_0, in_forcing_1, in_forcing_2};
+  const ffi::Error forcing_error = forcings_of<T>(in_forcing_ints, in_forcing_reals, forcing_values, in_forcing_axes,
+                                                  in_forcing_times, dim, f.spherical, forcings, n_forcings);
+  if (forcing_error.failure()) return forcing_error;
+  std::vector<Drift<T>> drifts;
+  const ffi::Error drift_error = drifts_of<T>(in_drift_kinds, in_drift_numbers, n_forcings, drifts);
+  if (drift_error.failure()) return drift_error;
+  if (!drifts.empty() && in_orientation.element_count() != n)
+    return ffi::Error::InvalidArgument("grid chunk: drifting rows each take an orientation");
   const Codes codes{static_cast<int32_t>(active), static_cast<int32_t>(not_released),
                     static_cast<int32_t>(out_of_domain), static_cast<int32_t>(beached),
                     static_cast<int32_t>(nonfinite)};
@@ -418,7 +612,15 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   std::vector<When<T>> when(steps * rows_);  // each row's time slice and weight, the same for every particle
   for (int64_t k = 0; k < steps; ++k)
     for (int i = 0; i < rows_; ++i) when[k * rows_ + i] = when_at(f.times, f.n_times, t_start[k] + c[i] * h_step[k]);
-  const Steps<T> all{f, codes, rows_, a, h_step, when.data()};
+  std::vector<When<T>> forcing_when(n_forcings * steps * rows_);  // each forcing's, on its own time axis
+  for (int j = 0; j < n_forcings; ++j)
+    for (int64_t k = 0; k < steps; ++k)
+      for (int i = 0; i < rows_; ++i)
+        forcing_when[(j * steps + k) * rows_ + i] =
+            when_at(forcings[j].times, forcings[j].n_times, t_start[k] + c[i] * h_step[k] + forcings[j].offset);
+  const Steps<T> all{f,     codes,      rows_,           a,      h_step, when.data(), steps, n_forcings,
+                     static_cast<int>(drifts.size()), forcings, forcing_when.data(), drifts.data()};
+  const T* orientation = drifts.empty() ? nullptr : in_orientation.typed_data();
   const T* x0 = in_x.typed_data();
   const T* lo0 = in_remainder.typed_data();
   const int32_t* status0 = in_status.typed_data();
@@ -448,9 +650,11 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       const int64_t p = live[first + std::min(g, count - 1)];
       for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d], q.lo[d][g] = lo0[dim * p + d];
       q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p, q.stopped[g] = -1;
-      q.cached_node[g] = q.land_node[g] = -1;
-      for (int d = 0; d < 3; ++d) q.bracket[d][g] = 0;
+      q.land_node[g] = -1;
+      q.orientation[g] = orientation != nullptr ? orientation[p] : T(1);
     }
+    q.grid.reset();
+    for (int j = 0; j < n_forcings; ++j) q.forcing[j].reset();
     for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
     for (int g = 0; g < count; ++g) {
       const int64_t p = live[first + g];
@@ -473,5 +677,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(FlowkitGridChunkF64, Chunk<ffi::F64>, FLOWKIT_GRID
 // The declared layout, one entry a line (kernel_seam.h).
 extern "C" const char* FlowkitGridChunkLayout() {
   return FLOWKIT_GRID_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_GRID_RESULTS(FLOWKIT_LINE_RESULT)
-      FLOWKIT_GRID_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_GRID_MAX_ROWS);
+      FLOWKIT_GRID_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_GRID_MAX_ROWS)
+          FLOWKIT_LINE_CAPACITY("forcings", FLOWKIT_GRID_MAX_FORCINGS)
+              FLOWKIT_LINE_CAPACITY("drift_numbers", FLOWKIT_DRIFT_NUMBERS) FLOWKIT_GRID_FORCING_INTS(FLOWKIT_LINE_COLUMN)
+                  FLOWKIT_GRID_FORCING_REALS(FLOWKIT_LINE_COLUMN) FLOWKIT_GRID_DRIFT_KINDS(FLOWKIT_LINE_COLUMN)
+                      FLOWKIT_DRIFT_RULES(FLOWKIT_LINE_DRIFT);
 }

@@ -39,7 +39,8 @@
 #define FLOWKIT_READ_ATTR(name, type) FLOWKIT_READ(attrs, type, name, #name)
 
 // The declared layout, one entry a line: `input NAME ELEMENT`, `result NAME ELEMENT`, `attr NAME
-// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `inlet NAME CODE`, `capacity NAME VALUE`.
+// TYPE`, `kind NAME CODE NODES`, `walls NAME CODE`, `inlet NAME CODE`, `capacity NAME VALUE`,
+// `column TABLE NAME` and `drift NAME CODE NUMBERS` (drift_rules.h).
 #define FLOWKIT_STR(v) #v
 #define FLOWKIT_LINE_INPUT(name, element) "input " #name " " #element "\n"
 #define FLOWKIT_LINE_RESULT(name, element) "result " #name " " #element "\n"
@@ -48,6 +49,10 @@
 #define FLOWKIT_LINE_WALLS(Name, name, code) "walls " #name " " #code "\n"
 #define FLOWKIT_LINE_INLETS(Name, name, code) "inlet " #name " " #code "\n"
 #define FLOWKIT_LINE_CAPACITY(name, value) "capacity " name " " FLOWKIT_STR(value) "\n"
+// A row's column in a table of rows (a kernel's sub-layout): its index in the row, and its line
+// `column TABLE NAME`, in the row's order.
+#define FLOWKIT_COLUMN_INDEX(table, name) k_##table##_##name,
+#define FLOWKIT_LINE_COLUMN(table, name) "column " #table " " #name "\n"
 
 namespace {
 

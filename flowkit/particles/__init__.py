@@ -12,7 +12,14 @@ from .base import (
     Needs as Needs,
     Tracer as Tracer,
 )
-from .drift import AbstractDrift as AbstractDrift, Leeway as Leeway, StokesDrift as StokesDrift, Windage as Windage
+from .drift import (
+    AbstractDrift as AbstractDrift,
+    AbstractRuledDrift as AbstractRuledDrift,
+    DriftRule as DriftRule,
+    Leeway as Leeway,
+    StokesDrift as StokesDrift,
+    Windage as Windage,
+)
 from .inertial import DragTerm as DragTerm, Inertial as Inertial
 from .models import (
     Aging as Aging,

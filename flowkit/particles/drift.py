@@ -5,9 +5,14 @@ Each is the current plus a velocity of its own (`AbstractDrift.drift`), in m/s f
 (`fluid.samples[name]`, see `flowkit.fields.forcing`), turned into the position's units (degrees
 per second on a lon/lat field). Drifts add up: in `Combined(Windage(0.03), StokesDrift())` the
 first moves the particle with the current and its windage, and the Stokes drift is added to it.
+
+The three are also `AbstractRuledDrift`s: each declares its `DriftRule`, the form in which the
+CPU kernels compute it (`flowkit/native/drift_rules.h`, the same rule once in C++), so that a run
+of these particles takes the kernel's pace; the JAX forms below are the reference.
 """
 
 import abc
+from typing import NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -35,6 +40,28 @@ class AbstractDrift(AbstractParticles):
         return {"x": fluid.velocity + fluid.position_rate(self.drift(t, state, fluid, args))}
 
 
+class DriftRule(NamedTuple):
+    """A drift as the CPU kernels compute it (`native/drift_rules.h`)."""
+
+    rule: str
+    """The rule's name there: `windage`, `stokes`, `leeway`."""
+    samples: tuple[str, ...]
+    """The forcings it reads, by sample name: the drift's, and a second one (a sampled period)."""
+    numbers: tuple[Float[Array, ""] | float, ...]
+    """Its numbers, in the header's order for the rule."""
+    orientation: str | None = None
+    """The variable holding the side it drifts to (leeway's `orientation`), or None."""
+
+
+class AbstractRuledDrift(AbstractDrift):
+    """A drift that the CPU kernels compute as one of their rules: `rule` says which, with what."""
+
+    @property
+    @abc.abstractmethod
+    def rule(self) -> DriftRule:
+        """This drift as a kernel's rule (the same arithmetic as `drift`)."""
+
+
 def forcing(fluid: Fluid, name: str, model: str) -> Array:
     """The sampled forcing `name` at the particle, or an error naming what the field samples."""
     if name not in fluid.samples:
@@ -45,7 +72,7 @@ def forcing(fluid: Fluid, name: str, model: str) -> Array:
     return fluid.samples[name]
 
 
-class Windage(AbstractDrift):
+class Windage(AbstractRuledDrift):
     """Direct wind drag on a floating object: the current plus `coefficient` × the wind
     (OpenDrift's `wind_drift_factor`, e.g. 0.03 for 3 %), from the forcing named `sample`
     (default `"wind"`: eastward and northward wind in m/s, 10 m above the sea).
@@ -61,6 +88,10 @@ class Windage(AbstractDrift):
     def needs(self) -> Needs:
         return Needs(sample_names=(self.sample,))
 
+    @property
+    def rule(self) -> DriftRule:
+        return DriftRule("windage", (self.sample,), (self.coefficient, self.depth))
+
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         wind = forcing(fluid, self.sample, "Windage")[:2]
         x = state["x"]
@@ -68,7 +99,7 @@ class Windage(AbstractDrift):
         return jnp.where(below, 0.0, self.coefficient * wind)
 
 
-class StokesDrift(AbstractDrift):
+class StokesDrift(AbstractRuledDrift):
     """Stokes drift of surface waves, from a wave model's surface Stokes drift
     (`sea_surface_wave_stokes_drift_x/y_velocity`, m/s) in the forcing named `sample` (default
     `"stokes"`).
@@ -86,6 +117,12 @@ class StokesDrift(AbstractDrift):
     def needs(self) -> Needs:
         return Needs(sample_names=(self.sample,) + ((self.period,) if isinstance(self.period, str) else ()))
 
+    @property
+    def rule(self) -> DriftRule:
+        if isinstance(self.period, str):
+            return DriftRule("stokes", (self.sample, self.period), (0.0,))
+        return DriftRule("stokes", (self.sample,), (self.period,))
+
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         surface = forcing(fluid, self.sample, "StokesDrift")[:2]
         x = state["x"]
@@ -97,7 +134,7 @@ class StokesDrift(AbstractDrift):
         return surface * jnp.exp(-2 * k * jnp.maximum(x[2], 0.0))
 
 
-class Leeway(AbstractDrift, AbstractWithVariables):
+class Leeway(AbstractRuledDrift, AbstractWithVariables):
     """Leeway of a drifting object (search and rescue, as OpenDrift's `Leeway`): beside the
     current, a downwind velocity `downwind_slope` % × wind speed + `downwind_offset` cm/s, and
     a crosswind velocity `crosswind_slope` % × wind speed + `crosswind_offset` cm/s, to the
@@ -120,6 +157,11 @@ class Leeway(AbstractDrift, AbstractWithVariables):
     @property
     def needs(self) -> Needs:
         return Needs(sample_names=(self.sample,))
+
+    @property
+    def rule(self) -> DriftRule:
+        numbers = (self.downwind_slope, self.crosswind_slope, self.downwind_offset, self.crosswind_offset)
+        return DriftRule("leeway", (self.sample,), numbers, orientation="orientation")
 
     def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
         return {"orientation": jnp.ones((), x.dtype)}

@@ -8,7 +8,10 @@ uniform and rectilinear axes), each lane keeping the values of the grid corners 
 stage to stage, read again only where its lower corner or the time slice changes. It finishes
 each step as the JAX step finishes it under `fk.Open` or `fk.Reflective`: off the grid
 `OUT_OF_DOMAIN`, on land `BEACHED`, not finite `NONFINITE`, each stopped where its step began.
-A grid locates by arithmetic, so the seeds take the field's own location.
+A grid locates by arithmetic, so the seeds take the field's own location. Particles that drift
+beside the current (`fk.particles.Windage`, `StokesDrift`, `Leeway`, and `Combined`s of them) take
+the kernel too: it adds each drift's rule (`native/drift_rules.h`) at every stage, from the
+forcings they read (`tracker.drift_inputs`).
 """
 
 from typing import NamedTuple, cast
@@ -20,7 +23,7 @@ from jaxtyping import Array, Float, Int32
 
 from ..boundaries.box import Open, Reflective
 from ..fields.grid import GridField
-from . import seam
+from . import drift_inputs, seam
 from .pieces import Carry, RunPieces, Slots, Times
 from .step import step_times
 
@@ -54,6 +57,21 @@ class GridInputs(NamedTuple):
     """`fk.Reflective`'s box (lo, hi); empty under `fk.Open`."""
     remainder: Float[Array, "n dim"]
     """What rounding left out of each row's position (`Rows.remainder`)."""
+    forcing_0: Float[Array, " values_0"]
+    """The first forcing's values, flat (`(T, *shape, components)`); empty where none."""
+    forcing_1: Float[Array, " values_1"]
+    forcing_2: Float[Array, " values_2"]
+    forcing_axes: Float[Array, " nodes"]
+    """Every forcing's axes, one after the other."""
+    forcing_times: Float[Array, " times"]
+    forcing_ints: Int32[Array, "forcings columns"]
+    """A row per forcing, its columns as the kernel declares them (`native.Layout.columns`)."""
+    forcing_reals: Float[Array, "forcings columns"]
+    drift_kinds: Int32[Array, "drifts 3"]
+    """A row per drift: its rule's code, the forcing it reads, a second one or -1."""
+    drift_numbers: Float[Array, "drifts numbers"]
+    orientation: Float[Array, " n_or_none"]
+    """Each row's side for leeway (+1, -1); empty without drifts."""
 
 
 class GridResults(NamedTuple):
@@ -84,9 +102,11 @@ def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
     in a phrase; none when it takes the run: tracers stepped by an explicit Runge–Kutta method
     on a 2-D or 3-D A-grid of velocities (as many components as axes), multilinear, with
     no-slip coasts (the readers' default), stored in the positions' precision, under `fk.Open`
-    or `fk.Reflective`. C-grids, `nearest`, free- and partial-slip coasts and anything else
+    or `fk.Reflective`, tracers or ruled drifts (`drift_inputs.rules`) reading `GridField` or
+    `Uniform` forcings. C-grids, `nearest`, free- and partial-slip coasts and anything else
     take the JAX step."""
     field, boundary = cast(GridField, pieces.field), pieces.boundary
+    found = drift_inputs.rules(pieces.particles)
     checks = (
         (
             field.dim in (2, 3) and field.components == field.dim,
@@ -98,7 +118,12 @@ def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
         (isinstance(boundary, Open) or type(boundary) is Reflective, f"the boundary {type(boundary).__name__}"),
     )
     stored = (field.values, field.origin, *field.axes)
-    return [phrase for ok, phrase in checks if not ok] + seam.stepping_refusals(pieces, dtype, stored)
+    drifts = drift_inputs.refusals(field, found) if found else []
+    return (
+        [phrase for ok, phrase in checks if not ok]
+        + seam.stepping_refusals(pieces, dtype, stored, drifts=True)
+        + drifts
+    )
 
 
 def kernel_steps(
@@ -154,6 +179,9 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> GridInputs:
         land=field.land.astype(dtype) if field.land is not None else none,
         box=seam.box_input(pieces.boundary, dim, dtype),
         remainder=rows.remainder.astype(dtype),
+        **drift_inputs.inputs(
+            "grid", field, drift_inputs.rules(pieces.particles) or (), rows.variables, rows.x.shape[0], dtype
+        ),
     )
 
 

@@ -32,6 +32,7 @@ from ..fields.base import Hints
 from ..integrators.runge_kutta import AbstractRungeKutta
 from ..integrators.stochastic import EulerMaruyama
 from ..particles.base import is_tracer
+from . import drift_inputs
 from .pieces import Rows, Slots, Times
 from .step import is_due
 
@@ -66,11 +67,14 @@ class Kernel:
     """The capacities Python relies on (the cell table's width)."""
 
 
-def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any], walks: bool = False) -> list[str]:
+def stepping_refusals(
+    pieces: Any, dtype: np.dtype, stored: Sequence[Any], walks: bool = False, drifts: bool = False
+) -> list[str]:
     """What every kernel refuses of a run, each in a phrase: positions in another precision than
     the field's `stored` arrays, an integrator other than an explicit Runge–Kutta method (or,
     for a kernel that `walks`, `fk.EulerMaruyama`, whose diffusivity it judges itself), a
-    particle model other than tracers."""
+    particle model other than tracers (or, for a kernel that adds `drifts`, the ruled drifts of
+    `drift_inputs.rules`)."""
     integrator, particles = pieces.integrator, pieces.particles
     steps = "explicit Runge–Kutta methods" + (" and Euler–Maruyama" if walks else "")
     checks = (
@@ -83,7 +87,11 @@ def stepping_refusals(pieces: Any, dtype: np.dtype, stored: Sequence[Any], walks
             or (walks and isinstance(integrator, EulerMaruyama)),
             f"the integrator {type(integrator).__name__} (it steps {steps})",
         ),
-        (is_tracer(particles), f"the particle model {type(particles).__name__} (it steps tracers)"),
+        (
+            is_tracer(particles) or (drifts and drift_inputs.rules(particles) is not None),
+            f"the particle model {type(particles).__name__} (it steps tracers"
+            + (" and Windage, StokesDrift, Leeway and Combined ones of them)" if drifts else ")"),
+        ),
     )
     return [phrase for ok, phrase in checks if not ok]
 

@@ -1,0 +1,86 @@
+// The drifts a kernel adds to the current, each rule once in C++ beside its JAX form
+// (flowkit/particles/drift.py): OpenDrift's windage, Stokes drift and leeway, from forcing
+// fields sampled at each lane's stage point, in m/s east and north. Each rule is a row of the
+// kernel's `drift_kinds` (its code, the forcing it reads, a second forcing or -1) and of
+// `drift_numbers` (its numbers, in the order below; Python's `DriftRule.numbers`). The list
+// below is the one declaration of the rules, their codes and their count of numbers: the
+// kernels' layouts print it (`drift NAME CODE NUMBERS`) and Python reads the codes from there.
+#pragma once
+
+#include <cmath>
+
+#include "kernel_seam.h"
+
+// Name, name, code, numbers:
+// - windage: coefficient, depth (no drag below it, 3-D only): coefficient × wind.
+// - stokes: period (s; unused where a second forcing holds it): the surface drift decaying
+//   as exp(-2 k z), k = (2π/T)² / g, with depth z (3-D only).
+// - leeway: downwind slope (%), crosswind slope (%), downwind offset (cm/s), crosswind
+//   offset (cm/s): downwind along the wind and crosswind to its right for orientation +1
+//   (mirrored for -1), each slope × wind speed + offset.
+#define FLOWKIT_DRIFT_RULES(X) X(Windage, windage, 0, 2) X(Stokes, stokes, 1, 1) X(Leeway, leeway, 2, 4)
+#define FLOWKIT_DRIFT_NUMBERS 4  // the widest rule's numbers
+#define FLOWKIT_LINE_DRIFT(Name, name, code, numbers) "drift " #name " " #code " " #numbers "\n"
+
+namespace {
+
+enum DriftRule : int32_t { FLOWKIT_DRIFT_RULES(FLOWKIT_AS_ENUM) };
+
+constexpr double kGravity = 9.81;  // m/s², StokesDrift's dispersion relation
+
+// One drift of a run, as its rows give it.
+template <typename T>
+struct Drift {
+  int32_t rule, sample, second;  // the rule, the forcing it reads, a second forcing or -1
+  T number[FLOWKIT_DRIFT_NUMBERS];
+};
+
+// The lanes' drift `d` in m/s (east, north) at their stage points `y` (`dim` coordinates, depth
+// positive down third), from the forcings sampled there (`sampled[forcing][component]`, in
+// their data's units, zero outside them) and each lane's `orientation` (leeway's side).
+template <typename T>
+FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes], const T (&y)[3][kLanes],
+                                const T* orientation, int dim, typename Lanes<T>::V& east,
+                                typename Lanes<T>::V& north) {
+  using V = typename Lanes<T>::V;
+  const V u = load<V>(sampled[d.sample][0]), v = load<V>(sampled[d.sample][1]);
+  const V zero = V{};
+  switch (d.rule) {
+    case kWindage: {  // Windage.drift
+      const V c = zero + d.number[0];
+      const auto below = dim == 3 ? load<V>(y[2]) > d.number[1] : zero != zero;
+      east = below ? zero : c * u, north = below ? zero : c * v;
+      return;
+    }
+    case kStokes: {  // StokesDrift.drift
+      east = u, north = v;
+      if (dim < 3) return;
+      const V period = d.second >= 0 ? load<V>(sampled[d.second][0]) : zero + d.number[0];
+      const V omega = static_cast<T>(2 * 3.14159265358979323846) / vmax(period, zero + T(1e-3));
+      const V k = omega * omega / static_cast<T>(kGravity);
+      T decay[kLanes];
+      const V exponent = T(-2) * k * vmax(load<V>(y[2]), zero);
+      std::memcpy(decay, &exponent, sizeof exponent);
+      for (int g = 0; g < kLanes; ++g) decay[g] = std::exp(decay[g]);
+      east = u * load<V>(decay), north = v * load<V>(decay);
+      return;
+    }
+    case kLeeway: {  // Leeway.drift
+      T speed_of[kLanes];
+      const V square = u * u + v * v;
+      std::memcpy(speed_of, &square, sizeof square);
+      for (int g = 0; g < kLanes; ++g) speed_of[g] = std::sqrt(speed_of[g]);
+      const V speed = load<V>(speed_of), scale = vmax(speed, zero + T(1e-12));
+      const V along_u = u / scale, along_v = v / scale;
+      const V downwind = (d.number[0] * speed + d.number[2]) / 100, crosswind = (d.number[1] * speed + d.number[3]) / 100;
+      const V side = load<V>(orientation);
+      const V sign = side > 0 ? zero + 1 : side < 0 ? zero - 1 : zero;
+      east = downwind * along_u + sign * crosswind * along_v;  // right of downwind: (v, -u)
+      north = downwind * along_v - sign * crosswind * along_u;
+      return;
+    }
+  }
+  east = zero, north = zero;
+}
+
+}  // namespace
