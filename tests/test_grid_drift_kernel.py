@@ -9,7 +9,7 @@ import logging
 import numpy as np
 import pytest
 from helpers import advance_without_host_traffic, arrays_in_every_build
-from test_grid_kernel import assert_same, gridded, run, seeds
+from test_grid_kernel import PRODUCTS, assert_same, gridded, run, seeds
 
 import flowkit as fk
 from flowkit.tracker import drift_inputs, kernels
@@ -105,6 +105,32 @@ def test_drifts_in_the_kernel_track_as_the_jax_step(case, monkeypatch):
     tracer = run(field, x, "float64", True, monkeypatch, **common)
     gone = np.linalg.norm(native.positions[-1, :, :2] - tracer.positions[-1, :, :2], axis=1)
     assert np.quantile(gone[::2], 0.75) > 0.02 * cell, np.quantile(gone[::2], [0.25, 0.5, 0.75])  # the drift moved them
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_real_currents_and_winds_drift_as_in_the_jax_step(dtype, monkeypatch):
+    """GLORYS12 currents with ERA5's 10 m wind (regional, longitudes from -50°, another year: its
+    first slice held, on its own time axis) as `fk.io.read` gives them, leeway and windage in
+    the top levels: the kernel's tracks are the JAX step's (float64: 1e-9 of a cell; float32: 1e-4)."""
+    (currents, hours, _), (winds, _, _) = PRODUCTS["glorys"], PRODUCTS["era5"]
+    if not (currents.exists() and winds.exists()):
+        pytest.skip(f"{currents.parent.parent} is not here")
+    field = fk.io.read(currents, dtype=dtype, samples={"wind": fk.io.read(winds, dtype=dtype)})
+    t0 = float(np.asarray(field.times)[0])
+    x = seeds(field, 300, seed=2)
+    x[:, 2] = np.random.default_rng(3).uniform(6.5, 20.0, len(x))
+    model = fk.particles.Combined(fk.particles.Leeway(1.7, 0.5, 2.0, -1.0), fk.particles.Windage(0.02, depth=12.0))
+    native, reference = (
+        run(field, x, dtype, on, monkeypatch, t0=t0, t1=t0 + hours / 4, dt=HOUR, particles=model)
+        for on in (True, False)
+    )
+    cell = 1 / 12
+    np.testing.assert_array_equal(native.status, reference.status)
+    atol = (1e-9 if dtype == "float64" else 1e-4) * cell
+    np.testing.assert_allclose(native.positions[..., :2], reference.positions[..., :2], rtol=0, atol=atol)
+    tracer = run(field, x, dtype, True, monkeypatch, t0=t0, t1=t0 + hours / 4, dt=HOUR)
+    gone = np.linalg.norm(native.positions[-1, :, :2] - tracer.positions[-1, :, :2], axis=1)
+    assert np.median(gone) > 0.1 * cell
 
 
 def test_float32_drifts_track_as_the_jax_step(monkeypatch):

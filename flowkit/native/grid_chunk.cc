@@ -226,18 +226,34 @@ FLOWKIT_HOT int64_t corner_node(const Grid<T>& f, const Probe<T>& q, int g, int 
   return node;
 }
 
-// Lane g's corners' values at `slice` and the next (a series), read again.
+// Lane g's corners' values at `slice` and the next (a series), read again; where the lane stays
+// between the same corners and the series moves on by one slice, the next slice's values become
+// the slice's and only the new next one is read.
 template <typename T>
 __attribute__((noinline)) void read_corners(const Grid<T>& f, Probe<T>& q, int g, int64_t slice) {
   const int components = f.components;
+  const bool shifted = f.times != nullptr && q.cached_node[g] == q.node[g] && q.cached_slice[g] + 1 == slice;
   for (int c = 0; c < (1 << f.dim); ++c) {
     const T* at = f.values + slice * f.slice + corner_node(f, q, g, c) * components;
     for (int d = 0; d < components; ++d) {
-      q.value[0][c][d][g] = at[d];
+      q.value[0][c][d][g] = shifted ? q.value[1][c][d][g] : at[d];
       if (f.times != nullptr) q.value[1][c][d][g] = at[f.slice + d];
     }
   }
   q.cached_node[g] = q.node[g], q.cached_slice[g] = static_cast<int32_t>(slice);
+}
+
+// The corners a group's moving lanes will read when the series moves on to `slice` (its next
+// one), fetched into the cache a step ahead: on a wind's grid of tens of megabytes each lane's
+// corners lie in memory, and a slice's change sends every lane there at once.
+template <typename T>
+void prefetch_corners(const Grid<T>& f, const Probe<T>& q, typename Lanes<T>::M moving, int64_t slice) {
+  if (f.times == nullptr || slice + 1 >= f.n_times) return;
+  for_each_lane(moving, [&](int g) {
+    if (q.cached_slice[g] + 1 != slice || q.cached_node[g] < 0) return;
+    for (int c = 0; c < (1 << f.dim); ++c)
+      __builtin_prefetch(f.values + (slice + 1) * f.slice + corner_node(f, q, g, c) * f.components);
+  });
 }
 
 // Lane g's corners' land mask, read again.
@@ -272,16 +288,17 @@ FLOWKIT_HOT void interpolate(const Grid<T>& f, Probe<T>& q, const T (&y)[3][kLan
   }
 }
 
-// Velocities east and north in m/s as degrees a second at latitudes whose cosine is `cos_lat`
-// (fields.grid.degrees_per_second).
+// Velocities east and north in m/s as degrees a second, `east_factor` the degrees of longitude
+// a metre at the lanes' latitudes (fields.grid.degrees_per_second).
 template <typename T>
-FLOWKIT_HOT void in_degrees(typename Lanes<T>::V cos_lat, typename Lanes<T>::V& east, typename Lanes<T>::V& north) {
-  east = east * (static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat));
+FLOWKIT_HOT void in_degrees(typename Lanes<T>::V east_factor, typename Lanes<T>::V& east,
+                            typename Lanes<T>::V& north) {
+  east = east * east_factor;
   north = north * static_cast<T>(kDegrees / kEarthRadius);
 }
 
 // The lanes' velocities at their stage points `y`, at time `when` (GridField.__call__), and on
-// the sphere the cosine of their latitudes (1 elsewhere).
+// the sphere the degrees of longitude a metre at their latitudes (1 elsewhere).
 template <typename T>
 FLOWKIT_HOT typename Lanes<T>::V velocity(const Grid<T>& f, Group<T>& q, When<T> when, T (&u)[3][kLanes]) {
   using V = typename Lanes<T>::V;
@@ -290,10 +307,11 @@ FLOWKIT_HOT typename Lanes<T>::V velocity(const Grid<T>& f, Group<T>& q, When<T>
   interpolate(f, q.grid, q.y, moving, when, u);
   if (!f.spherical) return V{} + 1;
   const V cos_lat = cos_near<T>(load<V>(q.y[1]), load<V>(q.x[1]), load<V>(q.cos_start), load<V>(q.sin_start), moving);
+  const V east_factor = static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * cos_lat);
   V east = load<V>(u[0]), north = load<V>(u[1]);
-  in_degrees<T>(cos_lat, east, north);
+  in_degrees<T>(east_factor, east, north);
   std::memcpy(u[0], &east, sizeof east), std::memcpy(u[1], &north, sizeof north);
-  return cos_lat;
+  return east_factor;
 }
 
 // Forcing j at the lanes' stage points, at time `when` on its axis (fields.forcing.Forcing):
@@ -305,10 +323,11 @@ FLOWKIT_HOT void sample_forcing(const Grid<T>& f, Group<T>& q, int j, typename L
   using M = typename Lanes<T>::M;
   T y[3][kLanes];
   for (int a = 0; a < f.dim; ++a) std::memcpy(y[a], q.y[a], sizeof y[a]);
-  if (f.wraps) {  // start + jnp.mod(lon - start, 360), the remainder taken only where it changes
+  if (f.wraps) {  // start + jnp.mod(lon - start, 360): exact by one turn within a turn of it
     const V shifted = load<V>(y[0]) - f.start;
-    std::memcpy(y[0], &shifted, sizeof shifted);
-    for_each_lane(moving & ~((shifted >= 0) & (shifted < 360)), [&](int g) { y[0][g] = float_mod(y[0][g], T(360)); });
+    const V turned = shifted < 0 ? shifted + 360 : shifted >= 360 ? shifted - 360 : shifted;
+    std::memcpy(y[0], &turned, sizeof turned);
+    for_each_lane(moving & ~((shifted >= -360) & (shifted < 720)), [&](int g) { y[0][g] = float_mod(shifted[g], T(360)); });
     const V lon = load<V>(y[0]) + f.start;
     std::memcpy(y[0], &lon, sizeof lon);
   }
@@ -382,7 +401,7 @@ template <typename T>
 FLOWKIT_HOT void stage_rate(const Steps<T>& s, Group<T>& q, int64_t k, int i) {
   using V = typename Lanes<T>::V;
   T(&u)[3][kLanes] = q.K[i];
-  const V cos_lat = velocity(s.f, q, s.when[k * s.rows + i], u);
+  const V east_factor = velocity(s.f, q, s.when[k * s.rows + i], u);
   if (s.n_drifts == 0) return;
   const auto moving = load_int<T>(q.moving);
   for (int j = 0; j < s.n_forcings; ++j)
@@ -390,7 +409,7 @@ FLOWKIT_HOT void stage_rate(const Steps<T>& s, Group<T>& q, int64_t k, int i) {
   for (int j = 0; j < s.n_drifts; ++j) {
     V east, north;
     drift_velocity<T>(s.drifts[j], q.sampled, q.y, q.orientation, s.f.dim, east, north);
-    if (s.f.spherical) in_degrees<T>(cos_lat, east, north);
+    if (s.f.spherical) in_degrees<T>(east_factor, east, north);
     const V u0 = load<V>(u[0]) + east, u1 = load<V>(u[1]) + north;
     std::memcpy(u[0], &u0, sizeof u0), std::memcpy(u[1], &u1, sizeof u1);
   }
@@ -435,6 +454,15 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
         }
       }
       if (i < stages) stage_rate(s, q, k, i);
+    }
+    if (k + 1 < s.steps) {
+      const int64_t now = s.when[k * s.rows + stages - 1].slice, next = s.when[(k + 1) * s.rows + stages - 1].slice;
+      if (next != now) prefetch_corners(f, q.grid, moving, next);
+      for (int j = 0; j < s.n_forcings && s.n_drifts > 0; ++j) {
+        const When<T>* w = s.forcing_when + j * s.steps * s.rows;
+        if (w[(k + 1) * s.rows + stages - 1].slice != w[k * s.rows + stages - 1].slice)
+          prefetch_corners(s.forcings[j], q.forcing[j], moving, w[(k + 1) * s.rows + stages - 1].slice);
+      }
     }
     for (int d = 0; d < dim; ++d) std::memcpy(q.end[d], q.y[d], sizeof q.end[d]);
     if (f.spherical) settle(f, q);
