@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import flowkit as fk  # before JAX: one CPU device per core
-from flowkit.particles import Combined, Leeway, StokesDrift, Tracer, Windage
+from flowkit.particles import Buoyant, Combined, Leeway, StokesDrift, Tracer, Windage
 
 HOUR = 3600.0
 
@@ -51,6 +51,7 @@ MODELS = {
     "Stokes drift": StokesDrift(),
     "leeway (PIW)": Leeway(0.96, 0.0, 0.0, 0.0),
     "windage + Stokes": Combined(Windage(0.03), StokesDrift()),
+    "buoyant (a rise on the latitude)": Buoyant(1e-7, axis=1),
 }
 
 

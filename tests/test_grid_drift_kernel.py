@@ -1,5 +1,5 @@
 """Drifting particles in the CPU grid kernel (`native/drift_rules.h`, `tracker/drift_inputs.py`)
-against the JAX step: windage, Stokes drift and leeway, alone and combined, from forcings on
+against the JAX step: windage, Stokes drift, leeway and rise velocities, alone and combined, from forcings on
 grids of their own (winds on [0, 360) under currents on [-180, 180), time series, a 2-D wind
 under 3-D currents, a sampled wave period, constant forcings), with releases, beaching and
 leaving, in float64 and float32."""
@@ -69,6 +69,12 @@ CASES = {
         ("wind", "stokes", "wave_period"),
     ),
     "metres: windage of a constant wind": (dict(kind="metres"), lambda: fk.particles.Windage(0.03), ("constant",)),
+    "levels: buoyant, windage": (
+        dict(kind="levels"),
+        lambda: fk.particles.Combined(fk.particles.Buoyant(-2e-3), fk.particles.Windage(0.02, depth=5.0)),
+        ("wind",),
+    ),
+    "buoyant": (dict(), lambda: fk.particles.Buoyant(2e-6, axis=1), ()),
 }
 
 
@@ -144,9 +150,10 @@ def test_float32_drifts_track_as_the_jax_step(monkeypatch):
 
 
 def test_the_kernel_takes_the_drifts_it_computes_alike(caplog, monkeypatch):
-    """Windage, StokesDrift and Leeway, alone or in a `Combined` (a tracer or one of them
-    moving), reading GridField or Uniform forcings, take the kernel; a drift reading the field's
-    own sampled array, a forcing of another kind, or any other particle model takes the JAX step,
+    """Windage, StokesDrift, Leeway and Buoyant of a constant velocity, alone or in a
+    `Combined` (a tracer or one of them moving, drifts riding), reading GridField or Uniform
+    forcings, take the kernel; a drift reading the field's own sampled array, a forcing of
+    another kind, a rise given as a function, or any other particle model takes the JAX step,
     and the log says what the kernel does not step."""
     monkeypatch.setenv("FLOWKIT_NATIVE", "1")
 
@@ -160,7 +167,8 @@ def test_the_kernel_takes_the_drifts_it_computes_alike(caplog, monkeypatch):
     assert use(fk.particles.Leeway(1.0, 0.3), field) == "grid"
     assert use(fk.particles.Combined(fk.particles.Tracer(), windage, stokes_drift), field) == "grid"
     assert use(fk.particles.Combined(windage, fk.particles.Aging()), field) is None
-    assert use(fk.particles.Buoyant(0.001), field) is None
+    assert use(fk.particles.Buoyant(0.001), field) == "grid"
+    assert use(fk.particles.Buoyant(lambda fluid: 0.001), field) is None
     assert drift_inputs.rules(fk.particles.Combined(windage, stokes_drift)) == (windage.rule, stokes_drift.rule)
     lon, lat = (np.asarray(a) for a in field.axes)
     own = gridded(dtype="float32", samples={"wind": np.zeros((3, len(lon), len(lat), 2), np.float32)})
@@ -176,8 +184,14 @@ def test_the_drifts_rows_follow_the_kernels_declared_columns():
     """The rules' codes and counts of numbers, and the forcings' and drifts' columns, come from
     the built kernel's layout; a row written with other columns is refused, naming both."""
     layout = fk.native.layout("grid")
-    assert set(layout.drifts) == {"windage", "stokes", "leeway"}
-    for model in (fk.particles.Windage(0.03), fk.particles.StokesDrift(), fk.particles.Leeway(1.0, 0.3)):
+    assert set(layout.drifts) == {"windage", "stokes", "leeway", "rise"}
+    models = (
+        fk.particles.Windage(0.03),
+        fk.particles.StokesDrift(),
+        fk.particles.Leeway(1.0, 0.3),
+        fk.particles.Buoyant(1),
+    )
+    for model in models:
         assert len(model.rule.numbers) == layout.drifts[model.rule.rule][1]
     assert layout.columns["drift_kinds"] == ("rule", "sample", "second")
     with pytest.raises(RuntimeError, match="reads the columns .* of drift_kinds, Python writes"):

@@ -1,6 +1,8 @@
-// The drifts a kernel adds to the current, each rule once in C++ beside its JAX form
-// (flowkit/particles/drift.py): OpenDrift's windage, Stokes drift and leeway, from forcing
-// fields sampled at each lane's stage point, in m/s east and north. Each rule is a row of the
+// The velocities a kernel adds to the current, each rule once in C++ beside its JAX form
+// (flowkit/particles/drift.py, models.py): OpenDrift's windage, Stokes drift and leeway, from
+// forcing fields sampled at each lane's stage point, in m/s east and north (turned into degrees
+// a second on the sphere), and a constant rise or sink velocity along one axis (`Buoyant`, in
+// the axis's own units). Each rule is a row of the
 // kernel's `drift_kinds` (its code, the forcing it reads, a second forcing or -1) and of
 // `drift_numbers` (its numbers, in the order below; Python's `DriftRule.numbers`). The list
 // below is the one declaration of the rules, their codes and their count of numbers: the
@@ -18,7 +20,9 @@
 // - leeway: downwind slope (%), crosswind slope (%), downwind offset (cm/s), crosswind
 //   offset (cm/s): downwind along the wind and crosswind to its right for orientation +1
 //   (mirrored for -1), each slope × wind speed + offset.
-#define FLOWKIT_DRIFT_RULES(X) X(Windage, windage, 0, 2) X(Stokes, stokes, 1, 1) X(Leeway, leeway, 2, 4)
+// - rise: the velocity, the axis (from the last where negative): added to that axis's rate.
+#define FLOWKIT_DRIFT_RULES(X) \
+  X(Windage, windage, 0, 2) X(Stokes, stokes, 1, 1) X(Leeway, leeway, 2, 4) X(Rise, rise, 3, 2)
 #define FLOWKIT_DRIFT_NUMBERS 4  // the widest rule's numbers
 #define FLOWKIT_LINE_DRIFT(Name, name, code, numbers) "drift " #name " " #code " " #numbers "\n"
 
@@ -31,7 +35,7 @@ constexpr double kGravity = 9.81;  // m/s², StokesDrift's dispersion relation
 // One drift of a run, as its rows give it.
 template <typename T>
 struct Drift {
-  int32_t rule, sample, second;  // the rule, the forcing it reads, a second forcing or -1
+  int32_t rule, sample, second;  // the rule, the forcing it reads (or -1), a second forcing or -1
   T number[FLOWKIT_DRIFT_NUMBERS];
 };
 
@@ -43,8 +47,12 @@ FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes]
                                 const T* orientation, int dim, typename Lanes<T>::V& east,
                                 typename Lanes<T>::V& north) {
   using V = typename Lanes<T>::V;
-  const V u = load<V>(sampled[d.sample][0]), v = load<V>(sampled[d.sample][1]);
   const V zero = V{};
+  if (d.sample < 0) {
+    east = zero, north = zero;
+    return;
+  }
+  const V u = load<V>(sampled[d.sample][0]), v = load<V>(sampled[d.sample][1]);
   switch (d.rule) {
     case kWindage: {  // Windage.drift
       const V c = zero + d.number[0];
@@ -81,6 +89,27 @@ FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes]
     }
   }
   east = zero, north = zero;
+}
+
+// The lanes' position rates `rate` (`dim` axes) with drift `d` added: its velocity east and
+// north, in degrees a second on the sphere (`east_factor`: the degrees of longitude a metre
+// there), or a rise along its axis.
+template <typename T>
+FLOWKIT_HOT void add_drift(const Drift<T>& d, const T (*sampled)[3][kLanes], const T (&y)[3][kLanes],
+                           const T* orientation, int dim, bool spherical, typename Lanes<T>::V east_factor,
+                           T (&rate)[3][kLanes]) {
+  using V = typename Lanes<T>::V;
+  if (d.rule == kRise) {  // Buoyant.rhs: the velocity on its axis, a one-hot of the axis
+    const int axis = ((static_cast<int>(d.number[1]) % dim) + dim) % dim;
+    const V risen = load<V>(rate[axis]) + d.number[0];
+    std::memcpy(rate[axis], &risen, sizeof risen);
+    return;
+  }
+  V east, north;
+  drift_velocity<T>(d, sampled, y, orientation, dim, east, north);
+  if (spherical) in_degrees<T>(east_factor, east, north);
+  const V u0 = load<V>(rate[0]) + east, u1 = load<V>(rate[1]) + north;
+  std::memcpy(rate[0], &u0, sizeof u0), std::memcpy(rate[1], &u1, sizeof u1);
 }
 
 }  // namespace

@@ -288,15 +288,6 @@ FLOWKIT_HOT void interpolate(const Grid<T>& f, Probe<T>& q, const T (&y)[3][kLan
   }
 }
 
-// Velocities east and north in m/s as degrees a second, `east_factor` the degrees of longitude
-// a metre at the lanes' latitudes (fields.grid.degrees_per_second).
-template <typename T>
-FLOWKIT_HOT void in_degrees(typename Lanes<T>::V east_factor, typename Lanes<T>::V& east,
-                            typename Lanes<T>::V& north) {
-  east = east * east_factor;
-  north = north * static_cast<T>(kDegrees / kEarthRadius);
-}
-
 // The lanes' velocities at their stage points `y`, at time `when` (GridField.__call__), and on
 // the sphere the degrees of longitude a metre at their latitudes (1 elsewhere).
 template <typename T>
@@ -406,13 +397,8 @@ FLOWKIT_HOT void stage_rate(const Steps<T>& s, Group<T>& q, int64_t k, int i) {
   const auto moving = load_int<T>(q.moving);
   for (int j = 0; j < s.n_forcings; ++j)
     sample_forcing(s.forcings[j], q, j, moving, s.forcing_when[(j * s.steps + k) * s.rows + i]);
-  for (int j = 0; j < s.n_drifts; ++j) {
-    V east, north;
-    drift_velocity<T>(s.drifts[j], q.sampled, q.y, q.orientation, s.f.dim, east, north);
-    if (s.f.spherical) in_degrees<T>(east_factor, east, north);
-    const V u0 = load<V>(u[0]) + east, u1 = load<V>(u[1]) + north;
-    std::memcpy(u[0], &u0, sizeof u0), std::memcpy(u[1], &u1, sizeof u1);
-  }
+  for (int j = 0; j < s.n_drifts; ++j)
+    add_drift<T>(s.drifts[j], q.sampled, q.y, q.orientation, s.f.dim, s.f.spherical, east_factor, u);
 }
 
 // Step k of a group's lanes: the stages, the end settled and finished as the JAX step finishes
@@ -587,7 +573,8 @@ ffi::Error drifts_of(const S& kinds, const B& numbers, int forcings, std::vector
   for (int64_t j = 0; j < count; ++j) {
     const int32_t* row = kinds.typed_data() + j * kDriftKinds;
     Drift<T> d{row[k_drift_kinds_rule], row[k_drift_kinds_sample], row[k_drift_kinds_second], {}};
-    if (d.sample < 0 || d.sample >= forcings || d.second >= forcings || d.rule < kWindage || d.rule > kLeeway)
+    if (d.sample >= forcings || d.second >= forcings || d.rule < kWindage || d.rule > kRise ||
+        (d.sample < 0 && d.rule != kRise))
       return ffi::Error::InvalidArgument("grid chunk: a drift of a known rule reading forcings the call holds");
     for (int i = 0; i < FLOWKIT_DRIFT_NUMBERS; ++i) d.number[i] = numbers.typed_data()[j * FLOWKIT_DRIFT_NUMBERS + i];
     out.push_back(d);

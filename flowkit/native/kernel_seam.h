@@ -248,6 +248,15 @@ FLOWKIT_HOT typename Lanes<T>::V cos_near(typename Lanes<T>::V y, typename Lanes
   return vmax(far ? whole : cos_start * cos_d - sin_start * sin_d, floor);
 }
 
+// Velocities east and north in m/s as degrees a second, `east_factor` the degrees of longitude
+// a metre at the lanes' latitudes (fields.grid.degrees_per_second).
+template <typename T>
+FLOWKIT_HOT void in_degrees(typename Lanes<T>::V east_factor, typename Lanes<T>::V& east,
+                            typename Lanes<T>::V& north) {
+  east = east * east_factor;
+  north = north * static_cast<T>(kDegrees / kEarthRadius);
+}
+
 // x mod period as jnp.mod computes it: the remainder takes the divisor's sign.
 template <typename T>
 inline T float_mod(T x, T period) {

@@ -14,7 +14,7 @@ from .base import (
 )
 from .drift import (
     AbstractDrift as AbstractDrift,
-    AbstractRuledDrift as AbstractRuledDrift,
+    AbstractRuled as AbstractRuled,
     DriftRule as DriftRule,
     Leeway as Leeway,
     StokesDrift as StokesDrift,

@@ -6,9 +6,9 @@ Each is the current plus a velocity of its own (`AbstractDrift.drift`), in m/s f
 per second on a lon/lat field). Drifts add up: in `Combined(Windage(0.03), StokesDrift())` the
 first moves the particle with the current and its windage, and the Stokes drift is added to it.
 
-The three are also `AbstractRuledDrift`s: each declares its `DriftRule`, the form in which the
-CPU kernels compute it (`flowkit/native/drift_rules.h`, the same rule once in C++), so that a run
-of these particles takes the kernel's pace; the JAX forms below are the reference.
+The three are also `AbstractRuled`: each declares its `DriftRule`, the form in which the CPU
+kernels compute it (`flowkit/native/drift_rules.h`, the same rule once in C++), so that a run of
+these particles takes the kernel's pace; the JAX forms below are the reference.
 """
 
 import abc
@@ -41,10 +41,10 @@ class AbstractDrift(AbstractParticles):
 
 
 class DriftRule(NamedTuple):
-    """A drift as the CPU kernels compute it (`native/drift_rules.h`)."""
+    """A model's velocity beside the current as the CPU kernels compute it (`native/drift_rules.h`)."""
 
     rule: str
-    """The rule's name there: `windage`, `stokes`, `leeway`."""
+    """The rule's name there: `windage`, `stokes`, `leeway`, `rise`."""
     samples: tuple[str, ...]
     """The forcings it reads, by sample name: the drift's, and a second one (a sampled period)."""
     numbers: tuple[Float[Array, ""] | float, ...]
@@ -53,13 +53,15 @@ class DriftRule(NamedTuple):
     """The variable holding the side it drifts to (leeway's `orientation`), or None."""
 
 
-class AbstractRuledDrift(AbstractDrift):
-    """A drift that the CPU kernels compute as one of their rules: `rule` says which, with what."""
+class AbstractRuled(AbstractParticles):
+    """A model whose velocity beside the current the CPU kernels compute as one of their rules:
+    `rule` says which, with what (None: this one they do not, e.g. a rise velocity given as a
+    function)."""
 
     @property
     @abc.abstractmethod
-    def rule(self) -> DriftRule:
-        """This drift as a kernel's rule (the same arithmetic as `drift`)."""
+    def rule(self) -> DriftRule | None:
+        """This model as a kernel's rule (the same arithmetic as its `rhs`), or None."""
 
 
 def forcing(fluid: Fluid, name: str, model: str) -> Array:
@@ -72,7 +74,7 @@ def forcing(fluid: Fluid, name: str, model: str) -> Array:
     return fluid.samples[name]
 
 
-class Windage(AbstractRuledDrift):
+class Windage(AbstractDrift, AbstractRuled):
     """Direct wind drag on a floating object: the current plus `coefficient` × the wind
     (OpenDrift's `wind_drift_factor`, e.g. 0.03 for 3 %), from the forcing named `sample`
     (default `"wind"`: eastward and northward wind in m/s, 10 m above the sea).
@@ -99,7 +101,7 @@ class Windage(AbstractRuledDrift):
         return jnp.where(below, 0.0, self.coefficient * wind)
 
 
-class StokesDrift(AbstractRuledDrift):
+class StokesDrift(AbstractDrift, AbstractRuled):
     """Stokes drift of surface waves, from a wave model's surface Stokes drift
     (`sea_surface_wave_stokes_drift_x/y_velocity`, m/s) in the forcing named `sample` (default
     `"stokes"`).
@@ -134,7 +136,7 @@ class StokesDrift(AbstractRuledDrift):
         return surface * jnp.exp(-2 * k * jnp.maximum(x[2], 0.0))
 
 
-class Leeway(AbstractRuledDrift, AbstractWithVariables):
+class Leeway(AbstractDrift, AbstractRuled, AbstractWithVariables):
     """Leeway of a drifting object (search and rescue, as OpenDrift's `Leeway`): beside the
     current, a downwind velocity `downwind_slope` % × wind speed + `downwind_offset` cm/s, and
     a crosswind velocity `crosswind_slope` % × wind speed + `crosswind_offset` cm/s, to the

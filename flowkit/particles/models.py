@@ -9,10 +9,10 @@ import jax.numpy as jnp
 
 from .._custom_types import Args, Position, TimeLike
 from .base import AbstractParticles, AbstractUpdating, AbstractWithVariables, Fluid, Needs, own_state, variable_names
-from .drift import AbstractDrift
+from .drift import AbstractDrift, AbstractRuled, DriftRule
 
 
-class Buoyant(AbstractParticles):
+class Buoyant(AbstractRuled):
     """A particle that moves with the fluid plus a constant rise (`w > 0`) or sink (`w < 0`)
     velocity along the vertical `axis` (larvae, oil droplets, sediment at terminal velocity).
 
@@ -32,6 +32,10 @@ class Buoyant(AbstractParticles):
     @property
     def needs(self) -> Needs:
         return Needs(samples=callable(self.w))
+
+    @property
+    def rule(self) -> DriftRule | None:
+        return None if callable(self.w) else DriftRule("rise", (), (self.w, float(self.axis)))
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         w = self.w(fluid) if callable(self.w) else self.w

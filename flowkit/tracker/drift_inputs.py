@@ -1,6 +1,6 @@
 """The drifts of a run's particles and the forcings they read, as a kernel takes them
 (`native/drift_rules.h`): which models a kernel steps (`rules`, by their declared
-`AbstractRuledDrift.rule`), what of their forcings it refuses, and the buffers it reads.
+`AbstractRuled.rule`), what of their forcings it refuses, and the buffers it reads.
 
 A forcing goes to the kernel as a grid: a `GridField` as it holds its arrays (an A-grid,
 multilinear, no slip at its land), a `Uniform` as two nodes a side on periodic axes, its one
@@ -18,7 +18,7 @@ from .. import native
 from ..fields.analytic import Uniform
 from ..fields.grid import GridField
 from ..particles.base import AbstractParticles, Tracer
-from ..particles.drift import AbstractRuledDrift, DriftRule
+from ..particles.drift import AbstractDrift, AbstractRuled, DriftRule
 from ..particles.models import Combined
 
 MAX_FORCINGS = 3
@@ -26,19 +26,19 @@ MAX_FORCINGS = 3
 
 
 def rules(particles: AbstractParticles) -> tuple[DriftRule, ...] | None:
-    """The drifts a kernel adds to the current for `particles`, in the order the JAX step adds
-    them: none for tracers, the model's own rule for a ruled drift, the mover's and then the
-    riders' for a `Combined` of ruled drifts (the mover may be a tracer); None for any other
-    model (the JAX step moves it)."""
+    """The rules a kernel adds to the current for `particles`, in the order the JAX step adds
+    them: none for tracers, the model's own rule for a ruled one (`AbstractRuled`), the mover's
+    and then the riders' for a `Combined` whose mover is a tracer or ruled and whose riders are
+    ruled drifts; None for any other model (the JAX step moves it)."""
     if type(particles) is Tracer:
         return ()
-    if isinstance(particles, AbstractRuledDrift):
-        return (particles.rule,)
+    if isinstance(particles, AbstractRuled):
+        return None if particles.rule is None else (particles.rule,)
     if isinstance(particles, Combined):
         mover = rules(particles.mover)
-        riders = [rider.rule for rider in particles.riders if isinstance(rider, AbstractRuledDrift)]
-        if mover is not None and len(riders) == len(particles.riders):
-            return mover + tuple(riders)
+        riders = [r.rule for r in particles.riders if isinstance(r, AbstractDrift) and isinstance(r, AbstractRuled)]
+        if mover is not None and None not in riders and len(riders) == len(particles.riders):
+            return mover + tuple(rule for rule in riders if rule is not None)
     return None
 
 
@@ -127,7 +127,7 @@ def _drift_tables(layout: native.Layout, found: tuple[DriftRule, ...], names: li
             raise RuntimeError(
                 f"the drift rule {rule.rule!r} takes {count} numbers in the kernel, not {len(rule.numbers)}"
             )
-        samples = [names.index(name) for name in rule.samples] + [-1]
+        samples = [names.index(name) for name in rule.samples] + [-1, -1]
         kinds.append(layout.row("drift_kinds", {"rule": code, "sample": samples[0], "second": samples[1]}))
         numbers.append(list(rule.numbers) + [0.0] * (width - count))
     return {
