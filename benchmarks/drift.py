@@ -51,7 +51,7 @@ MODELS = {
     "Stokes drift": StokesDrift(),
     "leeway (PIW)": Leeway(0.96, 0.0, 0.0, 0.0),
     "windage + Stokes": Combined(Windage(0.03), StokesDrift()),
-    "buoyant (a rise on the latitude)": Buoyant(1e-7, axis=1),
+    "buoyant": Buoyant(1e-7, axis=1),
 }
 
 
