@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from . import __version__, tracker
 from ._files import written
+from .analysis.animation import animate
 from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
 from .analysis.picture import view_box
@@ -116,9 +117,10 @@ def write_outputs(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out:
 
 
 def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) -> list[str]:
-    """Pathlines, the last frame and the particles' density at the end, over the field; the
-    names of those drawn. A picture that fails is said in the log and left out: a finished run's
-    data is kept whatever its pictures do."""
+    """Pathlines, the last frame and the particles' density at the end, over the field, and the
+    run's animation where `output.animation` asks for it (`animated`); the names of those drawn.
+    A picture that fails is said in the log and left out: a finished run's data is kept whatever
+    its pictures do."""
     stream, field = run.plan.stream, run.plan.stream or run.plan.pieces.field
     at = lambda t: stream.near(t) if stream is not None else field  # noqa: E731  (a streamed series: the slices around t)
     times = np.asarray(traj.times, dtype=np.float64)
@@ -133,16 +135,31 @@ def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) ->
         "snapshot.png": lambda: plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1])),
         "density.png": lambda: _density_picture(cfg, traj, field, at(times[-1]), out / "density.png"),
     }
+    if animated(cfg, traj):
+        pictures["animation.mp4"] = lambda: animate(traj, out / "animation.mp4", field=stream or field, progress=False)
     drawn = []
     for name, draw in pictures.items():
         try:
-            draw()
-            drawn.append(name)
+            made = draw()
+            drawn.append(made.name if isinstance(made, Path) else name)  # an animation may come out as a GIF
         except Exception as err:  # noqa: BLE001 -- every picture's failure is one line, the run goes on
             _log.warning(
                 "%s not drawn (%s: %s); the trajectories and summary are written", name, type(err).__name__, err
             )
     return drawn
+
+
+ANIMATED = 2_000_000
+"""Particle-frames (saved times × particles) up to which `output.animation=auto` animates a run."""
+
+
+def animated(cfg: DictConfig, traj: Trajectory) -> bool:
+    """Whether the run is animated: `output.animation` true, or `auto` (the default) for runs of
+    at most `ANIMATED` particle-frames, where rendering takes seconds."""
+    choice = cfg.output.get("animation", "auto")
+    if choice == "auto":
+        return traj.positions.shape[0] * traj.positions.shape[1] <= ANIMATED
+    return bool(choice)
 
 
 PER_CELL = 10

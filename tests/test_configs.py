@@ -111,6 +111,7 @@ def test_run_track_writes_outputs(tmp_path, caplog):
         "trajectories.png",
         "snapshot.png",
         "density.png",
+        "animation.mp4",
         "summary.json",
     )
     for name in written:

@@ -1,5 +1,6 @@
-"""What people study: FTLE, densities, residence and exit times, dispersion, sampling, plots."""
+"""What people study: FTLE, densities, residence and exit times, dispersion, sampling, plots, animations."""
 
+from .animation import animate as animate
 from .density import bandwidth_factor as bandwidth_factor, histogram as histogram, kde as kde, per_area as per_area
 from .deposition import (
     DepositionMap as DepositionMap,

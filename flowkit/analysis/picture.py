@@ -20,6 +20,7 @@ from .outline import draw_outline, mesh_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.collections import QuadMesh
     from matplotlib.figure import Figure
 
 Shown = AbstractField | StreamedField
@@ -99,10 +100,13 @@ def projection(positions: np.ndarray, field: Shown | None) -> str:
     )
 
 
-def field_map(field: Shown, times: TimesLike, box: Box) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+def field_map(
+    field: Shown, times: TimesLike, box: Box, chunk: int = 8192
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """`(gx, gy, speed, inside)` on the `GRID` over `box`: the mean speed over `times` (m/s on a
     sphere, at the top level of a 3-D map; None for a 3-D field not on a sphere, which a plane
-    view cannot show) and where the field's domain lies (at any depth, for 3-D)."""
+    view cannot show) and where the field's domain lies (at any depth, for 3-D); evaluated
+    `chunk` points a call (`speeds_at`)."""
     lo, hi = box
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], GRID[0]), np.linspace(lo[1], hi[1], GRID[1]), indexing="xy")
     flat = [gx.ravel(), gy.ravel()]
@@ -118,7 +122,7 @@ def field_map(field: Shown, times: TimesLike, box: Box) -> tuple[np.ndarray, np.
     points = np.stack(flat + ([np.full(gx.size, f_lo[2])] if field.dim == 3 else []), axis=-1)
     speeds = []
     for t in times:
-        u = speeds_at(field, float(t), points)[:, :2]
+        u = speeds_at(field, float(t), points, chunk)[:, :2]
         if on_sphere(field):  # degrees per second back to m/s
             u = metres_per_second(u, gy.ravel())
         speeds.append(np.linalg.norm(u, axis=-1))
@@ -126,16 +130,19 @@ def field_map(field: Shown, times: TimesLike, box: Box) -> tuple[np.ndarray, np.
     return gx, gy, speed, np.isfinite(speed)
 
 
-def speed_background(fig: "Figure", ax: "Axes", field: Shown, times: TimesLike, box: Box, label: str) -> bool:
+def speed_background(
+    fig: "Figure", ax: "Axes", field: Shown, times: TimesLike, box: Box, label: str
+) -> "QuadMesh | None":
     """The field's speed over the picture's box in grey with its colour bar (`label`, with m/s
     on a sphere), colour limits at the 99th percentile, and the domain's outline (a mesh's own,
-    `draw_outline`); on a sphere the land. False where nothing is drawn behind the outline: a
+    `draw_outline`); on a sphere the land. Returns the speed's mesh (on `field_map`'s grid: an
+    animation sets its values frame by frame), None where nothing is drawn behind the outline: a
     3-D plane view, or water at rest everywhere."""
     gx, gy, speed, inside = field_map(field, times, box)
     if not draw_outline(ax, field) and inside.any() and not inside.all():
         ax.contour(gx, gy, inside.astype(float), levels=[0.5], colors="0.35", linewidths=0.7, zorder=2)
-    drawn = speed is not None and bool(np.nanmax(speed, initial=0.0) > 0)
-    if drawn:
+    mesh = None
+    if speed is not None and bool(np.nanmax(speed, initial=0.0) > 0):
         top = float(np.nanpercentile(speed[inside], 99))
         mesh = ax.pcolormesh(gx, gy, np.ma.masked_invalid(speed), cmap="Greys", shading="auto", alpha=0.5, vmin=0)
         mesh.set_clim(0, top if top > 0 else None)
@@ -143,7 +150,7 @@ def speed_background(fig: "Figure", ax: "Axes", field: Shown, times: TimesLike, 
         fig.colorbar(mesh, ax=ax, label=f"{label}{units}", shrink=0.7, extend="max", pad=0.01)
     if on_sphere(field):
         land(ax, field)
-    return drawn
+    return mesh
 
 
 def speeds_at(field: AbstractField | StreamedField, t: float, points: np.ndarray, chunk: int = 8192) -> np.ndarray:

@@ -58,7 +58,7 @@ def plot_pathlines(
     background = False
     if field is not None:
         picked = times[np.unique(np.linspace(0, len(times) - 1, BACKGROUND_TIMES).astype(int))]
-        background = speed_background(fig, ax, field, picked, box, "mean speed over the run")
+        background = speed_background(fig, ax, field, picked, box, "mean speed over the run") is not None
     span = np.ptp(positions[..., :2].reshape(-1, 2), axis=0) + 1e-12
     segments = np.stack([xy[:-1], xy[1:]], axis=2)  # (T-1, P, 2, 2)
     jumps = np.any(np.abs(segments[:, :, 1] - segments[:, :, 0]) > 0.5 * span, axis=-1)
@@ -222,7 +222,7 @@ def plot_snapshot(
     origin = None if field is None else field.time_origin
     rest = ""
     if field is not None:
-        drawn = speed_background(fig, ax, field, [t], box, f"speed at {when(origin, t)}")
+        drawn = speed_background(fig, ax, field, [t], box, f"speed at {when(origin, t)}") is not None
         rest = ", the flow at rest" if not drawn and (field.dim == 2 or on_sphere(field)) else ""
     x = np.asarray(traj.positions[frame], dtype=np.float64)
     status = np.asarray(traj.status[frame])

@@ -74,11 +74,7 @@ FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes]
       return;
     }
     case kLeeway: {  // Leeway.drift
-      T speed_of[kLanes];
-      const V square = u * u + v * v;
-      std::memcpy(speed_of, &square, sizeof square);
-      for (int g = 0; g < kLanes; ++g) speed_of[g] = std::sqrt(speed_of[g]);
-      const V speed = load<V>(speed_of), scale = vmax(speed, zero + T(1e-12));
+      const V speed = lane_sqrt<T>(u * u + v * v), scale = vmax(speed, zero + T(1e-12));
       const V along_u = u / scale, along_v = v / scale;
       const V downwind = (d.number[0] * speed + d.number[2]) / 100, crosswind = (d.number[1] * speed + d.number[3]) / 100;
       const V side = load<V>(orientation);

@@ -257,6 +257,20 @@ FLOWKIT_HOT void in_degrees(typename Lanes<T>::V east_factor, typename Lanes<T>:
   north = north * static_cast<T>(kDegrees / kEarthRadius);
 }
 
+// std::sqrt of a number, or lane by lane of a group's vector (one vector instruction: no errno).
+template <typename T, typename V>
+inline V lane_sqrt(V v) {
+  if constexpr (std::is_same_v<V, T>) {
+    return std::sqrt(v);
+  } else {
+    T lanes[sizeof(V) / sizeof(T)];
+    std::memcpy(lanes, &v, sizeof v);
+    for (T& lane : lanes) lane = std::sqrt(lane);
+    std::memcpy(&v, lanes, sizeof v);
+    return v;
+  }
+}
+
 // x mod period as jnp.mod computes it: the remainder takes the divisor's sign.
 template <typename T>
 inline T float_mod(T x, T period) {

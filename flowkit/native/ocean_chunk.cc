@@ -129,20 +129,6 @@ inline void linear(const T* row, const T d[2], T out[2]) {
   out[1] = row[4] * d[0] + row[5] * d[1];
 }
 
-// std::sqrt of a number, or lane by lane of a group's vector (one vector instruction: no errno).
-template <typename T, typename V>
-inline V lane_sqrt(V v) {
-  if constexpr (std::is_same_v<V, T>) {
-    return std::sqrt(v);
-  } else {
-    T lanes[sizeof(V) / sizeof(T)];
-    std::memcpy(lanes, &v, sizeof v);
-    for (T& lane : lanes) lane = std::sqrt(lane);
-    std::memcpy(&v, lanes, sizeof v);
-    return v;
-  }
-}
-
 // A convex quadrilateral's coordinates (r, s) of the point d from its node 0, the map from
 // there r e1 + s e3 + r s h (e1, e3: nodes 1 and 3 from node 0; h = e2 - e1 - e3), in closed
 // form, for one point (V = T) or a group's lanes: s is a root of A s^2 + B s + C = 0
