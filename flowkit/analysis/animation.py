@@ -20,8 +20,7 @@ from .._status import Status
 from ..fields.base import AbstractField
 from ..fields.streamed import StreamedField
 from ..trajectory import Trajectory
-from .outline import draw_outline
-from .picture import axes, field_map, figure, land, on_sphere, projection, view_box, when
+from .picture import axes, field_map, figure, land, on_sphere, outline, projection, view_box, when
 
 _log = logging.getLogger("flowkit")
 
@@ -144,8 +143,7 @@ def _speeds(fig, ax, field, times: np.ndarray, box):
     near = lambda t: field.near(t) if isinstance(field, StreamedField) else field  # noqa: E731
     first = near(times[0])
     gx, gy, speed, inside = field_map(first, [times[0]], box)
-    if not draw_outline(ax, first) and inside.any() and not inside.all():
-        ax.contour(gx, gy, inside.astype(float), levels=[0.5], colors="0.35", linewidths=0.7, zorder=2)
+    outline(ax, first, gx, gy, inside)
     if on_sphere(first):
         land(ax, first)
     if speed is None:

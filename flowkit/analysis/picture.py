@@ -139,8 +139,7 @@ def speed_background(
     animation sets its values frame by frame), None where nothing is drawn behind the outline: a
     3-D plane view, or water at rest everywhere."""
     gx, gy, speed, inside = field_map(field, times, box)
-    if not draw_outline(ax, field) and inside.any() and not inside.all():
-        ax.contour(gx, gy, inside.astype(float), levels=[0.5], colors="0.35", linewidths=0.7, zorder=2)
+    outline(ax, field, gx, gy, inside)
     mesh = None
     if speed is not None and bool(np.nanmax(speed, initial=0.0) > 0):
         top = float(np.nanpercentile(speed[inside], 99))
@@ -151,6 +150,12 @@ def speed_background(
     if on_sphere(field):
         land(ax, field)
     return mesh
+
+
+def outline(ax: "Axes", field: Shown, gx: np.ndarray, gy: np.ndarray, inside: np.ndarray) -> None:
+    """The domain's outline: a mesh's own (`draw_outline`), else the edge of `inside` on `field_map`'s grid."""
+    if not draw_outline(ax, field) and inside.any() and not inside.all():
+        ax.contour(gx, gy, inside.astype(float), levels=[0.5], colors="0.35", linewidths=0.7, zorder=2)
 
 
 def speeds_at(field: AbstractField | StreamedField, t: float, points: np.ndarray, chunk: int = 8192) -> np.ndarray:
