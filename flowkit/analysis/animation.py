@@ -3,10 +3,11 @@
 the date or time of each frame, written as an MP4 by the ffmpeg that `imageio-ffmpeg` ships in
 its wheel (no system binary), or as a GIF by Pillow.
 
-The figure is laid out and drawn once without what moves; each frame then restores that picture
-and draws only the speed and the label on it (matplotlib's blitting), and the particles as
-squares of pixels straight into the frame (matplotlib's scatter draws each marker as a path:
-0.1 s a frame for 10⁴ particles), so a frame costs a few milliseconds, not a whole figure."""
+The figure is laid out and drawn by matplotlib once, without what moves; each frame is then
+composed in NumPy from that picture: the speed beneath its lines and land (`_SpeedLayer`), the
+label by Pillow in matplotlib's font, and the particles as squares of pixels (matplotlib's
+scatter draws each marker as a path: 0.1 s a frame for 10⁴ particles; its image and text
+drawing cost 15 ms a frame), so a frame costs a few milliseconds, most of it the encoder's."""
 
 import contextlib
 import logging
@@ -76,8 +77,7 @@ def animate(
     box = view_box(traj, field)
     fig, ax = figure(box, field)
     origin = None if field is None else field.time_origin
-    speeds, image = _speeds(fig, ax, field, times[shown], box)
-    label = ax.text(0.02, 0.97, "", transform=ax.transAxes, va="top", fontsize=9, zorder=6, color="0.1")
+    speeds, extent, top = _speeds(fig, ax, field, times[shown], box)
     present = sorted({int(code) for code in np.unique(status)} - {int(Status.NOT_RELEASED)})
     handles = [
         Line2D([], [], ls="none", marker="o", ms=4, color=colours[c], label=Status(c).name.lower().replace("_", " "))
@@ -87,14 +87,9 @@ def animate(
         ax.legend(handles=handles, loc="upper right", fontsize=7)
     axes(ax, field, box)
     ax.set_title(f"{len(rows)} of {n} particles{projection(xy, field)}", fontsize=9)
-    moving = [artist for artist in (image, label) if artist is not None]
-    for artist in moving:  # the still picture first: laid out and drawn once
-        artist.set_visible(False)
-    fig.canvas.draw()
-    fig.set_layout_engine("none")
-    still = fig.canvas.copy_from_bbox(fig.bbox)
-    for artist in moving:
-        artist.set_visible(True)
+    still, beneath = _stills(fig, ax)
+    label = _Label(fig, ax)
+    layer = None if extent is None else _SpeedLayer(ax, still, beneath, extent, speeds[0].shape, top)
     width, height = fig.canvas.get_width_height()
     size = (width - width % 2, height - height % 2)  # H.264 takes even sides
     pixels = ax.transData.transform(xy.reshape(-1, 2)).reshape(xy.shape)
@@ -104,13 +99,10 @@ def animate(
     try:
         with _frames(path, size, fps) as write:
             for k in tqdm(range(len(shown)), desc="animation", unit="frame", disable=not progress):
-                fig.canvas.restore_region(still)
-                if image is not None:
-                    image.set_data(np.ma.masked_invalid(speeds[k]))
-                label.set_text(when(origin, times[shown[k]]))
-                for artist in moving:
-                    ax.draw_artist(artist)
-                frame = np.array(fig.canvas.buffer_rgba())
+                frame = still.copy()
+                if layer is not None:
+                    layer.draw(frame, speeds[k])
+                label.draw(frame, when(origin, times[shown[k]]))
                 shown_dots = colours[status[k], 3] > 0
                 _dots(frame, pixels[k][shown_dots], rgba[status[k][shown_dots]], inside)
                 write(frame if frame.shape[:2] == size[::-1] else np.ascontiguousarray(frame[: size[1], : size[0]]))
@@ -133,34 +125,124 @@ def _dots(frame: np.ndarray, pixels: np.ndarray, rgba: np.ndarray, box: np.ndarr
 
 
 def _speeds(fig, ax, field, times: np.ndarray, box):
-    """The field's speed on `field_map`'s grid at each of `times` and the image that shows it
-    (grey, its colour bar's limits the 99th percentile over all frames), with the domain's
-    outline and, on a sphere, the land beneath it (land has no speed: nothing hides it);
-    `([], None)` without a field or where the picture shows no speed (a 3-D plane view, water
-    at rest)."""
+    """The field's speed on `field_map`'s grid at each of `times`, the grid's extent and the
+    speed at the top of the grey scale (the 99th percentile over all frames, with its colour
+    bar), with the domain's outline and, on a sphere, the land; `([], None, 0.0)` without a
+    field or where the picture shows no speed (a 3-D plane view, water at rest)."""
     if field is None:
-        return [], None
+        return [], None, 0.0
     near = lambda t: field.near(t) if isinstance(field, StreamedField) else field  # noqa: E731
     first = near(times[0])
-    gx, gy, speed, inside = field_map(first, [times[0]], box)
+    gx, gy, speeds, inside = field_map(field, times, box, per_time=True)
     outline(ax, first, gx, gy, inside)
     if on_sphere(first):
         land(ax, first)
-    if speed is None:
-        return [], None
-    speeds = [speed] + [field_map(near(t), [t], box, chunk=gx.size)[2] for t in times[1:]]  # one call a frame
-    finite = np.concatenate([s[np.isfinite(s)] for s in speeds])
+    if speeds is None:
+        return [], None, 0.0
+    finite = speeds[np.isfinite(speeds)]
     top = float(np.percentile(finite, 99)) if finite.size else 0.0
     if not top > 0:
-        return [], None
-    extent = (gx[0, 0], gx[0, -1], gy[0, 0], gy[-1, 0])
-    image = ax.imshow(
-        np.ma.masked_invalid(speed), extent=extent, origin="lower", cmap="Greys", alpha=0.5, vmin=0, vmax=top, zorder=1
-    )
-    image.set_interpolation("nearest")
+        return [], None, 0.0
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import ListedColormap, Normalize
+
     units = " (m/s)" if on_sphere(first) else ""
-    fig.colorbar(image, ax=ax, label=f"speed{units}", shrink=0.7, extend="max", pad=0.01)
-    return speeds, image
+    scale = ScalarMappable(Normalize(0.0, top), ListedColormap(_SpeedLayer.greys() / 255.0))
+    fig.colorbar(scale, ax=ax, label=f"speed{units}", shrink=0.7, extend="max", pad=0.01)
+    return speeds, (gx[0, 0], gx[0, -1], gy[0, 0], gy[-1, 0]), top
+
+
+def _stills(fig, ax) -> tuple[np.ndarray, np.ndarray]:
+    """The figure laid out and drawn once, without what moves: as shown (the axes white) and
+    with the axes black, from which two the speed beneath the lines and the land is composed."""
+    ax.set_facecolor("white")
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    still = np.array(fig.canvas.buffer_rgba())
+    ax.set_facecolor("black")
+    fig.canvas.draw()
+    beneath = np.array(fig.canvas.buffer_rgba())
+    ax.set_facecolor("white")
+    return still, beneath
+
+
+class _Label:
+    """Each frame's date or time at the axes' top left, in matplotlib's font at 9 points, drawn
+    into the frame by Pillow (matplotlib lays out and renders a text anew on every draw: 3 ms,
+    a tenth of a frame)."""
+
+    def __init__(self, fig, ax):
+        from matplotlib import font_manager
+        from PIL import ImageFont
+
+        self.font = ImageFont.truetype(font_manager.findfont(font_manager.FontProperties()), round(9 * fig.dpi / 72))
+        x0, _, x1, y1 = ax.bbox.extents
+        height = fig.canvas.get_width_height()[1]
+        self.corner = (int(x0 + 0.02 * (x1 - x0)), int(height - y1 + 0.03 * (ax.bbox.height)))
+
+    def draw(self, frame: np.ndarray, text: str) -> None:
+        from PIL import Image, ImageDraw
+
+        left, top, right, bottom = self.font.getbbox(text)
+        x, y = self.corner
+        region = frame[y : y + bottom + 2, x : x + right + 2]
+        image = Image.fromarray(region)
+        ImageDraw.Draw(image).text((0, 0), text, font=self.font, fill=(26, 26, 26, 255))
+        region[...] = np.asarray(image)
+
+
+class _SpeedLayer:
+    """The speed in grey (matplotlib's `Greys` at half opacity on white) put beneath everything
+    the axes show, composed in NumPy on the frame: with the picture drawn on white (`still`) and
+    on black (`beneath`), a pixel over a background `p` is `beneath + (still - beneath) · p / 255`
+    (what lies above has drawn `beneath`, and lets `(still - beneath) / 255` of the background
+    through): most pixels have nothing above and are `p`, those hidden whole (land) keep the
+    still. Each pixel of the axes takes the speed
+    of the grid cell its centre lies in, as `imshow(..., interpolation="nearest")` over the
+    grid's extent would; no speed (land, outside) leaves it white."""
+
+    def __init__(self, ax, still: np.ndarray, beneath: np.ndarray, extent, shape: tuple[int, int], top: float):
+        height = still.shape[0]
+        x0, y0, x1, y1 = ax.bbox.extents
+        columns = np.arange(int(np.ceil(x0)), int(np.floor(x1)))
+        rows = np.arange(int(np.ceil(height - y1)), int(np.floor(height - y0)))  # from the top
+        to_data = ax.transData.inverted()
+        x = to_data.transform(np.stack([columns + 0.5, np.full(columns.shape, y0)], axis=1))[:, 0]
+        y = to_data.transform(np.stack([np.full(rows.shape, x0), height - rows - 0.5], axis=1))[:, 1]
+        ny, nx = shape
+        i = np.floor((x - extent[0]) / (extent[1] - extent[0]) * nx).astype(np.int64)
+        j = np.floor((y - extent[2]) / (extent[3] - extent[2]) * ny).astype(np.int64)
+        outside = ((j < 0) | (j >= ny))[:, None] | ((i < 0) | (i >= nx))[None, :]
+        cell = np.where(outside, ny * nx, j[:, None] * nx + i[None, :]).ravel()  # past the last cell: no speed
+        width = still.shape[1]
+        at = (rows[:, None] * width + columns[None, :]).ravel()  # the pixels of the axes, flat
+        white = np.all(still.reshape(-1, 4)[at, :3] == 255, axis=1)
+        black = np.all(beneath.reshape(-1, 4)[at, :3] == 0, axis=1)
+        through = np.clip(still.reshape(-1, 4)[at, :3].astype(np.int32) - beneath.reshape(-1, 4)[at, :3], 0, 255)
+        partly = ~(white & black) & np.any(through > 0, axis=1)  # lines and text, not what hides all
+        self.bare_at, self.bare_cell = at[white & black], cell[white & black].astype(np.int32)
+        self.partly_at, self.partly_cell = at[partly], cell[partly].astype(np.int32)
+        self.beneath = beneath.reshape(-1, 4)[self.partly_at, :3].astype(np.uint16)
+        self.through = through[partly].astype(np.uint16)
+        rgb = np.concatenate([self.greys(), [[255, 255, 255]]]).astype(np.uint8)
+        self.colours = np.concatenate([rgb, np.full((len(rgb), 1), 255, np.uint8)], axis=1).view(np.uint32)[:, 0]
+        self.top = top
+
+    @staticmethod
+    def greys() -> np.ndarray:
+        """`Greys`' 256 colours at half opacity over white, as 0–255 RGB."""
+        from matplotlib import colormaps
+
+        return np.round(255 * (0.5 + 0.5 * colormaps["Greys"](np.linspace(0, 1, 256))[:, :3]))
+
+    def draw(self, frame: np.ndarray, speed: np.ndarray) -> None:
+        """The frame of `speed` (on the grid) composed into the RGBA `frame` (contiguous)."""
+        level = np.clip(np.nan_to_num(speed / self.top * 255.0 + 0.5, nan=256.0), 0, 256).astype(np.int32)
+        colour = np.append(self.colours[level.ravel()], self.colours[256])
+        pixels = frame.view(np.uint32).reshape(-1)
+        pixels[self.bare_at] = colour[self.bare_cell]
+        below = colour[self.partly_cell].view(np.uint8).reshape(-1, 4)[:, :3].astype(np.uint16)
+        frame.reshape(-1, 4)[self.partly_at, :3] = self.beneath + (self.through * below + 127) // 255
 
 
 def _checked(path: Path) -> Path:
@@ -198,6 +280,7 @@ class _frames:
             pix_fmt_in="rgba",
             pix_fmt_out="yuv420p",
             macro_block_size=2,
+            output_params=["-preset", "veryfast"],  # the medium preset encodes slower than frames come
         )
         with _no_preexec():
             self.encoder.send(None)  # starts ffmpeg

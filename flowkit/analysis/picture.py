@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import equinox as eqx
+import jax
 import numpy as np
 
 from .._custom_types import PathLike, TimesLike
@@ -101,12 +102,12 @@ def projection(positions: np.ndarray, field: Shown | None) -> str:
 
 
 def field_map(
-    field: Shown, times: TimesLike, box: Box, chunk: int = 8192
+    field: Shown, times: TimesLike, box: Box, per_time: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-    """`(gx, gy, speed, inside)` on the `GRID` over `box`: the mean speed over `times` (m/s on a
-    sphere, at the top level of a 3-D map; None for a 3-D field not on a sphere, which a plane
-    view cannot show) and where the field's domain lies (at any depth, for 3-D); evaluated
-    `chunk` points a call (`speeds_at`)."""
+    """`(gx, gy, speed, inside)` on the `GRID` over `box`: the mean speed over `times` (with
+    `per_time`, the speed at each of them, `(len(times), ny, nx)`; m/s on a sphere, at the top
+    level of a 3-D map; None for a 3-D field not on a sphere, which a plane view cannot show) and
+    where the field's domain lies (at any depth, for 3-D; at the first time)."""
     lo, hi = box
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], GRID[0]), np.linspace(lo[1], hi[1], GRID[1]), indexing="xy")
     flat = [gx.ravel(), gy.ravel()]
@@ -116,18 +117,16 @@ def field_map(
     if field.dim == 3 and not on_sphere(field):  # the outline of the domain at five depths
         levels = f_lo[2] + (np.arange(5) + 0.5) / 5 * (f_hi[2] - f_lo[2])
         points = np.concatenate([np.stack(flat + [np.full(gx.size, z)], axis=-1) for z in levels])
-        u = speeds_at(field, float(times[0]), points)
+        u = speeds_at(field, [float(times[0])], points)[0]
         inside = np.isfinite(u[:, 0]).reshape(len(levels), -1).any(axis=0).reshape(gx.shape)
         return gx, gy, None, inside
     points = np.stack(flat + ([np.full(gx.size, f_lo[2])] if field.dim == 3 else []), axis=-1)
-    speeds = []
-    for t in times:
-        u = speeds_at(field, float(t), points, chunk)[:, :2]
-        if on_sphere(field):  # degrees per second back to m/s
-            u = metres_per_second(u, gy.ravel())
-        speeds.append(np.linalg.norm(u, axis=-1))
-    speed = np.mean(speeds, axis=0).reshape(gx.shape)
-    return gx, gy, speed, np.isfinite(speed)
+    u = speeds_at(field, np.asarray(times, np.float64), points)[..., :2]
+    if on_sphere(field):  # degrees per second back to m/s
+        u = metres_per_second(u, gy.ravel())
+    speeds = np.linalg.norm(u, axis=-1).reshape(len(u), *gx.shape)
+    speed = speeds if per_time else np.mean(speeds, axis=0)
+    return gx, gy, speed, np.isfinite(speeds[0])
 
 
 def speed_background(
@@ -158,27 +157,39 @@ def outline(ax: "Axes", field: Shown, gx: np.ndarray, gy: np.ndarray, inside: np
         ax.contour(gx, gy, inside.astype(float), levels=[0.5], colors="0.35", linewidths=0.7, zorder=2)
 
 
-def speeds_at(field: AbstractField | StreamedField, t: float, points: np.ndarray, chunk: int = 8192) -> np.ndarray:
-    """The field's velocity `(n, dim)` at `points` at time `t`, NaN outside its domain: located
-    once and evaluated in batches of `chunk` (one compiled shape), as a run evaluates its
-    particles."""
+TIMES = 16
+"""Times a compiled call of `speeds_at` evaluates together."""
+
+
+def speeds_at(
+    field: AbstractField | StreamedField, times: TimesLike, points: np.ndarray, chunk: int = 8192
+) -> np.ndarray:
+    """The field's velocity `(len(times), n, dim)` at `points` at each of `times`, NaN outside its
+    domain: located once per batch of `chunk` points and evaluated at `TIMES` times a call (one
+    compiled shape; a streamed field one time a call, near it), as a run evaluates its particles."""
     import jax.numpy as jnp
 
-    field = field.near(t) if isinstance(field, StreamedField) else field
-    dtype = field.bounds[0].dtype
-    out = np.full((len(points), field.dim), np.nan)
-    for start in range(0, len(points), chunk):
-        rows = np.asarray(points[start : start + chunk], np.float64)
-        padded = np.concatenate([rows, np.repeat(rows[-1:], chunk - len(rows), axis=0)])
-        u, inside = _located_velocity(field, jnp.asarray(t, dtype), jnp.asarray(padded, dtype))
-        out[start : start + len(rows)] = np.where(np.asarray(inside)[:, None], np.asarray(u), np.nan)[: len(rows)]
+    times = np.atleast_1d(np.asarray(times, np.float64))
+    out = np.full((len(times), len(points), field.dim), np.nan)
+    together = 1 if isinstance(field, StreamedField) else TIMES
+    for first in range(0, len(times), together):
+        at = times[first : first + together]
+        shown = field.near(float(at[0])) if isinstance(field, StreamedField) else field
+        dtype = shown.bounds[0].dtype
+        ts = jnp.asarray(np.concatenate([at, np.repeat(at[-1:], together - len(at))]), dtype)
+        for start in range(0, len(points), chunk):
+            rows = np.asarray(points[start : start + chunk], np.float64)
+            padded = np.concatenate([rows, np.repeat(rows[-1:], chunk - len(rows), axis=0)])
+            u, inside = _located_velocities(shown, ts, jnp.asarray(padded, dtype))
+            u = np.where(np.asarray(inside)[None, :, None], np.asarray(u), np.nan)
+            out[first : first + len(at), start : start + len(rows)] = u[: len(at), : len(rows)]
     return out
 
 
 @eqx.filter_jit
-def _located_velocity(field: AbstractField, t, x):
+def _located_velocities(field: AbstractField, ts, x):
     hint, inside = field.locate_batch(x, None)
-    u, _ = field.velocity_batch(t, x, None, hint)
+    u = jax.vmap(lambda t: field.velocity_batch(t, x, None, hint)[0])(ts)
     return u, inside
 
 
