@@ -459,17 +459,17 @@ def test_full_error_shows_the_traceback(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_readmes_ocean_commands_run_as_printed(tmp_path):
-    """Every `field=netcdf` command of the README that needs no file of the user's, word for
-    word (the embedded sample's nine days cover its t1)."""
+def test_the_app_guides_ocean_commands_run_as_printed(tmp_path):
+    """Every `field=netcdf` command of the app's guide (`docs/guides/app.md`) that needs no file
+    of the user's, word for word (the embedded sample's nine days cover its t1)."""
     import shlex
 
     lines = [
         line
-        for line in (ROOT / "README.md").read_text().splitlines()
+        for line in (ROOT / "docs" / "guides" / "app.md").read_text().splitlines()
         if line.startswith("python apps/track.py field=netcdf") and "field.path" not in line
     ]
-    assert lines, "the README lost its ocean command"
+    assert lines, "the app's guide lost its ocean command"
     for k, line in enumerate(lines):
         run_dir = tmp_path / str(k)
         _run([*shlex.split(line)[2:], f"hydra.run.dir={run_dir}", "progress=false"], cwd=tmp_path)

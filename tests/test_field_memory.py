@@ -1,4 +1,4 @@
-"""`jax.vmap(field)`, the README's one-point field API over many points, in memory bounded by
+"""`jax.vmap(field)`, the one-point field API of the tracking guide over many points, in memory bounded by
 the points: no table of the field is copied per point (a `lax.cond` under `vmap` selects over
 every array it closes over; a per-point time slices the whole table), whatever the field."""
 

@@ -224,3 +224,18 @@ def test_periodic_true_on_an_axis_whose_end_node_repeats_the_first_names_the_per
     distinct = np.linspace(0.0, 360.0, 36, endpoint=False)
     assert fk.GridField.from_arrays(noise[:36], [distinct, lat], periodic=(True, False)).shape == (36, 3)
     assert fk.GridField.from_arrays(noise, [lon, lat], periodic=(360.0, False)).shape == (36, 3)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: fk.GridField(np.zeros((4, 5, 2)), [np.arange(4.0), np.arange(5.0)]),
+        lambda: fk.GridField(np.zeros((4, 5, 2)), [np.arange(4.0), np.arange(5.0)], dtype="float32"),
+        lambda: fk.MeshField(np.zeros((4, 3)), np.zeros((1, 4), int), np.zeros((4, 3))),
+        lambda: fk.fields.LayeredField(np.zeros((4, 2))),
+        lambda: fk.fields.CurvilinearField(np.zeros((4, 5, 2)), [np.arange(4.0), np.arange(5.0)]),
+    ],
+)
+def test_an_old_constructor_call_is_refused_naming_from_arrays(make):
+    with pytest.raises(TypeError, match=r"is made from data by \w+Field\.from_arrays"):
+        make()

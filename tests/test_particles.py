@@ -216,7 +216,8 @@ def test_combined_records_age_distance_time_in_a_box_and_a_sampled_maximum():
 
 
 def test_a_user_written_model_windage():
-    """The README's example: a floating object drifts with the current plus 3 % of the wind."""
+    """The particle guide's example (docs/guides/particles.md): a floating object drifts with the
+    current plus 3 % of the wind."""
 
     class Windage(P.AbstractParticles):
         coefficient: float

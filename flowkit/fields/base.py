@@ -1,6 +1,8 @@
 """The field contract: velocity at one time and one position."""
 
 import abc
+import functools
+import inspect
 from types import ModuleType
 
 import equinox as eqx
@@ -301,3 +303,29 @@ def as_bounds(
     if not np.all(hi > lo):
         raise ValueError(f"{name}: every hi must exceed its lo, got lo={lo.tolist()} hi={hi.tolist()}")
     return jnp.asarray(lo), jnp.asarray(hi)
+
+
+def built_by(constructor: str):
+    """A class decorator for fields whose dataclass constructor takes their stored arrays: a call
+    that does not fit it (the old call forms, `GridField(data, axes, dtype=...)`) is refused in
+    one line naming `constructor`, the way such a field is made from data."""
+
+    def decorate(cls):
+        init = cls.__init__
+        signature = inspect.signature(init)
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            try:
+                signature.bind(self, *args, **kwargs)
+            except TypeError as error:
+                raise TypeError(
+                    f"{cls.__name__}(...) takes the arrays it stores; a {cls.__name__} is made from data by "
+                    f"{cls.__name__}.{constructor}(...) ({error})"
+                ) from None
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__
+        return cls
+
+    return decorate

@@ -12,7 +12,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
-from .base import TIME_INVARIANT, Hints
+from .base import TIME_INVARIANT, Hints, built_by
 from .forcing import Forcings
 from .grid import degrees_per_second
 from .located import AbstractMeshField
@@ -21,6 +21,7 @@ from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
+@built_by("from_arrays")
 class CurvilinearField(AbstractMeshField):
     """Velocity in m/s on a logically rectangular grid whose nodes have 2-D longitudes and
     latitudes, `lon[i, j]`, `lat[i, j]` (degrees), optionally over depth levels (metres,

@@ -32,6 +32,7 @@ from .base import (
     TIME_INVARIANT,
     AbstractField,
     Hints,
+    built_by,
     one_position,
     plain_locate_batch,
     plain_velocity_batch,
@@ -73,6 +74,7 @@ def metres_per_second(u, lat) -> np.ndarray:
     return metres
 
 
+@built_by("from_arrays")
 class GridField(AbstractField):
     """Velocity sampled on a 2-D or 3-D structured grid, multilinear in space, linear in time.
 

@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Float, Int32
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import cells as _cells, forcing
-from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, node_rows, one_position, time_slices
+from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, built_by, node_rows, one_position, time_slices
 from .curvilinear import quad_cells
 from .forcing import Forcings
 from .grid import degrees_per_second
@@ -24,6 +24,7 @@ from .mesh import MeshField
 from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
+@built_by("from_arrays")
 class LayeredField(AbstractField):
     """A 3-D velocity on terrain-following levels over a 2-D mesh of quadrilaterals (a model's
     curvilinear grid) or triangles (an unstructured model's mesh).

@@ -14,7 +14,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Args, ArrayInput, Bounds, PointsLike, Position, Positions, TimeLike, TimesLike, Velocity
 from . import cells as _cells, forcing, mesh_faces as _faces
-from .base import SKIP, TIME_INVARIANT, Hints, node_rows, one_position, slice_rows, time_slices, time_weights
+from .base import SKIP, TIME_INVARIANT, Hints, built_by, node_rows, one_position, slice_rows, time_slices, time_weights
 from .located import AbstractMeshField
 from .locator import MeshTopology, device_tables, in_precision, mesh_topology
 from .lookup import IndexLookup
@@ -23,6 +23,7 @@ from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 from .slices import as_series, sample_series, sampled
 
 
+@built_by("from_arrays")
 class MeshField(AbstractMeshField):
     """Point data on a mesh of linear cells (tetrahedra, hexahedra, wedges, pyramids, voxels;
     triangles, quads, pixels in 2-D), steady or a time series on a fixed mesh.
