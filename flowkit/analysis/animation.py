@@ -86,7 +86,7 @@ def animate(
     if handles:
         ax.legend(handles=handles, loc="upper right", fontsize=7)
     axes(ax, field, box)
-    ax.set_title(f"{len(rows)} of {n} particles{projection(xy, field)}", fontsize=9)
+    fig.suptitle(f"{len(rows)} of {n} particles{projection(xy, field)}", fontsize=9)  # an axes title of an aspect-held map can leave the figure
     still, beneath = _stills(fig, ax)
     label = _Label(fig, ax)
     layer = None if extent is None else _SpeedLayer(ax, still, beneath, extent, speeds[0].shape, top)
@@ -160,7 +160,7 @@ def _stills(fig, ax) -> tuple[np.ndarray, np.ndarray]:
     fig.set_layout_engine("none")
     still = np.array(fig.canvas.buffer_rgba())
     ax.set_facecolor("black")
-    fig.canvas.draw()
+    ax.draw(fig.canvas.get_renderer())  # the axes again, over black (what lies outside them is not used)
     beneath = np.array(fig.canvas.buffer_rgba())
     ax.set_facecolor("white")
     return still, beneath
