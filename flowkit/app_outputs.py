@@ -137,15 +137,19 @@ def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) ->
     }
     if animated(cfg, traj):
         pictures["animation.mp4"] = lambda: animate(traj, out / "animation.mp4", field=stream or field, progress=False)
-    drawn = []
+    drawn, took = [], []
     for name, draw in pictures.items():
         try:
+            start = time.perf_counter()
             made = draw()
             drawn.append(made.name if isinstance(made, Path) else name)  # an animation may come out as a GIF
+            took.append(f"{drawn[-1]} {time.perf_counter() - start:.1f} s")
         except Exception as err:  # noqa: BLE001 -- every picture's failure is one line, the run goes on
             _log.warning(
                 "%s not drawn (%s: %s); the trajectories and summary are written", name, type(err).__name__, err
             )
+    if took:
+        _log.info("pictures: %s", ", ".join(took))
     return drawn
 
 
