@@ -239,3 +239,19 @@ def test_periodic_true_on_an_axis_whose_end_node_repeats_the_first_names_the_per
 def test_an_old_constructor_call_is_refused_naming_from_arrays(make):
     with pytest.raises(TypeError, match=r"is made from data by \w+Field\.from_arrays"):
         make()
+
+
+def test_each_field_names_the_kernel_that_evaluates_it():
+    from flowkit.tracker.kernels import KERNELS
+
+    named = {
+        fk.GridField: "grid",
+        fk.MeshField: "mesh",
+        fk.fields.LayeredField: "ocean",
+        fk.fields.CurvilinearField: None,
+        fk.fields.DoubleGyre: None,
+        fk.fields.Uniform: None,
+    }
+    for cls, kernel in named.items():
+        assert cls.kernel == kernel
+        assert kernel is None or kernel in KERNELS

@@ -86,7 +86,8 @@ def animate(
     if handles:
         ax.legend(handles=handles, loc="upper right", fontsize=7)
     axes(ax, field, box)
-    fig.suptitle(f"{len(rows)} of {n} particles{projection(xy, field)}", fontsize=9)  # an axes title of an aspect-held map can leave the figure
+    # the figure's title: an axes title over a map held to its aspect can end above the figure
+    fig.suptitle(f"{len(rows)} of {n} particles{projection(xy, field)}", fontsize=9)
     still, beneath = _stills(fig, ax)
     label = _Label(fig, ax)
     layer = None if extent is None else _SpeedLayer(ax, still, beneath, extent, speeds[0].shape, top)

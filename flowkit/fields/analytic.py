@@ -33,6 +33,7 @@ class AbstractAnalyticField(AbstractField):
     times: ClassVar[None] = None
     forcings: ClassVar[None] = None
     shared_location: ClassVar[bool] = False
+    kernel: ClassVar[str | None] = None
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT
 
     def in_domain(self, x: Position) -> Bool[Array, ""]:

@@ -111,6 +111,10 @@ class AbstractField(eqx.Module):
     (one location in the compiled step, not two) and hand the tracker its hints: for fields
     whose `locate_batch` is a costly search (a mesh's walk) and whose `settle_batch` leaves
     points where their hints locate them (a layered field's settling moves depths only)."""
+    kernel: eqx.AbstractClassVar[str | None]
+    """The CPU kernel whose compiled steps evaluate this kind of field (a name of
+    `flowkit.tracker.kernels.KERNELS`: `"mesh"`, `"ocean"`, `"grid"`), or None: runs on it take
+    the JAX step. The kernel still refuses, in the run's log, what of a run it does not step."""
     time_invariant: eqx.AbstractClassVar[frozenset[str]]
     """The members that do not change in time (geometry, location, land, cell sizes): what a
     `flowkit.io.StreamedField` of this field answers from its template (`TIME_INVARIANT` and

@@ -61,6 +61,7 @@ class CurvilinearField(AbstractMeshField):
     """The file's variables the velocity was read from (`"uo,vo"`), for the run's record."""
     spherical: ClassVar[bool] = True
     shared_location: ClassVar[bool] = False
+    kernel: ClassVar[str | None] = None  # the mesh kernel takes MeshField's own tables only
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"land"}
 
     @classmethod

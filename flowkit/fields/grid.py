@@ -149,6 +149,7 @@ class GridField(AbstractField):
     time_range: tuple[float, float] = eqx.field(static=True)
     land: Float[Array, "..."] | None
     shared_location: ClassVar[bool] = False
+    kernel: ClassVar[str | None] = "grid"
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {
         "components",
         "shape",

@@ -90,6 +90,7 @@ class LayeredField(AbstractField):
     dim: int = eqx.field(static=True)
     components: int = eqx.field(static=True)
     shared_location: ClassVar[bool] = True  # the surface's walk; settling moves depths only
+    kernel: ClassVar[str | None] = "ocean"
     time_invariant: ClassVar[frozenset[str]] = TIME_INVARIANT | {"components", "land"}
     periodic: tuple[bool, ...] = eqx.field(static=True)
     forcings: Forcings | None

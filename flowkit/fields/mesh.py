@@ -85,6 +85,7 @@ class MeshField(AbstractMeshField):
         | {"n_cells", "kinds", "face_planes", "boundary_faces", "velocity_array"}
     )
     shared_location: ClassVar[bool] = True
+    kernel: ClassVar[str | None] = "mesh"
     spherical: ClassVar[bool] = False  # a mesh in plain coordinates (an ocean grid's is `CurvilinearField`)
     time_origin: ClassVar[None] = None
     bin_shape: tuple[int, ...] = eqx.field(static=True)

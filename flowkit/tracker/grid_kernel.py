@@ -201,7 +201,6 @@ GRID = seam.Kernel(
     results=GridResults,
     attrs=GridAttrs,
     kinds={},
-    field=GridField,
     refusals=refusals,
     steps=kernel_steps,
     capacity={"tableau_rows": 16},

@@ -40,11 +40,12 @@ def declined(pieces: RunPieces, dtype: DTypeLike, platform: str) -> str | None:
 
 
 def _of_field(pieces: RunPieces, dtype: DTypeLike, platform: str) -> Kernel | None:
-    """The kernel that steps the run's kind of field, where kernels may take a run on `platform`
-    with positions of `dtype`; None for other fields, platforms and precisions, or no build."""
+    """The kernel the run's field names (`AbstractField.kernel`), where kernels may take a run on
+    `platform` with positions of `dtype`; None for fields no kernel evaluates, other platforms
+    and precisions, or no build."""
     if platform != "cpu" or jnp.dtype(dtype).name not in native.PRECISIONS or not native.built():
         return None
-    return next((k for k in KERNELS.values() if type(pieces.field) is k.field), None)
+    return KERNELS.get(pieces.field.kernel) if pieces.field.kernel is not None else None
 
 
 def described(name: str) -> str:

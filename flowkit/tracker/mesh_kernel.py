@@ -393,7 +393,6 @@ MESH = seam.Kernel(
     results=KernelResults,
     attrs=KernelAttrs,
     kinds={kind.name: kind.nodes for kind in cells.KINDS.values() if kind.dim == 3},
-    field=MeshField,
     refusals=refusals,
     steps=kernel_steps,
     located=kernel_located,

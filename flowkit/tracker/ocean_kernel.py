@@ -286,7 +286,6 @@ OCEAN = seam.Kernel(
     results=OceanResults,
     attrs=OceanAttrs,
     kinds={name: cells.KINDS[name].nodes for name in ("triangle", "quad")},
-    field=LayeredField,
     refusals=refusals,
     steps=kernel_steps,
     located=kernel_located,

@@ -50,9 +50,6 @@ class Kernel:
     """Its attributes, a `NamedTuple` of `int` and `float`."""
     kinds: dict[str, int]
     """The cell kinds it steps -> their node counts."""
-    field: type
-    """The field it steps (`LayeredField`, `MeshField`, `GridField`): `tracker.kernels` offers it runs on such
-    a field alone."""
     refusals: Callable
     """`(pieces, dtype) -> list[str]`: what in a run on its `field` it does not step, each in a
     phrase; none when it takes the run's steps (the platform and the build checked apart)."""
