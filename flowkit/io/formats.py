@@ -15,6 +15,7 @@ from .._custom_types import Files
 from .._paths import refuse_special
 from . import solvers
 from .ocean.mitgcm import is_run_directory
+from .xarray import dataset_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +26,8 @@ class Format:
     - `given_as`: how a user names it (for the documentation and for errors).
     - `suffixes`: the lower-case endings of its file names (a compound one such as `.cas.h5`
       whole).
-    - `read`: `read(path, velocity, **options) -> field`, taking of `fk.io.read`'s common
-      options those in `options`.
+    - `reader`: the name of its reader in `flowkit.io.read.READERS` (`read(path, velocity,
+      **options) -> field`), which takes of `fk.io.read`'s common options those in `options`.
     - `make_reader`: a solver's format: the configured `vtk` reader of a path (before its
       information pass); None for the formats that are not read case by case.
     - `after_information`: what to set on that reader once it knows its arrays and zones.
@@ -36,7 +37,7 @@ class Format:
     name: str
     given_as: str
     suffixes: tuple[str, ...]
-    read: Callable[..., Any]
+    reader: str
     options: frozenset[str]
     make_reader: Callable[[Path], Any] | None = None
     after_information: Callable[[Any, Path], None] | None = None
@@ -47,34 +48,6 @@ class Format:
     ) -> solvers.SolverCase:
         """The solver's case at `path`, opened with this format's reader."""
         return self.case(path, self, velocity, skip_zero_time=skip_zero_time, steady=steady)
-
-
-def _read_vtk(path, velocity=None, **options):
-    from .vtk_read import read_series
-
-    return read_series(path, velocity, **options)
-
-
-def _read_cf(path, velocity=None, *, periodic=False, **options):
-    from .xarray import read_cf
-
-    return read_cf(path, velocity, periodic=None if periodic is False else periodic, **options)
-
-
-def _read_selafin(path, velocity=None, **options):
-    from .ocean.telemac import opened
-    from .xarray import from_xarray
-
-    names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
-    return from_xarray([opened(Path(path))], **names, **options)
-
-
-def _read_mitgcm(path, velocity=None, *, delta_t: float | None = None, **options):
-    from .ocean.mitgcm import open_mds
-    from .xarray import from_xarray
-
-    names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
-    return from_xarray([open_mds(path, delta_t)], **names, **options)
 
 
 _VTK_OPTIONS = frozenset(
@@ -92,22 +65,22 @@ _VTK_OPTIONS = frozenset(
         "steady",
     }
 )
-_SOLVER = dict(read=_read_vtk, options=_VTK_OPTIONS)
+_SOLVER = dict(reader="vtk", options=_VTK_OPTIONS)
 
 FORMATS: tuple[Format, ...] = (
     Format(
         "NetCDF/zarr",
         "`.nc`, `.nc4`, `.cdf`, `.netcdf`, `.zarr`: a file, a glob or a list along time",
         (".nc", ".nc4", ".cdf", ".netcdf", ".zarr"),
-        _read_cf,
+        "cf",
         frozenset({"sample", "dtype", "interpolation", "periodic", "stream", "max_device_bytes"}),
     ),
-    Format("TELEMAC Selafin", "`.slf`, `.selafin`", (".slf", ".selafin"), _read_selafin, frozenset({"dtype"})),
+    Format("TELEMAC Selafin", "`.slf`, `.selafin`", (".slf", ".selafin"), "selafin", frozenset({"dtype"})),
     Format(
         "MITgcm MDS",
         "a run directory of MDS output (`XC.meta`, `U.0000000010.data`, ...; `flowkit.io.ocean.mitgcm`)",
         (),
-        _read_mitgcm,
+        "mitgcm",
         frozenset({"dtype"}),
     ),
     Format(
@@ -116,7 +89,7 @@ FORMATS: tuple[Format, ...] = (
         "legacy `.vtk`, a `.pvd` collection, ParaView's JSON series (`.vtu.series`, `.vtm.series`, ...)",
         (".vti", ".vtr", ".vts", ".vtu", ".vtp", ".pvti", ".pvtr", ".pvts", ".pvtu", ".vtm", ".vtmb", ".vtk", ".pvd")
         + (".series",),
-        _read_vtk,
+        "vtk",
         _VTK_OPTIONS,
     ),
     Format(
@@ -201,8 +174,6 @@ def format_of(path: Files) -> Format:
             return OPENFOAM
         if is_run_directory(first):
             return MITGCM
-        from .xarray import dataset_files
-
         if dataset_files(first):  # a model's output folder (NEMO's grid files, SCHISM's outputs)
             return NETCDF
         raise ValueError(
@@ -233,9 +204,3 @@ def _is_netcdf(path: Path) -> bool:
     with open(matches[0], "rb") as file:
         head = file.read(8)
     return head[:3] == b"CDF" or head == b"\x89HDF\r\n\x1a\n"
-
-
-def solver_format(path: Path) -> Format | None:
-    """The solver format of one existing file or case (read case by case), or None."""
-    fmt = format_of(path)
-    return fmt if fmt.make_reader is not None else None

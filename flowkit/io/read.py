@@ -1,7 +1,9 @@
 """`fk.io.read`: one call for every format flowkit reads, dispatched by `formats.FORMATS`."""
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from jax.typing import DTypeLike
 
@@ -10,6 +12,10 @@ from ..fields import forcing
 from ..fields.streamed import StreamedField
 from .checks import is_default
 from .formats import format_of
+from .ocean.mitgcm import open_mds
+from .ocean.telemac import opened
+from .vtk_read import read_series
+from .xarray import from_xarray, read_cf
 
 
 def read(
@@ -109,7 +115,9 @@ def read(
         raise ValueError(
             f"{path}: {', '.join(refused)} do(es) not apply to {fmt.name} files; they take {sorted(fmt.options)}"
         )
-    field = fmt.read(path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options)
+    field = READERS[fmt.reader](
+        path, velocity, **{name: value for name, value in given.items() if name in fmt.options}, **options
+    )
     return field if not samples else _with_forcings(field, samples, f"{path}: samples")
 
 
@@ -136,3 +144,26 @@ _COMMON = {
 
 read_vtk = read
 """The same as `read` (its first name, when it read VTK's own formats only)."""
+
+
+def _read_cf(path, velocity=None, *, periodic=False, **options):
+    return read_cf(path, velocity, periodic=None if periodic is False else periodic, **options)
+
+
+def _read_selafin(path, velocity=None, **options):
+    names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
+    return from_xarray([opened(Path(path))], **names, **options)
+
+
+def _read_mitgcm(path, velocity=None, *, delta_t: float | None = None, **options):
+    names = dict(zip("uvw", velocity.split(","))) if isinstance(velocity, str) else {}
+    return from_xarray([open_mds(path, delta_t)], **names, **options)
+
+
+READERS: dict[str, Callable[..., Any]] = {
+    "cf": _read_cf,
+    "selafin": _read_selafin,
+    "mitgcm": _read_mitgcm,
+    "vtk": read_series,
+}
+"""Each format's reader by the name its `formats.Format` gives (`reader`)."""
