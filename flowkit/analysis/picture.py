@@ -117,11 +117,11 @@ def field_map(
     if field.dim == 3 and not on_sphere(field):  # the outline of the domain at five depths
         levels = f_lo[2] + (np.arange(5) + 0.5) / 5 * (f_hi[2] - f_lo[2])
         points = np.concatenate([np.stack(flat + [np.full(gx.size, z)], axis=-1) for z in levels])
-        u = speeds_at(field, [float(times[0])], points)[0]
+        u = speeds_at(field, float(times[0]), points)
         inside = np.isfinite(u[:, 0]).reshape(len(levels), -1).any(axis=0).reshape(gx.shape)
         return gx, gy, None, inside
     points = np.stack(flat + ([np.full(gx.size, f_lo[2])] if field.dim == 3 else []), axis=-1)
-    u = speeds_at(field, np.asarray(times, np.float64), points)[..., :2]
+    u = velocities_at(field, np.asarray(times, np.float64), points)[..., :2]
     if on_sphere(field):  # degrees per second back to m/s
         u = metres_per_second(u, gy.ravel())
     speeds = np.linalg.norm(u, axis=-1).reshape(len(u), *gx.shape)
@@ -158,20 +158,27 @@ def outline(ax: "Axes", field: Shown, gx: np.ndarray, gy: np.ndarray, inside: np
 
 
 TIMES = 16
-"""Times a compiled call of `speeds_at` evaluates together."""
+"""Times a compiled call of `velocities_at` evaluates together."""
 
 
-def speeds_at(
+def speeds_at(field: AbstractField | StreamedField, t: float, points: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """The field's velocity `(n, dim)` at `points` at time `t`, NaN outside its domain
+    (`velocities_at` at one time)."""
+    return velocities_at(field, [t], points, chunk)[0]
+
+
+def velocities_at(
     field: AbstractField | StreamedField, times: TimesLike, points: np.ndarray, chunk: int = 8192
 ) -> np.ndarray:
     """The field's velocity `(len(times), n, dim)` at `points` at each of `times`, NaN outside its
     domain: located once per batch of `chunk` points and evaluated at `TIMES` times a call (one
-    compiled shape; a streamed field one time a call, near it), as a run evaluates its particles."""
+    compiled shape; one time alone, or a streamed field's one time a call, near it), as a run
+    evaluates its particles."""
     import jax.numpy as jnp
 
     times = np.atleast_1d(np.asarray(times, np.float64))
     out = np.full((len(times), len(points), field.dim), np.nan)
-    together = 1 if isinstance(field, StreamedField) else TIMES
+    together = 1 if isinstance(field, StreamedField) or len(times) == 1 else TIMES
     for first in range(0, len(times), together):
         at = times[first : first + together]
         shown = field.near(float(at[0])) if isinstance(field, StreamedField) else field
