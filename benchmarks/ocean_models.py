@@ -130,17 +130,21 @@ json.dump(out, open(sys.argv[2], "w"))
 def staggered_copy(path: Path, folder: Path) -> Path:
     """A copy of a ROMS file whose grids all have the rho points' size (OpenDrift's subset) with
     u, v and psi trimmed to a C-grid's sizes, their coordinates the means of the rho points
-    around them and their masks the products of the rho masks (OceanTracker's reader needs them),
-    and the grid's `angle` 0: OceanTracker's `ROMSreader` does not turn u and v by it (44° on
-    the Nordic grid), so flowkit reads them unturned too and both step the same velocities."""
+    around them and their masks the products of the rho masks (OceanTracker's reader needs them).
+    OceanTracker's `ROMSreader` takes u and v as east and north and does not turn them by the
+    grid's `angle` (44° on the Nordic grid), so the copy holds them turned already (`_turned`:
+    each face's velocity with the other component averaged to it, turned by the angle there) and
+    its `angle` is 0: both trackers step the file's east and north velocities."""
     import xarray as xr
 
     with xr.open_dataset(path, decode_times=False) as ds:
         copy = ds.isel(xi_u=slice(0, -1), eta_v=slice(0, -1), eta_psi=slice(0, -1), xi_psi=slice(0, -1)).load()
         rho = {name: ds[f"{name}_rho"].values for name in ("lon", "lat", "mask")}
+        ds_angle = ds["angle"].values if "angle" in ds else None
     for v in copy.variables.values():
         v.encoding = {}  # the source's packing, wrong for the new values
-    if "angle" in copy:  # OceanTracker's reader takes u and v as east and north: both trackers step those
+    if "angle" in copy:
+        copy["u"].values, copy["v"].values = _turned(copy["u"].values, copy["v"].values, ds_angle)
         copy["angle"] = copy["angle"] * 0.0
     for name, r in rho.items():
         copy[f"{name}_psi"] = (("eta_psi", "xi_psi"), _around(r, (0, 1), name == "mask"))
@@ -149,6 +153,23 @@ def staggered_copy(path: Path, folder: Path) -> Path:
     out = folder / f"{Path(path).stem}_staggered.nc"
     copy.to_netcdf(out)
     return out
+
+
+def _turned(u: np.ndarray, v: np.ndarray, angle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """East and north velocities on a C-grid's faces from grid-relative `u` `(..., eta, xi - 1)` and
+    `v` `(..., eta - 1, xi)` and the rho points' `angle` `(eta, xi)`: at each u face, `v` is the mean
+    of the four v faces around it (edges repeated), at each v face `u` alike, and the pair is turned
+    by the mean angle of the face's two rho points (ROMS' convention: east = u cos a - v sin a)."""
+    pad = [(0, 0)] * (u.ndim - 2)
+    v_rows = np.pad(v, pad + [(1, 1), (0, 0)], mode="edge")  # row j + 1: the v faces j + 1/2
+    v_at_u = 0.25 * (v_rows[..., :-1, :-1] + v_rows[..., :-1, 1:] + v_rows[..., 1:, :-1] + v_rows[..., 1:, 1:])
+    u_cols = np.pad(u, pad + [(0, 0), (1, 1)], mode="edge")
+    u_at_v = 0.25 * (u_cols[..., :-1, :-1] + u_cols[..., :-1, 1:] + u_cols[..., 1:, :-1] + u_cols[..., 1:, 1:])
+    a_u = 0.5 * (angle[:, :-1] + angle[:, 1:])
+    a_v = 0.5 * (angle[:-1, :] + angle[1:, :])
+    east = u * np.cos(a_u) - v_at_u * np.sin(a_u)
+    north = u_at_v * np.sin(a_v) + v * np.cos(a_v)
+    return east, north
 
 
 def _around(rho: np.ndarray, axes: tuple, product: bool) -> np.ndarray:
