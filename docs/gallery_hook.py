@@ -50,8 +50,9 @@ def on_config(config):
 def on_files(files, config):
     """Each script run (or its last run taken), its outputs and page added to the site's files."""
     cards = []
+    library = max(p.stat().st_mtime for p in [EXAMPLES / "_data.py", *(ROOT / "flowkit").rglob("*.py")])
     for script in scripts():
-        folder = _run(script)
+        folder = _run(script, max(library, script.stat().st_mtime))
         title, text = title_and_text(script)
         outputs = sorted(p for p in folder.iterdir() if p.suffix in PICTURES + MOVIES)
         for output in outputs:
@@ -64,11 +65,11 @@ def on_files(files, config):
     return files
 
 
-def _run(script: Path) -> Path:
+def _run(script: Path, changed: float) -> Path:
+    """The script's folder, the script run there unless its output is newer than `changed`."""
     folder = RUNS / script.stem
     done = folder / "output.txt"
-    sources = [script, EXAMPLES / "_data.py", *(ROOT / "flowkit").rglob("*.py")]
-    if done.exists() and done.stat().st_mtime > max(p.stat().st_mtime for p in sources if p.exists()):
+    if done.exists() and done.stat().st_mtime > changed:
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.iterdir():

@@ -132,8 +132,7 @@ def _speeds(fig, ax, field, times: np.ndarray, box):
     field or where the picture shows no speed (a 3-D plane view, water at rest)."""
     if field is None:
         return [], None, 0.0
-    near = lambda t: field.near(t) if isinstance(field, StreamedField) else field  # noqa: E731
-    first = near(times[0])
+    first = field.near(times[0]) if isinstance(field, StreamedField) else field
     gx, gy, speeds, inside = field_map(field, times, box, per_time=True)
     outline(ax, first, gx, gy, inside)
     if on_sphere(first):
@@ -184,7 +183,7 @@ class _Label:
     def draw(self, frame: np.ndarray, text: str) -> None:
         from PIL import Image, ImageDraw
 
-        left, top, right, bottom = self.font.getbbox(text)
+        *_, right, bottom = self.font.getbbox(text)
         x, y = self.corner
         region = frame[y : y + bottom + 2, x : x + right + 2]
         image = Image.fromarray(region)
@@ -198,9 +197,9 @@ class _SpeedLayer:
     on black (`beneath`), a pixel over a background `p` is `beneath + (still - beneath) · p / 255`
     (what lies above has drawn `beneath`, and lets `(still - beneath) / 255` of the background
     through): most pixels have nothing above and are `p`, those hidden whole (land) keep the
-    still. Each pixel of the axes takes the speed
-    of the grid cell its centre lies in, as `imshow(..., interpolation="nearest")` over the
-    grid's extent would; no speed (land, outside) leaves it white."""
+    still. Each pixel of the axes takes the speed of the grid cell its centre lies in, as
+    `imshow(..., interpolation="nearest")` over the grid's extent would; no speed (land,
+    outside) leaves it white."""
 
     def __init__(self, ax, still: np.ndarray, beneath: np.ndarray, extent, shape: tuple[int, int], top: float):
         height = still.shape[0]
@@ -217,13 +216,13 @@ class _SpeedLayer:
         cell = np.where(outside, ny * nx, j[:, None] * nx + i[None, :]).ravel()  # past the last cell: no speed
         width = still.shape[1]
         at = (rows[:, None] * width + columns[None, :]).ravel()  # the pixels of the axes, flat
-        white = np.all(still.reshape(-1, 4)[at, :3] == 255, axis=1)
-        black = np.all(beneath.reshape(-1, 4)[at, :3] == 0, axis=1)
-        through = np.clip(still.reshape(-1, 4)[at, :3].astype(np.int32) - beneath.reshape(-1, 4)[at, :3], 0, 255)
-        partly = ~(white & black) & np.any(through > 0, axis=1)  # lines and text, not what hides all
-        self.bare_at, self.bare_cell = at[white & black], cell[white & black].astype(np.int32)
+        on_white, on_black = still.reshape(-1, 4)[at, :3], beneath.reshape(-1, 4)[at, :3]
+        bare = np.all(on_white == 255, axis=1) & np.all(on_black == 0, axis=1)  # nothing drawn above
+        through = np.clip(on_white.astype(np.int32) - on_black, 0, 255)
+        partly = ~bare & np.any(through > 0, axis=1)  # lines and text, not what hides all
+        self.bare_at, self.bare_cell = at[bare], cell[bare].astype(np.int32)
         self.partly_at, self.partly_cell = at[partly], cell[partly].astype(np.int32)
-        self.beneath = beneath.reshape(-1, 4)[self.partly_at, :3].astype(np.uint16)
+        self.beneath = on_black[partly].astype(np.uint16)
         self.through = through[partly].astype(np.uint16)
         rgb = np.concatenate([self.greys(), [[255, 255, 255]]]).astype(np.uint8)
         self.colours = np.concatenate([rgb, np.full((len(rgb), 1), 255, np.uint8)], axis=1).view(np.uint32)[:, 0]

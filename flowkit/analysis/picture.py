@@ -107,7 +107,7 @@ def field_map(
     """`(gx, gy, speed, inside)` on the `GRID` over `box`: the mean speed over `times` (with
     `per_time`, the speed at each of them, `(len(times), ny, nx)`; m/s on a sphere, at the top
     level of a 3-D map; None for a 3-D field not on a sphere, which a plane view cannot show) and
-    where the field's domain lies (at any depth, for 3-D; at the first time)."""
+    where the field's domain lies (at any depth, for 3-D; at every one of `times`)."""
     lo, hi = box
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], GRID[0]), np.linspace(lo[1], hi[1], GRID[1]), indexing="xy")
     flat = [gx.ravel(), gy.ravel()]
@@ -126,7 +126,7 @@ def field_map(
         u = metres_per_second(u, gy.ravel())
     speeds = np.linalg.norm(u, axis=-1).reshape(len(u), *gx.shape)
     speed = speeds if per_time else np.mean(speeds, axis=0)
-    return gx, gy, speed, np.isfinite(speeds[0])
+    return gx, gy, speed, np.isfinite(speeds).all(axis=0)
 
 
 def speed_background(

@@ -45,7 +45,7 @@ def _of_field(pieces: RunPieces, dtype: DTypeLike, platform: str) -> Kernel | No
     and precisions, or no build."""
     if platform != "cpu" or jnp.dtype(dtype).name not in native.PRECISIONS or not native.built():
         return None
-    return KERNELS.get(pieces.field.kernel) if pieces.field.kernel is not None else None
+    return KERNELS.get(pieces.field.kernel)
 
 
 def described(name: str) -> str:
