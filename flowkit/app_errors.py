@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .config import FtleConfig, TrackConfig
+from .tracker.interrupt import ctrl_c_noted
 
 _log = logging.getLogger("flowkit")
 
@@ -249,7 +250,10 @@ def user_errors():
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
     try:
-        yield
+        with ctrl_c_noted() as noted:  # a Ctrl-C swallowed while reading is raised by the run, or here
+            yield
+            if noted:
+                raise KeyboardInterrupt
     except _USER_ERRORS as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

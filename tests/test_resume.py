@@ -290,3 +290,18 @@ def test_a_ctrl_c_swallowed_in_a_callback_is_noted_and_not_reported(monkeypatch)
         Failing()
     assert noted == [True] and reported == [RuntimeError]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_swallowed_before_the_run_stops_it_at_its_first_chunk():
+    """An app notes Ctrl-C around its whole job: one swallowed while it read (in JAX's garbage
+    collection callback, which Python cannot raise from) is in the notes the run shares, and the
+    run raises it before its first chunk instead of tracking to the end."""
+    from flowkit.tracker.interrupt import ctrl_c_noted
+
+    field = fk.fields.DoubleGyre()
+    seeds = np.array([[0.5, 0.5]])
+    with ctrl_c_noted() as noted:
+        noted.append(True)  # what the handler notes when its raise is swallowed
+        with pytest.raises(KeyboardInterrupt):
+            fk.track(field, seeds, 0.0, 1.0, 0.1)
+    assert fk.track(field, seeds, 0.0, 1.0, 0.1).positions.shape == (11, 1, 2)  # none noted now
