@@ -234,6 +234,15 @@ def index_aligned(values, axis, n_rho, name, source):
     return np.moveaxis(out, -1, axis)
 
 
+def opendrift_reading() -> None:
+    """Make flowkit read a C-grid's faces as OpenDrift's ROMS reader does (`index_aligned`)."""
+    import flowkit.io.cgrid
+
+    flowkit.io.cgrid.to_centres = lambda values, axis, n_rho, name, source, side: index_aligned(
+        values, axis, n_rho, name, source
+    )
+
+
 def distance_m(lon1, lat1, lon2, lat2) -> np.ndarray:
     p1, p2 = np.deg2rad(lat1), np.deg2rad(lat2)
     h = np.sin((p2 - p1) / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(np.deg2rad(lon2 - lon1) / 2) ** 2
@@ -284,9 +293,7 @@ def main():
     )
     args = parser.parse_args()
     if args.opendrift_convention:
-        import flowkit.io.ocean.roms
-
-        flowkit.io.ocean.roms.to_centres = index_aligned
+        opendrift_reading()
     seeds = seeds_in_water(args.file, args.particles)
     start = time.perf_counter()
     field = fk.io.read(args.file)

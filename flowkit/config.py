@@ -34,6 +34,7 @@ from .fields.layered import LayeredField
 from .fields.streamed import StreamedField
 from .io.vtk import write_vti
 from .particles.base import variable_names
+from .particles.stepping import drawing
 from .seeding import in_flow, off_walls, random_inside, uniform_grid
 from .tracker.memory import check_seed_memory
 from .tracker.plan import AUTO_FRAMES
@@ -338,7 +339,7 @@ def build_run(cfg: DictConfig, out: Path) -> tuple[tracker.TrackRun, str]:
         integrator,
         boundary,
         cfg.save_every,
-        key=key if integrator.stochastic or boundary.stochastic else None,
+        key=key if integrator.stochastic or boundary.stochastic or drawing(particles) else None,
         record_velocity=cfg.record_velocity
         or (
             particles is not None and "velocity" in variable_names(particles)

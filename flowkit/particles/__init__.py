@@ -4,6 +4,7 @@ own (`AbstractParticles` and its capabilities)."""
 
 from .base import (
     AbstractParticles as AbstractParticles,
+    AbstractRandom as AbstractRandom,
     AbstractTurnedByWalls as AbstractTurnedByWalls,
     AbstractUpdating as AbstractUpdating,
     AbstractWithVariables as AbstractWithVariables,
@@ -16,11 +17,11 @@ from .drift import (
     AbstractDrift as AbstractDrift,
     AbstractRuled as AbstractRuled,
     DriftRule as DriftRule,
-    Leeway as Leeway,
     StokesDrift as StokesDrift,
     Windage as Windage,
 )
 from .inertial import DragTerm as DragTerm, Inertial as Inertial
+from .leeway import Leeway as Leeway
 from .models import (
     Aging as Aging,
     Buoyant as Buoyant,

@@ -7,7 +7,7 @@ the rates of ONE particle's state from the fluid sampled where the particle is, 
 steps the batched state with the run's integrator through the model's term (`ModelTerm`).
 What a model can do beyond that is a capability it declares by its base class: variables
 (`AbstractWithVariables`), values set after each step (`AbstractUpdating`), a velocity that
-walls turn (`AbstractTurnedByWalls`).
+walls turn (`AbstractTurnedByWalls`), variables drawn at random (`AbstractRandom`).
 """
 
 import abc
@@ -16,7 +16,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .._custom_types import Args, Positions, TimeLike
 from ..boundaries.base import AbstractBoundary
@@ -140,6 +140,27 @@ class AbstractTurnedByWalls(AbstractWithVariables):
     ) -> dict:
         """The batch's variables after the walls, for the rows `turned` by one (`x_step` the
         integrator's end points, `x` where the boundary put them)."""
+
+
+class AbstractRandom(AbstractWithVariables):
+    """A model whose particles differ by chance: each draws variables of its own once, from
+    the run's `key` (a leeway object's coefficients), and random events may change them after
+    each step (a jibe). Its runs need a `key`; each particle's draws come from the key folded
+    with its index, so they do not depend on batch size or device count."""
+
+    random: eqx.AbstractVar[bool]
+    """Whether this instance draws anything (a model with no spread draws nothing and needs no
+    key): a static field, known before the run is traced."""
+
+    @abc.abstractmethod
+    def drawn(self, key: PRNGKeyArray) -> dict:
+        """ONE particle's own random variables, drawn from `key` before the run (kept through
+        it; a variable the run gives per particle is not drawn)."""
+
+    @abc.abstractmethod
+    def jumped(self, t: TimeLike, dt: TimeLike, state: dict, key: PRNGKeyArray) -> dict:
+        """ONE particle's variables after a step of length `dt` ending at `t`, with the step's
+        random events drawn from `key`."""
 
 
 class Tracer(AbstractParticles):

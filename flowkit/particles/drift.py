@@ -1,12 +1,12 @@
-"""Drift beside the current: windage, Stokes drift and leeway, as OpenDrift's `OceanDrift` and
-`Leeway` models have them, from forcing fields sampled at the particle.
+"""Drift beside the current: windage and Stokes drift, as OpenDrift's `OceanDrift` has them, from
+forcing fields sampled at the particle (leeway, the search-and-rescue drift, is in `leeway.py`).
 
 Each is the current plus a velocity of its own (`AbstractDrift.drift`), in m/s from the forcing
 (`fluid.samples[name]`, see `flowkit.fields.forcing`), turned into the position's units (degrees
 per second on a lon/lat field). Drifts add up: in `Combined(Windage(0.03), StokesDrift())` the
 first moves the particle with the current and its windage, and the Stokes drift is added to it.
 
-The three are also `AbstractRuled`: each declares its `DriftRule`, the form in which the CPU
+Both (and `Leeway`) are also `AbstractRuled`: each declares its `DriftRule`, the form in which the CPU
 kernels compute it (`flowkit/native/drift_rules.h`, the same rule once in C++), so that a run of
 these particles takes the kernel's pace; the JAX forms below are the reference.
 """
@@ -18,8 +18,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._custom_types import Args, Position, TimeLike
-from .base import AbstractParticles, AbstractWithVariables, Fluid, Needs
+from .._custom_types import Args, TimeLike
+from .base import AbstractParticles, Fluid, Needs
 
 GRAVITY = 9.81
 """m/s², for the deep-water dispersion relation of `StokesDrift`'s decay."""
@@ -134,45 +134,3 @@ class StokesDrift(AbstractDrift, AbstractRuled):
         period = jnp.reshape(period, (-1,))[0]
         k = (2 * jnp.pi / jnp.maximum(period, 1e-3)) ** 2 / GRAVITY
         return surface * jnp.exp(-2 * k * jnp.maximum(x[2], 0.0))
-
-
-class Leeway(AbstractDrift, AbstractRuled, AbstractWithVariables):
-    """Leeway of a drifting object (search and rescue, as OpenDrift's `Leeway`): beside the
-    current, a downwind velocity `downwind_slope` % × wind speed + `downwind_offset` cm/s, and
-    a crosswind velocity `crosswind_slope` % × wind speed + `crosswind_offset` cm/s, to the
-    right of downwind (seen from above) for particles whose `orientation` is +1 and mirrored
-    to the left for -1. The wind is the forcing named `sample` (default `"wind"`).
-
-    `orientation` is a variable: +1 unless given per particle
-    (`fk.track(..., particle_state={"orientation": np.where(np.arange(n) % 2, -1.0, 1.0)})`,
-    OpenDrift's alternation). The objects' slopes are in the leeway tables (Allen & Plourde
-    1999; OpenDrift's `OBJECTPROP.DAT`); jibing and capsizing are not modelled.
-    """
-
-    downwind_slope: float
-    crosswind_slope: float
-    downwind_offset: float = 0.0
-    crosswind_offset: float = 0.0
-    sample: str = eqx.field(static=True, default="wind")
-    variable_names = ("orientation",)
-
-    @property
-    def needs(self) -> Needs:
-        return Needs(sample_names=(self.sample,))
-
-    @property
-    def rule(self) -> DriftRule:
-        numbers = (self.downwind_slope, self.crosswind_slope, self.downwind_offset, self.crosswind_offset)
-        return DriftRule("leeway", (self.sample,), numbers, orientation="orientation")
-
-    def initial(self, t: TimeLike, x: Position, fluid: Fluid, args: Args):
-        return {"orientation": jnp.ones((), x.dtype)}
-
-    def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        wind = forcing(fluid, self.sample, "Leeway")[:2]
-        speed = jnp.sqrt(jnp.sum(wind * wind))
-        along = wind / jnp.maximum(speed, 1e-12)
-        right = jnp.stack([along[1], -along[0]])  # downwind turned clockwise by 90°
-        downwind = (self.downwind_slope * speed + self.downwind_offset) / 100
-        crosswind = (self.crosswind_slope * speed + self.crosswind_offset) / 100
-        return downwind * along + jnp.sign(state["orientation"]) * crosswind * right

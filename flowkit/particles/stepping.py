@@ -3,7 +3,9 @@ applied to every part of it (a `Combined`'s models one by one)."""
 
 from typing import cast
 
-from jaxtyping import Array, Bool
+import jax
+import numpy as np
+from jaxtyping import Array, Bool, PRNGKeyArray
 
 from .._custom_types import Args, Positions, TimeLike
 from ..boundaries.base import AbstractBoundary
@@ -13,6 +15,7 @@ from ..integrators.exponential import ExponentialDrag
 from ..integrators.terms import AbstractTerm, FlowTerm
 from .base import (
     AbstractParticles,
+    AbstractRandom,
     AbstractTurnedByWalls,
     AbstractUpdating,
     ModelTerm,
@@ -97,3 +100,45 @@ def turned_at_walls(
             own = {name: variables[name] for name in variable_names(m)}
             variables = {**variables, **m.at_wall(boundary, x_step, x, own, turned)}
     return variables
+
+
+_DRAWS, _JUMPS = 0x647277, 0x6A6D70
+"""Tags folded into a particle's key for its model's draws and its steps' random events, apart
+from the integrator's noise (the key folded with the step alone)."""
+
+
+def _random_parts(particles: AbstractParticles) -> tuple[AbstractRandom, ...]:
+    return tuple(m for m in parts(particles) if isinstance(m, AbstractRandom) and m.random)
+
+
+def drawing(particles: AbstractParticles) -> bool:
+    """Whether some part of `particles` draws variables at random (its runs need a key)."""
+    return bool(_random_parts(particles))
+
+
+def drawn_state(particles: AbstractParticles, key: PRNGKeyArray, count: int) -> dict[str, np.ndarray]:
+    """Each of `count` particles' own random variables (host side, before the run): every
+    random part's `drawn`, from the run's key folded with a tag and the particle's index."""
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, _DRAWS), i))(np.arange(count, dtype=np.uint32))
+    drawn: dict = {}
+    for index, m in enumerate(_random_parts(particles)):
+        own = jax.vmap(lambda k: m.drawn(jax.random.fold_in(k, index)))(keys)  # noqa: B023 (used at once)
+        drawn.update({name: np.asarray(value) for name, value in own.items()})
+    return drawn
+
+
+def jumped_batch(particles: AbstractParticles, t: TimeLike, dt: TimeLike, state: dict, keys: Array, k) -> dict:
+    """The batch's variables after a step of `dt` ending at `t`, with each random part's
+    events of global step `k` drawn from each row's key (`Slots.keys`, raw)."""
+
+    def one(state, raw):
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(raw), _JUMPS), k)
+        state = dict(state)
+        for index, m in enumerate(_random_parts(particles)):
+            new = m.jumped(t, dt, own_state(m, state), jax.random.fold_in(key, index))
+            state.update({name: value for name, value in new.items() if name != "x"})
+        return state
+
+    new = jax.vmap(one)(state, keys)
+    new.pop("x", None)
+    return new

@@ -27,7 +27,7 @@ from ..fields.streamed import StreamedField, refuse_streamed
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..particles.base import AbstractParticles, Tracer, is_tracer, variable_names
-from ..particles.stepping import resolved
+from ..particles.stepping import drawing, drawn_state, resolved
 from ..statistics.base import checked
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .origins import inlet_origins
@@ -359,6 +359,14 @@ def prepare(
             )
         seeds = np.concatenate([seeds, np.repeat(np.asarray(boundary.parking, np.float64)[None], spare, axis=0)])
         t_release = np.concatenate([t_release, np.full(spare, np.inf)])
+    if drawing(particles):  # each particle's own draws, kept through the run (restarts too)
+        if key is None:
+            raise ValueError(
+                f"key: particles {type(particles).__name__} draws each particle's variables at random and "
+                "needs a PRNG key, e.g. key=jax.random.key(0)"
+            )
+        drawn = drawn_state(particles, key, seeds.shape[0])
+        given = {**{name: value.astype(np.float64) for name, value in drawn.items()}, **given}
     origin_hints = None
     if not traced:
         boundary, key, origin_hints = inlet_origins(field, boundary, seeds, key)

@@ -11,7 +11,7 @@ from .._status import Status
 from ..boundaries.base import Block
 from ..fields.base import AbstractField, Hints, select
 from ..particles.base import AbstractParticles, initial_batch, is_tracer
-from ..particles.stepping import term_for, turned_at_walls, updated, updating
+from ..particles.stepping import drawing, jumped_batch, term_for, turned_at_walls, updated, updating
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 
 
@@ -89,6 +89,9 @@ def one_step(
         variables = select(kept, select(walled, at_wall, stepped), variables)
         if updating(particles):
             variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
+        if drawing(particles):  # the step's random events (a leeway object's jibe)
+            jumped = jumped_batch(particles, t + h, h, {"x": x_next, **variables}, slots.keys, k)
+            variables = select(kept, jumped, variables)
     exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
     if pieces.boundary.restarts:
         view = Block(
