@@ -116,14 +116,15 @@ def drawing(particles: AbstractParticles) -> bool:
     return bool(_random_parts(particles))
 
 
-def drawn_state(particles: AbstractParticles, key: PRNGKeyArray, count: int) -> dict[str, np.ndarray]:
-    """Each of `count` particles' own random variables (host side, before the run): every
-    random part's `drawn`, from the run's key folded with a tag and the particle's index."""
+def drawn_state(particles: AbstractParticles, key: PRNGKeyArray, count: int) -> dict[str, Array]:
+    """Each of `count` particles' own random variables (before the run; traced where the key
+    is): every random part's `drawn`, from the run's key folded with a tag and the particle's
+    index."""
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, _DRAWS), i))(np.arange(count, dtype=np.uint32))
     drawn: dict = {}
     for index, m in enumerate(_random_parts(particles)):
         own = jax.vmap(lambda k: m.drawn(jax.random.fold_in(k, index)))(keys)  # noqa: B023 (used at once)
-        drawn.update({name: np.asarray(value) for name, value in own.items()})
+        drawn.update(own)
     return drawn
 
 

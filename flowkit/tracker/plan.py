@@ -365,8 +365,7 @@ def prepare(
                 f"key: particles {type(particles).__name__} draws each particle's variables at random and "
                 "needs a PRNG key, e.g. key=jax.random.key(0)"
             )
-        drawn = drawn_state(particles, key, seeds.shape[0])
-        given = {**{name: value.astype(np.float64) for name, value in drawn.items()}, **given}
+        given = {**drawn_state(particles, key, seeds.shape[0]), **given}
     origin_hints = None
     if not traced:
         boundary, key, origin_hints = inlet_origins(field, boundary, seeds, key)
