@@ -17,6 +17,7 @@ from .drift import (
     AbstractDrift as AbstractDrift,
     AbstractRuled as AbstractRuled,
     DriftRule as DriftRule,
+    Plastic as Plastic,
     StokesDrift as StokesDrift,
     Windage as Windage,
 )

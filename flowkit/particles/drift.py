@@ -134,3 +134,37 @@ class StokesDrift(AbstractDrift, AbstractRuled):
         period = jnp.reshape(period, (-1,))[0]
         k = (2 * jnp.pi / jnp.maximum(period, 1e-3)) ** 2 / GRAVITY
         return surface * jnp.exp(-2 * k * jnp.maximum(x[2], 0.0))
+
+
+class Plastic(AbstractDrift):
+    """Buoyant plastics as OpenDrift's `PlastDrift` moves them: the current, rising at
+    `rise_velocity` (m/s, positive up; depth is the third coordinate, positive down, as on
+    ocean fields), and with `wind_drift_factor` × the wind (the forcing named `sample`) while
+    within `wind_drift_depth` metres of the surface (always on a 2-D field).
+
+    The wind mixes them down through the run's random walk, which the model leaves to the
+    integrator: `fk.EulerMaruyama(fk.diffusion.Vertical(fk.diffusion.WindDriven("wind")))`
+    (OpenDrift's `windspeed_Sundby1983`, PlastDrift's default), whose steady state against the
+    rise is Kukulka et al. (2012)'s exponential profile `C(z) ∝ exp(-z w / K)`, the profile
+    OpenDrift's `analytical` mixing draws depths from at each step."""
+
+    rise_velocity: Float[Array, ""] | float = 0.01
+    wind_drift_factor: Float[Array, ""] | float = 0.02
+    wind_drift_depth: Float[Array, ""] | float = 0.1
+    sample: str = eqx.field(static=True, default="wind")
+
+    @property
+    def needs(self) -> Needs:
+        return Needs(sample_names=(self.sample,))
+
+    def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
+        wind = forcing(fluid, self.sample, "Plastic")[:2]
+        x = state["x"]
+        below = (x[2] > self.wind_drift_depth) if x.shape[0] == 3 else jnp.asarray(False)
+        return jnp.where(below, 0.0, self.wind_drift_factor * wind)
+
+    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
+        rate = fluid.velocity + fluid.position_rate(self.drift(t, state, fluid, args))
+        if rate.shape[0] == 3:
+            rate = rate - jnp.array([0.0, 0.0, 1.0], rate.dtype) * self.rise_velocity
+        return {"x": rate}
