@@ -44,6 +44,7 @@ def test_groups_are_complete():
         "dopri8",
         "euler_maruyama",
         "horizontal_diffusion",
+        "wind_mixing",
     }
     assert set(GROUPS["seeds"]) >= {"grid", "random", "line", "file"}
 
@@ -205,7 +206,7 @@ def test_flow_through_boundaries_run_on_the_pipe_sample(boundary, tmp_path, monk
         assert counts["absorbed"] == 0 and traj.generation is None
 
 
-@pytest.mark.parametrize("name", ["tracer", "inertial", "buoyant"])
+@pytest.mark.parametrize("name", ["tracer", "inertial", "buoyant", "plastic"])
 def test_particle_models_compose(name):
     overrides = [f"particles={name}"] + (
         ["particles.diameter=2e-5", "particles.drag=schiller_naumann"] if name == "inertial" else []
@@ -214,6 +215,17 @@ def test_particle_models_compose(name):
     assert type(particles).__name__ == name.capitalize()
     if name == "inertial":
         assert float(particles.diameter) == 2e-5 and particles.drag == "schiller_naumann"
+
+
+def test_a_leeway_class_composes_by_name_or_number():
+    try:
+        fk.io.leeway_classes()
+    except FileNotFoundError as error:  # no OpenDrift installed and PyPI out of reach
+        pytest.skip(str(error))
+    *_, particles = build(_compose(["particles=leeway", "particles.name=LIFE-RAFT-DB-11"]))
+    assert isinstance(particles, fk.particles.Leeway) and particles.name == "LIFE-RAFT-DB-11" and particles.random
+    *_, particles = build(_compose(["particles=leeway", "particles.name=1", "particles.jibe_probability=0.1"]))
+    assert particles.name == "PIW-1" and float(particles.jibe_probability) == 0.1
 
 
 def test_typed_keys_are_checked_before_hydra_but_sweeps_pass(capsys):

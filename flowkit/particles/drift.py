@@ -158,10 +158,7 @@ class Plastic(AbstractDrift):
         return Needs(sample_names=(self.sample,))
 
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        wind = forcing(fluid, self.sample, "Plastic")[:2]
-        x = state["x"]
-        below = (x[2] > self.wind_drift_depth) if x.shape[0] == 3 else jnp.asarray(False)
-        return jnp.where(below, 0.0, self.wind_drift_factor * wind)
+        return Windage(self.wind_drift_factor, self.wind_drift_depth, self.sample).drift(t, state, fluid, args)
 
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
         rate = fluid.velocity + fluid.position_rate(self.drift(t, state, fluid, args))
