@@ -225,6 +225,16 @@ TIME_INVARIANT = frozenset(
 """The members of every field that do not change in time (`AbstractField.time_invariant`)."""
 
 
+class AbstractWithSeaFloor(AbstractField):
+    """A field with a sea floor: the capability particle models that settle on it read
+    (`Needs(sea_floor=True)`)."""
+
+    @abc.abstractmethod
+    def sea_floor_batch(self, t: TimeLike, x: Positions, hint: Hints) -> Float[Array, " n"]:
+        """The sea floor's depth below the surface (metres) at each row's place at time `t`
+        (rows located at `hint`)."""
+
+
 def plain_velocity_batch(field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
     """`velocity_batch` of a field that locates nothing: `field(t, x, args)` per row, the hint as it came."""
     return jax.vmap(field, in_axes=(None, 0, None))(t, x, args), hint

@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Float, Int32
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import cells as _cells, forcing
-from .base import SKIP, TIME_INVARIANT, AbstractField, Hints, built_by, node_rows, one_position, time_slices
+from .base import SKIP, TIME_INVARIANT, AbstractWithSeaFloor, Hints, built_by, node_rows, one_position, time_slices
 from .curvilinear import quad_cells
 from .forcing import Forcings
 from .grid import degrees_per_second
@@ -25,7 +25,7 @@ from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
 @built_by("from_arrays")
-class LayeredField(AbstractField):
+class LayeredField(AbstractWithSeaFloor):
     """A 3-D velocity on terrain-following levels over a 2-D mesh of quadrilaterals (a model's
     curvilinear grid) or triangles (an unstructured model's mesh).
 
@@ -285,6 +285,10 @@ class LayeredField(AbstractField):
             z = jnp.abs(z)
             z = jnp.where(z > floor, 2 * floor - z, z)
         return x.at[:, 2].set(jnp.where(found, jnp.clip(z, 0, floor), x[:, 2])), hint.marked(True)
+
+    def sea_floor_batch(self, t: TimeLike, x: Positions, hint: Hints) -> Float[Array, " n"]:
+        _, found, nodes, weights = self._place(x, hint)
+        return jnp.where(found, self._floor(jnp.asarray(t, x.dtype), x, nodes, weights), jnp.nan)
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:

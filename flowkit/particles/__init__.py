@@ -1,10 +1,12 @@
 """Particle models: tracers, inertial droplets, buoyant particles, drift with the wind and the
-waves (windage, Stokes drift, leeway), per-particle records, and the contract for models of your
+waves (windage, Stokes drift, leeway), plastics, fish eggs and larvae, sediments, per-particle records, and the contract for models of your
 own (`AbstractParticles` and its capabilities)."""
 
 from .base import (
+    AbstractDated as AbstractDated,
     AbstractParticles as AbstractParticles,
     AbstractRandom as AbstractRandom,
+    AbstractResting as AbstractResting,
     AbstractTurnedByWalls as AbstractTurnedByWalls,
     AbstractUpdating as AbstractUpdating,
     AbstractWithVariables as AbstractWithVariables,
@@ -21,6 +23,7 @@ from .drift import (
     StokesDrift as StokesDrift,
     Windage as Windage,
 )
+from .eggs import Larva as Larva, PelagicEgg as PelagicEgg, neutral_salinity as neutral_salinity
 from .inertial import DragTerm as DragTerm, Inertial as Inertial
 from .leeway import Leeway as Leeway
 from .models import (
@@ -31,3 +34,5 @@ from .models import (
     Extremes as Extremes,
     TimeInBox as TimeInBox,
 )
+from .seawater import Seawater as Seawater, terminal_velocity as terminal_velocity, viscosity as viscosity
+from .sediment import Sediment as Sediment

@@ -7,7 +7,8 @@ the rates of ONE particle's state from the fluid sampled where the particle is, 
 steps the batched state with the run's integrator through the model's term (`ModelTerm`).
 What a model can do beyond that is a capability it declares by its base class: variables
 (`AbstractWithVariables`), values set after each step (`AbstractUpdating`), a velocity that
-walls turn (`AbstractTurnedByWalls`), variables drawn at random (`AbstractRandom`).
+walls turn (`AbstractTurnedByWalls`), variables drawn at random (`AbstractRandom`), rest on
+the bed (`AbstractResting`), read the calendar (`AbstractDated`).
 """
 
 import abc
@@ -19,8 +20,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from .._custom_types import Args, Positions, TimeLike
+from .._time import TimeOrigin
 from ..boundaries.base import AbstractBoundary
-from ..fields.base import AbstractField, Hints
+from ..fields.base import AbstractField, AbstractWithSeaFloor, Hints
 from ..integrators.terms import AbstractTerm
 
 
@@ -33,6 +35,8 @@ class Needs(NamedTuple):
     - `acceleration`: the fluid's Du/Dt (`fluid.acceleration`, one forward-mode derivative).
     - `vorticity`: ∇ × u (`fluid.vorticity`, three forward-mode derivatives; 3-D).
     - `metres`: the physics needs positions in metres (refused on lon/lat fields).
+    - `sea_floor`: the sea floor's depth below the surface at the particle (`fluid.sea_floor`;
+      fields with a floor: `flowkit.fields.AbstractWithSeaFloor`).
     """
 
     samples: bool = False
@@ -40,6 +44,7 @@ class Needs(NamedTuple):
     acceleration: bool = False
     vorticity: bool = False
     metres: bool = False
+    sea_floor: bool = False
 
     @property
     def reads_samples(self) -> bool:
@@ -53,6 +58,7 @@ class Needs(NamedTuple):
             self.acceleration or other.acceleration,
             self.vorticity or other.vorticity,
             self.metres or other.metres,
+            self.sea_floor or other.sea_floor,
         )
 
 
@@ -69,6 +75,8 @@ class Fluid(eqx.Module):
       `Combined` gives it to the models that ride along (None elsewhere).
     - `latitude`: the particle's latitude where positions are degrees (lon/lat fields), else
       None: what `position_rate` turns m/s into degrees per second at.
+    - `sea_floor`: the sea floor's depth below the surface there (metres), for models whose
+      `needs.sea_floor`; None otherwise.
     """
 
     velocity: Float[Array, "*batch dim"]
@@ -77,6 +85,7 @@ class Fluid(eqx.Module):
     vorticity: Float[Array, "*batch 3"] | None = None
     particle_velocity: Float[Array, "*batch dim"] | None = None
     latitude: Float[Array, "*batch"] | None = None
+    sea_floor: Float[Array, "*batch"] | None = None
 
     def position_rate(self, v: Float[Array, " k"]) -> Float[Array, " dim"]:
         """A velocity in m/s whose `k <= dim` components are along the first axes (a wind's east
@@ -87,6 +96,14 @@ class Fluid(eqx.Module):
         dim = self.velocity.shape[-1]
         v = jnp.concatenate([v[:dim], jnp.zeros(dim - min(v.shape[-1], dim), v.dtype)]).astype(self.velocity.dtype)
         return v if self.latitude is None else degrees_per_second(v, self.latitude)
+
+    def velocity_metres(self) -> Float[Array, " dim"]:
+        """ONE particle's fluid velocity in m/s (east and north on a lon/lat field; depth as it is)."""
+        from ..fields.grid import degrees_per_second
+
+        if self.latitude is None:
+            return self.velocity
+        return self.velocity / degrees_per_second(jnp.ones_like(self.velocity), self.latitude)
 
 
 class AbstractParticles(eqx.Module):
@@ -124,11 +141,22 @@ class AbstractWithVariables(AbstractParticles):
 
 
 class AbstractUpdating(AbstractWithVariables):
-    """A model with variables that are not rates (a running maximum), set after every step."""
+    """A model with variables that are not rates (a running maximum, a stage), set after every
+    step."""
 
     @abc.abstractmethod
-    def update(self, t: TimeLike, state: dict, samples: dict, args: Args) -> dict:
-        """The variables after a step ends at `(t, state["x"])`, from the field's samples there."""
+    def update(self, t: TimeLike, dt: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
+        """ONE particle's variables after a step of length `dt` ends at `(t, state["x"])`, from
+        the fluid there (its samples and sea floor as the model's `needs` ask)."""
+
+
+class AbstractResting(AbstractWithVariables):
+    """A model whose particles may rest (a sediment grain on the bed): the tracker keeps a
+    resting particle where it is through a step, neither drifting nor walking at random."""
+
+    @abc.abstractmethod
+    def resting(self, state: dict) -> Bool[Array, ""]:
+        """Whether ONE particle rests through the next step, from its variables."""
 
 
 class AbstractTurnedByWalls(AbstractWithVariables):
@@ -161,6 +189,15 @@ class AbstractRandom(AbstractWithVariables):
     def jumped(self, t: TimeLike, dt: TimeLike, state: dict, key: PRNGKeyArray) -> dict:
         """ONE particle's variables after a step of length `dt` ending at `t`, with the step's
         random events drawn from `key`."""
+
+
+class AbstractDated(AbstractParticles):
+    """A model that reads the calendar (larvae that migrate by the sun): before a run it is
+    given the date of the field's time 0."""
+
+    @abc.abstractmethod
+    def dated(self, origin: "TimeOrigin | None") -> "AbstractDated":
+        """This model for a field whose time 0 is `origin` (None: the field has no dates)."""
 
 
 class Tracer(AbstractParticles):
@@ -225,7 +262,19 @@ def fluid_batch(particles: AbstractParticles, field: AbstractField, t: TimeLike,
         ]
         vorticity = jax.vmap(curl)(jnp.stack(columns, axis=-1))
     latitude = x[:, 1] if field.spherical else None
-    return Fluid(u, samples, acceleration, vorticity, latitude=latitude), hint
+    floor = sea_floor_batch(field, t, x, hint, type(particles).__name__) if needs.sea_floor else None
+    return Fluid(u, samples, acceleration, vorticity, latitude=latitude, sea_floor=floor), hint
+
+
+def sea_floor_batch(field: AbstractField, t: TimeLike, x: Positions, hint: Hints, model: str):
+    """The sea floor below the surface at each row of `x`, or an error naming the model that
+    asked and what the field is."""
+    if not isinstance(field, AbstractWithSeaFloor):
+        raise ValueError(
+            f"particles: {model} needs the sea floor, but {type(field).__name__} has none: read an ocean "
+            "model's 3-D output with its bathymetry (ROMS/CROCO h, SCHISM depth, FVCOM h), a LayeredField"
+        )
+    return field.sea_floor_batch(t, x, hint)
 
 
 def curl(gradient: Float[Array, "3 3"]) -> Float[Array, " 3"]:
@@ -271,4 +320,7 @@ def fluid_at(particles: AbstractParticles, field: AbstractField, t: TimeLike, x,
         acceleration = jax.jvp(lambda s, y: field(s, y, args), (time, x), (jnp.ones_like(time), u))[1]
     if needs.vorticity:
         vorticity = curl(jax.jacfwd(lambda y: field(t, y, args))(x))
-    return Fluid(u, samples, acceleration, vorticity, latitude=x[1] if field.spherical else None)
+    floor = None
+    if needs.sea_floor:
+        floor = sea_floor_batch(field, t, x[None], field.hints(1, x.dtype), type(particles).__name__)[0]
+    return Fluid(u, samples, acceleration, vorticity, latitude=x[1] if field.spherical else None, sea_floor=floor)

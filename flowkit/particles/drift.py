@@ -83,7 +83,7 @@ class Windage(AbstractDrift, AbstractRuled):
     OpenDrift's `drift:wind_drift_depth` (0.1 m by default)."""
 
     coefficient: Float[Array, ""] | float
-    depth: float = 0.1
+    depth: Float[Array, ""] | float = 0.1
     sample: str = eqx.field(static=True, default="wind")
 
     @property

@@ -178,8 +178,8 @@ class Extremes(AbstractUpdating):
     def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         return {"x": fluid.velocity}  # the records change in `update` only
 
-    def update(self, t: TimeLike, state: dict, samples: dict, args: Args):
-        value = self._sample(samples).astype(state["x"].dtype)
+    def update(self, t: TimeLike, dt: TimeLike, state: dict, fluid: Fluid, args: Args):
+        value = self._sample(fluid.samples).astype(state["x"].dtype)
         top, mean, count = (state[name] for name in self.variable_names)
         finite = jnp.isfinite(value)
         return {

@@ -1,23 +1,29 @@
 """How the tracker steps a particle model: its term and solver for a run, and its capabilities
 applied to every part of it (a `Combined`'s models one by one)."""
 
+import functools
 from typing import cast
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, PRNGKeyArray
 
 from .._custom_types import Args, Positions, TimeLike
+from .._time import TimeOrigin
 from ..boundaries.base import AbstractBoundary
 from ..fields.base import AbstractField
 from ..integrators.base import AbstractIntegrator
 from ..integrators.exponential import ExponentialDrag
 from ..integrators.terms import AbstractTerm, FlowTerm
 from .base import (
+    AbstractDated,
     AbstractParticles,
     AbstractRandom,
+    AbstractResting,
     AbstractTurnedByWalls,
     AbstractUpdating,
+    Fluid,
     ModelTerm,
     is_tracer,
     own_state,
@@ -61,6 +67,13 @@ def resolved(
     return particles, ExponentialDrag(integrator)
 
 
+def dated(particles: AbstractParticles, origin: TimeOrigin | None) -> AbstractParticles:
+    """`particles` with each part that reads the calendar given the field's time 0 (`origin`)."""
+    if isinstance(particles, Combined):
+        return Combined(*(dated(m, origin) for m in particles.models))
+    return particles.dated(origin) if isinstance(particles, AbstractDated) else particles
+
+
 def term_for(particles: AbstractParticles, field: AbstractField, integrator: AbstractIntegrator) -> AbstractTerm:
     """What `integrator` steps for `particles` in `field`: the flow itself for a tracer, the
     drag term for the exponential solver, else the model's term."""
@@ -76,13 +89,29 @@ def updating(particles: AbstractParticles) -> bool:
     return any(isinstance(m, AbstractUpdating) for m in parts(particles))
 
 
-def updated(particles: AbstractParticles, t: TimeLike, state: dict, samples: dict, args: Args) -> dict:
-    """ONE particle's `state` after a step ends at `(t, state["x"])`: each updating part's own."""
+def updated(particles: AbstractParticles, t: TimeLike, dt: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
+    """ONE particle's `state` after a step of `dt` ends at `(t, state["x"])`: each updating
+    part's own."""
     state = dict(state)
     for m in parts(particles):
         if isinstance(m, AbstractUpdating):
-            state.update({k: v for k, v in m.update(t, own_state(m, state), samples, args).items() if k != "x"})
+            state.update({k: v for k, v in m.update(t, dt, own_state(m, state), fluid, args).items() if k != "x"})
     return state
+
+
+def resting(particles: AbstractParticles) -> bool:
+    """Whether some part of `particles` may rest (the tracker then holds resting rows)."""
+    return any(isinstance(m, AbstractResting) for m in parts(particles))
+
+
+def resting_batch(particles: AbstractParticles, state: dict) -> Bool[Array, " n"]:
+    """Which rows of the batched `state` rest through the next step (any resting part's say)."""
+
+    def one(state):
+        says = [m.resting(own_state(m, state)) for m in parts(particles) if isinstance(m, AbstractResting)]
+        return functools.reduce(jnp.logical_or, says)
+
+    return jax.vmap(one)(state)
 
 
 def turned_at_walls(

@@ -27,7 +27,7 @@ from ..fields.streamed import StreamedField, refuse_streamed
 from ..integrators.base import AbstractIntegrator
 from ..integrators.runge_kutta import RK4
 from ..particles.base import AbstractParticles, Tracer, is_tracer, variable_names
-from ..particles.stepping import drawing, drawn_state, resolved
+from ..particles.stepping import dated, drawing, drawn_state, resolved
 from ..statistics.base import checked
 from .courant import AUTO, DEFAULT_COURANT, auto_dt
 from .origins import inlet_origins
@@ -223,7 +223,7 @@ def check_particles(
             f"particles: {type(model).__name__} moves in metres, but this field's positions are "
             "degrees of longitude and latitude"
         )
-    return resolved(model, integrator, dt, field.dim)
+    return resolved(dated(model, field.time_origin), integrator, dt, field.dim)
 
 
 def check_particle_state(particle_state, particles: AbstractParticles, n: int) -> dict[str, np.ndarray]:

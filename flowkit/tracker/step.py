@@ -10,8 +10,17 @@ from .._custom_types import Args, TimeLike
 from .._status import Status
 from ..boundaries.base import Block
 from ..fields.base import AbstractField, Hints, select
-from ..particles.base import AbstractParticles, initial_batch, is_tracer
-from ..particles.stepping import drawing, jumped_batch, term_for, turned_at_walls, updated, updating
+from ..particles.base import AbstractParticles, fluid_batch, initial_batch, is_tracer
+from ..particles.stepping import (
+    drawing,
+    jumped_batch,
+    resting,
+    resting_batch,
+    term_for,
+    turned_at_walls,
+    updated,
+    updating,
+)
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 
 
@@ -60,6 +69,8 @@ def one_step(
     moving = (status == Status.ACTIVE) & (h != 0)
     masked = hint.skip(~moving)
     result, stepped, step_hint = _integrate(pieces, t, h, k, x, variables, masked, slots.keys, rows.remainder)
+    if resting(particles):  # a resting particle (a grain on the bed) stays where it is through the step
+        result, step_hint = _held(particles, x, variables, hint, result, step_hint)
     # longitudes in one period; depths in the water, mirrored at the surface and the floor in random
     # walks; where the integrator located the step's ends (`inside`), settling locates nothing
     located = step_hint if result.inside is None else step_hint.marked(True)
@@ -88,7 +99,7 @@ def one_step(
         )
         variables = select(kept, select(walled, at_wall, stepped), variables)
         if updating(particles):
-            variables = _updated(particles, field, args, t + h, x_next, variables, hint, kept)
+            variables = _updated(particles, field, args, t + h, h, x_next, variables, hint, kept)
         if drawing(particles):  # the step's random events (a leeway object's jibe)
             jumped = jumped_batch(particles, t + h, h, {"x": x_next, **variables}, slots.keys, k)
             variables = select(kept, jumped, variables)
@@ -160,6 +171,15 @@ def _integrate(pieces: RunPieces, t, h, k, x, variables, masked: Hints, keys, re
     return result, stepped, masked if result.hint is None else result.hint
 
 
+def _held(particles, x, variables, hint: Hints, result, step_hint: Hints):
+    """The step's result and hints with the rows that rest (before the step) where they were."""
+    held = resting_batch(particles, {"x": x, **variables})
+    state = {**result.state, "x": jnp.where(held[:, None], x, result.state["x"])}
+    remainder = None if result.remainder is None else jnp.where(held[:, None], 0, result.remainder)
+    inside = None if result.inside is None else result.inside | held
+    return result._replace(state=state, inside=inside, remainder=remainder), select(held, hint, step_hint)
+
+
 def _left_out(result, x_next, moving, before, restarted):
     """What rounding left out of each row's position after the step: the integrator's remainder
     (`StepResult.remainder`) per coordinate where the row took the integrator's end as it is,
@@ -228,9 +248,9 @@ def started(
     return jax.lax.cond(jnp.any(mask), start, lambda v: v, variables)
 
 
-def _updated(particles, field, args, t, x, variables, hint, mask):
-    """The model's `update` after a step, for the rows `mask` that took it."""
-    samples = field.samples_at(t, x, hint)
-    new = jax.vmap(updated, in_axes=(None, None, 0, 0, None))(particles, t, {"x": x, **variables}, samples, args)
+def _updated(particles, field, args, t, h, x, variables, hint, mask):
+    """The model's `update` after a step of `h` ending at `t`, for the rows `mask` that took it."""
+    fluid, _ = fluid_batch(particles, field, t, x, args, hint)
+    new = jax.vmap(updated, in_axes=(None, None, None, 0, 0, None))(particles, t, h, {"x": x, **variables}, fluid, args)
     new.pop("x", None)
     return select(mask, new, variables)
