@@ -206,13 +206,13 @@ def test_flow_through_boundaries_run_on_the_pipe_sample(boundary, tmp_path, monk
         assert counts["absorbed"] == 0 and traj.generation is None
 
 
-@pytest.mark.parametrize("name", ["tracer", "inertial", "buoyant", "plastic"])
+@pytest.mark.parametrize("name", ["tracer", "inertial", "buoyant", "plastic", "pelagic_egg", "sediment"])
 def test_particle_models_compose(name):
     overrides = [f"particles={name}"] + (
         ["particles.diameter=2e-5", "particles.drag=schiller_naumann"] if name == "inertial" else []
     )
     *_, particles = build(_compose(overrides))
-    assert type(particles).__name__ == name.capitalize()
+    assert type(particles).__name__ == name.title().replace("_", "")
     if name == "inertial":
         assert float(particles.diameter) == 2e-5 and particles.drag == "schiller_naumann"
 

@@ -1,6 +1,6 @@
 """Particle models: tracers, inertial droplets, buoyant particles, drift with the wind and the
-waves (windage, Stokes drift, leeway), plastics, fish eggs and larvae, sediments, per-particle records, and the contract for models of your
-own (`AbstractParticles` and its capabilities)."""
+waves (windage, Stokes drift, leeway), plastics, fish eggs and larvae, sediments, per-particle
+records, and the contract for models of your own (`AbstractParticles` and its capabilities)."""
 
 from .base import (
     AbstractDated as AbstractDated,
