@@ -1,0 +1,153 @@
+"""Fish eggs and sediments beside OpenDrift's `PelagicEggDrift` and `SedimentDrift` on the same
+forcing (issue 81).
+
+OpenDrift's own ROMS test file (`Nordic_subset.nc`) gives both trackers the currents, the
+temperature and the salinity (`fk.io.read(..., sample=["temp", "salt"])`, OpenDrift's
+`reader_ROMS_native`). Both mix with a constant vertical diffusivity (`--diffusivity`, m²/s:
+OpenDrift's `vertical_mixing:diffusivitymodel="constant"` at a 60 s mixing step; flowkit's
+`EulerMaruyama(Vertical(K))` at 60 s steps) for `--hours`.
+
+- Eggs: `--elements` North-East Arctic cod eggs (1.4 mm, neutral at 31.25) released at
+  `--egg-depth` metres at one point; printed: the median and 90th percentile depth in each.
+`--opendrift-convention` reads the C-grid's faces as OpenDrift's reader does (as in
+`benchmarks/drifters.py`).
+
+- Sediments: grains settling at `--settling` m/s released through the bottom `--band` metres
+  of the water at the same point (mixing `--sediment-diffusivity`); printed: the fraction on the
+  bed at each hour in each.
+
+    python benchmarks/ecology.py --opendrift-python /tmp/od/bin/python [--elements 5000] [--hours 24]
+
+OpenDrift is not a dependency of flowkit: `--opendrift-python` names an interpreter of an
+environment with it (`python -m venv od && od/bin/pip install opendrift`).
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import flowkit as fk  # before JAX: one CPU device per core
+from flowkit.diffusion import Vertical
+from flowkit.particles import PelagicEgg, Sediment
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ocean_models import opendrift_reading  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ocean-real"
+
+OPENDRIFT = """
+import json, sys, time
+from datetime import timedelta
+import numpy as np
+from opendrift.readers import reader_ROMS_native
+from opendrift.models.pelagicegg import PelagicEggDrift
+from opendrift.models.sedimentdrift import SedimentDrift
+a = json.load(open(sys.argv[1]))
+out = {}
+for name, model, k in (("eggs", PelagicEggDrift, a["k"]), ("sediments", SedimentDrift, a["k_sediment"])):
+    o = model(loglevel=50)
+    reader = reader_ROMS_native.Reader(a["file"])
+    o.add_reader(reader)
+    o.set_config("general:use_auto_landmask", False)
+    o.set_config("drift:advection_scheme", "runge-kutta4")
+    o.set_config("vertical_mixing:diffusivitymodel", "constant")
+    o.set_config("environment:fallback:ocean_vertical_diffusivity", k)
+    o.set_config("vertical_mixing:timestep", 60)
+    if name == "eggs":
+        o.seed_elements(lon=a["lon"], lat=a["lat"], z=-a["egg_depth"], number=a["n"], time=reader.start_time,
+                        diameter=0.0014, neutral_buoyancy_salinity=31.25)
+    else:
+        o.set_config("vertical_mixing:resuspension_threshold", 0.2)
+        o.seed_elements(lon=a["lon"], lat=a["lat"], z=a["z_sediment"], number=a["n"], time=reader.start_time,
+                        terminal_velocity=-a["settling"])
+    start = time.perf_counter()
+    o.run(duration=timedelta(hours=a["hours"]), time_step=600, time_step_output=3600)
+    z = o.result.z.values
+    record = dict(z=(-z[:, -1]).tolist(), seconds=time.perf_counter() - start)
+    if name == "sediments":
+        record["settled"] = np.nanmean(o.result.moving.values == 0, axis=0).tolist()
+    out[name] = record
+import opendrift
+out["version"] = opendrift.__version__
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def opendrift(args, z_sediment: np.ndarray) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        script, given, result = Path(folder, "od.py"), Path(folder, "in.json"), Path(folder, "out.json")
+        script.write_text(OPENDRIFT)
+        given.write_text(json.dumps(dict(
+            file=str(args.file), lon=args.seed[0], lat=args.seed[1], n=args.elements, hours=args.hours,
+            k=args.diffusivity, k_sediment=args.sediment_diffusivity, egg_depth=args.egg_depth,
+            settling=args.settling, z_sediment=(-z_sediment).tolist(),
+        )))  # fmt: skip
+        subprocess.run([args.opendrift_python, str(script), str(given), str(result)], check=True)
+        return json.loads(result.read_text())
+
+
+def flowkit_runs(args, field, seed, z_sediment: np.ndarray) -> dict:
+    n, t0 = args.elements, float(field.time_range[0])
+    t1 = t0 + args.hours * 3600
+
+    def run(particles, depths, k):
+        seeds = np.column_stack([np.full(n, seed[0]), np.full(n, seed[1]), depths])
+        start = time.perf_counter()
+        traj = fk.track(field, seeds, t0, t1, 60.0, fk.EulerMaruyama(Vertical(k)), particles=particles,
+                        key=jax.random.key(1), save_every=60)  # fmt: skip
+        return traj, time.perf_counter() - start
+
+    eggs, egg_s = run(PelagicEgg(), np.full(n, args.egg_depth), args.diffusivity)
+    grains, grain_s = run(Sediment(settling_velocity=args.settling), z_sediment, args.sediment_diffusivity)
+    return dict(
+        eggs=dict(z=np.asarray(eggs.positions[-1, :, 2]), seconds=egg_s),
+        sediments=dict(z=np.asarray(grains.positions[-1, :, 2]), settled=grains.variables["settled"].mean(axis=1),
+                       seconds=grain_s),
+    )  # fmt: skip
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--opendrift-python", required=True)
+    parser.add_argument("--file", type=Path, default=SHARED / "Nordic_subset.nc")
+    parser.add_argument("--seed", type=float, nargs=2, default=(14.316, 67.719))
+    parser.add_argument("--elements", type=int, default=5000)
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--diffusivity", type=float, default=0.01)
+    parser.add_argument("--egg-depth", type=float, default=50.0)
+    parser.add_argument("--settling", type=float, default=1e-3)
+    parser.add_argument("--band", type=float, default=60.0)
+    parser.add_argument("--sediment-diffusivity", type=float, default=1e-5)
+    parser.add_argument("--opendrift-convention", action="store_true", help="read the C-grid as OpenDrift does")
+    args = parser.parse_args()
+    if args.opendrift_convention:
+        opendrift_reading()
+    field = fk.io.read(args.file, sample=["temp", "salt"])
+    floor = float(field.water_depth(0.0, np.array([args.seed]))[0])
+    z_sediment = floor - np.random.default_rng(0).uniform(0, args.band, args.elements)
+    print(f"{args.file.name}: seed {args.seed}, sea floor {floor:.1f} m; {args.elements} elements, {args.hours} h")
+    ours, theirs = flowkit_runs(args, field, args.seed, z_sediment), opendrift(args, z_sediment)
+    print(f"OpenDrift {theirs['version']}")
+    for name in ("eggs",):
+        a, b = ours[name]["z"], np.asarray(theirs[name]["z"], float)
+        for q in (50, 90):
+            qa, qb = np.percentile(a, q), np.nanpercentile(b, q)
+            print(f"  eggs: {q}th percentile depth flowkit {qa:.2f} m, OpenDrift {qb:.2f} m ({(qa / qb - 1) * 100:+.1f} %)")
+    settled_a, settled_b = np.asarray(ours["sediments"]["settled"]), np.asarray(theirs["sediments"]["settled"])
+    for hour in range(0, int(args.hours) + 1, 3):
+        print(f"  sediments at {hour:2d} h: settled flowkit {settled_a[hour]:.3f}, OpenDrift {settled_b[hour]:.3f}")
+    depth_a, depth_b = ours["sediments"]["z"], np.asarray(theirs["sediments"]["z"], float)
+    print(f"  sediments: mean depth at the end flowkit {depth_a.mean():.1f} m, OpenDrift {np.nanmean(depth_b):.1f} m")
+    print(f"  seconds: flowkit eggs {ours['eggs']['seconds']:.1f}, sediments {ours['sediments']['seconds']:.1f}; "
+          f"OpenDrift eggs {theirs['eggs']['seconds']:.1f}, sediments {theirs['sediments']['seconds']:.1f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
