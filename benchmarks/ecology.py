@@ -135,18 +135,17 @@ def main():
     print(f"{args.file.name}: seed {args.seed}, sea floor {floor:.1f} m; {args.elements} elements, {args.hours} h")
     ours, theirs = flowkit_runs(args, field, args.seed, z_sediment), opendrift(args, z_sediment)
     print(f"OpenDrift {theirs['version']}")
-    for name in ("eggs",):
-        a, b = ours[name]["z"], np.asarray(theirs[name]["z"], float)
-        for q in (50, 90):
-            qa, qb = np.percentile(a, q), np.nanpercentile(b, q)
-            print(f"  eggs: {q}th percentile depth flowkit {qa:.2f} m, OpenDrift {qb:.2f} m ({(qa / qb - 1) * 100:+.1f} %)")
+    a, b = ours["eggs"]["z"], np.asarray(theirs["eggs"]["z"], float)
+    for q in (50, 90):
+        qa, qb = np.percentile(a, q), np.nanpercentile(b, q)
+        print(f"  eggs: {q}th percentile depth flowkit {qa:.2f} m, OpenDrift {qb:.2f} m ({(qa / qb - 1):+.1%})")
     settled_a, settled_b = np.asarray(ours["sediments"]["settled"]), np.asarray(theirs["sediments"]["settled"])
     for hour in range(0, int(args.hours) + 1, 3):
         print(f"  sediments at {hour:2d} h: settled flowkit {settled_a[hour]:.3f}, OpenDrift {settled_b[hour]:.3f}")
     depth_a, depth_b = ours["sediments"]["z"], np.asarray(theirs["sediments"]["z"], float)
     print(f"  sediments: mean depth at the end flowkit {depth_a.mean():.1f} m, OpenDrift {np.nanmean(depth_b):.1f} m")
-    print(f"  seconds: flowkit eggs {ours['eggs']['seconds']:.1f}, sediments {ours['sediments']['seconds']:.1f}; "
-          f"OpenDrift eggs {theirs['eggs']['seconds']:.1f}, sediments {theirs['sediments']['seconds']:.1f}")  # fmt: skip
+    seconds = {name: (ours[name]["seconds"], theirs[name]["seconds"]) for name in ("eggs", "sediments")}
+    print("  seconds (flowkit, OpenDrift):", {name: f"{a:.1f}, {b:.1f}" for name, (a, b) in seconds.items()})
 
 
 if __name__ == "__main__":
