@@ -346,7 +346,7 @@ def prepare(
         _warn_if_below_a_surface_drift(particles, seeds)
     if field.forcings is not None and not traced:
         field.forcings.report(seeds, t0, t1)
-    given = check_particle_state(particle_state, particles, seeds.shape[0])
+    given: dict = check_particle_state(particle_state, particles, seeds.shape[0])
     if spare:  # slots for particles released later by the boundary: waiting, never due by themselves
         if dt < 0:
             raise ValueError(
