@@ -380,7 +380,7 @@ def test_ocean_sample_with_dates_writes_cf_trajectories(tmp_path):
             2,
             (
                 "error: integrator=rk5: no such option; choose one of dopri5, dopri8, euler, "
-                "euler_maruyama, heun, horizontal_diffusion, midpoint, rk4, tsit5"
+                "euler_maruyama, heun, horizontal_diffusion, midpoint, rk4, tsit5, wind_mixing"
             ),
         ),
         (["seeds.n=-5"], 2, "error: seeds.n must be a positive integer, got -5"),  # at build time: one line

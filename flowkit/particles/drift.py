@@ -140,7 +140,8 @@ class Plastic(AbstractDrift):
     """Buoyant plastics as OpenDrift's `PlastDrift` moves them: the current, rising at
     `rise_velocity` (m/s, positive up; depth is the third coordinate, positive down, as on
     ocean fields), and with `wind_drift_factor` × the wind (the forcing named `sample`) while
-    within `wind_drift_depth` metres of the surface (always on a 2-D field).
+    within `wind_drift_depth` metres of the surface (always on a 2-D field): its `drift` is the
+    windage and, on 3-D fields, the rise (down the depth axis).
 
     The wind mixes them down through the run's random walk, which the model leaves to the
     integrator: `fk.EulerMaruyama(fk.diffusion.Vertical(fk.diffusion.WindDriven("wind")))`
@@ -158,10 +159,7 @@ class Plastic(AbstractDrift):
         return Needs(sample_names=(self.sample,))
 
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        return Windage(self.wind_drift_factor, self.wind_drift_depth, self.sample).drift(t, state, fluid, args)
-
-    def rhs(self, t: TimeLike, state: dict, fluid: Fluid, args: Args) -> dict:
-        rate = fluid.velocity + fluid.position_rate(self.drift(t, state, fluid, args))
-        if rate.shape[0] == 3:
-            rate = rate - jnp.array([0.0, 0.0, 1.0], rate.dtype) * self.rise_velocity
-        return {"x": rate}
+        windage = Windage(self.wind_drift_factor, self.wind_drift_depth, self.sample).drift(t, state, fluid, args)
+        if state["x"].shape[0] < 3:
+            return windage
+        return jnp.concatenate([windage, -jnp.reshape(jnp.asarray(self.rise_velocity, windage.dtype), (1,))])

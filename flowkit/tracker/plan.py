@@ -226,6 +226,19 @@ def check_particles(
     return resolved(dated(model, field.time_origin), integrator, dt, field.dim)
 
 
+def _with_draws(particles: AbstractParticles, key, count: int, given: dict) -> dict:
+    """The particles' given variables and, for a model that draws its own (`AbstractRandom`),
+    each particle's draws, kept through the run (restarts too); a variable given wins."""
+    if not drawing(particles):
+        return given
+    if key is None:
+        raise ValueError(
+            f"key: particles {type(particles).__name__} draws each particle's variables at random and "
+            "needs a PRNG key, e.g. key=jax.random.key(0)"
+        )
+    return {**drawn_state(particles, key, count), **given}
+
+
 def check_particle_state(particle_state, particles: AbstractParticles, n: int) -> dict[str, np.ndarray]:
     """Per-particle starting values of the model's variables given by the run, `{name: (n, ...)}`."""
     if not particle_state:
@@ -359,13 +372,7 @@ def prepare(
             )
         seeds = np.concatenate([seeds, np.repeat(np.asarray(boundary.parking, np.float64)[None], spare, axis=0)])
         t_release = np.concatenate([t_release, np.full(spare, np.inf)])
-    if drawing(particles):  # each particle's own draws, kept through the run (restarts too)
-        if key is None:
-            raise ValueError(
-                f"key: particles {type(particles).__name__} draws each particle's variables at random and "
-                "needs a PRNG key, e.g. key=jax.random.key(0)"
-            )
-        given = {**drawn_state(particles, key, seeds.shape[0]), **given}
+    given = _with_draws(particles, key, seeds.shape[0], given)
     origin_hints = None
     if not traced:
         boundary, key, origin_hints = inlet_origins(field, boundary, seeds, key)
