@@ -117,13 +117,16 @@ def flowkit_runs(field, models: dict, seed, n: int, hours: float, dt: float) -> 
     return out
 
 
-def rates(field, models: dict, seed, n: int, hours: float, dt: float) -> dict:
-    """M particle-steps/s of the compiled run and of the whole call, best of two after a warm-up."""
+def rates(field, models: dict, seed, n: int, hours: float, dt: float, integrator=None) -> dict:
+    """M particle-steps/s of the compiled run and of the whole call, best of two after a warm-up
+    (`integrator`: the run's, default RK4)."""
     seeds = np.repeat(np.asarray(seed, float)[None], n, axis=0)
     steps = round(hours * 3600 / dt)
     out = {}
     for name, model in models.items():
         run = dict(particles=model, key=jax.random.key(0), save_every=f"{hours}h")
+        if integrator is not None:
+            run["integrator"] = integrator
         fk.track(field, seeds, 0.0, hours * 3600, dt, **run)
         best = None
         for _ in range(2):

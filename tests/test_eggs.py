@@ -90,6 +90,15 @@ def test_mixed_eggs_settle_into_the_exponential_profile():
     np.testing.assert_allclose(depth.mean(), length - H / np.expm1(H / length), rtol=0.06)
 
 
+def test_constant_forcings_are_logged_and_used(caplog):
+    seeds = column_seeds(5, np.random.default_rng(6)) * [1, 1, 0.5] + [0, 0, 10]
+    read = fk.track(column(temperature=3.0, salinity=33.0), seeds, 0.0, 600.0, 60.0, particles=PelagicEgg())
+    with caplog.at_level("INFO", logger="flowkit"):
+        given = fk.track(column(), seeds, 0.0, 600.0, 60.0, particles=PelagicEgg(temperature=3.0, salinity=33.0))
+    assert "PelagicEgg: temperature a constant 3°C" in caplog.text and "salinity a constant 33" in caplog.text
+    np.testing.assert_allclose(given.positions, read.positions, rtol=1e-6)
+
+
 def test_hatching_by_age_or_degree_days_and_mortality():
     seeds = column_seeds(20, np.random.default_rng(4))
     eggs = PelagicEgg(hatch_days=1.0, hatch_degree_days=5.0, mortality=0.2)  # 5 °C: 5 degree-days at 1 day

@@ -4,6 +4,8 @@ water around them, hatch after an age or a sum of degree-days, and the larvae mi
 a day and a night depth; the wind's and the tide's mixing is the run's random walk
 (`fk.EulerMaruyama(fk.diffusion.Vertical(...))`), left to the integrator."""
 
+import logging
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -77,7 +79,7 @@ class PelagicEgg(AbstractUpdating, AbstractDated):
       Arctic cod, as OpenDrift's.
     - `temperature`, `salinity`: the field's sampled arrays by name (potential temperature °C and
       practical salinity: ROMS `temp`/`salt`, NEMO `votemper`/`vosaline`, CMEMS `thetao`/`so`), or
-      numbers, constant forcings.
+      numbers, constant forcings (logged before the run).
     - Hatching after `hatch_days` of age or `hatch_degree_days` (the sum of the temperature over
       the days, °C day), whichever comes first (None: never). A hatched egg is a larva (`stage`
       1), which swims as `larva` says (None: it keeps the egg's buoyancy, as a yolk-sac larva).
@@ -105,6 +107,9 @@ class PelagicEgg(AbstractUpdating, AbstractDated):
         return Needs(sample_names=names)
 
     def dated(self, origin: TimeOrigin | None) -> "PelagicEgg":
+        for name, value, unit in (("temperature", self.temperature, "°C"), ("salinity", self.salinity, "")):
+            if not isinstance(value, str):
+                logging.getLogger("flowkit").info("PelagicEgg: %s a constant %g%s (a number given)", name, value, unit)
         if self.larva is None:
             return self
         if origin is None:
