@@ -28,10 +28,7 @@ environment with it (`python -m venv od && od/bin/pip install opendrift`).
 """
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +39,7 @@ import flowkit as fk  # before JAX: one CPU device per core
 from flowkit.particles import Leeway
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ocean_models import distance_m, opendrift_reading  # noqa: E402
+from ocean_models import distance_m, opendrift_convention_option, opendrift_reading, run_script  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ocean-real"
 
@@ -152,11 +149,7 @@ def main():
     parser.add_argument("--jibe", type=float, default=0.04)
     parser.add_argument("--throughput", type=int, default=0)
     parser.add_argument("--opendrift-elements", type=int, default=10_000)
-    parser.add_argument(
-        "--opendrift-convention",
-        action="store_true",
-        help="read u and v index-aligned with the rho points, as OpenDrift's ROMS reader does",
-    )
+    opendrift_convention_option(parser)
     args = parser.parse_args()
     if args.opendrift_convention:
         opendrift_reading()
@@ -207,26 +200,9 @@ def main():
 
 
 def opendrift(args, number: int, runs: list) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        script, given, result = Path(tmp) / "od.py", Path(tmp) / "in.json", Path(tmp) / "out.json"
-        script.write_text(OPENDRIFT)
-        given.write_text(
-            json.dumps(
-                {
-                    "file": str(args.file),
-                    "runs": runs,
-                    "wind": list(args.wind),
-                    "lon": args.seed[0],
-                    "lat": args.seed[1],
-                    "number": number,
-                    "hours": args.hours,
-                    "dt": args.dt,
-                    "jibe": args.jibe,
-                }
-            )
-        )
-        subprocess.run([args.opendrift_python, str(script), str(given), str(result)], check=True)
-        return json.loads(result.read_text())
+    given = dict(file=str(args.file), runs=runs, wind=list(args.wind), lon=args.seed[0], lat=args.seed[1],
+                 number=number, hours=args.hours, dt=args.dt, jibe=args.jibe)  # fmt: skip
+    return run_script(args.opendrift_python, OPENDRIFT, given)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,7 @@ environment with it (`python -m venv od && od/bin/pip install opendrift`).
 """
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -50,10 +47,8 @@ from flowkit.diffusion import Vertical, WindDriven
 from flowkit.particles import PelagicEgg, Plastic, Sediment
 
 sys.path.insert(0, str(Path(__file__).parent))
-from drifters import rates  # noqa: E402
-from ocean_models import opendrift_reading  # noqa: E402
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ocean-real"
+from drifters import SHARED, rates  # noqa: E402
+from ocean_models import opendrift_convention_option, opendrift_reading, run_script  # noqa: E402
 
 OPENDRIFT = """
 import json, sys, time
@@ -107,17 +102,12 @@ json.dump(out, open(sys.argv[2], "w"))
 
 
 def opendrift(args, z_sediment: np.ndarray) -> dict:
-    with tempfile.TemporaryDirectory() as folder:
-        script, given, result = Path(folder, "od.py"), Path(folder, "in.json"), Path(folder, "out.json")
-        script.write_text(OPENDRIFT)
-        given.write_text(json.dumps(dict(
-            file=str(args.file), lon=args.seed[0], lat=args.seed[1], n=args.elements, hours=args.hours,
-            k=args.diffusivity, k_sediment=args.sediment_diffusivity, egg_depth=args.egg_depth,
-            settling=args.settling, z_sediment=(-z_sediment).tolist(), wind=args.wind, rise=args.rise,
-            plastic_step=args.plastic_step,
-        )))  # fmt: skip
-        subprocess.run([args.opendrift_python, str(script), str(given), str(result)], check=True)
-        return json.loads(result.read_text())
+    given = dict(
+        file=str(args.file), lon=args.seed[0], lat=args.seed[1], n=args.elements, hours=args.hours,
+        k=args.diffusivity, k_sediment=args.sediment_diffusivity, egg_depth=args.egg_depth, settling=args.settling,
+        z_sediment=(-z_sediment).tolist(), wind=args.wind, rise=args.rise, plastic_step=args.plastic_step,
+    )  # fmt: skip
+    return run_script(args.opendrift_python, OPENDRIFT, given)
 
 
 def flowkit_runs(args, field, seed, z_sediment: np.ndarray) -> dict:
@@ -159,7 +149,7 @@ def main():
     parser.add_argument("--rise", type=float, default=0.01, help="the plastics' rise velocity, m/s")
     parser.add_argument("--plastic-step", type=float, default=10.0, help="the plastics' mixing step, s")
     parser.add_argument("--throughput", type=int, default=0, help="elements of each model for the speed runs")
-    parser.add_argument("--opendrift-convention", action="store_true", help="read the C-grid as OpenDrift does")
+    opendrift_convention_option(parser)
     args = parser.parse_args()
     if args.opendrift_convention:
         opendrift_reading()

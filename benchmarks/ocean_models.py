@@ -243,6 +243,26 @@ def opendrift_reading() -> None:
     )
 
 
+def opendrift_convention_option(parser: argparse.ArgumentParser) -> None:
+    """The `--opendrift-convention` flag of the scripts that run OpenDrift beside flowkit."""
+    parser.add_argument(
+        "--opendrift-convention",
+        action="store_true",
+        help="read u and v index-aligned with the rho points, as OpenDrift's ROMS reader does",
+    )
+
+
+def run_script(python: str, text: str, given: dict) -> dict:
+    """`text` run as a script by another environment's `python` (OpenDrift's), `given` as its
+    JSON input (its first argument); what it writes as JSON to its second."""
+    with tempfile.TemporaryDirectory() as folder:
+        script, inputs, result = (Path(folder, name) for name in ("script.py", "in.json", "out.json"))
+        script.write_text(text)
+        inputs.write_text(json.dumps(given))
+        subprocess.run([python, str(script), str(inputs), str(result)], check=True)
+        return json.loads(result.read_text())
+
+
 def distance_m(lon1, lat1, lon2, lat2) -> np.ndarray:
     p1, p2 = np.deg2rad(lat1), np.deg2rad(lat2)
     h = np.sin((p2 - p1) / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(np.deg2rad(lon2 - lon1) / 2) ** 2
@@ -281,11 +301,7 @@ def main():
     parser.add_argument("--wind", type=float, default=0.0, help="a constant eastward wind, m/s")
     parser.add_argument("--wind-drift-factor", type=float, default=0.03)
     parser.add_argument("--dt", type=float, default=3600.0, help="the step of both trackers, s")
-    parser.add_argument(
-        "--opendrift-convention",
-        action="store_true",
-        help="read u and v index-aligned with the rho points, as OpenDrift does",
-    )
+    opendrift_convention_option(parser)
     parser.add_argument(
         "--opendrift-splitting",
         action="store_true",
