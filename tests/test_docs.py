@@ -94,3 +94,35 @@ def test_every_gallery_script_titles_its_page_and_runs_on_its_own():
     for script in scripts:
         docstring = ast.get_docstring(ast.parse(script.read_text()))
         assert docstring and len(docstring.splitlines()) > 2, f"{script.name}: a title and a text"
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether `flowkit.a.b.c` names a module or an attribute of one."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for name in parts[split:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+def test_the_architecture_map_names_what_exists():
+    """Every file and folder `docs/architecture.md` names (`read.py`, `io/ocean/`, ...) is in the
+    project, and every `fk.` or `flowkit.` name it gives resolves."""
+    text = re.sub(r"```.*?```", "", (ROOT / "docs" / "architecture.md").read_text(), flags=re.S)
+    names = set(re.findall(r"`([^`\n]+)`", text))
+    tops = [p for p in ROOT.iterdir() if p.name not in {".git", ".venv", "site"}]
+    present = {str(p.relative_to(ROOT)) for top in tops for p in [top, *(top.rglob("*") if top.is_dir() else [])]}
+    paths = {n.rstrip("/") for n in names if re.fullmatch(r"[\w./-]+\.(py|cc|h|md|yaml|toml)|[\w/-]+/", n)}
+    assert len(paths) > 50  # the map names the layout
+    missing = sorted(p for p in paths if not any(q == p or q.endswith("/" + p) for q in present))
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+    dotted = {m[2] for n in names if (m := re.fullmatch(r"(fk|flowkit)((?:\.\w+)+)(?:\(.*\))?", n))}
+    unresolved = sorted(d for d in dotted if not _resolves("flowkit" + d))
+    assert dotted and not unresolved, f"docs/architecture.md names what flowkit does not have: {unresolved}"

@@ -14,8 +14,8 @@ from typing import Any
 from .._custom_types import Files
 from .._paths import refuse_special
 from . import solvers
+from .datasets import dataset_files
 from .ocean.mitgcm import is_run_directory
-from .xarray import dataset_files
 
 
 @dataclasses.dataclass(frozen=True)

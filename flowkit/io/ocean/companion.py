@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..cf import where
+from ..datasets import open_datasets
 
 _log = logging.getLogger("flowkit")
 
@@ -50,7 +51,6 @@ def grid_file(model: str, data: list, listed: list, grid, patterns: Sequence[str
 def model_grid(path: Path, model: str, is_grid: Callable, holds: str):
     """The grid file at `path` opened (lazily), refused in one line naming it when it cannot be
     read or is not a grid file of `model` (`is_grid`; `holds`: what one holds)."""
-    from ..xarray import open_datasets
 
     (ds,) = open_datasets([path])
     if not is_grid(ds):
