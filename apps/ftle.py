@@ -6,7 +6,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-import flowkit  # noqa: F401  (before JAX: one CPU device per core)
+import flowkit
 from flowkit.app_errors import check_output_folder, check_overrides, user_errors
 from flowkit.config import run_ftle
 
@@ -18,6 +18,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    flowkit.configure()  # one CPU device per core, before JAX starts
     check_overrides(sys.argv[1:], "ftle", Path(__file__).resolve().parents[1] / "conf")
     check_output_folder(sys.argv[1:])
     main()

@@ -21,7 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 
 def channel():

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
 from flowkit.particles import Buoyant, Combined, Leeway, StokesDrift, Tracer, Windage
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 HOUR = 3600.0
 

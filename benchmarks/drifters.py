@@ -35,11 +35,13 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
 from flowkit.particles import Leeway
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ocean_models import distance_m, opendrift_convention_option, opendrift_reading, run_script  # noqa: E402
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ocean-real"
 

@@ -42,13 +42,15 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
 from flowkit.diffusion import Vertical, WindDriven
 from flowkit.particles import PelagicEgg, Plastic, Sediment
 
 sys.path.insert(0, str(Path(__file__).parent))
 from drifters import SHARED, rates  # noqa: E402
 from ocean_models import opendrift_convention_option, opendrift_reading, run_script  # noqa: E402
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 OPENDRIFT = """
 import json, sys, time

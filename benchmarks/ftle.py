@@ -13,7 +13,9 @@ import time
 import jax
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 
 def main():

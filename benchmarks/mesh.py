@@ -41,7 +41,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 
 def _cellular(points, extent, drift=0.0):

@@ -26,10 +26,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
 
 sys.path.insert(0, str(Path(__file__).parent))
 from mesh import box_case, vtk_rate  # noqa: E402
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 EXTENT = (4.0, 2.0, 1.6)
 

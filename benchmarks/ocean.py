@@ -34,7 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 PARCELS = """
 import json, sys, time

@@ -56,7 +56,9 @@ from pathlib import Path
 import numpy as np
 from oceantracker_loop import TIMED_LOOP, best_loop, best_seconds
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 OPENDRIFT = """
 import json, sys, time, logging

@@ -19,8 +19,10 @@ import statistics
 
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
 from flowkit.particles import Aging, Buoyant, Combined, Distance, Inertial, Tracer
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 EXTENT = (25.6, 10.3, 2.1)
 

@@ -16,10 +16,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
 
 sys.path.insert(0, str(Path(__file__).parent))
 from throughput import DT, L, abc_grid  # noqa: E402
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 
 def main():

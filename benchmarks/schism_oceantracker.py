@@ -41,7 +41,9 @@ from pathlib import Path
 import numpy as np
 from oceantracker_loop import TIMED_LOOP, best_loop, best_seconds
 
-import flowkit as fk  # before JAX: one CPU device per core
+import flowkit as fk
+
+fk.configure()  # one CPU device per core, before JAX starts
 
 SCHISM = Path(__file__).resolve().parents[1] / "tests" / "data" / "schism"
 

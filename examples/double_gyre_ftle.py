@@ -7,6 +7,8 @@ through the compiled RK4 run: no finite-difference stencil to tune)."""
 
 import flowkit as fk
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.fields.DoubleGyre()
 points = fk.seeding.uniform_grid(resolution=(400, 200), bounds=field.bounds, include_boundaries=True)
 coords = (points[:, 0].reshape(400, 200)[:, 0], points[:, 1].reshape(400, 200)[0])

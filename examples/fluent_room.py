@@ -14,6 +14,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(shared("real", "fluent_cff_room", "room.cas.h5"))
 print(type(field).__name__, field.describe())
 seeds = fk.seeding.line((0.2, 0.3), (3.8, 0.3), 300)

@@ -16,6 +16,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(shared("real", "fvcom_sfbofs", "tri_grid_example-FVCOM.nc"))
 print(type(field).__name__, field.describe(), field.time_origin)
 seeds = fk.seeding.random_inside(500, field, key=jax.random.key(1))[:, :2]

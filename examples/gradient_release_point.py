@@ -15,6 +15,8 @@ import numpy as np
 
 import flowkit as fk
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 jax.config.update("jax_enable_x64", True)
 field = fk.fields.DoubleGyre()
 truth = np.array([0.7, 0.3])

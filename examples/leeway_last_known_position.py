@@ -25,6 +25,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 path = shared("ocean-real", "Nordic_subset.nc")
 field = fk.io.read(path, samples={"wind": fk.fields.Uniform([-7.2, -7.0])})
 person = fk.io.leeway("PIW-1")

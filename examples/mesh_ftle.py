@@ -13,6 +13,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(shared("real", "openfoam_pitzdaily", "pitzDaily"))
 lo, hi = (np.asarray(b, np.float64) for b in field.bounds)
 x = np.linspace(-0.02, 0.25, 360)

@@ -13,6 +13,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(shared("real", "nemo_orca025_northsea"))
 print(type(field).__name__, field.describe(), field.time_origin)
 seeds = fk.seeding.line((-1.5, 58.0), (6.0, 58.0), 400)

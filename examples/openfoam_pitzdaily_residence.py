@@ -16,6 +16,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(shared("real", "openfoam_pitzdaily", "pitzDaily"))
 print(type(field).__name__, field.describe())
 lo, hi = (np.asarray(b, np.float64) for b in field.bounds)

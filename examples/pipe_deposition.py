@@ -14,6 +14,8 @@ import numpy as np
 
 import flowkit as fk
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(fk.datasets.sample_pipe())
 seeds = fk.seeding.disk((0.02, 0.0, 0.0), 0.45, 1500, key=jax.random.key(0), normal=(1.0, 0.0, 0.0))
 fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")

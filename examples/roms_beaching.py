@@ -14,6 +14,8 @@ import flowkit as fk
 
 from _data import shared
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(shared("ocean-real", "Nordic_subset.nc"))
 print(field.time_origin)
 seeds = fk.seeding.random_inside(2000, field, key=jax.random.key(0))[:, :2]  # lon, lat: at the surface

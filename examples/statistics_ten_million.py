@@ -16,6 +16,8 @@ import shapely
 
 import flowkit as fk
 
+fk.configure()  # one CPU device per core (before JAX's first operation)
+
 field = fk.io.read(fk.datasets.sample_ocean())
 seeds = fk.seeding.random_inside(10_000_000, field, key=jax.random.key(0))
 grid = fk.statistics.GridCounts([np.arange(-180, 181, 2.0), np.arange(-90, 91, 2.0)], window=12 * 3600.0)

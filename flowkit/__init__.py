@@ -1,7 +1,6 @@
 """flowkit: compiled particle tracking through velocity fields with JAX and Equinox."""
 
 from . import (
-    _host_devices,  # noqa: F401  (one CPU device per core: before JAX starts a backend)
     analysis as analysis,
     boundaries as boundaries,
     datasets as datasets,
@@ -13,6 +12,7 @@ from . import (
     seeding as seeding,
     statistics as statistics,
 )
+from ._host_devices import configure as configure
 from ._status import Status as Status
 from .boundaries import (
     Absorbing as Absorbing,

@@ -1,31 +1,33 @@
-"""JAX's set-up at import: one XLA CPU device per core, and no noise about absent backends.
+"""JAX's CPU devices for flowkit's runs (`fk.configure`), and no noise about absent backends.
 
 XLA's CPU runtime runs one program's kernels across its threads with a barrier per kernel; for
 the many small kernels of a tracking step that is slower than one thread. One host device per
 core, with particles sharded across them (`flowkit.tracker`), is faster (the figures are in
-benchmarks/RESULTS.md). Imported before JAX, flowkit sets `XLA_FLAGS`; imported after
-`import jax` (the usual order), it sets `jax_num_cpu_devices`, which works until JAX's first
-operation starts a backend; after that it warns once, with the fix. Set `FLOWKIT_HOST_DEVICES=1`
-to opt out or to any number to choose the count. An explicit
-`--xla_force_host_platform_device_count` in `XLA_FLAGS`, or `jax_num_cpu_devices` set by the
-user, always wins.
+benchmarks/RESULTS.md). `import flowkit` changes none of JAX's configuration: `fk.configure()`
+does, where a program asks for it (the apps and benchmarks call it first); a run on one CPU
+device of a machine with more cores says so in the log, once.
 
 JAX logs `Unable to initialize backend 'tpu'` (at INFO) on every machine without a TPU, which
 reaches every user whose logging shows INFO (Hydra apps do); flowkit filters out those lines
 for backends nobody asked for (`JAX_PLATFORMS` unset or not naming them).
 """
 
+import logging
 import os
 import sys
 
 _FLAG = "--xla_force_host_platform_device_count"
 
 
-def _count() -> int:
+def _cores() -> int:
     try:
-        cores = min(len(os.sched_getaffinity(0)), 8)
+        return min(len(os.sched_getaffinity(0)), 8)
     except AttributeError:  # macOS
-        cores = min(os.cpu_count() or 1, 8)
+        return min(os.cpu_count() or 1, 8)
+
+
+def _count() -> int:
+    cores = _cores()
     requested = os.environ.get("FLOWKIT_HOST_DEVICES")
     if requested is None:
         return cores
@@ -40,9 +42,19 @@ def _count() -> int:
     return cores
 
 
-def _configure() -> None:
+def configure(host_devices: int | None = None) -> None:
+    """Split the CPU into `host_devices` XLA devices, over which flowkit shards each run's
+    particles (about 1.8× the throughput of one device on two cores). Default: one per core (at
+    most 8), or `$FLOWKIT_HOST_DEVICES`; 1 leaves JAX as it is.
+
+    Call it before JAX's first operation (before or after `import jax`): it sets `XLA_FLAGS`
+    while JAX is not imported, else `jax_num_cpu_devices`; after JAX has started it warns, with
+    the fix. An explicit `--xla_force_host_platform_device_count` in `XLA_FLAGS`, or
+    `jax_num_cpu_devices` set by the user, always wins."""
+    global _configured
+    _configured = True
     flags = os.environ.get("XLA_FLAGS", "")
-    count = _count()
+    count = _count() if host_devices is None else int(host_devices)
     if _FLAG in flags or count <= 1:
         return
     if "jax" not in sys.modules:
@@ -59,11 +71,32 @@ def _configure() -> None:
         import warnings
 
         warnings.warn(
-            "flowkit was imported after JAX had started, so it runs on 1 CPU device instead of "
+            "flowkit was configured after JAX had started, so it runs on 1 CPU device instead of "
             f"{count} (about half the throughput on {count} cores): "
-            "import flowkit before the first JAX operation, or set XLA_FLAGS=--xla_force_host_platform_device_count=N",
-            stacklevel=3,
+            "call flowkit.configure() before the first JAX operation, or set "
+            "XLA_FLAGS=--xla_force_host_platform_device_count=N",
+            stacklevel=2,
         )
+
+
+_configured = False
+
+
+def note_devices(devices: list) -> None:
+    """Say once in the log where a run on CPU takes one device of a machine with more cores and
+    nobody chose (`configure` not called)."""
+    global _configured
+    cores = _cores()
+    chosen = _configured or "FLOWKIT_HOST_DEVICES" in os.environ or _FLAG in os.environ.get("XLA_FLAGS", "")
+    if chosen or len(devices) != 1 or devices[0].platform != "cpu" or cores <= 1:
+        return
+    _configured = True
+    logging.getLogger("flowkit").info(
+        "flowkit runs on 1 CPU device of %d cores: flowkit.configure() before JAX's first operation shards "
+        "runs over %d (about 1.8x on 2 cores)",
+        cores,
+        cores,
+    )
 
 
 class _AbsentBackends:
@@ -85,5 +118,4 @@ def _quiet() -> None:
         logger.addFilter(_AbsentBackends())
 
 
-_configure()
 _quiet()

@@ -14,7 +14,9 @@ import jax
 import pytest
 from helpers import TEST_CACHE  # noqa: E402
 
-import flowkit  # (before JAX: one CPU device per core, so sharding is exercised)
+import flowkit
+
+flowkit.configure()  # two CPU devices (FLOWKIT_HOST_DEVICES above) before JAX starts: sharding is exercised
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_compilation_cache_dir", str(TEST_CACHE))

@@ -48,7 +48,7 @@ def test_a_host_device_count_that_is_no_count_is_warned_and_one_per_core_used():
     env = dict(os.environ, FLOWKIT_HOST_DEVICES="many")
     env.pop("XLA_FLAGS", None)
     said = subprocess.run(
-        [sys.executable, "-c", "import flowkit, jax; print(jax.device_count())"],
+        [sys.executable, "-c", "import flowkit, jax; flowkit.configure(); print(jax.device_count())"],
         env=env,
         capture_output=True,
         text=True,

@@ -171,11 +171,13 @@ def test_no_import_circle_between_modules():
     assert not circles, f"import circles: {circles}"
 
 
-def test_no_module_over_500_lines():
+def test_no_module_over_1000_lines():
+    """Files sized by concept, as the anchors size them (Equinox's, diffrax's largest run to about a
+    thousand lines): a file past that holds more than one."""
     from pathlib import Path
 
     root = Path(fk.__file__).parent
-    long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 1000}
     assert not long, long
 
 

@@ -356,12 +356,14 @@ def test_new_particle_counts_reuse_the_program_through_buckets():
 @pytest.mark.parametrize(
     "script, devices, warns",
     [
-        ("import jax\nimport flowkit\n", 3, False),  # the usual order
-        ("import flowkit\nimport jax\n", 3, False),
-        ("import jax, jax.numpy as jnp\njnp.ones(1)\nimport flowkit\n", 1, True),  # too late: says so
+        ("import jax\nimport flowkit\nflowkit.configure()\n", 3, False),  # the usual order
+        ("import flowkit\nflowkit.configure()\nimport jax\n", 3, False),
+        ("import jax, jax.numpy as jnp\njnp.ones(1)\nimport flowkit\nflowkit.configure()\n", 1, True),  # too late
+        ("import jax\nimport flowkit\n", 1, False),  # the import alone changes nothing of JAX's
+        ("import jax\nimport flowkit\nflowkit.configure(2)\n", 2, False),
     ],
 )
-def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warns):
+def test_one_cpu_device_per_core_after_configure_whatever_the_import_order(script, devices, warns):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {
         "FLOWKIT_HOST_DEVICES": "3",
         "JAX_PLATFORMS": "cpu",
@@ -370,7 +372,7 @@ def test_one_cpu_device_per_core_whatever_the_import_order(script, devices, warn
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == str(devices)
-    assert ("imported after JAX had started" in result.stderr) == warns
+    assert ("configured after JAX had started" in result.stderr) == warns
 
 
 def test_no_log_line_about_backends_nobody_asked_for():
@@ -424,3 +426,16 @@ def test_a_second_run_on_the_same_field_takes_its_copy_already_on_the_devices():
     del field, runs, placed, first, second
     gc.collect()
     assert not cache._PLACED
+
+
+@pytest.mark.skipif(min(len(os.sched_getaffinity(0)), 8) < 2, reason="one core: one device is all there is")
+def test_a_run_on_one_cpu_device_of_several_cores_says_so_once():
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "FLOWKIT_HOST_DEVICES")}
+    code = (
+        "import logging\nlogging.basicConfig(level=logging.INFO)\nimport flowkit as fk\n"
+        "field = fk.fields.analytic.DoubleGyre()\n"
+        "for _ in range(2):\n    fk.track(field, [[0.5, 0.5]], 0.0, 1.0, 0.1)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("flowkit runs on 1 CPU device of") == 1 and "flowkit.configure()" in result.stderr

@@ -15,6 +15,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _dtypes
 from .._custom_types import PathLike
+from .._host_devices import note_devices
 from .._status import Status
 from ..fields.streamed import device_budget, swap_window
 from ..trajectory import Frame
@@ -126,7 +127,10 @@ class TrackRun:
             self.origin_hints = plan.pieces.field.hints(n, dtype, np)
         self.n_particles = n
 
-        devices = list(devices) if devices is not None else jax.local_devices()
+        if devices is None:
+            devices = jax.local_devices()
+            note_devices(devices)
+        devices = list(devices)
         if not plan.pieces.integrator.shardable:
             devices = devices[:1]
         self.devices = devices
