@@ -80,6 +80,8 @@ def configure(host_devices: int | None = None) -> None:
 
 
 _configured = False
+"""Whether the device count is settled for this process: `configure` called, or the one-device
+note given (said once)."""
 
 
 def note_devices(devices: list) -> None:

@@ -3,6 +3,7 @@ al. (2012)'s exponential profile, and windage only near the surface."""
 
 import jax
 import numpy as np
+import pytest
 from test_vertical_mixing import H, column_seeds, still_column
 
 import flowkit as fk
@@ -58,3 +59,8 @@ def test_windage_acts_only_within_the_wind_drift_depth():
     moved = np.asarray(traj.positions[-1, :, 0] - traj.positions[0, :, 0])
     np.testing.assert_allclose(moved, factor * wind * dt * near.sum(axis=0), rtol=1e-9, atol=1e-9)
     assert 0 < near.mean() < 1
+
+
+def test_a_missing_wind_is_refused_naming_the_plastic():
+    with pytest.raises(ValueError, match="particles: Plastic reads the sampled"):
+        fk.track(still_column(), column_seeds(2, np.random.default_rng(8)), 0.0, 60.0, 10.0, particles=Plastic())

@@ -74,6 +74,15 @@ def forcing(fluid: Fluid, name: str, model: str) -> Array:
     return fluid.samples[name]
 
 
+def windage(coefficient, depth, sample: str, state: dict, fluid: Fluid, model: str) -> Array:
+    """`coefficient` × the wind sampled as `sample` for ONE particle, 0 below `depth` metres
+    (3-D fields); `model` names who asked in the error for a missing wind."""
+    wind = forcing(fluid, sample, model)[:2]
+    x = state["x"]
+    below = (x[2] > depth) if x.shape[0] == 3 else jnp.asarray(False)
+    return jnp.where(below, 0.0, coefficient * wind)
+
+
 class Windage(AbstractDrift, AbstractRuled):
     """Direct wind drag on a floating object: the current plus `coefficient` × the wind
     (OpenDrift's `wind_drift_factor`, e.g. 0.03 for 3 %), from the forcing named `sample`
@@ -95,10 +104,7 @@ class Windage(AbstractDrift, AbstractRuled):
         return DriftRule("windage", (self.sample,), (self.coefficient, self.depth))
 
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        wind = forcing(fluid, self.sample, "Windage")[:2]
-        x = state["x"]
-        below = (x[2] > self.depth) if x.shape[0] == 3 else jnp.asarray(False)
-        return jnp.where(below, 0.0, self.coefficient * wind)
+        return windage(self.coefficient, self.depth, self.sample, state, fluid, "Windage")
 
 
 class StokesDrift(AbstractDrift, AbstractRuled):
@@ -159,7 +165,7 @@ class Plastic(AbstractDrift):
         return Needs(sample_names=(self.sample,))
 
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
-        windage = Windage(self.wind_drift_factor, self.wind_drift_depth, self.sample).drift(t, state, fluid, args)
+        wind = windage(self.wind_drift_factor, self.wind_drift_depth, self.sample, state, fluid, "Plastic")
         if state["x"].shape[0] < 3:
-            return windage
-        return jnp.concatenate([windage, -jnp.reshape(jnp.asarray(self.rise_velocity, windage.dtype), (1,))])
+            return wind
+        return jnp.concatenate([wind, -jnp.reshape(jnp.asarray(self.rise_velocity, wind.dtype), (1,))])

@@ -14,6 +14,7 @@ from jaxtyping import Array, Float
 from .._custom_types import Args, Position, TimeLike
 from .._time import TimeOrigin
 from .base import AbstractDated, AbstractUpdating, Fluid, Needs
+from .drift import forcing
 from .seawater import Seawater, terminal_velocity, viscosity
 
 DAY = 86400.0
@@ -23,12 +24,7 @@ def forcing_value(fluid: Fluid, value: str | Float[Array, ""] | float, model: st
     """A forcing that is a sampled array's name (a scalar there) or a number."""
     if not isinstance(value, str):
         return jnp.asarray(value)
-    if value not in fluid.samples:
-        raise KeyError(
-            f"{model}: the field samples no {value!r}; it samples {sorted(fluid.samples)} (read the file with "
-            f"sample=[{value!r}], or give a number)"
-        )
-    return jnp.reshape(fluid.samples[value], (-1,))[0]
+    return jnp.reshape(forcing(fluid, value, model), (-1,))[0]
 
 
 def daylight(seconds_since_2000: Array, longitude: Array, latitude: Array) -> Array:
