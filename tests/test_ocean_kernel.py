@@ -19,11 +19,12 @@ from flowkit.tracker.ocean_kernel import OCEAN, OceanInputs, OceanResults
 NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
 
 
-def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype="float64", chart=True):
+def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype="float64", chart=True, samples=None):
     """A 14 x 11 grid (degrees near 60 N, or metres), its inner nodes `warp`ed, its edges those of
     its box, with a floor deepening eastward, level depths that breathe in time, a current
     turning with depth that carries some particles off the grid and some onto an island of land.
-    Without `chart` its quadrilaterals are a mesh's (no grid shape: located by Newton's method)."""
+    Without `chart` its quadrilaterals are a mesh's (no grid shape: located by Newton's method);
+    `samples(n_points)` gives its sampled arrays and forcings."""
     i, j = np.meshgrid(np.arange(14.0), np.arange(11.0), indexing="ij")
     scale = 0.1 if spherical else 5000.0
     lon = (i + 0.15 * np.sin(0.7 * j) * (i > 0) * (i < 13)) * scale + (4.0 if spherical else 0.0)
@@ -55,6 +56,7 @@ def layered(triangles=False, spherical=True, levels=4, times=3, land=True, dtype
         spherical=spherical,
         grid_shape=None if triangles or not chart else i.shape,
         land=island.reshape(-1) if land else None,
+        samples=None if samples is None else samples(n_points),
         dtype=dtype,
     )
 
@@ -536,3 +538,27 @@ def test_every_build_of_the_ocean_kernel_tracks_as_the_baseline_build(tmp_path):
     for build, wide in found.items():
         for name, array in wide.items():
             np.testing.assert_array_equal(array, baseline[name], err_msg=f"{build}: {name}")
+
+
+def test_a_models_fluid_from_one_lookup_is_the_separate_lookups():
+    """`LayeredField.values_together` (what a model reading samples and the floor is given)
+    equals the velocity, the samples with a forcing, and the floor each looked up alone, at
+    seeds in water, off the grid and below the floor, between time slices."""
+
+    def samples(n_points):
+        temperature = np.random.default_rng(3).uniform(2, 12, (3, n_points, 4))
+        return {"temp": temperature, "salt": 30 + temperature / 4, "wind": fk.fields.Uniform([5.0, -2.0])}
+
+    field = layered(samples=samples)
+    x = jax.numpy.asarray(np.concatenate([seeds(field, 200), [[0.0, 0.0, 5.0]]]))
+    t = 17.5 * 3600.0
+    hint, _ = field.locate_batch(x, None)
+    u, samples, floor, _ = field.values_together(t, x, None, hint, True, True)
+    alone_u, alone_hint = field.velocity_batch(t, x, None, hint)
+    alone = field.samples_at(t, x, alone_hint)
+    np.testing.assert_array_equal(np.asarray(u), np.asarray(alone_u))
+    assert set(samples) == {"temp", "salt", "wind"} and np.isnan(np.asarray(samples["temp"])[-1])
+    for name in samples:
+        np.testing.assert_array_equal(np.asarray(samples[name]), np.asarray(alone[name]))
+    np.testing.assert_array_equal(np.asarray(floor), np.asarray(field.sea_floor_batch(t, x, hint)))
+    assert field.values_together(t, x, None, hint, False, False)[1:3] == ({}, None)

@@ -10,7 +10,11 @@ from .analytic import (
     TaylorGreen as TaylorGreen,
     Uniform as Uniform,
 )
-from .base import AbstractField as AbstractField, AbstractWithSeaFloor as AbstractWithSeaFloor
+from .base import (
+    AbstractField as AbstractField,
+    AbstractSampledTogether as AbstractSampledTogether,
+    AbstractWithSeaFloor as AbstractWithSeaFloor,
+)
 from .curvilinear import CurvilinearField as CurvilinearField
 from .grid import GridField as GridField
 from .layered import LayeredField as LayeredField

@@ -235,6 +235,19 @@ class AbstractWithSeaFloor(AbstractField):
         (rows located at `hint`)."""
 
 
+class AbstractSampledTogether(AbstractField):
+    """A field that finds a row's velocity, its sampled arrays and its sea floor in one lookup:
+    what a particle model reading samples (water temperature, salinity) is given through, so
+    that its step locates each row once, as a tracer's does."""
+
+    @abc.abstractmethod
+    def values_together(
+        self, t: TimeLike, x: Positions, args: Args, hint: Hints, samples: bool, sea_floor: bool
+    ) -> tuple[Positions, dict[str, Array], Float[Array, " n"] | None, Hints]:
+        """`(velocity, samples, sea floor, hints)` at the rows of `x`: `velocity_batch`'s, and as
+        asked `samples_at`'s (else empty) and `sea_floor_batch`'s (else None)."""
+
+
 def plain_velocity_batch(field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
     """`velocity_batch` of a field that locates nothing: `field(t, x, args)` per row, the hint as it came."""
     return jax.vmap(field, in_axes=(None, 0, None))(t, x, args), hint

@@ -15,7 +15,17 @@ from jaxtyping import Array, Bool, Float, Int32
 from .._custom_types import Args, ArrayInput, Bounds, Position, Positions, TimeLike, TimesLike, Velocity
 from .._time import TimeOrigin
 from . import cells as _cells, forcing
-from .base import SKIP, TIME_INVARIANT, AbstractWithSeaFloor, Hints, built_by, node_rows, one_position, time_slices
+from .base import (
+    SKIP,
+    TIME_INVARIANT,
+    AbstractSampledTogether,
+    AbstractWithSeaFloor,
+    Hints,
+    built_by,
+    node_rows,
+    one_position,
+    time_slices,
+)
 from .curvilinear import quad_cells
 from .forcing import Forcings
 from .grid import degrees_per_second
@@ -25,7 +35,7 @@ from .sizes import axis_sizes, mesh_max_rate, shortest_edges
 
 
 @built_by("from_arrays")
-class LayeredField(AbstractWithSeaFloor):
+class LayeredField(AbstractWithSeaFloor, AbstractSampledTogether):
     """A 3-D velocity on terrain-following levels over a 2-D mesh of quadrilaterals (a model's
     curvilinear grid) or triangles (an unstructured model's mesh).
 
@@ -242,6 +252,21 @@ class LayeredField(AbstractWithSeaFloor):
         u, hint = self.data_batch(t, x, args, hint)
         return jnp.where((hint.cell == SKIP)[:, None], 0, self._converted(u, x)), hint
 
+    def values_together(
+        self, t: TimeLike, x: Positions, args: Args, hint: Hints, samples: bool, sea_floor: bool
+    ) -> tuple[Positions, dict[str, Array], Float[Array, " n"] | None, Hints]:
+        t = jnp.asarray(t, x.dtype)
+        hint, found, nodes, weights = self._place(x, hint)
+        level, weight = self._bracket(t, x, nodes, weights)
+        u = self._on_levels(self.velocities, t, nodes, weights, level, weight, x.dtype)[:, : self.dim]
+        u = jnp.where((hint.cell == SKIP)[:, None], 0, self._converted(u, x))
+        sampled = {}
+        if samples:
+            sampled = self._sampled(t, x, found, nodes, weights, level, weight)
+            sampled = sampled if self.forcings is None else {**sampled, **self.forcings.sample(t, x)}
+        floor = jnp.where(found, self._floor(t, x, nodes, weights), jnp.nan) if sea_floor else None
+        return u, sampled, floor, hint
+
     def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
         hint, _, nodes, weights = self._place(x, hint)
         return self._velocity(t, x, nodes, weights), hint
@@ -257,7 +282,12 @@ class LayeredField(AbstractWithSeaFloor):
             return {}
         t = jnp.asarray(t, x.dtype)
         hint, found, nodes, weights = self._place(x, hint)
-        level, weight = self._bracket(t, x, nodes, weights)
+        return self._sampled(t, x, found, nodes, weights, *self._bracket(t, x, nodes, weights))
+
+    def _sampled(self, t, x, found, nodes, weights, level, weight) -> dict[str, Array]:
+        """The sampled arrays at each row's place and depth (NaN off the mesh)."""
+        if self.sample_table is None:
+            return {}
         on_levels = self._on_levels(self.sample_table, t, nodes, weights, level, weight, x.dtype)
         values = jnp.where(found[:, None], on_levels, jnp.nan)
         return {name: values[:, i] for i, name in enumerate(self.sampled)}

@@ -22,7 +22,7 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from .._custom_types import Args, Positions, TimeLike
 from .._time import TimeOrigin
 from ..boundaries.base import AbstractBoundary
-from ..fields.base import AbstractField, AbstractWithSeaFloor, Hints
+from ..fields.base import AbstractField, AbstractSampledTogether, AbstractWithSeaFloor, Hints
 from ..integrators.terms import AbstractTerm
 
 
@@ -245,9 +245,15 @@ def _completed(rates: dict, state: dict) -> dict:
 
 def fluid_batch(particles: AbstractParticles, field: AbstractField, t: TimeLike, x: Positions, args: Args, hint: Hints):
     """The `Fluid` at every row of `x` (what `particles` asks for) and the updated hints."""
-    u, hint = field.velocity_batch(t, x, args, hint)
     needs = particles.needs
-    samples = field.samples_at(t, x, hint) if needs.reads_samples else {}
+    floor = None
+    if isinstance(field, AbstractSampledTogether) and (needs.reads_samples or needs.sea_floor):
+        u, samples, floor, hint = field.values_together(t, x, args, hint, needs.reads_samples, needs.sea_floor)
+    else:
+        u, hint = field.velocity_batch(t, x, args, hint)
+        samples = field.samples_at(t, x, hint) if needs.reads_samples else {}
+        if needs.sea_floor:
+            floor = sea_floor_batch(field, t, x, hint, type(particles).__name__)
     acceleration = vorticity = None
     if needs.acceleration:
         time = jnp.asarray(t, x.dtype)
@@ -262,7 +268,6 @@ def fluid_batch(particles: AbstractParticles, field: AbstractField, t: TimeLike,
         ]
         vorticity = jax.vmap(curl)(jnp.stack(columns, axis=-1))
     latitude = x[:, 1] if field.spherical else None
-    floor = sea_floor_batch(field, t, x, hint, type(particles).__name__) if needs.sea_floor else None
     return Fluid(u, samples, acceleration, vorticity, latitude=latitude, sea_floor=floor), hint
 
 
