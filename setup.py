@@ -44,7 +44,7 @@ FLAGS = ["-std=c++17", "-O3", "-fno-math-errno", "-Wno-psabi", "-Wno-sign-compar
 SOURCE = "flowkit/native/mesh_chunk.cc"
 OCEAN = "flowkit/native/ocean_chunk.cc"
 GRID = "flowkit/native/grid_chunk.cc"
-HEADERS = ["flowkit/native/kernel_seam.h", "flowkit/native/drift_rules.h"]
+HEADERS = ["flowkit/native/kernel_seam.h", "flowkit/native/drift_rules.h", "flowkit/native/grid_probe.h"]
 
 
 def kernels(build: str, flags: list[str]) -> Extension:

@@ -12,6 +12,12 @@ Rates are of the compiled run (`RunStats.run_s`), in million particle-steps per 
 of each model is its time over the tracer's in the same path.
 
     python benchmarks/drift.py [--particles 20000 100000] [--days 5] [--run-days 3] [--repeat 2]
+
+`--roms FILE` times the same models on a ROMS file instead (the shared `Nordic_subset.nc`: the
+ocean kernel), with a uniform 10 m wind and Stokes drift, seeds at the surface over its open
+water, `--run-days` of RK4 at `--dt`:
+
+    python benchmarks/drift.py --roms ../shared/data/ocean-real/Nordic_subset.nc --run-days 0.5 --dt 600
 """
 
 import argparse
@@ -73,27 +79,37 @@ def main():
     parser.add_argument("--dt", type=float, default=HOUR)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--folder", default=None, help="where the daily files go (default: a temporary folder)")
+    parser.add_argument("--roms", type=Path, default=None, help="a ROMS file to time the ocean kernel on instead")
     args = parser.parse_args()
     from ocean import ocean_seeds
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(args.folder or tmp) / f"glo_1_{args.days}"
-        if not (folder / "done").exists():
-            fk.datasets.write_ocean_sample(folder, days=args.days, resolution=1.0)
-            (folder / "done").write_text("")
-        field = fk.fields.forcing.attach(fk.io.read(str(folder / "glo_cur_*.nc")), forcings(args.days))
+        if args.roms is not None:
+            uniform = {"wind": fk.fields.Uniform([-7.0, 7.0]), "stokes": fk.fields.Uniform([0.05, 0.03])}
+            field, kernel_name = fk.io.read(args.roms, samples=uniform), "ocean"
+        else:
+            folder = Path(args.folder or tmp) / f"glo_1_{args.days}"
+            if not (folder / "done").exists():
+                fk.datasets.write_ocean_sample(folder, days=args.days, resolution=1.0)
+                (folder / "done").write_text("")
+            field = fk.fields.forcing.attach(fk.io.read(str(folder / "glo_cur_*.nc")), forcings(args.days))
+            kernel_name = "grid"
         steps = int(round(args.run_days * 86400 / args.dt))
         for n in args.particles:
-            seeds = ocean_seeds(n, np.random.default_rng(0))
+            rng = np.random.default_rng(0)
+            if args.roms is not None:  # the Nordic file's open water, at the surface
+                seeds = np.column_stack([rng.uniform(13.5, 15.0, n), rng.uniform(67.2, 67.9, n), np.zeros(n)])
+            else:
+                seeds = ocean_seeds(n, rng)
             rates: dict = {}
             for _ in range(args.repeat):  # the paths and models alternate
                 for name, particles in MODELS.items():
                     for native in (True, False):
                         value, kernel = rate(field, seeds, steps, args.dt, particles, native)
                         rates.setdefault((name, native), []).append(value)
-                        assert (kernel == "grid") == native, (name, kernel)
+                        assert (kernel == kernel_name) == native, (name, kernel)
             print(f"\n{n} particles x {steps} steps, RK4, dt {args.dt:g} s: M particle-steps/s (cost vs tracer)")
-            print(f"{'model':20s} {'grid kernel':>24s} {'JAX step':>24s}")
+            print(f"{'model':20s} {kernel_name + ' kernel':>24s} {'JAX step':>24s}")
             base = {native: statistics.median(rates[("tracer", native)]) for native in (True, False)}
             for name in MODELS:
                 cells = []

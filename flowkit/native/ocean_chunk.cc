@@ -25,7 +25,10 @@
 // second by the inverse of the map's Jacobian, and the step's end mapped back to a position.
 // With `walk` the step is Euler–Maruyama's (fk.EulerMaruyama: the tableau is Euler's): a random
 // walk of a constant diffusivity is added to the end, its noise drawn from each row's key as
-// JAX draws it (`walk_lanes`), and depths are mirrored at the surface and the floor. After the
+// JAX draws it (`walk_lanes`), and depths are mirrored at the surface and the floor. Particles
+// that drift beside the current (`fk.particles.Windage`, `StokesDrift`, `Leeway`, `Buoyant`'s
+// rise, alone or combined) step positions and add each drift's rule at every stage from the
+// forcings sampled at the stage point (grid_probe.h, drift_rules.h), as the grid kernel does. After the
 // stages the step's end is located, its depth kept between the surface and the sea floor there,
 // and the step finished as the JAX step finishes it under
 // `fk.Open` (or `fk.Reflective`, whose box first mirrors an end that left it back in and
@@ -46,10 +49,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "grid_probe.h"
 #include "kernel_seam.h"
 #include "xla/ffi/api/ffi.h"
 
-namespace ffi = xla::ffi;
 
 namespace {
 
@@ -62,7 +65,7 @@ namespace {
   X(nodes, s32) X(kind_of_cell, s32) X(kind_code, s32) X(neighbours, s32) X(bin_origin, real)   \
   X(bin_inv_size, real) X(bin_shape, s32) X(bin_start, s32) X(bin_cells, s32) X(depths, real)   \
   X(velocities, real) X(floor, real) X(times, real) X(land, real) X(box, real) X(keys, s32)     \
-  X(first_step, s32) X(diffusivity, real) X(remainder, real)
+  X(first_step, s32) X(diffusivity, real) X(remainder, real) FLOWKIT_DRIFT_INPUTS(X)
 #define FLOWKIT_OCEAN_RESULTS(X) \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
   X(remainder, real)
@@ -412,6 +415,7 @@ struct Group {
   T ix[2][kLanes], iy[2][kLanes];  // on a grid: the fractional indices of the step's start, of the stage point
   T jac[4][kLanes];                 // and the map's Jacobian there (dx/di, dx/dj, dy/di, dy/dj)
   T cos_start[kLanes], sin_start[kLanes];  // on the sphere: cos and sin of the step start's latitude
+  Drifting<T> drifting;                    // the forcings' probes and values, leeway's side
 };
 
 // Lane g's cell table row, kind, nodes and land for `cell` (a triangle's fourth node: its first,
@@ -935,6 +939,7 @@ struct Steps {
   const When<T>* when;  // (steps, rows)
   bool quads;
   Walk<T> walk;
+  const Drifts<T>& drifts;
 };
 
 // Step k of a group's lanes: the stages, the end located, kept in the water and finished as the
@@ -991,9 +996,15 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       place(f, q, s.quads);
     if (i < stages) {
       velocity(f, q, s.when[k * s.rows + i], dim, q.K[i]);
+      if (!s.drifts.drifts.empty()) {  // steps of positions (Python charts tracers alone)
+        const V east_factor =
+            f.spherical ? static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * lanes_cos_latitude(q)) : V{} + 1;
+        add_drifts(s.drifts, q.drifting, q.y, load_int<T>(q.moving), k, i, dim, f.spherical, east_factor, q.K[i]);
+      }
       if (grid) to_indices(f, q, q.K[i]);
     }
   }
+  if (any) prefetch_forcings(s.drifts, q.drifting, load_int<T>(q.moving), k);
   if (any) {
     const When<T> end = s.when[k * s.rows + stages];
     const M moving = load_int<T>(q.moving);
@@ -1188,7 +1199,15 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   }
   const Walk<T> random_walk(static_cast<int>(walk), reinterpret_cast<const uint32_t*>(in_keys.typed_data()),
                            in_first_step.typed_data()[0], in_diffusivity.typed_data());
-  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads, random_walk};
+  Drifts<T> drifts;
+  const decltype(in_forcing_0) forcing_values[kMaxForcings] = {in_forcing_0, in_forcing_1, in_forcing_2};
+  const ffi::Error drift_error =
+      drifts_from<T>(forcing_values, in_forcing_axes, in_forcing_times, in_forcing_ints, in_forcing_reals, in_drift_kinds,
+                     in_drift_numbers, in_orientation, n, dim, f.spherical, t_start, h_step, c, steps, rows_, drifts);
+  if (drift_error.failure()) return drift_error;
+  if (!drifts.drifts.empty() && f.grid_j > 0)
+    return ffi::Error::InvalidArgument("ocean chunk: drifting particles step positions, not a grid's indices (grid_i, grid_j 0)");
+  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads, random_walk, drifts};
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came.
   std::vector<int64_t> live;
@@ -1217,8 +1236,10 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
       q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p;
       q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
+      q.drifting.orientation[g] = drifts.orientation != nullptr ? drifts.orientation[p] : T(1);
       if (f.grid_j > 0) grid_indices(f, q, g);
     }
+    q.drifting.reset();
     for (int64_t k = 0; k < steps; ++k) step_group(all, q, k);
     for (int g = 0; g < count; ++g) {
       const int64_t p = live[first + g];
@@ -1247,5 +1268,5 @@ extern "C" const char* FlowkitOceanChunkLayout() {
   return FLOWKIT_OCEAN_INPUTS(FLOWKIT_LINE_INPUT) FLOWKIT_OCEAN_RESULTS(FLOWKIT_LINE_RESULT)
       FLOWKIT_OCEAN_ATTRS(FLOWKIT_LINE_ATTR) FLOWKIT_OCEAN_KINDS(FLOWKIT_LINE_KIND)
           FLOWKIT_LINE_CAPACITY("map_columns", FLOWKIT_OCEAN_MAP_COLUMNS)
-              FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_OCEAN_MAX_ROWS);
+              FLOWKIT_LINE_CAPACITY("tableau_rows", FLOWKIT_OCEAN_MAX_ROWS) FLOWKIT_DRIFT_LAYOUT;
 }

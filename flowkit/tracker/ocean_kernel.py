@@ -30,7 +30,7 @@ from ..fields.base import Hints
 from ..fields.layered import LayeredField
 from ..integrators.runge_kutta import Euler
 from ..integrators.stochastic import EulerMaruyama
-from . import seam
+from . import drift_inputs, seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
 
@@ -77,6 +77,18 @@ class OceanInputs(NamedTuple):
     """A random walk's diffusivity per axis (`walk` 1), or Kh, Kh, Kv in m²/s (`walk` 2)."""
     remainder: Float[Array, "n dim"]
     """What rounding left out of each row's position (`Rows.remainder`)."""
+    forcing_0: Float[Array, " values_0"]
+    """The first forcing's values, flat (`(T, *shape, components)`); empty where none
+    (this and those below: `tracker.drift_inputs`, as the grid kernel reads them)."""
+    forcing_1: Float[Array, " values_1"]
+    forcing_2: Float[Array, " values_2"]
+    forcing_axes: Float[Array, " nodes"]
+    forcing_times: Float[Array, " times"]
+    forcing_ints: Int32[Array, "forcings columns"]
+    forcing_reals: Float[Array, "forcings columns"]
+    drift_kinds: Int32[Array, "drifts 3"]
+    drift_numbers: Float[Array, "drifts numbers"]
+    orientation: Float[Array, " n_or_none"]
 
 
 class OceanResults(NamedTuple):
@@ -127,13 +139,16 @@ def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
     the JAX step."""
     field, boundary = cast(LayeredField, pieces.field), pieces.boundary
     surface = field.surface
+    found = drift_inputs.rules(pieces.particles) or ()
     checks = (
         (surface.dim == 2 and not surface.cell_values, "a surface of cell data"),
         (all(kind in OCEAN.kinds for kind in surface.kinds), f"cells of the kinds {sorted(surface.kinds)}"),
         (isinstance(boundary, Open) or type(boundary) is Reflective, f"the boundary {type(boundary).__name__}"),
     )
     stored = (field.depths, field.velocities, field.floor, surface.affine_map)
-    refused = [phrase for ok, phrase in checks if not ok] + seam.stepping_refusals(pieces, dtype, stored, walks=True)
+    refused = [phrase for ok, phrase in checks if not ok]
+    refused += seam.stepping_refusals(pieces, dtype, stored, walks=True, drifts=True)
+    refused += drift_inputs.refusals(field, found) if found else []
     if isinstance(pieces.integrator, EulerMaruyama) and _walk(pieces)[0] == 0:
         diffusivity = pieces.integrator.diffusivity
         refused.append(
@@ -202,7 +217,7 @@ def kernel_located(
     start = jnp.reshape(jnp.asarray(t0, dtype), (1,))
     none = (jnp.zeros((n, 2), jnp.int32), jnp.zeros(1, jnp.int32))
     out = _call(
-        _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype), none),
+        _inputs(pieces, rows, jnp.full(n, -1, jnp.int32), start, jnp.zeros(1, dtype), none, drifts=False),
         _attrs(pieces)._replace(locate=np.int64(1)),
     )
     beached = None if field.land is None else out.status == Status.BEACHED
@@ -217,9 +232,10 @@ def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
     return seam.call(OCEAN, inputs, attrs, shapes)
 
 
-def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
+def _inputs(pieces: RunPieces, rows, release, t, h, walk, drifts: bool = True) -> OceanInputs:
     """A block's rows, its steps' times and the field's tables as the kernel reads them; `walk`:
-    the rows' keys and the first step's index, for a random walk."""
+    the rows' keys and the first step's index, for a random walk; `drifts`: the particles'
+    drifts and their forcings (none where the kernel only locates)."""
     field = cast(LayeredField, pieces.field)
     surface, hint, x, dtype = field.surface, rows.hint, rows.x, rows.x.dtype
     none = lambda kind=jnp.int32: jnp.zeros(0, kind)  # noqa: E731
@@ -254,6 +270,14 @@ def _inputs(pieces: RunPieces, rows, release, t, h, walk) -> OceanInputs:
         first_step=walk[1],
         diffusivity=jnp.asarray(_walk(pieces)[1], dtype),
         remainder=rows.remainder.astype(dtype),
+        **drift_inputs.inputs(
+            "ocean",
+            field,
+            (drift_inputs.rules(pieces.particles) or ()) if drifts else (),
+            rows.variables,
+            x.shape[0],
+            dtype,
+        ),
     )
 
 
@@ -266,7 +290,9 @@ def _attrs(pieces: RunPieces) -> OceanAttrs:
     """The run's settings and Python's codes, as the kernel's attributes."""
     field = cast(LayeredField, pieces.field)
     walk = _walk(pieces)[0]
-    grid = (0, 0) if walk else field.grid_cells or (0, 0)  # a random walk steps positions
+    # a random walk and a particle model step positions (the JAX step charts tracers' alone)
+    charted = not walk and not drift_inputs.rules(pieces.particles)
+    grid = field.grid_cells or (0, 0) if charted else (0, 0)
     return OceanAttrs(
         newton_steps=np.int64(field.surface.newton_steps),
         walk_steps=np.int64(field.surface.walk_steps),
