@@ -31,7 +31,8 @@ second (`drifters.rates`), beside OpenDrift's element-hours per second in the ru
         [--throughput 1000000]
 
 OpenDrift is not a dependency of flowkit: `--opendrift-python` names an interpreter of an
-environment with it (`python -m venv od && od/bin/pip install opendrift`).
+environment with it (`python -m venv od && od/bin/pip install opendrift`); without it only the
+speed runs are made (`python benchmarks/ecology.py --throughput 100000`).
 """
 
 import argparse
@@ -159,8 +160,9 @@ def main():
     floor = float(field.water_depth(0.0, np.array([args.seed]))[0])
     z_sediment = floor - np.random.default_rng(0).uniform(0, args.band, args.elements)
     print(f"{args.file.name}: seed {args.seed}, sea floor {floor:.1f} m; {args.elements} elements, {args.hours} h")
-    ours, theirs = flowkit_runs(args, field, args.seed, z_sediment), opendrift(args, z_sediment)
-    report(args, ours, theirs)
+    if args.opendrift_python is not None:  # without it: the speed runs alone
+        ours, theirs = flowkit_runs(args, field, args.seed, z_sediment), opendrift(args, z_sediment)
+        report(args, ours, theirs)
     if args.throughput:
         models = {"tracer": fk.particles.Tracer(), "eggs": PelagicEgg(), "sediments": Sediment(), "plastics": Plastic()}
         print(f"speed at {args.throughput} elements, 1 h of 60 s Euler-Maruyama steps (K {args.diffusivity} m²/s):")

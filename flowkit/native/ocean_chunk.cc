@@ -942,6 +942,17 @@ struct Steps {
   const Drifts<T>& drifts;
 };
 
+// The drifts added to the lanes' rates at stage i of step k (steps of positions: Python charts
+// tracers alone), out of line: a tracer's step keeps its code as it was.
+template <typename T>
+__attribute__((noinline)) void drift_stage(const Steps<T>& s, Group<T>& q, int64_t k, int i) {
+  using V = typename Lanes<T>::V;
+  const Field<T>& f = s.f;
+  const V east_factor =
+      f.spherical ? static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * lanes_cos_latitude(q)) : V{} + 1;
+  add_drifts(s.drifts, q.drifting, q.y, load_int<T>(q.moving), k, i, s.dim, f.spherical, east_factor, q.K[i]);
+}
+
 // Step k of a group's lanes: the stages, the end located, kept in the water and finished as the
 // JAX step finishes it under `fk.Open`, then the release rule.
 template <typename T>
@@ -996,15 +1007,11 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
       place(f, q, s.quads);
     if (i < stages) {
       velocity(f, q, s.when[k * s.rows + i], dim, q.K[i]);
-      if (!s.drifts.drifts.empty()) {  // steps of positions (Python charts tracers alone)
-        const V east_factor =
-            f.spherical ? static_cast<T>(kDegrees) / (static_cast<T>(kEarthRadius) * lanes_cos_latitude(q)) : V{} + 1;
-        add_drifts(s.drifts, q.drifting, q.y, load_int<T>(q.moving), k, i, dim, f.spherical, east_factor, q.K[i]);
-      }
+      if (!s.drifts.drifts.empty()) drift_stage(s, q, k, i);
       if (grid) to_indices(f, q, q.K[i]);
     }
   }
-  if (any) prefetch_forcings(s.drifts, q.drifting, load_int<T>(q.moving), k);
+  if (any && !s.drifts.drifts.empty()) prefetch_forcings(s.drifts, q.drifting, load_int<T>(q.moving), k);
   if (any) {
     const When<T> end = s.when[k * s.rows + stages];
     const M moving = load_int<T>(q.moving);
