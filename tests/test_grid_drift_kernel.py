@@ -165,6 +165,7 @@ def test_the_kernel_takes_the_drifts_it_computes_alike(caplog, monkeypatch):
     windage, stokes_drift = fk.particles.Windage(0.03), fk.particles.StokesDrift()
     assert use(windage, field) == "grid"
     assert use(fk.particles.Leeway(1.0, 0.3), field) == "grid"
+    assert use(fk.particles.Leeway(1.0, 0.3, left_slope=-0.1), field) is None  # each element's own: the ocean kernel's
     assert use(fk.particles.Combined(fk.particles.Tracer(), windage, stokes_drift), field) == "grid"
     assert use(fk.particles.Combined(windage, fk.particles.Aging()), field) is None
     assert use(fk.particles.Buoyant(0.001), field) == "grid"
@@ -184,12 +185,13 @@ def test_the_drifts_rows_follow_the_kernels_declared_columns():
     """The rules' codes and counts of numbers, and the forcings' and drifts' columns, come from
     the built kernel's layout; a row written with other columns is refused, naming both."""
     layout = fk.native.layout("grid")
-    assert set(layout.drifts) == {"windage", "stokes", "leeway", "rise"}
+    assert set(layout.drifts) == {"windage", "stokes", "leeway", "rise", "leeway_each"}
     models = (
         fk.particles.Windage(0.03),
         fk.particles.StokesDrift(),
         fk.particles.Leeway(1.0, 0.3),
         fk.particles.Buoyant(1),
+        fk.particles.Leeway(1.0, 0.3, downwind_std=5.0),
     )
     for model in models:
         assert len(model.rule.numbers) == layout.drifts[model.rule.rule][1]

@@ -5,6 +5,7 @@ triangles in degrees and in metres, depth-averaged, with a random walk, from for
 their own and constant ones, with releases, beaching and leaving, in float64 and float32; and the
 shared ROMS file with a wind."""
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -76,6 +77,28 @@ def test_drifts_in_the_ocean_kernel_track_as_the_jax_step(case, monkeypatch):
     assert np.quantile(gone[::2], 0.75) > 0.05 * cell, np.quantile(gone[::2], [0.25, 0.5, 0.75])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_random_leeway_jibes_in_the_kernel_as_in_the_jax_step(dtype, monkeypatch):
+    """The leeway table's PIW-1 (each element's own coefficients drawn, unequal sides, jibes at
+    a high chance an hour) beside windage: the kernel draws each element's jibes from its key as
+    the JAX step does: sides alike at every frame, positions to 1e-9 of a cell (float64) or 1e-4
+    (float32), and many elements jibed."""
+    field = layered(dtype=dtype, samples=forcings(("wind",), dtype=dtype))
+    x = seeds(field)
+    x[:, 2] = 0.0
+    piw = fk.io.leeway("PIW-1")
+    model = fk.particles.Combined(fk.particles.Windage(0.01), eqx.tree_at(lambda m: m.jibe_probability, piw, 0.3))
+    native, reference = (
+        run(field, x, dtype, on, monkeypatch, particles=model, key=jax.random.key(11)) for on in (True, False)
+    )
+    np.testing.assert_array_equal(native.status, reference.status)
+    sides, expected = native.variables["orientation"], reference.variables["orientation"]
+    np.testing.assert_array_equal(sides, expected)
+    assert np.mean(sides[-1] != sides[0]) > 0.2
+    atol = (1e-9 if dtype == "float64" else 1e-4) * 0.1
+    np.testing.assert_allclose(native.positions[..., :2], reference.positions[..., :2], rtol=0, atol=atol)
+
+
 def test_drifts_with_a_random_walk_in_the_kernel_are_the_jax_steps(monkeypatch):
     """Windage beside `fk.EulerMaruyama`'s walk: the kernel draws the JAX step's noise and adds
     the drift at the step's one stage: positions to 1e-9 of a cell."""
@@ -104,8 +127,8 @@ def test_float32_drifts_in_the_ocean_kernel_track_as_the_jax_step(monkeypatch):
 
 
 def test_the_ocean_kernel_takes_the_drifts_it_computes_alike(monkeypatch):
-    """Ruled drifts reading GridField or Uniform forcings take the ocean kernel; a drift reading
-    the field's own sampled array, random leeway and any other model take the JAX step."""
+    """Ruled drifts reading GridField or Uniform forcings take the ocean kernel, random leeway
+    too; a drift reading the field's own sampled array and any other model take the JAX step."""
     monkeypatch.setenv("FLOWKIT_NATIVE", "1")
 
     def use(particles, field):
@@ -117,25 +140,32 @@ def test_the_ocean_kernel_takes_the_drifts_it_computes_alike(monkeypatch):
     assert use(fk.particles.Windage(0.03), field) == "ocean"
     assert use(fk.particles.Combined(fk.particles.Buoyant(1e-3), fk.particles.Leeway(1.0, 0.3)), field) == "ocean"
     assert use(fk.particles.Buoyant(1e-6, axis=0), field) == "ocean"
-    assert use(fk.io.leeway("PIW-1"), field) is None  # each element's own coefficients
+    assert use(fk.io.leeway("PIW-1"), field) == "ocean"  # each element's own coefficients, and jibes
     own = layered(dtype="float32", samples=lambda n: {"wind": np.zeros((3, n, 4)), "v": np.zeros((3, n, 4))})
     assert use(fk.particles.Windage(0.03), own) is None
 
 
 def test_the_roms_file_with_a_wind_drifts_in_the_kernel_as_in_the_jax_step(monkeypatch):
-    """The shared ROMS file (a curvilinear C-grid stepped in its indices) with a uniform wind:
-    windage and leeway at the surface, 12 h, the kernel's tracks the JAX step's to 1e-9 of a
-    4 km cell in float64."""
+    """The shared ROMS file (a curvilinear C-grid) with a uniform wind: windage and leeway of
+    the table's slopes, and PIW-1's own coefficients with jibes, at the surface, 12 h: the
+    kernel's tracks the JAX step's to 1e-9 of a 4 km cell in float64, the sides alike."""
     if not NORDIC.exists():
         pytest.skip(f"{NORDIC.parent} is not here")
     field = fk.io.read(NORDIC, dtype="float64", samples={"wind": fk.fields.Uniform([-7.0, 7.0])})
     rng = np.random.default_rng(5)
     x = np.column_stack([rng.uniform(13.5, 15.0, 300), rng.uniform(67.2, 67.9, 300), np.zeros(300)])
-    model = fk.particles.Combined(fk.particles.Leeway(0.96, 0.54), fk.particles.Windage(0.01))
-    native, reference = (
-        run(field, x, "float64", on, monkeypatch, t1=12 * HOUR, dt=900.0, particles=model) for on in (True, False)
-    )
     cell = 4000.0 / 111e3
-    np.testing.assert_array_equal(native.status, reference.status)
-    np.testing.assert_allclose(native.positions[..., :2], reference.positions[..., :2], rtol=0, atol=1e-9 * cell)
-    assert np.sum(native.status[-1] == fk.Status.ACTIVE) > 100
+    for model in (
+        fk.particles.Combined(fk.particles.Leeway(0.96, 0.54), fk.particles.Windage(0.01)),
+        fk.io.leeway("PIW-1"),
+    ):
+        native, reference = (
+            run(field, x, "float64", on, monkeypatch, t1=12 * HOUR, dt=900.0, particles=model, key=jax.random.key(1))
+            for on in (True, False)
+        )
+        np.testing.assert_array_equal(native.status, reference.status)
+        np.testing.assert_allclose(native.positions[..., :2], reference.positions[..., :2], rtol=0, atol=1e-9 * cell)
+        assert native.variables.keys() == reference.variables.keys()
+        for name in native.variables:
+            np.testing.assert_array_equal(native.variables[name], reference.variables[name])
+        assert np.sum(native.status[-1] == fk.Status.ACTIVE) > 100

@@ -236,7 +236,7 @@ def test_a_run_the_kernel_declines_says_so_and_why(monkeypatch, caplog):
         "steps: the JAX step: the CPU ocean kernel does not step the diffusivity Analytic (it walks constant "
         "diffusivities, and Horizontal's of numbers on the sphere)",
         "steps: the JAX step: the CPU ocean kernel does not step the particle model Aging (it steps tracers and "
-        "Windage, StokesDrift, Buoyant and Leeway without a spread or jibing, and Combined ones of them)",
+        "Windage, StokesDrift, Buoyant and Leeway, and Combined ones of them)",
     ]
 
 

@@ -21,8 +21,14 @@
 //   offset (cm/s): downwind along the wind and crosswind to its right for orientation +1
 //   (mirrored for -1), each slope × wind speed + offset.
 // - rise: the velocity, the axis (from the last where negative): added to that axis's rate.
-#define FLOWKIT_DRIFT_RULES(X) \
-  X(Windage, windage, 0, 2) X(Stokes, stokes, 1, 1) X(Leeway, leeway, 2, 4) X(Rise, rise, 3, 2)
+// - leeway_each: leeway of each element's own coefficients (`coefficients`, a row per
+//   particle: downwind slope and offset, right side's crosswind slope and offset, left side's;
+//   the side by the sign of its orientation, +1 right); its numbers the chance of a jibe per
+//   hour and the index of the model among the run's random ones (the kernel that jibes reads them).
+#define FLOWKIT_DRIFT_RULES(X)                                                                    \
+  X(Windage, windage, 0, 2) X(Stokes, stokes, 1, 1) X(Leeway, leeway, 2, 4) X(Rise, rise, 3, 2) \
+  X(LeewayEach, leeway_each, 4, 2)
+#define FLOWKIT_LEEWAY_COEFFICIENTS 6  // leeway_each's coefficients per element
 #define FLOWKIT_DRIFT_NUMBERS 4  // the widest rule's numbers
 #define FLOWKIT_LINE_DRIFT(Name, name, code, numbers) "drift " #name " " #code " " #numbers "\n"
 
@@ -44,8 +50,8 @@ struct Drift {
 // their data's units, zero outside them) and each lane's `orientation` (leeway's side).
 template <typename T>
 FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes], const T (&y)[3][kLanes],
-                                const T* orientation, int dim, typename Lanes<T>::V& east,
-                                typename Lanes<T>::V& north) {
+                                const T* orientation, const T (*coefficients)[kLanes], int dim,
+                                typename Lanes<T>::V& east, typename Lanes<T>::V& north) {
   using V = typename Lanes<T>::V;
   const V zero = V{};
   if (d.sample < 0) {
@@ -83,6 +89,18 @@ FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes]
       north = downwind * along_v - sign * crosswind * along_u;
       return;
     }
+    case kLeewayEach: {  // Leeway.drift of each element's coefficients (Leeway.coefficients)
+      const V speed = lane_sqrt<T>(u * u + v * v), scale = vmax(speed, zero + T(1e-12));
+      const V along_u = u / scale, along_v = v / scale;
+      const auto right = load<V>(orientation) >= 0;
+      const V downwind = (load<V>(coefficients[0]) * speed + load<V>(coefficients[1])) / 100;
+      const V slope = right ? load<V>(coefficients[2]) : load<V>(coefficients[4]);
+      const V offset = right ? load<V>(coefficients[3]) : load<V>(coefficients[5]);
+      const V crosswind = (slope * speed + offset) / 100;
+      east = downwind * along_u + crosswind * along_v;
+      north = downwind * along_v - crosswind * along_u;
+      return;
+    }
   }
   east = zero, north = zero;
 }
@@ -92,8 +110,8 @@ FLOWKIT_HOT void drift_velocity(const Drift<T>& d, const T (*sampled)[3][kLanes]
 // there), or a rise along its axis.
 template <typename T>
 FLOWKIT_HOT void add_drift(const Drift<T>& d, const T (*sampled)[3][kLanes], const T (&y)[3][kLanes],
-                           const T* orientation, int dim, bool spherical, typename Lanes<T>::V east_factor,
-                           T (&rate)[3][kLanes]) {
+                           const T* orientation, const T (*coefficients)[kLanes], int dim, bool spherical,
+                           typename Lanes<T>::V east_factor, T (&rate)[3][kLanes]) {
   using V = typename Lanes<T>::V;
   if (d.rule == kRise) {  // Buoyant.rhs: the velocity on its axis, a one-hot of the axis
     const int axis = ((static_cast<int>(d.number[1]) % dim) + dim) % dim;
@@ -102,7 +120,7 @@ FLOWKIT_HOT void add_drift(const Drift<T>& d, const T (*sampled)[3][kLanes], con
     return;
   }
   V east, north;
-  drift_velocity<T>(d, sampled, y, orientation, dim, east, north);
+  drift_velocity<T>(d, sampled, y, orientation, coefficients, dim, east, north);
   if (spherical) in_degrees<T>(east_factor, east, north);
   const V u0 = load<V>(rate[0]) + east, u1 = load<V>(rate[1]) + north;
   std::memcpy(rate[0], &u0, sizeof u0), std::memcpy(rate[1], &u1, sizeof u1);

@@ -314,10 +314,12 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const decltype(in_forcing_0) forcing_values[kMaxForcings] = {in_forcing_0, in_forcing_1, in_forcing_2};
   const ffi::Error drift_error =
       drifts_from<T>(forcing_values, in_forcing_axes, in_forcing_times, in_forcing_ints, in_forcing_reals, in_drift_kinds,
-                     in_drift_numbers, in_orientation, n, dim, f.spherical, t_start, h_step, c, steps, rows_, drifts);
+                     in_drift_numbers, in_orientation, in_coefficients, n, dim, f.spherical, t_start, h_step, c,
+                     steps, rows_, drifts);
   if (drift_error.failure()) return drift_error;
+  if (drifts.jibing != nullptr)
+    return ffi::Error::InvalidArgument("grid chunk: leeway of each element's own coefficients is the ocean kernel's");
   const Steps<T> all{f, codes, rows_, a, h_step, when.data(), steps, drifts};
-  const T* orientation = drifts.orientation;
   const T* x0 = in_x.typed_data();
   const T* lo0 = in_remainder.typed_data();
   const int32_t* status0 = in_status.typed_data();
@@ -348,7 +350,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       for (int d = 0; d < dim; ++d) q.x[d][g] = q.before[d][g] = x0[dim * p + d], q.lo[d][g] = lo0[dim * p + d];
       q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p, q.stopped[g] = -1;
       q.land_node[g] = -1;
-      q.drifting.orientation[g] = orientation != nullptr ? orientation[p] : T(1);
+      drifts.load_lane(q.drifting, g, p);
     }
     q.grid.reset();
     q.drifting.reset();

@@ -33,11 +33,13 @@
 // The inputs of a kernel's drifting particles, in call order (after its own).
 #define FLOWKIT_DRIFT_INPUTS(X)                                                                           \
   X(forcing_0, real) X(forcing_1, real) X(forcing_2, real) X(forcing_axes, real) X(forcing_times, real) \
-  X(forcing_ints, s32) X(forcing_reals, real) X(drift_kinds, s32) X(drift_numbers, real) X(orientation, real)
+  X(forcing_ints, s32) X(forcing_reals, real) X(drift_kinds, s32) X(drift_numbers, real) X(orientation, real) \
+  X(coefficients, real)
 // The layout's lines of the drifts' tables (kernel_seam.h).
 #define FLOWKIT_DRIFT_LAYOUT                                                                                      \
   FLOWKIT_LINE_CAPACITY("forcings", FLOWKIT_MAX_FORCINGS)                                                        \
-  FLOWKIT_LINE_CAPACITY("drift_numbers", FLOWKIT_DRIFT_NUMBERS) FLOWKIT_FORCING_INTS(FLOWKIT_LINE_COLUMN)         \
+  FLOWKIT_LINE_CAPACITY("drift_numbers", FLOWKIT_DRIFT_NUMBERS)                                                 \
+  FLOWKIT_LINE_CAPACITY("leeway_coefficients", FLOWKIT_LEEWAY_COEFFICIENTS) FLOWKIT_FORCING_INTS(FLOWKIT_LINE_COLUMN) \
   FLOWKIT_FORCING_REALS(FLOWKIT_LINE_COLUMN) FLOWKIT_DRIFT_KINDS(FLOWKIT_LINE_COLUMN) FLOWKIT_DRIFT_RULES(FLOWKIT_LINE_DRIFT)
 
 namespace ffi = xla::ffi;
@@ -311,7 +313,7 @@ ffi::Error drifts_of(const S& kinds, const B& numbers, int forcings, std::vector
   for (int64_t j = 0; j < count; ++j) {
     const int32_t* row = kinds.typed_data() + j * kDriftKinds;
     Drift<T> d{row[k_drift_kinds_rule], row[k_drift_kinds_sample], row[k_drift_kinds_second], {}};
-    if (d.sample >= forcings || d.second >= forcings || d.rule < kWindage || d.rule > kRise ||
+    if (d.sample >= forcings || d.second >= forcings || d.rule < kWindage || d.rule > kLeewayEach ||
         (d.sample < 0 && d.rule != kRise))
       return ffi::Error::InvalidArgument("chunk: a drift of a known rule reading forcings the call holds");
     for (int i = 0; i < FLOWKIT_DRIFT_NUMBERS; ++i) d.number[i] = numbers.typed_data()[j * FLOWKIT_DRIFT_NUMBERS + i];
@@ -326,6 +328,7 @@ struct Drifting {
   Probe<T> forcing[kMaxForcings];
   T sampled[kMaxForcings][3][kLanes];  // each forcing at the stage point (its data's units)
   T orientation[kLanes];               // leeway's side (+1 right of downwind, -1 left)
+  T coefficients[FLOWKIT_LEEWAY_COEFFICIENTS][kLanes];  // leeway_each's, per element
 
   void reset() {
     for (auto& probe : forcing) probe.reset();
@@ -342,7 +345,16 @@ struct Drifts {
   std::vector<Drift<T>> drifts;
   int64_t steps = 0;
   int rows = 0;
-  const T* orientation = nullptr;  // each row's side, or null without drifts
+  const T* orientation = nullptr;   // each row's side, or null without drifts
+  const T* coefficients = nullptr;  // each row's leeway_each coefficients, or null without that rule
+  const Drift<T>* jibing = nullptr;  // the leeway_each rule whose elements jibe, or null
+
+  // Lane g's side and coefficients from row p.
+  void load_lane(Drifting<T>& q, int g, int64_t p) const {
+    q.orientation[g] = orientation != nullptr ? orientation[p] : T(1);
+    for (int c = 0; c < FLOWKIT_LEEWAY_COEFFICIENTS; ++c)
+      q.coefficients[c][g] = coefficients != nullptr ? coefficients[p * FLOWKIT_LEEWAY_COEFFICIENTS + c] : T(0);
+  }
 
   const When<T>& at(int j, int64_t k, int i) const { return when[(j * steps + k) * rows + i]; }
 };
@@ -352,8 +364,9 @@ struct Drifts {
 // that names what does not match.
 template <typename T, typename B, typename S>
 ffi::Error drifts_from(const B (&values)[kMaxForcings], const B& axes, const B& times, const S& ints, const B& reals,
-                       const S& kinds, const B& numbers, const B& orientation, int64_t n, int dim, bool spherical,
-                       const T* t_start, const T* h_step, const T* c, int64_t steps, int rows, Drifts<T>& out) {
+                       const S& kinds, const B& numbers, const B& orientation, const B& coefficients, int64_t n,
+                       int dim, bool spherical, const T* t_start, const T* h_step, const T* c, int64_t steps, int rows,
+                       Drifts<T>& out) {
   const ffi::Error forcing_error = forcings_of<T>(ints, reals, values, axes, times, dim, spherical, out.forcings, out.n_forcings);
   if (forcing_error.failure()) return forcing_error;
   const ffi::Error drift_error = drifts_of<T>(kinds, numbers, out.n_forcings, out.drifts);
@@ -361,6 +374,11 @@ ffi::Error drifts_from(const B (&values)[kMaxForcings], const B& axes, const B& 
   if (!out.drifts.empty() && orientation.element_count() != n)
     return ffi::Error::InvalidArgument("chunk: drifting rows each take an orientation");
   out.orientation = out.drifts.empty() ? nullptr : orientation.typed_data();
+  for (const Drift<T>& d : out.drifts)
+    if (d.rule == kLeewayEach) out.jibing = &d;
+  if (out.jibing != nullptr && coefficients.element_count() != n * FLOWKIT_LEEWAY_COEFFICIENTS)
+    return ffi::Error::InvalidArgument("chunk: leeway of each element's own takes 6 coefficients per row");
+  out.coefficients = out.jibing != nullptr ? coefficients.typed_data() : nullptr;
   out.steps = steps, out.rows = rows;
   out.when.resize(out.n_forcings * steps * rows);
   for (int j = 0; j < out.n_forcings; ++j)
@@ -381,7 +399,8 @@ FLOWKIT_HOT void add_drifts(const Drifts<T>& s, Drifting<T>& q, const T (&y)[3][
                             T (&u)[3][kLanes]) {
   if (s.drifts.empty()) return;
   for (int j = 0; j < s.n_forcings; ++j) sample_forcing(s.forcings[j], q.forcing[j], y, moving, s.at(j, k, i), q.sampled[j]);
-  for (const Drift<T>& d : s.drifts) add_drift<T>(d, q.sampled, y, q.orientation, dim, spherical, east_factor, u);
+  for (const Drift<T>& d : s.drifts)
+    add_drift<T>(d, q.sampled, y, q.orientation, q.coefficients, dim, spherical, east_factor, u);
 }
 
 // The corners of the forcings' next slices fetched a step ahead, where step k + 1 moves a

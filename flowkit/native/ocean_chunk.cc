@@ -68,11 +68,12 @@ namespace {
   X(first_step, s32) X(diffusivity, real) X(remainder, real) FLOWKIT_DRIFT_INPUTS(X)
 #define FLOWKIT_OCEAN_RESULTS(X) \
   X(x, real) X(status, s32) X(cell, s32) X(point, real) X(coords, real) X(before, real) X(stopped, s32) \
-  X(remainder, real)
+  X(remainder, real) X(orientation, real)
 #define FLOWKIT_OCEAN_ATTRS(X)                                                                           \
   X(newton_steps, int64_t) X(walk_steps, int64_t) X(tolerance, double) X(spherical, int64_t)            \
   X(active, int64_t) X(not_released, int64_t) X(out_of_domain, int64_t) X(beached, int64_t)             \
-  X(nonfinite, int64_t) X(locate, int64_t) X(grid_i, int64_t) X(grid_j, int64_t) X(walk, int64_t)
+  X(nonfinite, int64_t) X(locate, int64_t) X(grid_i, int64_t) X(grid_j, int64_t) X(walk, int64_t) X(x64, int64_t)        \
+  X(jumps_tag, int64_t)
 // The 2-D cell kinds of the surface mesh: name, code, node count (Python checks the counts).
 #define FLOWKIT_OCEAN_KINDS(X) X(Triangle, triangle, 0, 3) X(Quad, quad, 1, 4)
 #define FLOWKIT_OCEAN_MAP_COLUMNS 15  // a quadrilateral's cell table row (`locator.affine_maps`)
@@ -940,7 +941,41 @@ struct Steps {
   bool quads;
   Walk<T> walk;
   const Drifts<T>& drifts;
+  bool x64;            // JAX's default floats are float64 (its jax_enable_x64)
+  uint32_t jumps_tag;  // what a jibe's key is folded with first (particles/stepping.py)
 };
+
+// The lanes `took` that took step k (of length h) jibed as Leeway.jumped jibes them: each
+// switches sides where JAX's `uniform` of its key folded with the jumps' tag, the global step
+// and the model's index among the random ones (stepping.jumped_batch) falls below the chance
+// of a jibe in the step, 1 - (1 - p)^(|h| / 1 h); the draw in JAX's default precision (`x64`),
+// the tag Python's (`jumps_tag`).
+template <typename T>
+__attribute__((noinline)) void jibe_lanes(const Steps<T>& s, Group<T>& q, typename Lanes<T>::M took, int64_t k, T h) {
+  typedef uint32_t U __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  if (!any_lane(took)) return;
+  const Drift<T>& d = *s.drifts.jibing;
+  const double chance = 1.0 - std::pow(1.0 - static_cast<double>(d.number[0]), std::abs(static_cast<double>(h)) / 3600.0);
+  const uint32_t step = static_cast<uint32_t>(s.walk.first_step + k), index = static_cast<uint32_t>(d.number[1]);
+  U k0, k1;  // the lanes' keys, hashed in vectors
+  for (int g = 0; g < kLanes; ++g) k0[g] = s.walk.keys[2 * q.slot[g]], k1[g] = s.walk.keys[2 * q.slot[g] + 1];
+  for (uint32_t data : {s.jumps_tag, step, index}) threefry2x32(k0, k1, U{}, U{} + data, k0, k1);  // fold_in, thrice
+  U b0, b1;
+  threefry2x32(k0, k1, U{}, U{}, b0, b1);
+  for_each_lane(took, [&](int g) {
+    double u;
+    if (s.x64) {
+      const uint64_t mantissa = (((static_cast<uint64_t>(b0[g]) << 32) | b1[g]) >> 12) | 0x3FF0000000000000ull;
+      std::memcpy(&u, &mantissa, sizeof u);
+    } else {
+      const uint32_t mantissa = ((b0[g] ^ b1[g]) >> 9) | 0x3F800000u;
+      float f;
+      std::memcpy(&f, &mantissa, sizeof f);
+      u = f;
+    }
+    if (u - 1.0 < chance) q.drifting.orientation[g] = -q.drifting.orientation[g];
+  });
+}
 
 // The drifts added to the lanes' rates at stage i of step k (steps of positions: Python charts
 // tracers alone), out of line: a tracer's step keeps its code as it was.
@@ -1044,6 +1079,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
                    : ~found     ? M{} + static_cast<I>(codes.out_of_domain)
                    : beached    ? M{} + static_cast<I>(codes.beached)
                                 : M{} + static_cast<I>(codes.active);
+    if (s.drifts.jibing != nullptr) jibe_lanes(s, q, moving & finite, k, h);
     const M stop = moving & (code != static_cast<I>(codes.active)), keep = moving & ~stop;
     store_int<T>(stop ? code : load_int<T>(q.status), q.status);
     store_int<T>(stop ? M{} + static_cast<I>(k) : load_int<T>(q.stopped), q.stopped);
@@ -1200,6 +1236,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         out_cell->typed_data()[p] = found ? q.scell[g] : -1;
         out_status->typed_data()[p] = found && beached[g] ? static_cast<int32_t>(codes.beached) : status0[p];
         out_stopped->typed_data()[p] = -1;
+        out_orientation->typed_data()[p] = T(1);
       }
     }
     return ffi::Error::Success();
@@ -1210,11 +1247,13 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   const decltype(in_forcing_0) forcing_values[kMaxForcings] = {in_forcing_0, in_forcing_1, in_forcing_2};
   const ffi::Error drift_error =
       drifts_from<T>(forcing_values, in_forcing_axes, in_forcing_times, in_forcing_ints, in_forcing_reals, in_drift_kinds,
-                     in_drift_numbers, in_orientation, n, dim, f.spherical, t_start, h_step, c, steps, rows_, drifts);
+                     in_drift_numbers, in_orientation, in_coefficients, n, dim, f.spherical, t_start, h_step, c, steps,
+                     rows_, drifts);
   if (drift_error.failure()) return drift_error;
   if (!drifts.drifts.empty() && f.grid_j > 0)
     return ffi::Error::InvalidArgument("ocean chunk: drifting particles step positions, not a grid's indices (grid_i, grid_j 0)");
-  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads, random_walk, drifts};
+  const Steps<T> all{f,      codes,  dim,       rows_,    a, h_step, when.data(), quads, random_walk, drifts,
+                     x64 != 0, static_cast<uint32_t>(jumps_tag)};
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came.
   std::vector<int64_t> live;
@@ -1232,6 +1271,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
     out_cell->typed_data()[p] = cell0[p];
     out_status->typed_data()[p] = status0[p];
     out_stopped->typed_data()[p] = -1;
+    out_orientation->typed_data()[p] = drifts.orientation != nullptr ? drifts.orientation[p] : T(1);
   }
   const int64_t n_live = static_cast<int64_t>(live.size());
   Group<T> q{};
@@ -1243,7 +1283,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       for (int d = 0; d < 2; ++d) q.point[d][g] = point0[2 * p + d], q.coords[d][g] = coords0[2 * p + d];
       q.cell[g] = cell0[p], q.status[g] = status0[p], q.release[g] = release0[p], q.slot[g] = p;
       q.stopped[g] = -1, q.level[g] = 0, q.row_cell[g] = -1, q.column_cell[g] = -1;
-      q.drifting.orientation[g] = drifts.orientation != nullptr ? drifts.orientation[p] : T(1);
+      drifts.load_lane(q.drifting, g, p);
       if (f.grid_j > 0) grid_indices(f, q, g);
     }
     q.drifting.reset();
@@ -1258,6 +1298,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       out_cell->typed_data()[p] = q.cell[g];
       out_status->typed_data()[p] = q.status[g];
       out_stopped->typed_data()[p] = q.stopped[g];
+      out_orientation->typed_data()[p] = q.drifting.orientation[g];
     }
   }
   return ffi::Error::Success();

@@ -12,6 +12,7 @@ these particles takes the kernel's pace; the JAX forms below are the reference.
 """
 
 import abc
+from collections.abc import Callable
 from typing import NamedTuple
 
 import equinox as eqx
@@ -51,6 +52,8 @@ class DriftRule(NamedTuple):
     """Its numbers, in the header's order for the rule."""
     orientation: str | None = None
     """The variable holding the side it drifts to (leeway's `orientation`), or None."""
+    coefficients: Callable[[dict], Float[Array, " k"]] | None = None
+    """ONE particle's own coefficients from its variables (leeway of each element's own), or None."""
 
 
 class AbstractRuled(AbstractParticles):

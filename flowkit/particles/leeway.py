@@ -112,8 +112,10 @@ class Leeway(AbstractDrift, AbstractRuled, AbstractRandom):
 
     @property
     def rule(self) -> DriftRule | None:
-        if self.random or not self.mirrored:
-            return None  # each element's own coefficients: the JAX step
+        if self.random or not self.mirrored:  # each element's own coefficients, and its jibes
+            return DriftRule(
+                "leeway_each", (self.sample,), (self.jibe_probability, 0.0), "orientation", self.coefficients
+            )
         numbers = (self.downwind_slope, self.crosswind_slope, self.downwind_offset, self.crosswind_offset)
         return DriftRule("leeway", (self.sample,), numbers, orientation="orientation")
 
@@ -137,22 +139,33 @@ class Leeway(AbstractDrift, AbstractRuled, AbstractRandom):
         jibes = jax.random.uniform(key) < chance
         return {"orientation": jnp.where(jibes, -state["orientation"], state["orientation"])}
 
+    def coefficients(self, state: dict) -> Float[Array, " 6"]:
+        """ONE element's own coefficients from its draws: the downwind slope (%) and offset
+        (cm/s), the right side's crosswind slope and offset, the left side's; each the table's
+        with the element's residual (a truncated normal downwind, where slope + r std / 20 < 0
+        is cut off; a normal across, scaled by each side's deviation) as slope + e / 20 and
+        offset + e / 2. What the ocean kernel reads per element (`rule` "leeway_each")."""
+        dtype = jnp.result_type(state["downwind_draw"])
+        std = jnp.asarray(self.downwind_std, dtype)
+        floor = jnp.where(std > 0, -20 * self.downwind_slope / jnp.where(std > 0, std, 1), -jnp.inf)
+        low = ndtr(floor)
+        eps_along = ndtri(low + state["downwind_draw"] * (1 - low)) * std
+        eps_right = state["crosswind_draw"] * self.crosswind_std
+        eps_left = state["crosswind_draw"] * self.left_std
+        values = (
+            (self.downwind_slope + eps_along / 20, self.downwind_offset + eps_along / 2),
+            (self.crosswind_slope + eps_right / 20, self.crosswind_offset + eps_right / 2),
+            (self.left_slope + eps_left / 20, self.left_offset + eps_left / 2),
+        )
+        return jnp.stack([jnp.asarray(v, dtype) for pair in values for v in pair])
+
     def speeds(self, wind_speed, state: dict):
         """The downwind and crosswind leeway (m/s, crosswind positive to the right) of ONE
         element at `wind_speed` (m/s), from its variables."""
-        std = jnp.asarray(self.downwind_std, wind_speed.dtype)
-        # the downwind residual's unit normal, truncated where slope + r std / 20 < 0
-        floor = jnp.where(std > 0, -20 * self.downwind_slope / jnp.where(std > 0, std, 1), -jnp.inf)
-        low = ndtr(floor)
-        r_along = ndtri(low + state["downwind_draw"] * (1 - low))
+        c = self.coefficients(state).astype(wind_speed.dtype)
         right = state["orientation"] >= 0
-        slope = jnp.where(right, self.crosswind_slope, self.left_slope)
-        offset = jnp.where(right, self.crosswind_offset, self.left_offset)
-        eps_across = state["crosswind_draw"] * jnp.where(right, self.crosswind_std, self.left_std)
-        eps_along = r_along * std
-        downwind = ((self.downwind_slope + eps_along / 20) * wind_speed + self.downwind_offset + eps_along / 2) / 100
-        crosswind = ((slope + eps_across / 20) * wind_speed + offset + eps_across / 2) / 100
-        return downwind, crosswind
+        slope, offset = jnp.where(right, c[2], c[4]), jnp.where(right, c[3], c[5])
+        return (c[0] * wind_speed + c[1]) / 100, (slope * wind_speed + offset) / 100
 
     def drift(self, t: TimeLike, state: dict, fluid: Fluid, args: Args):
         wind = forcing(fluid, self.sample, "Leeway")[:2]

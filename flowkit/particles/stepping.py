@@ -131,7 +131,7 @@ def turned_at_walls(
     return variables
 
 
-_DRAWS, _JUMPS = 0x647277, 0x6A6D70
+_DRAWS, JUMPS = 0x647277, 0x6A6D70
 """Tags folded into a particle's key for its model's draws and its steps' random events, apart
 from the integrator's noise (the key folded with the step alone)."""
 
@@ -162,7 +162,7 @@ def jumped_batch(particles: AbstractParticles, t: TimeLike, dt: TimeLike, state:
     events of global step `k` drawn from each row's key (`Slots.keys`, raw)."""
 
     def one(state, raw):
-        key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(raw), _JUMPS), k)
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(raw), JUMPS), k)
         state = dict(state)
         for index, m in enumerate(_random_parts(particles)):
             new = m.jumped(t, dt, own_state(m, state), jax.random.fold_in(key, index))

@@ -17,9 +17,10 @@ from jax.typing import DTypeLike
 from .. import native
 from ..fields.analytic import Uniform
 from ..fields.grid import GridField
-from ..particles.base import AbstractParticles, Tracer
+from ..particles.base import AbstractParticles, AbstractRandom, Tracer
 from ..particles.drift import AbstractDrift, AbstractRuled, DriftRule
 from ..particles.models import Combined
+from ..particles.stepping import parts
 
 MAX_FORCINGS = 3
 """The forcings one kernel call reads (`FLOWKIT_GRID_MAX_FORCINGS`)."""
@@ -33,13 +34,26 @@ def rules(particles: AbstractParticles) -> tuple[DriftRule, ...] | None:
     if type(particles) is Tracer:
         return ()
     if isinstance(particles, AbstractRuled):
-        return None if particles.rule is None else (particles.rule,)
+        return None if particles.rule is None else _indexed((particles,), (particles.rule,))
     if isinstance(particles, Combined):
         mover = rules(particles.mover)
         riders = [r.rule for r in particles.riders if isinstance(r, AbstractDrift) and isinstance(r, AbstractRuled)]
         if mover is not None and None not in riders and len(riders) == len(particles.riders):
-            return mover + tuple(rule for rule in riders if rule is not None)
+            return _indexed(parts(particles), mover + tuple(rule for rule in riders if rule is not None))
     return None
+
+
+def _indexed(models: tuple, found: tuple[DriftRule, ...]) -> tuple[DriftRule, ...]:
+    """`found` (the rules of `models`, one each but for a tracer mover) with each jibing rule's
+    second number the index of its model among the run's random ones, what its draws are
+    folded with (`particles.stepping.jumped_batch`)."""
+    random = [id(m) for m in models if isinstance(m, AbstractRandom) and m.random]
+    ruled = [m for m in models if isinstance(m, AbstractRuled)]
+    index = lambda model: float(random.index(id(model))) if id(model) in random else 0.0  # noqa: E731
+    return tuple(
+        rule._replace(numbers=(rule.numbers[0], index(model))) if rule.rule == "leeway_each" else rule
+        for model, rule in zip(ruled, found)
+    )
 
 
 def forcing_names(found: tuple[DriftRule, ...]) -> list[str]:
@@ -79,13 +93,29 @@ def _forcing_refusals(name: str, forcing: Any) -> list[str]:
 def inputs(kernel: str, field: Any, found: tuple[DriftRule, ...], variables: dict, n: int, dtype: DTypeLike) -> dict:
     """The buffers `kernel` reads for the drifts `found` of `n` rows (their `variables`), with
     reals in `dtype`: `forcing_0` ..., `forcing_axes`, `forcing_times`, `forcing_ints`,
-    `forcing_reals`, `drift_kinds`, `drift_numbers`, `orientation`. Empty without drifts."""
+    `forcing_reals`, `drift_kinds`, `drift_numbers`, `orientation`, `coefficients`. Empty without drifts."""
     layout = native.layout(kernel)
     names = forcing_names(found)
     sides = [rule.orientation for rule in found if rule.orientation is not None]
     orientation = variables[sides[0]].astype(dtype) if sides else jnp.ones(n if found else 0, dtype)
+    own = [rule.coefficients for rule in found if rule.coefficients is not None]
+    width = layout.capacity["leeway_coefficients"]
+    coefficients = jax.vmap(own[0])(variables).astype(dtype).reshape(-1) if own else jnp.zeros(0, dtype)
+    if own and coefficients.shape[0] != n * width:
+        raise RuntimeError(f"leeway_each takes {width} coefficients per element in the kernel")
     forcings = _forcing_tables(layout, [field.forcings.named[name] for name in names], dtype)
-    return {**forcings, **_drift_tables(layout, found, names, dtype), "orientation": orientation}
+    return {
+        **forcings,
+        **_drift_tables(layout, found, names, dtype),
+        "orientation": orientation,
+        "coefficients": coefficients,
+    }
+
+
+def jibes(found: tuple[DriftRule, ...] | None) -> bool:
+    """Whether the drifts `found` hold one whose elements jibe (leeway of each element's own),
+    which a kernel steps with the side it returns."""
+    return any(rule.rule == "leeway_each" for rule in found or ())
 
 
 def _table(rows: list, columns: int, dtype: DTypeLike) -> jax.Array:

@@ -72,6 +72,8 @@ class GridInputs(NamedTuple):
     drift_numbers: Float[Array, "drifts numbers"]
     orientation: Float[Array, " n_or_none"]
     """Each row's side for leeway (+1, -1); empty without drifts."""
+    coefficients: Float[Array, " n_times_6_or_none"]
+    """Each row's own leeway coefficients; empty (the grid kernel refuses them)."""
 
 
 class GridResults(NamedTuple):
@@ -119,6 +121,8 @@ def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
     )
     stored = (field.values, field.origin, *field.axes)
     drifts = drift_inputs.refusals(field, found) if found else []
+    if drift_inputs.jibes(found):
+        drifts.append("Leeway of each element's own coefficients and jibes (the ocean kernel steps it)")
     return (
         [phrase for ok, phrase in checks if not ok]
         + seam.stepping_refusals(pieces, dtype, stored, drifts=True)

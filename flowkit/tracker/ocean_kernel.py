@@ -30,6 +30,7 @@ from ..fields.base import Hints
 from ..fields.layered import LayeredField
 from ..integrators.runge_kutta import Euler
 from ..integrators.stochastic import EulerMaruyama
+from ..particles.stepping import JUMPS
 from . import drift_inputs, seam
 from .pieces import Carry, Rows, RunPieces, Slots, Times
 from .step import step_times
@@ -89,6 +90,8 @@ class OceanInputs(NamedTuple):
     drift_kinds: Int32[Array, "drifts 3"]
     drift_numbers: Float[Array, "drifts numbers"]
     orientation: Float[Array, " n_or_none"]
+    coefficients: Float[Array, " n_times_6_or_none"]
+    """Each row's own leeway coefficients (`Leeway.coefficients`), flat; empty without them."""
 
 
 class OceanResults(NamedTuple):
@@ -103,6 +106,8 @@ class OceanResults(NamedTuple):
     before: Float[Array, "n dim"]
     stopped: Int32[Array, " n"]
     remainder: Float[Array, "n dim"]
+    orientation: Float[Array, " n"]
+    """Each row's leeway side after its jibes (1 without leeway)."""
 
 
 class OceanAttrs(NamedTuple):
@@ -126,6 +131,10 @@ class OceanAttrs(NamedTuple):
     walk: int
     """0: no random walk; 1: `fk.EulerMaruyama` of a constant diffusivity per axis; 2: of
     `fk.diffusion.Horizontal(Kh, Kv)` with numbers, on the sphere."""
+    x64: int
+    """1 where JAX's default floats are float64 (`jax_enable_x64`): the precision of a jibe's draw."""
+    jumps_tag: int
+    """What a jibe's key is folded with first (`particles.stepping.JUMPS`)."""
 
 
 def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
@@ -196,7 +205,11 @@ def kernel_steps(
     release = seam.release_steps(rows, slots, times, t, h)
     walk = (jax.lax.bitcast_convert_type(slots.keys, jnp.int32), steps[:1].astype(jnp.int32))
     out = _call(_inputs(pieces, rows, release, t, h, walk), _attrs(pieces))
-    return seam.finished_rows(carry, out, t, h, seam.hints_of(out, rows.hint)), out.before
+    carry = seam.finished_rows(carry, out, t, h, seam.hints_of(out, rows.hint))
+    if drift_inputs.jibes(drift_inputs.rules(pieces.particles)):  # the sides after the kernel's jibes
+        variables = {**carry.rows.variables, "orientation": out.orientation.astype(rows.variables["orientation"].dtype)}
+        carry = eqx.tree_at(lambda c: c.rows.variables, carry, variables)
+    return carry, out.before
 
 
 def kernel_located(
@@ -228,7 +241,10 @@ def _call(inputs: OceanInputs, attrs: OceanAttrs) -> OceanResults:
     """The kernel's results for these inputs and attributes."""
     (n, dim), dtype = inputs.x.shape, inputs.x.dtype
     rows, surface, ints = ((n, dim), dtype), ((n, 2), dtype), ((n,), jnp.int32)
-    shapes = OceanResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, ints, surface, surface, rows, ints, rows)))
+    sides = ((n,), dtype)
+    shapes = OceanResults(
+        *(jax.ShapeDtypeStruct(*s) for s in (rows, ints, ints, surface, surface, rows, ints, rows, sides))
+    )
     return seam.call(OCEAN, inputs, attrs, shapes)
 
 
@@ -303,6 +319,8 @@ def _attrs(pieces: RunPieces) -> OceanAttrs:
         grid_i=np.int64(grid[0]),
         grid_j=np.int64(grid[1]),
         walk=np.int64(walk),
+        x64=np.int64(jax.config.read("jax_enable_x64")),
+        jumps_tag=np.int64(JUMPS),
     )
 
 

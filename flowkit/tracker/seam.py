@@ -87,11 +87,7 @@ def stepping_refusals(
         (
             is_tracer(particles) or (drifts and drift_inputs.rules(particles) is not None),
             f"the particle model {type(particles).__name__} (it steps tracers"
-            + (
-                " and Windage, StokesDrift, Buoyant and Leeway without a spread or jibing, and Combined ones of them)"
-                if drifts
-                else ")"
-            ),
+            + (" and Windage, StokesDrift, Buoyant and Leeway, and Combined ones of them)" if drifts else ")"),
         ),
     )
     return [phrase for ok, phrase in checks if not ok]
