@@ -14,8 +14,9 @@ of each model is its time over the tracer's in the same path.
     python benchmarks/drift.py [--particles 20000 100000] [--days 5] [--run-days 3] [--repeat 2]
 
 `--roms FILE` times the same models on a ROMS file instead (the shared `Nordic_subset.nc`: the
-ocean kernel), with a uniform 10 m wind and Stokes drift, seeds at the surface over its open
-water, `--run-days` of RK4 at `--dt`:
+ocean kernel), and the leeway table's PIW-1 with each element's own coefficients and jibes,
+with a uniform 10 m wind and Stokes drift, seeds at the surface over its open water,
+`--run-days` of RK4 at `--dt`:
 
     python benchmarks/drift.py --roms ../shared/data/ocean-real/Nordic_subset.nc --run-days 0.5 --dt 600
 """
@@ -26,6 +27,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+import jax
 import numpy as np
 
 import flowkit as fk
@@ -66,7 +68,9 @@ MODELS = {
 def rate(field, seeds, steps, dt, particles, native: bool) -> tuple[float, str | None]:
     """M particle-steps/s of one compiled run, and the kernel that stepped it (None: the JAX step)."""
     os.environ["FLOWKIT_NATIVE"] = "1" if native else "0"
-    run = fk.tracker.TrackRun(field, seeds, 0.0, steps * dt, dt, fk.RK4(), None, steps, particles=particles)
+    run = fk.tracker.TrackRun(
+        field, seeds, 0.0, steps * dt, dt, fk.RK4(), None, steps, particles=particles, key=jax.random.key(0)
+    )
     traj = run.run()
     return traj.stats.n_particles * steps / traj.stats.run_s / 1e6, run._kwargs()["kernel"]
 
@@ -87,13 +91,14 @@ def main():
         if args.roms is not None:
             uniform = {"wind": fk.fields.Uniform([-7.0, 7.0]), "stokes": fk.fields.Uniform([0.05, 0.03])}
             field, kernel_name = fk.io.read(args.roms, samples=uniform), "ocean"
+            models = {**MODELS, "leeway (PIW-1 each)": fk.io.leeway("PIW-1")}  # its spread and jibes
         else:
             folder = Path(args.folder or tmp) / f"glo_1_{args.days}"
             if not (folder / "done").exists():
                 fk.datasets.write_ocean_sample(folder, days=args.days, resolution=1.0)
                 (folder / "done").write_text("")
             field = fk.fields.forcing.attach(fk.io.read(str(folder / "glo_cur_*.nc")), forcings(args.days))
-            kernel_name = "grid"
+            kernel_name, models = "grid", MODELS
         steps = int(round(args.run_days * 86400 / args.dt))
         for n in args.particles:
             rng = np.random.default_rng(0)
@@ -103,7 +108,7 @@ def main():
                 seeds = ocean_seeds(n, rng)
             rates: dict = {}
             for _ in range(args.repeat):  # the paths and models alternate
-                for name, particles in MODELS.items():
+                for name, particles in models.items():
                     for native in (True, False):
                         value, kernel = rate(field, seeds, steps, args.dt, particles, native)
                         rates.setdefault((name, native), []).append(value)
@@ -111,7 +116,7 @@ def main():
             print(f"\n{n} particles x {steps} steps, RK4, dt {args.dt:g} s: M particle-steps/s (cost vs tracer)")
             print(f"{'model':20s} {kernel_name + ' kernel':>24s} {'JAX step':>24s}")
             base = {native: statistics.median(rates[("tracer", native)]) for native in (True, False)}
-            for name in MODELS:
+            for name in models:
                 cells = []
                 for native in (True, False):
                     values = rates[(name, native)]
