@@ -13,6 +13,7 @@ from helpers import advance_without_host_traffic, arrays_in_every_build
 
 import flowkit as fk
 from flowkit.tracker import kernels, seam
+from flowkit.tracker.drift_inputs import DriftInputs
 from flowkit.tracker.grid_kernel import GRID, GridInputs, GridResults
 
 
@@ -153,7 +154,7 @@ def test_the_kernels_declared_layout_is_the_seams():
     assert fk.native.built(), "the CPU kernels were not built: see the install's output"
     kernel = fk.native.layout("grid")
     assert seam.mismatches(GRID, kernel) == []
-    assert [name for name, _ in kernel.inputs] == list(GridInputs._fields)
+    assert [name for name, _ in kernel.inputs] == [*GridInputs._fields[:-1], *DriftInputs._fields]
     assert [name for name, _ in kernel.results] == list(GridResults._fields)
     older = fk.native.Layout(kernel.inputs[:-1], kernel.results, kernel.attrs, {}, {}, {}, {"tableau_rows": 8})
     assert [line.split(":")[0] for line in seam.mismatches(GRID, older)] == ["inputs", "tableau_rows"]

@@ -14,6 +14,7 @@ from test_vtk import SHARED
 import flowkit as fk
 from flowkit.fields.curvilinear import quad_cells
 from flowkit.tracker import kernels, seam
+from flowkit.tracker.drift_inputs import DriftInputs
 from flowkit.tracker.ocean_kernel import OCEAN, OceanInputs, OceanResults
 
 NORDIC = SHARED / "ocean-real" / "Nordic_subset.nc"
@@ -157,7 +158,7 @@ def test_the_kernels_declared_layout_is_the_seams():
     assert fk.native.built(), "the CPU kernels were not built: see the install's output"
     kernel = fk.native.layout("ocean")
     assert seam.mismatches(OCEAN, kernel) == []
-    assert [name for name, _ in kernel.inputs] == list(OceanInputs._fields)
+    assert [name for name, _ in kernel.inputs] == [*OceanInputs._fields[:-1], *DriftInputs._fields]
     assert [name for name, _ in kernel.results] == list(OceanResults._fields)
     assert {name: nodes for name, (_, nodes) in kernel.kinds.items()} == {"triangle": 3, "quad": 4}
     older = fk.native.Layout(

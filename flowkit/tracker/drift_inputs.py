@@ -8,11 +8,12 @@ value at each. The rows of the forcings' and drifts' tables are written by colum
 order the built kernel declares (`native.Layout.row`).
 """
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.typing import DTypeLike
+from jaxtyping import Array, Float, Int32
 
 from .. import native
 from ..fields.analytic import Uniform
@@ -21,6 +22,31 @@ from ..particles.base import AbstractParticles, AbstractRandom, Tracer
 from ..particles.drift import AbstractDrift, AbstractRuled, DriftRule
 from ..particles.models import Combined
 from ..particles.stepping import parts
+
+
+class DriftInputs(NamedTuple):
+    """The buffers of a run's drifts, the last of both ocean kernels' inputs
+    (`native/grid_probe.h`, `FLOWKIT_DRIFT_INPUTS`); `Float` ones in the positions' precision,
+    each empty where the run has none."""
+
+    forcing_0: Float[Array, " values_0"]
+    """The first forcing's values, flat (`(T, *shape, components)`)."""
+    forcing_1: Float[Array, " values_1"]
+    forcing_2: Float[Array, " values_2"]
+    forcing_axes: Float[Array, " nodes"]
+    """Every forcing's axes, one after the other."""
+    forcing_times: Float[Array, " times"]
+    forcing_ints: Int32[Array, "forcings columns"]
+    """A row per forcing, its columns as the kernel declares them (`native.Layout.columns`)."""
+    forcing_reals: Float[Array, "forcings columns"]
+    drift_kinds: Int32[Array, "drifts 3"]
+    """A row per drift: its rule's code, the forcing it reads, a second one or -1."""
+    drift_numbers: Float[Array, "drifts numbers"]
+    orientation: Float[Array, " n_or_none"]
+    """Each row's side for leeway (+1, -1)."""
+    coefficients: Float[Array, " n_times_6_or_none"]
+    """Each row's own leeway coefficients (`Leeway.coefficients`), flat."""
+
 
 MAX_FORCINGS = 3
 """The forcings one kernel call reads (`FLOWKIT_GRID_MAX_FORCINGS`)."""
@@ -90,7 +116,9 @@ def _forcing_refusals(name: str, forcing: Any) -> list[str]:
     return [f"the forcing {name!r}'s {phrase}" for ok, phrase in checks if not ok]
 
 
-def inputs(kernel: str, field: Any, found: tuple[DriftRule, ...], variables: dict, n: int, dtype: DTypeLike) -> dict:
+def inputs(
+    kernel: str, field: Any, found: tuple[DriftRule, ...], variables: dict, n: int, dtype: DTypeLike
+) -> DriftInputs:
     """The buffers `kernel` reads for the drifts `found` of `n` rows (their `variables`), with
     reals in `dtype`: `forcing_0` ..., `forcing_axes`, `forcing_times`, `forcing_ints`,
     `forcing_reals`, `drift_kinds`, `drift_numbers`, `orientation`, `coefficients`. Empty without drifts."""
@@ -104,12 +132,9 @@ def inputs(kernel: str, field: Any, found: tuple[DriftRule, ...], variables: dic
     if own and coefficients.shape[0] != n * width:
         raise RuntimeError(f"leeway_each takes {width} coefficients per element in the kernel")
     forcings = _forcing_tables(layout, [field.forcings.named[name] for name in names], dtype)
-    return {
-        **forcings,
-        **_drift_tables(layout, found, names, dtype),
-        "orientation": orientation,
-        "coefficients": coefficients,
-    }
+    return DriftInputs(
+        **forcings, **_drift_tables(layout, found, names, dtype), orientation=orientation, coefficients=coefficients
+    )
 
 
 def jibes(found: tuple[DriftRule, ...] | None) -> bool:

@@ -57,23 +57,8 @@ class GridInputs(NamedTuple):
     """`fk.Reflective`'s box (lo, hi); empty under `fk.Open`."""
     remainder: Float[Array, "n dim"]
     """What rounding left out of each row's position (`Rows.remainder`)."""
-    forcing_0: Float[Array, " values_0"]
-    """The first forcing's values, flat (`(T, *shape, components)`); empty where none."""
-    forcing_1: Float[Array, " values_1"]
-    forcing_2: Float[Array, " values_2"]
-    forcing_axes: Float[Array, " nodes"]
-    """Every forcing's axes, one after the other."""
-    forcing_times: Float[Array, " times"]
-    forcing_ints: Int32[Array, "forcings columns"]
-    """A row per forcing, its columns as the kernel declares them (`native.Layout.columns`)."""
-    forcing_reals: Float[Array, "forcings columns"]
-    drift_kinds: Int32[Array, "drifts 3"]
-    """A row per drift: its rule's code, the forcing it reads, a second one or -1."""
-    drift_numbers: Float[Array, "drifts numbers"]
-    orientation: Float[Array, " n_or_none"]
-    """Each row's side for leeway (+1, -1); empty without drifts."""
-    coefficients: Float[Array, " n_times_6_or_none"]
-    """Each row's own leeway coefficients; empty (the grid kernel refuses them)."""
+    drifts: drift_inputs.DriftInputs
+    """The run's drifts and their forcings (`tracker.drift_inputs`), flat after the above."""
 
 
 class GridResults(NamedTuple):
@@ -183,7 +168,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> GridInputs:
         land=field.land.astype(dtype) if field.land is not None else none,
         box=seam.box_input(pieces.boundary, dim, dtype),
         remainder=rows.remainder.astype(dtype),
-        **drift_inputs.inputs(
+        drifts=drift_inputs.inputs(
             "grid", field, drift_inputs.rules(pieces.particles) or (), rows.variables, rows.x.shape[0], dtype
         ),
     )

@@ -78,20 +78,8 @@ class OceanInputs(NamedTuple):
     """A random walk's diffusivity per axis (`walk` 1), or Kh, Kh, Kv in m²/s (`walk` 2)."""
     remainder: Float[Array, "n dim"]
     """What rounding left out of each row's position (`Rows.remainder`)."""
-    forcing_0: Float[Array, " values_0"]
-    """The first forcing's values, flat (`(T, *shape, components)`); empty where none
-    (this and those below: `tracker.drift_inputs`, as the grid kernel reads them)."""
-    forcing_1: Float[Array, " values_1"]
-    forcing_2: Float[Array, " values_2"]
-    forcing_axes: Float[Array, " nodes"]
-    forcing_times: Float[Array, " times"]
-    forcing_ints: Int32[Array, "forcings columns"]
-    forcing_reals: Float[Array, "forcings columns"]
-    drift_kinds: Int32[Array, "drifts 3"]
-    drift_numbers: Float[Array, "drifts numbers"]
-    orientation: Float[Array, " n_or_none"]
-    coefficients: Float[Array, " n_times_6_or_none"]
-    """Each row's own leeway coefficients (`Leeway.coefficients`), flat; empty without them."""
+    drifts: drift_inputs.DriftInputs
+    """The run's drifts and their forcings (`tracker.drift_inputs`), flat after the above."""
 
 
 class OceanResults(NamedTuple):
@@ -286,7 +274,7 @@ def _inputs(pieces: RunPieces, rows, release, t, h, walk, drifts: bool = True) -
         first_step=walk[1],
         diffusivity=jnp.asarray(_walk(pieces)[1], dtype),
         remainder=rows.remainder.astype(dtype),
-        **drift_inputs.inputs(
+        drifts=drift_inputs.inputs(
             "ocean",
             field,
             (drift_inputs.rules(pieces.particles) or ()) if drifts else (),

@@ -96,7 +96,12 @@ def stepping_refusals(
 def declared(kernel: Kernel) -> native.Layout:
     """`kernel`'s interface as Python declares it, in the form of the built kernel's `native.Layout`."""
     element = lambda hint: "s32" if hint.dtypes == ("int32",) else "real"  # noqa: E731
-    buffers = lambda spec: tuple((name, element(hint)) for name, hint in typing.get_type_hints(spec).items())  # noqa: E731
+
+    def buffers(spec) -> tuple:
+        """The buffers of a NamedTuple of arrays, a nested one's in its place."""
+        hints = typing.get_type_hints(spec).items()
+        return sum(((*buffers(h),) if hasattr(h, "_fields") else ((name, element(h)),) for name, h in hints), ())
+
     attr_types = {int: "int64_t", float: "double"}
     return native.Layout(
         inputs=buffers(kernel.inputs),
@@ -152,7 +157,7 @@ def call(kernel: Kernel, inputs: Any, attrs: Any, shapes: Any) -> Any:
     """`kernel`'s results (a `kernel.results`) for `inputs` and `attrs`, `shapes` the results'
     `jax.ShapeDtypeStruct`s; the target of the positions' precision (`inputs.x`)."""
     target = native.target(kernel.name, jnp.dtype(inputs.x.dtype).name)
-    outputs = jax.ffi.ffi_call(target, tuple(shapes))(*inputs, **attrs._asdict())
+    outputs = jax.ffi.ffi_call(target, tuple(shapes))(*jax.tree.leaves(inputs), **attrs._asdict())
     return kernel.results(*outputs)
 
 
