@@ -13,10 +13,10 @@ of each model is its time over the tracer's in the same path.
 
     python benchmarks/drift.py [--particles 20000 100000] [--days 5] [--run-days 3] [--repeat 2]
 
+The last model is the leeway table's PIW-1 with each element's own coefficients and jibes.
 `--roms FILE` times the same models on a ROMS file instead (the shared `Nordic_subset.nc`: the
-ocean kernel), and the leeway table's PIW-1 with each element's own coefficients and jibes,
-with a uniform 10 m wind and Stokes drift, seeds at the surface over its open water,
-`--run-days` of RK4 at `--dt`:
+ocean kernel), with a uniform 10 m wind and Stokes drift, seeds at the surface over its open
+water, `--run-days` of RK4 at `--dt`:
 
     python benchmarks/drift.py --roms ../shared/data/ocean-real/Nordic_subset.nc --run-days 0.5 --dt 600
 """
@@ -91,14 +91,15 @@ def main():
         if args.roms is not None:
             uniform = {"wind": fk.fields.Uniform([-7.0, 7.0]), "stokes": fk.fields.Uniform([0.05, 0.03])}
             field, kernel_name = fk.io.read(args.roms, samples=uniform), "ocean"
-            models = {**MODELS, "leeway (PIW-1 each)": fk.io.leeway("PIW-1")}  # its spread and jibes
+
         else:
             folder = Path(args.folder or tmp) / f"glo_1_{args.days}"
             if not (folder / "done").exists():
                 fk.datasets.write_ocean_sample(folder, days=args.days, resolution=1.0)
                 (folder / "done").write_text("")
             field = fk.fields.forcing.attach(fk.io.read(str(folder / "glo_cur_*.nc")), forcings(args.days))
-            kernel_name, models = "grid", MODELS
+            kernel_name = "grid"
+        models = {**MODELS, "leeway (PIW-1 each)": fk.io.leeway("PIW-1")}  # its spread and jibes
         steps = int(round(args.run_days * 86400 / args.dt))
         for n in args.particles:
             rng = np.random.default_rng(0)

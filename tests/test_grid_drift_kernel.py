@@ -139,6 +139,29 @@ def test_real_currents_and_winds_drift_as_in_the_jax_step(dtype, monkeypatch):
     assert np.median(gone) > 0.1 * cell
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_random_leeway_jibes_in_the_grid_kernel_as_in_the_jax_step(dtype, monkeypatch):
+    """The leeway table's PIW-1 (each element's own coefficients, unequal sides, jibes at a high
+    chance an hour) on a global grid with a wind series: the kernel draws each element's jibes
+    from its key as the JAX step does: sides alike at every frame, positions to 1e-9 of a cell
+    (float64) or 1e-4 (float32), and many elements jibed."""
+    import equinox as eqx
+    import jax
+
+    field = drifting(dict(), ("wind",), dtype=dtype)
+    model = eqx.tree_at(lambda m: m.jibe_probability, fk.io.leeway("PIW-1"), 0.3)
+    native, reference = (
+        run(field, surface_seeds(field), dtype, on, monkeypatch, particles=model, key=jax.random.key(4))
+        for on in (True, False)
+    )
+    np.testing.assert_array_equal(native.status, reference.status)
+    sides = native.variables["orientation"]
+    np.testing.assert_array_equal(sides, reference.variables["orientation"])
+    assert np.mean(sides[-1] != sides[0]) > 0.2
+    atol = (1e-9 if dtype == "float64" else 1e-4) * 2.0
+    np.testing.assert_allclose(native.positions, reference.positions, rtol=0, atol=atol)
+
+
 def test_float32_drifts_track_as_the_jax_step(monkeypatch):
     """In float32 the kernel's roundings differ from XLA's in the last bits: positions agree to
     a ten-thousandth of a cell, statuses alike."""
@@ -165,7 +188,7 @@ def test_the_kernel_takes_the_drifts_it_computes_alike(caplog, monkeypatch):
     windage, stokes_drift = fk.particles.Windage(0.03), fk.particles.StokesDrift()
     assert use(windage, field) == "grid"
     assert use(fk.particles.Leeway(1.0, 0.3), field) == "grid"
-    assert use(fk.particles.Leeway(1.0, 0.3, left_slope=-0.1), field) is None  # each element's own: the ocean kernel's
+    assert use(fk.particles.Leeway(1.0, 0.3, left_slope=-0.1), field) == "grid"  # each element's own
     assert use(fk.particles.Combined(fk.particles.Tracer(), windage, stokes_drift), field) == "grid"
     assert use(fk.particles.Combined(windage, fk.particles.Aging()), field) is None
     assert use(fk.particles.Buoyant(0.001), field) == "grid"

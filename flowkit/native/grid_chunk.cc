@@ -49,11 +49,12 @@ namespace {
   X(x, real) X(status, s32) X(release, s32) X(step_start, real) X(step_length, real) X(tableau, real)      \
   X(values, real) X(axis_0, real) X(axis_1, real) X(axis_2, real) X(origin, real) X(inv_spacing, real)     \
   X(shape, s32) X(uniform, s32) X(periodic, s32) X(bounds, real) X(times, real) X(land, real) X(box, real) \
-  X(remainder, real) FLOWKIT_DRIFT_INPUTS(X)
-#define FLOWKIT_GRID_RESULTS(X) X(x, real) X(status, s32) X(before, real) X(stopped, s32) X(remainder, real)
+  X(remainder, real) X(keys, s32) X(first_step, s32) FLOWKIT_DRIFT_INPUTS(X)
+#define FLOWKIT_GRID_RESULTS(X) \
+  X(x, real) X(status, s32) X(before, real) X(stopped, s32) X(remainder, real) X(orientation, real)
 #define FLOWKIT_GRID_ATTRS(X)                                                                         \
   X(spherical, int64_t) X(longitude_origin, double) X(active, int64_t) X(not_released, int64_t) \
-  X(out_of_domain, int64_t) X(beached, int64_t) X(nonfinite, int64_t)
+  X(out_of_domain, int64_t) X(beached, int64_t) X(nonfinite, int64_t) X(x64, int64_t) X(jumps_tag, int64_t)
 #define FLOWKIT_GRID_MAX_ROWS 16  // tableau rows (stages + the end point)
 
 constexpr int kMaxRows = FLOWKIT_GRID_MAX_ROWS;
@@ -150,6 +151,8 @@ struct Steps {
   const When<T>* when;  // (steps, rows)
   int64_t steps;
   const Drifts<T>& drifts;
+  const uint32_t* keys;  // each row's raw PRNG key (for jibes)
+  int64_t first_step;    // the global index of the call's first step
 };
 
 // The rate of the lanes' positions at stage i of step k: the current's velocity and, where the
@@ -211,6 +214,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
     if (f.spherical) settle(f, q);
     M finite = moving;
     for (int d = 0; d < dim; ++d) finite &= vabs(load<V>(q.y[d])) <= std::numeric_limits<T>::max();
+    if (s.drifts.jibing != nullptr) jibe_lanes(s.drifts, q.drifting, q.slot, s.keys, s.first_step + k, finite, h);
     if (f.box != nullptr)
       for_each_lane(moving, [&](int g) { box_fold(f.box, dim, q.y, g); });
     M inside = moving;
@@ -317,9 +321,12 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
                      in_drift_numbers, in_orientation, in_coefficients, n, dim, f.spherical, t_start, h_step, c,
                      steps, rows_, drifts);
   if (drift_error.failure()) return drift_error;
-  if (drifts.jibing != nullptr)
-    return ffi::Error::InvalidArgument("grid chunk: leeway of each element's own coefficients is the ocean kernel's");
-  const Steps<T> all{f, codes, rows_, a, h_step, when.data(), steps, drifts};
+  if (drifts.jibing != nullptr && (in_keys.element_count() != 2 * n || in_first_step.element_count() != 1))
+    return ffi::Error::InvalidArgument("grid chunk: jibing rows each take a key pair, the call its first step");
+  drifts.x64 = x64 != 0, drifts.jumps_tag = static_cast<uint32_t>(jumps_tag);
+  const uint32_t* keys = reinterpret_cast<const uint32_t*>(in_keys.typed_data());
+  const int64_t first_step = in_first_step.element_count() > 0 ? in_first_step.typed_data()[0] : 0;
+  const Steps<T> all{f, codes, rows_, a, h_step, when.data(), steps, drifts, keys, first_step};
   const T* x0 = in_x.typed_data();
   const T* lo0 = in_remainder.typed_data();
   const int32_t* status0 = in_status.typed_data();
@@ -340,6 +347,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
       x_out[dim * p + d] = before_out[dim * p + d] = x0[dim * p + d], lo_out[dim * p + d] = lo0[dim * p + d];
     out_status->typed_data()[p] = status0[p];
     out_stopped->typed_data()[p] = -1;
+    out_orientation->typed_data()[p] = drifts.orientation != nullptr ? drifts.orientation[p] : T(1);
   }
   const int64_t n_live = static_cast<int64_t>(live.size());
   Group<T> q{};
@@ -361,6 +369,7 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
         x_out[dim * p + d] = q.x[d][g], before_out[dim * p + d] = q.before[d][g], lo_out[dim * p + d] = q.lo[d][g];
       out_status->typed_data()[p] = q.status[g];
       out_stopped->typed_data()[p] = q.stopped[g];
+      out_orientation->typed_data()[p] = q.drifting.orientation[g];
     }
   }
   return ffi::Error::Success();

@@ -348,6 +348,8 @@ struct Drifts {
   const T* orientation = nullptr;   // each row's side, or null without drifts
   const T* coefficients = nullptr;  // each row's leeway_each coefficients, or null without that rule
   const Drift<T>* jibing = nullptr;  // the leeway_each rule whose elements jibe, or null
+  bool x64 = false;                  // JAX's default floats are float64 (its jax_enable_x64)
+  uint32_t jumps_tag = 0;            // what a jibe's key is folded with first (particles/stepping.py)
 
   // Lane g's side and coefficients from row p.
   void load_lane(Drifting<T>& q, int g, int64_t p) const {
@@ -412,6 +414,39 @@ void prefetch_forcings(const Drifts<T>& s, const Drifting<T>& q, typename Lanes<
   for (int j = 0; j < s.n_forcings; ++j)
     if (s.at(j, k + 1, last).slice != s.at(j, k, last).slice)
       prefetch_corners(s.forcings[j], q.forcing[j], moving, s.at(j, k + 1, last).slice);
+}
+
+// The lanes `took` that took global step `step` (of length h) jibed as Leeway.jumped jibes them:
+// each switches sides where JAX's `uniform` of its row's key (`keys`, the raw pairs; the lanes'
+// rows `slot`) folded with the jumps' tag, the step and the model's index among the random ones
+// (stepping.jumped_batch) falls below the chance of a jibe in the step, 1 - (1 - p)^(|h| / 1 h);
+// the draw in JAX's default precision (`x64`), the keys hashed in vectors across the lanes.
+template <typename T>
+__attribute__((noinline)) void jibe_lanes(const Drifts<T>& s, Drifting<T>& q, const int64_t* slot,
+                                          const uint32_t* keys, int64_t step, typename Lanes<T>::M took, T h) {
+  typedef uint32_t U __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  if (!any_lane(took)) return;
+  const Drift<T>& d = *s.jibing;
+  const double chance = 1.0 - std::pow(1.0 - static_cast<double>(d.number[0]), std::abs(static_cast<double>(h)) / 3600.0);
+  U k0, k1;
+  for (int g = 0; g < kLanes; ++g) k0[g] = keys[2 * slot[g]], k1[g] = keys[2 * slot[g] + 1];
+  const uint32_t folds[3] = {s.jumps_tag, static_cast<uint32_t>(step), static_cast<uint32_t>(d.number[1])};
+  for (uint32_t data : folds) threefry2x32(k0, k1, U{}, U{} + data, k0, k1);  // fold_in, thrice
+  U b0, b1;
+  threefry2x32(k0, k1, U{}, U{}, b0, b1);
+  for_each_lane(took, [&](int g) {
+    double u;
+    if (s.x64) {
+      const uint64_t mantissa = (((static_cast<uint64_t>(b0[g]) << 32) | b1[g]) >> 12) | 0x3FF0000000000000ull;
+      std::memcpy(&u, &mantissa, sizeof u);
+    } else {
+      const uint32_t mantissa = ((b0[g] ^ b1[g]) >> 9) | 0x3F800000u;
+      float f;
+      std::memcpy(&f, &mantissa, sizeof f);
+      u = f;
+    }
+    if (u - 1.0 < chance) q.orientation[g] = -q.orientation[g];
+  });
 }
 
 }  // namespace

@@ -311,4 +311,23 @@ inline When<T> when_at(const T* times, int64_t n_times, T t) {
   return {it, clip((t - times[it]) / (times[it + 1] - times[it]), T(0), T(1))};
 }
 
+// Threefry-2x32 with 20 rounds, as JAX's `threefry2x32` hashes the count pair (x0, x1) under the
+// key (k0, k1); on uint32 scalars or on vectors of them (a lane each).
+template <typename U>
+FLOWKIT_HOT void threefry2x32(U k0, U k1, U x0, U x1, U& out0, U& out1) {
+  constexpr int rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const U ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  U x[2] = {x0 + ks[0], x1 + ks[1]};
+  for (int block = 0; block < 5; ++block) {
+    for (int r : rotations[block % 2]) {
+      x[0] += x[1];
+      x[1] = (x[1] << r) | (x[1] >> (32 - r));
+      x[1] ^= x[0];
+    }
+    x[0] += ks[(block + 1) % 3];
+    x[1] += ks[(block + 2) % 3] + static_cast<uint32_t>(block + 1);
+  }
+  out0 = x[0], out1 = x[1];
+}
+
 }  // namespace

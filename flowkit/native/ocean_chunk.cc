@@ -816,25 +816,6 @@ __attribute__((noinline)) void relocate(const Field<T>& f, Group<T>& q, int g) {
   for (int i = 0; i < 4; ++i) q.w[i][g] = i < at.count ? at.w[i] : T(0);
 }
 
-// Threefry-2x32 with 20 rounds, as JAX's `threefry2x32` hashes the count pair (x0, x1) under the
-// key (k0, k1); on uint32 scalars or on vectors of them (a lane each).
-template <typename U>
-FLOWKIT_HOT void threefry2x32(U k0, U k1, U x0, U x1, U& out0, U& out1) {
-  constexpr int rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  const U ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
-  U x[2] = {x0 + ks[0], x1 + ks[1]};
-  for (int block = 0; block < 5; ++block) {
-    for (int r : rotations[block % 2]) {
-      x[0] += x[1];
-      x[1] = (x[1] << r) | (x[1] >> (32 - r));
-      x[1] ^= x[0];
-    }
-    x[0] += ks[(block + 1) % 3];
-    x[1] += ks[(block + 2) % 3] + static_cast<uint32_t>(block + 1);
-  }
-  out0 = x[0], out1 = x[1];
-}
-
 // erfinv(u) for u in (-1, 1): Giles' single-precision approximation ("Approximating the erfinv
 // function", GPU Computing Gems, 2011; as XLA's), refined in double precision by two Newton
 // steps on erf.
@@ -941,41 +922,7 @@ struct Steps {
   bool quads;
   Walk<T> walk;
   const Drifts<T>& drifts;
-  bool x64;            // JAX's default floats are float64 (its jax_enable_x64)
-  uint32_t jumps_tag;  // what a jibe's key is folded with first (particles/stepping.py)
 };
-
-// The lanes `took` that took step k (of length h) jibed as Leeway.jumped jibes them: each
-// switches sides where JAX's `uniform` of its key folded with the jumps' tag, the global step
-// and the model's index among the random ones (stepping.jumped_batch) falls below the chance
-// of a jibe in the step, 1 - (1 - p)^(|h| / 1 h); the draw in JAX's default precision (`x64`),
-// the tag Python's (`jumps_tag`).
-template <typename T>
-__attribute__((noinline)) void jibe_lanes(const Steps<T>& s, Group<T>& q, typename Lanes<T>::M took, int64_t k, T h) {
-  typedef uint32_t U __attribute__((vector_size(kLanes * sizeof(uint32_t))));
-  if (!any_lane(took)) return;
-  const Drift<T>& d = *s.drifts.jibing;
-  const double chance = 1.0 - std::pow(1.0 - static_cast<double>(d.number[0]), std::abs(static_cast<double>(h)) / 3600.0);
-  const uint32_t step = static_cast<uint32_t>(s.walk.first_step + k), index = static_cast<uint32_t>(d.number[1]);
-  U k0, k1;  // the lanes' keys, hashed in vectors
-  for (int g = 0; g < kLanes; ++g) k0[g] = s.walk.keys[2 * q.slot[g]], k1[g] = s.walk.keys[2 * q.slot[g] + 1];
-  for (uint32_t data : {s.jumps_tag, step, index}) threefry2x32(k0, k1, U{}, U{} + data, k0, k1);  // fold_in, thrice
-  U b0, b1;
-  threefry2x32(k0, k1, U{}, U{}, b0, b1);
-  for_each_lane(took, [&](int g) {
-    double u;
-    if (s.x64) {
-      const uint64_t mantissa = (((static_cast<uint64_t>(b0[g]) << 32) | b1[g]) >> 12) | 0x3FF0000000000000ull;
-      std::memcpy(&u, &mantissa, sizeof u);
-    } else {
-      const uint32_t mantissa = ((b0[g] ^ b1[g]) >> 9) | 0x3F800000u;
-      float f;
-      std::memcpy(&f, &mantissa, sizeof f);
-      u = f;
-    }
-    if (u - 1.0 < chance) q.drifting.orientation[g] = -q.drifting.orientation[g];
-  });
-}
 
 // The drifts added to the lanes' rates at stage i of step k (steps of positions: Python charts
 // tracers alone), out of line: a tracer's step keeps its code as it was.
@@ -1079,7 +1026,7 @@ __attribute__((noinline)) void step_group(const Steps<T>& s, Group<T>& q, int64_
                    : ~found     ? M{} + static_cast<I>(codes.out_of_domain)
                    : beached    ? M{} + static_cast<I>(codes.beached)
                                 : M{} + static_cast<I>(codes.active);
-    if (s.drifts.jibing != nullptr) jibe_lanes(s, q, moving & finite, k, h);
+    if (s.drifts.jibing != nullptr) jibe_lanes(s.drifts, q.drifting, q.slot, s.walk.keys, s.walk.first_step + k, moving & finite, h);
     const M stop = moving & (code != static_cast<I>(codes.active)), keep = moving & ~stop;
     store_int<T>(stop ? code : load_int<T>(q.status), q.status);
     store_int<T>(stop ? M{} + static_cast<I>(k) : load_int<T>(q.stopped), q.stopped);
@@ -1252,8 +1199,8 @@ ffi::Error Chunk(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictiona
   if (drift_error.failure()) return drift_error;
   if (!drifts.drifts.empty() && f.grid_j > 0)
     return ffi::Error::InvalidArgument("ocean chunk: drifting particles step positions, not a grid's indices (grid_i, grid_j 0)");
-  const Steps<T> all{f,      codes,  dim,       rows_,    a, h_step, when.data(), quads, random_walk, drifts,
-                     x64 != 0, static_cast<uint32_t>(jumps_tag)};
+  drifts.x64 = x64 != 0, drifts.jumps_tag = static_cast<uint32_t>(jumps_tag);
+  const Steps<T> all{f, codes, dim, rows_, a, h_step, when.data(), quads, random_walk, drifts};
   // Only particles that move in this call take lanes (active, or released in it); the others
   // leave as they came.
   std::vector<int64_t> live;

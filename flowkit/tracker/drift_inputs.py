@@ -10,6 +10,7 @@ order the built kernel declares (`native.Layout.row`).
 
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.typing import DTypeLike
@@ -227,3 +228,14 @@ def _as_grid(forcing: Any, dtype: DTypeLike) -> dict:
         "longitude_start": real(forcing.longitude_start if forcing.longitude_start is not None else 0.0),
     }
     return {"values": values, "axes": axes, "times": times, "ints": ints, "reals": reals}
+
+
+def with_sides(carry: Any, sides: jax.Array, particles: AbstractParticles) -> Any:
+    """`carry` with its rows' leeway sides as a kernel returned them after their jibes
+    (`orientation`), where the run's drifts jibe; as it is otherwise."""
+    if not jibes(rules(particles)):
+        return carry
+    before = carry.rows.variables["orientation"]
+    return eqx.tree_at(
+        lambda c: c.rows.variables, carry, {**carry.rows.variables, "orientation": sides.astype(before.dtype)}
+    )

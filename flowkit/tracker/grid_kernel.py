@@ -23,6 +23,7 @@ from jaxtyping import Array, Float, Int32
 
 from ..boundaries.box import Open, Reflective
 from ..fields.grid import GridField
+from ..particles.stepping import JUMPS
 from . import drift_inputs, seam
 from .pieces import Carry, RunPieces, Slots, Times
 from .step import step_times
@@ -57,6 +58,10 @@ class GridInputs(NamedTuple):
     """`fk.Reflective`'s box (lo, hi); empty under `fk.Open`."""
     remainder: Float[Array, "n dim"]
     """What rounding left out of each row's position (`Rows.remainder`)."""
+    keys: Int32[Array, "n 2"]
+    """Each row's raw PRNG key (`Slots.keys`, its bits as int32), for leeway's jibes."""
+    first_step: Int32[Array, " 1"]
+    """The global index of the call's first step (what a jibe folds into the keys)."""
     drifts: drift_inputs.DriftInputs
     """The run's drifts and their forcings (`tracker.drift_inputs`), flat after the above."""
 
@@ -70,6 +75,8 @@ class GridResults(NamedTuple):
     before: Float[Array, "n dim"]
     stopped: Int32[Array, " n"]
     remainder: Float[Array, "n dim"]
+    orientation: Float[Array, " n"]
+    """Each row's leeway side after its jibes (1 without leeway)."""
 
 
 class GridAttrs(NamedTuple):
@@ -82,6 +89,10 @@ class GridAttrs(NamedTuple):
     out_of_domain: int
     beached: int
     nonfinite: int
+    x64: int
+    """1 where JAX's default floats are float64 (`jax_enable_x64`): the precision of a jibe's draw."""
+    jumps_tag: int
+    """What a jibe's key is folded with first (`particles.stepping.JUMPS`)."""
 
 
 def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
@@ -106,8 +117,6 @@ def refusals(pieces: RunPieces, dtype: np.dtype) -> list[str]:
     )
     stored = (field.values, field.origin, *field.axes)
     drifts = drift_inputs.refusals(field, found) if found else []
-    if drift_inputs.jibes(found):
-        drifts.append("Leeway of each element's own coefficients and jibes (the ocean kernel steps it)")
     return (
         [phrase for ok, phrase in checks if not ok]
         + seam.stepping_refusals(pieces, dtype, stored, drifts=True)
@@ -129,20 +138,22 @@ def kernel_steps(
     rows = carry.rows
     t, h = step_times(times, steps)
     release = seam.release_steps(rows, slots, times, t, h)
-    out = _call(_inputs(pieces, rows, release, t, h), _attrs(pieces))
-    return seam.finished_rows(carry, out, t, h), out.before
+    keys = (jax.lax.bitcast_convert_type(slots.keys, jnp.int32), steps[:1].astype(jnp.int32))
+    out = _call(_inputs(pieces, rows, release, t, h, keys), _attrs(pieces))
+    return drift_inputs.with_sides(seam.finished_rows(carry, out, t, h), out.orientation, pieces.particles), out.before
 
 
 def _call(inputs: GridInputs, attrs: GridAttrs) -> GridResults:
     """The kernel's results for these inputs and attributes."""
     (n, dim), dtype = inputs.x.shape, inputs.x.dtype
     rows, ints = ((n, dim), dtype), ((n,), jnp.int32)
-    shapes = GridResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, rows, ints, rows)))
+    shapes = GridResults(*(jax.ShapeDtypeStruct(*s) for s in (rows, ints, rows, ints, rows, ((n,), dtype))))
     return seam.call(GRID, inputs, attrs, shapes)
 
 
-def _inputs(pieces: RunPieces, rows, release, t, h) -> GridInputs:
-    """A block's rows, its steps' times and the field's arrays as the kernel reads them."""
+def _inputs(pieces: RunPieces, rows, release, t, h, keys) -> GridInputs:
+    """A block's rows, its steps' times and the field's arrays as the kernel reads them; `keys`:
+    the rows' keys and the first step's index, for jibes."""
     field = cast(GridField, pieces.field)
     dtype, dim = rows.x.dtype, field.dim
     none = jnp.zeros(0, dtype)
@@ -168,6 +179,8 @@ def _inputs(pieces: RunPieces, rows, release, t, h) -> GridInputs:
         land=field.land.astype(dtype) if field.land is not None else none,
         box=seam.box_input(pieces.boundary, dim, dtype),
         remainder=rows.remainder.astype(dtype),
+        keys=keys[0],
+        first_step=keys[1],
         drifts=drift_inputs.inputs(
             "grid", field, drift_inputs.rules(pieces.particles) or (), rows.variables, rows.x.shape[0], dtype
         ),
@@ -181,6 +194,8 @@ def _attrs(pieces: RunPieces) -> GridAttrs:
         spherical=np.int64(field.spherical),
         longitude_origin=float(field.longitude_origin),
         **seam.status_codes(GridAttrs),
+        x64=np.int64(jax.config.read("jax_enable_x64")),
+        jumps_tag=np.int64(JUMPS),
     )
 
 

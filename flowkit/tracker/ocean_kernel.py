@@ -194,10 +194,7 @@ def kernel_steps(
     walk = (jax.lax.bitcast_convert_type(slots.keys, jnp.int32), steps[:1].astype(jnp.int32))
     out = _call(_inputs(pieces, rows, release, t, h, walk), _attrs(pieces))
     carry = seam.finished_rows(carry, out, t, h, seam.hints_of(out, rows.hint))
-    if drift_inputs.jibes(drift_inputs.rules(pieces.particles)):  # the sides after the kernel's jibes
-        variables = {**carry.rows.variables, "orientation": out.orientation.astype(rows.variables["orientation"].dtype)}
-        carry = eqx.tree_at(lambda c: c.rows.variables, carry, variables)
-    return carry, out.before
+    return drift_inputs.with_sides(carry, out.orientation, pieces.particles), out.before
 
 
 def kernel_located(
