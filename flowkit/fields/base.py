@@ -165,7 +165,10 @@ class AbstractField(eqx.Module):
 
     def samples_at(self, t: TimeLike, x: Positions, hint: Hints) -> dict[str, Array]:
         """Everything sampled at the rows of `x`: the field's own arrays and its forcings."""
-        own = self.sample_batch(t, x, hint)
+        return self.with_forcings(t, x, self.sample_batch(t, x, hint))
+
+    def with_forcings(self, t: TimeLike, x: Positions, own: dict[str, Array]) -> dict[str, Array]:
+        """The field's `own` sampled arrays at the rows of `x` with its forcings' samples there added."""
         return own if self.forcings is None else {**own, **self.forcings.sample(t, x)}
 
     def samples_at_point(self, t: TimeLike, x: Position) -> dict[str, Array]:

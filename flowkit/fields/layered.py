@@ -213,6 +213,10 @@ class LayeredField(AbstractWithSeaFloor, AbstractSampledTogether):
         """The sea floor below the surface at each row's place and time `(n,)`."""
         return node_rows(self.floor, self.times, jnp.asarray(t, x.dtype), nodes, weights)[:, 0].astype(x.dtype)
 
+    def _floor_or_nan(self, t, x, found, nodes, weights):
+        """`_floor` where a row lies on the mesh (`found`), NaN off it."""
+        return jnp.where(found, self._floor(t, x, nodes, weights), jnp.nan)
+
     def _bracket(self, t, x, nodes, weights):
         """`(level, weight)`: per row of `x`, the level above it `(n,)` and the weight of the
         level below (None for one level). The levels' depths are the cell's interpolation of
@@ -237,10 +241,11 @@ class LayeredField(AbstractWithSeaFloor, AbstractSampledTogether):
             return upper
         return upper + weight * (node_rows(table, self.times, t, rows + 1, weights).astype(dtype) - upper)
 
-    def _velocity(self, t, x, nodes, weights):
-        """Velocity in m/s at each row's place, time and depth."""
+    def _velocity(self, t, x, nodes, weights, bracket=None):
+        """Velocity in m/s at each row's place, time and depth (between the levels `bracket`,
+        `_bracket`'s, found here where not given)."""
         t = jnp.asarray(t, x.dtype)
-        level, weight = self._bracket(t, x, nodes, weights)
+        level, weight = self._bracket(t, x, nodes, weights) if bracket is None else bracket
         return self._on_levels(self.velocities, t, nodes, weights, level, weight, x.dtype)[:, : self.dim]
 
     def _converted(self, u, x):
@@ -249,22 +254,19 @@ class LayeredField(AbstractWithSeaFloor, AbstractSampledTogether):
     # -- the field contract -----------------------------------------------------------------
 
     def velocity_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
-        u, hint = self.data_batch(t, x, args, hint)
-        return jnp.where((hint.cell == SKIP)[:, None], 0, self._converted(u, x)), hint
+        u, _, _, hint = self.values_together(t, x, args, hint, samples=False, sea_floor=False)
+        return u, hint
 
     def values_together(
         self, t: TimeLike, x: Positions, args: Args, hint: Hints, samples: bool, sea_floor: bool
     ) -> tuple[Positions, dict[str, Array], Float[Array, " n"] | None, Hints]:
         t = jnp.asarray(t, x.dtype)
         hint, found, nodes, weights = self._place(x, hint)
-        level, weight = self._bracket(t, x, nodes, weights)
-        u = self._on_levels(self.velocities, t, nodes, weights, level, weight, x.dtype)[:, : self.dim]
-        u = jnp.where((hint.cell == SKIP)[:, None], 0, self._converted(u, x))
-        sampled = {}
-        if samples:
-            sampled = self._sampled(t, x, found, nodes, weights, level, weight)
-            sampled = sampled if self.forcings is None else {**sampled, **self.forcings.sample(t, x)}
-        floor = jnp.where(found, self._floor(t, x, nodes, weights), jnp.nan) if sea_floor else None
+        bracket = self._bracket(t, x, nodes, weights)
+        u = self._converted(self._velocity(t, x, nodes, weights, bracket), x)
+        u = jnp.where((hint.cell == SKIP)[:, None], 0, u)
+        sampled = self.with_forcings(t, x, self._sampled(t, x, found, nodes, weights, *bracket)) if samples else {}
+        floor = self._floor_or_nan(t, x, found, nodes, weights) if sea_floor else None
         return u, sampled, floor, hint
 
     def data_batch(self, t: TimeLike, x: Positions, args: Args, hint: Hints) -> tuple[Positions, Hints]:
@@ -318,7 +320,7 @@ class LayeredField(AbstractWithSeaFloor, AbstractSampledTogether):
 
     def sea_floor_batch(self, t: TimeLike, x: Positions, hint: Hints) -> Float[Array, " n"]:
         _, found, nodes, weights = self._place(x, hint)
-        return jnp.where(found, self._floor(jnp.asarray(t, x.dtype), x, nodes, weights), jnp.nan)
+        return self._floor_or_nan(jnp.asarray(t, x.dtype), x, found, nodes, weights)
 
     def beached_batch(self, x: Positions, hint: Hints | None = None) -> Bool[Array, " n"] | None:
         if self.land is None:
