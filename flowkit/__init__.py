@@ -8,6 +8,7 @@ from . import (
     fields as fields,
     integrators as integrators,
     io as io,
+    oil as oil,
     particles as particles,
     seeding as seeding,
     statistics as statistics,

@@ -1,9 +1,10 @@
 """Particle models: tracers, inertial droplets, buoyant particles, drift with the wind and the
-waves (windage, Stokes drift, leeway), plastics, fish eggs and larvae, sediments, per-particle
+waves (windage, Stokes drift, leeway), plastics, oil, fish eggs and larvae, sediments, per-particle
 records, and the contract for models of your own (`AbstractParticles` and its capabilities)."""
 
 from .base import (
     AbstractDated as AbstractDated,
+    AbstractMovedByEvents as AbstractMovedByEvents,
     AbstractParticles as AbstractParticles,
     AbstractRandom as AbstractRandom,
     AbstractResting as AbstractResting,
@@ -34,5 +35,6 @@ from .models import (
     Extremes as Extremes,
     TimeInBox as TimeInBox,
 )
+from .oil import Oil as Oil
 from .seawater import Seawater as Seawater, terminal_velocity as terminal_velocity, viscosity as viscosity
 from .sediment import Sediment as Sediment

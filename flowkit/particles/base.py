@@ -7,8 +7,9 @@ the rates of ONE particle's state from the fluid sampled where the particle is, 
 steps the batched state with the run's integrator through the model's term (`ModelTerm`).
 What a model can do beyond that is a capability it declares by its base class: variables
 (`AbstractWithVariables`), values set after each step (`AbstractUpdating`), a velocity that
-walls turn (`AbstractTurnedByWalls`), variables drawn at random (`AbstractRandom`), rest on
-the bed (`AbstractResting`), read the calendar (`AbstractDated`).
+walls turn (`AbstractTurnedByWalls`), variables drawn at random (`AbstractRandom`), random
+events that move it (`AbstractMovedByEvents`), rest on the bed (`AbstractResting`), read the
+calendar (`AbstractDated`).
 """
 
 import abc
@@ -189,6 +190,14 @@ class AbstractRandom(AbstractWithVariables):
     def jumped(self, t: TimeLike, dt: TimeLike, state: dict, key: PRNGKeyArray) -> dict:
         """ONE particle's variables after a step of length `dt` ending at `t`, with the step's
         random events drawn from `key`."""
+
+
+class AbstractMovedByEvents(AbstractRandom):
+    """A random model whose events may move a particle in the water (an oil element that a
+    breaking wave entrains under the slick, or that reaches the surface again): its `jumped`
+    may return `"x"`, the particle's new position, which the tracker takes and locates again.
+    The position it returns must be in the water, where the step left the particle but for its
+    depth."""
 
 
 class AbstractDated(AbstractParticles):

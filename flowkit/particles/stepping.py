@@ -18,6 +18,7 @@ from ..integrators.exponential import ExponentialDrag
 from ..integrators.terms import AbstractTerm, FlowTerm
 from .base import (
     AbstractDated,
+    AbstractMovedByEvents,
     AbstractParticles,
     AbstractRandom,
     AbstractResting,
@@ -159,16 +160,25 @@ def drawn_state(particles: AbstractParticles, key: PRNGKeyArray, count: int) -> 
 
 def jumped_batch(particles: AbstractParticles, t: TimeLike, dt: TimeLike, state: dict, keys: Array, k) -> dict:
     """The batch's variables after a step of `dt` ending at `t`, with each random part's
-    events of global step `k` drawn from each row's key (`Slots.keys`, raw)."""
+    events of global step `k` drawn from each row's key (`Slots.keys`, raw), and `"x"` where
+    a part's events may move particles (`AbstractMovedByEvents`)."""
 
     def one(state, raw):
         key = jax.random.fold_in(jax.random.fold_in(jax.random.wrap_key_data(raw), JUMPS), k)
         state = dict(state)
         for index, m in enumerate(_random_parts(particles)):
             new = m.jumped(t, dt, own_state(m, state), jax.random.fold_in(key, index))
-            state.update({name: value for name, value in new.items() if name != "x"})
+            moves = isinstance(m, AbstractMovedByEvents)
+            state.update({name: value for name, value in new.items() if moves or name != "x"})
         return state
 
     new = jax.vmap(one)(state, keys)
-    new.pop("x", None)
+    if not moving_by_events(particles):
+        new.pop("x", None)
     return new
+
+
+def moving_by_events(particles: AbstractParticles) -> bool:
+    """Whether some random part of `particles` may move a particle by its events (its
+    `jumped_batch` then returns `"x"`)."""
+    return any(isinstance(m, AbstractMovedByEvents) for m in _random_parts(particles))

@@ -4,4 +4,5 @@ frames of the same run)."""
 
 from .base import AbstractStatistic as AbstractStatistic, RunFacts as RunFacts, Tally as Tally
 from .grid import GridCounts as GridCounts
+from .oil_budget import OilBudget as OilBudget
 from .polygons import PolygonStats as PolygonStats, read_polygons as read_polygons

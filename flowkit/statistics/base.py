@@ -66,9 +66,11 @@ class AbstractStatistic(eqx.Module):
         status: Int[Array, " n"],
         t_release: Float[Array, " n"],
         index: Int[Array, " n"],
+        variables: dict,
     ) -> Tally:
         """`tally` with saved frame number `frame` (at time `t`) added (traced, inside the run's
-        program); `index` holds each slot's particle (its row in the seeds; -1 for padding)."""
+        program); `index` holds each slot's particle (its row in the seeds; -1 for padding),
+        `variables` the particle model's (`{name: (n, ...)}`; empty for tracers)."""
 
     @abc.abstractmethod
     def dataset(self, totals: dict, run: RunFacts):
@@ -137,21 +139,23 @@ def position_attrs(name: str) -> dict:
     }.get(name, {"long_name": f"position {name}"})
 
 
-def added(statistics: tuple, tallies: tuple, frame, t, save_interval, x, status, t_release, index) -> tuple:
+def added(statistics: tuple, tallies: tuple, frame, t, save_interval, x, status, t_release, index, variables) -> tuple:
     """Each statistic's tally with one frame added. Totals keep a leading row per device: the
     local device's one row inside a sharded program, row 0 of all of them outside one."""
     out = []
     for statistic, tally in zip(statistics, tallies):
         local = Tally(tally.slots, {name: total[0] for name, total in tally.totals.items()})
-        new = statistic.add(local, frame, t, save_interval, x, status, t_release, index)
+        new = statistic.add(local, frame, t, save_interval, x, status, t_release, index, variables)
         out.append(Tally(new.slots, {name: tally.totals[name].at[0].set(v) for name, v in new.totals.items()}))
     return tuple(out)
 
 
-def begun(statistics: tuple, tallies: tuple, x, status, t0, save_interval, t_release, index) -> tuple:
-    """A batch's tallies knowing its seeds `x`, with its frame 0 (`x`, `status` at `t0`) added."""
+def begun(statistics: tuple, tallies: tuple, x, status, t0, save_interval, t_release, index, variables) -> tuple:
+    """A batch's tallies knowing its seeds `x`, with its frame 0 (`x`, `status` and `variables`
+    at `t0`) added."""
     tallies = tuple(statistic.start(tally, x) for statistic, tally in zip(statistics, tallies))
-    return added(statistics, tallies, jnp.zeros((), jnp.int32), t0, save_interval, x, status, t_release, index)
+    frame = jnp.zeros((), jnp.int32)
+    return added(statistics, tallies, frame, t0, save_interval, x, status, t_release, index, variables)
 
 
 UNUSED = np.iinfo(np.int32).min

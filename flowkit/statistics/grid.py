@@ -86,7 +86,7 @@ class GridCounts(AbstractStatistic):
     def start(self, tally: Tally, x) -> Tally:
         return tally
 
-    def add(self, tally, frame, t, save_interval, x, status, t_release, index) -> Tally:
+    def add(self, tally, frame, t, save_interval, x, status, t_release, index, variables) -> Tally:
         count = tally.totals["count"]
         shape = count.shape
         flat = window_index(frame, save_interval, self.window, shape[0])

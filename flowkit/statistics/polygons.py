@@ -200,7 +200,7 @@ class PolygonStats(AbstractStatistic):
         release = jnp.where(inside.any(axis=1), jnp.argmax(inside, axis=1), len(self.names)).astype(jnp.int32)
         return eqx.tree_at(lambda t: t.slots["release"], tally, release)
 
-    def add(self, tally, frame, t, save_interval, x, status, t_release, index) -> Tally:
+    def add(self, tally, frame, t, save_interval, x, status, t_release, index, variables) -> Tally:
         s, totals = tally.slots, dict(tally.totals)
         p = len(self.names)
         moving = active(status)

@@ -141,7 +141,7 @@ def _begun(statistics: tuple, state: State, times: Times, save_every: int, order
     rows = state.rows
     return jax.lax.cond(
         state.step == 0,
-        lambda t: begun(statistics, t, rows.x, rows.status, times.t0, interval, *ordered),
+        lambda t: begun(statistics, t, rows.x, rows.status, times.t0, interval, *ordered, rows.variables),
         lambda t: t,
         state.tallies,
     )
@@ -155,7 +155,17 @@ def _tallied(statistics: tuple, tallies: tuple, times: Times, first, save_every:
     frame_index, interval = (first + save_every) // save_every, jnp.abs(times.dt) * save_every
     return jax.lax.cond(
         step_times(times, first)[1] != 0,
-        lambda t: added(statistics, t, frame_index, last_start + h, interval, frame.positions, frame.status, *ordered),
+        lambda t: added(
+            statistics,
+            t,
+            frame_index,
+            last_start + h,
+            interval,
+            frame.positions,
+            frame.status,
+            *ordered,
+            frame.variables,
+        ),  # fmt: skip
         lambda t: t,
         tallies,
     )

@@ -2,6 +2,7 @@
 model moves them, the boundary, the domain, land and finiteness set their statuses, restarts
 and releases start them."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
@@ -100,8 +101,9 @@ def one_step(
         variables = select(kept, select(walled, at_wall, stepped), variables)
         if updating(particles):
             variables = _updated(particles, field, args, t + h, h, x_next, variables, hint, kept)
-        if drawing(particles):  # the step's random events (a leeway object's jibe)
+        if drawing(particles):  # the step's random events (a leeway object's jibe, an oil element entrained)
             jumped = jumped_batch(particles, t + h, h, {"x": x_next, **variables}, slots.keys, k)
+            x_next, hint = _displaced(x_next, hint, jumped.pop("x", None), kept & (new_status == Status.ACTIVE))
             variables = select(kept, jumped, variables)
     exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
     if pieces.boundary.restarts:
@@ -178,6 +180,16 @@ def _held(particles, x, variables, hint: Hints, result, step_hint: Hints):
     remainder = None if result.remainder is None else jnp.where(held[:, None], 0, result.remainder)
     inside = None if result.inside is None else result.inside | held
     return result._replace(state=state, inside=inside, remainder=remainder), select(held, hint, step_hint)
+
+
+def _displaced(x, hint: Hints, x_events, mask):
+    """Positions and hints after random events that moved particles (`x_events`, None where
+    none can) in the rows `mask`: a moved row is located again from its cell."""
+    if x_events is None:
+        return x, hint
+    moved = mask & jnp.any(x_events != x, axis=1)
+    point = jnp.where(moved[:, None], jnp.nan, hint.point)
+    return jnp.where(moved[:, None], x_events, x), eqx.tree_at(lambda h: h.point, hint, point)
 
 
 def _left_out(result, x_next, moving, before, restarted):
