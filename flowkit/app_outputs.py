@@ -17,7 +17,7 @@ from .analysis.animation import animate
 from .analysis.density import histogram
 from .analysis.deposition import deposition_map, write_deposition_map_vtp, write_deposition_vtp
 from .analysis.picture import view_box
-from .analysis.plots import plot_density, plot_pathlines, plot_snapshot
+from .analysis.plots import plot_density, plot_oil_budget, plot_pathlines, plot_snapshot
 from .fields.base import AbstractField
 from .fields.streamed import StreamedField
 from .io.vtk_arrays import is_expression
@@ -135,6 +135,8 @@ def plot(cfg: DictConfig, run: tracker.TrackRun, traj: Trajectory, out: Path) ->
         "snapshot.png": lambda: plot_snapshot(traj, -1, out / "snapshot.png", field=at(times[-1])),
         "density.png": lambda: _density_picture(cfg, traj, field, at(times[-1]), out / "density.png"),
     }
+    if "oil_budget" in (traj.statistics or {}):
+        pictures["oil_budget.png"] = lambda: plot_oil_budget(traj.statistics["oil_budget"], out / "oil_budget.png")
     if animated(cfg, traj):
         pictures["animation.mp4"] = lambda: animate(traj, out / "animation.mp4", field=stream or field, progress=False)
     drawn, took = [], []

@@ -19,6 +19,7 @@ NAMESPACES = {
     "integrators": ["flowkit.integrators"],
     "diffusion": ["flowkit.diffusion"],
     "particles": ["flowkit.particles"],
+    "oil": ["flowkit.oil", "flowkit.oil.records", "flowkit.oil.weathering"],
     "seeding": ["flowkit.seeding"],
     "statistics": ["flowkit.statistics"],
     "analysis": ["flowkit.analysis"],

@@ -12,6 +12,7 @@ from .ftle import cauchy_green as cauchy_green, flow_map_jacobian as flow_map_ja
 from .plots import (
     plot_density as plot_density,
     plot_ftle as plot_ftle,
+    plot_oil_budget as plot_oil_budget,
     plot_pathlines as plot_pathlines,
     plot_scalar_map as plot_scalar_map,
     plot_snapshot as plot_snapshot,

@@ -201,6 +201,38 @@ def plot_density(
     return plot_scalar_map(counts, edges, path, label=label, title=title, cmap="viridis", field=field, scale="counts")
 
 
+BUDGET_COLOURS = {
+    "surface": "#1f1f1f",
+    "submerged": "#4c72b0",
+    "stranded": "#8c564b",
+    "outside": "#bbbbbb",
+    "evaporated": "#dd8452",
+    "dispersed": "#55a868",
+    "biodegraded": "#937860",
+}
+
+
+def plot_oil_budget(budget, path: PathLike, title: str = "oil budget") -> Path:
+    """The mass budget of a spill (`flowkit.statistics.OilBudget`'s dataset) as stacked areas:
+    each term's share of the oil released by then, over the run's time."""
+    from .picture import figure, save, time_unit
+
+    elapsed = np.asarray(budget["elapsed"], np.float64)
+    released = np.asarray(budget["released"], np.float64)
+    scale, unit = time_unit(float(elapsed[-1] - elapsed[0]) if len(elapsed) > 1 else 1.0)
+    share = {
+        term: 100 * np.divide(np.asarray(budget[term]), released, out=np.zeros_like(released), where=released > 0)
+        for term in BUDGET_COLOURS
+    }
+    fig, ax = figure()
+    ax.stackplot(elapsed / scale, *share.values(), labels=list(share), colors=list(BUDGET_COLOURS.values()))
+    ax.set(xlabel=f"time ({unit})", ylabel="% of the oil released", ylim=(0, 100))
+    ax.set_xlim(elapsed[0] / scale, elapsed[-1] / scale)
+    ax.set_title(f"{title}: {released[-1]:.4g} kg released")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return save(fig, path)
+
+
 _STATUS_STYLE = {
     Status.ACTIVE: dict(marker=".", ms=2.5, color="tab:blue"),
     Status.NOT_RELEASED: dict(marker=".", ms=2, color="0.6"),

@@ -5,9 +5,12 @@ governs its emulsification."""
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .records import display_name, record
+
+Numbers = np.ndarray | Array
+"""Host arrays as an oil is read, traced ones where a gradient reaches them."""
 
 ATMOSPHERE = 101325.0
 """Pa."""
@@ -31,19 +34,19 @@ class OilType(eqx.Module):
 
     name: str = eqx.field(static=True)
     oil_id: str = eqx.field(static=True)
-    boiling_point: Float[Array, " k"]
-    molecular_weight: Float[Array, " k"]
-    mass_fraction: Float[Array, " k"]
-    density_temperatures: Float[Array, " m"]
-    densities: Float[Array, " m"]
-    density_slope: Float[Array, ""]
-    viscosity_a: Float[Array, ""]
-    viscosity_k: Float[Array, ""]
-    interfacial_tension: Float[Array, ""]
-    pour_point: Float[Array, ""]
-    max_water_fraction: Float[Array, ""]
-    bullwinkle_fraction: Float[Array, ""]
-    bullwinkle_time: Float[Array, ""]
+    boiling_point: Float[Numbers, " k"]
+    molecular_weight: Float[Numbers, " k"]
+    mass_fraction: Float[Numbers, " k"]
+    density_temperatures: Float[Numbers, " m"]
+    densities: Float[Numbers, " m"]
+    density_slope: Float[Numbers, ""]
+    viscosity_a: Float[Numbers, ""]
+    viscosity_k: Float[Numbers, ""]
+    interfacial_tension: Float[Numbers, ""]
+    pour_point: Float[Numbers, ""]
+    max_water_fraction: Float[Numbers, ""]
+    bullwinkle_fraction: Float[Numbers, ""]
+    bullwinkle_time: Float[Numbers, ""]
 
     @classmethod
     def named(cls, name: str) -> "OilType":
@@ -88,7 +91,7 @@ class OilType(eqx.Module):
     def components(self) -> int:
         return int(np.shape(self.mass_fraction)[0])
 
-    def density(self, temperature: Float[Array, "*t"]) -> Float[Array, "*t"]:
+    def density(self, temperature: Float[ArrayLike, "*t"]) -> Float[Array, "*t"]:
         """The fresh oil's density (kg/m³) at `temperature` (K)."""
         temps, values = jnp.asarray(self.density_temperatures), jnp.asarray(self.densities)
         inside = jnp.interp(temperature, temps, values)
@@ -96,11 +99,11 @@ class OilType(eqx.Module):
         above = values[-1] + self.density_slope * (temperature - temps[-1])
         return jnp.where(temperature < temps[0], below, jnp.where(temperature > temps[-1], above, inside))
 
-    def viscosity(self, temperature: Float[Array, "*t"]) -> Float[Array, "*t"]:
+    def viscosity(self, temperature: Float[ArrayLike, "*t"]) -> Float[Array, "*t"]:
         """The fresh oil's kinematic viscosity (m²/s) at `temperature` (K)."""
         return self.viscosity_a * jnp.exp(self.viscosity_k / temperature)
 
-    def vapour_pressure(self, temperature: Float[Array, ""]) -> Float[Array, " k"]:
+    def vapour_pressure(self, temperature: Float[ArrayLike, ""]) -> Float[Array, " k"]:
         """Each pseudo-component's vapour pressure (Pa) at `temperature` (K): Antoine's equation
         with the constants estimated from the boiling point (Lyman et al. 1990, as ADIOS 2)."""
         boiling = jnp.asarray(self.boiling_point)

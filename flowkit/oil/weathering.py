@@ -18,7 +18,7 @@ calls after each step.
 """
 
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .properties import OilType
 
@@ -36,7 +36,7 @@ SPECTRUM_SPREAD = 0.4
 SPECTRUM_BOUNDS = (1.0e-6, 3.0e-3)
 """The entrained droplets' diameters, m (as OpenOil bounds them)."""
 
-Scalar = Float[Array, ""]
+Scalar = Float[ArrayLike, ""]
 
 
 def wave_height_from_wind(wind_speed: Scalar) -> Scalar:
@@ -62,11 +62,12 @@ def wave_dissipation(wave_height: Scalar, water_density: Scalar) -> Scalar:
 
 def mass_transfer(wind_speed: Scalar) -> Scalar:
     """The evaporative mass-transfer coefficient (m/s) under `wind_speed` (Mackay and Matsugu)."""
-    return jnp.where(wind_speed < 10, 0.0025 * wind_speed**0.78, 0.06 * 0.0025 * wind_speed**2)
+    calm = jnp.maximum(wind_speed, 1e-9)  # no infinite derivative in still air
+    return jnp.where(wind_speed < 10, 0.0025 * calm**0.78, 0.06 * 0.0025 * wind_speed**2)
 
 
 def evaporation_rates(
-    oil: OilType, components: Float[Array, " k"], area: Scalar, wind_speed: Scalar, temperature: Scalar
+    oil: OilType, components: Float[ArrayLike, " k"], area: Scalar, wind_speed: Scalar, temperature: Scalar
 ) -> Float[Array, " k"]:
     """Each pseudo-component's evaporation rate constant (1/s, ≤ 0): `dm_i/dt = λ_i m_i` for an
     element of surface `area` (m²) holding `components` (kg), each evaporating as its vapour
@@ -117,7 +118,9 @@ def emulsion_viscosity(oil_viscosity: Scalar, fraction_evaporated: Scalar, water
 
 def dispersed_fraction(viscosity: Scalar, wave_height: Scalar, breaking: Scalar, water_density: Scalar, dt: Scalar):
     """The fraction of a surface element's oil that breaking waves disperse as fine droplets
-    in a step of `dt` (Delvigne and Sweeney 1988, Roy's viscosity factor), at most 0.99."""
+    in a step of `dt` (Delvigne and Sweeney 1988), at most 0.99. Roy's factor
+    `2400 exp(-73.682 √ν)` damps it by the viscosity `ν` (PyGNOME's: the emulsion's kinematic
+    viscosity, m²/s; OpenOil passes `ν / ρ`)."""
     roy = 2400.0 * jnp.exp(-73.682 * jnp.sqrt(viscosity))
     rate = roy * wave_dissipation(wave_height, water_density) ** 0.57 * breaking * DISPERSION_VOLUME
     return jnp.minimum(rate * dt, 0.99)
@@ -178,7 +181,7 @@ def rise_velocity(diameter: Scalar, oil_density: Scalar, water_density: Scalar, 
     buoyancy = GRAVITY * (1.0 - oil_density / water_density)
     radius = diameter / 2
     stokes = 2 * buoyancy * radius**2 / (9 * water_viscosity)
-    large = jnp.sign(buoyancy) * jnp.sqrt(16 * jnp.abs(buoyancy) / 3 * radius)
+    large = jnp.sign(buoyancy) * jnp.sqrt(jnp.maximum(16 * jnp.abs(buoyancy) / 3 * radius, 1e-30))
     return jnp.where(diameter * jnp.abs(stokes) / water_viscosity > 50, large, stokes)
 
 

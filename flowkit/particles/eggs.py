@@ -9,7 +9,7 @@ import logging
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._custom_types import Args, Position, TimeLike
 from .._time import TimeOrigin
@@ -20,7 +20,7 @@ from .seawater import Seawater, terminal_velocity, viscosity
 DAY = 86400.0
 
 
-def forcing_value(fluid: Fluid, value: str | Float[Array, ""] | float, model: str) -> Array:
+def forcing_value(fluid: Fluid, value: str | Float[ArrayLike, ""], model: str) -> Array:
     """A forcing that is a sampled array's name (a scalar there) or a number."""
     if not isinstance(value, str):
         return jnp.asarray(value)

@@ -23,6 +23,7 @@ from .seawater import Seawater, viscosity
 
 KELVIN = 273.15
 SPECTRA = ("johansen2015", "li2017")
+CONVENTIONS = ("pygnome", "openoil")
 
 
 class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
@@ -30,7 +31,7 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
     each of `mass` kg unless the run gives `components` per element (`flowkit.oil.spill`).
 
     - At the surface (`submerged` 0) an element moves with the current, `wind_drift_factor` ×
-      the wind and the Stokes drift (`stokes`, a sampled forcing's name, or None); below it,
+      the wind (OpenOil's 3 % by default) and the Stokes drift (`stokes`, a sampled forcing's name, or None); below it,
       with the current, rising at its droplet's terminal velocity. Depth is the third
       coordinate, positive down (ocean fields); on 2-D fields oil stays at the surface and
       `entrainment` must be off.
@@ -39,12 +40,15 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
       a wave model's (significant height, mean period) or None, from the wind. Each constant or
       wind-made one is logged before the run.
     - Processes, each switched by its flag: `evaporation`, `emulsification`, `dispersion`
-      (fine droplets lost to the water column), `entrainment` (droplets of the `spectrum`,
+      of the slick as fine droplets, as PyGNOME; `convention="openoil"` takes OpenOil's reading:
+      Roy's factor of `ν/ρ`, not of the kinematic `ν`, and submerged oil dispersed too),
+      `entrainment` (droplets of the `spectrum`,
       Johansen et al. 2015 or Li et al. 2017, mixed down by breaking waves to 1.5 Hs), and
       `biodegradation` (Adcroft et al. 2010, or `half_life` seconds).
     - A submerged element resurfaces within one step's rise of the surface. The run's random
       walk mixes submerged oil (`fk.EulerMaruyama(fk.diffusion.Vertical(...))`); the slick it
-      leaves at the surface.
+      leaves at the surface. Elements released below the surface are droplets of diameters
+      drawn uniformly within `subsea_diameters` (their geometric mean without entrainment).
 
     Variables: `components` (kg per pseudo-component), `evaporated`, `dispersed`, `biodegraded`
     (kg), `water_fraction`, `interfacial_area` (1/m), `density` (kg/m³) and `viscosity` (m²/s)
@@ -55,7 +59,7 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
     oil: OilType = eqx.field(converter=lambda v: OilType.named(v) if isinstance(v, str) else v)
     mass: Float[Array, ""] | float = 1.0
     film_thickness: Float[Array, ""] | float = 1e-3
-    wind_drift_factor: Float[Array, ""] | float = 0.02
+    wind_drift_factor: Float[Array, ""] | float = 0.03
     wind: str = eqx.field(static=True, default="wind")
     stokes: str | None = eqx.field(static=True, default=None)
     temperature: str | Float[Array, ""] | float = eqx.field(default=10.0)
@@ -69,13 +73,15 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
     biodegradation: bool = eqx.field(static=True, default=False)
     half_life: float | None = eqx.field(static=True, default=None)
     spectrum: str = eqx.field(static=True, default="johansen2015")
+    convention: str = eqx.field(static=True, default="pygnome")
     subsea_diameters: tuple[float, float] = eqx.field(static=True, default=(5e-4, 5e-3))
     seawater: Seawater = eqx.field(default_factory=Seawater)
-    random: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
         if self.spectrum not in SPECTRA:
             raise ValueError(f"Oil: spectrum={self.spectrum!r}: expected one of {SPECTRA}")
+        if self.convention not in CONVENTIONS:
+            raise ValueError(f"Oil: convention={self.convention!r}: expected one of {CONVENTIONS}")
 
     variable_names = (
         "components",
@@ -111,6 +117,11 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
                 log.info("Oil: %s from the wind (a fully developed sea; no wave forcing given)", name)
         return self
 
+    @property
+    def random(self) -> bool:  # type: ignore[override]
+        """Waves entrain elements at random (without entrainment a run needs no key)."""
+        return self.entrainment
+
     def drawn(self, key: PRNGKeyArray) -> dict:
         lo, hi = self.subsea_diameters
         return {"diameter": jax.random.uniform(key, (), minval=lo, maxval=hi)}
@@ -130,7 +141,7 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
             "interfacial_area": zero,
             "density": oil_density,
             "viscosity": self.oil.viscosity(water["temperature"]).astype(dtype),
-            "diameter": zero,
+            "diameter": submerged * jnp.sqrt(self.subsea_diameters[0] * self.subsea_diameters[1]),
             "submerged": submerged,
             "age": zero,
             "rise": zero,
@@ -143,7 +154,7 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
         """The water and weather at ONE element: temperature (K), salinity, density, kinematic
         viscosity, wind speed, the waves' height, period and breaking fraction."""
         wind = forcing(fluid, self.wind, "Oil")[:2]
-        speed = jnp.sqrt(jnp.sum(wind**2))
+        speed = jnp.sqrt(jnp.maximum(jnp.sum(wind**2), 1e-30))
         celsius = forcing_value(fluid, self.temperature, "Oil")
         salinity = forcing_value(fluid, self.salinity, "Oil")
         depth = jnp.maximum(x[2], 0.0) if x.shape[0] == 3 else jnp.zeros((), x.dtype)
@@ -214,10 +225,12 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
                 takes, weathering.water_fraction(state["interfacial_area"], top), state["water_fraction"]
             )
         if self.dispersion:
+            openoil = self.convention == "openoil"
+            damping = kinematic / density if openoil else kinematic
             fraction = weathering.dispersed_fraction(
-                kinematic, water["wave_height"], water["breaking"], water["density"], dt
+                damping, water["wave_height"], water["breaking"], water["density"], dt
             )
-            fraction = jnp.where(surface, fraction, 0.0)
+            fraction = fraction if openoil else jnp.where(surface, fraction, 0.0)
             state["dispersed"] = state["dispersed"] + fraction * jnp.sum(components)
             components = components * (1 - fraction)
         if self.biodegradation:

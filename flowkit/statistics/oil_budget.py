@@ -69,6 +69,9 @@ class OilBudget(AbstractStatistic):
         }
         return xr.Dataset(
             data,
-            coords={"time": ("time", time, attrs)},
+            coords={
+                "time": ("time", time, attrs),
+                "elapsed": ("time", times - run.t0, {"long_name": "time since the run's start", "units": "s"}),
+            },
             attrs={"Conventions": "CF-1.8", "title": "flowkit oil mass budget", "terms": " ".join(TERMS)},
         )

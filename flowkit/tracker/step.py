@@ -102,9 +102,7 @@ def one_step(
         if updating(particles):
             variables = _updated(particles, field, args, t + h, h, x_next, variables, hint, kept)
         if drawing(particles):  # the step's random events (a leeway object's jibe, an oil element entrained)
-            jumped = jumped_batch(particles, t + h, h, {"x": x_next, **variables}, slots.keys, k)
-            x_next, hint = _displaced(x_next, hint, jumped.pop("x", None), kept & (new_status == Status.ACTIVE))
-            variables = select(kept, jumped, variables)
+            x_next, hint, variables = _events(particles, t + h, h, k, x_next, hint, variables, slots, kept, new_status)
     exit_time = jnp.where(moving & (new_status != Status.ACTIVE), t_stop, exit_time)
     if pieces.boundary.restarts:
         view = Block(
@@ -182,14 +180,17 @@ def _held(particles, x, variables, hint: Hints, result, step_hint: Hints):
     return result._replace(state=state, inside=inside, remainder=remainder), select(held, hint, step_hint)
 
 
-def _displaced(x, hint: Hints, x_events, mask):
-    """Positions and hints after random events that moved particles (`x_events`, None where
-    none can) in the rows `mask`: a moved row is located again from its cell."""
+def _events(particles, t, h, k, x, hint: Hints, variables, slots: Slots, kept, status):
+    """Positions, hints and variables after the step's random events in the rows `kept`: where
+    events moved an active particle (`AbstractMovedByEvents`), it is located again from its cell."""
+    jumped = jumped_batch(particles, t, h, {"x": x, **variables}, slots.keys, k)
+    x_events = jumped.pop("x", None)
+    variables = select(kept, jumped, variables)
     if x_events is None:
-        return x, hint
-    moved = mask & jnp.any(x_events != x, axis=1)
+        return x, hint, variables
+    moved = kept & (status == Status.ACTIVE) & jnp.any(x_events != x, axis=1)
     point = jnp.where(moved[:, None], jnp.nan, hint.point)
-    return jnp.where(moved[:, None], x_events, x), eqx.tree_at(lambda h: h.point, hint, point)
+    return jnp.where(moved[:, None], x_events, x), eqx.tree_at(lambda h: h.point, hint, point), variables
 
 
 def _left_out(result, x_next, moving, before, restarted):
