@@ -17,7 +17,8 @@ released mass in each, and their difference; the surface oil's centre of mass (i
 from the release) and the slick's extent (rms distance from that centre) in each.
 
 Speed: `--throughput` oil elements with every process on, the same run as tracers, and
-OpenOil's whole `run` at `--opendrift-elements`, in particle-steps per second.
+OpenOil's whole `run` at `--opendrift-elements`, for `--speed-hours` at OpenOil's step `--dt`,
+in particle-steps per second.
 
     python benchmarks/oil.py --opendrift-python /tmp/od/bin/python [--oil "AASGARD A 2003" "GENERIC BUNKER C"]
         [--wind 8] [--hours 48] [--dt 900] [--elements 2000] [--throughput 1000000] [--opendrift-elements 20000]
@@ -83,7 +84,8 @@ for run in args["runs"]:
     o.seed_elements(lon=args["lon"], lat=args["lat"], z=0, time=datetime(2024, 1, 1), number=run["n"], m3_per_hour=1.0,
                     oil_type=run["oil"])
     start = time.perf_counter()
-    o.run(duration=timedelta(hours=args["hours"]), time_step=args["dt"], time_step_output=3600 * args["hours"])
+    hours = run.get("hours", args["hours"])
+    o.run(duration=timedelta(hours=hours), time_step=args["dt"], time_step_output=3600 * hours)
     seconds = time.perf_counter() - start
     b = o.get_oil_budget()
     last = {k[5:]: float(np.asarray(v)[-1]) for k, v in b.items() if k.startswith("mass")}
@@ -95,8 +97,8 @@ for run in args["runs"]:
         t, w = wf["temperatures"], wf["max_water_fraction"]
         w = w if len(w) > 1 else [w[0], w[0]]
         t = t if len(t) > 1 else [t[0], t[0]]
-        at = args["temperature"]
-        weight = 1.0 if at <= t[0] else 0.0 if at > t[1] else (t[1] - at) / (t[1] - t[0])
+        temp = args["temperature"]
+        weight = 1.0 if temp <= t[0] else 0.0 if temp > t[1] else (t[1] - temp) / (t[1] - t[0])
         water = min(float(o.oiltype.emulsion_water_fraction_max), weight * w[0] + (1 - weight) * w[1])
     else:
         water = float(o.oiltype.emulsion_water_fraction_max)
@@ -187,6 +189,7 @@ def main():
     parser.add_argument("--flowkit-dt", type=float, default=60.0)
     parser.add_argument("--elements", type=int, default=2000)
     parser.add_argument("--throughput", type=int, default=0)
+    parser.add_argument("--speed-hours", type=float, default=12.0)
     parser.add_argument("--opendrift-elements", type=int, default=0)
     args = parser.parse_args()
     field = still_sea(args.wind)
@@ -195,7 +198,8 @@ def main():
         for oil in args.oil for off in PROCESSES
     ]  # fmt: skip
     if args.opendrift_elements:
-        runs.append({"name": "speed", "oil": args.oil[0], "n": args.opendrift_elements, "off": []})
+        speed_run = {"name": "speed", "oil": args.oil[0], "n": args.opendrift_elements, "off": []}
+        runs.append({**speed_run, "hours": args.speed_hours})
     theirs = {}
     if args.opendrift_python:
         given = dict(runs=runs, wind=args.wind, hours=args.hours, dt=args.dt, lon=SITE[0], lat=SITE[1],
@@ -212,10 +216,10 @@ def main():
             same = eqx.tree_at(lambda o: o.max_water_fraction, oil, np.asarray(mine["max_water"]))
             compare(off, flowkit_run(field, same, options, args.elements, args.hours, args.flowkit_dt), mine)
     if args.throughput:
-        speed(field, fk.oil.OilType.named(args.oil[0]), args.throughput, args.hours, args.flowkit_dt)
+        speed(field, fk.oil.OilType.named(args.oil[0]), args.throughput, args.speed_hours, args.dt)
     if "speed" in theirs:
         s = theirs["speed"]
-        steps = round(args.hours * 3600 / args.dt)
+        steps = round(args.speed_hours * 3600 / args.dt)
         print(f"  OpenOil: {s['n'] * steps / s['seconds'] / 1e6:.4f} M/s ({s['n']} elements, {s['seconds']:.0f} s)")
 
 

@@ -39,6 +39,10 @@ def test_an_oil_is_found_by_the_name_users_know_in_any_case_or_by_its_id(aasgard
     assert OilType.named("aasgard a 2003").oil_id == "NO00108"
     assert OilType.named("NO00108").name == AASGARD
     assert "GENERIC BUNKER C" in records.names()
+    # NOAA's generic oils come twice, in capitals and not: the spelling given chooses
+    assert OilType.named("GENERIC DIESEL").oil_id != OilType.named("Generic Diesel").oil_id
+    with pytest.raises(ValueError, match="generic diesel.*2 ADIOS records have this name: AD04007 .*GN00002"):
+        OilType.named("generic diesel")
 
 
 def test_an_unknown_or_shared_name_is_refused_with_the_candidates():

@@ -14,6 +14,8 @@ Numbers = np.ndarray | Array
 
 ATMOSPHERE = 101325.0
 """Pa."""
+REFERENCE = 288.15
+"""15 °C, K."""
 
 
 class OilType(eqx.Module):
@@ -25,8 +27,9 @@ class OilType(eqx.Module):
       asphaltenes that do not evaporate).
     - Density: ADIOS's measured densities at their temperatures, interpolated, and beyond them
       the linear slope `density_slope` (kg/m³/K) (`adios_db`'s `Density`).
-    - Kinematic viscosity: `viscosity_a × exp(viscosity_k / T)` (m²/s), fitted to the
-      measurements (`adios_db`'s `KinematicViscosity`).
+    - Kinematic viscosity: `A exp(viscosity_k / T)` (m²/s), fitted to the measurements
+      (`adios_db`'s `KinematicViscosity`), kept as its value at 15 °C, `viscosity_15`
+      (A itself is below float32's range for heavy oils).
     - `interfacial_tension` with seawater (N/m, from the API gravity), `pour_point`,
       `max_water_fraction` of its emulsion, and when it emulsifies: once `bullwinkle_fraction`
       of it has evaporated, or after `bullwinkle_time` seconds (negative: never by age).
@@ -40,7 +43,7 @@ class OilType(eqx.Module):
     density_temperatures: Float[Numbers, " m"]
     densities: Float[Numbers, " m"]
     density_slope: Float[Numbers, ""]
-    viscosity_a: Float[Numbers, ""]
+    viscosity_15: Float[Numbers, ""]
     viscosity_k: Float[Numbers, ""]
     interfacial_tension: Float[Numbers, ""]
     pour_point: Float[Numbers, ""]
@@ -78,7 +81,7 @@ class OilType(eqx.Module):
             density_temperatures=scalar(density.temps),
             densities=scalar(density.densities),
             density_slope=scalar(density.k_rho_default),
-            viscosity_a=scalar(nu_cold * np.exp(-k / cold)),
+            viscosity_15=scalar(nu_cold * np.exp(k * (1 / REFERENCE - 1 / cold))),
             viscosity_k=scalar(k),
             interfacial_tension=scalar(oil_water_surface_tension_from_api(gnome["api"])),
             pour_point=scalar(gnome["pour_point"]),
@@ -101,7 +104,8 @@ class OilType(eqx.Module):
 
     def viscosity(self, temperature: Float[ArrayLike, "*t"]) -> Float[Array, "*t"]:
         """The fresh oil's kinematic viscosity (m²/s) at `temperature` (K)."""
-        return self.viscosity_a * jnp.exp(self.viscosity_k / temperature)
+        spread = 1 / jnp.asarray(temperature) - 1 / REFERENCE
+        return jnp.asarray(self.viscosity_15) * jnp.exp(jnp.asarray(self.viscosity_k) * spread)
 
     def vapour_pressure(self, temperature: Float[ArrayLike, ""]) -> Float[Array, " k"]:
         """Each pseudo-component's vapour pressure (Pa) at `temperature` (K): Antoine's equation

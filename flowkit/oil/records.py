@@ -1,8 +1,8 @@
 """The NOAA ADIOS oil database's records, found by the names oil-spill modellers know them by.
 
 flowkit ships the database's GNOME-suitable records (`adios_oils.json.xz`: NOAA's public
-`noaa-oil-data` repository, and the generic oils that OpenDrift ships beside it), as NOAA wrote
-them; `write_archive` builds that file again from a checkout of the repository. A Norwegian
+`noaa-oil-data` repository, and those of OpenDrift's harvest of it, `oils.xz`, that the
+repository lacks: NOAA's generic oils among them), as NOAA wrote them; `write_archive` builds that file again from a checkout of the repository. A Norwegian
 record (id `NO…`) is named with its sample year, as OpenDrift names it ("AASGARD A 2003").
 """
 
@@ -38,10 +38,15 @@ def names() -> list[str]:
 
 
 def record(name: str) -> dict:
-    """The record of the oil called `name` (any case), or with the ADIOS id `name` (`AD01234`);
-    an unknown name is refused with the closest ones, a name two records share with their ids."""
-    wanted = name.strip().upper()
+    """The record of the oil called `name`, or with the ADIOS id `name` (`AD01234`): spelt as
+    the record spells it, else in any case (NOAA's generic oils come twice, `GENERIC DIESEL`
+    and `Generic Diesel`); an unknown name is refused with the closest ones, a name two records
+    share with their ids."""
+    given = name.strip()
+    wanted = given.upper()
     found = [r for r in records() if r["oil_id"].upper() == wanted or display_name(r).upper() == wanted]
+    exact = [r for r in found if given in (r["oil_id"], display_name(r))]
+    found = exact if len(exact) == 1 else found
     if len(found) == 1:
         return found[0]
     if found:
@@ -60,14 +65,22 @@ def _described(record: dict) -> str:
     return ", ".join(str(v) for v in facts if v)
 
 
+def _read_records(source: Path) -> list[dict]:
+    """The records in `source`: the JSON files under a folder, or an xz archive of a list."""
+    if source.suffix == ".xz":
+        with lzma.open(source, "rt", encoding="utf-8") as archive:
+            return list(json.load(archive))
+    return [json.loads(file.read_text(encoding="utf-8")) for file in sorted(source.rglob("*.json"))]
+
+
 def write_archive(sources: list[Path], path: Path = ARCHIVE) -> int:
-    """Write the GNOME-suitable records among the JSON files under `sources` (a checkout of
-    NOAA's `noaa-oil-data`, its `data/oil` folder, a folder of extra records) to `path`;
-    returns how many."""
+    """Write the GNOME-suitable records of `sources` to `path`, a later source's record
+    replacing an earlier one's of the same id; returns how many. A source is a folder of JSON
+    records (a checkout of NOAA's `noaa-oil-data`) or an xz archive of a list of them
+    (OpenDrift's `oils.xz`, which holds NOAA's generic oils)."""
     found: dict[str, dict] = {}
     for source in sources:
-        for file in sorted(Path(source).rglob("*.json")):
-            data = json.loads(file.read_text(encoding="utf-8"))
+        for data in _read_records(Path(source)):
             if "oil_id" in data and data.get("metadata", {}).get("gnome_suitable"):
                 found[data["oil_id"]] = data
     with lzma.open(path, "wt", encoding="utf-8", preset=9) as archive:

@@ -74,15 +74,14 @@ def evaporation_rates(
     pressure over the element's moles (Raoult's law)."""
     moles = jnp.sum(components / jnp.asarray(oil.molecular_weight))
     scale = area * mass_transfer(wind_speed) / (GAS_CONSTANT * temperature * jnp.maximum(moles, 1e-30))
-    return -scale * oil.vapour_pressure(temperature)
+    return -jnp.asarray(scale) * oil.vapour_pressure(temperature)
 
 
 def emulsifying(oil: OilType, age: Scalar, fraction_evaporated: Scalar) -> Array:
     """Whether an element of `age` (s) takes up water: once its oil's `bullwinkle_fraction` has
     evaporated, or from its oil's `bullwinkle_time` of age."""
-    by_age = (oil.bullwinkle_time >= 0) & (age >= oil.bullwinkle_time)
-    by_loss = (oil.bullwinkle_fraction > 0) & (fraction_evaporated >= oil.bullwinkle_fraction)
-    return by_age | by_loss
+    onset, loss = jnp.asarray(oil.bullwinkle_time), jnp.asarray(oil.bullwinkle_fraction)
+    return ((onset >= 0) & (age >= onset)) | ((loss > 0) & (fraction_evaporated >= loss))
 
 
 def interfacial_area_after(
