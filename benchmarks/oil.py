@@ -110,17 +110,6 @@ json.dump(out, open(sys.argv[2], "w"))
 """
 
 
-def still_sea(wind: float) -> fk.fields.LayeredField:
-    """Still water `DEPTH` metres deep over a 4° square around `SITE`, with a steady east wind."""
-    lon, lat = SITE
-    points = np.array([[lon - 4, lat - 2], [lon + 4, lat - 2], [lon + 4, lat + 2], [lon - 4, lat + 2]])
-    depths = np.broadcast_to(np.linspace(0, DEPTH, 11), (1, 4, 11))
-    return fk.fields.LayeredField.from_arrays(
-        points, [[0, 1, 2, 3]], depths, np.zeros((1, 4, 11, 3)), np.full((1, 4), DEPTH), spherical=True,
-        samples={"wind": fk.fields.Uniform([wind, 0.0])},
-    )  # fmt: skip
-
-
 def flowkit_run(field, oil: fk.oil.OilType, options: dict, n: int, hours: float, dt: float, tracks=True):
     spill = fk.oil.spill(oil, [*SITE, 0.0], n, volume=1.0)
     model = fk.particles.Oil(oil, temperature=TEMPERATURE, salinity=SALINITY, convention="openoil", **options)
@@ -192,7 +181,7 @@ def main():
     parser.add_argument("--speed-hours", type=float, default=12.0)
     parser.add_argument("--opendrift-elements", type=int, default=0)
     args = parser.parse_args()
-    field = still_sea(args.wind)
+    field = fk.datasets.still_sea(args.wind, DEPTH, SITE)
     runs = [
         {"name": f"{oil}|{off}", "oil": oil, "n": args.elements, "off": [OPENOIL_SWITCH[off]] if off != "none" else []}
         for oil in args.oil for off in PROCESSES

@@ -14,6 +14,7 @@ from .ocean import (
     ocean_field as ocean_field,
     sample_ocean as sample_ocean,
     sample_wind as sample_wind,
+    still_sea as still_sea,
     write_ocean_sample as write_ocean_sample,
     write_wind_sample as write_wind_sample,
 )

@@ -8,6 +8,8 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from .._custom_types import Files, PathLike
+from ..fields.analytic import Uniform
+from ..fields.layered import LayeredField
 from ._cache import cache_root, generated
 
 
@@ -159,3 +161,20 @@ def ocean_field(
         max_device_bytes=max_device_bytes,
         **options,
     )
+
+
+def still_sea(
+    wind: float = 8.0, depth: float = 200.0, centre: tuple[float, float] = (4.0, 60.0), size: float = 4.0
+) -> LayeredField:
+    """Still water `depth` metres deep over a lon/lat square of `size` degrees about `centre`,
+    under a steady east `wind` (m/s, the forcing `"wind"`): where a particle model's own physics
+    (oil's weathering, windage) is all there is to see."""
+    lon, lat = centre
+    half = size / 2
+    points = np.array([[lon - half, lat - half / 2], [lon + half, lat - half / 2], [lon + half, lat + half / 2],
+                       [lon - half, lat + half / 2]])  # fmt: skip
+    depths = np.broadcast_to(np.linspace(0, depth, 11), (1, 4, 11))
+    return LayeredField.from_arrays(
+        points, [[0, 1, 2, 3]], depths, np.zeros((1, 4, 11, 3)), np.full((1, 4), depth), spherical=True,
+        samples={"wind": Uniform([wind, 0.0])},
+    )  # fmt: skip

@@ -2,8 +2,9 @@
 
 flowkit ships the database's GNOME-suitable records (`adios_oils.json.xz`: NOAA's public
 `noaa-oil-data` repository, and those of OpenDrift's harvest of it, `oils.xz`, that the
-repository lacks: NOAA's generic oils among them), as NOAA wrote them; `write_archive` builds that file again from a checkout of the repository. A Norwegian
-record (id `NO…`) is named with its sample year, as OpenDrift names it ("AASGARD A 2003").
+repository lacks: NOAA's generic oils among them), as NOAA wrote them; `write_archive` builds
+that file again from those sources. A Norwegian record (id `NO…`) is named with its sample
+year, as OpenDrift names it ("AASGARD A 2003").
 """
 
 import difflib
