@@ -1,6 +1,8 @@
 """Oil (issue 80): records found by name, properties equal to NOAA's `adios_db`, each weathering
 scheme against its closed form, and runs whose mass budget sums to the released mass."""
 
+import logging
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -317,3 +319,12 @@ def test_gradient_descent_recovers_a_release_point_from_an_observed_slick(aasgar
         guess = guess - 0.5 * jax.grad(loss)(guess).at[2].set(0.0)
     assert float(jnp.max(jnp.abs(guess - truth)[:2])) < 0.01
     assert float(loss(guess)) < 1e-3 * float(loss(truth + jnp.asarray([0.3, 0.15, 0.0])))
+
+
+def test_the_processes_constants_and_wind_made_waves_are_logged_before_the_run(aasgard, caplog):
+    with caplog.at_level(logging.INFO, logger="flowkit"):
+        Oil(aasgard, dispersion=False, temperature="temp").dated(None)
+    said = caplog.text
+    assert "processes on: evaporation, emulsification, entrainment; off: dispersion, biodegradation" in said
+    assert "water salinity a constant 34" in said and "water temperature" not in said
+    assert "wave height from the wind" in said

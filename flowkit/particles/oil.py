@@ -109,6 +109,19 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
 
     def dated(self, origin: TimeOrigin | None) -> "Oil":
         log = logging.getLogger("flowkit")
+        flags = {
+            "evaporation": self.evaporation,
+            "emulsification": self.emulsification,
+            "dispersion": self.dispersion,
+            "entrainment": self.entrainment,
+            "biodegradation": self.biodegradation,
+        }
+        on, off = ([name for name, value in flags.items() if value is state] for state in (True, False))
+        log.info(
+            "Oil: %s (%s); processes on: %s; off: %s; droplets %s, %s convention",
+            self.oil.name, self.oil.oil_id, ", ".join(on) or "none", ", ".join(off) or "none", self.spectrum,
+            self.convention,
+        )  # fmt: skip
         for name, value, unit in (("temperature", self.temperature, "°C"), ("salinity", self.salinity, "")):
             if not isinstance(value, str):
                 log.info("Oil: water %s a constant %g%s (a number given)", name, value, unit)
