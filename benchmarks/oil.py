@@ -16,12 +16,20 @@ dispersion, entrainment): each term of the mass budget at the end as a percentag
 released mass in each, and their difference; the surface oil's centre of mass (its distance
 from the release) and the slick's extent (rms distance from that centre) in each.
 
+`--roms Nordic_subset.nc` (OpenDrift's own ROMS test file, in `../shared/data/ocean-real`) adds a
+spill of `--roms-oil` at `--roms-site` for `--roms-hours` on the file's currents, temperature,
+salinity and coast (OpenDrift's `reader_ROMS_native`; flowkit's `fk.io.read` with `temp` and
+`salt` sampled), the same steady wind; `--opendrift-convention` makes flowkit read the C-grid's
+`u` and `v` as OpenDrift's reader does (as in `benchmarks/drifters.py`); `--skip-still` leaves
+the still-water cases out.
+
 Speed: `--throughput` oil elements with every process on, the same run as tracers, and
 OpenOil's whole `run` at `--opendrift-elements`, for `--speed-hours` at OpenOil's step `--dt`,
 in particle-steps per second.
 
     python benchmarks/oil.py --opendrift-python /tmp/od/bin/python [--oil "AASGARD A 2003" "GENERIC BUNKER C"]
         [--wind 8] [--hours 48] [--dt 900] [--elements 2000] [--throughput 1000000] [--opendrift-elements 20000]
+        [--roms ../shared/data/ocean-real/Nordic_subset.nc [--opendrift-convention] [--skip-still]]
 
 OpenDrift is not a dependency of flowkit: `--opendrift-python` names an interpreter of an
 environment with it (`python -m venv od && od/bin/pip install opendrift bottleneck`).
@@ -40,7 +48,7 @@ import flowkit as fk
 from flowkit.diffusion import Vertical
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ocean_models import distance_m, run_script  # noqa: E402
+from ocean_models import distance_m, opendrift_convention_option, opendrift_reading, run_script  # noqa: E402
 
 SITE = (4.0, 60.0)
 TEMPERATURE, SALINITY, DEPTH, DIFFUSIVITY = 10.0, 34.0, 200.0, 0.02
@@ -64,16 +72,23 @@ import json, sys, time
 from datetime import datetime, timedelta
 import numpy as np
 from opendrift.models.openoil import OpenOil
-from opendrift.readers import reader_constant
+from opendrift.readers import reader_constant, reader_ROMS_native
 args = json.load(open(sys.argv[1]))
 out = {}
 for run in args["runs"]:
     o = OpenOil(loglevel=50, weathering_model="noaa")
-    o.add_reader(reader_constant.Reader({"x_sea_water_velocity": 0.0, "y_sea_water_velocity": 0.0,
-                                         "x_wind": args["wind"], "y_wind": 0.0, "land_binary_mask": 0}))
-    for k, v in {"sea_water_temperature": args["temperature"], "sea_water_salinity": args["salinity"],
-                 "sea_floor_depth_below_sea_level": args["depth"],
-                 "ocean_vertical_diffusivity": args["diffusivity"]}.items():
+    start_time, lon, lat = datetime(2024, 1, 1), args["lon"], args["lat"]
+    if run.get("roms"):  # the ocean model's currents, water and coast; the wind steady
+        roms = reader_ROMS_native.Reader(run["roms"])
+        o.add_reader([roms, reader_constant.Reader({"x_wind": args["wind"], "y_wind": 0.0})])
+        start_time, (lon, lat) = roms.start_time, run["site"]
+        fallback = {"ocean_vertical_diffusivity": args["diffusivity"]}
+    else:
+        o.add_reader(reader_constant.Reader({"x_sea_water_velocity": 0.0, "y_sea_water_velocity": 0.0,
+                                             "x_wind": args["wind"], "y_wind": 0.0, "land_binary_mask": 0}))
+        fallback = {"sea_water_temperature": args["temperature"], "sea_water_salinity": args["salinity"],
+                    "sea_floor_depth_below_sea_level": args["depth"], "ocean_vertical_diffusivity": args["diffusivity"]}
+    for k, v in fallback.items():
         o.set_config(f"environment:fallback:{k}", v)
     o.set_config("drift:current_uncertainty", 0.0)
     o.set_config("drift:wind_uncertainty", 0.0)
@@ -81,8 +96,7 @@ for run in args["runs"]:
     o.set_config("vertical_mixing:diffusivitymodel", "constant")
     for k in run["off"]:
         o.set_config(k, False)
-    o.seed_elements(lon=args["lon"], lat=args["lat"], z=0, time=datetime(2024, 1, 1), number=run["n"], m3_per_hour=1.0,
-                    oil_type=run["oil"])
+    o.seed_elements(lon=lon, lat=lat, z=0, time=start_time, number=run["n"], m3_per_hour=1.0, oil_type=run["oil"])
     start = time.perf_counter()
     hours = run.get("hours", args["hours"])
     o.run(duration=timedelta(hours=hours), time_step=args["dt"], time_step_output=3600 * hours)
@@ -120,16 +134,15 @@ def flowkit_run(field, oil: fk.oil.OilType, options: dict, n: int, hours: float,
     )  # fmt: skip
 
 
-def slick(lon, lat, mass) -> tuple[float, float]:
-    """The surface oil's centre of mass (its distance from the release, m) and extent (rms
-    distance from the centre, m)."""
+def slick(lon, lat, mass) -> tuple[float, float, float]:
+    """The surface oil's centre of mass (lon, lat) and extent (rms distance from it, m)."""
     lon, lat, mass = (np.asarray(v, np.float64) for v in (lon, lat, mass))
     c_lon, c_lat = np.average(lon, weights=mass), np.average(lat, weights=mass)
     extent = np.sqrt(np.average(distance_m(lon, lat, c_lon, c_lat) ** 2, weights=mass))
-    return float(distance_m(SITE[0], SITE[1], c_lon, c_lat)), float(extent)
+    return float(c_lon), float(c_lat), float(extent)
 
 
-def compare(name: str, ours, theirs: dict) -> None:
+def compare(name: str, ours, theirs: dict, site=SITE) -> None:
     budget = ours.statistics["oil_budget"].isel(time=-1)
     released = float(budget["released"])
     od_total = sum(theirs["budget"][k] for k in ("surface", "submerged", "stranded", "evaporated", "dispersed"))
@@ -142,10 +155,30 @@ def compare(name: str, ours, theirs: dict) -> None:
     ours_slick = slick(ours.positions[-1, surface, 0], ours.positions[-1, surface, 1], mass[surface])
     their_slick = slick(theirs["lon"], theirs["lat"], theirs["mass"])
     print(f"  off: {name:14s} % released, flowkit / OpenOil: " + ", ".join(row))
+    away = [distance_m(site[0], site[1], s[0], s[1]) / 1e3 for s in (ours_slick, their_slick)]
+    apart = distance_m(ours_slick[0], ours_slick[1], their_slick[0], their_slick[1]) / 1e3
     print(
-        f"  {'':19s} surface centre {ours_slick[0] / 1e3:.2f} / {their_slick[0] / 1e3:.2f} km from the release, "
-        f"extent {ours_slick[1]:.0f} / {their_slick[1]:.0f} m"
+        f"  {'':19s} surface centre {away[0]:.2f} / {away[1]:.2f} km from the release, {apart:.2f} km apart; "
+        f"extent {ours_slick[2]:.0f} / {their_slick[2]:.0f} m"
     )
+
+
+def roms_case(args, theirs: dict) -> None:
+    """The spill on the ocean model's file: its currents, temperature, salinity and coast."""
+    if args.opendrift_convention:
+        opendrift_reading()
+    field = fk.io.read(args.roms, sample=["temp", "salt"], samples={"wind": fk.fields.Uniform([args.wind, 0.0])})
+    oil = fk.oil.OilType.named(args.roms_oil)
+    spill = fk.oil.spill(oil, [*args.roms_site, 0.0], args.elements, volume=1.0)
+    model = fk.particles.Oil(oil, temperature="temp", salinity="salt", convention="openoil")
+    t0 = float(field.times[0])
+    ours = fk.track(
+        field, spill.seeds, t0, t0 + args.roms_hours * 3600, args.flowkit_dt, fk.EulerMaruyama(Vertical(DIFFUSIVITY)),
+        particles=model, particle_state=spill.particle_state, key=jax.random.key(0), save_every=f"{args.roms_hours}h",
+        statistics=[fk.statistics.OilBudget()], dtype="float64",
+    )  # fmt: skip
+    print(f"{oil.name} on {Path(args.roms).name}, {args.roms_hours} h from {args.roms_site}")
+    compare("none", ours, theirs["roms"], site=args.roms_site)
 
 
 def speed(field, oil, n: int, hours: float, dt: float) -> None:
@@ -180,12 +213,21 @@ def main():
     parser.add_argument("--throughput", type=int, default=0)
     parser.add_argument("--speed-hours", type=float, default=12.0)
     parser.add_argument("--opendrift-elements", type=int, default=0)
+    parser.add_argument("--roms", type=str, default=None, help="also a spill on this ROMS file (Nordic_subset.nc)")
+    parser.add_argument("--roms-oil", default="GENERIC MEDIUM CRUDE")
+    parser.add_argument("--roms-site", type=float, nargs=2, default=[13.5, 67.5])
+    parser.add_argument("--roms-hours", type=float, default=36.0)
+    parser.add_argument("--skip-still", action="store_true", help="only the ROMS spill and the speed runs")
+    opendrift_convention_option(parser)
     args = parser.parse_args()
     field = fk.datasets.still_sea(args.wind, DEPTH, SITE)
     runs = [
         {"name": f"{oil}|{off}", "oil": oil, "n": args.elements, "off": [OPENOIL_SWITCH[off]] if off != "none" else []}
-        for oil in args.oil for off in PROCESSES
+        for oil in args.oil for off in PROCESSES if not args.skip_still
     ]  # fmt: skip
+    if args.roms:
+        roms = {"name": "roms", "oil": args.roms_oil, "n": args.elements, "off": [], "hours": args.roms_hours}
+        runs.append({**roms, "roms": str(Path(args.roms).resolve()), "site": args.roms_site})
     if args.opendrift_elements:
         speed_run = {"name": "speed", "oil": args.oil[0], "n": args.opendrift_elements, "off": []}
         runs.append({**speed_run, "hours": args.speed_hours})
@@ -195,7 +237,7 @@ def main():
                      temperature=TEMPERATURE, salinity=SALINITY, depth=DEPTH, diffusivity=DIFFUSIVITY)  # fmt: skip
         theirs = run_script(args.opendrift_python, OPENDRIFT, given)
         print(f"OpenDrift {theirs['version']}, wind {args.wind} m/s, {args.hours} h in steps of {args.dt} s")
-    for oil_name in args.oil:
+    for oil_name in [] if args.skip_still else args.oil:
         oil = fk.oil.OilType.named(oil_name)
         print(f"{oil.name} ({oil.oil_id}), {oil.components} pseudo-components")
         for off, options in PROCESSES.items():
@@ -204,6 +246,8 @@ def main():
                 continue
             same = eqx.tree_at(lambda o: o.max_water_fraction, oil, np.asarray(mine["max_water"]))
             compare(off, flowkit_run(field, same, options, args.elements, args.hours, args.flowkit_dt), mine)
+    if args.roms and "roms" in theirs:
+        roms_case(args, theirs)
     if args.throughput:
         speed(field, fk.oil.OilType.named(args.oil[0]), args.throughput, args.speed_hours, args.dt)
     if "speed" in theirs:
