@@ -201,15 +201,8 @@ def plot_density(
     return plot_scalar_map(counts, edges, path, label=label, title=title, cmap="viridis", field=field, scale="counts")
 
 
-BUDGET_COLOURS = {
-    "surface": "#1f1f1f",
-    "submerged": "#4c72b0",
-    "stranded": "#8c564b",
-    "outside": "#bbbbbb",
-    "evaporated": "#dd8452",
-    "dispersed": "#55a868",
-    "biodegraded": "#937860",
-}
+BUDGET_COLOURS = ("#1f1f1f", "#4c72b0", "#8c564b", "#bbbbbb", "#dd8452", "#55a868", "#937860", "#8172b3")
+"""The budget's terms' colours, in the order of its `terms` attribute."""
 
 
 def plot_oil_budget(budget, path: PathLike, title: str = "oil budget") -> Path:
@@ -222,10 +215,10 @@ def plot_oil_budget(budget, path: PathLike, title: str = "oil budget") -> Path:
     scale, unit = time_unit(float(elapsed[-1] - elapsed[0]) if len(elapsed) > 1 else 1.0)
     share = {
         term: 100 * np.divide(np.asarray(budget[term]), released, out=np.zeros_like(released), where=released > 0)
-        for term in BUDGET_COLOURS
+        for term in budget.attrs["terms"].split()
     }
     fig, ax = figure()
-    ax.stackplot(elapsed / scale, *share.values(), labels=list(share), colors=list(BUDGET_COLOURS.values()))
+    ax.stackplot(elapsed / scale, *share.values(), labels=list(share), colors=BUDGET_COLOURS[: len(share)])
     ax.set(xlabel=f"time ({unit})", ylabel="% of the oil released", ylim=(0, 100))
     ax.set_xlim(elapsed[0] / scale, elapsed[-1] / scale)
     ax.set_title(f"{title}: {released[-1]:.4g} kg released")

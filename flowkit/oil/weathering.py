@@ -125,9 +125,15 @@ def dispersed_fraction(viscosity: Scalar, wave_height: Scalar, breaking: Scalar,
     return jnp.minimum(rate * dt, 0.99)
 
 
-def _film_scale(oil: OilType, oil_density: Scalar, water_density: Scalar) -> Scalar:
-    """The oil's maximum stable droplet diameter (m) from its interfacial tension."""
-    return 4.0 * jnp.sqrt(oil.interfacial_tension / (jnp.maximum(water_density - oil_density, 1e-3) * GRAVITY))
+def _under_breaking_waves(oil: OilType, viscosity: Scalar, oil_density: Scalar, water_density: Scalar, wave_height):
+    """`(d0, We, Oh)` of oil under breaking waves (Li et al. 2017): its maximum stable droplet
+    diameter (m) from its interfacial tension, the Weber number of the waves on it and its
+    Ohnesorge number (`viscosity` kinematic)."""
+    tension = oil.interfacial_tension
+    d0 = 4.0 * jnp.sqrt(tension / (jnp.maximum(water_density - oil_density, 1e-3) * GRAVITY))
+    weber = water_density * GRAVITY * wave_height * d0 / tension
+    ohnesorge = viscosity * oil_density / jnp.sqrt(oil_density * tension * d0)
+    return d0, weber, ohnesorge
 
 
 def entrainment_rate(
@@ -135,9 +141,7 @@ def entrainment_rate(
 ) -> Scalar:
     """The rate (1/s) at which breaking waves entrain a surface element (Li et al. 2017), from
     the Weber and Ohnesorge numbers of the oil under the waves."""
-    d0 = _film_scale(oil, oil_density, water_density)
-    weber = water_density * GRAVITY * wave_height * d0 / oil.interfacial_tension
-    ohnesorge = viscosity * oil_density / jnp.sqrt(oil_density * oil.interfacial_tension * d0)
+    _, weber, ohnesorge = _under_breaking_waves(oil, viscosity, oil_density, water_density, wave_height)
     return 4.604e-10 * weber**1.805 * ohnesorge**-1.023 * breaking
 
 
@@ -157,9 +161,7 @@ def median_droplet_li(
     oil: OilType, viscosity: Scalar, oil_density: Scalar, water_density: Scalar, wave_height: Scalar
 ) -> Scalar:
     """The volume-median diameter (m) of droplets entrained by breaking waves (Li et al. 2017)."""
-    d0 = _film_scale(oil, oil_density, water_density)
-    weber = water_density * GRAVITY * wave_height * d0 / oil.interfacial_tension
-    ohnesorge = viscosity * oil_density / jnp.sqrt(oil_density * oil.interfacial_tension * d0)
+    d0, weber, ohnesorge = _under_breaking_waves(oil, viscosity, oil_density, water_density, wave_height)
     return d0 * 1.791 * (1 + 10 * ohnesorge) ** 0.460 * weber**-0.518
 
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._custom_types import Args, TimeLike
 from .base import AbstractParticles, Fluid, Needs
@@ -75,6 +75,13 @@ def forcing(fluid: Fluid, name: str, model: str) -> Array:
             f'fk.io.read(currents, samples={{"{name}": fk.io.read(...)}}), or name yours with {model}(..., sample=)'
         )
     return fluid.samples[name]
+
+
+def forcing_value(fluid: Fluid, value: str | Float[ArrayLike, ""], model: str) -> Array:
+    """A forcing that is a sampled array's name (a scalar there) or a number."""
+    if not isinstance(value, str):
+        return jnp.asarray(value)
+    return jnp.reshape(forcing(fluid, value, model), (-1,))[0]
 
 
 def windage(coefficient, depth, sample: str, state: dict, fluid: Fluid, model: str) -> Array:

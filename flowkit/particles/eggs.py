@@ -9,22 +9,15 @@ import logging
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, Float
 
 from .._custom_types import Args, Position, TimeLike
 from .._time import TimeOrigin
 from .base import AbstractDated, AbstractUpdating, Fluid, Needs
-from .drift import forcing
+from .drift import forcing_value
 from .seawater import Seawater, terminal_velocity, viscosity
 
 DAY = 86400.0
-
-
-def forcing_value(fluid: Fluid, value: str | Float[ArrayLike, ""], model: str) -> Array:
-    """A forcing that is a sampled array's name (a scalar there) or a number."""
-    if not isinstance(value, str):
-        return jnp.asarray(value)
-    return jnp.reshape(forcing(fluid, value, model), (-1,))[0]
 
 
 def daylight(seconds_since_2000: Array, longitude: Array, latitude: Array) -> Array:

@@ -17,8 +17,7 @@ from .._time import TimeOrigin
 from ..oil import weathering
 from ..oil.properties import OilType
 from .base import AbstractDated, AbstractMovedByEvents, AbstractUpdating, Fluid, Needs
-from .drift import forcing
-from .eggs import forcing_value
+from .drift import forcing, forcing_value
 from .seawater import Seawater, viscosity
 
 KELVIN = 273.15
@@ -164,8 +163,8 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
         }
 
     def _water(self, x: Position, fluid: Fluid) -> dict:
-        """The water and weather at ONE element: temperature (K), salinity, density, kinematic
-        viscosity, wind speed, the waves' height, period and breaking fraction."""
+        """The water and weather at ONE element: temperature (K), density, kinematic viscosity,
+        wind speed, the waves' height and breaking fraction."""
         wind = forcing(fluid, self.wind, "Oil")[:2]
         speed = jnp.sqrt(jnp.maximum(jnp.sum(wind**2), 1e-30))
         celsius = forcing_value(fluid, self.temperature, "Oil")
@@ -180,10 +179,8 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
             period = jnp.maximum(forcing_value(fluid, self.wave_period, "Oil"), 1e-3)
         return {
             "temperature": celsius + KELVIN,
-            "salinity": salinity,
             "density": density,
             "viscosity": viscosity(celsius, salinity) / density,
-            "wind": wind,
             "wind_speed": speed,
             "wave_height": height,
             "breaking": weathering.breaking_fraction(speed, period),
@@ -211,15 +208,17 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
         oil_density = self.oil.density(water["temperature"])
         oil_viscosity = self.oil.viscosity(water["temperature"])
 
-        def emulsion(components, evaporated, water_fraction):
-            evaporated_fraction = evaporated / jnp.maximum(jnp.sum(components) + evaporated, 1e-30)
+        def lost(components):  # the fraction evaporated
+            return state["evaporated"] / jnp.maximum(jnp.sum(components) + state["evaporated"], 1e-30)
+
+        def emulsion(components):  # the emulsion's density and kinematic viscosity
+            water_fraction = state["water_fraction"]
             return (
                 weathering.emulsion_density(oil_density, water["density"], water_fraction),
-                weathering.emulsion_viscosity(oil_viscosity, evaporated_fraction, water_fraction),
-                evaporated_fraction,
+                weathering.emulsion_viscosity(oil_viscosity, lost(components), water_fraction),
             )
 
-        density, kinematic, _ = emulsion(components, state["evaporated"], state["water_fraction"])
+        density, kinematic = emulsion(components)
         if self.evaporation:
             area = jnp.sum(components) / density / self.film_thickness
             rates = weathering.evaporation_rates(self.oil, components, area, water["wind_speed"], water["temperature"])
@@ -227,12 +226,11 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
             state["evaporated"] = state["evaporated"] + jnp.sum(components - after)
             components = after
         if self.emulsification:
-            lost = state["evaporated"] / jnp.maximum(jnp.sum(components) + state["evaporated"], 1e-30)
             top = self.oil.max_water_fraction
             grown = weathering.interfacial_area_after(
                 self.oil, state["interfacial_area"], water["wind_speed"], state["age"], dt, top
             )
-            takes = surface & weathering.emulsifying(self.oil, state["age"], lost) & (top > 0)
+            takes = surface & weathering.emulsifying(self.oil, state["age"], lost(components)) & (top > 0)
             state["interfacial_area"] = jnp.where(takes, grown, state["interfacial_area"])
             state["water_fraction"] = jnp.where(
                 takes, weathering.water_fraction(state["interfacial_area"], top), state["water_fraction"]
@@ -250,7 +248,7 @@ class Oil(AbstractUpdating, AbstractMovedByEvents, AbstractDated):
             fraction = weathering.biodegraded_fraction(water["temperature"], dt, self.half_life)
             state["biodegraded"] = state["biodegraded"] + fraction * jnp.sum(components)
             components = components * (1 - fraction)
-        density, kinematic, _ = emulsion(components, state["evaporated"], state["water_fraction"])
+        density, kinematic = emulsion(components)
         state.update(components=components, density=density, viscosity=kinematic, wave_height=water["wave_height"])
         state.update(self._waves_on(state, water, density, kinematic))
         return {k: v.astype(state["x"].dtype) for k, v in state.items()}

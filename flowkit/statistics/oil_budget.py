@@ -57,11 +57,10 @@ class OilBudget(AbstractStatistic):
 
         direction = 1.0 if run.t1 >= run.t0 else -1.0
         times = run.t0 + direction * np.minimum(np.arange(run.n_frames) * abs(run.save_interval), abs(run.t1 - run.t0))
-        _, attrs = window_starts(run, None, 1)
         if run.time_origin is None:
             time, attrs = times, {"long_name": "time", "units": "s"}
-        else:
-            time = run.time_origin.in_units(times)
+        else:  # dates, as the windows of the other statistics give them
+            time, attrs = run.time_origin.in_units(times), window_starts(run, None, 1)[1]
         names = {**{term: f"oil {term}" for term in TERMS}, "released": "oil released so far"}
         data = {
             k: ("time", np.asarray(totals[k], np.float64), {"long_name": names[k], "units": "kg"})
